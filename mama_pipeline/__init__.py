@@ -1,0 +1,1 @@
+"""mama_pipeline: build and evaluate the mamabench and mamaretrieval benchmarks."""

@@ -1,0 +1,1 @@
+"""The shared LLM client, its cache and the embedded judge server."""

@@ -1,0 +1,495 @@
+"""One OpenAI-compatible client for every LLM stage.
+
+Answers are requested as JSON constrained by a pydantic model's schema, validated,
+and cached in DuckDB under a content-addressed key. Transport errors are retried
+with exponential backoff and jitter (``Retry-After`` honoured on 429); an answer
+that cannot be parsed or violates the schema is re-asked a bounded number of
+times and then recorded as failed with its raw text. A failure is never turned
+into a value: callers get every failure listed in the :class:`RunReport`.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import openai
+import polars as pl
+from pydantic import BaseModel, ValidationError
+
+from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.settings import StageSettings
+from mama_pipeline.store import Store
+
+CACHE_TABLE = "llm_responses"
+FAILURE_TABLE = "llm_failures"
+NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    item_id: str
+    messages: list[dict[str, str]]
+
+
+@dataclass
+class LLMResult:
+    item_id: str
+    cache_key: str
+    status: str  # ok | parse_failed | transport_failed
+    value: dict[str, Any] | None = None
+    raw_text: str | None = None
+    reasoning: str | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    attempts: int = 0
+    latency_s: float = 0.0
+    from_cache: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class RunReport:
+    stage: str
+    model: str
+    endpoint: str
+    template_id: str
+    template_hash: str
+    results: list[LLMResult]
+    calls: int = 0
+    wall_s: float = 0.0
+    smoke_test: bool = False
+
+    @property
+    def failures(self) -> list[LLMResult]:
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(r.from_cache for r in self.results)
+
+    def _tokens(self, attr: str, cached: bool) -> int:
+        return sum(getattr(r, attr) for r in self.results if r.from_cache == cached)
+
+    def metadata(self) -> dict[str, Any]:
+        by_status: dict[str, int] = {}
+        for r in self.results:
+            by_status[r.status] = by_status.get(r.status, 0) + 1
+        meta: dict[str, Any] = {
+            f"{self.stage}/model": self.model,
+            f"{self.stage}/endpoint": self.endpoint,
+            f"{self.stage}/prompt_hash": self.template_hash,
+            f"{self.stage}/requests": len(self.results),
+            f"{self.stage}/http_calls": self.calls,
+            f"{self.stage}/cache_hits": self.cache_hits,
+            f"{self.stage}/ok": by_status.get("ok", 0),
+            f"{self.stage}/parse_failed": by_status.get("parse_failed", 0),
+            f"{self.stage}/transport_failed": by_status.get("transport_failed", 0),
+            f"{self.stage}/prompt_tokens_new": self._tokens("prompt_tokens", cached=False),
+            f"{self.stage}/completion_tokens_new": self._tokens("completion_tokens", cached=False),
+            f"{self.stage}/prompt_tokens_cached_answers": self._tokens("prompt_tokens", cached=True),
+            f"{self.stage}/completion_tokens_cached_answers": self._tokens("completion_tokens", cached=True),
+            f"{self.stage}/wall_s": round(self.wall_s, 3),
+        }
+        if self.smoke_test:
+            meta[f"{self.stage}/note"] = SMOKE_TEST_NOTE
+        return meta
+
+
+SMOKE_TEST_NOTE = (
+    "Answers come from the embedded SmolLM2-135M smoke-test model: they exercise the "
+    "pipeline and are not clinical judgements."
+)
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def decoding_params(s: StageSettings) -> dict[str, Any]:
+    """The decoding parameters that change an answer (and so the cache key)."""
+    return {
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "max_tokens": s.max_tokens,
+        "seed": s.seed,
+        "extra_body": s.extra_body,
+        "reasoning": s.reasoning,
+    }
+
+
+def cache_key(
+    endpoint: str,
+    model: str,
+    template: PromptTemplate,
+    messages: Sequence[dict[str, str]],
+    decoding: dict[str, Any],
+    schema: dict[str, Any],
+) -> str:
+    payload = _canonical(
+        {
+            "endpoint": endpoint,
+            "model": model,
+            "template": [template.id, template.hash],
+            "messages": list(messages),
+            "decoding": decoding,
+            "schema": schema,
+        }
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _strip_fences(text: str) -> str:
+    t = text.strip()
+    if t.startswith("```"):
+        t = t.split("\n", 1)[1] if "\n" in t else ""
+        if t.rstrip().endswith("```"):
+            t = t.rstrip()[:-3]
+    return t.strip()
+
+
+def parse_answer(text: str, model: type[BaseModel]) -> dict[str, Any]:
+    """Validate an answer's JSON against ``model``; raises ValueError with the reason."""
+    try:
+        data = json.loads(_strip_fences(text))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"answer is not JSON: {exc}") from None
+    try:
+        return model.model_validate(data).model_dump(mode="json")
+    except ValidationError as exc:
+        raise ValueError(f"answer violates the schema: {exc.errors(include_url=False)}") from None
+
+
+def _server_reasoning(message: Any) -> str | None:
+    extra = getattr(message, "model_extra", None) or {}
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None) or extra.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after") if exc.response is not None else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    client: openai.AsyncOpenAI
+    inflight: int = 0
+
+
+@dataclass
+class _Progress:
+    total: int
+    done: int = 0
+    failed: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+
+class LLMClient:
+    """Cached, retrying, bounded-concurrency structured-output client for one stage."""
+
+    def __init__(
+        self,
+        stage: str,
+        settings: StageSettings,
+        store: Store,
+        endpoint: str,
+        model: str,
+        resolve_urls: Callable[[], list[str]],
+        log: Callable[[str], None] | None = None,
+        progress_every_s: float = 10.0,
+        flush_every_s: float = 0.5,
+        smoke_test: bool = False,
+        retry_parse_failed: bool = False,
+    ):
+        self.stage = stage
+        self.s = settings
+        self.store = store
+        self.endpoint = endpoint
+        self.model = model
+        self._resolve_urls = resolve_urls
+        self._log = log or (lambda _msg: None)
+        self.progress_every_s = progress_every_s
+        self.flush_every_s = flush_every_s
+        self.smoke_test = smoke_test
+        self.retry_parse_failed = retry_parse_failed
+        self._rng = random.Random()
+        store.ensure_tables(CACHE_TABLE, FAILURE_TABLE)
+
+    # -- public -------------------------------------------------------------
+    def run(
+        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+    ) -> RunReport:
+        return asyncio.run(self.arun(template, output_model, requests))
+
+    async def arun(
+        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+    ) -> RunReport:
+        started = time.perf_counter()
+        schema = schema_of(output_model)
+        decoding = decoding_params(self.s)
+        keys = [cache_key(self.endpoint, self.model, template, r.messages, decoding, schema) for r in requests]
+        report = RunReport(
+            self.stage, self.model, self.endpoint, template.id, template.hash, [], smoke_test=self.smoke_test
+        )
+        cached = self._lookup(set(keys))
+        todo: dict[str, LLMRequest] = {}
+        for key, req in zip(keys, requests):
+            if key not in cached and key not in todo:
+                todo[key] = req
+        fresh: dict[str, LLMResult] = {}
+        if todo:
+            self._log(f"{self.stage}: {len(requests) - len(todo)} cached, {len(todo)} to ask {self.model}")
+            fresh = await self._ask_all(template, output_model, schema, todo, report)
+        for key, req in zip(keys, requests):
+            if key in fresh:
+                res = fresh[key]
+            else:
+                res = cached[key]
+            report.results.append(_for_item(res, req.item_id))
+        report.wall_s = time.perf_counter() - started
+        return report
+
+    # -- cache --------------------------------------------------------------
+    def _lookup(self, keys: set[str]) -> dict[str, LLMResult]:
+        if not keys:
+            return {}
+        wanted = pl.DataFrame({"cache_key": sorted(keys)}).to_arrow()
+        statuses = ["ok"] if self.retry_parse_failed else ["ok", "parse_failed"]
+        with self.store.connect() as con:
+            con.register("_wanted", wanted)
+            rows = con.execute(
+                f"""SELECT c.cache_key, status, parsed_json, raw_text, reasoning, error,
+                           prompt_tokens, completion_tokens, cached_tokens, attempts, latency_s
+                    FROM {CACHE_TABLE} c JOIN _wanted w USING (cache_key)
+                    WHERE status IN (SELECT unnest(?))""",
+                [statuses],
+            ).fetchall()
+        out = {}
+        for key, status, parsed, raw, reasoning, error, pt, ct, cached_t, attempts, latency in rows:
+            out[key] = LLMResult(
+                item_id="",
+                cache_key=key,
+                status=status,
+                value=json.loads(parsed) if parsed is not None else None,
+                raw_text=raw,
+                reasoning=reasoning,
+                error=error,
+                prompt_tokens=pt or 0,
+                completion_tokens=ct or 0,
+                cached_tokens=cached_t or 0,
+                attempts=attempts,
+                latency_s=latency or 0.0,
+                from_cache=True,
+            )
+        return out
+
+    def _persist(self, rows: list[tuple[LLMResult, PromptTemplate, str, str]]) -> None:
+        answers = [(r, t, sh) for r, t, sh, _ in rows if r.status != "transport_failed"]
+        failures = [(r, item) for r, _, _, item in rows if r.status == "transport_failed"]
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        with self.store.connect(write=True) as con:
+            if answers:
+                con.executemany(
+                    f"INSERT OR REPLACE INTO {CACHE_TABLE} VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            r.cache_key, self.stage, self.endpoint, self.model, t.id, t.hash, sh,
+                            r.status, r.raw_text, r.reasoning,
+                            None if r.value is None else _canonical(r.value), r.error,
+                            r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.attempts,
+                            r.latency_s, now,
+                        )
+                        for r, t, sh in answers
+                    ],
+                )
+            if failures:
+                con.executemany(
+                    f"INSERT INTO {FAILURE_TABLE} VALUES (?,?,?,?,?,?)",
+                    [(r.cache_key, self.stage, item, r.error or "", r.attempts, now) for r, item in failures],
+                )
+
+    # -- HTTP ---------------------------------------------------------------
+    async def _ask_all(
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        schema: dict[str, Any],
+        todo: dict[str, LLMRequest],
+        report: RunReport,
+    ) -> dict[str, LLMResult]:
+        urls = self._resolve_urls()
+        api_key = os.environ.get(self.s.api_key_env) or NO_KEY
+        endpoints = [
+            _Endpoint(u, openai.AsyncOpenAI(base_url=u, api_key=api_key, max_retries=0, timeout=self.s.timeout_s))
+            for u in urls
+        ]
+        sem = asyncio.Semaphore(self.s.concurrency * len(endpoints))
+        schema_hash = hashlib.sha256(_canonical(schema).encode()).hexdigest()[:16]
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": output_model.__name__, "schema": schema, "strict": True},
+        }
+        pending: list[tuple[LLMResult, PromptTemplate, str, str]] = []
+        progress = _Progress(total=len(todo))
+        results: dict[str, LLMResult] = {}
+
+        async def one(key: str, req: LLMRequest) -> None:
+            res = await self._ask(endpoints, sem, key, req, output_model, response_format, report)
+            results[key] = res
+            pending.append((res, template, schema_hash, req.item_id))
+            progress.done += 1
+            progress.failed += not res.ok
+
+        async def flusher() -> None:
+            while True:
+                await asyncio.sleep(self.flush_every_s)
+                await flush()
+
+        async def flush() -> None:
+            if pending:
+                batch = pending[:]
+                del pending[: len(batch)]
+                await asyncio.to_thread(self._persist, batch)
+
+        async def reporter() -> None:
+            while True:
+                await asyncio.sleep(self.progress_every_s)
+                self._log(self._progress_line(progress))
+
+        background = [asyncio.create_task(flusher()), asyncio.create_task(reporter())]
+        try:
+            await asyncio.gather(*(one(k, r) for k, r in todo.items()))
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await flush()
+            for ep in endpoints:
+                await ep.client.close()
+        self._log(self._progress_line(progress))
+        return results
+
+    def _progress_line(self, p: _Progress) -> str:
+        elapsed = max(time.perf_counter() - p.started, 1e-9)
+        rate = p.done / elapsed
+        eta = (p.total - p.done) / rate if rate > 0 else float("inf")
+        eta_txt = "unknown" if eta == float("inf") else f"{eta:.0f}s"
+        return (
+            f"{self.stage}: {p.done}/{p.total} answered ({p.failed} failed), "
+            f"{rate:.2f}/s, est. {eta_txt} left"
+        )
+
+    def _backoff(self, failures: int, retry_after: float | None) -> float:
+        delay = min(self.s.backoff_max_s, self.s.backoff_base_s * 2 ** (failures - 1))
+        delay *= 0.5 + self._rng.random() / 2
+        return max(delay, retry_after) if retry_after is not None else delay
+
+    async def _ask(
+        self,
+        endpoints: list[_Endpoint],
+        sem: asyncio.Semaphore,
+        key: str,
+        req: LLMRequest,
+        output_model: type[BaseModel],
+        response_format: dict[str, Any],
+        report: RunReport,
+    ) -> LLMResult:
+        transport_failures = parse_failures = attempts = 0
+        extra: dict[str, Any] = {}
+        if self.s.top_p is not None:
+            extra["top_p"] = self.s.top_p
+        if self.s.seed is not None:
+            extra["seed"] = self.s.seed
+        while True:
+            retry_after = None
+            error: str | None = None
+            retryable = False
+            async with sem:
+                ep = min(endpoints, key=lambda e: e.inflight)
+                ep.inflight += 1
+                attempts += 1
+                report.calls += 1
+                t0 = time.perf_counter()
+                try:
+                    resp = await ep.client.chat.completions.create(
+                        model=self.model,
+                        messages=req.messages,
+                        temperature=self.s.temperature,
+                        max_tokens=self.s.max_tokens,
+                        response_format=response_format,
+                        extra_body=self.s.extra_body or None,
+                        **extra,
+                    )
+                except openai.APIStatusError as exc:
+                    code = exc.status_code
+                    retryable = code in (408, 409, 429) or code >= 500
+                    retry_after = _retry_after(exc) if code == 429 else None
+                    error = f"HTTP {code} from {ep.url}: {str(exc)[:300]}"
+                except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                    retryable = True
+                    error = f"{type(exc).__name__} from {ep.url}: {exc}"
+                finally:
+                    ep.inflight -= 1
+                latency = time.perf_counter() - t0
+            if error is not None:
+                transport_failures += 1
+                if not retryable or transport_failures > self.s.max_retries:
+                    return LLMResult("", key, "transport_failed", error=error, attempts=attempts, latency_s=latency)
+                await asyncio.sleep(self._backoff(transport_failures, retry_after))
+                continue
+            message = resp.choices[0].message
+            text = message.content or ""
+            usage = resp.usage
+            tokens = dict(
+                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                cached_tokens=getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,
+            )
+            try:
+                value = parse_answer(text, output_model)
+            except ValueError as exc:
+                parse_failures += 1
+                if parse_failures > self.s.parse_retries:
+                    return LLMResult(
+                        "", key, "parse_failed", raw_text=text, reasoning=_server_reasoning(message),
+                        error=str(exc)[:2000], attempts=attempts, latency_s=latency, **tokens,
+                    )
+                continue
+            reasoning = _server_reasoning(message)
+            if reasoning is None and isinstance(value.get("reasoning"), str):
+                reasoning = value["reasoning"]
+            return LLMResult(
+                "", key, "ok", value=value, raw_text=text, reasoning=reasoning,
+                attempts=attempts, latency_s=latency, **tokens,
+            )
+
+
+def _for_item(res: LLMResult, item_id: str) -> LLMResult:
+    out = LLMResult(**{**res.__dict__})
+    out.item_id = item_id
+    return out

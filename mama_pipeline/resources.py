@@ -1,0 +1,115 @@
+"""Dagster resources and the DuckDB/polars IO manager shared by every area."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.llm.client import LLMClient
+from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity
+from mama_pipeline.settings import PipelineSettings, load_settings
+from mama_pipeline.store import Store
+
+LLM_STAGES = ("classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge")
+
+
+class SettingsResource(dg.ConfigurableResource):
+    """The configuration file; empty ``config_path`` means ``MAMA_CONFIG`` or the bundled sample."""
+
+    config_path: str = ""
+
+    def get(self) -> PipelineSettings:
+        return load_settings(self.config_path or None)
+
+
+class StoreResource(dg.ConfigurableResource):
+    settings: SettingsResource
+
+    def get(self) -> Store:
+        return Store(self.settings.get().db_path)
+
+
+class LLMResource(dg.ConfigurableResource):
+    """Opens the shared LLM client for one stage; starts the embedded server lazily when needed."""
+
+    settings: SettingsResource
+
+    @contextlib.contextmanager
+    def client(self, stage: str, context: dg.OpExecutionContext | None = None) -> Iterator[LLMClient]:
+        if stage not in LLM_STAGES:
+            raise ValueError(f"unknown LLM stage {stage!r}; expected one of {LLM_STAGES}")
+        s = self.settings.get()
+        cfg = getattr(s.llm, stage)
+        embedded = s.llm.embedded_server
+        with contextlib.ExitStack() as stack:
+
+            def resolve_urls() -> list[str]:
+                if cfg.base_urls:
+                    return list(cfg.base_urls)
+                log = s.data_path / "logs" / "embedded_llm_server.log"
+                return [stack.enter_context(embedded_server(embedded, log))]
+
+            if cfg.embedded:
+                endpoint = cfg.cache_namespace or endpoint_identity(embedded)
+                model = cfg.model or embedded.model_alias
+            else:
+                endpoint = cfg.cache_namespace or ",".join(sorted(cfg.base_urls))
+                if not cfg.model:
+                    raise ValueError(f"llm.{stage}.model must be set when llm.{stage}.base_urls is set")
+                model = cfg.model
+            yield LLMClient(
+                stage,
+                cfg,
+                Store(s.db_path),
+                endpoint=endpoint,
+                model=model,
+                resolve_urls=resolve_urls,
+                log=context.log.info if context is not None else None,
+                smoke_test=cfg.embedded,
+            )
+
+
+class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
+    """Stores polars DataFrames as DuckDB tables named after the asset; partitions per key."""
+
+    settings: SettingsResource
+
+    def _table(self, key: dg.AssetKey) -> str:
+        return "__".join(key.path)
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, not a polars DataFrame")
+        partition = context.partition_key if context.has_partition_key else None
+        store = Store(self.settings.get().db_path)
+        store.write_table(self._table(context.asset_key), obj, partition=partition)
+        context.add_output_metadata({"table": self._table(context.asset_key), "rows": obj.height})
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        store = Store(self.settings.get().db_path)
+        partitions = None
+        if context.has_asset_partitions:
+            partitions = sorted(context.asset_partition_keys)
+        return store.read_table(self._table(context.asset_key), partitions=partitions)
+
+
+def shared_resources(config_path: str = "") -> dict[str, object]:
+    settings = SettingsResource(config_path=config_path)
+    return {
+        "settings": settings,
+        "store": StoreResource(settings=settings),
+        "llm": LLMResource(settings=settings),
+        "io_manager": DuckDBPolarsIOManager(settings=settings),
+    }
+
+
+def data_path(settings: SettingsResource, *parts: str) -> Path:
+    """A folder under the data directory, created on demand."""
+    path = settings.get().data_path.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

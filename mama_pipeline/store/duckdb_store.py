@@ -1,0 +1,129 @@
+"""One DuckDB file shared by every Dagster step process.
+
+DuckDB allows a single writing process per file. Every connection here is
+short-lived and taken under an ``fcntl`` readers-writer lock on ``<db>.lock``:
+writers hold it exclusively for one transaction, readers share it and open the
+file read-only. Steps of Dagster's multiprocess executor therefore interleave
+their transactions instead of failing on DuckDB's file lock, and a step that
+dies mid-write leaves only its uncommitted transaction behind.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import polars as pl
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+PARTITION_COLUMN = "_partition"
+
+
+def ddl_path(table: str) -> Path:
+    return SQL_DIR / "tables" / f"{table}.sql"
+
+
+class Store:
+    """Locked access to the pipeline's DuckDB database file."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+
+    @contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    @contextmanager
+    def connect(self, write: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one unit of work; writes run in one transaction."""
+        if not write and not self.path.exists():
+            write = True  # first touch creates the file
+        with self._locked(exclusive=write):
+            con = duckdb.connect(str(self.path), read_only=not write)
+            try:
+                if write:
+                    con.execute("BEGIN TRANSACTION")
+                    try:
+                        yield con
+                    except BaseException:
+                        con.execute("ROLLBACK")
+                        raise
+                    con.execute("COMMIT")
+                else:
+                    yield con
+            finally:
+                con.close()
+
+    def ensure_tables(self, *tables: str) -> None:
+        """Create tables from their DDL in ``sql/tables`` when missing."""
+        with self.connect(write=True) as con:
+            for table in tables:
+                con.execute(ddl_path(table).read_text())
+
+    def table_exists(self, table: str) -> bool:
+        with self.connect() as con:
+            return _exists(con, table)
+
+    def write_table(self, table: str, df: pl.DataFrame, partition: str | None = None) -> None:
+        """Replace a table, or one partition of it, atomically.
+
+        When ``sql/tables/<table>.sql`` exists the table is created from it and
+        rows are inserted by column name, so the DDL is the enforced contract.
+        """
+        if partition is not None:
+            df = df.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
+        arrow = df.to_arrow()
+        ddl = ddl_path(table)
+        with self.connect(write=True) as con:
+            con.register("_incoming", arrow)
+            if ddl.exists():
+                if partition is None:
+                    con.execute(f'DROP TABLE IF EXISTS "{table}"')
+                con.execute(ddl.read_text())
+                if partition is not None:
+                    con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
+                con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
+            elif partition is None or not _exists(con, table):
+                con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming')
+            else:
+                con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
+                con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
+            con.unregister("_incoming")
+
+    def read_table(self, table: str, partitions: list[str] | None = None) -> pl.DataFrame:
+        """Read a table (optionally some partitions), without the partition column."""
+        with self.connect() as con:
+            if not _exists(con, table):
+                raise KeyError(f"table {table!r} is not in {self.path}; materialise its asset first")
+            if partitions is None:
+                rel = con.sql(f'SELECT * FROM "{table}"')
+            else:
+                rel = con.execute(
+                    f'SELECT * FROM "{table}" WHERE {PARTITION_COLUMN} IN (SELECT unnest(?))', [partitions]
+                )
+            df = rel.pl()
+        if PARTITION_COLUMN in df.columns:
+            df = df.drop(PARTITION_COLUMN)
+        return df
+
+    def query(self, sql: str, params: list | None = None) -> pl.DataFrame:
+        with self.connect() as con:
+            return con.execute(sql, params or []).pl()
+
+
+def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
+        ).fetchone()[0]
+    )

@@ -1,0 +1,141 @@
+"""The shared LLM client against a real local HTTP server that injects faults."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from pydantic import BaseModel, Field
+
+from mama_pipeline.llm.client import LLMRequest
+from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline_tests.fake_llm_server import running_server
+
+
+class Verdict(BaseModel):
+    reasoning: str
+    label: int = Field(ge=0, le=2)
+
+
+TEMPLATE = PromptTemplate(id="unit", system="You label things.", user="Label this: {text}")
+
+
+def ask(client, *texts: str, template: PromptTemplate = TEMPLATE):
+    reqs = [LLMRequest(item_id=f"i{n}", messages=template.render(text=t)) for n, t in enumerate(texts)]
+    return client.run(template, Verdict, reqs)
+
+
+def calls_during(server, fn):
+    before = server.stats()["chat_calls"]
+    out = fn()
+    return out, server.stats()["chat_calls"] - before
+
+
+def test_plain_answer_is_validated_and_cached(make_client, fake_llm, store):
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(), "plain-1"))
+    assert calls == 1 and report.calls == 1
+    (res,) = report.results
+    assert res.ok and res.item_id == "i0" and set(res.value) == {"reasoning", "label"}
+    assert res.reasoning == res.value["reasoning"]  # reasoning taken from the JSON field
+    again, calls = calls_during(fake_llm, lambda: ask(make_client(), "plain-1"))
+    assert calls == 0 and again.calls == 0 and again.results[0].from_cache
+    assert again.results[0].value == res.value
+    assert store.query("select count(*) n from llm_responses")["n"][0] == 1
+
+
+def test_http_500_is_retried_then_cached(make_client, fake_llm):
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(), "[[fault:500x2]] a"))
+    assert calls == 3 and report.results[0].ok and report.results[0].attempts == 3
+    _, calls = calls_during(fake_llm, lambda: ask(make_client(), "[[fault:500x2]] a"))
+    assert calls == 0
+
+
+def test_http_500_past_retry_budget_is_a_recorded_transport_failure(make_client, fake_llm, store):
+    client = make_client(max_retries=2)
+    report, calls = calls_during(fake_llm, lambda: ask(client, "[[fault:500]] b"))
+    (res,) = report.failures
+    assert calls == 3 and res.status == "transport_failed" and res.value is None and "HTTP 500" in res.error
+    logged = store.query("select item_id, attempts from llm_failures")
+    assert logged.rows() == [("i0", 3)]
+    # transport failures are not final: the next run asks again
+    _, calls = calls_during(fake_llm, lambda: ask(client, "[[fault:500]] b"))
+    assert calls == 3
+
+
+def test_429_honours_retry_after(make_client, fake_llm):
+    t0 = time.perf_counter()
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(), "[[fault:429x1:retry_after=1]] c"))
+    assert time.perf_counter() - t0 >= 1.0
+    assert calls == 2 and report.results[0].ok
+
+
+def test_slow_answer_past_timeout_is_retried(make_client, fake_llm):
+    client = make_client(timeout_s=0.5)
+    report, calls = calls_during(fake_llm, lambda: ask(client, "[[fault:slow=2x1]] d"))
+    assert calls == 2 and report.results[0].ok
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(timeout_s=0.3, max_retries=1), "[[fault:slow=1]] e"))
+    assert calls == 2 and report.results[0].status == "transport_failed" and "Timeout" in report.results[0].error
+
+
+def test_malformed_json_is_reasked_then_recorded_as_failed_never_defaulted(make_client, fake_llm, store):
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(parse_retries=2), "[[fault:malformed]] f"))
+    (res,) = report.results
+    assert calls == 3 and res.status == "parse_failed" and res.value is None
+    assert res.raw_text == '{"reasoning": "cut off' and "not JSON" in res.error
+    assert report.failures == [res]
+    row = store.query("select status, raw_text, parsed_json from llm_responses").row(0)
+    assert row == ("parse_failed", '{"reasoning": "cut off', None)
+    # a parse failure is final for this exact request: no new call, still failed
+    again, calls = calls_during(fake_llm, lambda: ask(make_client(parse_retries=2), "[[fault:malformed]] f"))
+    assert calls == 0 and again.results[0].status == "parse_failed" and again.results[0].value is None
+
+
+def test_schema_violation_is_reasked(make_client, fake_llm):
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(parse_retries=1), "[[fault:schemax1]] g"))
+    assert calls == 2 and report.results[0].ok
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(parse_retries=1), "[[fault:schema]] h"))
+    assert calls == 2 and report.results[0].status == "parse_failed" and "violates the schema" in report.results[0].error
+
+
+def test_cache_key_covers_template_and_model_not_runtime_knobs(make_client, fake_llm):
+    ask(make_client(), "k1")
+    _, calls = calls_during(fake_llm, lambda: ask(make_client(concurrency=3, timeout_s=9, max_retries=7), "k1"))
+    assert calls == 0
+    edited = PromptTemplate(id="unit", system="You label things carefully.", user="Label this: {text}")
+    _, calls = calls_during(fake_llm, lambda: ask(make_client(), "k1", template=edited))
+    assert calls == 1
+    _, calls = calls_during(fake_llm, lambda: ask(make_client(model="other-model"), "k1"))
+    assert calls == 1
+    _, calls = calls_during(fake_llm, lambda: ask(make_client(temperature=0.7), "k1"))
+    assert calls == 1
+
+
+def test_duplicate_requests_in_one_run_are_asked_once(make_client, fake_llm):
+    report, calls = calls_during(fake_llm, lambda: ask(make_client(), "dup", "dup", "dup"))
+    assert calls == 1 and [r.item_id for r in report.results] == ["i0", "i1", "i2"]
+    assert len({r.cache_key for r in report.results}) == 1
+
+
+def test_requests_spread_over_several_base_urls(make_client):
+    with running_server(delay=0.05) as a, running_server(delay=0.05) as b:
+        report = ask(make_client(urls=[a.url, b.url], concurrency=2), *[f"spread {i}" for i in range(20)])
+        assert all(r.ok for r in report.results)
+        assert a.stats()["chat_calls"] > 0 and b.stats()["chat_calls"] > 0
+        assert a.stats()["chat_calls"] + b.stats()["chat_calls"] == 20
+
+
+def test_server_side_reasoning_channel_is_captured(make_client, fake_llm):
+    class Bare(BaseModel):
+        label: int
+
+    tpl = PromptTemplate(id="bare", system="s", user="{text}")
+    report = make_client(reasoning="server").run(tpl, Bare, [LLMRequest("x", tpl.render(text="r"))])
+    assert report.results[0].ok and report.results[0].reasoning is None  # the fake server sends none
+    meta = report.metadata()
+    assert meta["judge/http_calls"] == 1 and meta["judge/ok"] == 1 and meta["judge/prompt_tokens_new"] > 0
+
+
+@pytest.mark.parametrize("n", [40])
+def test_bounded_concurrency_and_batched_persistence(make_client, fake_llm, store, n):
+    report = ask(make_client(concurrency=4), *[f"batch {i}" for i in range(n)])
+    assert len(report.results) == n and not report.failures
+    assert store.query("select count(*) n from llm_responses where stage='judge'")["n"][0] == n
