@@ -104,6 +104,9 @@ class FakeLLM:
             if not msg.get("more_body"):
                 break
         path = scope["path"]
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":  # record only a digest of the key the client sent
+                self.stats["bearer:" + hashlib.sha256(value.split(b" ")[-1]).hexdigest()[:12]] = 1
         if path.endswith("/chat/completions"):
             status, headers, payload = await self.chat(json.loads(body))
         elif path.endswith("/embeddings"):
@@ -213,7 +216,8 @@ class ServerHandle:
     def stats(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats") as r:
             raw = json.load(r)
-        out = {k: v for k, v in raw.items() if not k.startswith("distinct:")}
+        out = {k: v for k, v in raw.items() if not k.startswith(("distinct:", "bearer:"))}
+        out["bearer_digests"] = sorted(k.split(":", 1)[1] for k in raw if k.startswith("bearer:"))
         out["distinct_requests"] = sum(1 for k in raw if k.startswith("distinct:"))
         out.setdefault("chat_calls", 0)
         return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import openai
+from openai.types.chat import ChatCompletion
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
@@ -29,7 +30,8 @@ from mama_pipeline.store import Store
 
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
-NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
+NO_KEY = "no-key-configured"
+POOL_SIZE = 16  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
 
 
 @dataclass(frozen=True)
@@ -196,9 +198,16 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
 
 @dataclass
 class _Endpoint:
+    """One base URL served by several small connection pools (httpx scans a pool per request)."""
+
     url: str
-    client: openai.AsyncOpenAI
+    clients: list[openai.AsyncOpenAI]
     inflight: int = 0
+    _next: int = 0
+
+    def pick(self) -> openai.AsyncOpenAI:
+        self._next = (self._next + 1) % len(self.clients)
+        return self.clients[self._next]
 
 
 @dataclass
@@ -344,8 +353,12 @@ class LLMClient:
     ) -> dict[str, LLMResult]:
         urls = self._resolve_urls()
         api_key = os.environ.get(self.s.api_key_env) or NO_KEY
+        pools = max(1, -(-self.s.concurrency // POOL_SIZE))
         endpoints = [
-            _Endpoint(u, openai.AsyncOpenAI(base_url=u, api_key=api_key, max_retries=0, timeout=self.s.timeout_s))
+            _Endpoint(u, [
+                openai.AsyncOpenAI(base_url=u, api_key=api_key, max_retries=0, timeout=self.s.timeout_s)
+                for _ in range(pools)
+            ])
             for u in urls
         ]
         sem = asyncio.Semaphore(self.s.concurrency * len(endpoints))
@@ -390,7 +403,8 @@ class LLMClient:
             await asyncio.gather(*background, return_exceptions=True)
             await flush()
             for ep in endpoints:
-                await ep.client.close()
+                for c in ep.clients:
+                    await c.close()
         self._log(self._progress_line(progress))
         return results
 
@@ -420,11 +434,18 @@ class LLMClient:
         report: RunReport,
     ) -> LLMResult:
         transport_failures = parse_failures = attempts = 0
-        extra: dict[str, Any] = {}
+        body: dict[str, Any] = {
+            **self.s.extra_body,
+            "model": self.model,
+            "messages": req.messages,
+            "temperature": self.s.temperature,
+            "max_tokens": self.s.max_tokens,
+            "response_format": response_format,
+        }
         if self.s.top_p is not None:
-            extra["top_p"] = self.s.top_p
+            body["top_p"] = self.s.top_p
         if self.s.seed is not None:
-            extra["seed"] = self.s.seed
+            body["seed"] = self.s.seed
         while True:
             retry_after = None
             error: str | None = None
@@ -436,15 +457,8 @@ class LLMClient:
                 report.calls += 1
                 t0 = time.perf_counter()
                 try:
-                    resp = await ep.client.chat.completions.create(
-                        model=self.model,
-                        messages=req.messages,
-                        temperature=self.s.temperature,
-                        max_tokens=self.s.max_tokens,
-                        response_format=response_format,
-                        extra_body=self.s.extra_body or None,
-                        **extra,
-                    )
+                    # the body is already plain JSON: post it as is (the typed create() re-walks it)
+                    resp = await ep.pick().post("/chat/completions", body=body, cast_to=ChatCompletion)
                 except openai.APIStatusError as exc:
                     code = exc.status_code
                     retryable = code in (408, 409, 429) or code >= 500

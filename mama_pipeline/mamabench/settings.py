@@ -1,0 +1,93 @@
+"""Configuration of mamabench's upstream sources and scope checks.
+
+Each pool is read from a local file, a local folder laid out like the hub
+repository, or the Hugging Face hub at a pinned revision. Defaults are the
+bundled fixtures, relative to the folder of ``sample_config.yaml``.
+"""
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from mama_pipeline.mamabench.pools import POOL_BY_NAME
+from mama_pipeline.settings_base import Section
+
+
+class SourceLocation(Section):
+    """Where one upstream pool's files live.
+
+    ``path`` alone: one local file. ``path`` + ``files``: those files inside a
+    local folder laid out like the hub repo. ``repo_id`` + ``revision`` +
+    ``files``: those files of a hub dataset repo at that revision.
+    """
+
+    path: str | None = None
+    repo_id: str | None = None
+    revision: str | None = None
+    files: list[str] = Field(default_factory=list)
+    licence: str
+
+    @model_validator(mode="after")
+    def _one_place(self) -> "SourceLocation":
+        if (self.path is None) == (self.repo_id is None):
+            raise ValueError("set exactly one of 'path' (local) or 'repo_id' (hub)")
+        if self.repo_id is not None:
+            if not self.revision:
+                raise ValueError(f"hub source {self.repo_id}: 'revision' must pin a commit, tag or branch")
+            if not self.files:
+                raise ValueError(f"hub source {self.repo_id}: 'files' must list the repo files to read")
+        return self
+
+
+_UP = "sample_data/upstream"
+_OWN = "sample_data/mamabench"
+
+
+class SourcesSettings(Section):
+    medmcqa: SourceLocation = SourceLocation(
+        path=f"{_UP}/medmcqa/validation-sample-120.parquet", licence="Apache-2.0"
+    )
+    medqa_usmle: SourceLocation = SourceLocation(
+        path=f"{_UP}/medqa_usmle/us_4_options_test-sample-150.jsonl", licence="MIT"
+    )
+    afrimedqa_mcq: SourceLocation = SourceLocation(
+        path=f"{_UP}/afrimedqa/afrimedqa_v2_sample_10.csv", licence="CC-BY-NC-SA-4.0"
+    )
+    afrimedqa_saq: SourceLocation = SourceLocation(
+        path=f"{_OWN}/afrimedqa/afrimedqa_v2_saq_sample.csv", licence="CC-BY-NC-SA-4.0"
+    )
+    kenya_vignettes: SourceLocation = SourceLocation(
+        path=f"{_UP}/kenya_vignettes/vignettes-sample-60.csv", licence="MIT"
+    )
+    whb: SourceLocation = SourceLocation(path=f"{_UP}/whb/WHB_subset.json", licence="CC-BY-SA-4.0")
+    healthbench_oss_eval: SourceLocation = SourceLocation(
+        path=f"{_UP}/healthbench/oss_eval-sample-40.jsonl", licence="MIT"
+    )
+    healthbench_consensus: SourceLocation = SourceLocation(
+        path=f"{_OWN}/healthbench/consensus-sample.jsonl", licence="MIT"
+    )
+    healthbench_hard: SourceLocation = SourceLocation(
+        path=f"{_OWN}/healthbench/hard-sample.jsonl", licence="MIT"
+    )
+
+
+class MamabenchSettings(Section):
+    sources: SourcesSettings = SourcesSettings()
+    # pre-scoping of the pools that bypass the classifier
+    medmcqa_subjects: list[str] = Field(default_factory=lambda: ["Gynaecology & Obstetrics", "Pediatrics"])
+    afrimedqa_specialty_contains: str = "Obstetric"
+    afrimedqa_tier: str = "expert"
+    # cosmetic-defect threshold: stems with fewer words are counted as terse
+    terse_stem_words: int = Field(5, ge=1)
+    # second-classifier agreement check (stage llm.classifier_reference)
+    agreement_pools: list[str] = Field(default_factory=lambda: ["healthbench_oss_eval"])
+    agreement_sample_size: int = Field(50, ge=0)  # 0 = every classified item of those pools
+    agreement_seed: int = 0
+
+    @field_validator("agreement_pools")
+    @classmethod
+    def _classified_pools(cls, v: list[str]) -> list[str]:
+        allowed = sorted(n for n, p in POOL_BY_NAME.items() if p.scoping == "classifier")
+        bad = [n for n in v if n not in allowed]
+        if bad:
+            raise ValueError(f"agreement_pools {bad}: the check re-classifies pools the classifier scopes: {allowed}")
+        return v

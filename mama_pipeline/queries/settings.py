@@ -1,0 +1,8 @@
+"""Configuration of the answerability gate and query writer."""
+from pydantic import Field
+
+from mama_pipeline.settings_base import Section
+
+
+class QueriesSettings(Section):
+    max_words: int = Field(20, ge=1)
