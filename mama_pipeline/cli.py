@@ -1,4 +1,8 @@
-"""Command line: ``mama-pipeline demo|materialize|eval|verify``."""
+"""Command line: ``mama-pipeline demo|materialize|eval|verify``.
+
+``eval`` and ``verify`` pass their remaining arguments to the evaluation and
+release command lines (``mama-pipeline eval --help``).
+"""
 from __future__ import annotations
 
 import argparse
@@ -48,9 +52,8 @@ def result_paths(data: Path) -> dict[str, Path]:
     found = {}
     for folder in sorted((data / "releases").glob("*/*")) if (data / "releases").exists() else []:
         found[f"release {folder.parent.name}"] = folder
-    report = data / "reports" / "scoreboard.html"
-    if report.exists():
-        found["report"] = report
+    for report in sorted((data / "reports").glob("*/*.html")) if (data / "reports").exists() else []:
+        found[f"report {report.parent.name}"] = report
     return found
 
 
@@ -60,9 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("demo", help="materialise everything on the bundled sample and print result paths")
     m = sub.add_parser("materialize", help="materialise an asset selection")
     m.add_argument("--select", default="*")
+    sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
     args, rest = ap.parse_known_args(argv)
     if args.cmd == "demo":
         return demo()
+    if args.cmd == "eval":
+        from mama_pipeline.evaluation.cli import main as eval_main
+
+        return eval_main(rest)
     return materialize(args.select)
 
 

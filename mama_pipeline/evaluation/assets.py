@@ -1,0 +1,240 @@
+"""Dagster assets of the evaluation group, thin over the pure modules.
+
+Inputs from other areas: ``rankings`` (read from the store for every configured
+retriever, like the pools do), ``judgments`` (query_id, chunk_id, score 0..6),
+``queries`` (query_id, query_text, tier, ...), ``chunks`` (chunk_id, text). Run files listed in ``evaluation.run_files``
+join the scoreboard without entering the pool: nothing is re-judged.
+"""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.evaluation.audits import leak_audit
+from mama_pipeline.evaluation.beir_evaluation import evaluate_beir, load_benchmark, registry_inputs, run_registry
+from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
+from mama_pipeline.evaluation.per_query_files import write_per_query_files
+from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoring import wide_scoreboard
+from mama_pipeline.evaluation.trec import read_trec_run
+from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
+
+GROUP = "evaluation"
+RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
+REPORT_DIR = ("reports", "evaluation")
+PER_QUERY_DIR = ("results", "per_query")
+
+
+BEIR_SCOREBOARD_SCHEMA = {
+    "benchmark": pl.String, "tier": pl.String, "retriever": pl.String, "measure": pl.String, "label": pl.String,
+    "family": pl.String, "cut": pl.String, "rel": pl.Int64, "k": pl.Int64, "position": pl.Int64,
+    "mean": pl.Float64, "n_queries": pl.Int64, "queries_no_relevant": pl.Int64,
+}
+AUDIT_SCHEMA = {"benchmark": pl.String, "audit": pl.String, "retriever": pl.String, "model": pl.String,
+                "figure": pl.String, "value": pl.Float64}
+
+
+def md_table(df: pl.DataFrame, digits: int = 3) -> dg.MetadataValue:
+    """A small table as Markdown metadata."""
+    if df.is_empty():
+        return dg.MetadataValue.md("(none)")
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
+    for row in df.iter_rows():
+        cells = ["" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v)) for v in row]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def stored_rankings(store, names: list[str]) -> pl.DataFrame:
+    """The rankings of these retrievers; an error names partitions never materialised."""
+    if not names:
+        return pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int64,
+                                    "chunk_id": pl.String, "score": pl.Float64})
+    table = store.read_table(RANKINGS, partitions=names)
+    missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
+    if missing:
+        raise ValueError(f"rankings of {missing} are not in the store: materialise those rankings partitions first")
+    return table
+
+
+def run_files(settings) -> pl.DataFrame | None:
+    """The configured run files as one run table (None when there are none)."""
+    files = [read_trec_run(settings.resolve(f.path), f.name).drop("score") for f in settings.evaluation.run_files]
+    return pl.concat(files) if files else None
+
+
+def _score(settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame,
+           queries: pl.DataFrame) -> ScoreboardResult:
+    s = settings.get()
+    ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
+    return score_retrievers(ranked, judgments, queries, s.evaluation, run_files(s))
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    deps=[RANKINGS],
+    outs={
+        "scoreboard": dg.AssetOut(description="Mean of every measure per retriever (tier 'all', then per tier), "
+                                  "robust measures first; queries without a qualifying chunk score 0."),
+        "per_query_results": dg.AssetOut(description="Every (retriever, benchmark query, measure) value; also "
+                                         "written as one file per retriever, pairable by query id."),
+        "significance": dg.AssetOut(description="Paired tests between every two retrievers: bootstrap CI of the "
+                                    "difference, randomization test, exact McNemar on hits; Holm across pairs."),
+    },
+)
+def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame, queries: pl.DataFrame):
+    ev_settings = settings.get().evaluation
+    result = _score(settings, store, judgments, queries)
+    ev = result.evaluation
+    folder = write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
+                                   data_path(settings, *PER_QUERY_DIR) / "mamaretrieval", "mamaretrieval")
+    overall = result.board.filter(pl.col("tier") == "all")
+    no_rel = overall.filter(pl.col("family") == "HR").group_by("cut").agg(pl.col("queries_no_relevant").first())
+    wide = wide_scoreboard(result.board)
+    headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10", "Judged@10"))]
+    yield dg.Output(result.board, output_name="scoreboard", metadata={
+        "queries": len(ev.query_ids),
+        "retrievers": ", ".join(ev.retrievers),
+        "queries_without_relevant_chunk": md_table(no_rel.sort("cut")),
+        "queries_without_results": json.dumps(result.notes["queries_without_results"], sort_keys=True),
+        "dropped_rows": json.dumps(ev.dropped, sort_keys=True),
+        "scoreboard": md_table(wide.select("retriever", *headline)),
+    })
+    yield dg.Output(ev.per_query, output_name="per_query_results", metadata={
+        "files": dg.MetadataValue.path(str(folder)),
+        "values": ev.per_query.height,
+    })
+    sig = result.significance
+    yield dg.Output(sig, output_name="significance", metadata={
+        "pairs": sig.select("retriever_a", "retriever_b").unique().height,
+        "measures": ", ".join(ev_settings.significance_measures),
+        "significant_after_holm": int((sig["p_randomization_holm"] < ev_settings.alpha).sum()),
+    })
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[RANKINGS],
+    description="Static HTML report: scoreboard, significance matrices, score distributions, measures by k, per "
+    "tier, and the leak audit (queries verbatim in a chunk labelled at the lenient cut or above).",
+)
+def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboard: pl.DataFrame,
+                      significance: pl.DataFrame, judgments: pl.DataFrame, queries: pl.DataFrame,
+                      chunks: pl.DataFrame) -> dg.MaterializeResult:
+    s = settings.get()
+    ev = s.evaluation
+    ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
+    extra = run_files(s)
+    run = rankings_to_run(ranked) if extra is None else pl.concat([rankings_to_run(ranked), extra])
+    qrels, _ = judged_qrels(judgments)
+    leak, leaked = leak_audit(queries.select("query_id", pl.col("query_text").alias("text")),
+                              chunks.select(pl.col("chunk_id").alias("doc_id"), "text"), qrels, ev.lenient)
+    mix_k = min(10, max(ev.cutoffs))
+    page = write_report(ReportInputs(
+        title="mamaretrieval retriever scoreboard",
+        board=scoreboard, significance=significance, headline=ev.headline_measure,
+        notes=[f"{scoreboard.filter(pl.col('tier') == 'all')['n_queries'].max()} queries, "
+               f"{qrels.height} judged pairs, lenient cut >= {ev.lenient}, strict cut >= {ev.strict}; "
+               f"{ev.resamples} resamples, seed {ev.seed}.",
+               f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
+               f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing)."],
+        label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
+        label_mix=label_mix(run, qrels, mix_k), mix_k=mix_k, alpha=ev.alpha,
+    ), data_path(settings, *REPORT_DIR))
+    return dg.MaterializeResult(metadata={
+        "report": dg.MetadataValue.path(str(page)),
+        "report_url": dg.MetadataValue.url(page.as_uri()),
+        "leaked_queries_exact": leak["leaked_exact"],
+        "leaked_queries_any": leak["leaked_any"],
+        "leaked_examples": md_table(leaked.head(10)),
+    })
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    outs={
+        "beir_scoreboard": dg.AssetOut(description="Every configured BEIR benchmark x retriever x measure (label >= 1)."),
+        "beir_significance": dg.AssetOut(description="Paired tests between the retrievers of each BEIR benchmark."),
+        "beir_audits": dg.AssetOut(description="Leak audit (queries verbatim in a gold document) and truncation audit "
+                                   "(documents longer than each encoder's max sequence length) per benchmark."),
+    },
+)
+def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource):
+    from mama_pipeline.retrieval.registry import RetrievalEnv
+
+    s = settings.get()
+    boards, sigs, audits, meta = [], [], [], {}
+    for cfg in s.evaluation.beir:
+        loaded = load_benchmark(cfg, s.resolve)
+        chunks, queries = registry_inputs(loaded.benchmark)
+        depth = max(cfg.cutoffs)
+
+        def env(load_rankings):
+            return RetrievalEnv(store=store.get(), work_dir=data_path(settings, "retrieval"), resolve=s.resolve,
+                                load_rankings=load_rankings, log=context.log.info)
+
+        ranked, retriever_meta = run_registry(cfg.retrievers, chunks, queries, depth, s.retrieval, env)
+        result = evaluate_beir(loaded, ranked, cfg, retriever_meta, s.evaluation.resamples, s.evaluation.seed,
+                               s.evaluation.confidence)
+        ev = result.evaluation
+        write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
+                              data_path(settings, *PER_QUERY_DIR) / f"beir-{cfg.name}", cfg.name)
+        page = write_report(ReportInputs(
+            title=f"BEIR benchmark {cfg.name}", board=result.board, significance=result.significance,
+            headline=cfg.significance_measures[0], alpha=s.evaluation.alpha,
+            notes=[json.dumps({k: v for k, v in result.notes.items() if k != "dropped"}, sort_keys=True),
+                   f"leak audit: {json.dumps(result.leak, sort_keys=True)}"],
+        ), data_path(settings, "reports", f"beir-{cfg.name}"))
+        boards.append(result.board.with_columns(pl.lit(cfg.name).alias("benchmark")))
+        sigs.append(result.significance.with_columns(pl.lit(cfg.name).alias("benchmark")))
+        audits.append(_audit_rows(cfg.name, result.leak, result.truncation))
+        meta[f"{cfg.name}/report"] = dg.MetadataValue.path(str(page))
+        meta[f"{cfg.name}/scoreboard"] = md_table(wide_scoreboard(result.board))
+    yield dg.Output(_stack(boards, BEIR_SCOREBOARD_SCHEMA), output_name="beir_scoreboard", metadata=meta)
+    yield dg.Output(_stack(sigs, {**SIGNIFICANCE_SCHEMA, "benchmark": pl.String}), output_name="beir_significance")
+    yield dg.Output(_stack(audits, AUDIT_SCHEMA), output_name="beir_audits")
+
+
+def _stack(frames: list[pl.DataFrame], schema: dict) -> pl.DataFrame:
+    return pl.concat(frames).select(list(schema)) if frames else pl.DataFrame(schema=schema)
+
+
+def _audit_rows(benchmark: str, leak: dict, truncation: pl.DataFrame) -> pl.DataFrame:
+    rows = [
+        {"benchmark": benchmark, "audit": "leak", "retriever": None, "model": None, "figure": k, "value": float(v)}
+        for k, v in leak.items() if isinstance(v, (int, float))
+    ]
+    for r in truncation.iter_rows(named=True):
+        for figure in ("max_seq_length", "documents", "longer_than_max", "share_longer_than_max"):
+            rows.append({"benchmark": benchmark, "audit": "truncation", "retriever": r["retriever"],
+                         "model": r["model"], "figure": figure, "value": float(r[figure])})
+    return pl.DataFrame(rows, schema=AUDIT_SCHEMA)
+
+
+@dg.asset_check(asset="scoreboard", blocking=True, additional_ins={"queries": dg.AssetIn("queries")})
+def scoreboard_covers_every_query(scoreboard: pl.DataFrame, queries: pl.DataFrame) -> dg.AssetCheckResult:
+    """Every retriever is scored on every benchmark query, for every measure."""
+    overall = scoreboard.filter(pl.col("tier") == "all")
+    wrong = overall.filter(pl.col("n_queries") != queries.height).height
+    cells = overall.group_by("retriever").len()["len"].unique().to_list()
+    return dg.AssetCheckResult(passed=wrong == 0 and len(cells) <= 1,
+                               metadata={"rows_with_wrong_query_count": wrong, "measures_per_retriever": str(cells)})
+
+
+@dg.asset_check(asset="significance", blocking=True, additional_ins={"scoreboard": dg.AssetIn("scoreboard")})
+def significance_covers_every_pair(significance: pl.DataFrame, scoreboard: pl.DataFrame) -> dg.AssetCheckResult:
+    """One row per measure and unordered pair of scored retrievers, p values in [0, 1]."""
+    n = scoreboard["retriever"].n_unique()
+    per_measure = significance.group_by("measure").len()["len"].to_list()
+    expected = n * (n - 1) // 2
+    p_ok = bool(significance.select(pl.col("p_randomization_holm").is_between(0, 1).all()).item()) \
+        if significance.height else True
+    return dg.AssetCheckResult(passed=all(x == expected for x in per_measure) and p_ok,
+                               metadata={"pairs_expected": expected, "pairs_per_measure": str(per_measure)})
+
+
+ASSETS = [scoreboard, evaluation_report, beir_evaluations]
+CHECKS = [scoreboard_covers_every_query, significance_covers_every_pair]

@@ -1,0 +1,138 @@
+"""Evaluate configured retrievers (the retrieval registry) on a BEIR benchmark.
+
+The benchmark's documents become the registry's chunks (``title text``), its
+selected queries the queries; every retriever ranks the top max(cutoffs), and
+the scoreboard, per-query values and paired significance are computed exactly
+as for mamaretrieval, with one relevance cut (label >= 1) and graded nDCG gains.
+Audits run alongside: the leak audit on the qrels, and the truncation share each
+encoder retriever reports for the documents (in its own tokenizer's tokens).
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from mama_pipeline.evaluation.audits import leak_audit
+from mama_pipeline.evaluation.beir import PRESETS, BeirBenchmark, download_beir, read_beir
+from mama_pipeline.evaluation.judged_scoreboard import check_measures
+from mama_pipeline.evaluation.measures import beir_plan
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoring import Evaluation, evaluate, queries_without_results, scoreboard
+from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
+from mama_pipeline.evaluation.significance import pairwise_significance
+
+Retrieve = Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]  # (chunks, queries) -> rankings
+
+
+@dataclass
+class LoadedBenchmark:
+    benchmark: BeirBenchmark
+    query_ids: list[str]
+    provenance: dict[str, object]
+
+
+@dataclass
+class BeirResult:
+    name: str
+    evaluation: Evaluation
+    board: pl.DataFrame
+    significance: pl.DataFrame
+    run: pl.DataFrame
+    qrels: pl.DataFrame
+    leak: dict[str, object]
+    truncation: pl.DataFrame
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+def load_benchmark(cfg: BeirBenchmarkSettings, resolve: Callable[[str], Path]) -> LoadedBenchmark:
+    """Read the configured benchmark (local folder, preset or hub id) and pick its queries."""
+    preset = PRESETS.get(cfg.preset) if cfg.preset else None
+    if cfg.preset and preset is None:
+        raise ValueError(f"benchmark {cfg.name!r}: unknown preset {cfg.preset!r}; known: {sorted(PRESETS)}")
+    split = cfg.split or (preset.split if preset else "test")
+    max_queries = cfg.max_queries or (preset.max_queries if preset else None)
+    if cfg.path:
+        folder = resolve(cfg.path)
+        provenance: dict[str, object] = {"source": str(folder)}
+    else:
+        repo_id = cfg.repo_id or preset.repo_id
+        folder = download_beir(repo_id, cfg.revision or "")
+        provenance = {"source": f"hf://datasets/{repo_id}", "revision": cfg.revision}
+    benchmark = read_beir(folder, split, cfg.name)
+    query_ids = benchmark.benchmark_query_ids(max_queries)
+    provenance.update({"split": split, "max_queries": max_queries, "queries": len(query_ids),
+                       "documents": benchmark.corpus.height})
+    return LoadedBenchmark(benchmark.subset(query_ids), query_ids, provenance)
+
+
+def registry_inputs(benchmark: BeirBenchmark) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(chunks, queries) in the retrieval registry's columns; corpus_version names the benchmark and its texts."""
+    text = pl.when(pl.col("title").fill_null("") != "").then(pl.col("title") + " " + pl.col("text")).otherwise(pl.col("text"))
+    chunks = benchmark.corpus.select(pl.col("doc_id").alias("chunk_id"), text.alias("text"))
+    digest = hashlib.sha256()
+    for chunk_id, body in chunks.sort("chunk_id").iter_rows():
+        digest.update(chunk_id.encode() + b"\0" + body.encode() + b"\0")
+    chunks = chunks.with_columns(pl.lit(f"beir-{benchmark.name}-{digest.hexdigest()[:12]}").alias("corpus_version"))
+    queries = benchmark.queries.select("query_id", pl.col("text").alias("query_text"))
+    return chunks, queries
+
+
+def run_registry(names: list[str], chunks: pl.DataFrame, queries: pl.DataFrame, depth: int,
+                 retrieval_settings, env_factory) -> tuple[pl.DataFrame, dict[str, dict]]:
+    """Rankings of the named registry retrievers (in order: fusions after their runs) and their metadata."""
+    from mama_pipeline.retrieval.registry import run_retriever
+
+    done: dict[str, pl.DataFrame] = {}
+
+    def load_rankings(wanted: list[str]) -> pl.DataFrame:
+        missing = [w for w in wanted if w not in done]
+        if missing:
+            raise ValueError(f"fused runs {missing} must be listed before the fusion in the benchmark's retrievers")
+        return pl.concat([done[w] for w in wanted])
+
+    env = env_factory(load_rankings)
+    metadata = {}
+    for name in names:
+        out = run_retriever(retrieval_settings.retriever(name), chunks, queries, depth, env)
+        done[name] = out.rankings
+        metadata[name] = out.metadata
+    return pl.concat(list(done.values())) if done else pl.DataFrame(), metadata
+
+
+def evaluate_beir(loaded: LoadedBenchmark, rankings: pl.DataFrame, cfg: BeirBenchmarkSettings,
+                  retriever_metadata: dict[str, dict] | None = None, resamples: int = 5000, seed: int = 0,
+                  confidence: float = 0.95) -> BeirResult:
+    """Scoreboard, significance and audits of ``rankings`` (query_id, retriever, rank, chunk_id) on the benchmark."""
+    plan = beir_plan(cfg.cutoffs)
+    check_measures(cfg.significance_measures, plan, f"evaluation.beir[{cfg.name}].significance_measures")
+    bench = loaded.benchmark
+    run = rankings_to_run(rankings)
+    evaluation = evaluate(run, bench.qrels, loaded.query_ids, plan, cfg.retrievers, f"rankings of {cfg.name}",
+                          bench.source)
+    board = scoreboard(evaluation, bench.qrels)
+    significance = pairwise_significance(evaluation.per_query, cfg.significance_measures, cfg.retrievers,
+                                         n_resamples=resamples, seed=seed, confidence=confidence)
+    leak, leaked = leak_audit(bench.queries, bench.corpus, bench.qrels)
+    leak["leaked_query_ids"] = leaked["query_id"].unique(maintain_order=True).to_list()[:20]
+    notes = {**loaded.provenance, "queries_without_results": queries_without_results(run, cfg.retrievers, loaded.query_ids),
+             "dropped": evaluation.dropped}
+    return BeirResult(cfg.name, evaluation, board, significance, run, bench.qrels, leak,
+                      truncation_from_metadata(retriever_metadata or {}), notes)
+
+
+def truncation_from_metadata(metadata: dict[str, dict]) -> pl.DataFrame:
+    """Per encoder retriever: documents longer than its max_seq_length, as the registry counted them."""
+    rows = [
+        {"retriever": name, "model": str(m.get("model")), "max_seq_length": m["max_seq_length"],
+         "documents": m["chunks"], "longer_than_max": m["chunks_truncated"],
+         "share_longer_than_max": m["chunks_truncated"] / m["chunks"] if m["chunks"] else 0.0}
+        for name, m in metadata.items()
+        if m.get("max_seq_length") is not None and "chunks_truncated" in m
+    ]
+    return pl.DataFrame(rows, schema={"retriever": pl.String, "model": pl.String, "max_seq_length": pl.Int64,
+                                      "documents": pl.Int64, "longer_than_max": pl.Int64,
+                                      "share_longer_than_max": pl.Float64})

@@ -1,0 +1,94 @@
+"""The mamaretrieval scoreboard: every retriever's ranking scored on the judged labels.
+
+Inputs are the pipeline's tables: rankings (query_id, retriever, rank, chunk_id,
+score), judgments (query_id, chunk_id, score 0..6), queries (query_id, tier).
+A retriever added later (a configuration entry or a TREC run file) is scored on
+the labels that exist: chunks nobody judged count as not relevant, and its
+Judged@k says how much of its ranking the labels cover. Nothing is re-judged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from mama_pipeline.evaluation.measures import MeasurePlan, mamaretrieval_plan
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoring import Evaluation, evaluate, queries_without_results, scoreboard
+from mama_pipeline.evaluation.settings import EvaluationSettings
+from mama_pipeline.evaluation.significance import pairwise_significance
+
+
+@dataclass
+class ScoreboardResult:
+    evaluation: Evaluation
+    board: pl.DataFrame
+    significance: pl.DataFrame
+    run: pl.DataFrame
+    qrels: pl.DataFrame
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+def judged_qrels(judgments: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Qrels (query_id, doc_id, relevance) from judgments; rows without a label are dropped and counted."""
+    labelled = judgments
+    dropped: dict[str, int] = {}
+    if "status" in judgments.columns:
+        labelled = judgments.filter(pl.col("status") == "labelled")
+        dropped["judgments not labelled (status)"] = judgments.height - labelled.height
+    no_score = labelled.filter(pl.col("score").is_null()).height
+    if no_score:
+        dropped["judgments without a score"] = no_score
+    qrels = labelled.filter(pl.col("score").is_not_null()).select(
+        pl.col("query_id").cast(pl.String), pl.col("chunk_id").cast(pl.String).alias("doc_id"),
+        pl.col("score").cast(pl.Int64).alias("relevance"),
+    )
+    return qrels, dropped
+
+
+def check_measures(names: list[str], plan: MeasurePlan, key: str) -> None:
+    known = plan.by_name()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"{key}: unknown measures {unknown}; known: {list(known)}")
+
+
+def score_retrievers(
+    rankings: pl.DataFrame,
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    settings: EvaluationSettings,
+    extra_runs: pl.DataFrame | None = None,
+) -> ScoreboardResult:
+    """Scoreboard, per-query values and paired significance for every retriever.
+
+    ``extra_runs`` (retriever, query_id, doc_id, rank) are run files evaluated
+    without entering the pool.
+    """
+    plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
+    check_measures(settings.significance_measures, plan, "evaluation.significance_measures")
+    check_measures([settings.headline_measure], plan, "evaluation.headline_measure")
+    run = rankings_to_run(rankings)
+    if extra_runs is not None and extra_runs.height:
+        clash = set(extra_runs["retriever"].unique().to_list()) & set(run["retriever"].unique().to_list())
+        if clash:
+            raise ValueError(f"run files reuse retriever names of the rankings table: {sorted(clash)}")
+        run = pl.concat([run, extra_runs.select([pl.col(c).cast(t) for c, t in run.schema.items()])])
+    qrels, dropped = judged_qrels(judgments)
+    query_ids = queries.sort("query_id")["query_id"].to_list()
+    retrievers = sorted(run["retriever"].unique().to_list())
+    evaluation = evaluate(run, qrels, query_ids, plan, retrievers, "rankings", "judgments")
+    evaluation.dropped.update(dropped)
+    tiers = queries.select("query_id", "tier") if "tier" in queries.columns else None
+    board = scoreboard(evaluation, qrels, tiers)
+    significance = pairwise_significance(
+        evaluation.per_query, settings.significance_measures, retrievers,
+        n_resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence,
+    )
+    notes = {
+        "queries": len(query_ids),
+        "retrievers": retrievers,
+        "queries_without_results": queries_without_results(run, retrievers, query_ids),
+        "dropped": evaluation.dropped,
+    }
+    return ScoreboardResult(evaluation, board, significance, run, qrels, notes)

@@ -1,0 +1,54 @@
+"""Per-query results as files, one per retriever, pairable by query id (as BioMed Eval publishes them).
+
+``<retriever>.perquery.tsv``: a ``query_id`` column, then one column per measure
+(ir_measures names), one row per benchmark query in benchmark order.
+``manifest.json`` lists the files, the measures with their labels and the query count,
+so anyone can run a paired test against a new system without rescoring these.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import polars as pl
+
+from mama_pipeline.evaluation.files import atomic_dir
+from mama_pipeline.evaluation.measures import Measure
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def per_query_wide(per_query: pl.DataFrame, retriever: str, measures: list[Measure], query_ids: list[str]) -> pl.DataFrame:
+    """One retriever's per-query values: a row per query, a column per measure."""
+    names = [m.name for m in measures]
+    wide = per_query.filter(pl.col("retriever") == retriever).pivot(on="measure", index="query_id", values="value")
+    order = pl.DataFrame({"query_id": query_ids}, schema={"query_id": pl.String})
+    return order.join(wide, on="query_id", how="left", maintain_order="left").select("query_id", *names)
+
+
+def write_per_query_files(per_query: pl.DataFrame, retrievers: list[str], measures: list[Measure],
+                          query_ids: list[str], folder: str | os.PathLike[str], benchmark: str) -> Path:
+    """Write the folder (replaced atomically); returns it."""
+    for name in retrievers:
+        if not SAFE_NAME.match(name):
+            raise ValueError(f"retriever name {name!r} cannot be a file name (letters, digits, '_', '.', '-')")
+    manifest = {
+        "benchmark": benchmark,
+        "queries": len(query_ids),
+        "measures": [{"name": m.name, "label": m.label} for m in measures],
+        "files": {},
+    }
+    with atomic_dir(folder) as tmp:
+        for name in retrievers:
+            file = f"{name}.perquery.tsv"
+            per_query_wide(per_query, name, measures, query_ids).write_csv(tmp / file, separator="\t")
+            manifest["files"][name] = file
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return Path(folder)
+
+
+def read_per_query_file(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """A per-query file back as a wide table (query_id + measures)."""
+    return pl.read_csv(path, separator="\t", schema_overrides={"query_id": pl.String})

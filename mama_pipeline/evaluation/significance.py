@@ -1,0 +1,121 @@
+"""Paired significance between every two retrievers, from per-query values.
+
+For each measure and each pair (a, b), on the same queries: the paired bootstrap
+confidence interval of mean(a - b) (scipy, seeded), a paired randomization test
+(scipy permutation_test, sign flips within queries) and, for 0/1 measures such as
+hit rate, the exact McNemar test on the discordant queries (statsmodels). Holm
+correction (statsmodels) runs across the pairs of one measure and one test.
+scipy and statsmodels load inside the functions: loading Dagster definitions stays fast.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+SIGNIFICANCE_SCHEMA = {
+    "measure": pl.String, "retriever_a": pl.String, "retriever_b": pl.String, "n_queries": pl.Int64,
+    "mean_a": pl.Float64, "mean_b": pl.Float64, "diff": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+    "p_randomization": pl.Float64, "p_randomization_holm": pl.Float64,
+    "only_a": pl.Int64, "only_b": pl.Int64, "p_mcnemar": pl.Float64, "p_mcnemar_holm": pl.Float64,
+}
+BATCH = 1000  # resamples per vectorised call: bounds memory, same results as unbatched
+
+
+def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x - y, axis=axis)
+
+
+def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int,
+                        confidence: float = 0.95) -> tuple[float, float]:
+    """BCa bootstrap interval of mean(a - b), resampling queries (pairs) together."""
+    from scipy import stats
+
+    d = a - b
+    if np.all(d == d[0]):  # no spread: every resample gives the same difference
+        return float(d[0]), float(d[0])
+    res = stats.bootstrap((a, b), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
+                          confidence_level=confidence, method="BCa", batch=BATCH,
+                          rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    """Two-sided p of mean(a - b) under random swaps of a and b within each query."""
+    from scipy import stats
+
+    if np.all(a == b):
+        return 1.0
+    res = stats.permutation_test((a, b), _mean_diff, permutation_type="samples", vectorized=True,
+                                 n_resamples=n_resamples, alternative="two-sided", batch=BATCH,
+                                 rng=np.random.default_rng(seed))
+    return float(res.pvalue)
+
+
+def exact_mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    """(queries hit only by a, only by b, exact McNemar p) for 0/1 per-query hits."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a1, b1 = a.astype(bool), b.astype(bool)
+    table = [[int(np.sum(a1 & b1)), int(np.sum(a1 & ~b1))], [int(np.sum(~a1 & b1)), int(np.sum(~a1 & ~b1))]]
+    return table[0][1], table[1][0], float(mcnemar(table, exact=True).pvalue)
+
+
+def pairwise_significance(
+    per_query: pl.DataFrame,
+    measures: Sequence[str],
+    retrievers: Sequence[str],
+    *,
+    n_resamples: int = 5000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pl.DataFrame:
+    """One row per (measure, pair of retrievers in the given order).
+
+    Pairs are aligned by query id; a query missing for either retriever is an error
+    (per-query tables from ``scoring.evaluate`` hold every benchmark query).
+    """
+    rows = []
+    for measure in measures:
+        wide = per_query.filter(pl.col("measure") == measure).pivot(
+            on="retriever", index="query_id", values="value"
+        ).sort("query_id")
+        missing = [r for r in retrievers if r not in wide.columns]
+        if wide.height == 0 or missing:
+            raise ValueError(f"no per-query values of {measure!r} for retrievers {missing or list(retrievers)}")
+        if wide.select(pl.col(list(retrievers)).null_count()).sum_horizontal().item():
+            raise ValueError(f"per-query values of {measure!r} do not cover the same queries for every retriever")
+        values = {r: wide[r].to_numpy().astype(float) for r in retrievers}
+        binary = all(np.isin(v, (0.0, 1.0)).all() for v in values.values())
+        block = []
+        for ra, rb in itertools.combinations(retrievers, 2):
+            a, b = values[ra], values[rb]
+            low, high = paired_bootstrap_ci(a, b, n_resamples, seed, confidence)
+            row = {
+                "measure": measure, "retriever_a": ra, "retriever_b": rb, "n_queries": a.size,
+                "mean_a": float(a.mean()), "mean_b": float(b.mean()), "diff": float((a - b).mean()),
+                "ci_low": low, "ci_high": high,
+                "p_randomization": paired_randomization_p(a, b, n_resamples, seed),
+                "only_a": None, "only_b": None, "p_mcnemar": None,
+            }
+            if binary:
+                row["only_a"], row["only_b"], row["p_mcnemar"] = exact_mcnemar(a, b)
+            block.append(row)
+        for test in ("randomization", "mcnemar"):
+            ps = [r[f"p_{test}"] for r in block]
+            adjusted = holm(ps) if ps and ps[0] is not None else [None] * len(ps)
+            for r, p in zip(block, adjusted):
+                r[f"p_{test}_holm"] = p
+        rows.extend(block)
+    return pl.DataFrame(rows, schema=SIGNIFICANCE_SCHEMA)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-adjusted p values (statsmodels multipletests)."""
+    from statsmodels.stats.multitest import multipletests
+
+    if len(pvalues) == 0:
+        return []
+    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]

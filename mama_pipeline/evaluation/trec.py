@@ -1,0 +1,101 @@
+"""TREC run files (``qid Q0 docid rank score tag``) and qrels files (``qid iter docid rel``).
+
+trec_eval ignores the rank column of a run and orders each query by score
+(descending), breaking ties by document id (descending). The reader re-derives
+ranks that way, so figures computed from a read run equal trec_eval's on the
+same file. The writer keeps the order of the ``rank`` column: it writes the
+retriever's scores when they strictly decrease down every ranking and
+rank-derived scores otherwise.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+
+from mama_pipeline.evaluation.errors import EvaluationInputError
+from mama_pipeline.evaluation.files import atomic_file
+from mama_pipeline.evaluation.runs import QRELS_SCHEMA, check_qrels, check_run
+
+
+def read_trec_run(path: str | os.PathLike[str], retriever: str | None = None) -> pl.DataFrame:
+    """A run table (retriever, query_id, doc_id, rank, score); ``retriever`` overrides the tag column."""
+    rows: dict[str, list] = {"retriever": [], "query_id": [], "doc_id": [], "score": []}
+    seen: set[tuple[str, str, str]] = set()
+    for lineno, fields in _lines(path):
+        if len(fields) != 6:
+            raise EvaluationInputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}", lineno)
+        qid, _, doc, rank, score, tag = fields
+        try:
+            int(rank)
+            value = float(score)
+        except ValueError:
+            raise EvaluationInputError(path, f"rank {rank!r} must be an integer and score {score!r} a number", lineno) from None
+        name = retriever or tag
+        if (name, qid, doc) in seen:
+            raise EvaluationInputError(path, f"document {doc!r} appears twice for query {qid!r}", lineno)
+        seen.add((name, qid, doc))
+        for col, v in zip(rows, (name, qid, doc, value)):
+            rows[col].append(v)
+    run = pl.DataFrame(rows, schema={"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String,
+                                     "score": pl.Float64})
+    run = run.sort(["retriever", "query_id", "score", "doc_id"], descending=[False, False, True, True])
+    run = run.with_columns((pl.int_range(pl.len()).over("retriever", "query_id") + 1).cast(pl.Int64).alias("rank"))
+    return run.select("retriever", "query_id", "doc_id", "rank", "score")
+
+
+def write_trec_run(run: pl.DataFrame, path: str | os.PathLike[str]) -> bool:
+    """Write a run (with or without a ``score`` column); True when scores were rank-derived."""
+    checked = check_run(run, str(path))
+    if "score" in run.columns:
+        checked = checked.join(run.select("retriever", "query_id", pl.col("doc_id").cast(pl.String), "score"),
+                               on=["retriever", "query_id", "doc_id"])
+    checked = checked.sort("retriever", "query_id", "rank")
+    rank_derived = "score" not in checked.columns or checked["score"].null_count() > 0 or bool(
+        checked.select(
+            (pl.col("score").diff().over("retriever", "query_id") >= 0).any()
+        ).item()
+    )
+    if rank_derived:
+        checked = checked.with_columns((1.0 / pl.col("rank")).alias("score"))
+    with atomic_file(path) as fh:
+        for r in checked.iter_rows(named=True):
+            fh.write(f"{r['query_id']} Q0 {r['doc_id']} {r['rank']} {r['score']!r} {r['retriever']}\n")
+    return rank_derived
+
+
+def read_trec_qrels(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """A qrels table (query_id, doc_id, relevance); graded labels kept."""
+    rows: dict[str, list] = {"query_id": [], "doc_id": [], "relevance": []}
+    seen: set[tuple[str, str]] = set()
+    for lineno, fields in _lines(path):
+        if len(fields) != 4:
+            raise EvaluationInputError(path, f"expected 4 fields 'qid iter docid rel', got {len(fields)}", lineno)
+        qid, _, doc, rel = fields
+        try:
+            label = int(rel)
+        except ValueError:
+            raise EvaluationInputError(path, f"relevance {rel!r} is not an integer", lineno) from None
+        if (qid, doc) in seen:
+            raise EvaluationInputError(path, f"query {qid!r} labels document {doc!r} twice", lineno)
+        seen.add((qid, doc))
+        for col, v in zip(rows, (qid, doc, label)):
+            rows[col].append(v)
+    return pl.DataFrame(rows, schema=QRELS_SCHEMA)
+
+
+def write_trec_qrels(qrels: pl.DataFrame, path: str | os.PathLike[str]) -> None:
+    qrels = check_qrels(qrels, str(path))
+    with atomic_file(path) as fh:
+        for q, d, rel in qrels.iter_rows():
+            fh.write(f"{q} 0 {d} {rel}\n")
+
+
+def _lines(path: str | os.PathLike[str]):
+    """(line number, whitespace-split fields) of the non-blank lines of a file."""
+    with Path(path).open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            fields = line.split()
+            if fields:
+                yield lineno, fields

@@ -1,0 +1,203 @@
+"""Dagster assets of graded relevance judging (group ``judging``).
+
+Inputs from other areas: ``pooled_pairs`` and ``audit_pool`` (query_id,
+chunk_id, ...), ``queries`` (query_id, query_text, tier, ...) and ``chunks``
+(chunk_id, text, source, page, corpus_version, ...).
+"""
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.judging.completeness import pool_recall
+from mama_pipeline.judging.judge import JudgeRun, judge_pairs
+from mama_pipeline.judging.label_store import orphaned_labels
+from mama_pipeline.judging.reliability import agreement, pilot_sample
+from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.judging.sharding import in_shard, shard_keys
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
+from mama_pipeline.settings import load_settings
+
+GROUP = "judging"
+SHARDS = dg.StaticPartitionsDefinition(shard_keys(load_settings().judging.shards))
+FAILURES_SHOWN = 20
+
+
+def md_table(df: pl.DataFrame) -> dg.MetadataValue:
+    """A small table as Markdown metadata."""
+    if df.is_empty():
+        return dg.MetadataValue.md("(none)")
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
+    for row in df.iter_rows():
+        cells = ["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
+        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def _judge(
+    context: dg.AssetExecutionContext, llm: LLMResource, settings: SettingsResource, store: StoreResource,
+    stage: str, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame,
+) -> JudgeRun:
+    s = settings.get()
+    with llm.client(stage, context) as client:
+        run = judge_pairs(
+            client, store.get(), pairs, queries, chunks,
+            answer_model=output_model(getattr(s.llm, stage).reasoning), batch_pairs=s.judging.batch_pairs,
+        )
+    failures = run.outcomes.filter(pl.col("status") == "failed")
+    for q, c, reason in failures.head(FAILURES_SHOWN).select("query_id", "chunk_id", "failure_reason").iter_rows():
+        context.log.warning(f"{stage}: ({q}, {c}) failed: {reason}")
+    return run
+
+
+def _with_tier(outcomes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
+    return outcomes.join(queries.select("query_id", "tier"), on="query_id", how="left")
+
+
+@dg.asset(
+    group_name=GROUP,
+    partitions_def=SHARDS,
+    description="Every pooled pair of one query shard, labelled by the judge or listed as failed with its reason.",
+)
+def judged_labels(
+    context: dg.AssetExecutionContext,
+    llm: LLMResource,
+    settings: SettingsResource,
+    store: StoreResource,
+    pooled_pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    pairs = in_shard(pooled_pairs, context.partition_key, settings.get().judging.shards)
+    run = _judge(context, llm, settings, store, "judge", pairs, queries, chunks)
+    return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
+
+
+@dg.asset(group_name=GROUP, description="The labels of every shard: one row per labelled pooled pair.")
+def judgments(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    labelled = judged_labels.filter(pl.col("status") == "labelled").drop("status", "failure_reason").sort(
+        "query_id", "chunk_id"
+    )
+    return dg.Output(labelled, metadata={
+        "labels": labelled.height,
+        "reused_labels": int(labelled.get_column("reused").sum()),
+        "structural_violations": int(labelled.get_column("structural_violation").sum()),
+    })
+
+
+@dg.asset(group_name=GROUP, description="Pooled pairs the judge could not label, with the reason.")
+def judging_failures(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    failed = judged_labels.filter(pl.col("status") == "failed").select(
+        "query_id", "chunk_id", "tier", "failure_reason"
+    ).sort("query_id", "chunk_id")
+    reasons = failed.with_columns(pl.col("failure_reason").str.split(":").list.first().alias("kind"))
+    counts = reasons.group_by("kind").len().sort("kind")
+    return dg.Output(failed, metadata={"failures": failed.height, "by_kind": md_table(counts)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Stored labels of the current judge model and prompt whose chunk left the corpus: "
+    "reported here, excluded from judgments.",
+)
+def orphaned_judgments(store: StoreResource, judgments: pl.DataFrame, chunks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    versions = judgments.select("judge_model", "prompt_hash").unique().sort("judge_model", "prompt_hash")
+    frames = [orphaned_labels(store.get(), m, h, chunks.get_column("chunk_id")) for m, h in versions.iter_rows()]
+    orphans = pl.concat(frames) if frames else pl.DataFrame(
+        schema={"query_id": pl.String, "chunk_id": pl.String, "corpus_version": pl.String, "score": pl.Int8}
+    )
+    return dg.Output(orphans, metadata={
+        "orphaned_labels": orphans.height,
+        "chunks_gone": orphans.get_column("chunk_id").n_unique(),
+        "by_corpus_version": md_table(orphans.group_by("corpus_version").len().sort("corpus_version")),
+    })
+
+
+@dg.asset(group_name=GROUP, description="Seeded pilot sample of labelled pairs, stratified by tier and score band.")
+def judge_pilot_sample(settings: SettingsResource, judgments: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    j = settings.get().judging
+    sample = pilot_sample(judgments, j.pilot_size, j.pilot_seed, j.lenient_cut, j.strict_cut)
+    strata = sample.group_by("tier", "band").len().sort("tier", "band")
+    return dg.Output(sample, metadata={"pairs": sample.height, "strata": md_table(strata)})
+
+
+@dg.asset(group_name=GROUP, description="The reference judge's labels on the pilot sample (or failures).")
+def reference_judgments(
+    context: dg.AssetExecutionContext,
+    llm: LLMResource,
+    settings: SettingsResource,
+    store: StoreResource,
+    judge_pilot_sample: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    run = _judge(context, llm, settings, store, "reference_judge", judge_pilot_sample, queries, chunks)
+    return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    outs={
+        "judge_reliability": dg.AssetOut(description="Agreement of the judge with the reference judge on the pilot."),
+        "judge_confusion": dg.AssetOut(description="Score confusion table: judge (rows) vs reference (columns)."),
+    },
+)
+def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, reference_judgments: pl.DataFrame):
+    j = settings.get().judging
+    reference = reference_judgments.filter(pl.col("status") == "labelled")
+    metrics, confusion = agreement(judgments, reference, j.lenient_cut, j.strict_cut)
+    same_judge = bool(
+        reference.height
+        and set(reference.get_column("judge_model").unique()) == set(judgments.get_column("judge_model").unique())
+    )
+    meta = {
+        "pilot_pairs_compared": int(metrics.get_column("pairs")[0]),
+        "reference_failures": reference_judgments.height - reference.height,
+        "reference_is_same_model": same_judge,
+        "metrics": md_table(metrics),
+    }
+    yield dg.Output(metrics, output_name="judge_reliability", metadata=meta)
+    yield dg.Output(confusion, output_name="judge_confusion", metadata={"confusion": md_table(confusion)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Audit pool pairs labelled by the judge; only pairs without a stored label are asked.",
+)
+def audit_judgments(
+    context: dg.AssetExecutionContext,
+    llm: LLMResource,
+    settings: SettingsResource,
+    store: StoreResource,
+    audit_pool: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    run = _judge(context, llm, settings, store, "judge", audit_pool, queries, chunks)
+    return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Lenient and strict recall of the main pool against all relevant chunks known from both rounds.",
+)
+def pool_completeness(
+    settings: SettingsResource,
+    pooled_pairs: pl.DataFrame,
+    audit_pool: pl.DataFrame,
+    judgments: pl.DataFrame,
+    audit_judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    j = settings.get().judging
+    labels = pl.concat([
+        judgments.select("query_id", "chunk_id", "score"),
+        audit_judgments.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", "score"),
+    ]).unique(["query_id", "chunk_id"])
+    table = pool_recall(pooled_pairs, audit_pool, labels, queries, {"lenient": j.lenient_cut, "strict": j.strict_cut})
+    overall = {f"recall_{r['cut']}_micro": r["recall_micro"] for r in table.filter(pl.col("scope") == "all").to_dicts()}
+    meta = {
+        "audit_pairs_unlabelled": int((audit_judgments.get_column("status") == "failed").sum()),
+        **{k: (round(v, 4) if v is not None else "n/a") for k, v in overall.items()},
+        "recall": md_table(table),
+    }
+    return dg.Output(table, metadata=meta)

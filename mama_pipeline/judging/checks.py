@@ -1,0 +1,97 @@
+"""Asset checks of the judging group."""
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.judging.assets import judging_failures, judgments, md_table
+from mama_pipeline.resources import SettingsResource
+
+
+@dg.asset_check(
+    asset=judgments,
+    additional_ins={"judging_failures": dg.AssetIn("judging_failures"), "pooled_pairs": dg.AssetIn("pooled_pairs")},
+    description="Every pooled pair appears exactly once, either labelled or listed as failed with a reason.",
+)
+def every_pooled_pair_labelled_or_failed(
+    judgments: pl.DataFrame, judging_failures: pl.DataFrame, pooled_pairs: pl.DataFrame
+) -> dg.AssetCheckResult:
+    keys = ["query_id", "chunk_id"]
+    accounted = pl.concat([judgments.select(keys), judging_failures.select(keys)])
+    pool = pooled_pairs.select(keys).unique()
+    missing = pool.join(accounted, on=keys, how="anti")
+    extra = accounted.join(pool, on=keys, how="anti")
+    twice = accounted.filter(accounted.is_duplicated()).unique()
+    no_reason = judging_failures.filter(pl.col("failure_reason").is_null() | (pl.col("failure_reason") == ""))
+    return dg.AssetCheckResult(
+        passed=not (missing.height or extra.height or twice.height or no_reason.height),
+        metadata={
+            "pooled_pairs": pool.height, "labelled": judgments.height, "failed": judging_failures.height,
+            "missing": missing.height, "not_in_pool": extra.height, "accounted_twice": twice.height,
+            "failed_without_reason": no_reason.height, "missing_sample": md_table(missing.head(10)),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=judging_failures,
+    additional_ins={"judgments": dg.AssetIn("judgments")},
+    description="The share of pooled pairs that failed stays under judging.max_failure_rate.",
+)
+def failure_rate_under_bound(
+    settings: SettingsResource, judging_failures: pl.DataFrame, judgments: pl.DataFrame
+) -> dg.AssetCheckResult:
+    bound = settings.get().judging.max_failure_rate
+    total = judging_failures.height + judgments.height
+    rate = judging_failures.height / total if total else 0.0
+    return dg.AssetCheckResult(
+        passed=rate <= bound, metadata={"failure_rate": round(rate, 5), "bound": bound, "pairs": total}
+    )
+
+
+@dg.asset_check(
+    asset=judgments,
+    description="D3 >= 1 implies D2 >= 1 holds in every label; answers that broke it are counted (D3 capped to 0).",
+)
+def structural_rule(judgments: pl.DataFrame) -> dg.AssetCheckResult:
+    on_topic = judgments.filter(pl.col("d1_topic"))
+    broken = on_topic.filter((pl.col("d3_actionable") >= 1) & (pl.col("d2_meaningful") == 0))
+    flag_mismatch = on_topic.filter(
+        pl.col("structural_violation") != ((pl.col("d3_answered") >= 1) & (pl.col("d2_meaningful") == 0))
+    )
+    violations = int(judgments.get_column("structural_violation").sum())
+    return dg.AssetCheckResult(
+        passed=broken.height == 0 and flag_mismatch.height == 0,
+        metadata={
+            "answers_violating_rule": violations,
+            "violation_share": round(violations / judgments.height, 5) if judgments.height else 0.0,
+            "labels_breaking_rule": broken.height,
+            "flag_mismatches": flag_mismatch.height,
+        },
+    )
+
+
+@dg.asset_check(
+    asset=judgments,
+    description="Score = D1 x (D2 + D3 + D4) in 0..6 for every label; score distribution per tier.",
+)
+def score_distribution_per_tier(judgments: pl.DataFrame) -> dg.AssetCheckResult:
+    expected = pl.when(pl.col("d1_topic")).then(
+        pl.col("d2_meaningful").cast(pl.Int16) + pl.col("d3_actionable") + pl.col("d4_density")
+    ).otherwise(0)
+    wrong = judgments.filter((pl.col("score") != expected) | ~pl.col("score").is_between(0, 6))
+    gate_filled = judgments.filter(~pl.col("d1_topic") & pl.col("d2_meaningful").is_not_null())
+    dist = (
+        judgments.with_columns(pl.col("tier").fill_null("(none)"))
+        .group_by("tier", "score").len()
+        .pivot(on="score", index="tier", values="len", sort_columns=True)
+        .fill_null(0)
+        .sort("tier")
+    )
+    return dg.AssetCheckResult(
+        passed=wrong.height == 0 and gate_filled.height == 0,
+        metadata={"inconsistent_scores": wrong.height, "gate_false_with_dimensions": gate_filled.height,
+                  "score_by_tier": md_table(dist)},
+    )
+
+
+CHECKS = [every_pooled_pair_labelled_or_failed, failure_rate_under_bound, structural_rule, score_distribution_per_tier]

@@ -1,0 +1,93 @@
+"""Judge reliability: a seeded stratified pilot sample and agreement with a reference judge."""
+from __future__ import annotations
+
+import hashlib
+import random
+import warnings
+
+import numpy as np
+import polars as pl
+from statsmodels.stats.inter_rater import cohens_kappa, to_table
+
+SCORES = 7  # score levels 0..6
+
+
+def score_band(score: pl.Expr, lenient: int, strict: int) -> pl.Expr:
+    """Score bands that keep the pilot balanced around the two relevance cuts."""
+    return (
+        pl.when(score >= strict).then(pl.lit("strict"))
+        .when(score >= lenient).then(pl.lit("lenient"))
+        .when(score > 0).then(pl.lit("low"))
+        .otherwise(pl.lit("zero"))
+    )
+
+
+def pilot_sample(judgments: pl.DataFrame, size: int, seed: int, lenient: int, strict: int) -> pl.DataFrame:
+    """``size`` labelled pairs stratified by tier and main-judge score band.
+
+    Strata are visited in sorted order taking one pair at a time from each (so
+    rare high-score strata are represented), each stratum in an order shuffled
+    with a seed derived from ``seed`` and the stratum name alone: adding pairs to
+    one stratum does not reshuffle the others. ``judgments`` needs query_id,
+    chunk_id, tier, score.
+    """
+    df = judgments.select("query_id", "chunk_id", "tier", "score").with_columns(
+        band=score_band(pl.col("score"), lenient, strict)
+    )
+    queues = []
+    for (tier, band), group in sorted(df.group_by("tier", "band"), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        rows = group.sort("query_id", "chunk_id").rows(named=True)
+        stratum_seed = hashlib.sha256(f"{seed}|{tier}|{band}".encode()).digest()
+        random.Random(stratum_seed).shuffle(rows)
+        queues.append(rows)
+    picked: list[dict] = []
+    while len(picked) < size and any(queues):
+        for queue in queues:
+            if queue and len(picked) < size:
+                picked.append(queue.pop(0))
+    schema = {"query_id": pl.String, "chunk_id": pl.String, "tier": pl.String, "score": pl.Int8, "band": pl.String}
+    return pl.DataFrame(picked, schema=schema).sort("query_id", "chunk_id")
+
+
+def _kappa(table: np.ndarray, wt: str) -> float | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a one-level table has undefined kappa
+        value = float(cohens_kappa(table, wt=wt).kappa)
+    return None if np.isnan(value) else value
+
+
+def agreement(main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Agreement of two judges on the pairs both labelled.
+
+    Returns (metrics: metric, value, pairs) and the 7x7 score confusion table
+    (rows: main judge score, columns ``ref_0``..``ref_6``: reference judge score).
+    Per-dimension agreement on D2..D4 is over pairs both judges put on topic.
+    """
+    cols = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
+    both = main.select(cols).join(reference.select(cols), on=["query_id", "chunk_id"], suffix="_ref")
+    a = both.get_column("score").to_numpy().astype(int)
+    b = both.get_column("score_ref").to_numpy().astype(int)
+    n = len(a)
+    table = to_table(np.column_stack([a, b]), bins=SCORES)[0] if n else np.zeros((SCORES, SCORES))
+
+    def rate(mask: np.ndarray) -> float | None:
+        return float(mask.mean()) if mask.size else None
+
+    rows = [
+        ("lenient_agreement", rate((a >= lenient) == (b >= lenient)), n),
+        ("strict_agreement", rate((a >= strict) == (b >= strict)), n),
+        ("exact_score_agreement", rate(a == b), n),
+        ("within_one_point", rate(np.abs(a - b) <= 1), n),
+        ("weighted_kappa_linear", _kappa(table, "linear") if n else None, n),
+        ("weighted_kappa_quadratic", _kappa(table, "quadratic") if n else None, n),
+        ("d1_topic_agreement", rate(both.get_column("d1_topic").to_numpy() == both.get_column("d1_topic_ref").to_numpy()), n),
+    ]
+    on_topic = both.filter(pl.col("d1_topic") & pl.col("d1_topic_ref"))
+    for dim in ("d2_meaningful", "d3_actionable", "d4_density"):
+        x, y = on_topic.get_column(dim).to_numpy(), on_topic.get_column(f"{dim}_ref").to_numpy()
+        rows.append((f"{dim}_agreement", rate(x == y), on_topic.height))
+    metrics = pl.DataFrame(rows, schema={"metric": pl.String, "value": pl.Float64, "pairs": pl.Int64}, orient="row")
+    confusion = pl.DataFrame(
+        {"main_score": list(range(SCORES)), **{f"ref_{j}": table[:, j].astype(np.int64) for j in range(SCORES)}}
+    )
+    return metrics, confusion

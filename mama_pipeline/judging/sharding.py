@@ -1,0 +1,28 @@
+"""Query shards: the partitions of the judging asset.
+
+A query's shard depends only on its id and the shard count (stable hash), so
+adding queries never moves existing ones between shards.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import polars as pl
+
+
+def shard_keys(shards: int) -> list[str]:
+    return [f"shard_{i:03d}" for i in range(shards)]
+
+
+def shard_of(query_id: str, shards: int) -> str:
+    bucket = int.from_bytes(hashlib.sha256(query_id.encode()).digest()[:8], "big") % shards
+    return f"shard_{bucket:03d}"
+
+
+def in_shard(df: pl.DataFrame, shard: str, shards: int) -> pl.DataFrame:
+    """Rows of ``df`` whose ``query_id`` falls in ``shard``."""
+    if shard not in shard_keys(shards):
+        raise ValueError(f"partition {shard!r} is not one of the {shards} configured shards")
+    ids = df.get_column("query_id").unique()
+    mine = [q for q in ids.to_list() if shard_of(q, shards) == shard]
+    return df.filter(pl.col("query_id").is_in(mine))

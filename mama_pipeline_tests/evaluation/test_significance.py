@@ -1,0 +1,90 @@
+"""Paired significance on small examples with known answers."""
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from statsmodels.stats.contingency_tables import mcnemar
+
+from mama_pipeline.evaluation.significance import (
+    exact_mcnemar,
+    holm,
+    paired_bootstrap_ci,
+    paired_randomization_p,
+    pairwise_significance,
+)
+
+
+def test_exact_mcnemar_known_value():
+    # 10 discordant queries: a alone hits 1, b alone hits 9 -> two-sided binomial p = 2 * P(X <= 1 | 10, 1/2)
+    a = np.array([1] * 5 + [1] + [0] * 9 + [0] * 5, dtype=float)
+    b = np.array([1] * 5 + [0] + [1] * 9 + [0] * 5, dtype=float)
+    only_a, only_b, p = exact_mcnemar(a, b)
+    assert (only_a, only_b) == (1, 9)
+    assert p == pytest.approx(2 * 11 / 1024)
+    assert p == pytest.approx(mcnemar([[5, 1], [9, 5]], exact=True).pvalue)
+
+
+def test_randomization_test_is_exact_sign_flip_on_small_samples():
+    a = np.array([0.9, 0.7, 0.8, 0.4, 1.0, 0.6, 0.3, 0.5])
+    b = np.array([0.5, 0.6, 0.2, 0.4, 0.7, 0.1, 0.35, 0.45])
+    d = a - b
+    observed = abs(d.mean())
+    flips = [abs((d * np.array(signs)).mean()) for signs in itertools.product([1, -1], repeat=len(d))]
+    expected = np.mean([f >= observed - 1e-12 for f in flips])  # all 256 sign patterns
+    assert paired_randomization_p(a, b, n_resamples=5000, seed=0) == pytest.approx(expected)
+
+
+def test_bootstrap_ci_is_scipys_paired_bca_and_seeded():
+    rng = np.random.default_rng(3)
+    a = rng.random(40)
+    b = a - 0.1 + rng.normal(0, 0.05, 40)
+    low, high = paired_bootstrap_ci(a, b, n_resamples=2000, seed=11)
+    ref = stats.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
+                          n_resamples=2000, method="BCa", rng=np.random.default_rng(11)).confidence_interval
+    assert (low, high) == pytest.approx((ref.low, ref.high))
+    assert low < (a - b).mean() < high and low > 0  # a is clearly better
+    assert paired_bootstrap_ci(a, b, n_resamples=2000, seed=11) == (low, high)  # deterministic
+
+
+def test_identical_systems_have_no_difference():
+    a = np.array([1.0, 0.0, 1.0, 1.0])
+    assert paired_bootstrap_ci(a, a.copy(), 1000, 0) == (0.0, 0.0)
+    assert paired_randomization_p(a, a.copy(), 1000, 0) == 1.0
+
+
+def test_holm_known_values():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_pairwise_table_covers_every_pair_and_applies_holm():
+    rng = np.random.default_rng(5)
+    qids = [f"q{i}" for i in range(50)]
+    hits = {"a": rng.random(50) < 0.8, "b": rng.random(50) < 0.5, "c": rng.random(50) < 0.45}
+    per_query = pl.concat([
+        pl.DataFrame({"retriever": name, "query_id": qids, "measure": "Success@5", "value": h.astype(float)})
+        for name, h in hits.items()
+    ] + [
+        pl.DataFrame({"retriever": name, "query_id": qids, "measure": "RR", "value": h * 0.5})
+        for name, h in hits.items()
+    ])
+    table = pairwise_significance(per_query, ["Success@5", "RR"], ["a", "b", "c"], n_resamples=1000, seed=1)
+    assert table.height == 6
+    assert table.filter(pl.col("measure") == "Success@5").select("retriever_a", "retriever_b").rows() == [
+        ("a", "b"), ("a", "c"), ("b", "c")]
+    hr = table.filter(pl.col("measure") == "Success@5")
+    assert hr["p_mcnemar_holm"].to_list() == pytest.approx(holm(hr["p_mcnemar"].to_list()))
+    assert hr["p_randomization_holm"].to_list() == pytest.approx(holm(hr["p_randomization"].to_list()))
+    ab = hr.row(0, named=True)
+    assert ab["only_a"] == int(np.sum(hits["a"] & ~hits["b"])) and ab["only_b"] == int(np.sum(~hits["a"] & hits["b"]))
+    assert ab["diff"] == pytest.approx(hits["a"].mean() - hits["b"].mean())
+    rr = table.filter(pl.col("measure") == "RR")
+    assert rr["p_mcnemar"].null_count() == 3  # McNemar only for 0/1 measures
+
+
+def test_missing_queries_are_an_error():
+    per_query = pl.DataFrame({"retriever": ["a", "a", "b"], "query_id": ["q1", "q2", "q1"], "measure": "RR",
+                              "value": [1.0, 0.5, 1.0]})
+    with pytest.raises(ValueError, match="same queries"):
+        pairwise_significance(per_query, ["RR"], ["a", "b"], n_resamples=100)

@@ -1,0 +1,23 @@
+-- Every relevance label ever produced, one row per (pair, judge model, prompt version).
+-- Append-only: a pair labelled under a judge model and prompt hash is never asked again.
+-- Written directly by mama_pipeline.judging.label_store (not through the IO manager).
+-- d2..d4 and d3_answered are NULL when d1_topic is false (scoring stops at the gate);
+-- d3_actionable is capped to 0 when the answer broke the D3>=1 => D2>=1 rule.
+CREATE TABLE IF NOT EXISTS judgment_labels (
+    query_id              VARCHAR NOT NULL,
+    chunk_id              VARCHAR NOT NULL,
+    judge_model           VARCHAR NOT NULL,
+    prompt_hash           VARCHAR NOT NULL,   -- template hash + answer schema
+    d1_topic              BOOLEAN NOT NULL,
+    d2_meaningful         TINYINT,
+    d3_actionable         TINYINT,
+    d4_density            TINYINT,
+    d3_answered           TINYINT,
+    structural_violation  BOOLEAN NOT NULL,
+    score                 TINYINT NOT NULL,
+    reasoning             VARCHAR,
+    judge_endpoint        VARCHAR NOT NULL,
+    corpus_version        VARCHAR,            -- corpus version the pair was first judged in
+    cache_key             VARCHAR NOT NULL,   -- the answer in llm_responses
+    PRIMARY KEY (query_id, chunk_id, judge_model, prompt_hash)
+);

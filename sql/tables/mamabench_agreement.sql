@@ -1,0 +1,8 @@
+-- Our scope label (a) and the reference classifier's (b) on the seeded agreement sample; null = failed call.
+CREATE TABLE IF NOT EXISTS mamabench_agreement (
+    item_id  VARCHAR NOT NULL,
+    a        VARCHAR,
+    b        VARCHAR,
+    model_a  VARCHAR,
+    model_b  VARCHAR
+);
