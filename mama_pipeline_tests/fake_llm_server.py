@@ -12,7 +12,8 @@ Faults are requested inside the last user message:
 - ``[[fault:slow=5x1]]``: sleep 5 s before answering (past a client timeout);
 - ``[[fault:malformedx1]]``: content that is not JSON; ``[[fault:schemax1]]``: JSON
   violating the schema (omit ``xN`` to fault on every attempt);
-- ``[[answer:{...}]]``: answer exactly this JSON.
+- ``[[answer:{...}]]``: answer exactly this JSON;
+- ``[[reasoning]]``: also return ``reasoning_content`` beside the answer (vLLM style).
 
 ``--fault-rate R`` injects one of these at random (seeded by the request) on a
 share R of first attempts. ``--delay`` adds a fixed answer time.
@@ -172,7 +173,10 @@ class FakeLLM:
         answer = ANSWER_RE.search(last_user)
         content = answer.group(1) if answer else json.dumps(instance_of(schema, digest))
         self.stats["answered"] += 1
-        return 200, {}, self._completion(req, content, messages)
+        out = self._completion(req, content, messages)
+        if "[[reasoning]]" in last_user:
+            out["choices"][0]["message"]["reasoning_content"] = "server-side reasoning before the verdict"
+        return 200, {}, out
 
     def _fault(self, text: str, attempt: int, digest: bytes) -> tuple[str, str | None, float | None] | None:
         m = FAULT_RE.search(text)

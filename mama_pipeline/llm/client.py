@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import openai
-from openai.types.chat import ChatCompletion
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
@@ -31,7 +30,7 @@ from mama_pipeline.store import Store
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
 NO_KEY = "no-key-configured"
-POOL_SIZE = 16  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
+POOL_SIZE = 8  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
 
 
 @dataclass(frozen=True)
@@ -177,13 +176,22 @@ def parse_answer(text: str, model: type[BaseModel]) -> dict[str, Any]:
         raise ValueError(f"answer violates the schema: {exc.errors(include_url=False)}") from None
 
 
-def _server_reasoning(message: Any) -> str | None:
-    extra = getattr(message, "model_extra", None) or {}
+def _server_reasoning(message: dict[str, Any]) -> str | None:
+    """Reasoning the server returned beside the answer (vLLM/SGLang/llama.cpp field names)."""
     for name in ("reasoning_content", "reasoning"):
-        value = getattr(message, name, None) or extra.get(name)
+        value = message.get(name)
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+def _unpack(resp: Any) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """(message, content, usage) of a chat completion; an odd body becomes the text to parse."""
+    try:
+        message = resp["choices"][0]["message"]
+        return message, message.get("content") or "", resp.get("usage") or {}
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return {}, resp if isinstance(resp, str) else json.dumps(resp)[:2000], {}
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -457,8 +465,9 @@ class LLMClient:
                 report.calls += 1
                 t0 = time.perf_counter()
                 try:
-                    # the body is already plain JSON: post it as is (the typed create() re-walks it)
-                    resp = await ep.pick().post("/chat/completions", body=body, cast_to=ChatCompletion)
+                    # the body is plain JSON already and the answer is read as plain JSON: the typed
+                    # create() would walk both through pydantic models, which costs more than the call
+                    resp = await ep.pick().post("/chat/completions", body=body, cast_to=object)
                 except openai.APIStatusError as exc:
                     code = exc.status_code
                     retryable = code in (408, 409, 429) or code >= 500
@@ -476,13 +485,11 @@ class LLMClient:
                     return LLMResult("", key, "transport_failed", error=error, attempts=attempts, latency_s=latency)
                 await asyncio.sleep(self._backoff(transport_failures, retry_after))
                 continue
-            message = resp.choices[0].message
-            text = message.content or ""
-            usage = resp.usage
+            message, text, usage = _unpack(resp)
             tokens = dict(
-                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                cached_tokens=getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,
+                prompt_tokens=usage.get("prompt_tokens") or 0,
+                completion_tokens=usage.get("completion_tokens") or 0,
+                cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
             )
             try:
                 value = parse_answer(text, output_model)

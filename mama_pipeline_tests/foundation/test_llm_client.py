@@ -128,10 +128,13 @@ def test_server_side_reasoning_channel_is_captured(make_client, fake_llm):
         label: int
 
     tpl = PromptTemplate(id="bare", system="s", user="{text}")
-    report = make_client(reasoning="server").run(tpl, Bare, [LLMRequest("x", tpl.render(text="r"))])
-    assert report.results[0].ok and report.results[0].reasoning is None  # the fake server sends none
+    report = make_client(reasoning="server").run(tpl, Bare, [
+        LLMRequest("x", tpl.render(text="r [[reasoning]]")), LLMRequest("y", tpl.render(text="none"))])
+    with_channel, without = report.results
+    assert with_channel.ok and with_channel.reasoning == "server-side reasoning before the verdict"
+    assert without.ok and without.reasoning is None
     meta = report.metadata()
-    assert meta["judge/http_calls"] == 1 and meta["judge/ok"] == 1 and meta["judge/prompt_tokens_new"] > 0
+    assert meta["judge/http_calls"] == 2 and meta["judge/ok"] == 2 and meta["judge/prompt_tokens_new"] > 0
 
 
 @pytest.mark.parametrize("n", [40])
