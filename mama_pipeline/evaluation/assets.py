@@ -21,6 +21,8 @@ from mama_pipeline.evaluation.scoring import wide_scoreboard
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
+from mama_pipeline.metadata import md_table
+from mama_pipeline.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "evaluation"
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
@@ -36,16 +38,6 @@ BEIR_SCOREBOARD_SCHEMA = {
 AUDIT_SCHEMA = {"benchmark": pl.String, "audit": pl.String, "retriever": pl.String, "model": pl.String,
                 "figure": pl.String, "value": pl.Float64}
 
-
-def md_table(df: pl.DataFrame, digits: int = 3) -> dg.MetadataValue:
-    """A small table as Markdown metadata."""
-    if df.is_empty():
-        return dg.MetadataValue.md("(none)")
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
-    for row in df.iter_rows():
-        cells = ["" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v)) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return dg.MetadataValue.md("\n".join(lines))
 
 
 def stored_rankings(store, names: list[str]) -> pl.DataFrame:
@@ -76,6 +68,7 @@ def _score(settings: SettingsResource, store: StoreResource, judgments: pl.DataF
 @dg.multi_asset(
     group_name=GROUP,
     deps=[RANKINGS],
+    ins={"queries": QUERIES},
     outs={
         "scoreboard": dg.AssetOut(description="Mean of every measure per retriever (tier 'all', then per tier), "
                                   "robust measures first; queries without a qualifying chunk score 0."),
@@ -120,6 +113,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
     deps=[RANKINGS],
     description="Static HTML report: scoreboard, significance matrices, score distributions, measures by k, per "
     "tier, and the leak audit (queries verbatim in a chunk labelled at the lenient cut or above).",
+    ins={"chunks": CHUNKS, "queries": QUERIES},
 )
 def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboard: pl.DataFrame,
                       significance: pl.DataFrame, judgments: pl.DataFrame, queries: pl.DataFrame,
@@ -214,7 +208,7 @@ def _audit_rows(benchmark: str, leak: dict, truncation: pl.DataFrame) -> pl.Data
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA)
 
 
-@dg.asset_check(asset="scoreboard", blocking=True, additional_ins={"queries": dg.AssetIn("queries")})
+@dg.asset_check(asset="scoreboard", blocking=True, additional_ins={"queries": QUERIES})
 def scoreboard_covers_every_query(scoreboard: pl.DataFrame, queries: pl.DataFrame) -> dg.AssetCheckResult:
     """Every retriever is scored on every benchmark query, for every measure."""
     overall = scoreboard.filter(pl.col("tier") == "all")

@@ -157,7 +157,7 @@ def cmd_export(args) -> int:
     settings = load_settings(args.config)
     store = Store(settings.db_path)
     qrels, dropped = judged_qrels(store.read_table("judgments"))
-    bench = mamaretrieval_to_beir(store.read_table("chunks"), store.read_table("queries"), qrels)
+    bench = mamaretrieval_to_beir(store.read_table("corpus_chunks"), store.read_table("generated_queries"), qrels)
     out = Path(args.out)
     write_beir(bench, out / "beir")
     write_trec_qrels(qrels, out / "qrels.txt")

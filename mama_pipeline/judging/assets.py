@@ -16,21 +16,13 @@ from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.judging.sharding import in_shard, shard_keys
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import load_settings
+from mama_pipeline.metadata import md_table
+from mama_pipeline.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "judging"
 SHARDS = dg.StaticPartitionsDefinition(shard_keys(load_settings().judging.shards))
 FAILURES_SHOWN = 20
 
-
-def md_table(df: pl.DataFrame) -> dg.MetadataValue:
-    """A small table as Markdown metadata."""
-    if df.is_empty():
-        return dg.MetadataValue.md("(none)")
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
-    for row in df.iter_rows():
-        cells = ["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
-    return dg.MetadataValue.md("\n".join(lines))
 
 
 def _judge(
@@ -57,6 +49,7 @@ def _with_tier(outcomes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
     group_name=GROUP,
     partitions_def=SHARDS,
     description="Every pooled pair of one query shard, labelled by the judge or listed as failed with its reason.",
+    ins={"chunks": CHUNKS, "queries": QUERIES},
 )
 def judged_labels(
     context: dg.AssetExecutionContext,
@@ -98,6 +91,7 @@ def judging_failures(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     group_name=GROUP,
     description="Stored labels of the current judge model and prompt whose chunk left the corpus: "
     "reported here, excluded from judgments.",
+    ins={"chunks": CHUNKS},
 )
 def orphaned_judgments(store: StoreResource, judgments: pl.DataFrame, chunks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     versions = judgments.select("judge_model", "prompt_hash").unique().sort("judge_model", "prompt_hash")
@@ -120,7 +114,11 @@ def judge_pilot_sample(settings: SettingsResource, judgments: pl.DataFrame) -> d
     return dg.Output(sample, metadata={"pairs": sample.height, "strata": md_table(strata)})
 
 
-@dg.asset(group_name=GROUP, description="The reference judge's labels on the pilot sample (or failures).")
+@dg.asset(
+    group_name=GROUP,
+    description="The reference judge's labels on the pilot sample (or failures).",
+    ins={"chunks": CHUNKS, "queries": QUERIES},
+)
 def reference_judgments(
     context: dg.AssetExecutionContext,
     llm: LLMResource,
@@ -162,6 +160,7 @@ def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, refer
 @dg.asset(
     group_name=GROUP,
     description="Audit pool pairs labelled by the judge; only pairs without a stored label are asked.",
+    ins={"chunks": CHUNKS, "queries": QUERIES},
 )
 def audit_judgments(
     context: dg.AssetExecutionContext,
@@ -179,6 +178,7 @@ def audit_judgments(
 @dg.asset(
     group_name=GROUP,
     description="Lenient and strict recall of the main pool against all relevant chunks known from both rounds.",
+    ins={"queries": QUERIES},
 )
 def pool_completeness(
     settings: SettingsResource,

@@ -3,7 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.judging.assets import judging_failures, judgments, md_table
+from mama_pipeline.judging.assets import judging_failures, judgments
+from mama_pipeline.metadata import md_table
 from mama_pipeline.resources import SettingsResource
 
 

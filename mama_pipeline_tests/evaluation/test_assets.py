@@ -11,6 +11,7 @@ from mama_pipeline.evaluation.per_query_files import read_per_query_file
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
+from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 
 TIERS = ["very_high", "high", "moderate"]
 
@@ -46,14 +47,17 @@ def _config(tmp_path, run_files: str = "[]"):
 
 
 def _materialize(cfg, queries, judgments, selection):
-    @dg.asset(key="queries")
+    @dg.asset(key="generated_queries")
     def queries_stub() -> pl.DataFrame:
-        return queries
+        return as_generated_queries(queries)
 
-    @dg.asset(key="chunks")
+    @dg.asset(key="corpus_chunks")
     def chunks_stub() -> pl.DataFrame:
-        return pl.DataFrame({"chunk_id": [f"c{i:03d}" for i in range(40)],
-                             "text": ["Text: question 1 in full."] + [f"chunk {i}" for i in range(1, 40)]})
+        return as_corpus_chunks(pl.DataFrame({
+            "chunk_id": [f"c{i:03d}" for i in range(40)],
+            "text": ["Text: question 1 in full."] + [f"chunk {i}" for i in range(1, 40)],
+            "source": ["src-a"] * 40,
+        }))
 
     @dg.asset(key="judgments")
     def judgments_stub() -> pl.DataFrame:
@@ -75,7 +79,7 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
 
     evaluation = dg.AssetSelection.assets("scoreboard", "per_query_results", "significance", "evaluation_report")
     result = _materialize(cfg, queries, judgments,
-                          dg.AssetSelection.assets("queries", "chunks", "judgments") | evaluation
+                          dg.AssetSelection.assets("generated_queries", "corpus_chunks", "judgments") | evaluation
                           | dg.AssetSelection.checks_for_assets("scoreboard", "significance"))
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     assert checks == {"scoreboard_covers_every_query": True, "significance_covers_every_pair": True}

@@ -4,28 +4,32 @@ import polars as pl
 
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.resources import shared_resources
+from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
 
 N_QUERIES, N_CHUNKS = 12, 40
 FAULTY_CHUNK = 7  # every request about this chunk answers HTTP 500
 
 
-@dg.asset
+@dg.asset(key="generated_queries")
 def queries() -> pl.DataFrame:
-    return make_queries(N_QUERIES)
+    return as_generated_queries(make_queries(N_QUERIES))
 
 
-@dg.asset
+@dg.asset(key="corpus_chunks")
 def chunks() -> pl.DataFrame:
-    return make_chunks(N_CHUNKS, texts={FAULTY_CHUNK: "[[fault:500]] a passage the server never answers"})
+    return as_corpus_chunks(
+        make_chunks(N_CHUNKS, texts={FAULTY_CHUNK: "[[fault:500]] a passage the server never answers"})
+    )
 
 
-@dg.asset
+@dg.asset(ins={"queries": QUERIES, "chunks": CHUNKS})
 def pooled_pairs(queries: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
     return make_pool(queries, chunks, per_query=5)
 
 
-@dg.asset
+@dg.asset(ins={"queries": QUERIES, "chunks": CHUNKS})
 def audit_pool(queries: pl.DataFrame, chunks: pl.DataFrame, pooled_pairs: pl.DataFrame) -> pl.DataFrame:
     """A wider pool (8 chunks per query) for every other query."""
     sample = queries.filter(pl.int_range(pl.len()) % 2 == 0)

@@ -66,7 +66,7 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
                            "score_distribution_per_tier"}
     assert all(e.passed for e in checks.values()), {k: (e.passed, e.metadata) for k, e in checks.items()}
 
-    faulty = store.read_table("chunks")["chunk_id"][judging_defs.FAULTY_CHUNK]
+    faulty = store.read_table("corpus_chunks")["chunk_id"][judging_defs.FAULTY_CHUNK]
     failures = store.read_table("judging_failures")
     judgments = store.read_table("judgments")
     assert set(failures["chunk_id"]) == {faulty} and failures["failure_reason"].str.contains("HTTP 500").all()

@@ -1,0 +1,103 @@
+"""Dagster assets of the guideline corpus (group ``corpus``), thin over the pure modules."""
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.corpus.bundle import load_bundle
+from mama_pipeline.corpus.location import resolve_bundle
+from mama_pipeline.corpus.sampling import sample_chunks
+from mama_pipeline.resources import SettingsResource
+from mama_pipeline.metadata import md_table
+
+GROUP = "corpus"
+
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    outs={
+        "corpus_chunks": dg.AssetOut(
+            description="One row per chunk of the bundle: canonical text, content-derived chunk id, source, page, "
+            "breadcrumb and corpus_version.",
+        ),
+        "corpus_issues": dg.AssetOut(
+            description="Chunks skipped as bad input, dropped as duplicate ids, or reported as duplicate texts, "
+            "each with file, line and reason.",
+        ),
+    },
+)
+def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource):
+    s = settings.get()
+    c = s.corpus
+    where = resolve_bundle(c.bundle, Path(s.config_dir))
+    parsed = load_bundle(where.path, canonical=c.canonical_text, on_bad=c.on_bad_chunk)
+    context.log.info(f"corpus {parsed.corpus_version}: {parsed.chunks.height} chunks from {where.path}")
+    counts = parsed.counts()
+    meta = {
+        "corpus_version": parsed.corpus_version,
+        "bundle": c.bundle,
+        "bundle_commit": where.commit or "(local file)",
+        "bundle_sha256": _file_sha256(where.path),
+        "canonical_text": c.canonical_text,
+        "on_bad_chunk": c.on_bad_chunk,
+        "sources": parsed.chunks.get_column("source").n_unique(),
+        **counts,
+    }
+    per_source = parsed.chunks.group_by("source").len("chunks").sort("source")
+    yield dg.Output(parsed.chunks, output_name="corpus_chunks", metadata={**meta, "per_source": md_table(per_source, 100)})
+    yield dg.Output(
+        parsed.issues,
+        output_name="corpus_issues",
+        metadata={"corpus_version": parsed.corpus_version, **counts, "issues": md_table(parsed.issues)},
+    )
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    ins={"corpus_chunks": dg.AssetIn("corpus_chunks")},
+    outs={
+        "sampled_chunks": dg.AssetOut(
+            description="Seed chunks for query writing: per tiered source, a stratified sample by top-level "
+            "section after boilerplate rejection.",
+        ),
+        "sampling_rejections": dg.AssetOut(
+            description="Chunks of tiered sources rejected as boilerplate, each with its reason.",
+        ),
+    },
+)
+def sampled_chunks(settings: SettingsResource, corpus_chunks: pl.DataFrame):
+    c = settings.get().corpus
+    result = sample_chunks(corpus_chunks, c)
+    report = result.report
+    version = corpus_chunks.get_column("corpus_version")[0]
+    reasons = result.rejections.group_by("reason").len("chunks").sort("reason")
+    yield dg.Output(
+        result.sampled,
+        output_name="sampled_chunks",
+        metadata={
+            "corpus_version": version,
+            "sampling_seed": c.sampling_seed,
+            "stratify_level": c.stratify_level,
+            "target": int(report.get_column("quota").sum()),
+            "sampled": result.sampled.height,
+            "shortfall": int(report.get_column("shortfall").sum()),
+            "sources_short": int((report.get_column("shortfall") > 0).sum()),
+            "per_source": md_table(report, 200),
+        },
+    )
+    yield dg.Output(
+        result.rejections,
+        output_name="sampling_rejections",
+        metadata={"corpus_version": version, "rejected": result.rejections.height, "by_reason": md_table(reasons)},
+    )
