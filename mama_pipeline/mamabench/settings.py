@@ -24,7 +24,7 @@ class SourceLocation(Section):
     repo_id: str | None = None
     revision: str | None = None
     files: list[str] = Field(default_factory=list)
-    licence: str
+    licence: str | None = None  # default: the pool's upstream licence
 
     @model_validator(mode="after")
     def _one_place(self) -> "SourceLocation":
@@ -43,31 +43,15 @@ _OWN = "sample_data/mamabench"
 
 
 class SourcesSettings(Section):
-    medmcqa: SourceLocation = SourceLocation(
-        path=f"{_UP}/medmcqa/validation-sample-120.parquet", licence="Apache-2.0"
-    )
-    medqa_usmle: SourceLocation = SourceLocation(
-        path=f"{_UP}/medqa_usmle/us_4_options_test-sample-150.jsonl", licence="MIT"
-    )
-    afrimedqa_mcq: SourceLocation = SourceLocation(
-        path=f"{_UP}/afrimedqa/afrimedqa_v2_sample_10.csv", licence="CC-BY-NC-SA-4.0"
-    )
-    afrimedqa_saq: SourceLocation = SourceLocation(
-        path=f"{_OWN}/afrimedqa/afrimedqa_v2_saq_sample.csv", licence="CC-BY-NC-SA-4.0"
-    )
-    kenya_vignettes: SourceLocation = SourceLocation(
-        path=f"{_UP}/kenya_vignettes/vignettes-sample-60.csv", licence="MIT"
-    )
-    whb: SourceLocation = SourceLocation(path=f"{_UP}/whb/WHB_subset.json", licence="CC-BY-SA-4.0")
-    healthbench_oss_eval: SourceLocation = SourceLocation(
-        path=f"{_UP}/healthbench/oss_eval-sample-40.jsonl", licence="MIT"
-    )
-    healthbench_consensus: SourceLocation = SourceLocation(
-        path=f"{_OWN}/healthbench/consensus-sample.jsonl", licence="MIT"
-    )
-    healthbench_hard: SourceLocation = SourceLocation(
-        path=f"{_OWN}/healthbench/hard-sample.jsonl", licence="MIT"
-    )
+    medmcqa: SourceLocation = SourceLocation(path=f"{_UP}/medmcqa/validation-sample-120.parquet")
+    medqa_usmle: SourceLocation = SourceLocation(path=f"{_UP}/medqa_usmle/us_4_options_test-sample-150.jsonl")
+    afrimedqa_mcq: SourceLocation = SourceLocation(path=f"{_UP}/afrimedqa/afrimedqa_v2_sample_10.csv")
+    afrimedqa_saq: SourceLocation = SourceLocation(path=f"{_OWN}/afrimedqa/afrimedqa_v2_saq_sample.csv")
+    kenya_vignettes: SourceLocation = SourceLocation(path=f"{_UP}/kenya_vignettes/vignettes-sample-60.csv")
+    whb: SourceLocation = SourceLocation(path=f"{_UP}/whb/WHB_subset.json")
+    healthbench_oss_eval: SourceLocation = SourceLocation(path=f"{_UP}/healthbench/oss_eval-sample-40.jsonl")
+    healthbench_consensus: SourceLocation = SourceLocation(path=f"{_OWN}/healthbench/consensus-sample.jsonl")
+    healthbench_hard: SourceLocation = SourceLocation(path=f"{_OWN}/healthbench/hard-sample.jsonl")
 
 
 class MamabenchSettings(Section):

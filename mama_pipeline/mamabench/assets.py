@@ -1,0 +1,255 @@
+"""Dagster assets of mamabench (group ``mamabench``), thin over the pure modules.
+
+raw pool (x9) -> adapted rows + provenance -> scope verdicts (LLM) -> items,
+accounting, criteria -> yield, agreement (second LLM), Kenya parity -> release.
+``healthbench_scope_verdicts`` (oss_eval verdict per prompt_id) feeds the calibration
+area's side-file, and the release folder takes that side-file back in.
+"""
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.mamabench.adapters import adapt_pool
+from mama_pipeline.mamabench.agreement import (
+    agreement_stats,
+    prior_pairs,
+    sample_ids,
+    verdict_pairs,
+)
+from mama_pipeline.mamabench.pools import POOLS, Pool
+from mama_pipeline.mamabench.release import ClassifierInfo, ReleaseInputs, write_release
+from mama_pipeline.mamabench.scope_prompt import verdict_model
+from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
+from mama_pipeline.mamabench.sources import load_pool, provenance_table
+from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
+from mama_pipeline.resources import LLMResource, SettingsResource
+
+GROUP = "mamabench"
+CALIBRATION_SIDE_FILE = dg.AssetKey("calibration_side_file")
+PARITY_POOL = "kenya_vignettes"
+
+
+def raw_key(pool: Pool) -> str:
+    return f"mamabench_raw_{pool.name}"
+
+
+def md_table(df: pl.DataFrame) -> dg.MetadataValue:
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def _raw_asset(pool: Pool) -> dg.AssetsDefinition:
+    @dg.asset(
+        name=raw_key(pool),
+        group_name=GROUP,
+        description=f"Upstream rows of {pool.dataset} ({pool.name}), every native field kept as a JSON record.",
+    )
+    def _raw(settings: SettingsResource) -> dg.Output[pl.DataFrame]:
+        s = settings.get()
+        loaded = load_pool(pool, getattr(s.mamabench.sources, pool.name), s.resolve)
+        return dg.Output(loaded.rows, metadata=loaded.metadata())
+
+    return _raw
+
+
+RAW_ASSETS = [_raw_asset(p) for p in POOLS]
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    ins={p.name: dg.AssetIn(raw_key(p)) for p in POOLS},
+    outs={
+        "mamabench_adapted": dg.AssetOut(
+            description="One row per upstream row: canonical item or refusal reason, pre-scope, scope input."
+        ),
+        "mamabench_provenance": dg.AssetOut(description="Per pool and file: sha256, hub revision, rows, licence."),
+    },
+)
+def mamabench_adapted(settings: SettingsResource, **raws: pl.DataFrame):
+    s = settings.get().mamabench
+    adapted = pl.concat([adapt_pool(p.name, raws[p.name], s) for p in POOLS])
+    counts = adapted.group_by("pool", "status").len().sort("pool", "status")
+    yield dg.Output(adapted, output_name="mamabench_adapted", metadata={"by_status": md_table(counts)})
+    provenance = pl.concat([provenance_table(p, raws[p.name], getattr(s.sources, p.name)) for p in POOLS])
+    yield dg.Output(provenance, output_name="mamabench_provenance")
+
+
+@dg.asset(group_name=GROUP, description="Scope verdict per pending item: classifier, or oss_eval's by prompt_id.")
+def mamabench_scope_verdicts(
+    context: dg.AssetExecutionContext, mamabench_adapted: pl.DataFrame, llm: LLMResource, settings: SettingsResource
+) -> pl.DataFrame:
+    stage = settings.get().llm.classifier
+    with llm.client("classifier", context) as client:
+        verdicts, report = classify(client, mamabench_adapted, verdict_model(stage.reasoning))
+    joined = joined_verdicts(mamabench_adapted, verdicts)
+    out = pl.concat([verdicts, joined]).sort("item_id")
+    by_status = out.group_by("via", "status").len().sort("via", "status")
+    failures = out.filter(pl.col("status") != "ok").select("item_id", "status", "error").head(20)
+    context.add_output_metadata({
+        **report.metadata(),
+        "by_status": md_table(by_status),
+        "failures_first_20": md_table(failures),
+    })
+    return out
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="HealthBench oss_eval verdict per prompt_id (null category: unclassified), for the calibration side-file.",
+)
+def healthbench_scope_verdicts(mamabench_adapted: pl.DataFrame, mamabench_scope_verdicts: pl.DataFrame) -> pl.DataFrame:
+    oss = mamabench_adapted.filter(pl.col("pool") == "healthbench_oss_eval", pl.col("status") == "pending")
+    return (
+        oss.select("item_id", pl.col("join_key").alias("prompt_id"))
+        .join(mamabench_scope_verdicts.select("item_id", "status", "category"), on="item_id", how="inner")
+        .with_columns(pl.when(pl.col("status") == "ok").then(pl.col("category")).alias("category"))
+        .select("prompt_id", "category", "status", "item_id")
+        .sort("prompt_id")
+    )
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    outs={
+        "mamabench_items": dg.AssetOut(description="Kept canonical items with their scope category."),
+        "mamabench_accounting": dg.AssetOut(
+            description="Every upstream row: kept, refused (reason), out_of_scope or unclassified."
+        ),
+        "mamabench_criteria": dg.AssetOut(description="Rubric criterion text of kept items, keyed by criterion_id."),
+    },
+)
+def mamabench_items(mamabench_adapted: pl.DataFrame, mamabench_scope_verdicts: pl.DataFrame):
+    items, accounting = finalise(mamabench_adapted, mamabench_scope_verdicts)
+    criteria = criteria_table(mamabench_adapted, items)
+    yield dg.Output(items, output_name="mamabench_items", metadata={
+        "by_set_type_and_category": md_table(items.group_by("set_type", "category").len().sort("set_type", "category")),
+    })
+    yield dg.Output(accounting, output_name="mamabench_accounting", metadata={
+        "refusals": md_table(refusals_by_reason(accounting)),
+    })
+    yield dg.Output(criteria, output_name="mamabench_criteria")
+
+
+@dg.asset(group_name=GROUP, description="Per source: upstream rows, kept, refused, out of scope, unclassified, yield %.")
+def mamabench_yield(mamabench_accounting: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    table = yield_table(mamabench_accounting)
+    meta = {"table": md_table(table), "kept_total": int(table["kept"].sum())}
+    meta.update({f"yield_pct/{r['pool']}": r["yield_pct"] for r in table.iter_rows(named=True)})
+    return dg.Output(table, metadata=meta)
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Second-classifier (stage classifier_reference) labels on a seeded sample, paired with ours.",
+)
+def mamabench_agreement(
+    context: dg.AssetExecutionContext,
+    mamabench_adapted: pl.DataFrame,
+    mamabench_scope_verdicts: pl.DataFrame,
+    llm: LLMResource,
+    settings: SettingsResource,
+) -> pl.DataFrame:
+    s = settings.get()
+    cfg = s.mamabench
+    ours = mamabench_scope_verdicts.filter(
+        pl.col("via") == "classifier", pl.col("pool").is_in(cfg.agreement_pools)
+    )
+    chosen = sample_ids(ours["item_id"].to_list(), cfg.agreement_sample_size, cfg.agreement_seed)
+    rows = mamabench_adapted.filter(pl.col("item_id").is_in(chosen), pl.col("status") == "pending")
+    with llm.client("classifier_reference", context) as client:
+        reference, report = classify(client, rows, verdict_model(s.llm.classifier_reference.reasoning))
+    pairs = verdict_pairs(ours, reference).with_columns(
+        pl.lit(ours["model"][0] if ours.height else None, pl.String).alias("model_a"),
+        pl.lit(report.model).alias("model_b"),
+    )
+    stats = agreement_stats(pairs)
+    context.add_output_metadata({
+        **report.metadata(), **stats.metadata("agreement"),
+        "confusion": md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0)),
+        "per_category": md_table(pl.DataFrame(stats.per_category)),
+    })
+    return pairs
+
+
+@dg.asset(group_name=GROUP, description="Our verdicts against the labels the Kenya vignettes arrived with.")
+def mamabench_kenya_parity(
+    context: dg.AssetExecutionContext, mamabench_adapted: pl.DataFrame, mamabench_scope_verdicts: pl.DataFrame
+) -> pl.DataFrame:
+    pairs = prior_pairs(mamabench_adapted, mamabench_scope_verdicts, PARITY_POOL)
+    stats = agreement_stats(pairs)
+    context.add_output_metadata({
+        **stats.metadata("parity"),
+        "confusion": md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0)),
+    })
+    return pairs
+
+
+@dg.asset(
+    group_name=GROUP,
+    ins={
+        "items": dg.AssetIn("mamabench_items"),
+        "criteria": dg.AssetIn("mamabench_criteria"),
+        "accounting": dg.AssetIn("mamabench_accounting"),
+        "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
+        "yields": dg.AssetIn("mamabench_yield"),
+        "provenance": dg.AssetIn("mamabench_provenance"),
+        "agreement": dg.AssetIn("mamabench_agreement"),
+        "parity": dg.AssetIn("mamabench_kenya_parity"),
+        "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
+    },
+    description="The mamabench release folder (hub dataset layout) under <data_dir>/release/mamabench.",
+)
+def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
+    s = settings.get()
+    out_dir = s.data_path / "release" / "mamabench"
+    inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
+                            s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
+    hashes = write_release(out_dir, inputs)
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(out_dir)),
+        "files": len(hashes),
+        "items": inputs.items.height,
+        "manifest_sha256": hashes["manifests/manifest.json"],
+    })
+
+
+def release_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[str], size: int, seed: int) -> ReleaseInputs:
+    """Assemble the writer's inputs from the stored tables."""
+    verdicts = tables["verdicts"]
+    classified = verdicts.filter(pl.col("via") == "classifier")
+    classifier = None
+    if classified.height:
+        hashes = classified["prompt_hash"].unique().to_list()
+        if hashes != [scope_prompt.SCOPE_TEMPLATE.hash]:
+            raise ValueError(
+                f"scope verdicts were made with prompt hash(es) {hashes}, the current prompt is "
+                f"{scope_prompt.SCOPE_TEMPLATE.hash}: re-materialise mamabench_scope_verdicts first"
+            )
+        classifier = ClassifierInfo(
+            model=classified["model"][0],
+            prompt_id=scope_prompt.SCOPE_TEMPLATE.id,
+            prompt_hash=scope_prompt.SCOPE_TEMPLATE.hash,
+            prompt_text=scope_prompt.SCOPE_TEMPLATE.text,
+            smoke_test=bool(classified["endpoint"].str.starts_with("embedded:").any()),
+        )
+    agreement = tables["agreement"]
+    return ReleaseInputs(
+        name="mamabench",
+        version=version,
+        items=tables["items"],
+        criteria=tables["criteria"],
+        accounting=tables["accounting"],
+        verdicts=verdicts,
+        yields=tables["yields"],
+        provenance=tables["provenance"],
+        classifier=classifier,
+        agreement=agreement_stats(agreement),
+        agreement_info={
+            "reference_model": agreement["model_b"][0] if agreement.height else None,
+            "pools": pools, "sample_size": size, "seed": seed,
+        },
+        parity=agreement_stats(tables["parity"]),
+        calibration=tables.get("calibration"),
+    )

@@ -1,0 +1,88 @@
+"""Asset checks of mamabench: the accounting invariant and the validity of released items."""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
+from mama_pipeline.mamabench.pools import POOLS
+from mama_pipeline.mamabench.schema import CanonicalItem
+from mama_pipeline.mamabench.yields import STATUSES
+from mama_pipeline.resources import StoreResource
+
+
+def accounting_problems(raw_rows: dict[str, int], accounting: pl.DataFrame, items: pl.DataFrame) -> list[str]:
+    """Breaches of upstream == kept + refused + out_of_scope + unclassified, per pool."""
+    problems = []
+    bad_status = sorted(set(accounting["status"].unique().to_list()) - set(STATUSES))
+    if bad_status:
+        problems.append(f"statuses outside {STATUSES}: {bad_status}")
+    dupes = accounting.group_by("pool", "origin", "upstream_index").len().filter(pl.col("len") > 1)
+    if dupes.height:
+        problems.append(f"{dupes.height} upstream rows accounted more than once")
+    counts = dict(accounting.group_by("pool").len().iter_rows())
+    kept = dict(accounting.filter(pl.col("status") == "kept").group_by("pool").len().iter_rows())
+    released = dict(items.group_by("pool").len().iter_rows())
+    for pool, upstream in sorted(raw_rows.items()):
+        if counts.get(pool, 0) != upstream:
+            problems.append(f"{pool}: {upstream} upstream rows but {counts.get(pool, 0)} accounted")
+        if kept.get(pool, 0) != released.get(pool, 0):
+            problems.append(f"{pool}: {kept.get(pool, 0)} kept in the accounting but {released.get(pool, 0)} items")
+    refused_blank = accounting.filter(pl.col("status").is_in(["refused", "unclassified"]), pl.col("reason").is_null())
+    if refused_blank.height:
+        problems.append(f"{refused_blank.height} refused/unclassified rows without a reason")
+    return problems
+
+
+def item_problems(items: pl.DataFrame, criteria: pl.DataFrame) -> list[str]:
+    """Items that fail the canonical schema, repeated ids, or rubric ids missing from the side table."""
+    problems = []
+    if items["item_id"].n_unique() != items.height:
+        problems.append("repeated item ids")
+    known = set(criteria["criterion_id"].to_list())
+    for item_id, text in items.select("item_id", "item_json").iter_rows():
+        try:
+            item = CanonicalItem.model_validate_json(text)
+        except ValueError as exc:
+            problems.append(f"{item_id}: {str(exc).splitlines()[0]}")
+            continue
+        missing = [r.criterion_id for r in item.rubrics or [] if r.criterion_id not in known]
+        if missing:
+            problems.append(f"{item_id}: criteria {missing[:3]} not in the side table")
+        if len(problems) >= 20:
+            break
+    return problems
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("mamabench_accounting"),
+    additional_deps=[a.key for a in RAW_ASSETS] + [dg.AssetKey("mamabench_items")],
+    description="Per pool: upstream rows == kept + refused + out_of_scope + unclassified; kept == released items.",
+    blocking=True,
+)
+def mamabench_accounting_invariant(store: StoreResource) -> dg.AssetCheckResult:
+    db = store.get()
+    counts = " UNION ALL ".join(f"SELECT '{p.name}' AS pool, count(*) AS n FROM \"{raw_key(p)}\"" for p in POOLS)
+    raw_rows = dict(db.query(counts).iter_rows())
+    accounting = db.read_table("mamabench_accounting")
+    items = db.query("SELECT item_id, pool FROM mamabench_items")
+    problems = accounting_problems(raw_rows, accounting, items)
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={"problems": json.dumps(problems[:20]), "pools": len(raw_rows), "rows": accounting.height},
+    )
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("mamabench_items"),
+    additional_ins={"criteria": dg.AssetIn("mamabench_criteria")},
+    description="Every kept item validates against the canonical schema; ids unique; rubric criteria resolvable.",
+    blocking=True,
+)
+def mamabench_items_valid(mamabench_items: pl.DataFrame, criteria: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = item_problems(mamabench_items, criteria)
+    return dg.AssetCheckResult(passed=not problems, metadata={"problems": json.dumps(problems[:20])})
+
+
+CHECKS = [mamabench_accounting_invariant, mamabench_items_valid]

@@ -1,0 +1,155 @@
+"""The release's dataset card (README.md), generated from the manifest's figures."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mama_pipeline.mamabench.release import ReleaseInputs
+
+CONFIG_TEXT = {
+    "mcq": "multiple-choice items (`choices`, `answer_index`, `answer`)",
+    "open_ended": "short-answer items with a reference answer",
+    "open_ended_rubric": "HealthBench conversations graded against physician-written rubric criteria",
+    "criteria": "rubric criterion text keyed by `criterion_id` (used by `open_ended_rubric`)",
+    "calibration": "HealthBench physician meta-evaluation rows whose prompt is in scope (judge calibration)",
+}
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if v is None:
+            return "–"
+        if isinstance(v, float):
+            return f"{v:.1f}"
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _front_matter(configs: list[str]) -> str:
+    lines = [
+        "---",
+        "pretty_name: mamabench",
+        "license: other",
+        "license_name: per-source",
+        "language:",
+        "- en",
+        "task_categories:",
+        "- question-answering",
+        "- multiple-choice",
+        "tags:",
+        "- medical",
+        "- maternal-health",
+        "configs:",
+    ]
+    for c in configs:
+        lines += [f"- config_name: {c}", "  data_files:", "  - split: test", f"    path: data/{c}/test.jsonl"]
+    lines.append("---")
+    return "\n".join(lines)
+
+
+def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
+    configs = ["mcq", "open_ended", "open_ended_rubric", "criteria"] + (["calibration"] if inp.calibration is not None else [])
+    counts = {**m["items"], "criteria": m["criteria"], "calibration": m["calibration_rows"]}
+    parts = [
+        _front_matter(configs),
+        f"# {m['name']} {m['version']}",
+        "A scope-filtered question-answering benchmark for maternal, neonatal, child, and sexual and "
+        "reproductive health, assembled from expert-authored public sources by mama_pipeline. "
+        f"{m['items']['total']:,} items; canonical item schema {m['schema_version']} "
+        "(`schema/canonical_item.schema.json`).",
+    ]
+    if inp.classifier is not None and inp.classifier.smoke_test:
+        parts.append(
+            "> **Smoke-test build.** The scope verdicts in this folder come from the embedded "
+            f"{inp.classifier.model} model, which exercises the pipeline and makes no clinical judgement. "
+            "Do not use this build as a benchmark."
+        )
+    parts += [
+        "## Configurations",
+        _table(["config", "rows", "contents"], [[c, counts.get(c), CONFIG_TEXT[c]] for c in configs]),
+        "## Sources and yield",
+        "Every upstream row is accounted for: upstream rows = kept + refused + out of scope + unclassified. "
+        "Yield is kept / upstream rows.",
+        _table(
+            ["pool", "track", "scoped by", "upstream rows", "kept", "refused", "out of scope", "unclassified", "yield %"],
+            [[s["pool"], s["track"], s["scoped_by"], s["upstream_rows"], s["kept"], s["refused"], s["out_of_scope"],
+              s["unclassified"], s["yield_pct"]] for s in m["sources"]],
+        ),
+        f"**Total kept: {sum(s['kept'] for s in m['sources']):,}.**",
+        "## Items by scope category",
+        _table(["set type", "category", "items"],
+               [[r["set_type"], r["category"] or "pre-scoped", r["items"]] for r in m["items_by_category"]]),
+    ]
+    parts += _classifier_section(m)
+    parts += [
+        "## Refused and unclassified rows",
+        "Multiple-choice items are refused only when letter scoring cannot represent them (more than one "
+        "correct option, the correct text repeated under another letter, no usable options or answer). "
+        "Refusals are decided before pre-scoping; `in prescope` tells whether the row matched its pool's "
+        "scope rule.",
+        _table(["pool", "status", "reason", "in prescope", "rows"],
+               [[r["pool"], r["status"], r["reason"], r["in_prescope"], r["rows"]] for r in m["refusals"]])
+        if m["refusals"] else "None.",
+        "## Cosmetic defects (kept unchanged, counted)",
+        _table(["pool", "defect", "items"], [[r["pool"], r["defect"], r["items"]] for r in m["cosmetic_defects"]])
+        if m["cosmetic_defects"] else "None.",
+    ]
+    if inp.calibration is not None:
+        parts += [
+            "## Judge calibration file",
+            f"`data/calibration` holds {m['calibration_rows']:,} HealthBench physician meta-evaluation rows whose "
+            "prompt the scope classifier placed in scope. The physician labels are HealthBench's, not ours. "
+            "These prompts are the consensus track's prompts: calibrating a judge here and then scoring the "
+            "consensus track reuses the same prompts.",
+        ]
+    parts += [
+        "## Provenance and licences",
+        "Each row keeps the licence of its source; the AfriMed-QA rows are non-commercial (CC BY-NC-SA 4.0).",
+        _table(["pool", "licence", "file", "revision", "sha256"],
+               [[s["pool"], s["licence"], f["origin"], f["revision"], f["sha256"][:16] + "…"]
+                for s in m["sources"] for f in s["files"]]),
+        "## Audit files",
+        "`audit/scope_verdicts.jsonl` (every verdict with rationale and reasoning), `audit/accounting.jsonl` "
+        "(the fate of every upstream row), `audit/agreement.json`, `audit/kenya_parity.json`, "
+        "`audit/scope_classifier_prompt.txt`; `manifests/manifest.json` holds these figures and the sha256 "
+        "of every file.",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _classifier_section(m: dict[str, Any]) -> list[str]:
+    c = m["classifier"]
+    if c is None:
+        return []
+    out = [
+        "## Scope classifier",
+        f"Model `{c['model']}`, prompt `{c['prompt_id']}` (hash `{c['prompt_hash']}`), temperature from the "
+        "stage configuration. Categories: MATERNAL, NEONATAL (0-28 days), CHILD_HEALTH (>28 days to <18 years), "
+        "SEXUAL_AND_REPRODUCTIVE_HEALTH, NONE; the item's primary clinical concept decides, not the patient's "
+        "demographics. Items whose call failed are listed as unclassified, never labelled by default.",
+    ]
+    a = m["agreement"]
+    if a is not None:
+        out.append(
+            f"Cross-classifier agreement with `{a.get('reference_model')}` on {a['jointly_labelled']} jointly "
+            f"labelled items of {', '.join(a.get('pools', []))} (seeded sample of {a['items']}): "
+            f"{_pct(a['agreement_pct'])} (95% CI {_ci(a['agreement_ci95'])}), Cohen's kappa {a['cohens_kappa']}."
+        )
+    p = m["kenya_parity"]
+    if p is not None:
+        out.append(
+            f"Parity with the labels the Kenya vignettes arrived with: {_pct(p['agreement_pct'])} "
+            f"(95% CI {_ci(p['agreement_ci95'])}) on {p['jointly_labelled']} of {p['items']} items."
+        )
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}%"
+
+
+def _ci(ci: Any) -> str:
+    return "n/a" if not ci else f"{ci[0]:.1f}-{ci[1]:.1f}%"

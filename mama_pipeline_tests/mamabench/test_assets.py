@@ -1,0 +1,101 @@
+"""The mamabench group materialised end to end on the fixtures, with the fake LLM server as classifier."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.mamabench.definitions import defs
+from mama_pipeline.resources import shared_resources
+from mama_pipeline.store import Store
+from mama_pipeline_tests.mamabench.helpers import PACKAGE
+
+CALIBRATION = pl.DataFrame({
+    "upstream_line": [1], "prompt": [[{"role": "user", "content": "Is spotting normal at 8 weeks?"}]],
+    "completion": ["It can be."], "rubric": ["Mentions when to seek care."], "category": ["cluster:x"],
+    "binary_labels": [[True, False]], "anonymized_physician_ids": [["d1", "d2"]], "prompt_id": ["p1"],
+    "completion_id": ["c1"], "canary": [None], "scope_category": ["MATERNAL"],
+}, schema_overrides={"canary": pl.String})
+
+
+@dg.asset(key="calibration_side_file")
+def stub_side_file() -> pl.DataFrame:
+    """Stands in for the calibration area's side-file."""
+    return CALIBRATION
+
+
+@pytest.fixture
+def config(tmp_path: Path, fake_llm) -> Path:
+    (tmp_path / "sample_data").symlink_to(PACKAGE / "sample_data")  # the defaults resolve against the config folder
+    path = tmp_path / "config.yaml"
+    fast = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "concurrency": 32}
+    path.write_text(yaml.safe_dump({
+        "data_dir": str(tmp_path / "data"),
+        "llm": {
+            "classifier": {"base_urls": [fake_llm.url], "model": "fake-classifier", **fast},
+            "classifier_reference": {"base_urls": [fake_llm.url], "model": "fake-reference", **fast},
+        },
+        "mamabench": {"agreement_sample_size": 10},
+    }))
+    return path
+
+
+def materialise(config: Path, selection: dg.AssetSelection = dg.AssetSelection.all()) -> dg.ExecuteInProcessResult:
+    return dg.materialize([stub_side_file, *defs.assets, *defs.asset_checks], resources=shared_resources(str(config)),
+                          selection=selection, raise_on_error=True)
+
+
+def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(config, tmp_path, fake_llm, monkeypatch):
+    fake_llm.reset()
+    result = materialise(config)
+    assert result.success
+    checks = result.get_asset_check_evaluations()
+    assert {c.check_name: c.passed for c in checks} == {"mamabench_accounting_invariant": True,
+                                                        "mamabench_items_valid": True}
+    first_calls = fake_llm.stats()["chat_calls"]
+    # 150 MedQA + 60 Kenya + 40 oss_eval + 6 hard (same conversations as oss_eval: cached) + 10 reference
+    assert first_calls == 150 + 60 + 40 + 10
+
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    y = {r["pool"]: r for r in store.read_table("mamabench_yield").iter_rows(named=True)}
+    assert (y["medmcqa"]["upstream_rows"], y["medmcqa"]["kept"], y["medmcqa"]["out_of_scope"]) == (120, 60, 60)
+    assert (y["afrimedqa_mcq"]["kept"], y["afrimedqa_mcq"]["refused"], y["afrimedqa_mcq"]["out_of_scope"]) == (4, 1, 5)
+    assert (y["afrimedqa_saq"]["kept"], y["afrimedqa_saq"]["refused"]) == (3, 1)
+    assert y["whb"]["kept"] == 20 and y["healthbench_hard"]["refused"] == 1
+    assert y["healthbench_consensus"]["unclassified"] >= 1  # the row without an oss_eval twin
+    for r in y.values():
+        assert r["upstream_rows"] == r["kept"] + r["refused"] + r["out_of_scope"] + r["unclassified"]
+    acc = store.read_table("mamabench_accounting")
+    multi = acc.filter(pl.col("upstream_id").str.starts_with("1f2756560b3598b5"))
+    assert multi.select("status", "reason").rows() == [("refused", "multiple_correct")]
+
+    hb = store.read_table("healthbench_scope_verdicts")
+    assert hb.height == 40 and hb["prompt_id"].is_unique().all()
+    assert store.read_table("mamabench_agreement").height == 10
+    assert store.read_table("mamabench_kenya_parity").height == 60
+
+    release = tmp_path / "data" / "release" / "mamabench"
+    manifest = json.loads((release / "manifests" / "manifest.json").read_text())
+    assert manifest["items"]["total"] == store.read_table("mamabench_items").height
+    assert manifest["classifier"]["prompt_hash"] == scope_prompt.SCOPE_TEMPLATE.hash
+    assert manifest["calibration_rows"] == 1
+    readme = (release / "README.md").read_bytes()
+
+    fake_llm.reset()
+    assert materialise(config).success
+    assert fake_llm.stats()["chat_calls"] == 0  # nothing changed: every answer from the cache
+    assert (release / "README.md").read_bytes() == readme  # and the same bytes
+
+    edited = PromptTemplate("scope_classifier", scope_prompt.SYSTEM + "\nKeep the rationale short.", scope_prompt.USER)
+    monkeypatch.setattr(scope_prompt, "SCOPE_TEMPLATE", edited)
+    fake_llm.reset()
+    assert materialise(config, dg.AssetSelection.assets("mamabench_scope_verdicts")).success
+    assert fake_llm.stats()["chat_calls"] == first_calls - 10  # every classifier request asked again
+    verdicts = store.read_table("mamabench_scope_verdicts").filter(pl.col("via") == "classifier")
+    assert set(verdicts["prompt_hash"]) == {edited.hash}

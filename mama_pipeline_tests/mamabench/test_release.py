@@ -1,0 +1,128 @@
+"""The release folder: hub layout, figures, determinism, and atomic replacement."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from mama_pipeline.mamabench.agreement import agreement_stats, prior_pairs
+from mama_pipeline.mamabench.pools import POOLS
+from mama_pipeline.mamabench.release import ClassifierInfo, ReleaseInputs, release_files, write_release
+from mama_pipeline.mamabench.schema import CanonicalItem, Category, item_json_schema
+from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
+from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts
+from mama_pipeline.mamabench.yields import yield_table
+from mama_pipeline_tests.mamabench.helpers import adapted
+
+CATS = [c.value for c in Category]
+
+
+def scripted_verdicts(rows: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts by position: every 7th call failed, the others cycle through the categories."""
+    todo = rows.filter(pl.col("scope_mode").is_not_null()).sort("item_id")
+    out = []
+    for k, (item_id, pool) in enumerate(todo.select("item_id", "pool").iter_rows()):
+        failed = k % 7 == 3
+        out.append((item_id, pool, "classifier", "parse_failed" if failed else "ok", None if failed else CATS[k % 5],
+                    None if failed else "because", "thinking", "bad json" if failed else None, False, "model-x",
+                    "http://x", SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.hash, None))
+    v = pl.DataFrame(out, schema=VERDICT_SCHEMA, orient="row")
+    return pl.concat([v, joined_verdicts(rows, v)])
+
+
+@pytest.fixture(scope="module")
+def inputs() -> ReleaseInputs:
+    rows = pl.concat([adapted(p.name) for p in POOLS])
+    verdicts = scripted_verdicts(rows)
+    items, accounting = finalise(rows, verdicts)
+    provenance = pl.DataFrame({"pool": [p.name for p in POOLS], "origin": ["f"] * 9, "sha256": ["ab" * 32] * 9,
+                               "revision": [None] * 9, "rows": [1] * 9, "licence": ["MIT"] * 9, "location": ["local"] * 9})
+    parity = prior_pairs(rows, verdicts, "kenya_vignettes")
+    calibration = pl.DataFrame({"prompt_id": ["p2", "p1"], "binary_labels": [[True, False], [True]],
+                                "scope_category": ["MATERNAL", "NEONATAL"]})
+    return ReleaseInputs(
+        name="mamabench", version="9.9.9", items=items, criteria=criteria_table(rows, items), accounting=accounting,
+        verdicts=verdicts, yields=yield_table(accounting), provenance=provenance,
+        classifier=ClassifierInfo("model-x", SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.hash, SCOPE_TEMPLATE.text, False),
+        agreement=agreement_stats(parity), agreement_info={"reference_model": "model-y", "pools": ["kenya_vignettes"]},
+        parity=agreement_stats(parity), calibration=calibration,
+    )
+
+
+def test_layout_and_items(inputs: ReleaseInputs) -> None:
+    files = release_files(inputs)
+    assert set(files) == {
+        "README.md", "data/mcq/test.jsonl", "data/open_ended/test.jsonl", "data/open_ended_rubric/test.jsonl",
+        "data/criteria/test.jsonl", "data/calibration/test.jsonl", "schema/canonical_item.schema.json",
+        "manifests/manifest.json", "audit/scope_verdicts.jsonl", "audit/accounting.jsonl", "audit/agreement.json",
+        "audit/kenya_parity.json", "audit/scope_classifier_prompt.txt",
+    }
+    released = [json.loads(line) for k in ("mcq", "open_ended", "open_ended_rubric")
+                for line in files[f"data/{k}/test.jsonl"].decode().splitlines()]
+    assert len(released) == inputs.items.height
+    for item in released:
+        CanonicalItem.model_validate(item)
+    criteria = {json.loads(line)["criterion_id"] for line in files["data/criteria/test.jsonl"].decode().splitlines()}
+    assert {r["criterion_id"] for i in released for r in i.get("rubrics") or []} == criteria
+    assert json.loads(files["schema/canonical_item.schema.json"]) == item_json_schema()
+    verdict_lines = files["audit/scope_verdicts.jsonl"].decode().splitlines()
+    assert len(verdict_lines) == inputs.verdicts.height and "rationale" in json.loads(verdict_lines[0])
+    assert len(files["audit/accounting.jsonl"].decode().splitlines()) == inputs.accounting.height
+    assert files["audit/scope_classifier_prompt.txt"].decode() == SCOPE_TEMPLATE.text
+
+
+def test_manifest_and_card_carry_the_figures(inputs: ReleaseInputs) -> None:
+    files = release_files(inputs)
+    m = json.loads(files["manifests/manifest.json"])
+    assert m["items"]["total"] == inputs.items.height
+    assert {s["pool"]: s["kept"] for s in m["sources"]} == dict(zip(inputs.yields["pool"], inputs.yields["kept"]))
+    assert {"pool": "afrimedqa_mcq", "status": "refused", "reason": "multiple_correct", "in_prescope": False,
+            "rows": 1} in m["refusals"]
+    assert any(r["reason"] == "parse_failed" for r in m["refusals"])  # unclassified rows are listed too
+    assert m["classifier"] == {"model": "model-x", "prompt_id": "scope_classifier",
+                               "prompt_hash": SCOPE_TEMPLATE.hash, "smoke_test": False}
+    assert m["calibration_rows"] == 2 and m["version"] == "9.9.9"
+    assert set(m["files"]) == set(files) - {"README.md", "manifests/manifest.json"}
+    card = files["README.md"].decode()
+    assert card.startswith("---\npretty_name: mamabench\n")
+    assert "- config_name: calibration\n  data_files:\n  - split: test\n    path: data/calibration/test.jsonl" in card
+    assert "| afrimedqa_mcq | mcq | prescoped | 10 | 4 | 1 | 5 | 0 | 40.0 |" in card
+    assert f"**Total kept: {inputs.items.height:,}.**" in card
+    assert "Smoke-test build" not in card
+
+
+def test_bytes_are_deterministic_and_the_write_is_atomic(inputs: ReleaseInputs, tmp_path: Path, monkeypatch) -> None:
+    a = write_release(tmp_path / "a" / "mamabench", inputs)
+    b = write_release(tmp_path / "b" / "mamabench", inputs)
+    assert a == b
+    for rel in a:
+        assert (tmp_path / "a" / "mamabench" / rel).read_bytes() == (tmp_path / "b" / "mamabench" / rel).read_bytes()
+
+    target = tmp_path / "a" / "mamabench"
+    before = {p: (target / p).read_bytes() for p in a}
+    calls = {"n": 0}
+    real = Path.write_bytes
+
+    def failing(self: Path, data: bytes) -> int:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", failing)
+    changed = ReleaseInputs(**{**inputs.__dict__, "version": "10.0.0"})
+    with pytest.raises(OSError, match="disk full"):
+        write_release(target, changed)
+    monkeypatch.undo()
+    assert {p: (target / p).read_bytes() for p in a} == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["mamabench"]  # no temp folder left behind
+
+
+def test_smoke_test_builds_say_so(inputs: ReleaseInputs) -> None:
+    smoke = ReleaseInputs(**{**inputs.__dict__, "calibration": None,
+                             "classifier": ClassifierInfo("smollm2", "scope_classifier", "h", "t", True)})
+    files = release_files(smoke)
+    assert "Smoke-test build" in files["README.md"].decode()
+    assert "data/calibration/test.jsonl" not in files
