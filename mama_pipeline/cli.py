@@ -1,7 +1,9 @@
 """Command line: ``mama-pipeline demo|materialize|eval|verify``.
 
-``eval`` and ``verify`` pass their remaining arguments to the evaluation and
-release command lines (``mama-pipeline eval --help``).
+``materialize`` runs an asset selection with ``dagster asset materialize`` on the
+project's instance (multiprocess executor), one run per partitions definition and
+partition key, in dependency order. ``eval`` and ``verify`` pass their remaining
+arguments to the evaluation and release command lines.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+MODULE = "mama_pipeline.definitions"
 
 
 def dagster_home(data_path: Path) -> Path:
@@ -27,11 +30,24 @@ def dagster_home(data_path: Path) -> Path:
 
 
 def materialize(select: str) -> int:
+    """Materialise the selection; stops at the first failed run and returns its exit code."""
+    import dagster as dg
+
+    from mama_pipeline.definitions import defs
+    from mama_pipeline.release.run_plan import materialize_commands, plan_runs
+
+    graph = defs.resolve_asset_graph()
+    keys = dg.AssetSelection.from_coercible(select).resolve(graph) if select != "*" else graph.get_all_asset_keys()
     settings = load_settings()
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(settings.data_path))}
-    cmd = [str(Path(sys.executable).with_name("dagster")), "asset", "materialize",
-           "-m", "mama_pipeline.definitions", "--select", select]
-    return subprocess.call(cmd, env=env)
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    commands = materialize_commands(plan_runs(graph, keys), MODULE)
+    for n, args in enumerate(commands, start=1):
+        print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
+        code = subprocess.call([dagster, *args], env=env)
+        if code != 0:
+            return code
+    return 0
 
 
 def demo() -> int:
@@ -43,27 +59,29 @@ def demo() -> int:
     print(f"  data directory:  {data}")
     print(f"  DuckDB store:    {settings.db_path}")
     for label, path in sorted(result_paths(data).items()):
-        print(f"  {label + ':':<16} {path}")
+        print(f"  {label + ':':<28} {path}")
     return code
 
 
 def result_paths(data: Path) -> dict[str, Path]:
     """Release folders and reports that exist under the data directory."""
     found = {}
-    for folder in sorted((data / "releases").glob("*/*")) if (data / "releases").exists() else []:
+    for folder in sorted((data / "releases").glob("*/*")):
         found[f"release {folder.parent.name}"] = folder
-    for report in sorted((data / "reports").glob("*/*.html")) if (data / "reports").exists() else []:
+    for report in sorted((data / "reports").glob("*/*.html")):
         found[f"report {report.parent.name}"] = report
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="mama-pipeline", description=__doc__)
+    ap = argparse.ArgumentParser(prog="mama-pipeline", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("demo", help="materialise everything on the bundled sample and print result paths")
-    m = sub.add_parser("materialize", help="materialise an asset selection")
+    m = sub.add_parser("materialize", help="materialise an asset selection (Dagster selection syntax)")
     m.add_argument("--select", default="*")
     sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
+    sub.add_parser("verify", help="check release folders against their manifests' hashes", add_help=False)
     args, rest = ap.parse_known_args(argv)
     if args.cmd == "demo":
         return demo()
@@ -71,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         from mama_pipeline.evaluation.cli import main as eval_main
 
         return eval_main(rest)
+    if args.cmd == "verify":
+        from mama_pipeline.release.cli import main as verify_main
+
+        return verify_main(rest)
     return materialize(args.select)
 
 

@@ -55,6 +55,10 @@ class PipelineSettings(Section):
     def data_path(self) -> Path:
         return Path(os.environ.get("MAMA_DATA_DIR") or self.data_dir).expanduser().resolve()
 
+    def release_path(self, name: str, version: str) -> Path:
+        """The folder of one release: <data_dir>/releases/<name>/<version>."""
+        return self.data_path / "releases" / name / version
+
     @property
     def db_path(self) -> Path:
         return self.data_path / "mama.duckdb"

@@ -1,9 +1,9 @@
-"""``mama-eval``: score runs, evaluate retrievers on BEIR benchmarks, audit, export.
+"""``mama-pipeline eval``: score runs, evaluate retrievers on BEIR benchmarks, audit, export.
 
-  mama-eval trec   --run RUN [--run RUN ...] --qrels QRELS    score TREC runs (every qrels query counts, as trec_eval -c)
-  mama-eval beir   --benchmark DIR|PRESET|HUB_ID --retriever NAME [...]   run registry retrievers on a BEIR benchmark
-  mama-eval audit  --benchmark DIR|PRESET|HUB_ID [--retriever NAME | --model PATH]   leak and truncation audits
-  mama-eval export --out DIR                                   mamaretrieval tables -> BEIR layout + TREC qrels and runs
+  mama-pipeline eval trec   --run RUN [--run RUN ...] --qrels QRELS    score TREC runs (every qrels query counts, as trec_eval -c)
+  mama-pipeline eval beir   --benchmark DIR|PRESET|HUB_ID --retriever NAME [...]   run registry retrievers on a BEIR benchmark
+  mama-pipeline eval audit  --benchmark DIR|PRESET|HUB_ID [--retriever NAME | --model PATH]   leak and truncation audits
+  mama-pipeline eval export --out DIR                                   mamaretrieval tables -> BEIR layout + TREC qrels and runs
 
 Retrievers are the entries of ``retrieval.retrievers`` in the configuration file
 (``--config``, else ``MAMA_CONFIG``, else the bundled sample).
@@ -26,12 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (EvaluationInputError, ValueError, KeyError) as exc:
-        print(f"mama-eval: error: {exc}", file=sys.stderr)
+        print(f"mama-pipeline eval: error: {exc}", file=sys.stderr)
         return 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="mama-eval", description=__doc__,
+    ap = argparse.ArgumentParser(prog="mama-pipeline eval", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
 

@@ -29,6 +29,17 @@ from mama_pipeline.store import Store
 
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
+CACHE_COLUMNS = {
+    "cache_key": pl.String, "stage": pl.String, "endpoint": pl.String, "model": pl.String,
+    "template_id": pl.String, "template_hash": pl.String, "schema_hash": pl.String, "status": pl.String,
+    "raw_text": pl.String, "reasoning": pl.String, "parsed_json": pl.String, "error": pl.String,
+    "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cached_tokens": pl.Int64, "attempts": pl.Int32,
+    "latency_s": pl.Float64, "created_at": pl.Datetime("us"),
+}
+FAILURE_COLUMNS = {
+    "cache_key": pl.String, "stage": pl.String, "item_id": pl.String, "error": pl.String,
+    "attempts": pl.Int32, "created_at": pl.Datetime("us"),
+}
 NO_KEY = "no-key-configured"
 POOL_SIZE = 8  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
 
@@ -194,7 +205,18 @@ def _unpack(resp: Any) -> tuple[dict[str, Any], str, dict[str, Any]]:
         return {}, resp if isinstance(resp, str) else json.dumps(resp)[:2000], {}
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
+def is_retryable(status_code: int) -> bool:
+    """HTTP statuses worth asking again: timeouts, conflicts, rate limits and server errors."""
+    return status_code in (408, 409, 429) or status_code >= 500
+
+
+def backoff_delay(failures: int, base_s: float, max_s: float, rng: random.Random) -> float:
+    """Exponential backoff with jitter (between half and all of base * 2^(failures-1), capped)."""
+    return min(max_s, base_s * 2 ** (failures - 1)) * (0.5 + rng.random() / 2)
+
+
+def retry_after(exc: openai.APIStatusError) -> float | None:
+    """The ``Retry-After`` seconds a 429 answer asked for, if any."""
     value = exc.response.headers.get("retry-after") if exc.response is not None else None
     if value is None:
         return None
@@ -329,26 +351,33 @@ class LLMClient:
         answers = [(r, t, sh) for r, t, sh, _ in rows if r.status != "transport_failed"]
         failures = [(r, item) for r, _, _, item in rows if r.status == "transport_failed"]
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        frames = {}
+        if answers:
+            frames[CACHE_TABLE] = pl.DataFrame(
+                [
+                    (
+                        r.cache_key, self.stage, self.endpoint, self.model, t.id, t.hash, sh,
+                        r.status, r.raw_text, r.reasoning,
+                        None if r.value is None else _canonical(r.value), r.error,
+                        r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.attempts, r.latency_s, now,
+                    )
+                    for r, t, sh in answers
+                ],
+                schema=CACHE_COLUMNS,
+                orient="row",
+            )
+        if failures:
+            frames[FAILURE_TABLE] = pl.DataFrame(
+                [(r.cache_key, self.stage, item, r.error or "", r.attempts, now) for r, item in failures],
+                schema=FAILURE_COLUMNS,
+                orient="row",
+            )
         with self.store.connect(write=True) as con:
-            if answers:
-                con.executemany(
-                    f"INSERT OR REPLACE INTO {CACHE_TABLE} VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [
-                        (
-                            r.cache_key, self.stage, self.endpoint, self.model, t.id, t.hash, sh,
-                            r.status, r.raw_text, r.reasoning,
-                            None if r.value is None else _canonical(r.value), r.error,
-                            r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.attempts,
-                            r.latency_s, now,
-                        )
-                        for r, t, sh in answers
-                    ],
-                )
-            if failures:
-                con.executemany(
-                    f"INSERT INTO {FAILURE_TABLE} VALUES (?,?,?,?,?,?)",
-                    [(r.cache_key, self.stage, item, r.error or "", r.attempts, now) for r, item in failures],
-                )
+            for table, frame in frames.items():
+                con.register("_rows", frame.to_arrow())
+                verb = "INSERT OR REPLACE" if table == CACHE_TABLE else "INSERT"
+                con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _rows")
+                con.unregister("_rows")
 
     # -- HTTP ---------------------------------------------------------------
     async def _ask_all(
@@ -404,7 +433,15 @@ class LLMClient:
 
         background = [asyncio.create_task(flusher()), asyncio.create_task(reporter())]
         try:
-            await asyncio.gather(*(one(k, r) for k, r in todo.items()))
+            # a bounded pool of workers, not one task per request: memory stays flat for any run size
+            pending_items = iter(todo.items())
+
+            async def worker() -> None:
+                for key, req in pending_items:
+                    await one(key, req)
+
+            n_workers = min(len(todo), 2 * self.s.concurrency * len(endpoints))
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
         finally:
             for task in background:
                 task.cancel()
@@ -426,10 +463,9 @@ class LLMClient:
             f"{rate:.2f}/s, est. {eta_txt} left"
         )
 
-    def _backoff(self, failures: int, retry_after: float | None) -> float:
-        delay = min(self.s.backoff_max_s, self.s.backoff_base_s * 2 ** (failures - 1))
-        delay *= 0.5 + self._rng.random() / 2
-        return max(delay, retry_after) if retry_after is not None else delay
+    def _backoff(self, failures: int, wait_at_least: float | None) -> float:
+        delay = backoff_delay(failures, self.s.backoff_base_s, self.s.backoff_max_s, self._rng)
+        return max(delay, wait_at_least) if wait_at_least is not None else delay
 
     async def _ask(
         self,
@@ -455,7 +491,7 @@ class LLMClient:
         if self.s.seed is not None:
             body["seed"] = self.s.seed
         while True:
-            retry_after = None
+            wait_at_least = None
             error: str | None = None
             retryable = False
             async with sem:
@@ -470,8 +506,8 @@ class LLMClient:
                     resp = await ep.pick().post("/chat/completions", body=body, cast_to=object)
                 except openai.APIStatusError as exc:
                     code = exc.status_code
-                    retryable = code in (408, 409, 429) or code >= 500
-                    retry_after = _retry_after(exc) if code == 429 else None
+                    retryable = is_retryable(code)
+                    wait_at_least = retry_after(exc) if code == 429 else None
                     error = f"HTTP {code} from {ep.url}: {str(exc)[:300]}"
                 except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                     retryable = True
@@ -483,7 +519,7 @@ class LLMClient:
                 transport_failures += 1
                 if not retryable or transport_failures > self.s.max_retries:
                     return LLMResult("", key, "transport_failed", error=error, attempts=attempts, latency_s=latency)
-                await asyncio.sleep(self._backoff(transport_failures, retry_after))
+                await asyncio.sleep(self._backoff(transport_failures, wait_at_least))
                 continue
             message, text, usage = _unpack(resp)
             tokens = dict(

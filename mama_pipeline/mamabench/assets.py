@@ -199,11 +199,11 @@ def mamabench_kenya_parity(
         "parity": dg.AssetIn("mamabench_kenya_parity"),
         "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
     },
-    description="The mamabench release folder (hub dataset layout) under <data_dir>/release/mamabench.",
+    description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>.",
 )
 def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
     s = settings.get()
-    out_dir = s.data_path / "release" / "mamabench"
+    out_dir = s.release_path("mamabench", s.release.mamabench_version)
     inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
     hashes = write_release(out_dir, inputs)

@@ -80,7 +80,7 @@ def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
     assert store.read_table("mamabench_agreement").height == 10
     assert store.read_table("mamabench_kenya_parity").height == 60
 
-    release = tmp_path / "data" / "release" / "mamabench"
+    release = tmp_path / "data" / "releases" / "mamabench" / "0.0.0-sample"
     manifest = json.loads((release / "manifests" / "manifest.json").read_text())
     assert manifest["items"]["total"] == store.read_table("mamabench_items").height
     assert manifest["classifier"]["prompt_hash"] == scope_prompt.SCOPE_TEMPLATE.hash

@@ -1,0 +1,126 @@
+"""Build and verify a mamaretrieval release folder at the size of the published v0.2.0 release.
+
+Synthetic inputs with the released shape: 63,650 chunks of about 200 words, 3,185
+queries, six retrievers' top-20 (382,200 ranking rows), and a pool of about 70 pairs
+per query, every pair labelled with about 80 words of reasoning. Prints the wall time
+of the build (checks, tables, parquet, card, manifest, atomic rename) and of the
+verification, the folder's size and the peak resident memory.
+
+    .venv/bin/python benchmarks/release_build.py [--scale 1.0] [--out /tmp/release-bench]
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from mama_pipeline.corpus.hashing import chunk_id
+from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
+from mama_pipeline.queries.prompt import QueryAnswerWithReasoning, query_writer_template
+from mama_pipeline.release.mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo, write_mamaretrieval_release
+from mama_pipeline.release.verify import verify_release
+
+RETRIEVERS = ["bm25", "medcpt", "octen", "voyage", "lateon", "gecko"]
+CANDIDATES = 90  # chunks per query that the retrievers draw their top-20 from (union about 70)
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def words(rng: np.random.Generator, vocab: np.ndarray, n_texts: int, n_words: int) -> list[str]:
+    picks = rng.integers(0, len(vocab), size=(n_texts, n_words))
+    return [" ".join(vocab[row]) for row in picks]
+
+
+def synthetic_inputs(scale: float, seed: int = 0) -> MamaretrievalInputs:
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{i}" for i in range(5000)])
+    n_chunks, n_queries = int(63_650 * scale), int(3_185 * scale)
+    texts = [f"{i} {t}" for i, t in enumerate(words(rng, vocab, n_chunks, 200))]
+    ids = [chunk_id(t) for t in texts]
+    chunks = pl.DataFrame({
+        "chunk_id": ids, "source": [f"source-{i % 87}" for i in range(n_chunks)], "page": [i % 400 for i in range(n_chunks)],
+        "breadcrumb": [["Chapter", "Section"]] * n_chunks, "text": texts, "corpus_version": ["f" * 16] * n_chunks,
+    })
+    writer = query_writer_template(20, True)
+    qids = [f"q_{i + 1:05d}" for i in range(n_queries)]
+    seeds = rng.integers(0, n_chunks, size=n_queries)
+    queries = pl.DataFrame({
+        "query_id": qids, "query_text": words(rng, vocab, n_queries, 12), "seed_chunk_id": [ids[s] for s in seeds],
+        "source": [f"source-{s % 19}" for s in seeds], "tier": ["high"] * n_queries,
+        "model": ["writer"] * n_queries, "prompt_hash": [writer.hash] * n_queries,
+    })
+    id_array = np.array(ids)
+    rows_q, rows_r, rows_rank, rows_c = [], [], [], []
+    for qi, q in enumerate(qids):
+        cand = rng.choice(n_chunks, size=CANDIDATES, replace=False)
+        for r in RETRIEVERS:
+            top = rng.choice(cand, size=20, replace=False)
+            rows_q += [q] * 20
+            rows_r += [r] * 20
+            rows_rank += list(range(1, 21))
+            rows_c.append(id_array[top])
+    rankings = pl.DataFrame({"query_id": rows_q, "retriever": rows_r, "rank": rows_rank,
+                             "chunk_id": np.concatenate(rows_c)}).with_columns(score=1.0 / pl.col("rank"))
+    pool = rankings.select("query_id", "chunk_id").unique()
+    n = pool.height
+    d1 = rng.random(n) < 0.6
+    d2, d3, d4 = (rng.integers(0, 3, size=n) for _ in range(3))
+    d3 = np.minimum(d3, d2)
+    score = np.where(d1, d2 + d3 + d4, 0)
+    judge_hash = label_prompt_hash(RELEVANCE_JUDGE, JudgeVerdictsWithReasoning)
+    judgments = pool.with_columns(
+        judge_model=pl.lit("judge"), prompt_hash=pl.lit(judge_hash), d1_topic=pl.Series(d1),
+        d2_meaningful=pl.Series(np.where(d1, d2, -1)).cast(pl.Int8), d3_actionable=pl.Series(d3).cast(pl.Int8),
+        d4_density=pl.Series(d4).cast(pl.Int8), structural_violation=pl.lit(False),
+        score=pl.Series(score).cast(pl.Int8), reasoning=pl.Series(words(rng, vocab, n, 80)),
+        corpus_version=pl.lit("f" * 16),
+    ).with_columns(pl.when(pl.col("d1_topic")).then(pl.col("d2_meaningful")).alias("d2_meaningful"))
+    return MamaretrievalInputs(
+        version="bench", chunks=chunks, queries=queries, rankings=rankings, judgments=judgments, pooled_pairs=pool,
+        corpus=CorpusInfo("bench", None, None, "body"),
+        query_writer=PromptInfo(writer, QueryAnswerWithReasoning.model_json_schema(), writer.hash, 0.0, False),
+        judge=PromptInfo(RELEVANCE_JUDGE, JudgeVerdictsWithReasoning.model_json_schema(), judge_hash, 0.0, False),
+        retrievers=[{"name": r, "kind": "imported"} for r in RETRIEVERS], pool_depth=20, include_seed_chunk=False,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--out", type=Path, default=Path("/tmp/release-bench"))
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    inp = synthetic_inputs(args.scale)
+    t_gen = time.perf_counter() - t0
+    rss_inputs = peak_mib()
+    shutil.rmtree(args.out, ignore_errors=True)
+    t0 = time.perf_counter()
+    manifest = write_mamaretrieval_release(args.out / "bench", inp)
+    t_build = time.perf_counter() - t0
+    rss_build = peak_mib()
+    t0 = time.perf_counter()
+    result = verify_release(args.out / "bench")
+    t_verify = time.perf_counter() - t0
+    assert result.ok, result.problems
+    f = manifest["figures"]
+    size = sum(e["bytes"] for e in manifest["files"].values())
+    print(f"scale {args.scale}: {f['chunks']} chunks, {f['queries']} queries, {f['rankings']} ranking rows, "
+          f"{f['judged_pairs']} labels")
+    print(f"inputs generated in {t_gen:.1f} s (peak RSS {rss_inputs:.0f} MiB)")
+    print(f"release built in {t_build:.2f} s (peak RSS {rss_build:.0f} MiB), {size / 2**20:.1f} MiB in "
+          f"{len(manifest['files']) + 1} files")
+    print(f"release verified in {t_verify:.2f} s")
+    for rel, entry in manifest["files"].items():
+        print(f"  {rel:<36} {entry['bytes'] / 2**20:8.2f} MiB  rows={entry['rows']}")
+    shutil.rmtree(args.out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

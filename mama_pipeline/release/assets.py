@@ -1,0 +1,206 @@
+"""Dagster assets of the releases (group ``release``), thin over the pure modules.
+
+Inputs from other areas: ``corpus_chunks``, ``generated_queries``, ``rankings``
+(read from the store for the pooled retrievers), ``pooled_pairs``, ``judgments``
+and the mamabench group's ``mamabench_release`` folder.
+"""
+
+import json
+import subprocess
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.release.mamaretrieval import (
+    NAME,
+    CorpusInfo,
+    MamaretrievalInputs,
+    PromptInfo,
+    write_mamaretrieval_release,
+)
+from mama_pipeline.release.publish import publish_release
+from mama_pipeline.release.verify import verify_release
+from mama_pipeline.resources import SettingsResource, StoreResource
+from mama_pipeline.settings import PipelineSettings
+
+GROUP = "release"
+CORPUS = dg.AssetKey("corpus_chunks")
+RANKINGS = dg.AssetKey("rankings")
+MAMABENCH_RELEASE = dg.AssetKey("mamabench_release")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EMBEDDED_PREFIX = "embedded:"  # judge_endpoint of labels made by the embedded smoke-test server
+
+
+def _latest_metadata(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any]:
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return {}
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+def producer() -> dict[str, Any]:
+    """The code that built a release: package version and, in a git checkout, the commit."""
+    try:
+        version = importlib_metadata.version("mama_pipeline")
+    except importlib_metadata.PackageNotFoundError:
+        version = None
+    commit = None
+    if (REPO_ROOT / ".git").exists():
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+        commit = (out.stdout.strip() or None) if out.returncode == 0 else None
+    return {"package": "mama_pipeline", "version": version, "git_commit": commit}
+
+
+def prompt_infos(s: PipelineSettings, queries: pl.DataFrame, judgments: pl.DataFrame) -> tuple[PromptInfo, PromptInfo]:
+    """The shipped prompts of the query writer and the judge, with whether the smoke-test model answered."""
+    qw = s.llm.query_writer
+    writer_template = query_writer_template(s.queries.max_words, qw.reasoning == "json_field")
+    writer_model = answer_model(qw.reasoning == "json_field")
+    writer_smoke = qw.embedded or bool((queries.get_column("model") == s.llm.embedded_server.model_alias).any())
+    jc = s.llm.judge
+    judge_model = output_model(jc.reasoning)
+    judge_smoke = jc.embedded or bool(
+        "judge_endpoint" in judgments.columns
+        and judgments.get_column("judge_endpoint").str.starts_with(EMBEDDED_PREFIX).any()
+    )
+    writer = PromptInfo(writer_template, writer_model.model_json_schema(), writer_template.hash, qw.temperature,
+                        writer_smoke)
+    judge = PromptInfo(RELEVANCE_JUDGE, judge_model.model_json_schema(), label_prompt_hash(RELEVANCE_JUDGE, judge_model),
+                       jc.temperature, judge_smoke)
+    return writer, judge
+
+
+def mamaretrieval_inputs(
+    s: PipelineSettings,
+    corpus_meta: dict[str, Any],
+    chunks: pl.DataFrame,
+    queries: pl.DataFrame,
+    rankings: pl.DataFrame,
+    judgments: pl.DataFrame,
+    pooled_pairs: pl.DataFrame,
+) -> MamaretrievalInputs:
+    r, rel = s.retrieval, s.release
+    writer, judge = prompt_infos(s, queries, judgments)
+    commit = corpus_meta.get("bundle_commit")
+    return MamaretrievalInputs(
+        version=rel.mamaretrieval_version,
+        previous_version=rel.mamaretrieval_previous_version,
+        licence=rel.licence,
+        chunks=chunks,
+        queries=queries,
+        rankings=rankings,
+        judgments=judgments,
+        pooled_pairs=pooled_pairs,
+        corpus=CorpusInfo(
+            source=s.corpus.bundle,
+            commit=commit if commit and commit != "(local file)" else None,
+            bundle_sha256=corpus_meta.get("bundle_sha256"),
+            canonical_text=s.corpus.canonical_text,
+        ),
+        query_writer=writer,
+        judge=judge,
+        retrievers=[x.model_dump(mode="json") for x in r.retrievers if x.name in r.pooled],
+        pool_depth=r.pool_depth,
+        include_seed_chunk=r.include_seed_chunk,
+        lenient=s.judging.lenient_cut,
+        strict=s.judging.strict_cut,
+        producer=producer(),
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    ins={
+        "chunks": dg.AssetIn(CORPUS),
+        "queries": dg.AssetIn("generated_queries"),
+        "judgments": dg.AssetIn("judgments"),
+        "pooled_pairs": dg.AssetIn("pooled_pairs"),
+    },
+    deps=[RANKINGS],
+    description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
+    "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
+    "the corpus version.",
+)
+def mamaretrieval_release(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    chunks: pl.DataFrame,
+    queries: pl.DataFrame,
+    judgments: pl.DataFrame,
+    pooled_pairs: pl.DataFrame,
+) -> dg.MaterializeResult:
+    s = settings.get()
+    rankings = store.get().read_table("rankings", partitions=s.retrieval.pooled)
+    inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
+                                  judgments, pooled_pairs)
+    folder = s.release_path(NAME, inputs.version)
+    manifest = write_mamaretrieval_release(folder, inputs)
+    context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
+    f = manifest["figures"]
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(folder)),
+        "version": inputs.version,
+        "corpus_version": manifest["corpus"]["version"],
+        "smoke_test": manifest["smoke_test"],
+        "files": len(manifest["files"]),
+        "queries": f["queries"],
+        "judged_pairs": f["judged_pairs"],
+        "rankings": f["rankings"],
+        "chunks": f["chunks"],
+        "queries_without_strict_chunk": f["queries_without_strict_chunk"],
+        "manifest": dg.MetadataValue.json({k: v for k, v in manifest.items() if k != "files"}),
+    })
+
+
+@dg.asset_check(asset=mamaretrieval_release, blocking=True)
+def mamaretrieval_release_verifies(settings: SettingsResource) -> dg.AssetCheckResult:
+    """Every file of the folder matches the SHA-256 and row count in its manifest."""
+    s = settings.get()
+    result = verify_release(s.release_path(NAME, s.release.mamaretrieval_version))
+    return dg.AssetCheckResult(passed=result.ok, metadata={
+        "files_checked": len(result.checked),
+        "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in result.problems) or "(none)"),
+        "files_not_in_manifest": len(result.unlisted),
+    })
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[mamaretrieval_release, MAMABENCH_RELEASE],
+    description="Both release folders pushed to their hub dataset repos (one commit each, tagged with the "
+    "version) when release.publish.enabled; otherwise a dry run recording the operations it would send.",
+)
+def release_publication(context: dg.AssetExecutionContext, settings: SettingsResource) -> dg.MaterializeResult:
+    s = settings.get()
+    p, rel = s.release.publish, s.release
+    mamabench_path = _latest_metadata(context.instance, MAMABENCH_RELEASE).get("path")
+    targets = [
+        (NAME, s.release_path(NAME, rel.mamaretrieval_version), rel.mamaretrieval_version,
+         p.mamaretrieval_repo_id),
+        ("mamabench", Path(mamabench_path) if mamabench_path else None, rel.mamabench_version, p.mamabench_repo_id),
+    ]
+    meta: dict[str, Any] = {"dry_run": not p.enabled}
+    for name, folder, version, repo_id in targets:
+        if folder is None:
+            raise dg.Failure(f"{name}: no release folder recorded; materialise {name}_release first")
+        if repo_id is None and p.enabled:
+            context.log.info(f"{name}: release.publish.{name}_repo_id is unset; not published")
+            meta[f"{name}/published"] = False
+            continue
+        outcome = publish_release(folder, name, version, repo_id or f"<release.publish.{name}_repo_id>", p,
+                                  log=context.log.info)
+        meta[f"{name}/folder"] = dg.MetadataValue.path(str(folder))
+        meta[f"{name}/operations"] = dg.MetadataValue.json(json.loads(json.dumps(outcome.operations)))
+        if outcome.commit_url:
+            meta[f"{name}/commit"] = dg.MetadataValue.url(outcome.commit_url)
+        meta[f"{name}/published"] = not outcome.dry_run
+    return dg.MaterializeResult(metadata=meta)
+
+
+CHECKS = [mamaretrieval_release_verifies]

@@ -1,0 +1,111 @@
+"""The mamaretrieval dataset card (README.md), generated from the manifest's figures."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+CONFIGS = (  # viewer config -> file, description
+    ("judgments", "data/judgments.parquet", "graded relevance labels (D1-D4 and score 0-6) of the pooled pairs"),
+    ("queries", "data/queries.parquet", "the questions, with the chunk each was written from (provenance, not a label)"),
+    ("rankings", "data/rankings.parquet", "each pooled retriever's ranking down to the pool depth"),
+    ("chunks", "data/chunks.parquet", "the corpus: the canonical chunk text that was retrieved and judged"),
+    ("judgment_reasoning", "audit/judgment_reasoning.parquet", "every label with the judge's reasoning (audit)"),
+)
+
+
+def size_category(n: int) -> str:
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < bound:
+            return label
+    return "1M<n<10M"
+
+
+def front_matter(manifest: dict[str, Any]) -> str:
+    meta = {
+        "pretty_name": f"mamaretrieval {manifest['version']}",
+        "license": manifest["licence"],
+        "language": ["en"],
+        "task_categories": ["text-retrieval"],
+        "tags": ["medical", "maternal-health", "midwifery", "relevance-judgments", "rag"],
+        "size_categories": [size_category(manifest["figures"]["judged_pairs"])],
+        "configs": [
+            {"config_name": name, "data_files": [{"split": "test", "path": path}], **({"default": True} if i == 0 else {})}
+            for i, (name, path, _) in enumerate(CONFIGS)
+        ],
+    }
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("" if v is None else str(v).replace("|", "/") for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_card(manifest: dict[str, Any]) -> str:
+    f = manifest["figures"]
+    corpus, judge, writer, retrieval = manifest["corpus"], manifest["judge"], manifest["query_writer"], manifest["retrieval"]
+    cuts = manifest["thresholds"]
+    parts = [front_matter(manifest), f"# mamaretrieval {manifest['version']}\n"]
+    if manifest["smoke_test"]:
+        parts.append(f"> **Smoke test, not a benchmark.** {manifest['note']}\n")
+    parts.append(
+        "Chunk-level graded relevance judgments for retrieval over maternal and newborn health guidelines. "
+        "Each query was written from one guideline chunk; the chunks retrieved by the pooled retrievers were "
+        "labelled by an LLM judge on four dimensions: D1 topic (same problem and timing window), D2 meaningful "
+        "clinical content (0-2), D3 actionable guidance (0-2), D4 density for the query (0-2). "
+        "score = D1 x (D2 + D3 + D4), 0 to 6; D2-D4 are null when D1 is false.\n"
+    )
+    parts.append("## Data\n\n" + _table(("config", "file", "rows", "content"), [
+        (name, f"`{path}`", f.get(key), text)
+        for (name, path, text), key in zip(CONFIGS, ("judged_pairs", "queries", "rankings", "chunks", "judged_pairs"))
+    ]) + "\n")
+    parts.append("## Figures\n\n" + _table(("figure", "value"), [
+        ("queries", f["queries"]),
+        ("sources that seeded queries", f["sources_with_queries"]),
+        ("chunks (corpus)", f["chunks"]),
+        ("sources in the corpus", f["chunk_sources"]),
+        ("pooled pairs", f["pooled_pairs"]),
+        ("pooled pairs per query", f["pooled_pairs_per_query"]),
+        ("judged pairs", f["judged_pairs"]),
+        ("pooled pairs without a label (judge failures)", f["pooled_pairs_without_label"]),
+        (f"lenient relevant pairs (score >= {cuts['lenient']})", f["lenient_relevant_pairs"]),
+        (f"strict relevant pairs (score >= {cuts['strict']})", f["strict_relevant_pairs"]),
+        ("queries with no lenient relevant chunk in the pool", f["queries_without_lenient_chunk"]),
+        ("queries with no strict relevant chunk in the pool", f["queries_without_strict_chunk"]),
+        ("labels that broke the D3 >= 1 => D2 >= 1 rule (D3 capped)", f["structural_violations"]),
+    ]) + "\n")
+    parts.append("### Score distribution\n\n" + _table(
+        ("score", *f["score_distribution"].keys()), [("pairs", *f["score_distribution"].values())]
+    ) + "\n")
+    parts.append("### Queries per tier\n\n" + _table(("tier", "queries"), list(f["queries_by_tier"].items())) + "\n")
+    parts.append("## Provenance\n\n" + _table(("item", "value"), [
+        ("version", manifest["version"]),
+        ("previous version", manifest["previous_version"] or "(none)"),
+        ("corpus version", f"`{corpus['version']}`"),
+        ("corpus source", f"`{corpus['source']}`" + (f" at commit `{corpus['commit']}`" if corpus["commit"] else "")),
+        ("corpus bundle sha256", f"`{corpus['bundle_sha256']}`" if corpus["bundle_sha256"] else "(unknown)"),
+        ("canonical chunk text", corpus["canonical_text"]),
+        ("query writer", f"{writer['model']} (temperature {writer['temperature']})"),
+        ("query writer prompt hash", f"`{writer['prompt_hash']}` ({writer['prompt_file']})"),
+        ("judge", f"{judge['model']} (temperature {judge['temperature']})"),
+        ("judge prompt hash (template + answer schema)", f"`{judge['prompt_hash']}` ({judge['prompt_file']})"),
+        ("judge answer schema version", f"`{judge['answer_schema_version']}`"),
+        ("pool depth", retrieval["pool_depth"]),
+        ("seed chunk added to the pool", retrieval["include_seed_chunk"]),
+    ]) + "\n")
+    parts.append("### Pooled retrievers\n\n" + _table(("retriever", "kind", "rankings"), [
+        (r["name"], r.get("kind"), f["rankings_by_retriever"].get(r["name"], 0)) for r in retrieval["retrievers"]
+    ]) + "\n\nTheir full configurations are in `manifest.json`.\n")
+    parts.append(
+        "## Caveats\n\n"
+        "- Labels come from an LLM judge, not from clinicians; the judge's reasoning for every label is in "
+        "`audit/judgment_reasoning.parquet` and its prompt in `audit/judge_relevance_prompt.txt`.\n"
+        "- Only pooled chunks were judged: a chunk outside the pool is unjudged, not irrelevant. Hit rate and MRR "
+        "are the most robust measures; precision and recall carry the pooling caveat.\n"
+        "- Chunk ids are content-derived (first 16 hex of the SHA-256 of the canonical text): the chunk set, "
+        "queries and labels form one version. Re-chunking changes ids and requires re-labelling.\n"
+        "- `manifest.json` lists the SHA-256 and row count of every file; `mama-pipeline verify FOLDER` checks them.\n"
+    )
+    return "\n".join(parts)

@@ -1,0 +1,327 @@
+"""The mamaretrieval release folder in the Hugging Face dataset layout.
+
+Layout (deterministic bytes: rows sorted, fixed parquet settings, no timestamps)::
+
+    README.md                              dataset card with the figures (YAML configs for the viewer)
+    manifest.json                          versions, models, prompt hashes, retrievers, figures, file hashes
+    data/queries.parquet                   query_id, query_text, seed_chunk_id, source, tier
+    data/rankings.parquet                  query_id, retriever, rank, chunk_id, score (pooled retrievers, pool depth)
+    data/judgments.parquet                 query_id, chunk_id, d1_topic, d2_meaningful, d3_actionable, d4_density, score
+    data/chunks.parquet                    chunk_id, source, page, breadcrumb, text (the canonical text judged)
+    audit/judgment_reasoning.parquet       every label with the judge's reasoning, model and prompt hash
+    audit/judge_relevance_prompt.txt       the judge's prompt template
+    audit/query_writer_prompt.txt          the query writer's prompt template
+    schema/judge_answer.schema.json        the judge's answer schema
+    schema/query_answer.schema.json        the query writer's answer schema
+
+The (chunk set, queries, labels) triple is one version: a release is refused when a
+query, ranking, pooled pair or label names a chunk id outside the corpus version,
+or when labels or queries come from a prompt other than the one shipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from mama_pipeline.llm.client import SMOKE_TEST_NOTE
+from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.release.card import render_card
+from mama_pipeline.release.files import atomic_folder, file_entry, json_bytes, write_parquet
+
+NAME = "mamaretrieval"
+MANIFEST = "manifest.json"
+CARD = "README.md"
+JUDGE_PROMPT_FILE = "audit/judge_relevance_prompt.txt"
+QUERY_PROMPT_FILE = "audit/query_writer_prompt.txt"
+EXAMPLES_SHOWN = 5
+
+REQUIRED = {
+    "chunks": ["chunk_id", "source", "page", "breadcrumb", "text", "corpus_version"],
+    "queries": ["query_id", "query_text", "seed_chunk_id", "source", "tier", "model", "prompt_hash"],
+    "rankings": ["query_id", "retriever", "rank", "chunk_id", "score"],
+    "judgments": [
+        "query_id", "chunk_id", "judge_model", "prompt_hash", "d1_topic", "d2_meaningful", "d3_actionable",
+        "d4_density", "structural_violation", "score", "reasoning", "corpus_version",
+    ],
+    "pooled_pairs": ["query_id", "chunk_id"],
+}
+
+
+class ReleaseError(ValueError):
+    """A release that must not be built, with the reason and examples of the offending rows."""
+
+
+@dataclass(frozen=True)
+class PromptInfo:
+    """An LLM stage's prompt as shipped: the rows it produced must carry ``version_hash``."""
+
+    template: PromptTemplate
+    answer_schema: dict[str, Any]
+    version_hash: str  # queries: the template hash; labels: template + answer schema
+    temperature: float
+    smoke_test: bool  # answers from the embedded smoke-test model
+
+    @property
+    def schema_version(self) -> str:
+        canonical = json.dumps(self.answer_schema, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    source: str  # bundle location as configured
+    commit: str | None  # hub commit the bundle was read at; None for a local file
+    bundle_sha256: str | None
+    canonical_text: str
+
+
+@dataclass
+class MamaretrievalInputs:
+    version: str
+    chunks: pl.DataFrame
+    queries: pl.DataFrame
+    rankings: pl.DataFrame
+    judgments: pl.DataFrame
+    pooled_pairs: pl.DataFrame
+    corpus: CorpusInfo
+    query_writer: PromptInfo
+    judge: PromptInfo
+    retrievers: list[dict[str, Any]]  # configuration of each pooled retriever (with "name")
+    pool_depth: int
+    include_seed_chunk: bool
+    lenient: int = 3
+    strict: int = 5
+    previous_version: str | None = None
+    licence: str = "other"
+    producer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def retriever_names(self) -> list[str]:
+        return [r["name"] for r in self.retrievers]
+
+
+def _require_columns(inp: MamaretrievalInputs) -> None:
+    for table, columns in REQUIRED.items():
+        df: pl.DataFrame = getattr(inp, table)
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise ReleaseError(f"release {NAME} {inp.version}: table {table} lacks column(s) {missing}; it has {df.columns}")
+
+
+def _examples(df: pl.DataFrame) -> str:
+    return "; ".join(
+        ", ".join(f"{k}={v}" for k, v in row.items()) for row in df.head(EXAMPLES_SHOWN).iter_rows(named=True)
+    )
+
+
+def _refuse_outside(inp: MamaretrievalInputs, what: str, rows: pl.DataFrame, column: str, known: pl.Series,
+                    known_as: str) -> None:
+    bad = rows.filter(~pl.col(column).is_in(known.implode()))
+    if bad.height:
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: {bad.height} {what} name a {column} not in {known_as} "
+            f"(e.g. {_examples(bad)}); re-materialise them for the current corpus and queries"
+        )
+
+
+def _corpus_version(chunks: pl.DataFrame) -> str:
+    versions = chunks.get_column("corpus_version").unique().sort().to_list()
+    if len(versions) != 1:
+        raise ReleaseError(f"chunks carry {len(versions)} corpus versions {versions[:5]}; expected exactly one")
+    return versions[0]
+
+
+def _single_version(inp: MamaretrievalInputs, table: str, df: pl.DataFrame, model_col: str, expected: str) -> str | None:
+    versions = df.select(model_col, "prompt_hash").unique().sort(model_col, "prompt_hash")
+    if versions.height > 1:
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: {table} come from {versions.height} (model, prompt) versions "
+            f"({_examples(versions)}); re-materialise {table} so one model and prompt produced them all"
+        )
+    if versions.height == 1 and versions["prompt_hash"][0] != expected:
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: {table} were made with prompt hash {versions['prompt_hash'][0]}, "
+            f"the prompt shipped with this release has hash {expected}; re-materialise {table}"
+        )
+    return versions[model_col][0] if versions.height else None
+
+
+def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
+    """Refuse inconsistent inputs; returns (query writer model, judge model)."""
+    _require_columns(inp)
+    _corpus_version(inp.chunks)
+    dupes = inp.chunks.filter(pl.col("chunk_id").is_duplicated())
+    if dupes.height:
+        raise ReleaseError(f"chunks repeat chunk ids (e.g. {_examples(dupes.select('chunk_id'))})")
+    dupes = inp.queries.filter(pl.col("query_id").is_duplicated())
+    if dupes.height:
+        raise ReleaseError(f"queries repeat query ids (e.g. {_examples(dupes.select('query_id'))})")
+    ids = inp.chunks.get_column("chunk_id")
+    qids = inp.queries.get_column("query_id")
+    rankings = released_rankings(inp)
+    missing = sorted(set(inp.retriever_names) - set(rankings.get_column("retriever").unique().to_list()))
+    if missing:
+        raise ReleaseError(f"release {NAME} {inp.version} refused: no rankings of pooled retriever(s) {missing}")
+    checks = [
+        ("queries", inp.queries.select("query_id", "seed_chunk_id"), "seed_chunk_id"),
+        ("ranking rows", rankings.select("query_id", "retriever", "rank", "chunk_id"), "chunk_id"),
+        ("pooled pairs", inp.pooled_pairs.select("query_id", "chunk_id"), "chunk_id"),
+        ("labels", inp.judgments.select("query_id", "chunk_id"), "chunk_id"),
+    ]
+    corpus = f"corpus version {_corpus_version(inp.chunks)}"
+    for what, rows, column in checks:
+        _refuse_outside(inp, what, rows, column, ids, corpus)
+    for what, rows, _ in checks[1:]:
+        _refuse_outside(inp, what, rows, "query_id", qids, "the released queries")
+    writer = _single_version(inp, "queries", inp.queries, "model", inp.query_writer.version_hash)
+    judge = _single_version(inp, "judgments", inp.judgments, "judge_model", inp.judge.version_hash)
+    return writer, judge
+
+
+def released_rankings(inp: MamaretrievalInputs) -> pl.DataFrame:
+    """The pooled retrievers' rankings down to the pool depth."""
+    return inp.rankings.filter(
+        pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth)
+    )
+
+
+def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
+    """The released tables, path -> frame, with fixed column types and sorted rows."""
+    grade = pl.Int8
+    return {
+        "data/queries.parquet": inp.queries.select(
+            pl.col("query_id", "query_text", "seed_chunk_id", "source", "tier").cast(pl.String)
+        ).sort("query_id"),
+        "data/rankings.parquet": released_rankings(inp).select(
+            pl.col("query_id").cast(pl.String), pl.col("retriever").cast(pl.String), pl.col("rank").cast(pl.Int32),
+            pl.col("chunk_id").cast(pl.String), pl.col("score").cast(pl.Float64),
+        ).sort("retriever", "query_id", "rank"),
+        "data/judgments.parquet": inp.judgments.select(
+            pl.col("query_id", "chunk_id").cast(pl.String), pl.col("d1_topic").cast(pl.Boolean),
+            pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
+        ).sort("query_id", "chunk_id"),
+        "data/chunks.parquet": inp.chunks.select(
+            pl.col("chunk_id", "source").cast(pl.String), pl.col("page").cast(pl.Int64),
+            pl.col("breadcrumb").cast(pl.List(pl.String)), pl.col("text").cast(pl.String),
+        ).sort("chunk_id"),
+        "audit/judgment_reasoning.parquet": inp.judgments.select(
+            pl.col("query_id", "chunk_id", "judge_model").cast(pl.String),
+            pl.col("prompt_hash").cast(pl.String).alias("label_prompt_hash"),
+            pl.col("d1_topic").cast(pl.Boolean),
+            pl.col("d2_meaningful", "d3_actionable", "d4_density").cast(grade),
+            pl.col("structural_violation").cast(pl.Boolean), pl.col("score").cast(grade),
+            pl.col("reasoning").cast(pl.String),
+            pl.col("corpus_version").cast(pl.String).alias("judged_in_corpus_version"),
+        ).sort("query_id", "chunk_id"),
+    }
+
+
+def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    """The counts the manifest and card report."""
+    queries = tables["data/queries.parquet"]
+    judgments = tables["data/judgments.parquet"]
+    rankings = tables["data/rankings.parquet"]
+    pool = inp.pooled_pairs.select("query_id", "chunk_id").unique()
+    best = judgments.group_by("query_id").agg(pl.col("score").max().alias("best"))
+    best = queries.select("query_id").join(best, on="query_id", how="left").with_columns(pl.col("best").fill_null(-1))
+    scores = judgments.get_column("score").value_counts().sort("score")
+    score_counts = {str(s): 0 for s in range(7)}
+    score_counts.update({str(s): int(n) for s, n in scores.iter_rows()})
+    unjudged = pool.join(judgments.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti").height
+    return {
+        "queries": queries.height,
+        "queries_by_tier": dict(queries.group_by("tier").len().sort("tier").iter_rows()),
+        "sources_with_queries": queries.get_column("source").n_unique(),
+        "chunks": tables["data/chunks.parquet"].height,
+        "chunk_sources": tables["data/chunks.parquet"].get_column("source").n_unique(),
+        "rankings": rankings.height,
+        "rankings_by_retriever": dict(rankings.group_by("retriever").len().sort("retriever").iter_rows()),
+        "pooled_pairs": pool.height,
+        "pooled_pairs_per_query": round(pool.height / queries.height, 2) if queries.height else 0.0,
+        "judged_pairs": judgments.height,
+        "pooled_pairs_without_label": unjudged,
+        "score_distribution": score_counts,
+        "lenient_relevant_pairs": int((judgments.get_column("score") >= inp.lenient).sum()),
+        "strict_relevant_pairs": int((judgments.get_column("score") >= inp.strict).sum()),
+        "queries_without_lenient_chunk": int((best.get_column("best") < inp.lenient).sum()),
+        "queries_without_strict_chunk": int((best.get_column("best") < inp.strict).sum()),
+        "structural_violations": int(inp.judgments.get_column("structural_violation").sum()),
+    }
+
+
+def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None,
+                   judge_model: str | None) -> dict[str, Any]:
+    """Everything about the release except its file list."""
+    smoke = inp.judge.smoke_test or inp.query_writer.smoke_test
+    return {
+        "name": NAME,
+        "version": inp.version,
+        "previous_version": inp.previous_version,
+        "licence": inp.licence,
+        "smoke_test": smoke,
+        "note": SMOKE_TEST_NOTE if smoke else None,
+        "corpus": {
+            "version": _corpus_version(inp.chunks),
+            "source": inp.corpus.source,
+            "commit": inp.corpus.commit,
+            "bundle_sha256": inp.corpus.bundle_sha256,
+            "canonical_text": inp.corpus.canonical_text,
+            "chunks": inp.chunks.height,
+        },
+        "query_writer": {
+            "model": writer_model,
+            "prompt_id": inp.query_writer.template.id,
+            "prompt_hash": inp.query_writer.version_hash,
+            "answer_schema_version": inp.query_writer.schema_version,
+            "temperature": inp.query_writer.temperature,
+            "smoke_test": inp.query_writer.smoke_test,
+            "prompt_file": QUERY_PROMPT_FILE,
+        },
+        "judge": {
+            "model": judge_model,
+            "prompt_id": inp.judge.template.id,
+            "template_hash": inp.judge.template.hash,
+            "prompt_hash": inp.judge.version_hash,
+            "answer_schema_version": inp.judge.schema_version,
+            "temperature": inp.judge.temperature,
+            "smoke_test": inp.judge.smoke_test,
+            "prompt_file": JUDGE_PROMPT_FILE,
+            "score": "d1_topic x (d2_meaningful + d3_actionable + d4_density); d2..d4 are null when d1_topic is false",
+        },
+        "retrieval": {
+            "retrievers": inp.retrievers,
+            "pool_depth": inp.pool_depth,
+            "include_seed_chunk": inp.include_seed_chunk,
+        },
+        "thresholds": {"lenient": inp.lenient, "strict": inp.strict},
+        "figures": figures(inp, tables),
+        "producer": inp.producer,
+    }
+
+
+def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs) -> dict[str, Any]:
+    """Check the inputs, write the release folder atomically and return its manifest."""
+    writer_model, judge_model = check_inputs(inp)
+    tables = release_tables(inp)
+    manifest = build_manifest(inp, tables, writer_model, judge_model)
+    texts = {
+        JUDGE_PROMPT_FILE: inp.judge.template.text.encode(),
+        QUERY_PROMPT_FILE: inp.query_writer.template.text.encode(),
+        "schema/judge_answer.schema.json": json_bytes(inp.judge.answer_schema),
+        "schema/query_answer.schema.json": json_bytes(inp.query_writer.answer_schema),
+        CARD: render_card(manifest).encode(),
+    }
+    with atomic_folder(Path(out_dir)) as tmp:
+        for rel, df in tables.items():
+            write_parquet(df, tmp / rel)
+        for rel, data in texts.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        manifest["files"] = {rel: file_entry(tmp / rel) for rel in sorted([*tables, *texts])}
+        (tmp / MANIFEST).write_bytes(json_bytes(manifest))
+    return manifest

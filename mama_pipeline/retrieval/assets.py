@@ -1,0 +1,135 @@
+"""Dagster assets of retrieval and pooling (group ``retrieval``), thin over the pure modules.
+
+Inputs from other areas: ``corpus_chunks`` (chunk_id, text, corpus_version, ...)
+and ``generated_queries`` (query_id, query_text, seed_chunk_id, source, tier). ``rankings``
+has one partition per configured retriever, fixed when definitions load; the
+pools read the partitions they need from the store.
+"""
+from typing import Any
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
+from mama_pipeline.retrieval.pooling import check_current, pool_pairs, pool_stats, stratified_query_sample
+from mama_pipeline.retrieval.rankings import ranking_violations
+from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.settings import load_settings
+
+GROUP = "retrieval"
+RETRIEVERS = dg.StaticPartitionsDefinition(load_settings().retrieval.retriever_names)
+RANKINGS_TABLE = "rankings"
+INPUTS = {"chunks": dg.AssetIn("corpus_chunks"), "queries": dg.AssetIn("generated_queries")}
+
+
+def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: ("none" if v is None else v) for k, v in meta.items()}
+
+
+@dg.asset(
+    group_name=GROUP,
+    partitions_def=RETRIEVERS,
+    ins=INPUTS,
+    description="Top-k chunks per query of one configured retriever (partition = retriever name), ordered by "
+    "score descending then chunk_id descending (trec_eval's order), ranks 1..k.",
+)
+def rankings(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    chunks: pl.DataFrame,
+    queries: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    spec = s.retrieval.retriever(context.partition_key)
+    db = store.get()
+    env = RetrievalEnv(
+        store=db,
+        work_dir=data_path(settings, "retrieval"),
+        resolve=s.resolve,
+        load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
+        log=context.log.info,
+    )
+    out = run_retriever(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
+    bad = ranking_violations(out.rankings)
+    if bad.height:
+        raise RuntimeError(f"retriever {spec.name!r} produced {bad.height} rows out of trec_eval order: {bad.head(3)}")
+    return dg.Output(out.rankings, metadata=_metadata(out.metadata))
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[rankings],
+    ins=INPUTS,
+    description="Judging pool: union of the pooled retrievers' top-k per query (plus the seed chunk when "
+    "configured), with the retrievers behind each pair and the query's pool size.",
+)
+def pooled_pairs(
+    settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame, queries: pl.DataFrame
+) -> dg.Output[pl.DataFrame]:
+    r = settings.get().retrieval
+    stored = store.get().read_table(RANKINGS_TABLE, partitions=r.pooled)
+    check_current(stored, chunks, queries)
+    pool = pool_pairs(stored, r.pooled, r.pool_depth, queries, r.include_seed_chunk)
+    meta = {"retrievers": ", ".join(r.pooled), "depth": r.pool_depth, "include_seed_chunk": r.include_seed_chunk}
+    return dg.Output(pool, metadata={**meta, **pool_stats(pool, r.pooled, queries.height)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[rankings],
+    ins={**INPUTS, "pooled_pairs": dg.AssetIn("pooled_pairs")},
+    description="Completeness-audit pool: a wider pool (more retrievers or deeper) on a tier-stratified, "
+    "seeded query sample; in_main_pool marks pairs already in pooled_pairs.",
+)
+def audit_pool(
+    settings: SettingsResource,
+    store: StoreResource,
+    chunks: pl.DataFrame,
+    queries: pl.DataFrame,
+    pooled_pairs: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    r = settings.get().retrieval
+    a = r.audit
+    stored = store.get().read_table(RANKINGS_TABLE, partitions=r.audited)
+    check_current(stored, chunks, queries)
+    sample = stratified_query_sample(queries, a.n_queries, a.seed)
+    pool = build_audit_pool(stored, r.audited, a.depth, sample, r.include_seed_chunk, pooled_pairs)
+    per_tier = sample.group_by("tier").agg(pl.len()).sort("tier")
+    meta = {
+        "retrievers": ", ".join(r.audited),
+        "depth": a.depth,
+        "seed": a.seed,
+        "sampled_queries": sample.height,
+        **{f"sampled_queries/{tier}": n for tier, n in per_tier.iter_rows()},
+        "pairs_not_in_main_pool": int((~pool["in_main_pool"]).sum()),
+        **pool_stats(pool, r.audited, sample.height),
+    }
+    return dg.Output(pool, metadata=meta)
+
+
+@dg.asset_check(asset=pooled_pairs, blocking=True, additional_ins={"queries": INPUTS["queries"]})
+def pool_covers_every_query(pooled_pairs: pl.DataFrame, queries: pl.DataFrame) -> dg.AssetCheckResult:
+    """pool_size matches the pairs present (error); every query has at least one pair (warning)."""
+    sizes = pooled_pairs.group_by("query_id").agg(n=pl.len(), pool_size=pl.col("pool_size").first())
+    empty = queries.join(sizes, on="query_id", how="anti").height
+    wrong = sizes.filter(pl.col("n") != pl.col("pool_size")).height
+    severity = dg.AssetCheckSeverity.ERROR if wrong else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(
+        passed=empty == 0 and wrong == 0,
+        severity=severity,
+        metadata={"queries_without_pairs": empty, "queries_with_wrong_pool_size": wrong},
+    )
+
+
+@dg.asset_check(asset=rankings, blocking=True)
+def rankings_in_trec_eval_order(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
+    """Ranks run 1..n per query in (score desc, chunk_id desc) order, no chunk twice (the run's partition, or all)."""
+    partitions = [context.partition_key] if context.has_partition_key else None
+    stored = store.get().read_table(RANKINGS_TABLE, partitions=partitions)
+    bad = ranking_violations(stored)
+    return dg.AssetCheckResult(passed=bad.height == 0, metadata={"rows": stored.height, "violations": bad.height})
+
+
+CHECKS = [pool_covers_every_query, rankings_in_trec_eval_order]

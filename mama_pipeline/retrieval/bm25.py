@@ -1,0 +1,106 @@
+"""BM25 with pyserini (Lucene): an index of the canonical chunk text, cached on disk.
+
+The index folder is named by corpus version and a digest of the analyzer
+settings and of the chunk texts, so a changed corpus or analyzer builds a new
+index and an unchanged one is reused. Scores are Anserini's: rounded to 1e-4,
+with exact ties separated by 1e-6 steps in ascending chunk-id order.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from mama_pipeline.retrieval.java import import_lucene
+from mama_pipeline.retrieval.settings import Bm25Params
+
+
+def index_name(chunks: pl.DataFrame, params: Bm25Params, corpus_version: str) -> str:
+    """``<corpus_version>-<digest of analyzer settings and chunk texts>``."""
+    h = hashlib.sha256(json.dumps({"stemmer": params.stemmer, "stopwords": params.stopwords}).encode())
+    for chunk_id, text in chunks.select("chunk_id", "text").sort("chunk_id").iter_rows():
+        h.update(chunk_id.encode() + b"\0" + text.encode() + b"\0")
+    return f"{corpus_version}-{h.hexdigest()[:16]}"
+
+
+def ensure_index(
+    chunks: pl.DataFrame, params: Bm25Params, corpus_version: str, root: Path, log: Callable[[str], None] = print
+) -> tuple[Path, bool]:
+    """The index folder for these chunks (built when missing) and whether it was built now."""
+    target = root / index_name(chunks, params, corpus_version)
+    if any(target.glob("segments_*")):
+        return target, False
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
+    try:
+        docs = work / "docs"
+        write_collection(chunks, docs, params.input_files)
+        log(f"bm25: indexing {chunks.height} chunks into {target}")
+        build_index(docs, work / "index", params)
+        n_docs = indexed_documents(work / "index")
+        if n_docs != chunks.height:
+            raise RuntimeError(f"bm25 index {target}: {n_docs} documents indexed, {chunks.height} chunks given")
+        try:
+            os.rename(work / "index", target)
+        except OSError:
+            if not any(target.glob("segments_*")):  # not a concurrent build of the same index
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target, True
+
+
+def write_collection(chunks: pl.DataFrame, folder: Path, n_files: int) -> None:
+    """Anserini JsonCollection input: ``{"id", "contents"}`` lines split over ``n_files`` files."""
+    folder.mkdir(parents=True)
+    docs = chunks.select(id="chunk_id", contents="text").sort("id")
+    size = max(1, -(-docs.height // n_files))
+    for i, start in enumerate(range(0, docs.height, size)):
+        docs.slice(start, size).write_ndjson(folder / f"docs-{i:03d}.jsonl")
+
+
+def build_index(docs: Path, index: Path, params: Bm25Params) -> None:
+    import_lucene()
+    from jnius import autoclass
+
+    args = ["-collection", "JsonCollection", "-input", str(docs), "-index", str(index),
+            "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(params.threads),
+            "-stemmer", params.stemmer, "-quiet"]  # fmt: skip
+    if not params.stopwords:
+        args.append("-keepStopwords")
+    autoclass("io.anserini.index.IndexCollection").main(args)
+    if not any(index.glob("segments_*")):
+        raise RuntimeError(f"Anserini wrote no index to {index} (arguments {args})")
+
+
+def indexed_documents(index: Path) -> int:
+    searcher = import_lucene().LuceneSearcher(str(index))
+    try:
+        return searcher.num_docs
+    finally:
+        searcher.close()
+
+
+def search(index: Path, queries: pl.DataFrame, params: Bm25Params, depth: int) -> pl.DataFrame:
+    """Top ``depth`` hits per query: (query_id, chunk_id, score); chunks matching no query term are not hits."""
+    lucene = import_lucene()
+    from pyserini.analysis import get_lucene_analyzer
+
+    searcher = lucene.LuceneSearcher(str(index))
+    try:
+        searcher.set_analyzer(
+            get_lucene_analyzer(stemming=params.stemmer != "none", stemmer=params.stemmer, stopwords=params.stopwords)
+        )
+        searcher.set_bm25(params.k1, params.b)
+        qids = queries["query_id"].to_list()
+        results = searcher.batch_search(queries["query_text"].to_list(), qids, k=depth, threads=params.threads)
+    finally:
+        searcher.close()
+    rows = [(qid, hit.docid, hit.score) for qid in qids for hit in results.get(qid, [])]
+    return pl.DataFrame(rows, schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}, orient="row")

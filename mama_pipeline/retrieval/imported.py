@@ -1,0 +1,149 @@
+"""Rankings produced elsewhere (late interaction, on-device models), read from a file and validated.
+
+TREC run files (``query_id Q0 chunk_id rank score tag``) and parquet files with
+``query_id, chunk_id, score`` (``rank`` and ``retriever`` optional) are accepted.
+Unknown query or chunk ids, a chunk listed twice for a query, a rank used twice,
+or a score that is not a finite number fail with ``file:line N: reason`` (parquet:
+``file:row N``), listing up to :data:`MAX_REPORTED` problems and the total.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable
+
+import polars as pl
+
+MAX_REPORTED = 20
+HITS_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}
+
+
+class RunImportError(ValueError):
+    """An imported run that does not fit the corpus and queries."""
+
+
+def run_format(path: Path, declared: str | None) -> str:
+    if declared:
+        return declared
+    return "parquet" if path.suffix.lower() in (".parquet", ".pq") else "trec"
+
+
+def read_run(path: Path, fmt: str | None, query_ids: Iterable[str], chunk_ids: Iterable[str]) -> pl.DataFrame:
+    """Validated hits (query_id, chunk_id, score) from a run file, in file order."""
+    if not path.is_file():
+        raise RunImportError(f"{path}: run file does not exist")
+    queries, chunks = set(query_ids), set(chunk_ids)
+    if run_format(path, fmt) == "parquet":
+        return _read_parquet(path, queries, chunks)
+    return _read_trec(path, queries, chunks)
+
+
+class _Problems:
+    def __init__(self, path: Path, unit: str):
+        self.path, self.unit, self.lines, self.total = path, unit, [], 0
+
+    def add(self, where: int, reason: str) -> None:
+        self.total += 1
+        if len(self.lines) < MAX_REPORTED:
+            self.lines.append(f"{self.path}:{self.unit}{where}: {reason}")
+
+    def raise_any(self) -> None:
+        if self.total:
+            more = f"\n  ... and {self.total - len(self.lines)} more" if self.total > len(self.lines) else ""
+            listed = "\n  ".join(self.lines)
+            raise RunImportError(f"{self.total} problem(s) in run file {self.path}:\n  {listed}{more}")
+
+
+def _read_trec(path: Path, queries: set[str], chunks: set[str]) -> pl.DataFrame:
+    problems = _Problems(path, "line ")
+    rows: list[tuple[str, str, float]] = []
+    seen_doc: dict[tuple[str, str], int] = {}
+    seen_rank: dict[tuple[str, str], int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 6:
+                problems.add(lineno, f"expected 6 fields (query_id Q0 chunk_id rank score tag), found {len(fields)}")
+                continue
+            qid, _q0, doc, rank, score_text, _tag = fields
+            ok = _check_ids(problems, lineno, qid, doc, queries, chunks)
+            try:
+                if int(rank) < 1:
+                    raise ValueError
+            except ValueError:
+                problems.add(lineno, f"rank {rank!r} is not a positive integer")
+                ok = False
+            score = _number(score_text)
+            if score is None:
+                problems.add(lineno, f"score {score_text!r} is not a finite number")
+                ok = False
+            ok &= _first(problems, lineno, seen_doc, (qid, doc), f"chunk {doc} listed twice for query {qid}")
+            ok &= _first(problems, lineno, seen_rank, (qid, rank), f"rank {rank} used twice for query {qid}")
+            if ok:
+                rows.append((qid, doc, score))
+    problems.raise_any()
+    return pl.DataFrame(rows, schema=HITS_SCHEMA, orient="row")
+
+
+def _read_parquet(path: Path, queries: set[str], chunks: set[str]) -> pl.DataFrame:
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - reported with the file name
+        raise RunImportError(f"{path}: not a readable parquet file: {exc}") from exc
+    missing = sorted({"query_id", "chunk_id", "score"} - set(frame.columns))
+    if missing:
+        raise RunImportError(f"{path}: missing column(s) {missing}; need query_id, chunk_id, score (rank optional)")
+    if "retriever" in frame.columns and frame["retriever"].n_unique() > 1:
+        raise RunImportError(f"{path}: holds several retrievers {sorted(frame['retriever'].unique().to_list())}")
+    problems = _Problems(path, "row ")
+    seen_doc: dict[tuple[str, str], int] = {}
+    seen_rank: dict[tuple[str, str], int] = {}
+    rows: list[tuple[str, str, float]] = []
+    ranks = frame["rank"] if "rank" in frame.columns else pl.Series([None] * frame.height)
+    for row, (qid, doc, score_value, rank) in enumerate(
+        zip(frame["query_id"], frame["chunk_id"], frame["score"], ranks), 1
+    ):
+        qid, doc = str(qid), str(doc)
+        ok = _check_ids(problems, row, qid, doc, queries, chunks)
+        score = _number(score_value)
+        if score is None:
+            problems.add(row, f"score {score_value!r} is not a finite number")
+            ok = False
+        ok &= _first(problems, row, seen_doc, (qid, doc), f"chunk {doc} listed twice for query {qid}")
+        if rank is not None:
+            ok &= _first(problems, row, seen_rank, (qid, str(rank)), f"rank {rank} used twice for query {qid}")
+        if ok:
+            rows.append((qid, doc, score))
+    problems.raise_any()
+    return pl.DataFrame(rows, schema=HITS_SCHEMA, orient="row")
+
+
+def _check_ids(problems: _Problems, where: int, qid: str, doc: str, queries: set[str], chunks: set[str]) -> bool:
+    ok = True
+    if qid not in queries:
+        problems.add(where, f"unknown query id {qid!r}")
+        ok = False
+    if doc not in chunks:
+        problems.add(where, f"unknown chunk id {doc!r}")
+        ok = False
+    return ok
+
+
+def _first(problems: _Problems, where: int, seen: dict, key: tuple, reason: str) -> bool:
+    if key in seen:
+        problems.add(where, f"{reason} (first at {problems.unit}{seen[key]})")
+        return False
+    seen[key] = where
+    return True
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

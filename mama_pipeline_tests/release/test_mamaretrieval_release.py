@@ -1,0 +1,163 @@
+"""The mamaretrieval release folder: layout, manifest, card, refusals, atomic and deterministic writes."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.judging.rubric import RELEVANCE_JUDGE
+from mama_pipeline.llm.client import SMOKE_TEST_NOTE
+from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline_tests.release import fixtures as fx
+
+EXPECTED_FILES = {
+    "README.md", "manifest.json", "data/queries.parquet", "data/rankings.parquet", "data/judgments.parquet",
+    "data/chunks.parquet", "audit/judgment_reasoning.parquet", "audit/judge_relevance_prompt.txt",
+    "audit/query_writer_prompt.txt", "schema/judge_answer.schema.json", "schema/query_answer.schema.json",
+}
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_layout_tables_and_manifest(tmp_path):
+    out = tmp_path / "releases" / "mamaretrieval" / "0.3.0"
+    manifest = write_mamaretrieval_release(out, fx.inputs())
+    assert set(files_of(out)) == EXPECTED_FILES
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+
+    queries = pl.read_parquet(out / "data/queries.parquet")
+    assert queries.columns == ["query_id", "query_text", "seed_chunk_id", "source", "tier"]
+    assert queries["query_id"].to_list() == ["q_00001", "q_00002"]
+    rankings = pl.read_parquet(out / "data/rankings.parquet")
+    assert rankings.columns == ["query_id", "retriever", "rank", "chunk_id", "score"]
+    assert set(rankings["retriever"]) == {"bm25", "dense"}  # the audit-only retriever is not pooled
+    assert rankings["rank"].max() == 3 and rankings.height == 2 * 2 * 3
+    judgments = pl.read_parquet(out / "data/judgments.parquet")
+    assert judgments.columns == ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density",
+                                 "score"]
+    assert judgments.height == fx.pooled_pairs().height
+    chunks = pl.read_parquet(out / "data/chunks.parquet")
+    assert chunks.sort("chunk_id")["text"].to_list() == fx.chunks().sort("chunk_id")["text"].to_list()
+    audit = pl.read_parquet(out / "audit/judgment_reasoning.parquet")
+    assert audit["reasoning"].null_count() == 0 and set(audit["label_prompt_hash"]) == {fx.JUDGE_HASH}
+    assert (out / "audit/judge_relevance_prompt.txt").read_text() == RELEVANCE_JUDGE.text
+
+    assert manifest["version"] == "0.3.0" and manifest["previous_version"] == "0.2.0"
+    assert manifest["corpus"]["version"] == fx.CORPUS_VERSION
+    assert manifest["corpus"]["source"] == "sample_data/corpus/chunks_for_rag.txt"
+    assert manifest["judge"]["model"] == "judge-test" and manifest["judge"]["prompt_hash"] == fx.JUDGE_HASH
+    assert manifest["judge"]["template_hash"] == RELEVANCE_JUDGE.hash
+    assert len(manifest["judge"]["answer_schema_version"]) == 16
+    assert manifest["query_writer"]["model"] == "qwen-test"
+    assert manifest["query_writer"]["prompt_hash"] == fx.WRITER_TEMPLATE.hash
+    assert [r["name"] for r in manifest["retrieval"]["retrievers"]] == ["bm25", "dense"]
+    assert manifest["retrieval"]["pool_depth"] == 3
+    assert manifest["smoke_test"] is False and manifest["note"] is None
+    assert set(manifest["files"]) == EXPECTED_FILES - {"manifest.json"}
+    for rel, entry in manifest["files"].items():
+        data = (out / rel).read_bytes()
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest() and entry["bytes"] == len(data)
+    assert manifest["files"]["data/judgments.parquet"]["rows"] == judgments.height
+    assert manifest["files"]["data/rankings.parquet"]["rows"] == 12
+    assert manifest["files"]["README.md"]["rows"] is None
+
+
+def test_figures_match_the_tables(tmp_path):
+    manifest = write_mamaretrieval_release(tmp_path / "r", fx.inputs())
+    f = manifest["figures"]
+    j = fx.judgments()
+    assert sum(f["score_distribution"].values()) == f["judged_pairs"] == j.height
+    assert f["score_distribution"]["0"] == int((j["score"] == 0).sum())
+    best = j.group_by("query_id").agg(pl.col("score").max())
+    assert f["queries_without_strict_chunk"] == int((best["score"] < 5).sum())
+    assert f["lenient_relevant_pairs"] == int((j["score"] >= 3).sum())
+    assert f["rankings_by_retriever"] == {"bm25": 6, "dense": 6}
+    assert f["pooled_pairs_without_label"] == 0
+    fewer = fx.judgments().head(3)
+    f2 = write_mamaretrieval_release(tmp_path / "r2", fx.inputs(judgments=fewer))["figures"]
+    assert f2["pooled_pairs_without_label"] == fx.pooled_pairs().height - 3
+
+
+def test_card_front_matter_configs_and_figures(tmp_path):
+    out = tmp_path / "r"
+    manifest = write_mamaretrieval_release(out, fx.inputs())
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\n")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    configs = {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]}
+    assert configs["judgments"] == "data/judgments.parquet" and configs["chunks"] == "data/chunks.parquet"
+    for path in configs.values():
+        assert (out / path).is_file()
+    assert meta["task_categories"] == ["text-retrieval"] and meta["size_categories"] == ["n<1K"]
+    assert f"| judged pairs | {manifest['figures']['judged_pairs']} |" in card
+    assert fx.CORPUS_VERSION in card and "Smoke test" not in card
+
+
+def test_smoke_test_model_is_declared(tmp_path):
+    inp = fx.inputs()
+    smoke_judge = type(inp.judge)(inp.judge.template, inp.judge.answer_schema, inp.judge.version_hash, 0.0, True)
+    out = tmp_path / "r"
+    manifest = write_mamaretrieval_release(out, fx.inputs(judge=smoke_judge))
+    assert manifest["smoke_test"] is True and manifest["judge"]["smoke_test"] is True
+    assert manifest["note"] == SMOKE_TEST_NOTE
+    assert "Smoke test, not a benchmark" in (out / "README.md").read_text()
+
+
+def test_same_inputs_give_byte_identical_files(tmp_path):
+    a = tmp_path / "a"
+    write_mamaretrieval_release(a, fx.inputs())
+    shuffled = fx.inputs(
+        chunks=fx.chunks().sample(fraction=1.0, shuffle=True, seed=3),
+        rankings=fx.rankings().sample(fraction=1.0, shuffle=True, seed=4),
+        judgments=fx.judgments().sample(fraction=1.0, shuffle=True, seed=5),
+        queries=fx.queries().reverse(),
+    )
+    b = tmp_path / "b"
+    write_mamaretrieval_release(b, shuffled)
+    assert files_of(a) == files_of(b)
+    write_mamaretrieval_release(a, fx.inputs())  # rebuilt in place: same bytes again
+    assert files_of(a) == files_of(b)
+
+
+@pytest.mark.parametrize("table,what", [("judgments", "labels"), ("rankings", "ranking rows"),
+                                        ("pooled_pairs", "pooled pairs")])
+def test_refuses_chunk_ids_outside_the_corpus_version(tmp_path, table, what):
+    out = tmp_path / "r"
+    write_mamaretrieval_release(out, fx.inputs())
+    before = files_of(out)
+    df = getattr(fx, table)()
+    stale = df.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("deadbeefdeadbeef"))
+                            .otherwise(pl.col("chunk_id")).alias("chunk_id"))
+    with pytest.raises(ReleaseError) as err:
+        write_mamaretrieval_release(out, fx.inputs(**{table: stale}))
+    msg = str(err.value)
+    assert f"1 {what} name a chunk_id not in corpus version {fx.CORPUS_VERSION}" in msg
+    assert "deadbeefdeadbeef" in msg
+    assert files_of(out) == before, "a refused build must leave the previous release in place"
+    assert [p.name for p in tmp_path.iterdir()] == ["r"], "no temporary folder may be left behind"
+
+
+def test_refuses_labels_of_unknown_queries_and_mixed_or_stale_prompts(tmp_path):
+    j = fx.judgments()
+    with pytest.raises(ReleaseError, match="name a query_id not in the released queries"):
+        write_mamaretrieval_release(tmp_path / "r", fx.inputs(
+            judgments=j.with_columns(pl.lit("q_09999").alias("query_id"))))
+    mixed = j.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("other-judge"))
+                           .otherwise(pl.col("judge_model")).alias("judge_model"))
+    with pytest.raises(ReleaseError, match="judgments come from 2 \\(model, prompt\\) versions"):
+        write_mamaretrieval_release(tmp_path / "r", fx.inputs(judgments=mixed))
+    with pytest.raises(ReleaseError, match="queries were made with prompt hash 0000"):
+        write_mamaretrieval_release(tmp_path / "r", fx.inputs(
+            queries=fx.queries().with_columns(pl.lit("0000").alias("prompt_hash"))))
+    with pytest.raises(ReleaseError, match="no rankings of pooled retriever"):
+        write_mamaretrieval_release(tmp_path / "r", fx.inputs(
+            rankings=fx.rankings().filter(pl.col("retriever") != "dense")))
+    with pytest.raises(ReleaseError, match="table judgments lacks column"):
+        write_mamaretrieval_release(tmp_path / "r", fx.inputs(judgments=j.drop("reasoning")))
+    assert not (tmp_path / "r").exists()

@@ -1,0 +1,90 @@
+"""Selections crossing partitions definitions are cut into runs in dependency order, as a backfill would."""
+import dagster as dg
+
+from mama_pipeline.release.run_plan import execute_plan, materialize_commands, plan_runs
+
+RETRIEVERS = dg.StaticPartitionsDefinition(["bm25", "dense"])
+SHARDS = dg.StaticPartitionsDefinition(["shard_000", "shard_001"])
+ORDER: list[str] = []
+
+
+def _record(name: str, context=None) -> None:
+    ORDER.append(name if context is None or not context.has_partition_key else f"{name}[{context.partition_key}]")
+
+
+@dg.multi_asset(outs={"chunks": dg.AssetOut(), "issues": dg.AssetOut()})
+def corpus():
+    _record("corpus")
+    yield dg.Output(1, output_name="chunks")
+    yield dg.Output(1, output_name="issues")
+
+
+@dg.asset(deps=["chunks"])
+def queries() -> None:
+    _record("queries")
+
+
+@dg.asset(partitions_def=RETRIEVERS, deps=[queries])
+def rankings(context: dg.AssetExecutionContext) -> None:
+    _record("rankings", context)
+
+
+@dg.asset(deps=[rankings])
+def pool() -> None:
+    _record("pool")
+
+
+@dg.asset(partitions_def=SHARDS, deps=[pool])
+def labels(context: dg.AssetExecutionContext) -> None:
+    _record("labels", context)
+
+
+@dg.asset(deps=[labels, "issues"])
+def release() -> None:
+    _record("release")
+
+
+DEFS = dg.Definitions(assets=[corpus, queries, rankings, pool, labels, release],
+                      resources={"io_manager": dg.mem_io_manager})
+
+
+def names(step) -> list[str]:
+    return [k.to_user_string() for k in step.asset_keys]
+
+
+def test_plan_groups_by_partitions_definition_in_dependency_order():
+    graph = DEFS.resolve_asset_graph()
+    steps = plan_runs(graph, [dg.AssetKey("chunks")] + [dg.AssetKey(n) for n in
+                                                         ("queries", "rankings", "pool", "labels", "release")])
+    assert [names(s) for s in steps] == [["chunks", "issues", "queries"], ["rankings"], ["pool"], ["labels"],
+                                         ["release"]]
+    assert [s.partition_keys() for s in steps] == [[None], ["bm25", "dense"], [None], ["shard_000", "shard_001"],
+                                                   [None]]
+
+
+def test_a_multi_asset_output_pulls_in_its_siblings():
+    steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("issues")])
+    assert [names(s) for s in steps] == [["chunks", "issues"]]
+
+
+def test_execute_plan_materialises_every_partition_after_its_parents():
+    ORDER.clear()
+    graph = DEFS.resolve_asset_graph()
+    steps = plan_runs(graph, graph.materializable_asset_keys)
+    with dg.instance_for_test() as instance:
+        results = execute_plan(DEFS, steps, instance, tags={"mama/trigger": "test"})
+        assert all(r.success for r in results) and len(results) == 7
+        assert instance.get_run_by_id(results[0].run_id).tags["mama/trigger"] == "test"
+        status = instance.get_status_by_partition(dg.AssetKey("labels"), ["shard_000", "shard_001"], SHARDS)
+    assert ORDER == ["corpus", "queries", "rankings[bm25]", "rankings[dense]", "pool", "labels[shard_000]",
+                     "labels[shard_001]", "release"]
+    assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
+
+
+def test_materialize_commands_name_each_run():
+    steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("pool"), dg.AssetKey("rankings")])
+    assert materialize_commands(steps, "mod") == [
+        ["asset", "materialize", "-m", "mod", "--select", "rankings", "--partition", "bm25"],
+        ["asset", "materialize", "-m", "mod", "--select", "rankings", "--partition", "dense"],
+        ["asset", "materialize", "-m", "mod", "--select", "pool"],
+    ]
