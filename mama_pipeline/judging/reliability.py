@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 import polars as pl
-from statsmodels.stats.inter_rater import cohens_kappa, to_table
 
 SCORES = 7  # score levels 0..6
 
@@ -50,6 +49,8 @@ def pilot_sample(judgments: pl.DataFrame, size: int, seed: int, lenient: int, st
 
 
 def _kappa(table: np.ndarray, wt: str) -> float | None:
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a one-level table has undefined kappa
         value = float(cohens_kappa(table, wt=wt).kappa)
@@ -68,6 +69,8 @@ def agreement(main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict:
     a = both.get_column("score").to_numpy().astype(int)
     b = both.get_column("score_ref").to_numpy().astype(int)
     n = len(a)
+    from statsmodels.stats.inter_rater import to_table
+
     table = to_table(np.column_stack([a, b]), bins=SCORES)[0] if n else np.zeros((SCORES, SCORES))
 
     def rate(mask: np.ndarray) -> float | None:

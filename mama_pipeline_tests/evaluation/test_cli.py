@@ -4,6 +4,7 @@ import polars as pl
 from mama_pipeline.evaluation.cli import main
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
+from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 
 
 def _write(tmp_path):
@@ -46,10 +47,11 @@ def test_export_writes_beir_and_trec_files_that_read_back(tmp_path, monkeypatch,
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(f"data_dir: {tmp_path / 'data'}\n")
     store = Store(tmp_path / "data" / "mama.duckdb")
-    store.write_table("chunks", pl.DataFrame({"chunk_id": ["c1", "c2"], "text": ["Fundal massage.", "Oxytocin 10 IU."],
-                                              "source": ["msf", "who"], "tier": ["high", "high"]}))
-    store.write_table("queries", pl.DataFrame({"query_id": ["q_00001"], "query_text": ["PPH first step?"],
-                                               "seed_chunk_id": ["c2"], "source": ["who"], "tier": ["high"]}))
+    store.write_table("corpus_chunks", as_corpus_chunks(pl.DataFrame({
+        "chunk_id": ["c1", "c2"], "text": ["Fundal massage.", "Oxytocin 10 IU."], "source": ["msf", "who"]})))
+    store.write_table("generated_queries", as_generated_queries(pl.DataFrame({
+        "query_id": ["q_00001"], "query_text": ["PPH first step?"], "source": ["who"], "tier": ["high"]}),
+        seed_chunk_ids=["c2"]))
     store.write_table("judgments", as_judging_table(pl.DataFrame({"query_id": ["q_00001", "q_00001"],
                                                                    "chunk_id": ["c1", "c2"], "score": [3, 6]})))
     store.write_table("rankings", pl.DataFrame({"query_id": ["q_00001"] * 2, "retriever": ["bm25"] * 2, "rank": [1, 2],

@@ -59,8 +59,8 @@ def test_rematerialising_asks_nothing_and_editing_one_chunk_asks_only_it(workspa
     calls_before = fake_llm.stats()["chat_calls"]
     first = materialise(workspace)
     gate = first["query_gate_decisions"]
-    assert gate["query_writer/http_calls"] == gate["query_writer/requests"] == 48
-    assert fake_llm.stats()["chat_calls"] - calls_before == 48
+    assert gate["query_writer/http_calls"] == gate["query_writer/requests"] == 28
+    assert fake_llm.stats()["chat_calls"] - calls_before == 28
     assert first["sampled_chunks"]["shortfall"] == 1
     version = first["corpus_chunks"]["corpus_version"]
     assert {m["corpus_version"] for m in first.values()} == {version}
@@ -75,7 +75,7 @@ def test_rematerialising_asks_nothing_and_editing_one_chunk_asks_only_it(workspa
     # nothing changed: no call, identical tables
     again = materialise(workspace)
     assert again["query_gate_decisions"]["query_writer/http_calls"] == 0
-    assert again["query_gate_decisions"]["query_writer/cache_hits"] == 48
+    assert again["query_gate_decisions"]["query_writer/cache_hits"] == 28
     after = tables(workspace)
     for name in TABLES:
         assert after[name].equals(before[name]), name

@@ -14,7 +14,7 @@ def load(tmp_path, retrieval):
 def test_sample_config_pools_bm25_minilm_and_splade():
     r = load_settings().retrieval
     assert [(x.name, x.kind) for x in r.retrievers] == [("bm25", "bm25"), ("minilm", "dense"), ("splade-tiny", "sparse")]
-    assert r.pooled == ["bm25", "minilm", "splade-tiny"] and r.pool_depth == 20
+    assert r.pooled == ["bm25", "minilm", "splade-tiny"] and r.pool_depth == 5
     assert r.depth_of("bm25") == max(r.pool_depth, r.audit.depth)
 
 
