@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
-from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity
+from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity, one_server_at_a_time
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
@@ -49,6 +49,7 @@ class LLMResource(dg.ConfigurableResource):
             def resolve_urls() -> list[str]:
                 if cfg.base_urls:
                     return list(cfg.base_urls)
+                stack.enter_context(one_server_at_a_time(s.data_path / "embedded_llm_server.lock"))
                 log = s.data_path / "logs" / "embedded_llm_server.log"
                 return [stack.enter_context(embedded_server(embedded, log))]
 

