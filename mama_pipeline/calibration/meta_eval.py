@@ -6,7 +6,6 @@ label per physician. Every upstream field is kept as is; ``upstream_line`` (the
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from mama_pipeline.calibration.settings import MetaEvalSource
+from mama_pipeline.file_ops import sha256_file
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 META_EVAL_SCHEMA = {
@@ -107,15 +107,7 @@ def locate(source: MetaEvalSource, config_dir: Path) -> MetaEvalFile:
         if not path.is_file():
             raise FileNotFoundError(f"meta-evaluation file {path} does not exist")
         origin = str(path)
-    return MetaEvalFile(path=path, origin=origin, sha256=_sha256(path))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return MetaEvalFile(path=path, origin=origin, sha256=sha256_file(path))
 
 
 def read_meta_eval(path: Path) -> pl.DataFrame:

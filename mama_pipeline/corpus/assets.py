@@ -1,6 +1,5 @@
 """Dagster assets of the guideline corpus (group ``corpus``), thin over the pure modules."""
 
-import hashlib
 from pathlib import Path
 
 import dagster as dg
@@ -10,18 +9,10 @@ from mama_pipeline.corpus.bundle import load_bundle
 from mama_pipeline.corpus.location import resolve_bundle
 from mama_pipeline.corpus.sampling import sample_chunks
 from mama_pipeline.resources import SettingsResource
+from mama_pipeline.file_ops import sha256_file
 from mama_pipeline.metadata import md_table
 
 GROUP = "corpus"
-
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dg.multi_asset(
@@ -48,7 +39,7 @@ def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource)
         "corpus_version": parsed.corpus_version,
         "bundle": c.bundle,
         "bundle_commit": where.commit or "(local file)",
-        "bundle_sha256": _file_sha256(where.path),
+        "bundle_sha256": sha256_file(where.path),
         "canonical_text": c.canonical_text,
         "on_bad_chunk": c.on_bad_chunk,
         "sources": parsed.chunks.get_column("source").n_unique(),

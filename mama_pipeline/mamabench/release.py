@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from mama_pipeline.mamabench.agreement import AgreementStats
 from mama_pipeline.mamabench.dataset_card import render_card
 from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
 from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
+from mama_pipeline.file_ops import atomic_folder
 
 SET_TYPES = ("mcq", "open_ended", "open_ended_rubric")
 
@@ -151,20 +150,9 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
 def write_release(out_dir: Path, inp: ReleaseInputs) -> dict[str, str]:
     """Write the release folder atomically; returns path -> sha256 of every file."""
     files = release_files(inp)
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
-    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with atomic_folder(Path(out_dir)) as tmp:
         for rel, data in files.items():
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        if out_dir.exists():
-            out_dir.rename(old)
-        tmp.rename(out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(old, ignore_errors=True)
     return {rel: hashlib.sha256(data).hexdigest() for rel, data in sorted(files.items())}

@@ -6,7 +6,6 @@ upstream row, all native fields kept) with the file each came from, its
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ import polars as pl
 
 from mama_pipeline.mamabench.pools import Pool
 from mama_pipeline.mamabench.settings import SourceLocation
+from mama_pipeline.file_ops import sha256_file
 
 RAW_SCHEMA = {
     "origin": pl.String,  # file name inside the hub repo / folder, or the configured file name
@@ -57,14 +57,6 @@ class RawPool:
         }
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def locate(loc: SourceLocation, resolve: Callable[[str], Path]) -> list[SourceFile]:
     """The local files of a pool, downloading hub files at the pinned revision."""
     if loc.repo_id is not None:
@@ -73,7 +65,7 @@ def locate(loc: SourceLocation, resolve: Callable[[str], Path]) -> list[SourceFi
     if not loc.files:
         if not base.is_file():
             raise SourceError(f"source file {base} does not exist")
-        return [SourceFile(base.name, base, sha256_of(base), None)]
+        return [SourceFile(base.name, base, sha256_file(base), None)]
     if not base.is_dir():
         raise SourceError(f"source folder {base} does not exist")
     out = []
@@ -81,7 +73,7 @@ def locate(loc: SourceLocation, resolve: Callable[[str], Path]) -> list[SourceFi
         path = base / name
         if not path.is_file():
             raise SourceError(f"source file {name} is missing from folder {base}")
-        out.append(SourceFile(name, path, sha256_of(path), None))
+        out.append(SourceFile(name, path, sha256_file(path), None))
     return out
 
 
@@ -93,7 +85,7 @@ def _hub_file(repo_id: str, revision: str, name: str) -> SourceFile:
     except Exception as exc:  # network, auth, offline cache miss: all name the file
         raise SourceError(f"cannot fetch {name} from dataset {repo_id}@{revision}: {exc}") from exc
     commit = local.parents[len(Path(name).parts) - 1].name  # .../snapshots/<commit>/<name>
-    return SourceFile(name, local, sha256_of(local), commit)
+    return SourceFile(name, local, sha256_file(local), commit)
 
 
 def load_pool(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path]) -> RawPool:

@@ -31,7 +31,8 @@ import polars as pl
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.release.card import render_card
-from mama_pipeline.release.files import atomic_folder, file_entry, json_bytes, write_parquet
+from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.release.files import file_entry, json_bytes, write_parquet
 
 NAME = "mamaretrieval"
 MANIFEST = "manifest.json"

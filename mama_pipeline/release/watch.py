@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 from mama_pipeline.corpus.location import parse_hub_spec
 from mama_pipeline.mamabench.settings import SourceLocation
-from mama_pipeline.release.files import sha256_file
+from mama_pipeline.file_ops import sha256_file
 
 HubCommit = Callable[[str, str, str], str]  # (repo_type, repo_id, revision) -> commit
 

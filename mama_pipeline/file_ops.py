@@ -1,0 +1,39 @@
+"""Whole-file helpers: content hashes and folders replaced atomically."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_folder(out_dir: Path) -> Iterator[Path]:
+    """A temporary sibling folder that replaces ``out_dir`` by rename when the block succeeds.
+
+    On failure the temporary folder is removed and ``out_dir`` is left as it was.
+    """
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        if out_dir.exists():
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
