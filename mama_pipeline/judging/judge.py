@@ -91,7 +91,7 @@ def judge_pairs(
     chunks: pl.DataFrame,
     answer_model: type[BaseModel],
     template: PromptTemplate = RELEVANCE_JUDGE,
-    batch_pairs: int = 4096,
+    batch_pairs: int = 16384,
 ) -> JudgeRun:
     """Label every pair of ``pairs`` (query_id, chunk_id) under ``client``'s judge model.
 
