@@ -1,12 +1,13 @@
-"""Whole-file helpers: content hashes and folders replaced atomically."""
+"""Whole-file helpers: content hashes, files and folders replaced atomically."""
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
 import shutil
+import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 
 def sha256_file(path: Path) -> str:
@@ -37,3 +38,19 @@ def atomic_folder(out_dir: Path) -> Iterator[Path]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
+    """Write to a temporary file beside ``path``, renamed over it on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as fh:
+            yield fh
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.evaluation.files import atomic_dir
-from mama_pipeline.evaluation.runs import QRELS_SCHEMA
+from mama_pipeline.evaluation.runs import QrelsRows
+from mama_pipeline.file_ops import atomic_folder
 
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "text": pl.String}
 QUERIES_SCHEMA = {"query_id": pl.String, "text": pl.String, "metadata": pl.String}
@@ -86,7 +86,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
 def write_beir(benchmark: BeirBenchmark, folder: str | os.PathLike[str], split: str = "test") -> Path:
     """Write the benchmark as a BEIR folder (replaced atomically)."""
     folder = Path(folder)
-    with atomic_dir(folder) as tmp:
+    with atomic_folder(folder) as tmp:
         with (tmp / "corpus.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
             for doc_id, title, text in benchmark.corpus.select("doc_id", "title", "text").iter_rows():
                 fh.write(json.dumps({"_id": doc_id, "title": title or "", "text": text}, ensure_ascii=False) + "\n")
@@ -180,9 +180,8 @@ def _table(kind: str, ids: list[str], texts: list[str], extra: list[str | None])
 def _read_qrels_tsv(path: Path) -> tuple[pl.DataFrame, list[int]]:
     if not path.exists():
         raise EvaluationInputError(path, "file is missing")
-    rows: dict[str, list] = {"query_id": [], "doc_id": [], "relevance": []}
+    rows = QrelsRows(path)
     lines: list[int] = []
-    seen: set[tuple[str, str]] = set()
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             line = line.rstrip("\r\n")
@@ -196,17 +195,9 @@ def _read_qrels_tsv(path: Path) -> tuple[pl.DataFrame, list[int]]:
             if len(fields) != 3:
                 raise EvaluationInputError(path, f"expected 3 tab-separated fields, got {len(fields)}: {line!r}", lineno)
             q, d, score = fields
-            try:
-                rel = int(score)
-            except ValueError:
-                raise EvaluationInputError(path, f"score {score!r} is not an integer", lineno) from None
-            if (q, d) in seen:
-                raise EvaluationInputError(path, f"query {q!r} labels document {d!r} twice", lineno)
-            seen.add((q, d))
-            for col, v in zip(rows, (q, d, rel)):
-                rows[col].append(v)
+            rows.add(q, d, score, "score", lineno)
             lines.append(lineno)
-    return pl.DataFrame(rows, schema=QRELS_SCHEMA), lines
+    return rows.frame(), lines
 
 
 def _parquet_files(folder: Path, pattern: str, kind: str) -> list[Path]:

@@ -207,7 +207,7 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
                              "p_randomization_holm", "p_mcnemar_holm"))
     print(json.dumps(notes, indent=2, sort_keys=True, default=str))
     if out:
-        from mama_pipeline.evaluation.files import atomic_file
+        from mama_pipeline.file_ops import atomic_file
         from mama_pipeline.evaluation.per_query_files import write_per_query_files
         from mama_pipeline.evaluation.report import ReportInputs, write_report
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.evaluation.files import atomic_dir
+from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.measures import Measure
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -40,7 +40,7 @@ def write_per_query_files(per_query: pl.DataFrame, retrievers: list[str], measur
         "measures": [{"name": m.name, "label": m.label} for m in measures],
         "files": {},
     }
-    with atomic_dir(folder) as tmp:
+    with atomic_folder(folder) as tmp:
         for name in retrievers:
             file = f"{name}.perquery.tsv"
             per_query_wide(per_query, name, measures, query_ids).write_csv(tmp / file, separator="\t")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.evaluation.files import atomic_dir
+from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.scoring import wide_scoreboard
 
 PAGE = "scoreboard.html"
@@ -55,7 +55,7 @@ def label_mix(run: pl.DataFrame, qrels: pl.DataFrame, k: int) -> pl.DataFrame:
 def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
     """Write ``folder/scoreboard.html`` and its PNGs (folder replaced atomically); returns the page."""
     folder = Path(folder)
-    with atomic_dir(folder) as tmp:
+    with atomic_folder(folder) as tmp:
         figures = _figures(inputs, tmp)
         (tmp / PAGE).write_text(_page(inputs, figures), encoding="utf-8")
     return folder / PAGE

@@ -15,6 +15,29 @@ RUN_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String
 QRELS_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64}
 
 
+class QrelsRows:
+    """Accumulates qrels lines read from ``path``: integer labels, no (query, doc) twice."""
+
+    def __init__(self, path):
+        self.path = path
+        self.rows: dict[str, list] = {"query_id": [], "doc_id": [], "relevance": []}
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, query_id: str, doc_id: str, label: str, label_name: str, lineno: int) -> None:
+        try:
+            value = int(label)
+        except ValueError:
+            raise EvaluationInputError(self.path, f"{label_name} {label!r} is not an integer", lineno) from None
+        if (query_id, doc_id) in self.seen:
+            raise EvaluationInputError(self.path, f"query {query_id!r} labels document {doc_id!r} twice", lineno)
+        self.seen.add((query_id, doc_id))
+        for col, v in zip(self.rows, (query_id, doc_id, value)):
+            self.rows[col].append(v)
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(self.rows, schema=QRELS_SCHEMA)
+
+
 def check_run(run: pl.DataFrame, source: str = "run") -> pl.DataFrame:
     """The run with its columns typed; errors on nulls, ranks < 1, duplicates."""
     run = _typed(run, RUN_SCHEMA, source)

@@ -15,8 +15,8 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.evaluation.files import atomic_file
-from mama_pipeline.evaluation.runs import QRELS_SCHEMA, check_qrels, check_run
+from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.evaluation.runs import QrelsRows, check_qrels, check_run
 
 
 def read_trec_run(path: str | os.PathLike[str], retriever: str | None = None) -> pl.DataFrame:
@@ -67,22 +67,13 @@ def write_trec_run(run: pl.DataFrame, path: str | os.PathLike[str]) -> bool:
 
 def read_trec_qrels(path: str | os.PathLike[str]) -> pl.DataFrame:
     """A qrels table (query_id, doc_id, relevance); graded labels kept."""
-    rows: dict[str, list] = {"query_id": [], "doc_id": [], "relevance": []}
-    seen: set[tuple[str, str]] = set()
+    rows = QrelsRows(path)
     for lineno, fields in _lines(path):
         if len(fields) != 4:
             raise EvaluationInputError(path, f"expected 4 fields 'qid iter docid rel', got {len(fields)}", lineno)
         qid, _, doc, rel = fields
-        try:
-            label = int(rel)
-        except ValueError:
-            raise EvaluationInputError(path, f"relevance {rel!r} is not an integer", lineno) from None
-        if (qid, doc) in seen:
-            raise EvaluationInputError(path, f"query {qid!r} labels document {doc!r} twice", lineno)
-        seen.add((qid, doc))
-        for col, v in zip(rows, (qid, doc, label)):
-            rows[col].append(v)
-    return pl.DataFrame(rows, schema=QRELS_SCHEMA)
+        rows.add(qid, doc, rel, "relevance", lineno)
+    return rows.frame()
 
 
 def write_trec_qrels(qrels: pl.DataFrame, path: str | os.PathLike[str]) -> None:
