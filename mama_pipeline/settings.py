@@ -1,7 +1,8 @@
 """The pipeline's one configuration file, validated at load time.
 
-Relative paths inside the file resolve against the file's folder; ``data_dir``
-resolves against the working directory and ``MAMA_DATA_DIR`` overrides it.
+Relative paths inside the file resolve against the file's folder, bundled
+defaults (``bundled:...``) against the package; ``data_dir`` resolves against the
+working directory and ``MAMA_DATA_DIR`` overrides it.
 ``MAMA_CONFIG`` names the file; the default is the bundled-sample configuration.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from mama_pipeline.mamabench.settings import MamabenchSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.settings_base import Section
+from mama_pipeline.settings_base import Section, resolve_path
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
 
@@ -47,9 +48,8 @@ class PipelineSettings(Section):
     config_dir: str = "."
 
     def resolve(self, path: str) -> Path:
-        """An input path from the file, resolved against the file's folder."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else Path(self.config_dir) / p
+        """An input path from the file (against the file's folder) or a bundled default (against the package)."""
+        return resolve_path(path, Path(self.config_dir))
 
     @property
     def data_path(self) -> Path:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from mama_pipeline.calibration.settings import MetaEvalSource
 from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.settings_base import resolve_path
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 META_EVAL_SCHEMA = {
@@ -100,8 +101,7 @@ def locate(source: MetaEvalSource, config_dir: Path) -> MetaEvalFile:
         )
         origin = f"hub:{source.repo_id}@{source.revision}/{source.file}"
     else:
-        path = Path(source.path).expanduser()
-        path = path if path.is_absolute() else config_dir / path
+        path = resolve_path(source.path, config_dir)
         if path.is_dir():
             path = path / source.file
         if not path.is_file():

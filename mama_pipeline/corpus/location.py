@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mama_pipeline.settings_base import resolve_path
+
 HF_RE = re.compile(
     r"^hf://(?:(?P<kind>datasets|models|spaces)/)?(?P<repo>(?!(?:datasets|models|spaces)/)[^/@]+/[^/@]+)@(?P<revision>[^/]+)/(?P<path>.+)$"
 )
@@ -52,9 +54,7 @@ def parse_hub_spec(spec: str) -> HubFile:
 def resolve_bundle(spec: str, local_base: Path) -> ResolvedBundle:
     """A local path for a configured bundle location, downloading hub files."""
     if not spec.startswith("hf://"):
-        path = Path(spec).expanduser()
-        path = path if path.is_absolute() else local_base / path
-        return ResolvedBundle(path, spec, None)
+        return ResolvedBundle(resolve_path(spec, local_base), spec, None)
     hub = parse_hub_spec(spec)
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
