@@ -53,6 +53,7 @@ from typing import Any, Iterable, Iterator, Literal
 import polars as pl
 
 from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.input_errors import InputError
 from mama_pipeline.corpus.hashing import ID_HEX, chunk_id, corpus_version, text_digest
 
 CanonicalText = Literal["body", "with_breadcrumb"]
@@ -102,7 +103,7 @@ ISSUE_SCHEMA = {
 }
 
 
-class BundleError(ValueError):
+class BundleError(InputError):
     """A bundle that cannot be read as given; the message names file and line."""
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mama_pipeline.input_errors import InputError, one_line
 from mama_pipeline.settings_base import resolve_path
 
 HF_RE = re.compile(
@@ -20,7 +21,7 @@ HF_RE = re.compile(
 )
 
 
-class BundleLocationError(ValueError):
+class BundleLocationError(InputError):
     """A bundle location that cannot be resolved."""
 
 
@@ -64,7 +65,7 @@ def resolve_bundle(spec: str, local_base: Path) -> ResolvedBundle:
             hf_hub_download(hub.repo_id, hub.path, repo_type=hub.repo_type, revision=hub.revision)
         )
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
-        raise BundleLocationError(f"cannot fetch corpus bundle {spec!r}: {exc}") from exc
+        raise BundleLocationError(f"cannot fetch corpus bundle {spec!r}: {one_line(str(exc))}") from exc
     commit = _snapshot_commit(local, hub.path)
     return ResolvedBundle(local, spec, commit)
 
