@@ -15,6 +15,7 @@ from typing import Callable
 import pytest
 
 import mama_pipeline
+from mama_pipeline.calibration.meta_eval import read_meta_eval
 from mama_pipeline.cli import main as cli_main
 from mama_pipeline.corpus.bundle import format_chunk, load_bundle
 from mama_pipeline.input_errors import InputError
@@ -161,6 +162,10 @@ CASES = [
          "line 1: expected a JSON object"),
     Case("hard-missing-key", "hard.jsonl", b'{"prompt_id": "x"}\n', pool("healthbench_hard", "hard.jsonl"),
          "line 1: missing column(s)"),
+    # the HealthBench meta-evaluation file (calibration side-file)
+    Case("meta-eval-empty", "meta.jsonl", b"\n", lambda d: (lambda: read_meta_eval(d / "meta.jsonl")), "meta.jsonl: no rows"),
+    Case("meta-eval-latin1", "meta.jsonl", b'{"prompt_id": "caf\xe9"}\n', lambda d: (lambda: read_meta_eval(d / "meta.jsonl")),
+         "meta.jsonl:1: bytes that are not UTF-8"),
     # BEIR folders through `mama-pipeline eval audit`
     Case("beir-missing", "beir", None, audit(), "BEIR folder does not exist"),
     Case("beir-empty-corpus", "beir", beir_with("corpus.jsonl", b""), audit(), "corpus.jsonl: no corpus records"),
