@@ -120,9 +120,6 @@ class _Record:
     problem: tuple[str, str] | None = None  # (reason, detail) found while reading
 
 
-CID_CONVENTIONS = ("body", "with_breadcrumb", "either", "none_given", "neither")
-
-
 @dataclass
 class ParsedBundle:
     """The chunks of a bundle (unique ids, bundle order), every issue met, and its CID convention."""
@@ -131,7 +128,7 @@ class ParsedBundle:
     issues: pl.DataFrame
     corpus_version: str
     records_read: int
-    cid_convention: str = "none_given"  # one of CID_CONVENTIONS
+    cid_convention: str = "none_given"  # body | with_breadcrumb | either | none_given | neither
     cid_matches: dict[str, int] = field(default_factory=dict)  # body | with_breadcrumb | both | neither | absent
 
     def counts(self) -> dict[str, int]:
@@ -220,7 +217,8 @@ class _Read:
     match: str  # which text the given CID hashes: body | with_breadcrumb | both | neither | absent
 
 
-def _cid_match(rec: _Record, text: str, canonical: CanonicalText, cid: str) -> str:
+def _cid_match(rec: _Record, canonical: CanonicalText, cid: str) -> str:
+    """Which text the chunk's given CID hashes (``cid``: the hash of its canonical text)."""
     if rec.given_cid is None:
         return "absent"
     other: CanonicalText = "with_breadcrumb" if canonical == "body" else "body"
@@ -270,7 +268,7 @@ def _assemble(path: Path, records: Iterator[_Record], canonical: CanonicalText, 
             continue
         text = canonical_text(rec.breadcrumb_lines, rec.body, canonical)
         digest = text_digest(text)
-        match = _cid_match(rec, text, canonical, digest[:ID_HEX])
+        match = _cid_match(rec, canonical, digest[:ID_HEX])
         matches[match] = matches.get(match, 0) + 1
         good.append(_Read(rec, text, digest, match))
     convention = _convention(matches, canonical)

@@ -244,7 +244,7 @@ def test_parquet_without_required_columns_is_not_a_bundle(tmp_path):
 
 
 # -- the real chunks_for_rag.txt form -----------------------------------------
-REAL = Path("/work/shared/fixtures/upstream/corpus_format")
+REAL = Path(__file__).parent / "fixtures"  # real-format bundles (synthetic text), copied from the shared fixtures
 CRUMBED = [("src-a", 1, ["Chapter 3", "Bleeding"], PPH), ("src-b", 7, ["Module 2"], ECL), ("src-a", 2, [], NEO)]
 
 
