@@ -67,6 +67,8 @@ def describe(exc: BaseException) -> str:
     """The one-line message of a bad-input error (an OSError names its file)."""
     if isinstance(exc, OSError) and exc.filename is not None:
         return at(exc.filename, exc.strerror or type(exc).__name__)
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return one_line(exc.args[0])  # str(KeyError) would quote the message
     return one_line(str(exc)) or type(exc).__name__
 
 

@@ -18,7 +18,7 @@ import mama_pipeline
 from mama_pipeline.calibration.meta_eval import read_meta_eval
 from mama_pipeline.cli import main as cli_main
 from mama_pipeline.corpus.bundle import format_chunk, load_bundle
-from mama_pipeline.input_errors import InputError
+from mama_pipeline.input_errors import InputError, run_cli
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool
@@ -259,3 +259,15 @@ def test_materialize_reports_a_bad_configuration_before_running_anything(tmp_pat
     assert cli_main(["materialize", "--select", "corpus_chunks"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"mama-pipeline: error: {config}:2: configuration file is not valid YAML") and "\n" not in err
+
+
+def test_run_cli_names_the_file_of_an_os_error_and_lets_bugs_through(capsys):
+    def missing() -> int:
+        raise FileNotFoundError(2, "No such file or directory", "/data/x.parquet")
+
+    assert run_cli("prog", missing) == 2
+    assert capsys.readouterr().err == "prog: error: /data/x.parquet: No such file or directory\n"
+    assert run_cli("prog", lambda: (_ for _ in ()).throw(KeyError("no retriever named 'x'")), also=(KeyError,)) == 2
+    assert capsys.readouterr().err == "prog: error: no retriever named 'x'\n"
+    with pytest.raises(RuntimeError):
+        run_cli("prog", lambda: (_ for _ in ()).throw(RuntimeError("a bug keeps its traceback")))
