@@ -35,6 +35,11 @@ def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource)
     parsed = load_bundle(where.path, canonical=c.canonical_text, on_bad=c.on_bad_chunk)
     context.log.info(f"corpus {parsed.corpus_version}: {parsed.chunks.height} chunks from {where.path} "
                      f"(bundle CIDs hash the {parsed.cid_convention} text; ids hash the {c.canonical_text} text)")
+    mismatched = parsed.issues.filter(pl.col("reason") == "cid_mismatch")
+    if mismatched.height:
+        first = mismatched.row(0, named=True)
+        context.log.warning(f"{mismatched.height} chunks skipped: their CID does not fit the bundle's convention "
+                            f"({parsed.cid_convention}); e.g. {first['file']}:{first['line']}: {first['detail']}")
     counts = parsed.counts()
     meta = {
         "corpus_version": parsed.corpus_version,
