@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mama_pipeline.input_errors import run_cli
 from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
@@ -31,6 +32,7 @@ def dagster_home(data_path: Path) -> Path:
 
 def materialize(select: str) -> int:
     """Materialise the selection; stops at the first failed run and returns its exit code."""
+    settings = load_settings()  # a bad configuration file is reported before anything runs
     import dagster as dg
 
     from mama_pipeline.definitions import defs
@@ -38,7 +40,6 @@ def materialize(select: str) -> int:
 
     graph = defs.resolve_asset_graph()
     keys = dg.AssetSelection.from_coercible(select).resolve(graph) if select != "*" else graph.get_all_asset_keys()
-    settings = load_settings()
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(settings.data_path))}
     dagster = str(Path(sys.executable).with_name("dagster"))
     commands = materialize_commands(plan_runs(graph, keys), MODULE)
@@ -74,6 +75,11 @@ def result_paths(data: Path) -> dict[str, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Dispatch a subcommand; bad input ends in one line on stderr and exit status 2."""
+    return run_cli("mama-pipeline", lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(prog="mama-pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)

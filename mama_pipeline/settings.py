@@ -1,7 +1,8 @@
 """The pipeline's one configuration file, validated at load time.
 
-Relative paths inside the file resolve against the file's folder; ``data_dir``
-resolves against the working directory and ``MAMA_DATA_DIR`` overrides it.
+Relative paths inside the file resolve against the file's folder, bundled
+defaults (``bundled:...``) against the package; ``data_dir`` resolves against the
+working directory and ``MAMA_DATA_DIR`` overrides it.
 ``MAMA_CONFIG`` names the file; the default is the bundled-sample configuration.
 """
 from __future__ import annotations
@@ -22,13 +23,14 @@ from mama_pipeline.mamabench.settings import MamabenchSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.settings_base import Section
+from mama_pipeline.input_errors import InputError, read_text
+from mama_pipeline.settings_base import Section, resolve_path
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
 
 
-class ConfigError(ValueError):
-    """A configuration file that cannot be used, with the offending key named."""
+class ConfigError(InputError):
+    """A configuration file that cannot be used, with the offending key (or line) named, in one line."""
 
 
 class PipelineSettings(Section):
@@ -47,9 +49,8 @@ class PipelineSettings(Section):
     config_dir: str = "."
 
     def resolve(self, path: str) -> Path:
-        """An input path from the file, resolved against the file's folder."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else Path(self.config_dir) / p
+        """An input path from the file (against the file's folder) or a bundled default (against the package)."""
+        return resolve_path(path, Path(self.config_dir))
 
     @property
     def data_path(self) -> Path:
@@ -75,16 +76,21 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> PipelineSetting
 
 @lru_cache(maxsize=8)
 def _load(path: Path, _mtime: int) -> PipelineSettings:
-    if not path.exists():
-        raise ConfigError(f"configuration file {path} does not exist")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        text = read_text(path, "configuration file")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"configuration file {path} is not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{where}: configuration file is not valid YAML: {problem}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"configuration file {path}: top level must be a mapping")
+        raise ConfigError(f"{path}: configuration file: top level must be a mapping, not {type(raw).__name__}")
     if "config_dir" in raw:
-        raise ConfigError(f"configuration file {path}: key 'config_dir' is set by the loader, not the file")
+        raise ConfigError(f"{path}: configuration file: key 'config_dir' is set by the loader, not the file")
     try:
         return PipelineSettings.model_validate({**raw, "config_dir": str(path.parent)})
     except ValidationError as exc:
@@ -92,4 +98,4 @@ def _load(path: Path, _mtime: int) -> PipelineSettings:
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"]) or "(top level)"
             lines.append(f"key '{key}': {err['msg']}")
-        raise ConfigError(f"configuration file {path}:\n  " + "\n  ".join(lines)) from None
+        raise ConfigError(f"{path}: configuration file: " + "; ".join(lines)) from None

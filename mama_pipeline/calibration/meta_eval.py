@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from mama_pipeline.calibration.settings import MetaEvalSource
 from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.input_errors import InputError, text_lines
+from mama_pipeline.settings_base import resolve_path
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 META_EVAL_SCHEMA = {
@@ -100,8 +102,7 @@ def locate(source: MetaEvalSource, config_dir: Path) -> MetaEvalFile:
         )
         origin = f"hub:{source.repo_id}@{source.revision}/{source.file}"
     else:
-        path = Path(source.path).expanduser()
-        path = path if path.is_absolute() else config_dir / path
+        path = resolve_path(source.path, config_dir)
         if path.is_dir():
             path = path / source.file
         if not path.is_file():
@@ -113,25 +114,24 @@ def locate(source: MetaEvalSource, config_dir: Path) -> MetaEvalFile:
 def read_meta_eval(path: Path) -> pl.DataFrame:
     """Parse and validate the jsonl file; a bad line raises naming file, line and reason."""
     records = []
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {line_no}: not valid JSON ({exc})") from None
-            if not isinstance(raw, dict):
-                raise ValueError(f"{path}, line {line_no}: expected a JSON object")
-            try:
-                row = MetaEvalRow.model_validate(raw)
-            except ValidationError as exc:
-                reasons = "; ".join(
-                    f"{'.'.join(str(p) for p in err['loc']) or 'row'}: {err['msg']}"
-                    for err in exc.errors(include_url=False)
-                )
-                raise ValueError(f"{path}, line {line_no} (prompt_id {raw.get('prompt_id')!r}): {reasons}") from None
-            records.append({"upstream_line": line_no, **row.model_dump()})
+    for line_no, line in text_lines(path, "meta-evaluation file"):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}, line {line_no}: not valid JSON ({exc})") from None
+        if not isinstance(raw, dict):
+            raise InputError(f"{path}, line {line_no}: expected a JSON object")
+        try:
+            row = MetaEvalRow.model_validate(raw)
+        except ValidationError as exc:
+            reasons = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'row'}: {err['msg']}"
+                for err in exc.errors(include_url=False)
+            )
+            raise InputError(f"{path}, line {line_no} (prompt_id {raw.get('prompt_id')!r}): {reasons}") from None
+        records.append({"upstream_line": line_no, **row.model_dump()})
     if not records:
-        raise ValueError(f"{path}: no rows")
+        raise InputError(f"{path}: no rows")
     return pl.DataFrame(records, schema=META_EVAL_SCHEMA)

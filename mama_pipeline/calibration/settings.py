@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.settings_base import Section, bundled
 
 META_EVAL_FILE = "2025-05-07-06-14-12_oss_meta_eval.jsonl"
 
@@ -14,10 +14,10 @@ class MetaEvalSource(Section):
     ``path`` alone: a local jsonl file, or a local folder laid out like the hub
     repo (holding ``file``). ``repo_id`` + ``revision``: ``file`` of a hub dataset
     repo at that pinned revision. Relative paths resolve against the folder of
-    the configuration file.
+    the configuration file; the default is the sample bundled with the package.
     """
 
-    path: str | None = "sample_data/calibration/oss_meta_eval-sample.jsonl"
+    path: str | None = bundled("sample_data/calibration/oss_meta_eval-sample.jsonl")
     repo_id: str | None = None
     revision: str | None = None
     file: str = META_EVAL_FILE

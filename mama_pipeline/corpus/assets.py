@@ -33,7 +33,13 @@ def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource)
     c = s.corpus
     where = resolve_bundle(c.bundle, Path(s.config_dir))
     parsed = load_bundle(where.path, canonical=c.canonical_text, on_bad=c.on_bad_chunk)
-    context.log.info(f"corpus {parsed.corpus_version}: {parsed.chunks.height} chunks from {where.path}")
+    context.log.info(f"corpus {parsed.corpus_version}: {parsed.chunks.height} chunks from {where.path} "
+                     f"(bundle CIDs hash the {parsed.cid_convention} text; ids hash the {c.canonical_text} text)")
+    mismatched = parsed.issues.filter(pl.col("reason") == "cid_mismatch")
+    if mismatched.height:
+        first = mismatched.row(0, named=True)
+        context.log.warning(f"{mismatched.height} chunks skipped: their CID does not fit the bundle's convention "
+                            f"({parsed.cid_convention}); e.g. {first['file']}:{first['line']}: {first['detail']}")
     counts = parsed.counts()
     meta = {
         "corpus_version": parsed.corpus_version,
@@ -41,6 +47,7 @@ def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource)
         "bundle_commit": where.commit or "(local file)",
         "bundle_sha256": sha256_file(where.path),
         "canonical_text": c.canonical_text,
+        **parsed.cid_metadata(),
         "on_bad_chunk": c.on_bad_chunk,
         "sources": parsed.chunks.get_column("source").n_unique(),
         **counts,

@@ -3,11 +3,14 @@
 Formats (chosen by file suffix):
 
 - ``.txt`` (``chunks_for_rag.txt``): each chunk is a header line
-  ``[SOURCE:<slug>|PAGE:<int>|CID:<16 hex>]``, usually preceded by a separator line
-  (three or more of ``- = _ * # ~``), then optional breadcrumb lines starting with
-  ``>`` (one section level per line, or several joined by `` > ``), then the chunk
-  text. A line is a header when it starts with ``[SOURCE``; the separator line and
-  blank lines just before a header belong to no chunk.
+  ``<sep>[SOURCE:<slug>|PAGE:<int>|CID:<16 hex>]`` (the five characters ``<sep>``
+  are literal text), then optional breadcrumb lines starting with ``>`` (one
+  section level per line, or several joined by `` > ``), then the chunk text. The
+  older header without CID (``<sep>[SOURCE:<slug>|PAGE:<int>]``) is read too, the
+  id then being computed; so is a header without ``<sep>`` on the line after a
+  separator line (three or more of ``- = _ * # ~``). Separator and blank lines
+  just before a header belong to no chunk; any other content before the first
+  header is an error naming its line.
 - ``.jsonl`` / ``.parquet``: one record per chunk with ``source``, ``page``,
   ``text`` (the body, without breadcrumb), optional ``chunk_id`` (or ``cid``) and
   optional ``breadcrumb`` (a list of section levels, or the breadcrumb lines as
@@ -20,14 +23,23 @@ body, stripped the same way. The canonical text is what is hashed into the chunk
 id and what retrieval, judging and the release use; the breadcrumb is kept as a
 separate list column.
 
+CID convention: a bundle's own CIDs are sha256 prefixes of either the body or the
+breadcrumb-and-body text (the original pipeline judged the one and released the
+other). The reader finds which convention the bundle follows (``body``,
+``with_breadcrumb``, ``either`` when no chunk has a breadcrumb, ``none_given``
+for the older header, ``neither`` when no CID matches), and always derives the
+chunk id from the configured canonical text, so ids and the corpus version do not
+depend on the convention. A CID that matches neither text, or that follows the
+other convention than the bundle's majority, is a ``cid_mismatch``.
+
 Bad chunks (malformed header, non-integer page, empty text, non-UTF-8 bytes, a
-given CID that differs from the hash of the canonical text, an unreadable record)
-raise :class:`BundleError` naming the file and line (row for parquet), or, with
-``on_bad_chunk="skip"``, are dropped and listed in the issues table with their
-reason. A file that is not a bundle at all fails at its first content line in
-either mode. Later chunks with an already-seen id (identical canonical text) are
-dropped and listed; chunks whose bodies are equal up to case and whitespace but
-whose ids differ are listed as ``duplicate_text`` and kept.
+CID mismatch, an unreadable record) raise :class:`BundleError` naming the file
+and line (row for parquet; CID mismatches with their count and examples), or,
+with ``on_bad_chunk="skip"``, are dropped and listed in the issues table with
+their reason. A file that is not a bundle at all fails at its first content line
+in either mode. Later chunks with an already-seen id (identical canonical text)
+are dropped and listed; chunks whose bodies are equal up to case and whitespace
+but whose ids differ are listed as ``duplicate_text`` and kept.
 """
 from __future__ import annotations
 
@@ -40,12 +52,18 @@ from typing import Any, Iterable, Iterator, Literal
 
 import polars as pl
 
-from mama_pipeline.corpus.hashing import chunk_id, corpus_version, text_digest
+from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.input_errors import InputError
+from mama_pipeline.corpus.hashing import ID_HEX, chunk_id, corpus_version, text_digest
 
 CanonicalText = Literal["body", "with_breadcrumb"]
 OnBad = Literal["fail", "skip"]
 
-HEADER_RE = re.compile(r"^\[SOURCE:(?P<source>[^|\]]*)\|PAGE:(?P<page>[^|\]]*)\|CID:(?P<cid>[^|\]]*)\]\s*$")
+SEP = "<sep>"  # literal text at the start of every header line of the real bundle
+HEADER_RE = re.compile(
+    r"^(?:<sep>)?\[SOURCE:(?P<source>[^|\]]*)\|PAGE:(?P<page>[^|\]]*)(?:\|CID:(?P<cid>[^|\]]*))?\]\s*$"
+)
+HEADER_FORM = "<sep>[SOURCE:<slug>|PAGE:<int>|CID:<16 hex>]"
 SEPARATOR_RE = re.compile(rb"^\s*([-=_*#~])\1{2,}\s*$")
 SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CID_RE = re.compile(r"^[0-9a-f]{16}$")
@@ -58,7 +76,7 @@ REASONS = {
     "bad_page": "page is not a non-negative integer",
     "empty_chunk": "empty chunk",
     "non_utf8": "bytes that are not UTF-8",
-    "cid_mismatch": "CID does not match the hash of the canonical text",
+    "cid_mismatch": "CID does not match the bundle's convention",
     "bad_record": "unreadable record",
 }
 
@@ -85,7 +103,7 @@ ISSUE_SCHEMA = {
 }
 
 
-class BundleError(ValueError):
+class BundleError(InputError):
     """A bundle that cannot be read as given; the message names file and line."""
 
 
@@ -104,12 +122,14 @@ class _Record:
 
 @dataclass
 class ParsedBundle:
-    """The chunks of a bundle (unique ids, bundle order) and every issue met."""
+    """The chunks of a bundle (unique ids, bundle order), every issue met, and its CID convention."""
 
     chunks: pl.DataFrame
     issues: pl.DataFrame
     corpus_version: str
     records_read: int
+    cid_convention: str = "none_given"  # body | with_breadcrumb | either | none_given | neither
+    cid_matches: dict[str, int] = field(default_factory=dict)  # body | with_breadcrumb | both | neither | absent
 
     def counts(self) -> dict[str, int]:
         """Records read, chunks kept and issue counts keyed ``action/reason``."""
@@ -117,6 +137,11 @@ class ParsedBundle:
         for action, reason, n in sorted(self.issues.group_by("action", "reason").len().rows()):
             out[f"{action}/{reason}"] = n
         return out
+
+    def cid_metadata(self) -> dict[str, Any]:
+        """The bundle's CID convention and how many given CIDs matched which text."""
+        return {"cid_convention": self.cid_convention,
+                **{f"cids_matching_{k}": v for k, v in sorted(self.cid_matches.items())}}
 
 
 class _Issues:
@@ -182,32 +207,109 @@ def canonical_text(breadcrumb_lines: list[str], body: str, canonical: CanonicalT
     return "\n".join([*breadcrumb_lines, body]).strip()
 
 
+@dataclass
+class _Read:
+    """A chunk that passed the record checks, before CID and duplicate handling."""
+
+    rec: _Record
+    text: str
+    digest: str
+    match: str  # which text the given CID hashes: body | with_breadcrumb | both | neither | absent
+
+
+def _cid_match(rec: _Record, canonical: CanonicalText, cid: str) -> str:
+    """Which text the chunk's given CID hashes (``cid``: the hash of its canonical text)."""
+    if rec.given_cid is None:
+        return "absent"
+    other: CanonicalText = "with_breadcrumb" if canonical == "body" else "body"
+    hits = {canonical: cid == rec.given_cid,
+            other: chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, other)) == rec.given_cid}
+    if hits["body"] and hits["with_breadcrumb"]:
+        return "both"
+    return next((name for name, hit in hits.items() if hit), "neither")
+
+
+def _convention(matches: dict[str, int], canonical: CanonicalText) -> str:
+    """The convention most given CIDs follow (ties go to the canonical text)."""
+    body, crumb = matches.get("body", 0), matches.get("with_breadcrumb", 0)
+    if body or crumb:
+        if body == crumb:
+            return canonical
+        return "body" if body > crumb else "with_breadcrumb"
+    if matches.get("neither"):
+        return "neither"
+    return "either" if matches.get("both") else "none_given"
+
+
+def _cid_problem(item: _Read, convention: str) -> str | None:
+    """Why a chunk's given CID does not fit the bundle, or None when it does."""
+    if item.match in ("absent", "both") or (item.match == convention and convention != "neither"):
+        return None
+    rec = item.rec
+    hashes = (f"the body hashes to {chunk_id(canonical_text([], rec.body, 'body'))}, "
+              f"breadcrumb and body to {chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, 'with_breadcrumb'))}")
+    if item.match == "neither":
+        return f"given {rec.given_cid}, but {hashes}"
+    return f"given {rec.given_cid} hashes the {item.match} text, but the bundle's CIDs hash the {convention} text"
+
+
 def _assemble(path: Path, records: Iterator[_Record], canonical: CanonicalText, on_bad: OnBad) -> ParsedBundle:
     issues = _Issues(path, on_bad)
-    other: CanonicalText = "with_breadcrumb" if canonical == "body" else "body"
-    columns: dict[str, list[Any]] = {name: [] for name in CHUNK_SCHEMA}
-    digests: list[str] = []
-    first_line_of: dict[str, int] = {}
-    text_of: dict[str, str] = {}
-    body_key_of: dict[str, tuple[str, int]] = {}
+    good: list[_Read] = []
+    matches: dict[str, int] = {}
     n_read = 0
     for rec in records:
         n_read += 1
         if rec.problem is not None:
             issues.bad(rec, *rec.problem)
             continue
-        text = canonical_text(rec.breadcrumb_lines, rec.body, canonical)
         if not rec.body.strip():
             issues.bad(rec, "empty_chunk", "no text after the header and breadcrumb")
             continue
+        text = canonical_text(rec.breadcrumb_lines, rec.body, canonical)
         digest = text_digest(text)
-        cid = digest[:16]
-        if rec.given_cid is not None and rec.given_cid != cid:
-            hint = ""
-            if chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, other)) == rec.given_cid:
-                hint = f" (it matches the {other} text: set corpus.canonical_text to {other!r})"
-            issues.bad(rec, "cid_mismatch", f"given {rec.given_cid}, canonical text hashes to {cid}{hint}", cid)
-            continue
+        match = _cid_match(rec, canonical, digest[:ID_HEX])
+        matches[match] = matches.get(match, 0) + 1
+        good.append(_Read(rec, text, digest, match))
+    convention = _convention(matches, canonical)
+    good = _drop_cid_mismatches(path, good, convention, issues)
+    chunks, digests = _unique_chunks(path, good, issues)
+    if not digests:
+        raise BundleError(f"{path}: no usable chunks ({n_read} records read)")
+    version = corpus_version(digests)
+    chunks = chunks.with_columns(pl.lit(version).alias("corpus_version"))
+    issue_table = pl.DataFrame(issues.rows, schema=ISSUE_SCHEMA).sort("line", maintain_order=True)
+    return ParsedBundle(chunks, issue_table, version, n_read, convention, matches)
+
+
+def _drop_cid_mismatches(path: Path, good: list[_Read], convention: str, issues: _Issues) -> list[_Read]:
+    """Fail with counts and examples, or skip, the chunks whose CID does not fit the bundle's convention."""
+    bad = [(item, why) for item in good if (why := _cid_problem(item, convention)) is not None]
+    if not bad:
+        return good
+    if issues.on_bad == "fail":
+        with_cid = sum(item.match != "absent" for item in good)
+        first, why = bad[0]
+        lines = ", ".join(str(item.rec.line) for item, _ in bad[:5]) + (", ..." if len(bad) > 5 else "")
+        raise BundleError(
+            f"{path}:{first.rec.line}: {REASONS['cid_mismatch']}: {why}; {len(bad)} of {with_cid} given CIDs "
+            f"do not fit the bundle's convention ({convention}), at lines {lines}"
+        )
+    for item, why in bad:
+        issues.add(item.rec, "cid_mismatch", "skipped", why, item.digest[:ID_HEX])
+    dropped = {id(item) for item, _ in bad}
+    return [item for item in good if id(item) not in dropped]
+
+
+def _unique_chunks(path: Path, good: list[_Read], issues: _Issues) -> tuple[pl.DataFrame, list[str]]:
+    """The chunk table with one row per id (later repeats dropped) and the digests of its texts."""
+    columns: dict[str, list[Any]] = {name: [] for name in CHUNK_SCHEMA}
+    digests: list[str] = []
+    first_line_of: dict[str, int] = {}
+    text_of: dict[str, str] = {}
+    body_key_of: dict[str, tuple[str, int]] = {}
+    for item in good:
+        rec, text, cid = item.rec, item.text, item.digest[:ID_HEX]
         if cid in first_line_of:
             if text_of[cid] != text:
                 raise BundleError(
@@ -230,10 +332,7 @@ def _assemble(path: Path, records: Iterator[_Record], canonical: CanonicalText, 
         row = (cid, rec.source, rec.page, crumb, text, rec.given_cid, rec.line, len(digests))
         for column, value in zip(columns.values(), row):
             column.append(value)
-        digests.append(digest)
-    if not digests:
-        raise BundleError(f"{path}: no usable chunks ({n_read} records read)")
-    version = corpus_version(digests)
+        digests.append(item.digest)
     # breadcrumbs travel joined and are split by polars: building a list column from Python lists costs
     # several hundred MB at corpus scale
     chunks = pl.DataFrame(columns, schema={**CHUNK_SCHEMA, "breadcrumb": pl.String}).with_columns(
@@ -241,17 +340,15 @@ def _assemble(path: Path, records: Iterator[_Record], canonical: CanonicalText, 
         .then(pl.lit([], dtype=pl.List(pl.String)))
         .otherwise(pl.col("breadcrumb").str.split(LEVEL_SEP))
         .alias("breadcrumb"),
-        pl.lit(version).alias("corpus_version"),
     )
-    return ParsedBundle(chunks, pl.DataFrame(issues.rows, schema=ISSUE_SCHEMA), version, n_read)
+    return chunks, digests
 
 
 # -- chunks_for_rag.txt ------------------------------------------------------
 def _not_a_bundle(path: Path, line: int, raw: bytes) -> BundleError:
     preview = raw[:60].decode("utf-8", "replace")
     return BundleError(
-        f"{path}:{line}: not a corpus bundle: expected a [SOURCE:<slug>|PAGE:<int>|CID:<16 hex>] header, "
-        f"found {preview!r}"
+        f"{path}:{line}: not a corpus bundle: expected a {HEADER_FORM} header, found {preview!r}"
     )
 
 
@@ -263,25 +360,34 @@ def _parse_header(rec: _Record, raw: bytes) -> None:
         return
     m = HEADER_RE.match(line)
     if m is None:
-        rec.problem = ("malformed_header", f"{line[:120]!r} is not [SOURCE:<slug>|PAGE:<int>|CID:<16 hex>]")
+        rec.problem = ("malformed_header", f"{line[:120]!r} is not {HEADER_FORM} (CID optional)")
         return
-    source, page, cid = (m.group(k).strip() for k in ("source", "page", "cid"))
+    source, page, cid = ((m.group(k) or "").strip() for k in ("source", "page", "cid"))
     rec.source = source or None
     rec.given_cid = cid or None
     if not SLUG_RE.match(source):
         rec.problem = ("malformed_header", f"source {source!r} is not a slug")
     elif not PAGE_RE.match(page):
         rec.problem = ("bad_page", f"PAGE:{page!r}")
-    elif not CID_RE.match(cid):
+    elif cid and not CID_RE.match(cid):
         rec.problem = ("malformed_header", f"CID {cid!r} is not 16 lowercase hex characters")
     else:
         rec.page = int(page)
 
 
+def _is_header(raw: bytes) -> bool:
+    """A header line: ``<sep>`` followed by more text, or a line starting with ``[SOURCE``."""
+    return (raw.startswith(b"<sep>") and raw.strip() != b"<sep>") or raw[:7].upper() == b"[SOURCE"
+
+
+def _is_separator(raw: bytes) -> bool:
+    return raw.strip() == b"<sep>" or SEPARATOR_RE.match(raw) is not None
+
+
 def _finish_text_record(rec: _Record, lines: list[str], bad_line: tuple[int, int, int] | None) -> _Record:
     while lines and not lines[-1].strip():
         lines.pop()
-    if lines and SEPARATOR_RE.match(lines[-1].encode("utf-8", "replace")):
+    if lines and _is_separator(lines[-1].encode("utf-8", "replace")):
         lines.pop()
     start = 0
     while start < len(lines) and not lines[start].strip():
@@ -306,14 +412,14 @@ def _read_text_bundle(path: Path) -> Iterator[_Record]:
             raw = raw.rstrip(b"\r\n")
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
-            if raw[:7].upper() == b"[SOURCE":
+            if _is_header(raw):
                 if rec is not None:
                     yield _finish_text_record(rec, lines, bad_line)
                 rec, lines, bad_line = _Record(line=lineno), [], None
                 _parse_header(rec, raw)
                 continue
             if rec is None:
-                if raw.strip() and not SEPARATOR_RE.match(raw):
+                if raw.strip() and not _is_separator(raw):
                     raise _not_a_bundle(path, lineno, raw)
                 continue
             try:
@@ -323,7 +429,7 @@ def _read_text_bundle(path: Path) -> Iterator[_Record]:
                     bad_line = (lineno, exc.start + 1, raw[exc.start])
                 lines.append(raw.decode("utf-8", "replace"))
     if rec is None:
-        raise BundleError(f"{path}: not a corpus bundle: no [SOURCE:...] header in the file")
+        raise BundleError(f"{path}: not a corpus bundle: no {HEADER_FORM} header in the file")
     yield _finish_text_record(rec, lines, bad_line)
 
 
@@ -413,26 +519,21 @@ def _read_parquet_bundle(path: Path) -> Iterator[_Record]:
 
 
 # -- writing -----------------------------------------------------------------
-SEPARATOR = "=" * 72
+CidOf = Literal["body", "with_breadcrumb", "none"]
 
 
-def format_chunk(source: str, page: int, breadcrumb: list[str], body: str) -> str:
-    """One chunk in the ``chunks_for_rag.txt`` format, its CID taken from the body."""
-    lines = [SEPARATOR, f"[SOURCE:{source}|PAGE:{page}|CID:{chunk_id(body.strip())}]"]
-    lines += [f"> {level}" for level in breadcrumb]
-    lines += [body.strip(), ""]
-    return "\n".join(lines)
+def format_chunk(source: str, page: int, breadcrumb: list[str], body: str, cid_of: CidOf = "body") -> str:
+    """One chunk in the real ``chunks_for_rag.txt`` form; its CID hashes the ``cid_of`` text (``none``: no CID)."""
+    crumb_lines = [f"> {level}" for level in breadcrumb]
+    cid = "" if cid_of == "none" else f"|CID:{chunk_id(canonical_text(crumb_lines, body, cid_of))}"
+    return "\n".join([f"{SEP}[SOURCE:{source}|PAGE:{page}{cid}]", *crumb_lines, body.strip(), ""])
 
 
-def write_text_bundle(path: Path, chunks: Iterable[tuple[str, int, list[str], str]]) -> int:
-    """Write ``(source, page, breadcrumb, body)`` chunks as a text bundle (temp file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+def write_text_bundle(path: Path, chunks: Iterable[tuple[str, int, list[str], str]], cid_of: CidOf = "body") -> int:
+    """Write ``(source, page, breadcrumb, body)`` chunks as a text bundle, atomically."""
     n = 0
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+    with atomic_file(path) as fh:
         for source, page, breadcrumb, body in chunks:
-            fh.write(format_chunk(source, page, breadcrumb, body))
-            fh.write("\n")
+            fh.write(format_chunk(source, page, breadcrumb, body, cid_of))
             n += 1
-    tmp.replace(path)
     return n

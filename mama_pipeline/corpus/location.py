@@ -13,12 +13,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mama_pipeline.input_errors import InputError, one_line
+from mama_pipeline.settings_base import resolve_path
+
 HF_RE = re.compile(
     r"^hf://(?:(?P<kind>datasets|models|spaces)/)?(?P<repo>(?!(?:datasets|models|spaces)/)[^/@]+/[^/@]+)@(?P<revision>[^/]+)/(?P<path>.+)$"
 )
 
 
-class BundleLocationError(ValueError):
+class BundleLocationError(InputError):
     """A bundle location that cannot be resolved."""
 
 
@@ -52,9 +55,7 @@ def parse_hub_spec(spec: str) -> HubFile:
 def resolve_bundle(spec: str, local_base: Path) -> ResolvedBundle:
     """A local path for a configured bundle location, downloading hub files."""
     if not spec.startswith("hf://"):
-        path = Path(spec).expanduser()
-        path = path if path.is_absolute() else local_base / path
-        return ResolvedBundle(path, spec, None)
+        return ResolvedBundle(resolve_path(spec, local_base), spec, None)
     hub = parse_hub_spec(spec)
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
@@ -64,7 +65,7 @@ def resolve_bundle(spec: str, local_base: Path) -> ResolvedBundle:
             hf_hub_download(hub.repo_id, hub.path, repo_type=hub.repo_type, revision=hub.revision)
         )
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
-        raise BundleLocationError(f"cannot fetch corpus bundle {spec!r}: {exc}") from exc
+        raise BundleLocationError(f"cannot fetch corpus bundle {spec!r}: {one_line(str(exc))}") from exc
     commit = _snapshot_commit(local, hub.path)
     return ResolvedBundle(local, spec, commit)
 

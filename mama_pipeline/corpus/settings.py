@@ -3,7 +3,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.settings_base import Section, bundled
 
 
 class TierSettings(Section):
@@ -12,10 +12,12 @@ class TierSettings(Section):
 
 
 class CorpusSettings(Section):
-    # local file (.txt bundle, .parquet, .jsonl), or hf://datasets/ORG/NAME@REVISION/PATH (revision required)
-    bundle: str = "sample_data/corpus/chunks_for_rag.txt"
+    # local file (.txt bundle, .parquet, .jsonl), or hf://datasets/ORG/NAME@REVISION/PATH (revision required);
+    # default: the synthetic sample bundled with the package
+    bundle: str = bundled("sample_data/corpus/chunks_for_rag.txt")
     # "body": chunk text without its breadcrumb lines (hashed, retrieved, judged and released);
-    # "with_breadcrumb": the breadcrumb lines as written, then the body
+    # "with_breadcrumb": the breadcrumb lines as written, then the body. The bundle's own CIDs may hash either
+    # text (the convention found is recorded in the corpus metadata); chunk ids always hash this one.
     canonical_text: Literal["body", "with_breadcrumb"] = "body"
     on_bad_chunk: Literal["fail", "skip"] = "fail"  # skip: bad chunks are dropped and counted with their reason
     tiers: dict[str, TierSettings] = Field(default_factory=dict)  # tier name -> quota and sources

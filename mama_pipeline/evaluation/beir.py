@@ -19,6 +19,7 @@ import polars as pl
 from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.evaluation.runs import QrelsRows
 from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.input_errors import read_parquet, text_lines
 
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "text": pl.String}
 QUERIES_SCHEMA = {"query_id": pl.String, "text": pl.String, "metadata": pl.String}
@@ -69,7 +70,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     """Read a BEIR folder (jsonl + tsv, or the hub's parquet tables)."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise EvaluationInputError(folder, "is not a folder")
+        raise EvaluationInputError(folder, "BEIR folder does not exist" if not folder.exists() else "is not a folder")
     if (folder / "corpus.jsonl").exists():
         corpus = _read_jsonl(folder / "corpus.jsonl", "corpus")
         queries = _read_jsonl(folder / "queries.jsonl", "queries")
@@ -138,23 +139,24 @@ def _read_jsonl(path: Path, kind: str) -> pl.DataFrame:
     texts: list[str] = []
     extra: list[str | None] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvaluationInputError(path, f"not valid JSON: {exc.msg}", lineno) from None
-            ident, text, more = _record_fields(record, kind)
-            if ident is None or text is None:
-                raise EvaluationInputError(path, "record needs string '_id' and 'text'", lineno)
-            if ident in seen:
-                raise EvaluationInputError(path, f"duplicate _id {ident!r}", lineno)
-            seen.add(ident)
-            ids.append(ident)
-            texts.append(text)
-            extra.append(more)
+    for lineno, line in text_lines(path, f"{kind} file"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvaluationInputError(path, f"not valid JSON: {exc.msg}", lineno) from None
+        ident, text, more = _record_fields(record, kind)
+        if ident is None or text is None:
+            raise EvaluationInputError(path, "record needs string '_id' and 'text'", lineno)
+        if ident in seen:
+            raise EvaluationInputError(path, f"duplicate _id {ident!r}", lineno)
+        seen.add(ident)
+        ids.append(ident)
+        texts.append(text)
+        extra.append(more)
+    if not ids:
+        raise EvaluationInputError(path, f"no {kind} records (empty file)")
     return _table(kind, ids, texts, extra)
 
 
@@ -182,21 +184,23 @@ def _read_qrels_tsv(path: Path) -> tuple[pl.DataFrame, list[int]]:
         raise EvaluationInputError(path, "file is missing")
     rows = QrelsRows(path)
     lines: list[int] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
-            if lineno == 1:
-                if line.split("\t") != QRELS_HEADER:
-                    raise EvaluationInputError(path, f"header must be {' '.join(QRELS_HEADER)!r} (tab-separated), got {line!r}", 1)
-                continue
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 3:
-                raise EvaluationInputError(path, f"expected 3 tab-separated fields, got {len(fields)}: {line!r}", lineno)
-            q, d, score = fields
-            rows.add(q, d, score, "score", lineno)
-            lines.append(lineno)
+    header = None
+    for lineno, line in text_lines(path, "qrels file"):
+        if lineno == 1:
+            if line.split("\t") != QRELS_HEADER:
+                raise EvaluationInputError(path, f"header must be {' '.join(QRELS_HEADER)!r} (tab-separated), got {line!r}", 1)
+            header = line
+            continue
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise EvaluationInputError(path, f"expected 3 tab-separated fields, got {len(fields)}: {line!r}", lineno)
+        q, d, score = fields
+        rows.add(q, d, score, "score", lineno)
+        lines.append(lineno)
+    if header is None:
+        raise EvaluationInputError(path, f"empty qrels file: expected the header {' '.join(QRELS_HEADER)!r}")
     return rows.frame(), lines
 
 
@@ -214,7 +218,7 @@ def _read_parquet_table(folder: Path, pattern: str, kind: str) -> pl.DataFrame:
     extra: list[str | None] = []
     seen: set[str] = set()
     for path in files:
-        df = pl.read_parquet(path)
+        df = read_parquet(path, f"{kind} file")
         for row_no, record in enumerate(df.iter_rows(named=True), start=1):
             ident, text, more = _record_fields(record, kind)
             if ident is None or text is None:
@@ -232,12 +236,15 @@ def _read_parquet_qrels(folder: Path, split: str) -> tuple[pl.DataFrame, Path, l
     files = _parquet_files(folder, f"{split}-*.parquet", f"qrels of split {split!r}")
     frames = []
     for path in files:
-        df = pl.read_parquet(path)
+        df = read_parquet(path, "qrels file")
         if not set(QRELS_HEADER) <= set(df.columns):
             raise EvaluationInputError(path, f"columns must include {QRELS_HEADER}, got {df.columns}")
-        frames.append(df.select(pl.col("query-id").cast(pl.String).alias("query_id"),
-                                pl.col("corpus-id").cast(pl.String).alias("doc_id"),
-                                pl.col("score").cast(pl.Int64).alias("relevance")))
+        try:
+            frames.append(df.select(pl.col("query-id").cast(pl.String).alias("query_id"),
+                                    pl.col("corpus-id").cast(pl.String).alias("doc_id"),
+                                    pl.col("score").cast(pl.Int64).alias("relevance")))
+        except pl.exceptions.PolarsError:
+            raise EvaluationInputError(path, f"column 'score' must hold integers, got {df.schema['score']}") from None
     qrels = pl.concat(frames)
     dup = qrels.with_row_index("row").filter(pl.struct("query_id", "doc_id").is_duplicated())
     if dup.height:

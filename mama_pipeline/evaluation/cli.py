@@ -18,16 +18,14 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.evaluation.errors import EvaluationInputError
+from mama_pipeline.input_errors import run_cli
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (EvaluationInputError, ValueError, KeyError) as exc:
-        print(f"mama-pipeline eval: error: {exc}", file=sys.stderr)
-        return 2
+    return run_cli("mama-pipeline eval", lambda: args.func(args), also=(ValueError, KeyError))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,10 +174,10 @@ def _benchmark_settings(args, retrievers: list[str]):
     from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
 
     source: dict[str, str] = {}
-    if Path(args.benchmark).is_dir():
-        source["path"] = str(Path(args.benchmark).resolve())
-    elif args.benchmark in PRESETS:
+    if args.benchmark in PRESETS and not Path(args.benchmark).exists():
         source["preset"] = args.benchmark
+    elif Path(args.benchmark).exists() or not HUB_ID.match(args.benchmark):  # a folder, or a missing one
+        source["path"] = str(Path(args.benchmark).expanduser().resolve())
     else:
         source["repo_id"] = args.benchmark
     name = re.sub(r"[^a-z0-9_.-]+", "-", Path(args.benchmark).name.lower()).strip("-.") or "benchmark"

@@ -1,15 +1,16 @@
-"""The one exception raised for unusable evaluation inputs."""
+"""The one exception raised for unusable evaluation inputs (an :class:`~mama_pipeline.input_errors.InputError`)."""
 from __future__ import annotations
 
 import os
 
+from mama_pipeline.input_errors import InputError, at
 
-class EvaluationInputError(ValueError):
+
+class EvaluationInputError(InputError):
     """Bad input, named by file and line (or by record id) with the reason."""
 
     def __init__(self, source: str | os.PathLike[str], reason: str, line: int | None = None):
         self.source = str(source)
         self.line = line
         self.reason = reason
-        where = f"{self.source}:{line}" if line is not None else self.source
-        super().__init__(f"{where}: {reason}")
+        super().__init__(at(self.source, reason, line))

@@ -16,6 +16,7 @@ import polars as pl
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.input_errors import text_lines
 from mama_pipeline.evaluation.runs import QrelsRows, check_qrels, check_run
 
 
@@ -23,7 +24,7 @@ def read_trec_run(path: str | os.PathLike[str], retriever: str | None = None) ->
     """A run table (retriever, query_id, doc_id, rank, score); ``retriever`` overrides the tag column."""
     rows: dict[str, list] = {"retriever": [], "query_id": [], "doc_id": [], "score": []}
     seen: set[tuple[str, str, str]] = set()
-    for lineno, fields in _lines(path):
+    for lineno, fields in _lines(path, "run"):
         if len(fields) != 6:
             raise EvaluationInputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}", lineno)
         qid, _, doc, rank, score, tag = fields
@@ -68,7 +69,7 @@ def write_trec_run(run: pl.DataFrame, path: str | os.PathLike[str]) -> bool:
 def read_trec_qrels(path: str | os.PathLike[str]) -> pl.DataFrame:
     """A qrels table (query_id, doc_id, relevance); graded labels kept."""
     rows = QrelsRows(path)
-    for lineno, fields in _lines(path):
+    for lineno, fields in _lines(path, "qrels"):
         if len(fields) != 4:
             raise EvaluationInputError(path, f"expected 4 fields 'qid iter docid rel', got {len(fields)}", lineno)
         qid, _, doc, rel = fields
@@ -83,10 +84,13 @@ def write_trec_qrels(qrels: pl.DataFrame, path: str | os.PathLike[str]) -> None:
             fh.write(f"{q} 0 {d} {rel}\n")
 
 
-def _lines(path: str | os.PathLike[str]):
-    """(line number, whitespace-split fields) of the non-blank lines of a file."""
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            fields = line.split()
-            if fields:
-                yield lineno, fields
+def _lines(path: str | os.PathLike[str], what: str):
+    """(line number, whitespace-split fields) of the non-blank lines of a file; an empty file is an error."""
+    empty = True
+    for lineno, line in text_lines(path, f"{what} file"):
+        fields = line.split()
+        if fields:
+            empty = False
+            yield lineno, fields
+    if empty:
+        raise EvaluationInputError(path, f"empty {what} file: no lines to read")

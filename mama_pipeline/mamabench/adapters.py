@@ -2,8 +2,10 @@
 
 Each upstream row becomes exactly one adapted row with a status: ``refused``
 (with a reason), ``out_of_scope`` (pre-scoped pools), ``kept`` (pre-scoped pools)
-or ``pending`` (waiting for a scope verdict). Refusals take precedence over
-pre-scoping, so a malformed row is counted as refused whatever its subject.
+or ``pending`` (waiting for a scope verdict). Pre-scoping takes precedence over
+refusals, as in the paper's yield table: a row outside a pre-scoped pool's scope
+is out of scope whatever its defects (which its ``detail`` still names), and
+refusals count only rows that would otherwise be kept or classified.
 """
 from __future__ import annotations
 
@@ -256,8 +258,14 @@ def adapt_pool(pool_name: str, raw: pl.DataFrame, s: MamabenchSettings) -> pl.Da
             a = Adapted(a.item_id, a.upstream_id, "duplicate_id", f"same id as {seen[a.item_id]}", a.in_prescope)
         if a.reason is None:
             seen[a.item_id] = where
+        elif pool.scoping == "prescoped" and a.in_prescope is False:
+            a = Adapted(a.item_id, a.upstream_id, None, _also_unscorable(a), False)
         out.append(_row(pool, row, a))
     return pl.DataFrame(out, schema=ADAPTED_SCHEMA, orient="row")
+
+
+def _also_unscorable(a: Adapted) -> str:
+    return f"outside the pre-scope; also not scorable: {a.reason}" + (f" ({a.detail})" if a.detail else "")
 
 
 def _status(pool: Pool, a: Adapted) -> str:

@@ -88,8 +88,9 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         "## Refused and unclassified rows",
         "Multiple-choice items are refused only when letter scoring cannot represent them (more than one "
         "correct option, the correct text repeated under another letter, no usable options or answer). "
-        "Refusals are decided before pre-scoping; `in prescope` tells whether the row matched its pool's "
-        "scope rule.",
+        "A row outside a pre-scoped pool's scope counts as out of scope whatever its defects, so refusals "
+        "count only rows that would otherwise be kept or classified; `in prescope` tells whether the row "
+        "matched its pool's scope rule.",
         _table(["pool", "status", "reason", "in prescope", "rows"],
                [[r["pool"], r["status"], r["reason"], r["in_prescope"], r["rows"]] for r in m["refusals"]])
         if m["refusals"] else "None.",

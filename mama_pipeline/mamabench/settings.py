@@ -2,14 +2,15 @@
 
 Each pool is read from a local file, a local folder laid out like the hub
 repository, or the Hugging Face hub at a pinned revision. Defaults are the
-bundled fixtures, relative to the folder of ``sample_config.yaml``.
+fixtures bundled with the package (resolved against the package, wherever the
+configuration file is).
 """
 from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
-from mama_pipeline.settings_base import Section
+from mama_pipeline.settings_base import Section, bundled
 
 
 class SourceLocation(Section):
@@ -38,8 +39,8 @@ class SourceLocation(Section):
         return self
 
 
-_UP = "sample_data/upstream"
-_OWN = "sample_data/mamabench"
+_UP = bundled("sample_data/upstream")
+_OWN = bundled("sample_data/mamabench")
 
 
 class SourcesSettings(Section):

@@ -6,6 +6,8 @@ upstream row, all native fields kept) with the file each came from, its
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ import polars as pl
 from mama_pipeline.mamabench.pools import Pool
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.input_errors import InputError, one_line, read_text, text_lines
 
 RAW_SCHEMA = {
     "origin": pl.String,  # file name inside the hub repo / folder, or the configured file name
@@ -28,8 +31,8 @@ RAW_SCHEMA = {
 }
 
 
-class SourceError(ValueError):
-    """An upstream file that cannot be read as its pool's format."""
+class SourceError(InputError):
+    """An upstream file that cannot be read as its pool's format (one line: file, line or record, reason)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def _hub_file(repo_id: str, revision: str, name: str) -> SourceFile:
     try:
         local = Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision))
     except Exception as exc:  # network, auth, offline cache miss: all name the file
-        raise SourceError(f"cannot fetch {name} from dataset {repo_id}@{revision}: {exc}") from exc
+        raise SourceError(f"cannot fetch {name} from dataset {repo_id}@{revision}: {one_line(str(exc))}") from exc
     commit = local.parents[len(Path(name).parts) - 1].name  # .../snapshots/<commit>/<name>
     return SourceFile(name, local, sha256_file(local), commit)
 
@@ -93,8 +96,9 @@ def load_pool(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path]) -
     files = locate(loc, resolve)
     frames, outside = [], Counter()
     for f in files:
-        rows = []
+        rows, n_records = [], 0
         for index, record in _records(f.path, pool.required):
+            n_records += 1
             if pool.member is not None:
                 column, value = pool.member
                 if record.get(column) != value:
@@ -102,6 +106,8 @@ def load_pool(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path]) -
                     continue
             uid = record.get(pool.id_column) if pool.id_column else None
             rows.append((f.origin, index, None if uid is None else str(uid), _dump(record), f.sha256, f.revision))
+        if not n_records:
+            raise SourceError(f"{f.path}: no records (an empty upstream file)")
         frames.append(pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row"))
     df = pl.concat(frames) if frames else pl.DataFrame(schema=RAW_SCHEMA)
     return RawPool(pool.name, df, files, dict(sorted(outside.items())))
@@ -135,12 +141,29 @@ def _table(path: Path, suffix: str) -> pl.DataFrame:
         if suffix == ".parquet":
             return pl.read_parquet(path)
         if suffix == ".csv":
+            _check_csv_rows(path)
             return pl.read_csv(path, infer_schema=False)
         return pl.read_excel(path, engine="openpyxl", infer_schema_length=0)
     except SourceError:
         raise
     except Exception as exc:
-        raise SourceError(f"{path}: cannot be read as {suffix}: {exc}") from exc
+        raise SourceError(f"{path}: cannot be read as {suffix}: {one_line(str(exc))[:300]}") from None
+
+
+def _check_csv_rows(path: Path) -> None:
+    """UTF-8 text whose every row has the header's number of fields (a truncated last row is an error)."""
+    try:
+        text = read_text(path, "source file")
+    except InputError as exc:
+        raise SourceError(str(exc)) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if not header:
+        raise SourceError(f"{path}: empty CSV file (no header row)")
+    for row in reader:
+        if row and len(row) != len(header):
+            raise SourceError(f"{path} line {reader.line_num}: {len(row)} fields where the header has {len(header)} "
+                              "(a truncated or wrongly shaped row)")
 
 
 def _check_keys(path: Path, where: str, record: Any, required: tuple[str, ...]) -> dict[str, Any]:
@@ -157,21 +180,31 @@ def _check_keys(path: Path, where: str, record: Any, required: tuple[str, ...]) 
 
 def _jsonl(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
     index = 0
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SourceError(f"{path} line {line_no}: not valid JSON: {exc}") from None
-            yield index, _check_keys(path, f"line {line_no}", record, required)
-            index += 1
+    for line_no, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{path} line {line_no}: not valid JSON: {exc}") from None
+        yield index, _check_keys(path, f"line {line_no}", record, required)
+        index += 1
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    try:
+        yield from text_lines(path, "source file")
+    except InputError as exc:
+        raise SourceError(str(exc)) from None
 
 
 def _json_list(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path, "source file")
+    except InputError as exc:
+        raise SourceError(str(exc)) from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SourceError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(data, list):

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.input_errors import InputError, read_text
 from mama_pipeline.release.files import row_count
 
 MANIFEST_PLACES = ("manifest.json", "manifests/manifest.json")
 
 
-class VerifyError(ValueError):
+class VerifyError(InputError):
     """A folder that has no readable manifest."""
 
 
@@ -34,6 +35,8 @@ class Verification:
 
 
 def find_manifest(folder: Path) -> Path:
+    if not folder.is_dir():
+        raise VerifyError(f"{folder}: release folder does not exist" if not folder.exists() else f"{folder}: not a folder")
     for rel in MANIFEST_PLACES:
         if (folder / rel).is_file():
             return folder / rel
@@ -65,10 +68,16 @@ def verify_release(folder: str | Path) -> Verification:
     folder = Path(folder)
     manifest_path = find_manifest(folder)
     try:
-        manifest = json.loads(manifest_path.read_text())
+        manifest = json.loads(read_text(manifest_path, "manifest"))
         files = manifest["files"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise VerifyError(f"{manifest_path}: not a release manifest with a 'files' map: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise VerifyError(f"{manifest_path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except InputError as exc:
+        raise VerifyError(str(exc)) from None
+    except (KeyError, TypeError):
+        raise VerifyError(f"{manifest_path}: not a release manifest: no 'files' map") from None
+    if not isinstance(files, dict) or not files:
+        raise VerifyError(f"{manifest_path}: not a release manifest: 'files' must map file paths to their hashes")
     rel_manifest = manifest_path.relative_to(folder).as_posix()
     result = Verification(folder, rel_manifest)
     for rel in sorted(files):

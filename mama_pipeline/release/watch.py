@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from mama_pipeline.corpus.location import parse_hub_spec
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.settings_base import resolve_path
 
 HubCommit = Callable[[str, str, str], str]  # (repo_type, repo_id, revision) -> commit
 
@@ -28,8 +29,7 @@ def bundle_fingerprint(spec: str, base_dir: Path, resolve_commit: HubCommit = hu
     if spec.startswith("hf://"):
         hub = parse_hub_spec(spec)
         return f"commit:{resolve_commit(hub.repo_type, hub.repo_id, hub.revision)}"
-    path = Path(spec).expanduser()
-    path = path if path.is_absolute() else base_dir / path
+    path = resolve_path(spec, base_dir)
     if not path.is_file():
         raise FileNotFoundError(f"corpus bundle {path} (corpus.bundle: {spec!r}) does not exist")
     return f"sha256:{sha256_file(path)}"

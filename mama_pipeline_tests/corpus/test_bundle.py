@@ -82,8 +82,9 @@ def test_with_breadcrumb_canonical_text_changes_ids(tmp_path):
     parsed = load_bundle(write(tmp_path, bundle), canonical="with_breadcrumb")
     assert parsed.chunks.get_column("text").to_list() == [crumb_text]
     assert parsed.chunks.get_column("chunk_id").to_list() == [cid(crumb_text)]
-    with pytest.raises(BundleError, match=r"chunks_for_rag.txt:1: CID does not match.*set corpus.canonical_text to 'with_breadcrumb'"):
-        load_bundle(write(tmp_path, bundle))
+    by_body = load_bundle(write(tmp_path, bundle))  # the bundle's CIDs hash breadcrumb + body; ids hash the body
+    assert by_body.cid_convention == "with_breadcrumb"
+    assert by_body.chunks.get_column("chunk_id").to_list() == [cid(PPH)]
 
 
 def test_crlf_and_bom_are_tolerated(tmp_path):
@@ -100,18 +101,24 @@ def test_writer_round_trips(tmp_path):
     assert parsed.chunks.select("source", "page", "breadcrumb", "text").rows() == [
         ("src-a", 3, ["Top", "Sub"], PPH), ("src-b", 4, [], ECL)
     ]
-    assert format_chunk("src-a", 3, [], PPH).splitlines()[1] == f"[SOURCE:src-a|PAGE:3|CID:{cid(PPH)}]"
+    assert format_chunk("src-a", 3, [], PPH).splitlines()[0] == f"<sep>[SOURCE:src-a|PAGE:3|CID:{cid(PPH)}]"
+    assert format_chunk("src-a", 3, ["Top"], PPH, "with_breadcrumb").splitlines()[0] == (
+        f"<sep>[SOURCE:src-a|PAGE:3|CID:{cid('> Top' + chr(10) + PPH)}]")
+    assert format_chunk("src-a", 3, ["Top"], PPH, "none").splitlines()[0] == "<sep>[SOURCE:src-a|PAGE:3]"
 
 
 @pytest.mark.parametrize(
     ("header", "line_no", "message"),
     [
-        ("[SOURCE:msf|PAGE:12]", 8, "malformed header"),
+        ("[SOURCE:msf|PAGE]", 8, "malformed header"),
+        ("<sep>SOURCE:msf|PAGE:3", 8, "malformed header"),
+        ("<sep>[SOURCE:msf|PAGE:3|CID:{cid}|X:1]", 8, "malformed header"),
         ("[SOURCE:msf|PAGE:twelve|CID:{cid}]", 8, "page is not a non-negative integer: PAGE:'twelve'"),
         ("[SOURCE:msf|PAGE:-1|CID:{cid}]", 8, "page is not a non-negative integer"),
         ("[SOURCE:msf|PAGE:3|CID:XYZ]", 8, "malformed header: CID 'XYZ'"),
         ("[SOURCE:bad slug!|PAGE:3|CID:{cid}]", 8, "malformed header: source 'bad slug!'"),
-        ("[SOURCE:msf|PAGE:3|CID:0123456789abcdef]", 8, "CID does not match .*given 0123456789abcdef"),
+        ("[SOURCE:msf|PAGE:3|CID:0123456789abcdef]", 8,
+         "CID does not match the bundle's convention: given 0123456789abcdef, but the body hashes to .*1 of 3 given CIDs"),
     ],
 )
 def test_bad_header_names_file_and_line(tmp_path, header, line_no, message):
@@ -234,3 +241,89 @@ def test_parquet_without_required_columns_is_not_a_bundle(tmp_path):
     bogus = write(tmp_path, b"not parquet at all", "y.parquet")
     with pytest.raises(BundleError, match="not a corpus bundle: cannot read as parquet"):
         load_bundle(bogus)
+
+
+# -- the real chunks_for_rag.txt form -----------------------------------------
+REAL = Path(__file__).parent / "fixtures"  # real-format bundles (synthetic text), copied from the shared fixtures
+CRUMBED = [("src-a", 1, ["Chapter 3", "Bleeding"], PPH), ("src-b", 7, ["Module 2"], ECL), ("src-a", 2, [], NEO)]
+
+
+def test_real_header_with_sep_parses(tmp_path):
+    text = (f"<sep>[SOURCE:source-00-guideline|PAGE:1|CID:{cid(PPH)}]\n> Chapter 1 > Section 1\n{PPH}\n"
+            f"<sep>[SOURCE:NICE_intrapartum_2023|PAGE:14]\n\n{ECL}\n\n")
+    parsed = load_bundle(write(tmp_path, text))
+    assert parsed.chunks.select("chunk_id", "source", "page", "breadcrumb", "text", "line").rows() == [
+        (cid(PPH), "source-00-guideline", 1, ["Chapter 1", "Section 1"], PPH, 1),
+        (cid(ECL), "NICE_intrapartum_2023", 14, [], ECL, 4),  # older header without CID: id computed
+    ]
+    assert parsed.cid_convention == "body" and parsed.cid_matches == {"body": 1, "absent": 1}
+
+
+@pytest.mark.parametrize("canonical", ["body", "with_breadcrumb"])
+def test_ids_and_version_do_not_depend_on_the_cid_convention(tmp_path, canonical):
+    parsed = {}
+    for cid_of in ("body", "with_breadcrumb", "none"):
+        path = tmp_path / f"{cid_of}.txt"
+        write_text_bundle(path, CRUMBED, cid_of=cid_of)
+        assert path.read_text().startswith("<sep>[SOURCE:src-a|PAGE:1")
+        parsed[cid_of] = load_bundle(path, canonical=canonical)
+    assert {k: p.cid_convention for k, p in parsed.items()} == {
+        "body": "body", "with_breadcrumb": "with_breadcrumb", "none": "none_given"}
+    assert parsed["body"].cid_matches == {"body": 2, "both": 1}  # the chunk without breadcrumb fits both
+    ids = {k: p.chunks.get_column("chunk_id").to_list() for k, p in parsed.items()}
+    assert ids["body"] == ids["with_breadcrumb"] == ids["none"]
+    assert len({p.corpus_version for p in parsed.values()}) == 1
+    expected = [cid(PPH), cid(ECL), cid(NEO)] if canonical == "body" else [
+        cid(f"> Chapter 3\n> Bleeding\n{PPH}"), cid(f"> Module 2\n{ECL}"), cid(NEO)]
+    assert ids["body"] == expected
+
+
+def test_real_format_fixtures_of_both_conventions_give_the_same_chunks():
+    body = load_bundle(REAL / "bundle-body-cid.txt")
+    crumb = load_bundle(REAL / "bundle-breadcrumb-cid.txt")
+    assert (body.cid_convention, crumb.cid_convention) == ("body", "with_breadcrumb")
+    assert body.chunks.height == crumb.chunks.height == 24
+    assert body.chunks.drop("given_cid").equals(crumb.chunks.drop("given_cid"))
+    assert body.corpus_version == crumb.corpus_version
+    assert body.chunks.get_column("chunk_id").to_list() == body.chunks.get_column("given_cid").to_list()
+    assert body.chunks.get_column("breadcrumb")[0].to_list() == ["Chapter 1", "Section 1"]
+
+
+def test_cids_matching_neither_text_fail_with_counts_or_are_skipped(tmp_path):
+    text = "".join(format_chunk(*c) for c in CRUMBED).replace(f"CID:{cid(ECL)}", "CID:00000000000000aa")
+    text += f"<sep>[SOURCE:src-c|PAGE:9|CID:00000000000000bb]\n> Top\n{PPH} Extra.\n"
+    path = write(tmp_path, text)
+    with pytest.raises(BundleError, match=r"chunks_for_rag.txt:5: CID does not match the bundle's convention: "
+                                          r"given 00000000000000aa.*2 of 4 given CIDs .*\(body\), at lines 5, 10"):
+        load_bundle(path)
+    parsed = load_bundle(path, on_bad="skip")
+    assert parsed.chunks.get_column("chunk_id").to_list() == [cid(PPH), cid(NEO)]
+    assert parsed.issues.select("line", "reason", "action").rows() == [
+        (5, "cid_mismatch", "skipped"), (10, "cid_mismatch", "skipped")]
+    assert parsed.cid_matches == {"body": 1, "both": 1, "neither": 2}
+
+
+def test_all_cids_matching_neither_is_reported_as_such(tmp_path):
+    text = "".join(format_chunk(*c) for c in CRUMBED[:2])
+    text = text.replace(cid(PPH), "0" * 16).replace(cid(ECL), "1" * 16)
+    path = write(tmp_path, text)
+    with pytest.raises(BundleError, match=r":1: .*2 of 2 given CIDs do not fit the bundle's convention \(neither\)"):
+        load_bundle(path)
+    with pytest.raises(BundleError, match="no usable chunks"):
+        load_bundle(path, on_bad="skip")
+
+
+def test_a_minority_convention_is_a_mismatch(tmp_path):
+    text = format_chunk(*CRUMBED[0]) + format_chunk(*CRUMBED[1]) + format_chunk(*CRUMBED[0][:3], NEO, "with_breadcrumb")
+    parsed = load_bundle(write(tmp_path, text), on_bad="skip")
+    assert parsed.cid_convention == "body"
+    assert parsed.issues.get_column("detail").to_list() == [
+        f"given {cid(chr(10).join(['> Chapter 3', '> Bleeding', NEO]))} hashes the with_breadcrumb text, "
+        "but the bundle's CIDs hash the body text"]
+
+
+@pytest.mark.parametrize("preamble", ["Title page\n", "<sep>\nnotes\n"])
+def test_content_before_the_first_header_names_its_line(tmp_path, preamble):
+    path = write(tmp_path, "\n" + preamble + format_chunk(*CRUMBED[0]))
+    with pytest.raises(BundleError, match=r"chunks_for_rag.txt:(2|3): not a corpus bundle: expected a <sep>\[SOURCE"):
+        load_bundle(path, on_bad="skip")

@@ -16,7 +16,7 @@ SAMPLE_BUNDLE = SAMPLE_CONFIG.parent / "sample_data" / "corpus" / "chunks_for_ra
 
 def workspace(tmp_path: Path, on_bad: str) -> Path:
     lines = SAMPLE_BUNDLE.read_text().splitlines()
-    header = next(i for i, ln in enumerate(lines) if ln.startswith("[SOURCE:oxford-handbook-of-midwifery"))
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("<sep>[SOURCE:oxford-handbook-of-midwifery"))
     lines[header] = lines[header][:-17] + "0000000000000000]"  # wrong CID
     bundle = tmp_path / "chunks_for_rag.txt"
     bundle.write_text("\n".join(lines) + "\n")
@@ -62,4 +62,6 @@ def test_skip_mode_lists_the_chunk_and_warns(tmp_path):
         for e in result.get_asset_materialization_events()
     }
     assert meta["corpus_chunks"]["skipped/cid_mismatch"].value == 1
+    assert meta["corpus_chunks"]["cid_convention"].value == "body"
+    assert meta["corpus_chunks"]["cids_matching_neither"].value == 1
     assert meta["corpus_chunks"]["chunks"].value == store.read_table("corpus_chunks").height == 282

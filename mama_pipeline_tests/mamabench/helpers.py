@@ -9,6 +9,7 @@ from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import MamabenchSettings
 from mama_pipeline.mamabench.sources import load_pool
+from mama_pipeline.settings_base import resolve_path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mama_pipeline"
 SETTINGS = MamabenchSettings()
@@ -16,7 +17,7 @@ SETTINGS = MamabenchSettings()
 
 def resolve(path: str) -> Path:
     """Resolve like the bundled sample config does (against the package folder)."""
-    return PACKAGE / path
+    return resolve_path(path, PACKAGE)
 
 
 def raw(pool: str) -> pl.DataFrame:

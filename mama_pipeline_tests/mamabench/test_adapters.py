@@ -70,6 +70,25 @@ def test_medmcqa_bad_rows_are_refused_with_reasons() -> None:
     assert a["in_prescope"].to_list() == [True] * 6
 
 
+def test_medmcqa_rows_outside_the_kept_subjects_are_out_of_scope_whatever_their_defects() -> None:
+    base = {"question": "Drug of choice for eclampsia?", "opa": "Magnesium sulphate", "opb": "Diazepam",
+            "opc": "Phenytoin", "opd": "Labetalol", "cop": 0, "choice_type": "single",
+            "subject_name": "Gynaecology & Obstetrics", "topic_name": None}
+    rows = [
+        {**base, "id": "in-dup", "opc": "magnesium sulphate"},
+        {**base, "id": "out-dup", "opc": "magnesium sulphate", "subject_name": "Anatomy"},
+        {**base, "id": "out-empty", "question": "", "subject_name": "Surgery"},
+        {**base, "id": "out-ok", "subject_name": "Surgery"},
+        {**base, "id": "out-ok", "subject_name": "Surgery"},  # repeated id outside the scope
+    ]
+    a = adapt_pool("medmcqa", frame(rows), SETTINGS)
+    assert a.select("status", "reason").rows() == [
+        ("refused", "duplicated_correct_text"), ("out_of_scope", None), ("out_of_scope", None),
+        ("out_of_scope", None), ("out_of_scope", None)]
+    assert a["detail"][1] == "outside the pre-scope; also not scorable: duplicated_correct_text (A repeated at C)"
+    assert a["detail"][2] == "outside the pre-scope; also not scorable: empty_question"
+
+
 def test_medqa_goes_to_the_classifier_in_mcq_mode() -> None:
     a = adapted("medqa_usmle")
     assert status_counts(a) == {("pending", None): 150}
@@ -92,10 +111,11 @@ def test_medqa_bad_rows() -> None:
 
 def test_afrimed_mcq_refuses_the_multi_answer_row_and_prescopes_obstetrics() -> None:
     a = adapted("afrimedqa_mcq")
-    assert status_counts(a) == {("kept", None): 4, ("out_of_scope", None): 5, ("refused", "multiple_correct"): 1}
-    refused = a.filter(pl.col("status") == "refused").row(0, named=True)
-    assert refused["upstream_id"].startswith("1f2756560b3598b5")  # "Erectile dysfunction", option1,3,4,5
-    assert refused["detail"] == "A,C,D,E"
+    # the multi-answer row is outside the obstetrics pre-scope: out of scope, not a refusal
+    assert status_counts(a) == {("kept", None): 4, ("out_of_scope", None): 6}
+    multi = a.filter(pl.col("upstream_id").str.starts_with("1f2756560b3598b5")).row(0, named=True)  # "Erectile dysfunction"
+    assert multi["detail"] == "outside the pre-scope; also not scorable: multiple_correct (A,C,D,E)"
+    assert multi["item_json"] is None
     kept = items(a.filter(pl.col("status") == "kept"))
     assert all("specialty:Obstetrics_and_Gynecology" in i.source.metadata.tags for i in kept)
     assert {len(i.choices) for i in kept} == {5}

@@ -65,7 +65,7 @@ def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
     store = Store(tmp_path / "data" / "mama.duckdb")
     y = {r["pool"]: r for r in store.read_table("mamabench_yield").iter_rows(named=True)}
     assert (y["medmcqa"]["upstream_rows"], y["medmcqa"]["kept"], y["medmcqa"]["out_of_scope"]) == (120, 60, 60)
-    assert (y["afrimedqa_mcq"]["kept"], y["afrimedqa_mcq"]["refused"], y["afrimedqa_mcq"]["out_of_scope"]) == (4, 1, 5)
+    assert (y["afrimedqa_mcq"]["kept"], y["afrimedqa_mcq"]["refused"], y["afrimedqa_mcq"]["out_of_scope"]) == (4, 0, 6)
     assert (y["afrimedqa_saq"]["kept"], y["afrimedqa_saq"]["refused"]) == (3, 1)
     assert y["whb"]["kept"] == 20 and y["healthbench_hard"]["refused"] == 1
     assert y["healthbench_consensus"]["unclassified"] >= 1  # the row without an oss_eval twin
@@ -73,7 +73,7 @@ def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
         assert r["upstream_rows"] == r["kept"] + r["refused"] + r["out_of_scope"] + r["unclassified"]
     acc = store.read_table("mamabench_accounting")
     multi = acc.filter(pl.col("upstream_id").str.starts_with("1f2756560b3598b5"))
-    assert multi.select("status", "reason").rows() == [("refused", "multiple_correct")]
+    assert multi.select("status", "reason").rows() == [("out_of_scope", None)]  # outside obstetrics: not a refusal
 
     hb = store.read_table("healthbench_scope_verdicts")
     assert hb.height == 40 and hb["prompt_id"].is_unique().all()

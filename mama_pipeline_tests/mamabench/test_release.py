@@ -78,8 +78,9 @@ def test_manifest_and_card_carry_the_figures(inputs: ReleaseInputs) -> None:
     m = json.loads(files["manifests/manifest.json"])
     assert m["items"]["total"] == inputs.items.height
     assert {s["pool"]: s["kept"] for s in m["sources"]} == dict(zip(inputs.yields["pool"], inputs.yields["kept"]))
-    assert {"pool": "afrimedqa_mcq", "status": "refused", "reason": "multiple_correct", "in_prescope": False,
+    assert {"pool": "afrimedqa_saq", "status": "refused", "reason": "empty_answer", "in_prescope": True,
             "rows": 1} in m["refusals"]
+    assert not any(r["pool"] == "afrimedqa_mcq" for r in m["refusals"])  # its multi-answer row is out of scope
     assert any(r["reason"] == "parse_failed" for r in m["refusals"])  # unclassified rows are listed too
     assert m["classifier"] == {"model": "model-x", "prompt_id": "scope_classifier",
                                "prompt_hash": SCOPE_TEMPLATE.hash, "smoke_test": False}
@@ -88,7 +89,7 @@ def test_manifest_and_card_carry_the_figures(inputs: ReleaseInputs) -> None:
     card = files["README.md"].decode()
     assert card.startswith("---\npretty_name: mamabench\n")
     assert "- config_name: calibration\n  data_files:\n  - split: test\n    path: data/calibration/test.jsonl" in card
-    assert "| afrimedqa_mcq | mcq | prescoped | 10 | 4 | 1 | 5 | 0 | 40.0 |" in card
+    assert "| afrimedqa_mcq | mcq | prescoped | 10 | 4 | 0 | 6 | 0 | 40.0 |" in card
     assert f"**Total kept: {inputs.items.height:,}.**" in card
     assert "Smoke-test build" not in card
 

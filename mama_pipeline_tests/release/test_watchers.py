@@ -131,6 +131,10 @@ def test_hub_bundle_is_watched_by_revision_commit(sample_copy, monkeypatch):
 
 
 def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_copy):
+    medqa = sample_copy.parent / "sample_data" / "upstream" / "medqa_usmle" / "us_4_options_test-sample-150.jsonl"
+    # written in the user's file, the path resolves against the copy (the bundled default would name the package's)
+    sample_copy.write_text(sample_copy.read_text().replace(
+        "mamabench:\n", f"mamabench:\n  sources:\n    medqa_usmle: {{path: {medqa.relative_to(sample_copy.parent)}}}\n", 1))
     settings = SettingsResource(config_path=str(sample_copy))
     with dg.instance_for_test() as instance:
         def tick():
@@ -142,7 +146,6 @@ def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_c
         assert dg.materialize(RAW_ASSETS, resources=shared_resources(str(sample_copy)), instance=instance).success
         skip = tick()
         assert isinstance(skip, dg.SkipReason) and "unchanged" in skip.skip_message
-        medqa = sample_copy.parent / "sample_data" / "upstream" / "medqa_usmle" / "us_4_options_test-sample-150.jsonl"
         medqa.write_bytes(medqa.read_bytes() + b"\n")
         request = tick()
     assert isinstance(request, dg.RunRequest)
