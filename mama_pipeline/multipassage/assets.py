@@ -189,12 +189,19 @@ def multipassage_rankings(
     return dg.Output(out.rankings, metadata={k: ("none" if v is None else v) for k, v in out.metadata.items()})
 
 
-def stored_track_rankings(store, names: list[str]) -> pl.DataFrame:
+def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> pl.DataFrame:
+    """The track's rankings of these retrievers; an error names partitions never materialised."""
     from mama_pipeline.retrieval.rankings import empty_rankings
 
-    if not names or not store.table_exists(RANKINGS_TABLE):
+    if not names or questions.is_empty():
         return empty_rankings()
-    return store.read_table(RANKINGS_TABLE, partitions=names)
+    table = store.read_table(RANKINGS_TABLE, partitions=names) if store.table_exists(RANKINGS_TABLE) else empty_rankings()
+    table = table.filter(pl.col("query_id").is_in(questions["query_id"].to_list()))
+    missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
+    if missing:
+        raise ValueError(f"multipassage_rankings of {missing} do not cover the current questions: materialise those "
+                         "partitions first")
+    return table
 
 
 @dg.asset(
@@ -209,13 +216,9 @@ def multipassage_pool(settings: SettingsResource, store: StoreResource,
 
     s = settings.get()
     pooled = s.multipassage.pool_retrievers or s.retrieval.pooled
-    stored = stored_track_rankings(store.get(), pooled)
+    stored = stored_track_rankings(store.get(), pooled, questions)
     pieces = questions.select("query_id", pl.col("chunk_ids").alias("seed_chunk_id")).explode("seed_chunk_id")
-    if questions.is_empty():
-        stored = stored.clear()
-        pooled_names = []
-    else:
-        pooled_names = pooled
+    pooled_names = pooled if questions.height else []
     pool = pool_pairs(stored, pooled_names, s.multipassage.pool_depth, pieces, include_seed=True)
     return dg.Output(pool, metadata={"retrievers": ", ".join(pooled), "depth": s.multipassage.pool_depth,
                                      **pool_stats(pool, pooled_names, questions.height)})
@@ -264,7 +267,7 @@ def multipassage_scoreboard(settings: SettingsResource, store: StoreResource, mu
     s = settings.get()
     names = s.retrieval.retriever_names
     labels = multipassage_labels.filter(pl.col("status") == "labelled")
-    scores = score_track(stored_track_rankings(store.get(), names), labels, questions, names, s.multipassage,
+    scores = score_track(stored_track_rankings(store.get(), names, questions), labels, questions, names, s.multipassage,
                          s.evaluation)
     overall = scores.board.filter((pl.col("tier") == "all") & pl.col("track"))
     wide = overall.pivot(on="measure", index="retriever", values="mean", maintain_order=True) if overall.height else overall

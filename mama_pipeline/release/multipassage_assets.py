@@ -49,7 +49,7 @@ def mamaretrieval_multipassage_release(
     writer, verifier, judge = prompt_infos(s)
     inputs = MultipassageInputs(
         version=s.release.mamaretrieval_version, chunks=chunks, questions=questions, decisions=decisions,
-        rankings=stored_track_rankings(store.get(), pooled), labels=labels, writer=writer, verifier=verifier,
+        rankings=stored_track_rankings(store.get(), pooled, questions), labels=labels, writer=writer, verifier=verifier,
         judge=judge, retrievers=pooled, pool_depth=s.multipassage.pool_depth, lenient=s.judging.lenient_cut,
         strict=s.judging.strict_cut, scoreboard=scoreboard, producer=producer(),
     )

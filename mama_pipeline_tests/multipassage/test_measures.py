@@ -94,3 +94,12 @@ def test_unknown_significance_measure_is_named():
     mp = MultipassageSettings(significance_measures=["nope@3"])
     with pytest.raises(ValueError, match="nope@3"):
         score_track(pl.DataFrame(), pl.DataFrame(), QUESTIONS, ["a", "b"], mp, EvaluationSettings())
+
+
+def test_no_verified_questions_gives_an_empty_scoreboard_not_an_error():
+    empty_q = QUESTIONS.clear()
+    rankings = pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
+                                    "chunk_id": pl.String, "score": pl.Float64})
+    labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
+    scores = score_track(rankings, labels, empty_q, ["a", "b"], MultipassageSettings(), EvaluationSettings())
+    assert scores.board.is_empty() and scores.per_query.is_empty() and scores.significance.is_empty()

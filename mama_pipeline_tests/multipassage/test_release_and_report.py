@@ -90,3 +90,13 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     assert "0.5000" in page and "0.7500" in page and '<tr class="sig">' in page
     assert "<td>duplicate_set</td><td>1</td>" in page and "<td>set_incomplete</td><td>1</td>" in page
     assert "AllIn@10[pieces] per tier" in page
+
+
+def test_a_release_with_no_verified_question_still_counts_every_failure(tmp_path):
+    inp = inputs()
+    none = inputs(questions=inp.questions.clear(), rankings=inp.rankings.clear(), labels=inp.labels.clear(),
+                  decisions=inp.decisions.with_columns(status=pl.lit("single_chunk_answers")))
+    manifest = write_multipassage_release(tmp_path / "r", none)
+    assert manifest["figures"]["questions"] == 0 and manifest["figures"]["not_released"] == 2
+    assert verify_release(tmp_path / "r").ok
+    assert pl.read_parquet(tmp_path / "r" / "audit" / "decisions.parquet")["question"].null_count() == 2
