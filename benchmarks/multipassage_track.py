@@ -70,6 +70,7 @@ def writing_and_verification(args) -> None:
             return LLMClient(stage, cfg, store, endpoint=server.url, model="fake", resolve_urls=lambda: [server.url])
 
         w_tpl, v_tpl = writer_template(30, False), verifier_template(False)
+        c0 = time.process_time()
         t0 = time.perf_counter()
         w = client("query_writer").run(w_tpl, writer_model(False), writer_requests(sets, chunks, w_tpl))
         t_w = time.perf_counter() - t0
@@ -81,6 +82,7 @@ def writing_and_verification(args) -> None:
         decisions = decide(sets, written, v.results, writer=("fake", w_tpl.hash), verifier=("fake", v_tpl.hash),
                            temperature=0.0)
         wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
         n_req = len(w.results) + len(v.results)
         assert not w.failures and not v.failures and w.calls + v.calls == n_req
         ideal = (len(w.results) + len(v.results)) * args.delay / args.concurrency
@@ -91,7 +93,7 @@ def writing_and_verification(args) -> None:
         print(f"  verifier {t_v:.2f} s ({len(v.results) / t_v:.1f} req/s, "
               f"{100 * len(v.results) * args.delay / args.concurrency / t_v:.1f}% of ideal)")
         print(f"  total    {wall:.2f} s for {n_req} requests (ideal {ideal:.2f} s) -> {100 * ideal / wall:.1f}% of the "
-              f"ideal throughput  [{load()}]")
+              f"ideal throughput; client process CPU {cpu:.2f} s  [{load()}]")
         print(f"  outcomes: {status_counts(decisions)}")
 
 
@@ -116,13 +118,13 @@ def scoring(args) -> None:
         }))
     rankings = pl.concat(frames)
     mp, ev = MultipassageSettings(), EvaluationSettings()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     scores = score_track(rankings, labels, questions, RETRIEVERS, mp, ev)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"scoring: {len(RETRIEVERS)} retrievers x {n} questions x top-{depth}, {labels.height} labels, "
           f"{len(scores.measures)} measures, {scores.significance.height} paired tests ({ev.resamples} resamples, "
           f"all questions and per tier)")
-    print(f"  wall {wall:.2f} s  [{load()}]")
+    print(f"  wall {wall:.2f} s, process CPU {cpu:.2f} s  [{load()}]")
 
 
 def main() -> None:
