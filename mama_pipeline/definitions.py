@@ -7,6 +7,7 @@ from mama_pipeline.corpus import definitions as corpus
 from mama_pipeline.evaluation import definitions as evaluation
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.mamabench import definitions as mamabench
+from mama_pipeline.multipassage import definitions as multipassage
 from mama_pipeline.queries import definitions as queries
 from mama_pipeline.release import definitions as release
 from mama_pipeline.resources import shared_resources
@@ -22,6 +23,7 @@ defs = dg.Definitions.merge(
     retrieval.defs,
     judging.defs,
     evaluation.defs,
+    multipassage.defs,
     release.defs,
     dg.Definitions(resources=shared_resources()),
 )

@@ -20,6 +20,7 @@ from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.llm.settings import LLMSettings
 from mama_pipeline.mamabench.settings import MamabenchSettings
+from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
@@ -43,6 +44,7 @@ class PipelineSettings(Section):
     retrieval: RetrievalSettings = RetrievalSettings()
     judging: JudgingSettings = JudgingSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
+    multipassage: MultipassageSettings = MultipassageSettings()
     release: ReleaseSettings = ReleaseSettings()
 
     # set by load_settings, not by the file

@@ -1,0 +1,1 @@
+"""The mamaretrieval multi-passage track: questions that need two or three chunks, their labels and measures."""

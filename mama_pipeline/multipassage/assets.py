@@ -1,0 +1,306 @@
+"""Dagster assets of the multi-passage track (group ``multipassage``), thin over the pure modules.
+
+Inputs from other areas: ``corpus_chunks``; the retrievers of ``retrieval.retrievers``
+(run here on the track's questions, one partition each, as ``rankings`` does for the
+single-chunk queries); the judge through :func:`mama_pipeline.judging.judge.judge_pairs`.
+"""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.metadata import md_table
+from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
+from mama_pipeline.multipassage.ids import assign_question_ids
+from mama_pipeline.multipassage.prompts import verifier_model, verifier_template, writer_model, writer_template
+from mama_pipeline.multipassage.questions import (
+    decide,
+    status_counts,
+    verifier_requests,
+    writer_requests,
+    written_questions,
+)
+from mama_pipeline.multipassage.scoreboard import score_track
+from mama_pipeline.multipassage.settings import check_against
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.assets import RETRIEVERS  # one partition per configured retriever, as rankings
+from mama_pipeline.settings import PipelineSettings
+from mama_pipeline.shared_inputs import CHUNKS
+
+GROUP = "multipassage"
+RANKINGS_TABLE = "multipassage_rankings"
+REGISTRY_TABLE = "multipassage_id_registry"
+QUESTIONS = dg.AssetIn("multipassage_questions")
+QUESTION_COLUMNS = [
+    "query_id", "query_text", "set_id", "chunk_ids", "kind", "size", "source", "tier", "writer_model",
+    "writer_prompt_hash", "verifier_model", "verifier_prompt_hash", "temperature", "corpus_version",
+]
+
+
+def _section_text(breadcrumb: list[str] | None) -> str:
+    return " > ".join(breadcrumb or []) or "(none)"
+
+
+def chunk_lookup(chunks: pl.DataFrame, ids: set[str]) -> dict[str, dict]:
+    """chunk id -> source, section, text for the chunks named by the sets."""
+    part = chunks.filter(pl.col("chunk_id").is_in(list(ids))).select("chunk_id", "source", "breadcrumb", "text")
+    return {r["chunk_id"]: {"source": r["source"], "section": _section_text(r["breadcrumb"]), "text": r["text"]}
+            for r in part.to_dicts()}
+
+
+def track_depth(s: PipelineSettings) -> int:
+    """Ranks stored per question: enough for the pool and every cutoff."""
+    return max(s.multipassage.pool_depth, *s.multipassage.cutoffs, *s.evaluation.cutoffs)
+
+
+@dg.asset(
+    group_name=GROUP,
+    ins={"chunks": CHUNKS},
+    description="Every candidate chunk set (section neighbours, cross-source dense neighbours) with its status: "
+    "sampled, not_sampled, or dropped with the reason.",
+)
+def multipassage_candidates(
+    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame
+) -> dg.Output[pl.DataFrame]:
+    from mama_pipeline.multipassage.neighbours import dense_neighbours
+    from mama_pipeline.retrieval.encoders import load_dense
+
+    s = settings.get()
+    mp = s.multipassage
+    check_against(mp, {r.name: r.kind for r in s.retrieval.retrievers}, list(s.corpus.tiers))
+    spec = s.retrieval.retriever(mp.dense_retriever)
+    tier_of = s.corpus.tier_of()
+    anchors = chunks.filter(pl.col("source").is_in(list(tier_of)))["chunk_id"].to_list()
+    encoder = load_dense(spec.params, s.resolve)
+    neighbours, stats = dense_neighbours(store.get(), encoder, chunks, anchors, mp.neighbours)
+    context.log.info(f"multipassage: {len(anchors)} anchors, {stats.encoded} chunk texts embedded now, "
+                     f"{stats.cached} from the cache")
+    frame = candidate_sets(
+        chunks, tier_of, mp.sets_per_source, neighbours, sizes=mp.set_sizes, section_level=mp.section_level,
+        min_similarity=mp.min_similarity, min_body_words=s.corpus.min_body_words, seed=mp.seed,
+    )
+    by = frame.group_by("kind", "size", "status").len().sort("kind", "size", "status")
+    sampled = frame.filter(pl.col("status") == "sampled").group_by("tier", "kind").len().sort("tier", "kind")
+    return dg.Output(frame, metadata={
+        "candidates": frame.height,
+        "sampled": int((frame["status"] == "sampled").sum()),
+        "not_sampled": int((frame["status"] == "not_sampled").sum()),
+        **{f"dropped/{k}": v for k, v in drop_counts(frame).items()},
+        "by_kind_size_status": md_table(by),
+        "sampled_by_tier": md_table(sampled),
+        "dense_retriever": mp.dense_retriever,
+        "chunk_texts_embedded_now": stats.encoded,
+        "seed": mp.seed,
+    })
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    ins={"multipassage_candidates": dg.AssetIn("multipassage_candidates"), "chunks": CHUNKS},
+    outs={
+        "multipassage_decisions": dg.AssetOut(
+            description="One decision per sampled set: kept, or the reason it failed writing or verification.",
+        ),
+        "multipassage_questions": dg.AssetOut(
+            description="Verified questions with stable ids mq_00001..., their chunk set (the required pieces), "
+            "tier and provenance. Only kept decisions are here.",
+        ),
+    },
+)
+def multipassage_questions(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    llm: LLMResource,
+    multipassage_candidates: pl.DataFrame,
+    chunks: pl.DataFrame,
+):
+    s = settings.get()
+    mp = s.multipassage
+    sets = multipassage_candidates.filter(pl.col("status") == "sampled").sort("set_id")
+    lookup = chunk_lookup(chunks, set(sets["chunk_ids"].explode().drop_nulls().to_list()))
+    w_cfg, v_cfg = getattr(s.llm, mp.writer_stage), getattr(s.llm, mp.verifier_stage)
+    w_tpl, v_tpl = writer_template(mp.max_words, w_cfg.reasoning == "json_field"), verifier_template(
+        v_cfg.reasoning == "json_field")
+    meta: dict = {}
+    with llm.client(mp.writer_stage, context) as client:
+        w_report = client.run(w_tpl, writer_model(w_cfg.reasoning == "json_field"), writer_requests(sets, lookup, w_tpl))
+        writer = (client.model, w_tpl.hash)
+    meta.update(w_report.metadata())
+    written = written_questions(sets, w_report.results, mp.max_words)
+    v_requests = verifier_requests(written, sets, lookup, v_tpl)
+    verdicts = []
+    with llm.client(mp.verifier_stage, context) as client:
+        if v_requests:
+            v_report = client.run(v_tpl, verifier_model(v_cfg.reasoning == "json_field"), v_requests)
+            verdicts = v_report.results
+            meta.update({f"verify:{k}": v for k, v in v_report.metadata().items()})
+        verifier = (client.model, v_tpl.hash)
+    decisions = decide(sets, written, verdicts, writer=writer, verifier=verifier, temperature=w_cfg.temperature)
+    kept = decisions.filter(pl.col("status") == "kept")
+    db = store.get()
+    registry = db.read_table(REGISTRY_TABLE) if db.table_exists(REGISTRY_TABLE) else None
+    ids, registry = assign_question_ids(kept["set_id"].to_list(), registry)
+    questions = (
+        kept.with_columns(query_id=pl.col("set_id").replace_strict(ids, return_dtype=pl.String),
+                          query_text=pl.col("question"))
+        .select(QUESTION_COLUMNS).sort("query_id")
+    )
+    db.write_table(REGISTRY_TABLE, registry)
+    counts = status_counts(decisions)
+    by_tier = decisions.group_by("tier").agg(pl.len().alias("sets"), (pl.col("status") == "kept").sum().alias("kept"))
+    yield dg.Output(decisions, output_name="multipassage_decisions", metadata={
+        **{f"status/{k}": v for k, v in counts.items()},
+        "sets": decisions.height,
+        "verification_requests": len(v_requests),
+        "kept_by_tier": md_table(by_tier.sort("tier")),
+        **meta,
+    })
+    yield dg.Output(questions, output_name="multipassage_questions", metadata={
+        "questions": questions.height,
+        "by_size": md_table(questions.group_by("size", "kind").len().sort("size", "kind")),
+        "not_released": decisions.height - questions.height,
+    })
+
+
+@dg.asset(
+    group_name=GROUP,
+    partitions_def=RETRIEVERS,
+    ins={"chunks": CHUNKS, "questions": QUESTIONS},
+    description="Top-k chunks per multi-passage question of one configured retriever (partition = retriever).",
+)
+def multipassage_rankings(
+    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
+    chunks: pl.DataFrame, questions: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    from mama_pipeline.retrieval.rankings import empty_rankings
+    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+
+    s = settings.get()
+    spec = s.retrieval.retriever(context.partition_key)
+    if questions.is_empty():
+        return dg.Output(empty_rankings(), metadata={"retriever": spec.name, "questions": 0, "rows": 0})
+    db = store.get()
+    env = RetrievalEnv(store=db, work_dir=data_path(settings, "retrieval"), resolve=s.resolve,
+                       load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
+                       log=context.log.info)
+    out = run_retriever(spec, chunks, questions.select("query_id", "query_text"), track_depth(s), env)
+    return dg.Output(out.rankings, metadata={k: ("none" if v is None else v) for k, v in out.metadata.items()})
+
+
+def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> pl.DataFrame:
+    """The track's rankings of these retrievers; an error names partitions never materialised."""
+    from mama_pipeline.retrieval.rankings import empty_rankings
+
+    if not names or questions.is_empty():
+        return empty_rankings()
+    table = store.read_table(RANKINGS_TABLE, partitions=names) if store.table_exists(RANKINGS_TABLE) else empty_rankings()
+    table = table.filter(pl.col("query_id").is_in(questions["query_id"].to_list()))
+    missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
+    if missing:
+        raise ValueError(f"multipassage_rankings of {missing} do not cover the current questions: materialise those "
+                         "partitions first")
+    return table
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[multipassage_rankings],
+    ins={"questions": QUESTIONS},
+    description="Judging pool of the track: the pooled retrievers' top-k per question plus every required piece.",
+)
+def multipassage_pool(settings: SettingsResource, store: StoreResource,
+                      questions: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    from mama_pipeline.retrieval.pooling import pool_pairs, pool_stats
+
+    s = settings.get()
+    pooled = s.multipassage.pool_retrievers or s.retrieval.pooled
+    stored = stored_track_rankings(store.get(), pooled, questions)
+    pieces = questions.select("query_id", pl.col("chunk_ids").alias("seed_chunk_id")).explode("seed_chunk_id")
+    pooled_names = pooled if questions.height else []
+    pool = pool_pairs(stored, pooled_names, s.multipassage.pool_depth, pieces, include_seed=True)
+    return dg.Output(pool, metadata={"retrievers": ", ".join(pooled), "depth": s.multipassage.pool_depth,
+                                     **pool_stats(pool, pooled_names, questions.height)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    ins={"chunks": CHUNKS, "questions": QUESTIONS},
+    description="Every pooled pair of the track labelled by the judge (stored labels reused, holes asked), or "
+    "listed as failed with its reason.",
+)
+def multipassage_labels(
+    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
+    multipassage_pool: pl.DataFrame, questions: pl.DataFrame, chunks: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    from mama_pipeline.judging.judge import judge_pairs
+    from mama_pipeline.judging.rubric import output_model
+
+    s = settings.get()
+    with llm.client("judge", context) as client:
+        run = judge_pairs(client, store.get(), multipassage_pool.select("query_id", "chunk_id"),
+                          questions.select("query_id", "query_text"), chunks,
+                          answer_model=output_model(s.llm.judge.reasoning), batch_pairs=s.judging.batch_pairs)
+    outcomes = run.outcomes.join(multipassage_pool.select("query_id", "chunk_id", "is_seed"),
+                                 on=["query_id", "chunk_id"], how="left").rename({"is_seed": "required_piece"})
+    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(20).select(
+            "query_id", "chunk_id", "failure_reason").iter_rows():
+        context.log.warning(f"multipassage judge: ({q}, {c}) failed: {reason}")
+    return dg.Output(outcomes, metadata=run.metadata())
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    deps=[multipassage_rankings],
+    ins={"questions": QUESTIONS},
+    outs={
+        "multipassage_scoreboard": dg.AssetOut(description="Mean of every track and headline measure per "
+                                               "retriever, for all questions and per tier."),
+        "multipassage_per_query": dg.AssetOut(description="Every (retriever, question, measure) value."),
+        "multipassage_significance": dg.AssetOut(description="Paired tests between every two retrievers, over all "
+                                                 "questions and per tier; Holm across pairs."),
+    },
+)
+def multipassage_scoreboard(settings: SettingsResource, store: StoreResource, multipassage_labels: pl.DataFrame,
+                            questions: pl.DataFrame):
+    s = settings.get()
+    names = s.retrieval.retriever_names
+    labels = multipassage_labels.filter(pl.col("status") == "labelled")
+    scores = score_track(stored_track_rankings(store.get(), names, questions), labels, questions, names, s.multipassage,
+                         s.evaluation)
+    overall = scores.board.filter((pl.col("tier") == "all") & pl.col("track"))
+    wide = overall.pivot(on="measure", index="retriever", values="mean", maintain_order=True) if overall.height else overall
+    yield dg.Output(scores.board, output_name="multipassage_scoreboard", metadata={
+        "questions": questions.height, "retrievers": ", ".join(names),
+        "unlabelled_pairs_dropped": multipassage_labels.height - labels.height,
+        "scoreboard": md_table(wide),
+    })
+    yield dg.Output(scores.per_query, output_name="multipassage_per_query", metadata={"values": scores.per_query.height})
+    sig = scores.significance
+    yield dg.Output(sig, output_name="multipassage_significance", metadata={
+        "tests": sig.height, "measures": json.dumps(s.multipassage.significance_measures),
+        "significant_after_holm": int((sig["p_randomization_holm"] < s.evaluation.alpha).sum()),
+    })
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Static HTML page of the track: scoreboard (all and per tier), paired tests, how the questions "
+    "were built (candidate drops, verification outcomes).",
+)
+def multipassage_report(settings: SettingsResource, multipassage_scoreboard: pl.DataFrame,
+                        multipassage_significance: pl.DataFrame, multipassage_candidates: pl.DataFrame,
+                        multipassage_decisions: pl.DataFrame) -> dg.MaterializeResult:
+    from mama_pipeline.multipassage.report import write_track_report
+
+    s = settings.get()
+    page = write_track_report(multipassage_scoreboard, multipassage_significance, multipassage_candidates,
+                              multipassage_decisions, s.multipassage.headline_measure, s.evaluation.alpha,
+                              data_path(settings, "reports", "multipassage"))
+    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
+                                          "report_url": dg.MetadataValue.url(page.as_uri())})
+
+
+ASSETS = [multipassage_candidates, multipassage_questions, multipassage_rankings, multipassage_pool,
+          multipassage_labels, multipassage_scoreboard, multipassage_report]

@@ -1,0 +1,161 @@
+"""From candidate sets to verified questions: writer and verifier requests, one decision per set.
+
+Each sampled set gets exactly one status, checked in this order:
+
+- ``writer_failed``: the writer gave no valid answer (parse or transport failure);
+- ``no_question``: the writer answered ``question: null``;
+- ``empty_question`` / ``too_long`` (more than ``max_words`` words; dropped, never cut);
+- ``verifier_failed``: any verification request (a chunk alone, or the set) got no valid answer;
+- ``single_chunk_answers``: the verifier found some chunk of the set answering the question completely alone;
+- ``set_incomplete``: the verifier did not find the set as a whole answering it completely;
+- ``duplicate_question``: equal to another kept question up to case, spacing and end
+  punctuation (the smallest set id keeps it);
+- ``kept``.
+
+Only ``kept`` questions are released. Verification is asked only for sets with a
+usable question; a failed answer is never read as a verdict.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import polars as pl
+
+from mama_pipeline.llm.client import LLMRequest, LLMResult
+from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.multipassage.prompts import render_passages
+from mama_pipeline.queries.rules import duplicate_key, normalise_query
+
+STATUSES = (
+    "kept", "writer_failed", "no_question", "empty_question", "too_long", "verifier_failed",
+    "single_chunk_answers", "set_incomplete", "duplicate_question",
+)
+SET_ITEM = "set"
+DECISION_SCHEMA = {
+    "set_id": pl.String, "kind": pl.String, "size": pl.Int64, "chunk_ids": pl.List(pl.String),
+    "source": pl.String, "tier": pl.String, "status": pl.String, "question": pl.String, "raw_question": pl.String,
+    "words": pl.Int64, "writer_reason": pl.String, "set_verdict": pl.String,
+    "alone_verdicts": pl.List(pl.String),  # one per chunk, in chunk_ids order
+    "missing": pl.String, "error": pl.String, "writer_model": pl.String, "writer_prompt_hash": pl.String,
+    "verifier_model": pl.String, "verifier_prompt_hash": pl.String, "temperature": pl.Float64,
+    "corpus_version": pl.String,
+}
+WRITTEN_SCHEMA = {
+    k: DECISION_SCHEMA[k] for k in ("set_id", "status", "question", "raw_question", "words", "writer_reason", "error")
+}
+
+
+def _passages(chunk_ids: list[str], chunks: dict[str, dict]) -> list[dict]:
+    return [chunks[c] for c in chunk_ids]
+
+
+def writer_requests(sets: pl.DataFrame, chunks: dict[str, dict], template: PromptTemplate) -> list[LLMRequest]:
+    """One request per set, keyed by set id (``chunks``: chunk id -> source, section, text)."""
+    return [
+        LLMRequest(sid, template.render(passages=render_passages(_passages(ids, chunks))))
+        for sid, ids in sets.select("set_id", "chunk_ids").iter_rows()
+    ]
+
+
+def written_questions(sets: pl.DataFrame, results: Sequence[LLMResult], max_words: int) -> pl.DataFrame:
+    """The writer's outcome per set: status so far, question, reason, error."""
+    if len(results) != sets.height:
+        raise ValueError(f"{len(results)} writer answers for {sets.height} sets")
+    rows = []
+    for sid, res in zip(sets["set_id"].to_list(), results):
+        if res.item_id != sid:
+            raise ValueError(f"writer answer for {res.item_id} where {sid} was expected")
+        value = res.value or {}
+        raw = value.get("question") if res.ok else None
+        text = normalise_query(raw) if raw is not None else None
+        words = len(text.split()) if text is not None else None
+        if not res.ok:
+            status = "writer_failed"
+        elif raw is None:
+            status = "no_question"
+        elif not text:
+            status = "empty_question"
+        elif words > max_words:
+            status = "too_long"
+        else:
+            status = "written"
+        rows.append({"set_id": sid, "status": status, "question": text or None, "raw_question": raw, "words": words,
+                     "writer_reason": value.get("reason"), "error": None if res.ok else f"writer {res.status}: {res.error}"})
+    return pl.DataFrame(rows, schema=WRITTEN_SCHEMA)
+
+
+def verifier_requests(
+    written: pl.DataFrame, sets: pl.DataFrame, chunks: dict[str, dict], template: PromptTemplate
+) -> list[LLMRequest]:
+    """Per written set: each chunk alone (``<set_id>|<chunk_id>``), then the whole set (``<set_id>|set``)."""
+    ready = written.filter(pl.col("status") == "written").join(sets.select("set_id", "chunk_ids"), on="set_id")
+    out = []
+    for sid, question, ids in ready.select("set_id", "question", "chunk_ids").sort("set_id").iter_rows():
+        for cid in ids:
+            out.append(LLMRequest(f"{sid}|{cid}", template.render(question=question, passages=render_passages([chunks[cid]]))))
+        out.append(LLMRequest(f"{sid}|{SET_ITEM}", template.render(question=question,
+                                                                  passages=render_passages(_passages(ids, chunks)))))
+    return out
+
+
+def decide(
+    sets: pl.DataFrame,
+    written: pl.DataFrame,
+    verdicts: Sequence[LLMResult],
+    *,
+    writer: tuple[str, str],
+    verifier: tuple[str, str],
+    temperature: float,
+) -> pl.DataFrame:
+    """One decision row per set (``writer``/``verifier``: model, prompt hash)."""
+    by_item = {r.item_id: r for r in verdicts}
+    info = {r["set_id"]: r for r in written.to_dicts()}
+    rows = []
+    for s in sets.sort("set_id").to_dicts():
+        w = info[s["set_id"]]
+        status, error = w["status"], w["error"]
+        set_verdict, alone, missing = None, None, None
+        if status == "written":
+            answers = [by_item.get(f"{s['set_id']}|{c}") for c in s["chunk_ids"]]
+            whole = by_item.get(f"{s['set_id']}|{SET_ITEM}")
+            failed = [a for a in [*answers, whole] if a is None or not a.ok]
+            if failed:
+                status = "verifier_failed"
+                first = failed[0]
+                error = "verifier: no answer" if first is None else f"verifier {first.status}: {first.error}"
+            else:
+                alone = [a.value["verdict"] for a in answers]
+                set_verdict = whole.value["verdict"]
+                missing = whole.value.get("missing") or None
+                if "complete" in alone:
+                    status = "single_chunk_answers"
+                elif set_verdict != "complete":
+                    status = "set_incomplete"
+                else:
+                    status = "kept"
+        rows.append({
+            **{k: s[k] for k in ("set_id", "kind", "size", "chunk_ids", "source", "tier", "corpus_version")},
+            "status": status, "question": w["question"], "raw_question": w["raw_question"], "words": w["words"],
+            "writer_reason": w["writer_reason"], "set_verdict": set_verdict, "alone_verdicts": alone,
+            "missing": missing, "error": error, "writer_model": writer[0], "writer_prompt_hash": writer[1],
+            "verifier_model": verifier[0], "verifier_prompt_hash": verifier[1], "temperature": temperature,
+        })
+    decisions = pl.DataFrame(rows, schema=DECISION_SCHEMA)
+    return _mark_duplicates(decisions)
+
+
+def _mark_duplicates(decisions: pl.DataFrame) -> pl.DataFrame:
+    seen: set[str] = set()
+    statuses = []
+    for status, text in decisions.select("status", "question").iter_rows():
+        if status == "kept":
+            key = duplicate_key(text)
+            status = "duplicate_question" if key in seen else status
+            seen.add(key)
+        statuses.append(status)
+    return decisions.with_columns(pl.Series("status", statuses, dtype=pl.String))
+
+
+def status_counts(decisions: pl.DataFrame) -> dict[str, int]:
+    counts = dict(decisions.group_by("status").len().rows())
+    return {s: int(counts.get(s, 0)) for s in STATUSES}

@@ -1,0 +1,73 @@
+"""The track's static HTML page: scoreboard, per-tier headline, paired tests, how the questions were built."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import polars as pl
+
+from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.multipassage.candidates import drop_counts
+from mama_pipeline.multipassage.questions import status_counts
+
+PAGE = "index.html"
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:72em}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th:first-child,td:first-child{text-align:left}
+.sig{font-weight:bold}caption{text-align:left;font-weight:bold}"""
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    return f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))
+
+
+def html_table(df: pl.DataFrame, caption: str, bold: pl.Series | None = None) -> str:
+    if df.is_empty():
+        return f"<p><b>{html.escape(caption)}</b>: none.</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    rows = []
+    for i, row in enumerate(df.iter_rows()):
+        cls = ' class="sig"' if bold is not None and bold[i] else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>")
+    return f"<table><caption>{html.escape(caption)}</caption><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def render(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataFrame, decisions: pl.DataFrame,
+           headline: str, alpha: float) -> str:
+    """The page's HTML."""
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>mamaretrieval multi-passage track</title>"
+             f"<style>{STYLE}</style></head><body><h1>mamaretrieval multi-passage track</h1>"]
+    n_questions = int(board.filter(pl.col("tier") == "all")["n_queries"].max() or 0) if board.height else 0
+    parts.append(f"<p>{n_questions} verified questions, each needing two or three chunks (its required pieces). "
+                 "alpha-nDCG@k: one subtopic per piece (ndeval); R@k[pieces]: share of pieces in the top k; "
+                 "AllIn@k[pieces]: share of questions with every piece in the top k. Headline single-chunk "
+                 "measures run on the judge's labels with every piece counted relevant.</p>")
+    overall = board.filter(pl.col("tier") == "all")
+    for track, caption in ((True, "Track measures (all questions)"), (False, "Single-chunk headline measures")):
+        part = overall.filter(pl.col("track") == track)
+        wide = part.pivot(on="measure", index="retriever", values="mean", maintain_order=True) if part.height else part
+        parts.append(html_table(wide, caption))
+    tiers = board.filter((pl.col("tier") != "all") & (pl.col("measure") == headline))
+    parts.append(html_table(tiers.select("tier", "retriever", "mean", "n_queries"), f"{headline} per tier"))
+    sig = significance.select("tier", "measure", "retriever_a", "retriever_b", "n_queries", "diff", "ci_low",
+                              "ci_high", "p_randomization_holm", "p_mcnemar_holm")
+    parts.append(html_table(sig, f"Paired tests (Holm-adjusted p; bold: below {alpha})",
+                            (sig["p_randomization_holm"] < alpha) if sig.height else None))
+    drops = pl.DataFrame({"reason": list(drop_counts(candidates)), "sets": list(drop_counts(candidates).values())})
+    status = candidates.group_by("kind", "size", "status").len("sets").sort("kind", "size", "status")
+    parts.append(html_table(status, "Candidate sets by kind, size and status"))
+    parts.append(html_table(drops, "Dropped candidate sets by reason"))
+    counts = status_counts(decisions)
+    parts.append(html_table(pl.DataFrame({"status": list(counts), "sets": list(counts.values())}),
+                            "Writing and verification outcomes (only kept questions are released)"))
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_track_report(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataFrame,
+                       decisions: pl.DataFrame, headline: str, alpha: float, out_dir: Path) -> Path:
+    page = Path(out_dir) / PAGE
+    with atomic_file(page) as fh:
+        fh.write(render(board, significance, candidates, decisions, headline, alpha))
+    return page

@@ -1,0 +1,112 @@
+"""The multipassage group materialised with Dagster on the bundled sample corpus, against the fake server.
+
+Runs in a fresh process (retriever partitions come from the configuration at import), with two
+MiniLM retrievers and their RRF fusion, so the whole track (candidates through release) runs offline.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.release.verify import verify_release
+from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline.store import Store
+
+SAMPLE_BUNDLE = SAMPLE_CONFIG.parent / "sample_data" / "corpus" / "chunks_for_rag.txt"
+
+
+def config(tmp_path, url: str) -> dict:
+    raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
+    raw["data_dir"] = str(tmp_path / "data")
+    raw["corpus"]["bundle"] = str(SAMPLE_BUNDLE)
+    for stage in ("query_writer", "judge"):
+        raw["llm"][stage] = {"base_urls": [url], "model": "fake-model", "backoff_base_s": 0.01, "reasoning": "server"}
+    raw["retrieval"] = {
+        "retrievers": [
+            {"name": "minilm", "kind": "dense"},
+            {"name": "minilm-q", "kind": "dense", "params": {"query_prompt": "question: "}},
+            {"name": "fused", "kind": "rrf", "params": {"runs": ["minilm", "minilm-q"]}},
+        ],
+        "pool_depth": 3,
+    }
+    raw["evaluation"]["beir"] = []
+    raw["evaluation"]["cutoffs"] = [1, 5, 10]
+    raw["evaluation"]["significance_measures"] = ["Success(rel=3)@5"]
+    raw["evaluation"]["headline_measure"] = "Success(rel=3)@5"
+    raw["evaluation"]["resamples"] = 200
+    raw["multipassage"].update(
+        sets_per_source={t: 4 for t in raw["corpus"]["tiers"]}, pool_depth=3, min_similarity=0.3,
+        significance_measures=["alpha_nDCG@10", "AllIn@10[pieces]"],
+    )
+    return raw
+
+
+def materialise(tmp_path, cfg: dict, rounds: int) -> dict:
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, "MAMA_CONFIG": str(tmp_path / "config.yaml")}
+    env.pop("DAGSTER_HOME", None)
+    env.pop("MAMA_DATA_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "mama_pipeline_tests.multipassage.dagster_run",
+                          str(tmp_path / "report.json"), str(rounds)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads((tmp_path / "report.json").read_text())
+
+
+@pytest.mark.timeout(900)
+def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
+    cfg = config(tmp_path, fake_llm.url)
+    first = materialise(tmp_path, cfg, rounds=1)["steps"]
+    assert all(s["success"] for s in first), [s for s in first if not s["success"]]
+    checks = {k: v for s in first for k, v in s["checks"].items()}
+    assert checks["candidates_are_well_formed"] and checks["only_verified_questions"]
+    assert checks["pieces_pooled_and_labelled"] and checks["scoreboard_covers_every_question"]
+    assert checks["multipassage_release_verifies"]
+
+    db = Store(tmp_path / "data" / "mama.duckdb")
+    candidates = db.read_table("multipassage_candidates")
+    decisions = db.read_table("multipassage_decisions")
+    questions = db.read_table("multipassage_questions")
+    assert set(candidates["kind"].unique()) == {"section", "cross_source"}
+    assert decisions.height == candidates.filter(pl.col("status") == "sampled").height
+    statuses = set(decisions["status"].to_list())
+    assert "kept" in statuses and statuses & {"single_chunk_answers", "set_incomplete"}
+    # only verified questions are released, each with its set's chunks as required pieces
+    kept = decisions.filter(pl.col("status") == "kept")
+    assert sorted(questions["set_id"].to_list()) == sorted(kept["set_id"].to_list())
+    assert questions["query_id"].to_list()[0] == "mq_00001"
+    labels = db.read_table("multipassage_labels")
+    pieces = questions.select("query_id", pl.col("chunk_ids").alias("chunk_id")).explode("chunk_id")
+    assert pieces.join(labels.filter(pl.col("required_piece")), on=["query_id", "chunk_id"], how="anti").is_empty()
+    rankings = db.read_table("multipassage_rankings")
+    assert set(rankings["retriever"].unique()) == {"minilm", "minilm-q", "fused"}
+    board = db.read_table("multipassage_scoreboard")
+    assert set(board.filter(pl.col("tier") == "all")["n_queries"].to_list()) == {questions.height}
+    assert {"alpha_nDCG@10", "AllIn@10[pieces]", "R@10[pieces]", "Success(rel=3)@5"} <= set(board["measure"])
+    sig = db.read_table("multipassage_significance")
+    assert sig.filter(pl.col("tier") == "all").height == 2 * 3  # two measures x three pairs
+
+    page = tmp_path / "data" / "reports" / "multipassage" / "index.html"
+    assert "AllIn@10[pieces]" in page.read_text()
+    folder = tmp_path / "data" / "releases" / "mamaretrieval-multipassage" / "0.0.0-sample"
+    assert verify_release(folder).ok
+    released = pl.read_parquet(folder / "data" / "questions.parquet")
+    assert released["query_id"].to_list() == questions.sort("query_id")["query_id"].to_list()
+    audit = pl.read_parquet(folder / "audit" / "decisions.parquet")
+    assert audit.filter(pl.col("status") != "kept")["question"].null_count() == audit.height - kept.height
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["figures"]["not_released"] == decisions.height - questions.height
+
+    # a second run reuses every cached answer and stored label: no new LLM calls, identical release bytes
+    calls = fake_llm.stats()["chat_calls"]
+    second = materialise(tmp_path, cfg, rounds=1)["steps"]
+    assert all(s["success"] for s in second)
+    assert fake_llm.stats()["chat_calls"] == calls
+    meta = {k: v for s in second for k, v in s["metadata"].items()}
+    assert meta["multipassage_decisions"]["query_writer/cache_hits"] == meta["multipassage_decisions"]["query_writer/requests"]
+    assert meta["multipassage_labels"]["new_labels"] == "0"
+    assert json.loads((folder / "manifest.json").read_text())["files"] == manifest["files"]

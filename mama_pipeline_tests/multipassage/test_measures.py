@@ -1,0 +1,105 @@
+"""Track measures against hand-computed values (ir_measures: pyndeval and pytrec_eval)."""
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from mama_pipeline.evaluation.settings import EvaluationSettings
+from mama_pipeline.multipassage.measures import graded_qrels, piece_qrels, track_values
+from mama_pipeline.multipassage.scoreboard import score_track
+from mama_pipeline.multipassage.settings import MultipassageSettings
+
+QUESTIONS = pl.DataFrame(
+    {"query_id": ["mq_00001", "mq_00002", "mq_00003"], "chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]],
+     "tier": ["high", "high", "low"]},
+)
+
+
+def run_of(rankings: dict[str, list[str]], retriever: str = "r1") -> pl.DataFrame:
+    rows = [(retriever, q, d, i + 1) for q, docs in rankings.items() for i, d in enumerate(docs)]
+    return pl.DataFrame(rows, schema={"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String,
+                                      "rank": pl.Int64}, orient="row")
+
+
+def values(run: pl.DataFrame, cutoffs=(2, 4)) -> dict[tuple[str, str], float]:
+    v = track_values(run, QUESTIONS, ["r1"], list(cutoffs), 0.5)
+    return {(q, m): x for _, q, m, x in v.iter_rows()}
+
+
+def dcg(ranks: list[int]) -> float:
+    return sum(1 / math.log2(1 + r) for r in ranks)
+
+
+def test_hand_computed_values():
+    # q1: pieces A, B at ranks 2 and 4; q2: C at 1, E at 3, D missing; q3: not retrieved at all
+    got = values(run_of({"mq_00001": ["X", "A", "Y", "B"], "mq_00002": ["C", "Z", "E", "W"]}))
+    assert got[("mq_00001", "alpha_nDCG@4")] == pytest.approx(dcg([2, 4]) / dcg([1, 2]))
+    assert got[("mq_00001", "alpha_nDCG@2")] == pytest.approx(dcg([2]) / dcg([1, 2]))
+    assert got[("mq_00001", "R@2[pieces]")] == pytest.approx(0.5)
+    assert got[("mq_00001", "R@4[pieces]")] == pytest.approx(1.0)
+    assert got[("mq_00001", "AllIn@2[pieces]")] == 0.0
+    assert got[("mq_00001", "AllIn@4[pieces]")] == 1.0
+    assert got[("mq_00002", "alpha_nDCG@4")] == pytest.approx(dcg([1, 3]) / dcg([1, 2, 3]))
+    assert got[("mq_00002", "R@4[pieces]")] == pytest.approx(2 / 3)
+    assert got[("mq_00002", "AllIn@4[pieces]")] == 0.0
+    for m in ("alpha_nDCG@4", "R@4[pieces]", "AllIn@4[pieces]"):
+        assert got[("mq_00003", m)] == 0.0  # nothing returned scores 0
+
+
+def test_redundant_documents_earn_nothing_and_order_matters():
+    perfect = values(run_of({"mq_00001": ["B", "A"]}), cutoffs=(2,))
+    assert perfect[("mq_00001", "alpha_nDCG@2")] == pytest.approx(1.0)
+    assert perfect[("mq_00001", "AllIn@2[pieces]")] == 1.0
+    late = values(run_of({"mq_00001": ["X", "Y", "A", "B"]}), cutoffs=(4,))
+    assert late[("mq_00001", "alpha_nDCG@4")] == pytest.approx(dcg([3, 4]) / dcg([1, 2]))
+
+
+def test_piece_and_graded_qrels():
+    pieces = piece_qrels(QUESTIONS)
+    assert pieces.filter(pl.col("query_id") == "mq_00002")["iteration"].to_list() == ["0", "1", "2"]
+    labels = pl.DataFrame({"query_id": ["mq_00001", "mq_00001", "mq_00001"], "chunk_id": ["A", "B", "X"],
+                           "score": [6, 1, 4]})
+    graded = {(q, d): r for q, d, r in graded_qrels(labels, QUESTIONS, 3).iter_rows()}
+    assert graded[("mq_00001", "A")] == 6  # a piece keeps a higher judge score
+    assert graded[("mq_00001", "B")] == 3  # a piece judged low is raised to the lenient cut
+    assert graded[("mq_00001", "X")] == 4  # another pooled chunk counts as the judge says
+    assert graded[("mq_00003", "F")] == 3  # an unjudged piece is still relevant
+
+
+def test_scoreboard_means_per_tier_and_paired_tests():
+    rankings = pl.concat([
+        run_of({"mq_00001": ["A", "B"], "mq_00002": ["C", "D", "E"], "mq_00003": ["F", "G"]}, "good"),
+        run_of({"mq_00001": ["X", "A"], "mq_00002": ["Z", "C"], "mq_00003": ["Y"]}, "weak"),
+    ]).select("query_id", "retriever", "rank", pl.col("doc_id").alias("chunk_id"), score=-pl.col("rank").cast(pl.Float64))
+    labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
+    mp = MultipassageSettings(cutoffs=[3], significance_measures=["AllIn@3[pieces]", "alpha_nDCG@3"],
+                              headline_measure="AllIn@3[pieces]")
+    ev = EvaluationSettings(cutoffs=[3], resamples=200)
+    scores = score_track(rankings, labels, QUESTIONS, ["good", "weak"], mp, ev)
+    board = {(t, r, m): x for t, r, m, x in scores.board.select("tier", "retriever", "measure", "mean").iter_rows()}
+    assert board[("all", "good", "AllIn@3[pieces]")] == pytest.approx(1.0)
+    assert board[("all", "weak", "AllIn@3[pieces]")] == 0.0
+    assert board[("high", "weak", "R@3[pieces]")] == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert board[("all", "good", "Success(rel=3)@3")] == pytest.approx(1.0)  # headline measure on graded qrels
+    sig = scores.significance
+    assert set(sig["tier"].to_list()) == {"all", "high"}  # tier "low" has one question: no test
+    row = sig.filter((pl.col("tier") == "all") & (pl.col("measure") == "AllIn@3[pieces]")).row(0, named=True)
+    assert (row["only_a"], row["only_b"], row["mean_a"], row["mean_b"]) == (3, 0, 1.0, 0.0)
+    assert row["p_mcnemar_holm"] == pytest.approx(0.25)  # exact McNemar, 3 discordant queries, one pair
+
+
+def test_unknown_significance_measure_is_named():
+    mp = MultipassageSettings(significance_measures=["nope@3"])
+    with pytest.raises(ValueError, match="nope@3"):
+        score_track(pl.DataFrame(), pl.DataFrame(), QUESTIONS, ["a", "b"], mp, EvaluationSettings())
+
+
+def test_no_verified_questions_gives_an_empty_scoreboard_not_an_error():
+    empty_q = QUESTIONS.clear()
+    rankings = pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
+                                    "chunk_id": pl.String, "score": pl.Float64})
+    labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
+    scores = score_track(rankings, labels, empty_q, ["a", "b"], MultipassageSettings(), EvaluationSettings())
+    assert scores.board.is_empty() and scores.per_query.is_empty() and scores.significance.is_empty()
