@@ -115,7 +115,7 @@ class FakeLLM:
         if path.endswith("/chat/completions"):
             status, headers, payload = await self.chat(json.loads(body))
         elif path.endswith("/rerank"):
-            status, headers, payload = await self.rerank(json.loads(body))
+            status, headers, payload = await self.rerank(json.loads(body), hashlib.sha256(body).digest())
         elif path.endswith("/embeddings"):
             status, headers, payload = 200, {}, self.embeddings(json.loads(body))
         elif path.endswith("/models"):
@@ -148,12 +148,11 @@ class FakeLLM:
         return {"object": "list", "data": data, "model": req.get("model", "fake"),
                 "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}}
 
-    async def rerank(self, req: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+    async def rerank(self, req: dict[str, Any], digest: bytes) -> tuple[int, dict[str, str], Any]:
         self.stats["rerank_calls"] += 1
         query = str(req.get("query", ""))
         tei = "texts" in req
         docs = [str(d) for d in req.get("texts" if tei else "documents", [])]
-        digest = hashlib.sha256(json.dumps([query, docs]).encode()).digest()
         self.attempts[digest.hex()] += 1
         fault = self._fault(query, self.attempts[digest.hex()], digest)
         if self.delay:

@@ -9,6 +9,7 @@ again on the next run.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -90,23 +91,35 @@ def rerank_hits(
     group_q = grouped["query_sha256"].to_list()
     group_t = grouped["text_sha256"].to_list()
     failed_sha: dict[str, str] = {}
-    buffer: list[pl.DataFrame] = []
-    pending = 0
+    new_rows: list[pl.DataFrame] = []
+    pending: list[pl.DataFrame] = []
+    pending_rows = 0
     step = max(1, len(groups) // 10)
     finished = 0
+    # cache writes run in one background thread, in order, so an endpoint's event loop is never blocked by them
+    writer = ThreadPoolExecutor(max_workers=1)
+    writes = []
+
+    def flush() -> None:
+        nonlocal pending_rows
+        pending_rows = 0
+        if pending:
+            writes.append(writer.submit(_insert, store, scorer.model_key, pl.concat(pending)))
+            pending.clear()
 
     def done(i: int, result: GroupScores) -> None:
-        nonlocal pending, finished
+        nonlocal finished, pending_rows
         finished += 1
         if result.error is not None:
             failed_sha[group_q[i]] = result.error
         else:
             tokens = result.n_tokens if result.n_tokens is not None else np.full(len(group_t[i]), -1)
-            buffer.append(_rows(group_q[i], group_t[i], result.scores, tokens))
-            pending += len(group_t[i])
-            if pending >= flush_every:
-                _flush(store, scorer.model_key, buffer)
-                pending = 0
+            rows = _rows(group_q[i], group_t[i], result.scores, tokens)
+            new_rows.append(rows)
+            pending.append(rows)
+            pending_rows += rows.height
+            if pending_rows >= flush_every:
+                flush()
         if finished % step == 0 or finished == len(groups):
             log(f"reranking: {finished}/{len(groups)} query texts scored ({len(failed_sha)} failed)")
 
@@ -114,9 +127,12 @@ def rerank_hits(
         if groups:
             scorer.score(groups, done)
     finally:
-        _flush(store, scorer.model_key, buffer)
-    stats.scored_now = sum(len(t) for q, t in zip(group_q, group_t) if q not in failed_sha)
-    scored = _lookup(store, scorer.model_key, unique.select("query_sha256", "text_sha256"))
+        flush()
+        writer.shutdown(wait=True)
+    for write in writes:
+        write.result()  # a failed cache write fails the run
+    stats.scored_now = sum(r.height for r in new_rows)
+    scored = pl.concat([cached, *new_rows]) if new_rows else cached
     tokens = scored["n_tokens"].fill_null(-1)
     stats.token_counts_unknown = int((tokens < 0).sum())
     if scorer.max_length is not None:
@@ -154,16 +170,11 @@ def _rows(q: str, texts: list[str], scores: np.ndarray, tokens: np.ndarray) -> p
         {"query_sha256": [q] * len(texts), "text_sha256": texts, "score": scores,
          "n_tokens": np.asarray(tokens, dtype=np.int32)},
         schema=PAIR_SCHEMA,
-    )
+    ).with_columns(n_tokens=pl.when(pl.col("n_tokens") >= 0).then("n_tokens"))
 
 
-def _flush(store: Store, key: str, buffer: list[pl.DataFrame]) -> None:
-    if not buffer:
-        return
-    frame = pl.concat(buffer).with_columns(
-        model_key=pl.lit(key), n_tokens=pl.when(pl.col("n_tokens") >= 0).then("n_tokens")
-    )
-    buffer.clear()
+def _insert(store: Store, key: str, rows: pl.DataFrame) -> None:
+    frame = rows.with_columns(model_key=pl.lit(key))
     with store.connect(write=True) as con:
         con.register("_incoming", frame.to_arrow())
         con.execute(f"INSERT OR IGNORE INTO {CACHE_TABLE} BY NAME SELECT * FROM _incoming")

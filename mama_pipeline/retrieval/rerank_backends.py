@@ -148,18 +148,20 @@ def parse_rerank_answer(content: bytes, n: int) -> np.ndarray:
     items = answer.get("results") if isinstance(answer, dict) else answer
     if not isinstance(items, list):
         raise MalformedAnswer(f"no results list in {str(answer)[:80]!r}")
-    scores = np.full(n, np.nan)
+    scores: list[float | None] = [None] * n
     for item in items:
-        index = item.get("index") if isinstance(item, dict) else None
-        value = item.get("relevance_score", item.get("score")) if isinstance(item, dict) else None
-        if not isinstance(index, int) or not 0 <= index < n or not np.isnan(scores[index]):
+        if not isinstance(item, dict):
+            raise MalformedAnswer(f"result {str(item)[:40]!r} is not an object")
+        index = item.get("index")
+        value = item.get("relevance_score", item.get("score"))
+        if type(index) is not int or not 0 <= index < n or scores[index] is not None:
             raise MalformedAnswer(f"bad or repeated index {index!r} for {n} documents")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if type(value) not in (int, float) or not math.isfinite(value):
             raise MalformedAnswer(f"score {value!r} of document {index} is not a finite number")
         scores[index] = float(value)
-    if np.isnan(scores).any():
-        raise MalformedAnswer(f"scores for {int(np.isnan(scores).sum())} of {n} documents missing")
-    return scores
+    if None in scores:
+        raise MalformedAnswer(f"scores for {scores.count(None)} of {n} documents missing")
+    return np.asarray(scores, dtype=np.float64)
 
 
 class RerankersScorer:
