@@ -69,9 +69,9 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
         store = Store(Path(tmp) / "bench.duckdb")
         params = RerankEndpointBackend(type="endpoint", base_url=server.url, model="fake", concurrency=concurrency)
         scorer = EndpointScorer(params)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         hits, failed, stats = rerank_hits(candidates, scorer, store, log=lambda m: None)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert not failed and hits.height == candidates.height and server.stats()["rerank_calls"] == scorer.calls
         ideal = scorer.calls * delay / concurrency
         queries = candidates["query_id"].n_unique()
@@ -79,6 +79,10 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
             f"{scorer.calls} requests, {delay * 1000:.0f} ms answers, concurrency {concurrency}")
         log(f"  fresh cache: wall {wall:.2f} s, ideal {ideal:.2f} s -> {100 * ideal / wall:.1f}% of ideal "
             f"({queries / wall:.0f} queries/s, {stats.pairs / wall:.0f} pairs/s) [{load()}]")
+        log(f"  client process CPU: {cpu:.2f} s, {1000 * cpu / scorer.calls:.2f} ms per request -> the client alone "
+            f"could sustain {scorer.calls / cpu:.0f} requests/s against an ideal {concurrency / delay:.0f}/s "
+            f"({100 * min(1.0, scorer.calls / cpu * delay / concurrency):.1f}%); the rest of the wall time is the "
+            "server (one Python process) and the machine's other load")
         again = EndpointScorer(params)
         t1 = time.perf_counter()
         hits2, _, stats2 = rerank_hits(candidates, again, store, log=lambda m: None)
@@ -92,7 +96,7 @@ def cross_encoder(candidates: pl.DataFrame, n_queries: int, max_length: int, bat
     from mama_pipeline.retrieval.settings import CrossEncoderBackend
     from mama_pipeline.store import Store
 
-    subset = candidates.filter(pl.col("query_id").is_in(candidates["query_id"].unique().sort().head(n_queries)))
+    subset = candidates.filter(pl.col("query_id").is_in(candidates["query_id"].unique().sort().head(n_queries).implode()))
     params = CrossEncoderBackend(type="cross_encoder", untrained_minilm=True, max_length=max_length,
                                  batch_size=batch_size)
     scorer = CrossEncoderScorer(params, Path)

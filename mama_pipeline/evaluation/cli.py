@@ -123,7 +123,8 @@ def cmd_beir(args) -> int:
     ranked, meta = run_registry(cfg.retrievers, chunks, queries, max(cfg.cutoffs), settings.retrieval, env)
     result = evaluate_beir(loaded, ranked, cfg, meta, args.resamples, args.seed)
     notes = {**result.notes, "leak_audit": result.leak, "truncation": result.truncation.to_dicts()}
-    evaluation_settings = settings.evaluation.model_copy(update={"resamples": args.resamples, "seed": args.seed})
+    segment_settings = settings.evaluation.segments.model_copy(update={"resamples": args.resamples})
+    evaluation_settings = settings.evaluation.model_copy(update={"seed": args.seed, "segments": segment_settings})
     segments = beir_segments(loaded.benchmark, result.evaluation, cfg, evaluation_settings)
     _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name, segments)
     return 0

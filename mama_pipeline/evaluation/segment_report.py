@@ -27,7 +27,8 @@ def segments_html(result: SegmentResult, headline: str, alpha: float, figure: st
     label = board.filter(pl.col("measure") == measure)["label"][0]
     out = ["<h2>Results by segment</h2>",
            f"<p class='note'>{_e(label)} per segment (query counts beside each); paired tests as in the "
-           f"significance matrix (Holm across the pairs of one segment) only where a segment has at least "
+           f"significance matrix (evaluation.segments.resamples resamples; Holm across the pairs of one segment) "
+           f"only where a segment has at least "
            f"{result.min_queries} queries. Every measure per segment is in the segment scoreboard table.</p>"]
     if figure:
         out.append(f"<img src='{figure}' alt='{_e(label)} by segment'>")

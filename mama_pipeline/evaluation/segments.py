@@ -173,7 +173,7 @@ def mamaretrieval_segments(
                         seg.query_length_bands, seg.relevant_length_bands, attributes, {"tier": tier_order})
     evaluation = Evaluation(per_query, per_query["retriever"].unique(maintain_order=True).to_list(),
                             queries.sort("query_id")["query_id"].to_list(), plan.measures())
-    return segment_results(evaluation, keys, measures, seg.min_queries, n_resamples=settings.resamples,
+    return segment_results(evaluation, keys, measures, seg.min_queries, n_resamples=seg.resamples,
                            seed=settings.seed, confidence=settings.confidence)
 
 
@@ -195,4 +195,4 @@ def beir_segments(benchmark, evaluation: Evaluation, cfg, settings, relevant_at:
     keys = segment_keys(queries, benchmark.qrels, docs, relevant_at, seg.query_length_bands,
                         seg.relevant_length_bands, present)
     return segment_results(evaluation, keys, list(seg.measures or cfg.significance_measures), seg.min_queries,
-                           n_resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence)
+                           n_resamples=seg.resamples, seed=settings.seed, confidence=settings.confidence)

@@ -16,6 +16,9 @@ class SegmentSettings(Section):
     query_length_bands: list[int] = Field(default_factory=lambda: [8, 12, 16])  # edges: <8, 8-11, 12-15, 16+
     relevant_length_bands: list[int] = Field(default_factory=lambda: [100, 200, 400])  # words of the best chunk
     min_queries: int = Field(20, ge=2)  # paired tests only in segments with at least this many queries
+    # resamples of each segment's bootstrap and randomization test: segments x pairs x measures tests add up
+    # (release scale: ~100 segments x 15 pairs x 5 measures), so fewer than the main matrix's by default
+    resamples: int = Field(1000, ge=100)
     measures: list[str] = Field(default_factory=list)  # empty: the significance measures
 
     @model_validator(mode="after")
