@@ -92,8 +92,7 @@ def rerank_hits(
     group_t = grouped["text_sha256"].to_list()
     failed_sha: dict[str, str] = {}
     new_rows: list[pl.DataFrame] = []
-    pending: list[pl.DataFrame] = []
-    pending_rows = 0
+    pending = _Pending()
     step = max(1, len(groups) // 10)
     finished = 0
     # cache writes run in one background thread, in order, so an endpoint's event loop is never blocked by them
@@ -101,24 +100,19 @@ def rerank_hits(
     writes = []
 
     def flush() -> None:
-        nonlocal pending_rows
-        pending_rows = 0
-        if pending:
-            writes.append(writer.submit(_insert, store, scorer.model_key, pl.concat(pending)))
-            pending.clear()
+        if pending.rows:
+            rows = pending.frame()
+            new_rows.append(rows)
+            writes.append(writer.submit(_insert, store, scorer.model_key, rows))
 
     def done(i: int, result: GroupScores) -> None:
-        nonlocal finished, pending_rows
+        nonlocal finished
         finished += 1
         if result.error is not None:
             failed_sha[group_q[i]] = result.error
         else:
-            tokens = result.n_tokens if result.n_tokens is not None else np.full(len(group_t[i]), -1)
-            rows = _rows(group_q[i], group_t[i], result.scores, tokens)
-            new_rows.append(rows)
-            pending.append(rows)
-            pending_rows += rows.height
-            if pending_rows >= flush_every:
+            pending.add(group_q[i], group_t[i], result.scores, result.n_tokens)
+            if pending.rows >= flush_every:
                 flush()
         if finished % step == 0 or finished == len(groups):
             log(f"reranking: {finished}/{len(groups)} query texts scored ({len(failed_sha)} failed)")
@@ -161,16 +155,38 @@ def record_failures(store: Store, retriever: str, corpus_version: str, failed: d
         con.unregister("_incoming")
 
 
-def _rows(q: str, texts: list[str], scores: np.ndarray, tokens: np.ndarray) -> pl.DataFrame:
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (len(texts),) or not np.isfinite(scores).all():
-        raise RuntimeError(f"reranker returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) "
-                           f"for {len(texts)} texts")
-    return pl.DataFrame(
-        {"query_sha256": [q] * len(texts), "text_sha256": texts, "score": scores,
-         "n_tokens": np.asarray(tokens, dtype=np.int32)},
-        schema=PAIR_SCHEMA,
-    ).with_columns(n_tokens=pl.when(pl.col("n_tokens") >= 0).then("n_tokens"))
+class _Pending:
+    """Scored pairs not yet written, kept as plain lists (one table per flush, not per query)."""
+
+    def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        self.rows = 0
+        self._q: list[str] = []
+        self._t: list[str] = []
+        self._scores: list[np.ndarray] = []
+        self._tokens: list[np.ndarray] = []
+
+    def add(self, q: str, texts: list[str], scores: np.ndarray, tokens: np.ndarray | None) -> None:
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != (len(texts),) or not np.isfinite(scores).all():
+            raise RuntimeError(f"reranker returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) "
+                               f"for {len(texts)} texts")
+        self._q.extend([q] * len(texts))
+        self._t.extend(texts)
+        self._scores.append(scores)
+        self._tokens.append(np.full(len(texts), -1, dtype=np.int32) if tokens is None else np.asarray(tokens, np.int32))
+        self.rows += len(texts)
+
+    def frame(self) -> pl.DataFrame:
+        out = pl.DataFrame(
+            {"query_sha256": self._q, "text_sha256": self._t, "score": np.concatenate(self._scores),
+             "n_tokens": np.concatenate(self._tokens)},
+            schema=PAIR_SCHEMA,
+        ).with_columns(n_tokens=pl.when(pl.col("n_tokens") >= 0).then("n_tokens"))
+        self._clear()
+        return out
 
 
 def _insert(store: Store, key: str, rows: pl.DataFrame) -> None:
