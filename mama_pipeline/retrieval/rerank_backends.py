@@ -186,7 +186,8 @@ class RerankersScorer:
         self.label = f"{source.label} ({params.model_type})"
         tokenizer = getattr(self.ranker, "tokenizer", None)
         self._tokenizer = tokenizer if callable(tokenizer) else None
-        self.max_length = getattr(tokenizer, "model_max_length", None) if self._tokenizer else None
+        limit = getattr(tokenizer, "model_max_length", None) if self._tokenizer else None
+        self.max_length = limit if isinstance(limit, int) and limit < 1_000_000 else None  # huge: "no limit" sentinel
         self.model_key = _key("rerankers", source.identity, {"model_type": params.model_type})
 
     def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
