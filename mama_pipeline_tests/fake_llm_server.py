@@ -2,8 +2,10 @@
 
 Serves ``POST /v1/chat/completions`` (answers a schema-valid JSON instance of the
 request's ``response_format`` schema, derived deterministically from the
-messages), ``POST /v1/embeddings`` (deterministic unit vectors), ``GET /v1/models``
-and ``GET /stats`` / ``POST /reset`` (call counts).
+messages), ``POST /v1/embeddings`` (deterministic unit vectors), ``POST /v1/rerank``
+(vLLM/Infinity ``documents`` requests answered ``{"results": [{"index", "relevance_score"}]}``,
+TEI ``texts`` requests answered ``[{"index", "score"}]``; scores are a hash of query and
+document), ``GET /v1/models`` and ``GET /stats`` / ``POST /reset`` (call counts).
 
 Faults are requested inside the last user message:
 
@@ -13,6 +15,8 @@ Faults are requested inside the last user message:
 - ``[[fault:malformedx1]]``: content that is not JSON; ``[[fault:schemax1]]``: JSON
   violating the schema (omit ``xN`` to fault on every attempt);
 - ``[[answer:{...}]]``: answer exactly this JSON;
+- in a rerank query: the same faults (any status: ``[[fault:400]]``); ``malformed`` answers non-JSON, ``schema`` a results
+  list missing a document, ``nan`` a non-numeric score;
 - ``[[reasoning]]``: also return ``reasoning_content`` beside the answer (vLLM style).
 
 ``--fault-rate R`` injects one of these at random (seeded by the request) on a
@@ -110,6 +114,8 @@ class FakeLLM:
                 self.stats["bearer:" + hashlib.sha256(value.split(b" ")[-1]).hexdigest()[:12]] = 1
         if path.endswith("/chat/completions"):
             status, headers, payload = await self.chat(json.loads(body))
+        elif path.endswith("/rerank"):
+            status, headers, payload = await self.rerank(json.loads(body), hashlib.sha256(body).digest())
         elif path.endswith("/embeddings"):
             status, headers, payload = 200, {}, self.embeddings(json.loads(body))
         elif path.endswith("/models"):
@@ -141,6 +147,39 @@ class FakeLLM:
             data.append({"object": "embedding", "index": i, "embedding": [v / norm for v in vec]})
         return {"object": "list", "data": data, "model": req.get("model", "fake"),
                 "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}}
+
+    async def rerank(self, req: dict[str, Any], digest: bytes) -> tuple[int, dict[str, str], Any]:
+        self.stats["rerank_calls"] += 1
+        query = str(req.get("query", ""))
+        tei = "texts" in req
+        docs = [str(d) for d in req.get("texts" if tei else "documents", [])]
+        self.attempts[digest.hex()] += 1
+        fault = self._fault(query, self.attempts[digest.hex()], digest)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        scores = [int.from_bytes(hashlib.sha256(f"{query}\0{d}".encode()).digest()[:4], "big") / 2**32 for d in docs]
+        results: list[dict[str, Any]] = [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]
+        if fault:
+            kind, value, retry_after = fault
+            self.stats[f"fault:{kind}"] += 1
+            if kind == "429":
+                return 429, {"retry-after": str(retry_after or 1)}, {"error": {"message": "injected rate limit"}}
+            if kind.isdigit():  # any other status: [[fault:500]], [[fault:400]]
+                return int(kind), {}, {"error": {"message": f"injected HTTP {kind}"}}
+            if kind == "slow":
+                await asyncio.sleep(float(value or 5))
+            if kind == "malformed":
+                return 200, {}, "not a rerank answer"
+            if kind == "schema":
+                results = results[1:]
+            if kind == "nan":
+                results[0]["relevance_score"] = "NaN"
+        self.stats["reranked_documents"] += len(docs)
+        results.sort(key=lambda r: -r["relevance_score"] if isinstance(r["relevance_score"], float) else 0)
+        if tei:
+            return 200, {}, [{"index": r["index"], "score": r["relevance_score"]} for r in results]
+        return 200, {}, {"id": "rerank-fake", "model": req.get("model", "fake"), "results": results,
+                         "usage": {"total_tokens": len(docs)}}
 
     async def chat(self, req: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
         self.stats["chat_calls"] += 1

@@ -18,6 +18,7 @@ from mama_pipeline.evaluation.per_query_files import write_per_query_files
 from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoring import wide_scoreboard
+from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
@@ -117,7 +118,8 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
 )
 def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboard: pl.DataFrame,
                       significance: pl.DataFrame, judgments: pl.DataFrame, queries: pl.DataFrame,
-                      chunks: pl.DataFrame) -> dg.MaterializeResult:
+                      chunks: pl.DataFrame, segment_scoreboard: pl.DataFrame,
+                      segment_significance: pl.DataFrame) -> dg.MaterializeResult:
     s = settings.get()
     ev = s.evaluation
     ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
@@ -137,6 +139,7 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
                f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing)."],
         label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
         label_mix=label_mix(run, qrels, mix_k), mix_k=mix_k, alpha=ev.alpha,
+        segments=SegmentResult(segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)),
     ), data_path(settings, *REPORT_DIR))
     return dg.MaterializeResult(metadata={
         "report": dg.MetadataValue.path(str(page)),
@@ -154,13 +157,16 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
         "beir_significance": dg.AssetOut(description="Paired tests between the retrievers of each BEIR benchmark."),
         "beir_audits": dg.AssetOut(description="Leak audit (queries verbatim in a gold document) and truncation audit "
                                    "(documents longer than each encoder's max sequence length) per benchmark."),
+        "beir_segment_scoreboard": dg.AssetOut(description="Each benchmark's measures per segment (tier, source, "
+                                               "configured query fields, query and relevant-document length bands)."),
+        "beir_segment_significance": dg.AssetOut(description="Paired tests per segment with enough queries."),
     },
 )
 def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource):
     from mama_pipeline.retrieval.registry import RetrievalEnv
 
     s = settings.get()
-    boards, sigs, audits, meta = [], [], [], {}
+    boards, sigs, audits, seg_boards, seg_sigs, meta = [], [], [], [], [], {}
     for cfg in s.evaluation.beir:
         loaded = load_benchmark(cfg, s.resolve)
         chunks, queries = registry_inputs(loaded.benchmark)
@@ -174,22 +180,27 @@ def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResour
         result = evaluate_beir(loaded, ranked, cfg, retriever_meta, s.evaluation.resamples, s.evaluation.seed,
                                s.evaluation.confidence)
         ev = result.evaluation
+        segments = beir_segments(loaded.benchmark, ev, cfg, s.evaluation)
         write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
                               data_path(settings, *PER_QUERY_DIR) / f"beir-{cfg.name}", cfg.name)
         page = write_report(ReportInputs(
             title=f"BEIR benchmark {cfg.name}", board=result.board, significance=result.significance,
             headline=cfg.significance_measures[0], alpha=s.evaluation.alpha,
             notes=[json.dumps({k: v for k, v in result.notes.items() if k != "dropped"}, sort_keys=True),
-                   f"leak audit: {json.dumps(result.leak, sort_keys=True)}"],
+                   f"leak audit: {json.dumps(result.leak, sort_keys=True)}"], segments=segments,
         ), data_path(settings, "reports", f"beir-{cfg.name}"))
         boards.append(result.board.with_columns(pl.lit(cfg.name).alias("benchmark")))
         sigs.append(result.significance.with_columns(pl.lit(cfg.name).alias("benchmark")))
         audits.append(_audit_rows(cfg.name, result.leak, result.truncation))
+        seg_boards.append(segments.board.with_columns(pl.lit(cfg.name).alias("benchmark")))
+        seg_sigs.append(segments.significance.with_columns(pl.lit(cfg.name).alias("benchmark")))
         meta[f"{cfg.name}/report"] = dg.MetadataValue.path(str(page))
         meta[f"{cfg.name}/scoreboard"] = md_table(wide_scoreboard(result.board))
     yield dg.Output(_stack(boards, BEIR_SCOREBOARD_SCHEMA), output_name="beir_scoreboard", metadata=meta)
     yield dg.Output(_stack(sigs, {**SIGNIFICANCE_SCHEMA, "benchmark": pl.String}), output_name="beir_significance")
     yield dg.Output(_stack(audits, AUDIT_SCHEMA), output_name="beir_audits")
+    yield dg.Output(_stack(seg_boards, {"benchmark": pl.String, **BOARD_SCHEMA}), output_name="beir_segment_scoreboard")
+    yield dg.Output(_stack(seg_sigs, {"benchmark": pl.String, **SIG_SCHEMA}), output_name="beir_segment_significance")
 
 
 def _stack(frames: list[pl.DataFrame], schema: dict) -> pl.DataFrame:

@@ -91,7 +91,8 @@ def run_registry(names: list[str], chunks: pl.DataFrame, queries: pl.DataFrame, 
     def load_rankings(wanted: list[str]) -> pl.DataFrame:
         missing = [w for w in wanted if w not in done]
         if missing:
-            raise ValueError(f"fused runs {missing} must be listed before the fusion in the benchmark's retrievers")
+            raise ValueError(f"runs {missing} must be listed before the fusion or reranker that reads them "
+                             "in the benchmark's retrievers")
         return pl.concat([done[w] for w in wanted])
 
     env = env_factory(load_rankings)
@@ -125,14 +126,18 @@ def evaluate_beir(loaded: LoadedBenchmark, rankings: pl.DataFrame, cfg: BeirBenc
 
 
 def truncation_from_metadata(metadata: dict[str, dict]) -> pl.DataFrame:
-    """Per encoder retriever: documents longer than its max_seq_length, as the registry counted them."""
-    rows = [
-        {"retriever": name, "model": str(m.get("model")), "max_seq_length": m["max_seq_length"],
-         "documents": m["chunks"], "longer_than_max": m["chunks_truncated"],
-         "share_longer_than_max": m["chunks_truncated"] / m["chunks"] if m["chunks"] else 0.0}
-        for name, m in metadata.items()
-        if m.get("max_seq_length") is not None and "chunks_truncated" in m
-    ]
+    """Per encoder retriever: documents longer than its max_seq_length, as the registry counted them
+    (for a reranker: its query + document pairs)."""
+    rows = []
+    for name, m in metadata.items():
+        if m.get("max_seq_length") is None:
+            continue
+        kind = "pairs" if "pairs_truncated" in m else "chunks" if "chunks_truncated" in m else None
+        if kind:
+            total, longer = m[kind], m[f"{kind}_truncated"]
+            rows.append({"retriever": name, "model": str(m.get("model")), "max_seq_length": m["max_seq_length"],
+                         "documents": total, "longer_than_max": longer,
+                         "share_longer_than_max": longer / total if total else 0.0})
     return pl.DataFrame(rows, schema={"retriever": pl.String, "model": pl.String, "max_seq_length": pl.Int64,
                                       "documents": pl.Int64, "longer_than_max": pl.Int64,
                                       "share_longer_than_max": pl.Float64})

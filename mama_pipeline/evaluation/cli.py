@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("beir", help="evaluate configured retrievers on a BEIR benchmark")
     _benchmark_args(b)
     b.add_argument("--retriever", action="append", required=True, help="retrieval.retrievers name (repeatable)")
+    b.add_argument("--segment-field", action="append", default=None,
+                   help="query metadata key to break results down by (repeatable)")
     _common(b)
     b.set_defaults(func=cmd_beir)
 
@@ -101,6 +103,7 @@ def cmd_trec(args) -> int:
 
 def cmd_beir(args) -> int:
     from mama_pipeline.evaluation.beir_evaluation import evaluate_beir, load_benchmark, registry_inputs, run_registry
+    from mama_pipeline.evaluation.segments import beir_segments
     from mama_pipeline.retrieval.registry import RetrievalEnv
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
@@ -118,7 +121,10 @@ def cmd_beir(args) -> int:
     ranked, meta = run_registry(cfg.retrievers, chunks, queries, max(cfg.cutoffs), settings.retrieval, env)
     result = evaluate_beir(loaded, ranked, cfg, meta, args.resamples, args.seed)
     notes = {**result.notes, "leak_audit": result.leak, "truncation": result.truncation.to_dicts()}
-    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name)
+    segment_settings = settings.evaluation.segments.model_copy(update={"resamples": args.resamples})
+    evaluation_settings = settings.evaluation.model_copy(update={"seed": args.seed, "segments": segment_settings})
+    segments = beir_segments(loaded.benchmark, result.evaluation, cfg, evaluation_settings)
+    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name, segments)
     return 0
 
 
@@ -186,6 +192,8 @@ def _benchmark_settings(args, retrievers: list[str]):
         extra["cutoffs"] = _cutoffs(args.cutoffs, [])
     if getattr(args, "significance", None):
         extra["significance_measures"] = args.significance
+    if getattr(args, "segment_field", None):
+        extra["segment_fields"] = args.segment_field
     return BeirBenchmarkSettings(name=name, revision=args.revision, split=args.split, max_queries=args.max_queries,
                                  retrievers=retrievers, **source, **extra)
 
@@ -194,7 +202,8 @@ def _cutoffs(text: str | None, default: list[int]) -> tuple[int, ...]:
     return tuple(int(k) for k in text.split(",")) if text else tuple(default)
 
 
-def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: str | None, name: str) -> None:
+def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: str | None, name: str,
+          segments=None) -> None:
     from mama_pipeline.evaluation.scoring import wide_scoreboard
 
     with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
@@ -214,11 +223,17 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
             board.write_csv(fh, separator="\t")
         with atomic_file(folder / "significance.tsv") as fh:
             sig.write_csv(fh, separator="\t")
+        if segments is not None:
+            with atomic_file(folder / "segment_scoreboard.tsv") as fh:
+                segments.board.write_csv(fh, separator="\t")
+            with atomic_file(folder / "segment_significance.tsv") as fh:
+                segments.significance.write_csv(fh, separator="\t")
         write_per_query_files(evaluation.per_query, evaluation.retrievers, evaluation.measures, evaluation.query_ids,
                               folder / "per_query", name)
         headline = sig["measure"][0] if sig.height else evaluation.measures[0].name
         page = write_report(ReportInputs(title=f"{name} scoreboard", board=board, significance=sig, headline=headline,
-                                         notes=[json.dumps(notes, sort_keys=True, default=str)]), folder / "report")
+                                         notes=[json.dumps(notes, sort_keys=True, default=str)], segments=segments),
+                            folder / "report")
         print(f"written: {folder}/scoreboard.tsv, significance.tsv, per_query/, {page}")
 
 

@@ -14,6 +14,8 @@ import polars as pl
 
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.scoring import wide_scoreboard
+from mama_pipeline.evaluation.segment_report import segment_figure, segments_html
+from mama_pipeline.evaluation.segments import SegmentResult
 
 PAGE = "scoreboard.html"
 CSS = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}
@@ -34,6 +36,7 @@ class ReportInputs:
     label_mix: pl.DataFrame | None = None  # retriever, label, share
     mix_k: int | None = None
     alpha: float = 0.05
+    segments: SegmentResult | None = None  # per-segment means and tests (evaluation/segments.py)
 
 
 def label_mix(run: pl.DataFrame, qrels: pl.DataFrame, k: int) -> pl.DataFrame:
@@ -90,6 +93,8 @@ def _page(inputs: ReportInputs, figures: dict[str, str]) -> str:
         tiers = inputs.board.filter((pl.col("measure") == inputs.headline) & (pl.col("tier") != "all"))
         wide = tiers.pivot(on="tier", index="retriever", values="mean", maintain_order=True)
         parts.append(f"<h3>{_e(_label(inputs.board, inputs.headline))} by tier</h3>" + _table(wide))
+    if inputs.segments is not None:
+        parts.append(segments_html(inputs.segments, inputs.headline, inputs.alpha, figures.get("segments")))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -197,6 +202,8 @@ def _figures(inputs: ReportInputs, folder: Path) -> dict[str, str]:
             axes[1].legend(fontsize="x-small", title="label", bbox_to_anchor=(1.01, 1), loc="upper left")
             axes[1].tick_params(axis="x", labelrotation=20)
         out["score_distribution"] = _save(fig, folder / "score_distribution.png")
+    if inputs.segments is not None and (name := segment_figure(inputs.segments, folder, inputs.headline)):
+        out["segments"] = name
     return out
 
 

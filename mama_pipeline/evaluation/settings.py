@@ -10,6 +10,26 @@ from mama_pipeline.settings_base import Section
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
+class SegmentSettings(Section):
+    """Scoreboards broken down by tier, source, query length and relevant-chunk length (word-count bands)."""
+
+    query_length_bands: list[int] = Field(default_factory=lambda: [8, 12, 16])  # edges: <8, 8-11, 12-15, 16+
+    relevant_length_bands: list[int] = Field(default_factory=lambda: [100, 200, 400])  # words of the best chunk
+    min_queries: int = Field(20, ge=2)  # paired tests only in segments with at least this many queries
+    # resamples of each segment's bootstrap and randomization test: segments x pairs x measures tests add up
+    # (release scale: ~100 segments x 15 pairs x 5 measures), so fewer than the main matrix's by default
+    resamples: int = Field(1000, ge=100)
+    measures: list[str] = Field(default_factory=list)  # empty: the significance measures
+
+    @model_validator(mode="after")
+    def _bands(self):
+        for key in ("query_length_bands", "relevant_length_bands"):
+            edges = getattr(self, key)
+            if any(e < 1 for e in edges) or edges != sorted(set(edges)):
+                raise ValueError(f"segments.{key} must be increasing positive word counts, got {edges}")
+        return self
+
+
 class RunFileSettings(Section):
     """A TREC run evaluated on the judged labels only: never pooled, never judged."""
 
@@ -30,6 +50,9 @@ class BeirBenchmarkSettings(Section):
     retrievers: list[str] = Field(min_length=1)  # names from retrieval.retrievers
     cutoffs: list[int] = Field(default_factory=lambda: [1, 3, 5, 10, 20, 100])
     significance_measures: list[str] = Field(default_factory=lambda: ["Success@10", "RR", "nDCG@10"])
+    # query metadata keys to break results down by (besides query and relevant-document length bands);
+    # "tier" and "source" are used whenever queries carry them
+    segment_fields: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -56,6 +79,7 @@ class EvaluationSettings(Section):
     alpha: float = Field(0.05, gt=0, lt=1)
     seed: int = 0
     run_files: list[RunFileSettings] = Field(default_factory=list)
+    segments: SegmentSettings = SegmentSettings()
     beir: list[BeirBenchmarkSettings] = Field(default_factory=list)
 
     @model_validator(mode="after")

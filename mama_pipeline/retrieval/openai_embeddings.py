@@ -1,31 +1,22 @@
 """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, TEI, hosted APIs).
 
-Texts go in batches with bounded concurrency. Transport errors (HTTP 408, 409,
-429, 5xx, timeouts, lost connections) are retried with exponential backoff and
-jitter, honouring ``Retry-After``, as the LLM client does; the key comes from
-the environment variable the configuration names and never appears in
-messages. A batch that still fails stops the run: no text is left unembedded.
+Texts go in batches with bounded concurrency, with the retry, timeout and key
+handling of :mod:`mama_pipeline.retrieval.endpoint_client`. A batch that still
+fails stops the run: no text is left unembedded.
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
-import os
 import random
 from typing import Any, Callable
 
 import numpy as np
 
-from mama_pipeline.llm.client import NO_KEY, backoff_delay, is_retryable, retry_after
 from mama_pipeline.retrieval.embedding_cache import Encoded, Role
+from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, MalformedAnswer, open_client, with_retries
 from mama_pipeline.retrieval.settings import OpenAIEmbeddingsParams
-
-
-
-class EmbeddingRequestError(RuntimeError):
-    """An embeddings batch that failed for good."""
-
 
 class OpenAIEmbeddingsEncoder:
     sparse = False
@@ -56,16 +47,8 @@ class OpenAIEmbeddingsEncoder:
         return Encoded(vectors.astype(np.float32), np.full(len(texts), -1, dtype=np.int32))
 
     async def _encode_all(self, texts: list[str]) -> np.ndarray:
-        import openai
-
         p = self.params
-        client = openai.AsyncOpenAI(
-            base_url=p.base_url,
-            api_key=os.environ.get(p.api_key_env) or NO_KEY,
-            max_retries=0,
-            timeout=p.timeout_s,
-            http_client=self._http_client_factory() if self._http_client_factory else None,
-        )
+        client = open_client(p, self._http_client_factory)
         sem = asyncio.Semaphore(p.concurrency)
         batches = [texts[i : i + p.batch_size] for i in range(0, len(texts), p.batch_size)]
         try:
@@ -75,37 +58,29 @@ class OpenAIEmbeddingsEncoder:
         return np.concatenate(parts) if parts else np.zeros((0, self.dimension), dtype=np.float32)
 
     async def _batch(self, client, sem: asyncio.Semaphore, texts: list[str]) -> np.ndarray:
-        import openai
-
         p = self.params
         extra = {"dimensions": p.dimensions} if p.dimensions else {}
-        failures = 0
-        while True:
-            wait_at_least = None
-            async with sem:
-                self.calls += 1
-                try:
-                    resp = await client.embeddings.create(model=p.model, input=texts, encoding_format="float", **extra)
-                except openai.APIStatusError as exc:
-                    code = exc.status_code
-                    error = f"HTTP {code} from {p.base_url}: {str(exc)[:300]}"
-                    if not is_retryable(code):
-                        raise EmbeddingRequestError(error) from None
-                    wait_at_least = retry_after(exc) if code == 429 else None
-                except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                    error = f"{type(exc).__name__} from {p.base_url}: {exc}"
-                else:
-                    return _vectors(resp, len(texts), p.base_url)
-            failures += 1
-            if failures > p.max_retries:
-                raise EmbeddingRequestError(f"{error} (gave up after {failures} attempts)")
-            delay = backoff_delay(failures, p.backoff_base_s, p.backoff_max_s, self._rng)
-            await asyncio.sleep(max(delay, wait_at_least or 0.0))
+
+        async def send() -> np.ndarray:
+            resp = await client.embeddings.create(model=p.model, input=texts, encoding_format="float", **extra)
+            return _vectors(resp, len(texts))
+
+        def count() -> None:
+            self.calls += 1
+
+        try:
+            return await with_retries(p, sem, self._rng, send, count)
+        except EndpointRequestError as exc:
+            raise EmbeddingRequestError(str(exc)) from None
 
 
-def _vectors(resp, n: int, url: str) -> np.ndarray:
+class EmbeddingRequestError(EndpointRequestError):
+    """An embeddings batch that failed for good."""
+
+
+def _vectors(resp, n: int) -> np.ndarray:
     data = sorted(resp.data, key=lambda d: d.index)
     if [d.index for d in data] != list(range(n)):
         indices = [d.index for d in data]
-        raise EmbeddingRequestError(f"{url}: answer holds embeddings for indices {indices}, sent {n} texts")
+        raise MalformedAnswer(f"answer holds embeddings for indices {indices}, sent {n} texts")
     return np.asarray([d.embedding for d in data], dtype=np.float32)

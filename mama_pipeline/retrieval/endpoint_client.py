@@ -1,0 +1,72 @@
+"""Calls to an OpenAI-compatible endpoint with the LLM client's retry rules (embeddings and rerank).
+
+Transport errors (HTTP 408, 409, 429, 5xx, timeouts, lost connections) and
+answers the caller cannot parse are retried with exponential backoff and jitter,
+honouring ``Retry-After``; other HTTP errors fail at once. The key comes from the
+environment variable the configuration names and never appears in messages.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any, Awaitable, Callable, TypeVar
+
+from mama_pipeline.llm.client import NO_KEY, backoff_delay, is_retryable, retry_after
+from mama_pipeline.retrieval.settings import EndpointParams
+
+T = TypeVar("T")
+
+
+class EndpointRequestError(RuntimeError):
+    """A request that failed for good (its last error, and how many attempts were made)."""
+
+
+class MalformedAnswer(ValueError):
+    """An answer that arrived but cannot be used (retried like a transport error)."""
+
+
+def open_client(params: EndpointParams, http_client_factory: Callable[[], Any] | None = None):
+    import openai
+
+    return openai.AsyncOpenAI(
+        base_url=params.base_url,
+        api_key=os.environ.get(params.api_key_env) or NO_KEY,
+        max_retries=0,
+        timeout=params.timeout_s,
+        http_client=http_client_factory() if http_client_factory else None,
+    )
+
+
+async def with_retries(
+    params: EndpointParams,
+    sem: asyncio.Semaphore,
+    rng: random.Random,
+    send: Callable[[], Awaitable[T]],
+    on_attempt: Callable[[], None] = lambda: None,
+) -> T:
+    """``send()`` under the semaphore until it succeeds; :class:`EndpointRequestError` when it never does."""
+    import openai
+
+    failures = 0
+    while True:
+        wait_at_least = None
+        async with sem:
+            on_attempt()
+            try:
+                return await send()
+            except openai.APIStatusError as exc:
+                code = exc.status_code
+                error = f"HTTP {code} from {params.base_url}: {str(exc)[:300]}"
+                if not is_retryable(code):
+                    raise EndpointRequestError(error) from None
+                wait_at_least = retry_after(exc) if code == 429 else None
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                error = f"{type(exc).__name__} from {params.base_url}: {exc}"
+            except MalformedAnswer as exc:
+                error = f"malformed answer from {params.base_url}: {exc}"
+        failures += 1
+        if failures > params.max_retries:
+            raise EndpointRequestError(f"{error} (gave up after {failures} attempts)")
+        delay = backoff_delay(failures, params.backoff_base_s, params.backoff_max_s, rng)
+        await asyncio.sleep(max(delay, wait_at_least or 0.0))

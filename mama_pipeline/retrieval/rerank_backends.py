@@ -1,0 +1,211 @@
+"""The reranking backends: a sentence-transformers CrossEncoder, a ``/rerank`` endpoint, the ``rerankers`` library.
+
+Each turns groups of (query, chunk texts) into scores for :mod:`rerank`. Local
+models load inside these functions (torch and transformers are heavy imports).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from mama_pipeline.retrieval.encoders import ModelLoadError, default_dense_folder, folder_digest, model_source
+from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, MalformedAnswer, open_client, with_retries
+from mama_pipeline.retrieval.rerank import GroupScores, PairGroup
+from mama_pipeline.retrieval.settings import CrossEncoderBackend, RerankEndpointBackend, RerankersBackend
+
+BLOCK_PAIRS = 2048  # pairs per CrossEncoder.predict call (progress and cache flushes between blocks)
+UNTRAINED_SEED = 0
+
+
+def _key(kind: str, identity: str, setup: dict) -> str:
+    digest = hashlib.sha256(json.dumps(setup, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{kind}|{identity}|{digest}"
+
+
+def untrained_minilm_cross_encoder(max_length: int | None = None, device: str = "cpu"):
+    """all-MiniLM-L6-v2 from its wheel with a fresh one-logit head (seeded): plumbing only, scores not meaningful."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(UNTRAINED_SEED)
+        return CrossEncoder(str(default_dense_folder()), num_labels=1, max_length=max_length, device=device)
+
+
+class CrossEncoderScorer:
+    def __init__(self, params: CrossEncoderBackend, resolve: Callable[[str], Path]):
+        self.params = params
+        try:
+            if params.untrained_minilm:
+                folder = default_dense_folder()
+                identity = f"all-MiniLM-L6-v2+untrained-head-seed{UNTRAINED_SEED}@sha256:{folder_digest(folder)[:16]}"
+                self.model = untrained_minilm_cross_encoder(params.max_length, params.device)
+                self.label = f"untrained cross-encoder from {folder} (scores not meaningful)"
+            else:
+                from sentence_transformers import CrossEncoder
+
+                source = model_source(params, default_dense_folder, resolve)
+                identity, self.label = source.identity, source.label
+                self.model = CrossEncoder(source.location, revision=source.revision, max_length=params.max_length,
+                                          device=params.device)
+        except Exception as exc:  # noqa: BLE001 - any loader failure is reported with the model's name
+            raise ModelLoadError(f"cross-encoder {params.model_path or params.model_id or 'untrained MiniLM'} "
+                                 f"could not be loaded: {type(exc).__name__}: {exc}") from exc
+        self.max_length = self.model.max_seq_length
+        self.model_key = _key("cross_encoder", identity, {"max_length": self.max_length})
+
+    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        start = 0
+        while start < len(groups):
+            end, n = start, 0
+            while end < len(groups) and (n == 0 or n + len(groups[end].texts) <= BLOCK_PAIRS):
+                n += len(groups[end].texts)
+                end += 1
+            block = groups[start:end]
+            queries = [g.query for g in block for _ in g.texts]
+            texts = [t for g in block for t in g.texts]
+            scores = self.model.predict(list(zip(queries, texts)), batch_size=self.params.batch_size,
+                                        show_progress_bar=False, convert_to_numpy=True)
+            ids = self.model.tokenizer(queries, texts, add_special_tokens=True, truncation=False, verbose=False)
+            tokens = np.fromiter((len(x) for x in ids["input_ids"]), dtype=np.int32, count=len(texts))
+            offset = 0
+            for i, g in enumerate(block, start):
+                k = len(g.texts)
+                done(i, GroupScores(np.asarray(scores[offset:offset + k], dtype=np.float64), tokens[offset:offset + k]))
+                offset += k
+            start = end
+
+
+class EndpointScorer:
+    """``POST {base_url}{path}``: one request per query (or per ``documents_per_request`` chunks of it)."""
+
+    max_length = None  # the server truncates by its own rules
+
+    def __init__(self, params: RerankEndpointBackend, http_client_factory: Callable[[], Any] | None = None):
+        self.params = params
+        self.label = f"{params.base_url.rstrip('/')}{params.path}|{params.model}"
+        self.model_key = _key("rerank_endpoint", self.label, {"request_format": params.request_format})
+        self._http_client_factory = http_client_factory
+        self._rng = random.Random()
+        self.calls = 0
+
+    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        asyncio.run(self._score_all(groups, done))
+
+    async def _score_all(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        client = open_client(self.params, self._http_client_factory)
+        sem = asyncio.Semaphore(self.params.concurrency)
+
+        async def one(i: int, group: PairGroup) -> None:
+            size = self.params.documents_per_request or len(group.texts)
+            parts = [group.texts[s:s + size] for s in range(0, len(group.texts), size)]
+            try:
+                scores = await asyncio.gather(*(self._request(client, sem, group.query, p) for p in parts))
+            except EndpointRequestError as exc:
+                done(i, GroupScores(error=str(exc)))
+            else:
+                done(i, GroupScores(np.concatenate(scores)))
+
+        try:
+            await asyncio.gather(*(one(i, g) for i, g in enumerate(groups)))
+        finally:
+            await client.close()
+
+    async def _request(self, client, sem: asyncio.Semaphore, query: str, texts: list[str]) -> np.ndarray:
+        import httpx
+
+        p = self.params
+        if p.request_format == "tei":
+            body = {"query": query, "texts": texts, "raw_scores": False, "return_text": False}
+        else:
+            body = {"model": p.model, "query": query, "documents": texts, "top_n": len(texts),
+                    "return_documents": False}
+
+        async def send() -> np.ndarray:
+            resp = await client.post(p.path, body=body, cast_to=httpx.Response)
+            return parse_rerank_answer(resp.content, len(texts))
+
+        def count() -> None:
+            self.calls += 1
+
+        return await with_retries(p, sem, self._rng, send, count)
+
+
+def parse_rerank_answer(content: bytes, n: int) -> np.ndarray:
+    """Scores in document order from a ``{"results": [{"index", "relevance_score"}]}`` (vLLM, Infinity,
+    Cohere) or ``[{"index", "score"}]`` (TEI) answer; anything else is :class:`MalformedAnswer`."""
+    try:
+        answer = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        raise MalformedAnswer(f"not JSON: {content[:80]!r}") from None
+    items = answer.get("results") if isinstance(answer, dict) else answer
+    if not isinstance(items, list):
+        raise MalformedAnswer(f"no results list in {str(answer)[:80]!r}")
+    scores: list[float | None] = [None] * n
+    for item in items:
+        if not isinstance(item, dict):
+            raise MalformedAnswer(f"result {str(item)[:40]!r} is not an object")
+        index = item.get("index")
+        value = item.get("relevance_score", item.get("score"))
+        if type(index) is not int or not 0 <= index < n or scores[index] is not None:
+            raise MalformedAnswer(f"bad or repeated index {index!r} for {n} documents")
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise MalformedAnswer(f"score {value!r} of document {index} is not a finite number")
+        scores[index] = float(value)
+    if None in scores:
+        raise MalformedAnswer(f"scores for {scores.count(None)} of {n} documents missing")
+    return np.asarray(scores, dtype=np.float64)
+
+
+class RerankersScorer:
+    """A ``rerankers`` library model (``Reranker(path, model_type=...)``); a hub id is fetched at its pinned commit."""
+
+    def __init__(self, params: RerankersBackend, resolve: Callable[[str], Path]):
+        self.params = params
+        source = model_source(params, default_dense_folder, resolve)
+        try:
+            location = source.location
+            if source.revision:
+                from huggingface_hub import snapshot_download
+
+                location = snapshot_download(source.location, revision=source.revision)
+            from rerankers import Reranker
+
+            self.ranker = Reranker(location, model_type=params.model_type, device=params.device,
+                                   batch_size=params.batch_size, verbose=0)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelLoadError(f"rerankers model {source.label} ({params.model_type}) could not be loaded: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        self.label = f"{source.label} ({params.model_type})"
+        tokenizer = getattr(self.ranker, "tokenizer", None)
+        self._tokenizer = tokenizer if callable(tokenizer) else None
+        limit = getattr(tokenizer, "model_max_length", None) if self._tokenizer else None
+        self.max_length = limit if isinstance(limit, int) and limit < 1_000_000 else None  # huge: "no limit" sentinel
+        self.model_key = _key("rerankers", source.identity, {"model_type": params.model_type})
+
+    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        for i, g in enumerate(groups):
+            ranked = self.ranker.rank(g.query, g.texts, doc_ids=list(range(len(g.texts))))
+            scores = np.full(len(g.texts), np.nan)
+            for result in ranked.results:
+                scores[int(result.document.doc_id)] = float(result.score)
+            tokens = None
+            if self._tokenizer is not None:
+                ids = self._tokenizer([g.query] * len(g.texts), g.texts, truncation=False, verbose=False)["input_ids"]
+                tokens = np.fromiter((len(x) for x in ids), dtype=np.int32, count=len(g.texts))
+            done(i, GroupScores(scores, tokens))
+
+
+def load_scorer(params, resolve: Callable[[str], Path]):
+    if params.type == "cross_encoder":
+        return CrossEncoderScorer(params, resolve)
+    if params.type == "endpoint":
+        return EndpointScorer(params)
+    return RerankersScorer(params, resolve)

@@ -1,0 +1,22 @@
+-- Asset beir_segment_significance: paired tests per segment of each BEIR benchmark (see segment_significance).
+CREATE TABLE IF NOT EXISTS beir_segment_significance (
+    benchmark             VARCHAR NOT NULL,
+    dimension             VARCHAR NOT NULL,
+    segment               VARCHAR NOT NULL,
+    measure               VARCHAR NOT NULL,
+    retriever_a           VARCHAR NOT NULL,
+    retriever_b           VARCHAR NOT NULL,
+    n_queries             BIGINT NOT NULL,
+    mean_a                DOUBLE NOT NULL,
+    mean_b                DOUBLE NOT NULL,
+    diff                  DOUBLE NOT NULL,
+    ci_low                DOUBLE,
+    ci_high               DOUBLE,
+    p_randomization       DOUBLE NOT NULL,
+    p_randomization_holm  DOUBLE NOT NULL,
+    only_a                BIGINT,
+    only_b                BIGINT,
+    p_mcnemar             DOUBLE,
+    p_mcnemar_holm        DOUBLE,
+    PRIMARY KEY (benchmark, dimension, segment, measure, retriever_a, retriever_b)
+);

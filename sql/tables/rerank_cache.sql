@@ -1,0 +1,11 @@
+-- Reranker scores reused across runs, keyed by reranker setup and the (query text, chunk text) pair.
+-- model_key: backend, model identity (folder content hash, hub id@commit, or endpoint + model) and every
+-- setting that changes a score (max length, request format); see retrieval/rerank.py.
+CREATE TABLE IF NOT EXISTS rerank_cache (
+    model_key    VARCHAR NOT NULL,
+    query_sha256 VARCHAR NOT NULL,
+    text_sha256  VARCHAR NOT NULL,
+    score        DOUBLE NOT NULL,
+    n_tokens     INTEGER,           -- tokens of the query + chunk pair before truncation; NULL when unknown
+    PRIMARY KEY (model_key, query_sha256, text_sha256)
+);
