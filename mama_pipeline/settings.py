@@ -14,6 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from mama_pipeline.calibration.settings import CalibrationSettings
+from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
@@ -42,6 +43,7 @@ class PipelineSettings(Section):
     judging: JudgingSettings = JudgingSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     release: ReleaseSettings = ReleaseSettings()
+    clinician: ClinicianSettings = ClinicianSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."
