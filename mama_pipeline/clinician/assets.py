@@ -19,6 +19,8 @@ from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreeme
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
+from mama_pipeline.clinician.release import is_synthetic
+from mama_pipeline.clinician.report import write_report
 from mama_pipeline.clinician.tasks import KINDS, label_studio_tasks, relevance_tasks, scope_tasks
 from mama_pipeline.file_ops import atomic_file
 from mama_pipeline.metadata import md_table
@@ -28,6 +30,7 @@ from mama_pipeline.shared_inputs import CHUNKS, QUERIES
 GROUP = "clinician"
 TASK_FILES = ("clinician", "label_studio")
 EXPORT_FILES = ("clinician", "exports")
+REPORT_DIR = ("reports", "clinician")
 
 
 @dg.asset(
@@ -143,3 +146,19 @@ def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFra
     counts = validated.group_by("kind", "tie").len().sort("kind", "tie")
     return dg.Output(validated, metadata={"tasks": validated.height, "ties": int(validated["tie"].sum()),
                                           "by_kind": md_table(counts)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Static HTML page of the clinician validation: each LLM judge against each clinician and the "
+    "majority, agreement between clinicians, confusion against the majority (reports/clinician/agreement.html).",
+)
+def clinician_report(settings: SettingsResource, clinician_agreement: pl.DataFrame,
+                     clinician_confusion: pl.DataFrame, clinician_validated: pl.DataFrame,
+                     clinician_labels: pl.DataFrame) -> dg.MaterializeResult:
+    sources = sorted(set(clinician_labels["source"]))
+    page = write_report(data_path(settings, *REPORT_DIR), clinician_agreement, clinician_confusion,
+                        clinician_validated, sources, is_synthetic(clinician_labels))
+    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
+                                          "report_url": dg.MetadataValue.url(page.as_uri()),
+                                          "synthetic_labels": is_synthetic(clinician_labels)})

@@ -5,6 +5,7 @@ from mama_pipeline.clinician.assets import (
     clinician_agreement,
     clinician_labels,
     clinician_projects,
+    clinician_report,
     clinician_tasks,
     clinician_validated,
 )
@@ -12,7 +13,8 @@ from mama_pipeline.clinician.checks import CHECKS
 from mama_pipeline.clinician.sensors import clinician_annotations_sensor
 
 defs = dg.Definitions(
-    assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated],
+    assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated,
+            clinician_report],
     asset_checks=CHECKS,
     sensors=[clinician_annotations_sensor],
 )
