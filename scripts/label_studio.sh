@@ -35,7 +35,9 @@ start() {
   local data_dir=${LABEL_STUDIO_DATA_DIR:-${MAMA_DATA_DIR:-data}/label_studio}
   mkdir -p "$data_dir"
   export LABEL_STUDIO_USERNAME LABEL_STUDIO_PASSWORD LABEL_STUDIO_USER_TOKEN
-  export LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK=true COLLECT_ANALYTICS=false
+  # everything under the data dir; no sign-up page, no analytics, no version look-up on pypi.org
+  export LABEL_STUDIO_BASE_DATA_DIR="$data_dir" LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK=true
+  export COLLECT_ANALYTICS=false LATEST_VERSION_CHECK=false
   # credentials travel in the environment, not on the command line (where ps would show them)
   exec "$VENV/bin/label-studio" start --no-browser --internal-host 127.0.0.1 --port "${LABEL_STUDIO_PORT:-8080}" \
     --data-dir "$data_dir" --enable-legacy-api-token --log-level WARNING

@@ -40,7 +40,8 @@ def _alpha(data: np.ndarray, level: str, domain: list[int]) -> float | None:
     if not pairable:
         return None
     try:
-        value = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain))
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 when every value is the same: undefined
+            value = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain))
     except ValueError:  # one value only in the data: agreement is undefined, not perfect
         return None
     return None if np.isnan(value) else value

@@ -91,7 +91,7 @@ def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsReso
 def clinician_labels(context: dg.AssetExecutionContext, settings: SettingsResource,
                      clinician_tasks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
-    exports = read_exports(s.clinician, s.resolve)
+    exports = read_exports(s.clinician, s.resolve, clinician_tasks)
     folder = data_path(settings, *EXPORT_FILES)
     frames = []
     for kind, (source, tasks) in sorted(exports.items()):

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import polars as pl
+
 from mama_pipeline.clinician.annotations import read_export_file
 from mama_pipeline.clinician.label_studio import LabelStudio, LabelStudioError, token_from_env
 from mama_pipeline.clinician.labelling_config import relevance_config, scope_config
 from mama_pipeline.clinician.settings import ClinicianSettings
+from mama_pipeline.clinician.synthetic import SOURCE as SYNTHETIC_SOURCE, synthetic_export
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, SCOPE
 
 DESCRIPTION = {
@@ -91,8 +94,10 @@ def annotations_fingerprint(exports: dict[str, list[dict[str, Any]]]) -> str:
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:16]
 
 
-def read_exports(c: ClinicianSettings, resolve: Callable[[str], Path]) -> dict[str, tuple[str, list[dict[str, Any]]]]:
-    """kind -> (source, JSON export): from the configured server, else from the configured export files."""
+def read_exports(c: ClinicianSettings, resolve: Callable[[str], Path], tasks: pl.DataFrame | None = None
+                 ) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """kind -> (source, JSON export): from the configured server, else from the configured export files, else
+    (offline demo, ``synthetic_annotators`` set) made-up annotations of ``tasks``."""
     out: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     if c.label_studio_url:
         with LabelStudio(c.label_studio_url, token_from_env(c.token_env, c.label_studio_url), c.timeout_s) as ls:
@@ -107,4 +112,6 @@ def read_exports(c: ClinicianSettings, resolve: Callable[[str], Path]) -> dict[s
         if path:
             p = resolve(path)
             out[kind] = (str(p), read_export_file(p))
+        elif c.synthetic_annotators and tasks is not None:
+            out[kind] = (SYNTHETIC_SOURCE.format(kind=kind), synthetic_export(tasks, kind, c.synthetic_annotators, c.seed))
     return out

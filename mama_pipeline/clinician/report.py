@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from mama_pipeline.store import Store
 
 PAGE = "agreement.html"
-SYNTHETIC_NOTE = ("The annotations are SYNTHETIC (the bundled demo export), not clinicians' judgements: the figures "
-                  "show the mechanics only.")
+SYNTHETIC_NOTE = ("The annotations are SYNTHETIC (made-up annotators of the offline demo), not clinicians' "
+                  "judgements: the figures show the mechanics only.")
 HEADLINE = {  # kind -> metrics shown per comparison, in this order
     "relevance": ("exact_score_agreement", "within_one_point", "weighted_kappa_linear", "weighted_kappa_quadratic",
                   "lenient_agreement", "strict_agreement", "d1_topic_agreement", "d2_meaningful_agreement",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from mama_pipeline.settings_base import Section
 
@@ -29,6 +29,14 @@ class ClinicianSettings(Section):
     seed: int = 20260101
     min_annotations: int = Field(2, ge=1)  # annotations a task needs to enter the clinician-validated subset
     sensor_interval_s: int = Field(60, ge=10)  # how often the sensor polls the projects
+    # Offline demo only: this many made-up annotators label the tasks (SYNTHETIC, never clinicians; 0 = off).
+    synthetic_annotators: int = Field(0, ge=0, le=5)
+
+    @model_validator(mode="after")
+    def _synthetic_only_offline(self) -> "ClinicianSettings":
+        if self.synthetic_annotators and self.label_studio_url:
+            raise ValueError("synthetic_annotators is for the offline demo; it cannot be set with label_studio_url")
+        return self
 
     @field_validator("token_env")
     @classmethod

@@ -82,3 +82,15 @@ def test_undefined_figures_are_null_not_perfect():
     alpha = _figures(metrics, "annotators")["krippendorff_alpha_category"]
     assert alpha is None  # one clinician: no unit coded twice
     assert _figures(metrics, "majority")["category_agreement"] is None
+
+
+def test_nothing_labelled_yet_gives_empty_figures_not_errors():
+    from mama_pipeline.clinician.annotations import parse_export
+
+    none = parse_export([], "empty.json")
+    majority = majority_labels(none, 2)
+    metrics, confusion = relevance_agreement(fx.judgments_frame(), none, majority, 3, 5)
+    assert set(metrics["comparison"]) == {"majority", "annotators"} and metrics["value"].is_null().all()
+    assert confusion["count"].sum() == 0
+    metrics, _ = scope_agreement(fx.verdicts_frame(), none, majority)
+    assert metrics["value"].is_null().all()

@@ -98,3 +98,31 @@ def test_mamabench_release_gets_the_scope_subset(offline, inputs):
     assert "## Clinician validation" in card and "| clinician_validated | 3 |" in card
     manifest = json.loads(files["manifests/manifest.json"])
     assert "data/clinician_validated/test.jsonl" in json.dumps(manifest)
+
+
+def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_path):
+    from mama_pipeline.clinician.settings import ClinicianSettings
+    from mama_pipeline.clinician.synthetic import synthetic_export
+    from mama_pipeline.clinician.tasks import relevance_tasks
+
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
+    export = synthetic_export(tasks, "relevance", 2, 5)
+    assert export == synthetic_export(tasks, "relevance", 2, 5) and len(export) == 4
+    assert all(a["synthetic"] and a["completed_by"] in (901, 902) for t in export for a in t["annotations"])
+    fewer = synthetic_export(tasks.filter(pl.col("query_id") != "q_00001"), "relevance", 2, 5)
+    same = {t["data"]["task_key"]: t["annotations"][0]["result"] for t in export}
+    assert all(same[t["data"]["task_key"]] == t["annotations"][0]["result"] for t in fewer)  # seeded per task
+    with pytest.raises(ValueError, match="synthetic_annotators is for the offline demo"):
+        ClinicianSettings(synthetic_annotators=2, label_studio_url="http://127.0.0.1:8080")
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": {
+        "synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3}}))
+    assert dg.materialize(fx.ALL, resources=shared_resources(str(cfg))).success
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    labels = store.read_table("clinician_labels")
+    assert labels.height == 14 and set(labels["annotator_id"]) == {"901", "902"}
+    assert labels["source"].str.starts_with("synthetic:").all()
+    assert "SYNTHETIC" in (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    (rel,) = configurations("mamaretrieval", store)
+    assert "SYNTHETIC" in rel.card_section and "SYNTHETIC" in rel.description
