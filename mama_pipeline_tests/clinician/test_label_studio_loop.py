@@ -66,6 +66,10 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     meta = again.asset_materializations_for_node("clinician_projects")[0].metadata
     assert (meta["relevance/pushed"].value, meta["relevance/already_there"].value) == (0, 4)
     assert [len(ls.tasks(p["id"])) for p in projects.values()] == [4, 3]  # pushing twice: no duplicates
+    files = tmp_path / "data" / "clinician" / "label_studio"  # for teams annotating on another server
+    elsewhere = ls.create_project("files", "", (files / "scope_config.xml").read_text())
+    assert ls.import_tasks(elsewhere["id"], json.loads((files / "scope_tasks.json").read_text())) == 3
+    ls.delete_project(elsewhere["id"])
 
     user_ids = {who: ls.create_user(f"midwife-{who}@example.org", "Midwife", who)["id"] for who in ("one", "two")}
     by_key = {k: {t["data"]["task_key"]: t["id"] for t in ts} for k, ts in tasks.items()}
@@ -96,6 +100,8 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     scope = metrics.filter(pl.col("kind") == "scope")
     assert _figures(scope, f"annotator {user_ids['one']}")["cohens_kappa"] == pytest.approx(4 / 7)
     assert _figures(scope, "annotators")["krippendorff_alpha_category"] == pytest.approx(12 / 22)
+    exported = json.loads((tmp_path / "data" / "clinician" / "exports" / "relevance_export.json").read_text())
+    assert len(exported) == 4 and sum(len(t["annotations"]) for t in exported) == 8  # the server's JSON export
     validated = store.read_table("clinician_validated")
     assert validated.height == 7 and validated["tie"].sum() == 3
 
