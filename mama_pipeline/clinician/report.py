@@ -66,7 +66,7 @@ def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, 
     if synthetic:
         parts.append(f"> **{SYNTHETIC_NOTE}**\n")
     parts.append(
-        f"A seeded, stratified sample was labelled by clinicians in Label Studio with the {LLM[kind]}'s own "
+        f"A seeded, stratified sample was labelled in Label Studio with the {LLM[kind]}'s own "
         f"definitions beside each task. The `clinician_validated` configuration holds the {v.height} tasks with at "
         f"least two annotations, adjudicated by majority; {int(v['tie'].sum())} ties are listed (`tie` true, "
         "`tied_on` names the dimension) with no label.\n")

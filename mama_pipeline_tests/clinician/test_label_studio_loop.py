@@ -6,6 +6,7 @@ and leaves no project behind.
 """
 import json
 import shutil
+import socket
 from pathlib import Path
 
 import dagster as dg
@@ -16,6 +17,7 @@ import pytest
 from mama_pipeline.clinician.label_studio import LabelStudio, LabelStudioError
 from mama_pipeline.clinician.projects import project_title, push_tasks
 from mama_pipeline.clinician.sensors import clinician_annotations_sensor
+from mama_pipeline.clinician.tasks import label_studio_tasks, relevance_tasks
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
@@ -105,20 +107,18 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     validated = store.read_table("clinician_validated")
     assert validated.height == 7 and validated["tie"].sum() == 3
 
-    quiet, ctx2 = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
+    quiet, _ = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
     assert isinstance(quiet, dg.SkipReason) and "no new or changed annotations" in quiet.skip_message
     first = ls.export(projects["scope"]["id"])[0]["annotations"][0]["id"]
     httpx.patch(f"{label_studio.url}/api/annotations/{first}/", headers={"Authorization": f"Token {label_studio.token}"},
                 json={"result": fx.scope_result("NONE")}).raise_for_status()
-    changed, ctx3 = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
+    changed, _ = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
     assert isinstance(changed, dg.RunRequest) and changed.run_key not in (None, ctx.cursor)
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="scripts/test.sh installs Debian's chromium")
 def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_studio):
     ls = LabelStudio(label_studio.url, label_studio.token)
-    from mama_pipeline.clinician.tasks import label_studio_tasks, relevance_tasks
-
     tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
     result = push_tasks(ls, "view", "relevance", label_studio_tasks(tasks, "relevance"))
     task = next(t for t in ls.tasks(result.project_id) if t["data"]["query_id"] == "q_00001")
@@ -167,8 +167,6 @@ def test_wrong_token_or_unreachable_server_names_the_url_and_leaves_no_project(t
 
 
 def _closed_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
