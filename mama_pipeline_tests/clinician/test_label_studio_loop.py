@@ -23,6 +23,7 @@ from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.clinician.browser import CHROMIUM, chromium, open_logged_in, screenshot
 
+pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
 SHOT_COPY = Path("/tmp/label_studio_labelling_view.png")
 PUSH = ["judgments", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts", "mamabench_adapted",
