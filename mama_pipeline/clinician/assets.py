@@ -74,7 +74,7 @@ def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsReso
         return dg.MaterializeResult(metadata={**meta, "server": "(none configured)"})
     with LabelStudio(c.label_studio_url, token_from_env(c.token_env, c.label_studio_url), c.timeout_s) as ls:
         for kind in KINDS:
-            r = push_tasks(ls, c.project_prefix, kind, payloads[kind])
+            r = push_tasks(ls, c.project_prefix, kind, payloads[kind], overlap=max(2, c.min_annotations))
             context.log.info(f"{kind}: project {r.project_id} ({'created' if r.created else 'found'}), "
                              f"{r.pushed} tasks pushed, {r.already_there} already there")
             meta.update({f"{kind}/project": dg.MetadataValue.url(r.project_url(c.label_studio_url)),

@@ -92,10 +92,11 @@ class LabelStudio:
             raise LabelStudioError(f"Label Studio at {self.url}: {len(found)} projects are titled {title!r}")
         return found[0] if found else None
 
-    def create_project(self, title: str, description: str, label_config: str) -> dict[str, Any]:
+    def create_project(self, title: str, description: str, label_config: str, overlap: int = 1) -> dict[str, Any]:
+        """A project whose every task is served to ``overlap`` annotators."""
         return self._call("POST", "/api/projects/", json={
-            "title": title, "description": description, "label_config": label_config,
-            "show_skip_button": True, "maximum_annotations": 10,
+            "title": title, "description": description, "label_config": label_config, "show_skip_button": True,
+            "maximum_annotations": overlap, "overlap_cohort_percentage": 100,
         })
 
     def update_label_config(self, project_id: int, label_config: str) -> None:

@@ -51,15 +51,16 @@ class PushResult:
         return f"{base}/projects/{self.project_id}/data"
 
 
-def push_tasks(ls: LabelStudio, prefix: str, kind: str, tasks: list[dict[str, Any]]) -> PushResult:
-    """Create the kind's project when missing and add the tasks it does not hold yet."""
+def push_tasks(ls: LabelStudio, prefix: str, kind: str, tasks: list[dict[str, Any]], overlap: int = 2) -> PushResult:
+    """Create the kind's project when missing (every task served to ``overlap`` annotators) and add the tasks it
+    does not hold yet."""
     ls.whoami()  # a wrong URL or token fails here, before anything is created
     title = project_title(prefix, kind)
     config = label_config(kind)
     project = ls.project_by_title(title)
     created = project is None
     if created:
-        project = ls.create_project(title, DESCRIPTION[kind], config)
+        project = ls.create_project(title, DESCRIPTION[kind], config, overlap)
     try:
         if not created and project.get("label_config") != config:
             ls.update_label_config(project["id"], config)

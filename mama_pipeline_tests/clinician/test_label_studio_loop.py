@@ -62,6 +62,7 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     projects = {k: ls.project_by_title(project_title("loop", k)) for k in ("relevance", "scope")}
     tasks = {k: ls.tasks(p["id"]) for k, p in projects.items()}
     assert (len(tasks["relevance"]), len(tasks["scope"])) == (4, 3)
+    assert {(p["maximum_annotations"], p["overlap_cohort_percentage"]) for p in projects.values()} == {(2, 100)}
     for t in tasks["relevance"]:  # ids, query and chunk only: no judge verdict or score band
         assert set(t["data"]) == {"task_key", "query_id", "chunk_id", "query", "where", "chunk"}
 
