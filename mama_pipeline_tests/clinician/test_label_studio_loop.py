@@ -166,6 +166,9 @@ def test_wrong_token_or_unreachable_server_names_the_url_and_leaves_no_project(t
     assert f"Label Studio at {label_studio.url} rejected the API token" in str(failure.event_specific_data.error)
     assert "not-the-token" not in json.dumps([str(e) for e in result.all_events])
     assert {p["id"] for p in admin.projects()} == before
+    skipped, ctx = _sensor(cfg, dg.DagsterInstance.ephemeral(), None)  # the sensor says why, and requests nothing
+    assert isinstance(skipped, dg.SkipReason) and f"Label Studio at {label_studio.url} rejected" in skipped.skip_message
+    assert ctx.cursor is None
 
 
 def _closed_port() -> int:
