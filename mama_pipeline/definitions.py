@@ -3,6 +3,7 @@ import dagster as dg
 
 from mama_pipeline import settings as _settings
 from mama_pipeline.calibration import definitions as calibration
+from mama_pipeline.clinician import definitions as clinician
 from mama_pipeline.corpus import definitions as corpus
 from mama_pipeline.evaluation import definitions as evaluation
 from mama_pipeline.judging import definitions as judging
@@ -25,5 +26,6 @@ defs = dg.Definitions.merge(
     evaluation.defs,
     multipassage.defs,
     release.defs,
+    clinician.defs,
     dg.Definitions(resources=shared_resources()),
 )

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from mama_pipeline.calibration.settings import CalibrationSettings
+from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
@@ -46,6 +47,7 @@ class PipelineSettings(Section):
     evaluation: EvaluationSettings = EvaluationSettings()
     multipassage: MultipassageSettings = MultipassageSettings()
     release: ReleaseSettings = ReleaseSettings()
+    clinician: ClinicianSettings = ClinicianSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."

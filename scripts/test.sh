@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/label_studio.sh install  # the clinician loop's tests run a real Label Studio server
 if ! command -v chromium >/dev/null 2>&1; then  # headless browser for the Dagster UI test
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null

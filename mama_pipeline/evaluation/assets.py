@@ -11,6 +11,7 @@ import json
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.clinician.report import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import evaluate_beir, load_benchmark, registry_inputs, run_registry
 from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
@@ -111,7 +112,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
 
 @dg.asset(
     group_name=GROUP,
-    deps=[RANKINGS],
+    deps=[RANKINGS, CLINICIAN_AGREEMENT],
     description="Static HTML report: scoreboard, significance matrices, score distributions, measures by k, per "
     "tier, and the leak audit (queries verbatim in a chunk labelled at the lenient cut or above).",
     ins={"chunks": CHUNKS, "queries": QUERIES},
@@ -136,7 +137,8 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
                f"{qrels.height} judged pairs, lenient cut >= {ev.lenient}, strict cut >= {ev.strict}; "
                f"{ev.resamples} resamples, seed {ev.seed}.",
                f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
-               f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing)."],
+               f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
+               *clinician_notes(store.get())],
         label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
         label_mix=label_mix(run, qrels, mix_k), mix_k=mix_k, alpha=ev.alpha,
         segments=SegmentResult(segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)),

@@ -23,7 +23,8 @@ from mama_pipeline.mamabench.scope_prompt import verdict_model
 from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.sources import load_pool, provenance_table
 from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
-from mama_pipeline.resources import LLMResource, SettingsResource
+from mama_pipeline.release.configurations import DEPS as EXTRA_DEPS, extra_configurations
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 
 GROUP = "mamabench"
 CALIBRATION_SIDE_FILE = dg.AssetKey("calibration_side_file")
@@ -199,6 +200,7 @@ def mamabench_kenya_parity(
         "parity": dg.AssetIn("mamabench_kenya_parity"),
         "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
     },
+    deps=list(EXTRA_DEPS),
     description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>.",
 )
 def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
@@ -206,6 +208,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
     out_dir = s.release_path("mamabench", s.release.mamabench_version)
     inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
+    inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get())
     hashes = write_release(out_dir, inputs)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(out_dir)),

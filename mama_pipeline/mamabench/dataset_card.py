@@ -52,7 +52,10 @@ def _front_matter(configs: list[str]) -> str:
 
 def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
     configs = ["mcq", "open_ended", "open_ended_rubric", "criteria"] + (["calibration"] if inp.calibration is not None else [])
-    counts = {**m["items"], "criteria": m["criteria"], "calibration": m["calibration_rows"]}
+    configs += [c.name for c in inp.extra]
+    counts = {**m["items"], "criteria": m["criteria"], "calibration": m["calibration_rows"],
+              **{c.name: c.frame.height for c in inp.extra}}
+    texts = {**CONFIG_TEXT, **{c.name: c.description for c in inp.extra}}
     parts = [
         _front_matter(configs),
         f"# {m['name']} {m['version']}",
@@ -69,7 +72,7 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         )
     parts += [
         "## Configurations",
-        _table(["config", "rows", "contents"], [[c, counts.get(c), CONFIG_TEXT[c]] for c in configs]),
+        _table(["config", "rows", "contents"], [[c, counts.get(c), texts[c]] for c in configs]),
         "## Sources and yield",
         "Every upstream row is accounted for: upstream rows = kept + refused + out of scope + unclassified. "
         "Yield is kept / upstream rows.",
@@ -118,6 +121,7 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         "`audit/scope_classifier_prompt.txt`; `manifests/manifest.json` holds these figures and the sha256 "
         "of every file.",
     ]
+    parts += [c.card_section.strip() for c in inp.extra if c.card_section]
     return "\n\n".join(parts) + "\n"
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class ReleaseInputs:
     agreement_info: dict[str, Any] | None = None
     parity: AgreementStats | None = None
     calibration: pl.DataFrame | None = None
+    extra: list[Any] = field(default_factory=list)  # other areas' release configurations
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -83,6 +84,8 @@ def release_files(inp: ReleaseInputs) -> dict[str, bytes]:
     files["data/criteria/test.jsonl"] = _jsonl(_records(inp.criteria.sort("criterion_id")))
     if inp.calibration is not None:
         files["data/calibration/test.jsonl"] = _jsonl(_records(inp.calibration))
+    for c in inp.extra:
+        files[c.path] = _jsonl(_records(c.frame))
     files["schema/canonical_item.schema.json"] = _json(item_json_schema())
     files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id")))
     files["audit/accounting.jsonl"] = _jsonl(_records(inp.accounting.sort("pool", "origin", "upstream_index")))

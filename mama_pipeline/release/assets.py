@@ -23,6 +23,7 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
+from mama_pipeline.release.configurations import DEPS as EXTRA_DEPS, extra_configurations
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource, StoreResource
@@ -121,7 +122,7 @@ def mamaretrieval_inputs(
         "judgments": dg.AssetIn("judgments"),
         "pooled_pairs": dg.AssetIn("pooled_pairs"),
     },
-    deps=[RANKINGS],
+    deps=[RANKINGS, *EXTRA_DEPS],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
     "the corpus version.",
@@ -139,6 +140,7 @@ def mamaretrieval_release(
     rankings = store.get().read_table("rankings", partitions=s.retrieval.pooled)
     inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
                                   judgments, pooled_pairs)
+    inputs.extra = extra_configurations(NAME, store.get())
     folder = s.release_path(NAME, inputs.version)
     manifest = write_mamaretrieval_release(folder, inputs)
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")

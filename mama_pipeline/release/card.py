@@ -31,10 +31,14 @@ def front_matter(manifest: dict[str, Any]) -> str:
         "size_categories": [size_category(manifest["figures"]["judged_pairs"])],
         "configs": [
             {"config_name": name, "data_files": [{"split": "test", "path": path}], **({"default": True} if i == 0 else {})}
-            for i, (name, path, _) in enumerate(CONFIGS)
+            for i, (name, path, _) in enumerate([*CONFIGS, *_extra(manifest)])
         ],
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def _extra(manifest: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(c["name"], c["path"], c["description"]) for c in manifest.get("configurations", [])]
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
@@ -43,7 +47,7 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
-def render_card(manifest: dict[str, Any]) -> str:
+def render_card(manifest: dict[str, Any], extra_sections: list[str] = ()) -> str:
     f = manifest["figures"]
     corpus, judge, writer, retrieval = manifest["corpus"], manifest["judge"], manifest["query_writer"], manifest["retrieval"]
     cuts = manifest["thresholds"]
@@ -60,7 +64,8 @@ def render_card(manifest: dict[str, Any]) -> str:
     parts.append("## Data\n\n" + _table(("config", "file", "rows", "content"), [
         (name, f"`{path}`", f.get(key), text)
         for (name, path, text), key in zip(CONFIGS, ("judged_pairs", "queries", "rankings", "chunks", "judged_pairs"))
-    ]) + "\n")
+    ] + [(c["name"], f"`{c['path']}`", c["rows"], c["description"]) for c in manifest.get("configurations", [])]
+    ) + "\n")
     parts.append("## Figures\n\n" + _table(("figure", "value"), [
         ("queries", f["queries"]),
         ("sources that seeded queries", f["sources_with_queries"]),
@@ -108,4 +113,5 @@ def render_card(manifest: dict[str, Any]) -> str:
         "queries and labels form one version. Re-chunking changes ids and requires re-labelling.\n"
         "- `manifest.json` lists the SHA-256 and row count of every file; `mama-pipeline verify FOLDER` checks them.\n"
     )
+    parts += [s for s in extra_sections if s]
     return "\n".join(parts)

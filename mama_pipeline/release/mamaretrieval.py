@@ -31,6 +31,7 @@ import polars as pl
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.release.card import render_card
+from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.release.files import file_entry, json_bytes, write_parquet
 
@@ -100,6 +101,7 @@ class MamaretrievalInputs:
     previous_version: str | None = None
     licence: str = "other"
     producer: dict[str, Any] = field(default_factory=dict)
+    extra: list[ReleaseConfiguration] = field(default_factory=list)  # other areas' configurations
 
     @property
     def retriever_names(self) -> list[str]:
@@ -310,12 +312,15 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs) -> dict
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
     manifest = build_manifest(inp, tables, writer_model, judge_model)
+    manifest["configurations"] = [{"name": c.name, "path": c.path, "description": c.description,
+                                  "rows": c.frame.height} for c in inp.extra]
+    tables.update({c.path: c.frame for c in inp.extra})
     texts = {
         JUDGE_PROMPT_FILE: inp.judge.template.text.encode(),
         QUERY_PROMPT_FILE: inp.query_writer.template.text.encode(),
         "schema/judge_answer.schema.json": json_bytes(inp.judge.answer_schema),
         "schema/query_answer.schema.json": json_bytes(inp.query_writer.answer_schema),
-        CARD: render_card(manifest).encode(),
+        CARD: render_card(manifest, [c.card_section for c in inp.extra]).encode(),
     }
     with atomic_folder(Path(out_dir)) as tmp:
         for rel, df in tables.items():

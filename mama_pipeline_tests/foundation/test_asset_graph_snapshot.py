@@ -46,13 +46,14 @@ def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
     assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release",
-                      "multipassage"}
+                      "multipassage", "clinician"}
     chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
              ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
              ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),
              ("healthbench_scope_verdicts", "calibration_side_file"),
              ("multipassage_candidates", "multipassage_questions"), ("multipassage_pool", "multipassage_labels"),
              ("multipassage_labels", "multipassage_scoreboard"),
-             ("multipassage_questions", "mamaretrieval_multipassage_release")]
+             ("multipassage_questions", "mamaretrieval_multipassage_release"),
+             ("judgments", "clinician_tasks"), ("clinician_labels", "clinician_agreement")]
     for upstream, downstream in chain:
         assert upstream in assets[downstream]["inputs"], (upstream, downstream)

@@ -1,0 +1,122 @@
+"""Clinicians' annotations from a Label Studio JSON export, one row per task and annotator.
+
+The export is what the server's ``/api/projects/<id>/export?exportType=JSON``
+returns and what a team annotating on another server hands over: a list of
+tasks, each with ``data`` (carrying our ``task_key``) and ``annotations``.
+A malformed export fails with the file (or URL) and task named. An annotation
+that is readable but unusable (skipped, or D2-D4 missing after D1 "yes") is
+kept with its status and the problem, never dropped; only ``labelled`` rows
+enter the agreement figures. The relevance score follows the judge's rules
+(:func:`mama_pipeline.judging.scoring.score_verdicts`).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
+from mama_pipeline.clinician.tasks import KINDS
+from mama_pipeline.judging.scoring import score_verdicts
+
+LABEL_SCHEMA = {
+    "task_key": pl.String, "kind": pl.String, "ls_task_id": pl.Int64, "annotation_id": pl.Int64,
+    "annotator_id": pl.String, "created_at": pl.String, "updated_at": pl.String, "lead_time_s": pl.Float64,
+    "query_id": pl.String, "chunk_id": pl.String, "item_id": pl.String,
+    "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
+    "d3_answered": pl.Int8, "structural_violation": pl.Boolean, "score": pl.Int8, "category": pl.String,
+    "status": pl.String, "problem": pl.String, "source": pl.String,
+}
+
+
+class ExportError(ValueError):
+    """A Label Studio export that cannot be read, with the file and task named."""
+
+
+def read_export_file(path: str | Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    try:
+        tasks = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExportError(f"{path}: Label Studio export file does not exist") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{path}: not a JSON file: {exc}") from None
+    return tasks
+
+
+def _choice(result: list[dict[str, Any]], name: str) -> str | None:
+    for r in result:
+        if r.get("from_name") == name and r.get("type") == "choices":
+            picked = (r.get("value") or {}).get("choices") or []
+            return picked[0] if len(picked) == 1 else None
+    return None
+
+
+def _relevance_label(result: list[dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
+    d1 = _choice(result, "d1_topic")
+    if d1 not in ("yes", "no"):
+        return {}, "D1 topic not answered"
+    if d1 == "no":
+        return score_verdicts({"d1_topic": False, "d2_meaningful": 0, "d3_actionable": 0, "d4_density": 0}), None
+    grades = {d: _choice(result, d) for d in DIMENSIONS[1:]}
+    missing = [d for d, v in grades.items() if v not in ("0", "1", "2")]
+    if missing:
+        return {}, f"D1 is yes but {', '.join(missing)} not answered"
+    return score_verdicts({"d1_topic": True, **{d: int(v) for d, v in grades.items()}}), None
+
+
+def _annotator(completed_by: Any) -> str | None:
+    if isinstance(completed_by, dict):
+        completed_by = completed_by.get("id", completed_by.get("email"))
+    return None if completed_by is None else str(completed_by)
+
+
+def parse_export(tasks: Any, source: str) -> pl.DataFrame:
+    """Rows of ``clinician_labels`` from one export; ``source`` (file or URL) names it in errors and rows."""
+    if not isinstance(tasks, list):
+        raise ExportError(f"{source}: a Label Studio JSON export is a list of tasks, got {type(tasks).__name__}")
+    rows = []
+    for i, task in enumerate(tasks):
+        where = f"{source}: task {i}" + (f" (id {task.get('id')})" if isinstance(task, dict) else "")
+        data = task.get("data") if isinstance(task, dict) else None
+        key = data.get("task_key") if isinstance(data, dict) else None
+        if not isinstance(key, str) or key.split(":", 1)[0] not in KINDS:
+            raise ExportError(f"{where}: data.task_key is missing or not a mama_pipeline task key")
+        kind = key.split(":", 1)[0]
+        annotations = task.get("annotations") or []
+        if not isinstance(annotations, list):
+            raise ExportError(f"{where}: annotations is not a list")
+        for a in annotations:
+            annotator = _annotator(a.get("completed_by")) if isinstance(a, dict) else None
+            if annotator is None or not isinstance(a.get("result", []), list):
+                raise ExportError(f"{where}: an annotation has no completed_by or a result that is not a list")
+            row: dict[str, Any] = {
+                "task_key": key, "kind": kind, "ls_task_id": task.get("id"), "annotation_id": a.get("id"),
+                "annotator_id": annotator, "created_at": a.get("created_at"), "updated_at": a.get("updated_at"),
+                "lead_time_s": a.get("lead_time"), "query_id": data.get("query_id"), "chunk_id": data.get("chunk_id"),
+                "item_id": data.get("item_id"), "source": source,
+            }
+            if a.get("was_cancelled"):
+                row.update(status="skipped", problem="the annotator skipped the task")
+            elif kind == "relevance":
+                label, problem = _relevance_label(a.get("result") or [])
+                row.update(label, status="invalid" if problem else "labelled", problem=problem)
+            else:
+                category = _choice(a.get("result") or [], "category")
+                ok = category in CATEGORIES
+                row.update(category=category if ok else None, status="labelled" if ok else "invalid",
+                           problem=None if ok else f"scope category {category!r} is not one of {list(CATEGORIES)}")
+            rows.append(row)
+    return pl.DataFrame(rows, schema=LABEL_SCHEMA, strict=False)
+
+
+def latest_per_annotator(labels: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """One row per (task, annotator): the most recently updated annotation; returns (rows, superseded)."""
+    if labels.is_empty():
+        return labels, 0
+    ranked = labels.sort("task_key", "annotator_id", "updated_at", "annotation_id", descending=[False, False, True, True],
+                         nulls_last=True)
+    kept = ranked.unique(["task_key", "annotator_id"], keep="first", maintain_order=True)
+    return kept.sort("task_key", "annotator_id"), labels.height - kept.height

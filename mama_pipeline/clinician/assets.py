@@ -1,0 +1,164 @@
+"""Dagster assets of the clinician validation loop (group ``clinician``), thin over the pure modules.
+
+Inputs from other areas: ``judgments`` (with tier), ``generated_queries``,
+``corpus_chunks``, ``mamabench_scope_verdicts`` and ``mamabench_adapted``.
+With ``clinician.label_studio_url`` set the tasks go to that Label Studio server
+and the labels come back from it (the sensor re-runs the label assets on new or
+changed annotations); with no URL the task files are written for import
+elsewhere and the labels are read from the configured export files. No asset
+here calls an LLM.
+"""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.clinician.adjudication import majority_labels
+from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreement
+from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
+from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
+from mama_pipeline.clinician.release import is_synthetic
+from mama_pipeline.clinician.report import write_report
+from mama_pipeline.clinician.tasks import KINDS, label_studio_tasks, relevance_tasks, scope_tasks
+from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.metadata import md_table
+from mama_pipeline.resources import SettingsResource, data_path
+from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+
+GROUP = "clinician"
+TASK_FILES = ("clinician", "label_studio")
+EXPORT_FILES = ("clinician", "exports")
+REPORT_DIR = ("reports", "clinician")
+
+
+@dg.asset(
+    group_name=GROUP,
+    ins={"queries": QUERIES, "chunks": CHUNKS, "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
+         "adapted": dg.AssetIn("mamabench_adapted")},
+    description="The seeded sample clinicians label: judged pairs stratified by tier x judge score band, classified "
+    "mamabench items by scope category (NONE included); task data without any LLM label.",
+)
+def clinician_tasks(settings: SettingsResource, judgments: pl.DataFrame, queries: pl.DataFrame,
+                    chunks: pl.DataFrame, verdicts: pl.DataFrame, adapted: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    c, j = s.clinician, s.judging
+    tasks = pl.concat([
+        relevance_tasks(judgments, queries, chunks, c.relevance_sample_size, c.seed, j.lenient_cut, j.strict_cut),
+        scope_tasks(verdicts, adapted, c.scope_sample_size, c.seed),
+    ])
+    strata = tasks.group_by("kind", "stratum").len().sort("kind", "stratum")
+    return dg.Output(tasks, metadata={"tasks": tasks.height, "strata": md_table(strata)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="The tasks as Label Studio JSON import files with the labelling configs (for teams annotating "
+    "elsewhere), pushed to the configured Label Studio server: one project per kind, no duplicate tasks.",
+)
+def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsResource,
+                       clinician_tasks: pl.DataFrame) -> dg.MaterializeResult:
+    c = settings.get().clinician
+    folder = data_path(settings, *TASK_FILES)
+    payloads = {kind: label_studio_tasks(clinician_tasks, kind) for kind in KINDS}
+    for kind in KINDS:
+        with atomic_file(folder / f"{kind}_tasks.json") as fh:
+            json.dump(payloads[kind], fh, ensure_ascii=False, indent=1, sort_keys=True)
+        with atomic_file(folder / f"{kind}_config.xml") as fh:
+            fh.write(label_config(kind))
+    meta: dict[str, object] = {"task_files": dg.MetadataValue.path(str(folder)),
+                               **{f"{k}/tasks": len(v) for k, v in payloads.items()}}
+    if not c.label_studio_url:
+        context.log.info("clinician.label_studio_url is empty: task files written, nothing pushed")
+        return dg.MaterializeResult(metadata={**meta, "server": "(none configured)"})
+    with LabelStudio(c.label_studio_url, token_from_env(c.token_env, c.label_studio_url), c.timeout_s) as ls:
+        for kind in KINDS:
+            r = push_tasks(ls, c.project_prefix, kind, payloads[kind], overlap=max(2, c.min_annotations))
+            context.log.info(f"{kind}: project {r.project_id} ({'created' if r.created else 'found'}), "
+                             f"{r.pushed} tasks pushed, {r.already_there} already there")
+            meta.update({f"{kind}/project": dg.MetadataValue.url(r.project_url(c.label_studio_url)),
+                         f"{kind}/pushed": r.pushed, f"{kind}/already_there": r.already_there})
+    return dg.MaterializeResult(metadata={**meta, "server": c.label_studio_url})
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[clinician_projects],
+    description="Clinicians' annotations, one row per task and annotator (annotator id and times kept), from the "
+    "Label Studio server or the configured export files; skipped or incomplete ones are listed with the problem.",
+)
+def clinician_labels(context: dg.AssetExecutionContext, settings: SettingsResource,
+                     clinician_tasks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    exports = read_exports(s.clinician, s.resolve, clinician_tasks)
+    folder = data_path(settings, *EXPORT_FILES)
+    frames = []
+    for kind, (source, tasks) in sorted(exports.items()):
+        with atomic_file(folder / f"{kind}_export.json") as fh:
+            json.dump(tasks, fh, ensure_ascii=False, indent=1, sort_keys=True)
+        frames.append(parse_export(tasks, source))
+        context.log.info(f"{kind}: {len(tasks)} tasks read from {source}")
+    labels, superseded = latest_per_annotator(pl.concat(frames) if frames else parse_export([], "(none)"))
+    outside = labels.join(clinician_tasks.select("task_key"), on="task_key", how="anti")
+    by_status = labels.group_by("kind", "status").len().sort("kind", "status")
+    return dg.Output(labels, metadata={
+        "labels": labels.height,
+        "annotators": labels["annotator_id"].n_unique(),
+        "tasks_annotated": labels["task_key"].n_unique(),
+        "superseded_annotations": superseded,
+        "labels_outside_current_sample": outside.height,
+        "sources": ", ".join(src for src, _ in exports.values()) or "(none)",
+        "by_status": md_table(by_status),
+        "problems": md_table(labels.filter(pl.col("problem").is_not_null()).select(
+            "task_key", "annotator_id", "status", "problem")),
+    })
+
+
+@dg.multi_asset(
+    group_name=GROUP,
+    outs={
+        "clinician_agreement": dg.AssetOut(description="The relevance judge and the scope classifier against each "
+                                           "clinician and the clinicians' majority; Krippendorff's alpha between "
+                                           "clinicians."),
+        "clinician_confusion": dg.AssetOut(description="Confusion tables: LLM label (llm) against clinician label."),
+    },
+)
+def clinician_agreement(settings: SettingsResource, clinician_labels: pl.DataFrame, judgments: pl.DataFrame,
+                        mamabench_scope_verdicts: pl.DataFrame):
+    s = settings.get()
+    majority = majority_labels(clinician_labels, s.clinician.min_annotations)
+    rel_m, rel_c = relevance_agreement(judgments, clinician_labels, majority, s.judging.lenient_cut,
+                                       s.judging.strict_cut)
+    scope_m, scope_c = scope_agreement(mamabench_scope_verdicts, clinician_labels, majority)
+    metrics, confusion = pl.concat([rel_m, scope_m]), pl.concat([rel_c, scope_c])
+    yield dg.Output(metrics, output_name="clinician_agreement", metadata={"metrics": md_table(metrics, limit=80)})
+    yield dg.Output(confusion, output_name="clinician_confusion", metadata={"cells": confusion.height})
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="The clinician-validated subset: tasks with at least clinician.min_annotations usable annotations, "
+    "adjudicated by majority; ties are listed (tie = true, tied_on names the dimension) with no label.",
+)
+def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    validated = majority_labels(clinician_labels, settings.get().clinician.min_annotations)
+    counts = validated.group_by("kind", "tie").len().sort("kind", "tie")
+    return dg.Output(validated, metadata={"tasks": validated.height, "ties": int(validated["tie"].sum()),
+                                          "by_kind": md_table(counts)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Static HTML page of the clinician validation: each LLM judge against each clinician and the "
+    "majority, agreement between clinicians, confusion against the majority (reports/clinician/agreement.html).",
+)
+def clinician_report(settings: SettingsResource, clinician_agreement: pl.DataFrame,
+                     clinician_confusion: pl.DataFrame, clinician_validated: pl.DataFrame,
+                     clinician_labels: pl.DataFrame) -> dg.MaterializeResult:
+    sources = sorted(set(clinician_labels["source"]))
+    page = write_report(data_path(settings, *REPORT_DIR), clinician_agreement, clinician_confusion,
+                        clinician_validated, sources, is_synthetic(clinician_labels))
+    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
+                                          "report_url": dg.MetadataValue.url(page.as_uri()),
+                                          "synthetic_labels": is_synthetic(clinician_labels)})

@@ -1,0 +1,20 @@
+"""The clinician group's Dagster definitions: assets, checks and the annotations sensor."""
+import dagster as dg
+
+from mama_pipeline.clinician.assets import (
+    clinician_agreement,
+    clinician_labels,
+    clinician_projects,
+    clinician_report,
+    clinician_tasks,
+    clinician_validated,
+)
+from mama_pipeline.clinician.checks import CHECKS
+from mama_pipeline.clinician.sensors import clinician_annotations_sensor
+
+defs = dg.Definitions(
+    assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated,
+            clinician_report],
+    asset_checks=CHECKS,
+    sensors=[clinician_annotations_sensor],
+)

@@ -1,0 +1,132 @@
+"""Clinician agreement as Markdown (release cards) and as a static HTML page (reports/clinician).
+
+Values are printed with fixed formats and rows in a fixed order, so the same
+tables give the same bytes.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
+from mama_pipeline.file_ops import atomic_folder
+
+if TYPE_CHECKING:
+    from mama_pipeline.store import Store
+
+PAGE = "agreement.html"
+SYNTHETIC_NOTE = ("The annotations are SYNTHETIC (made-up annotators of the offline demo), not clinicians' "
+                  "judgements: the figures show the mechanics only.")
+HEADLINE = {  # kind -> metrics shown per comparison, in this order
+    "relevance": ("exact_score_agreement", "within_one_point", "weighted_kappa_linear", "weighted_kappa_quadratic",
+                  "lenient_agreement", "strict_agreement", "d1_topic_agreement", "d2_meaningful_agreement",
+                  "d3_actionable_agreement", "d4_density_agreement"),
+    "scope": ("category_agreement", "in_scope_agreement", "cohens_kappa"),
+}
+LLM = {"relevance": "relevance judge", "scope": "scope classifier"}
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def comparison_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """One row per comparison (each clinician, then the majority), one column per headline metric."""
+    m = metrics.filter((pl.col("kind") == kind) & (pl.col("comparison") != ANNOTATORS))
+    names = sorted(set(m["comparison"]) - {MAJORITY}) + ([MAJORITY] if MAJORITY in set(m["comparison"]) else [])
+    rows = []
+    for name in names:
+        got = {r["metric"]: r for r in m.filter(pl.col("comparison") == name).to_dicts()}
+        pairs = max((r["pairs"] for r in got.values()), default=0)
+        rows.append({"comparison": f"{LLM[kind]} vs {name}", "pairs": pairs,
+                     **{k: _fmt(got[k]["value"]) if k in got else "n/a" for k in HEADLINE[kind]}})
+    return pl.DataFrame(rows, schema={"comparison": pl.String, "pairs": pl.Int64,
+                                      **{k: pl.String for k in HEADLINE[kind]}})
+
+
+def alpha_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
+    a = metrics.filter((pl.col("kind") == kind) & (pl.col("comparison") == ANNOTATORS)).sort("metric")
+    return a.select(pl.col("metric").str.replace("krippendorff_alpha_", ""), pl.col("value").map_elements(
+        _fmt, return_dtype=pl.String).alias("krippendorff_alpha"), pl.col("pairs").alias("units_coded_twice"))
+
+
+def _md(df: pl.DataFrame) -> str:
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
+    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
+    return "\n".join(lines)
+
+
+def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, synthetic: bool) -> str:
+    """The release card's section on clinician validation of one kind of label."""
+    v = validated.filter(pl.col("kind") == kind)
+    parts = ["## Clinician validation\n"]
+    if synthetic:
+        parts.append(f"> **{SYNTHETIC_NOTE}**\n")
+    parts.append(
+        f"A seeded, stratified sample was labelled in Label Studio with the {LLM[kind]}'s own "
+        f"definitions beside each task. The `clinician_validated` configuration holds the {v.height} tasks with at "
+        f"least two annotations, adjudicated by majority; {int(v['tie'].sum())} ties are listed (`tie` true, "
+        "`tied_on` names the dimension) with no label.\n")
+    if metrics.filter(pl.col("kind") == kind).height:
+        parts.append(_md(comparison_table(metrics, kind)) + "\n")
+        parts.append("Agreement between clinicians (Krippendorff's alpha):\n\n" + _md(alpha_table(metrics, kind)) + "\n")
+    return "\n".join(parts)
+
+
+def summary_note(metrics: pl.DataFrame) -> str | None:
+    """One line for other reports: the judge against the clinicians' majority."""
+    m = {r["metric"]: r for r in metrics.filter((pl.col("kind") == "relevance") &
+                                                (pl.col("comparison") == MAJORITY)).to_dicts()}
+    if not m or not m["lenient_agreement"]["pairs"]:
+        return None
+    return (f"Clinician validation: on {m['lenient_agreement']['pairs']} pairs the judge agrees with the clinicians' "
+            f"majority at the lenient cut on {_fmt(m['lenient_agreement']['value'])}, at the strict cut on "
+            f"{_fmt(m['strict_agreement']['value'])}, exact score {_fmt(m['exact_score_agreement']['value'])} "
+            "(reports/clinician/agreement.html).")
+
+
+def _html_table(df: pl.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in row) + "</tr>"
+                   for row in df.iter_rows())
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, validated: pl.DataFrame,
+                 sources: list[str], synthetic: bool) -> Path:
+    """Write ``folder/agreement.html`` (folder replaced atomically); returns the page."""
+    css = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
+           "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}th{background:#f3f3f3}.warn{color:#a00}")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Clinician validation</title><style>{css}"
+             "</style></head><body><h1>Clinician validation of the LLM judges</h1>"]
+    if synthetic:
+        parts.append(f"<p class='warn'><b>{html.escape(SYNTHETIC_NOTE)}</b></p>")
+    parts.append(f"<p>Labels from: {html.escape(', '.join(sources) or '(none)')}.</p>")
+    for kind in ("relevance", "scope"):
+        v = validated.filter(pl.col("kind") == kind)
+        parts.append(f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with enough annotations, "
+                     f"{int(v['tie'].sum())} ties.</p>")
+        parts.append(_html_table(comparison_table(metrics, kind)))
+        parts.append("<h3>Between clinicians</h3>" + _html_table(alpha_table(metrics, kind)))
+        c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))
+        if c.height:
+            wide = c.pivot(on="clinician", index="llm", values="count", sort_columns=True).sort("llm").fill_null(0)
+            parts.append("<h3>Confusion: LLM (rows) vs clinicians' majority (columns)</h3>" + _html_table(wide))
+    parts.append("</body></html>\n")
+    with atomic_folder(folder) as tmp:
+        (tmp / PAGE).write_text("\n".join(parts), encoding="utf-8")
+    return folder / PAGE
+
+
+AGREEMENT_TABLE = "clinician_agreement"  # asset and table other reports read
+
+
+def clinician_notes(store: "Store") -> list[str]:
+    """Lines for other reports (none before the clinician agreement exists or when nothing was compared)."""
+    if not store.table_exists(AGREEMENT_TABLE):
+        return []
+    note = summary_note(store.read_table(AGREEMENT_TABLE))
+    return [note] if note else []

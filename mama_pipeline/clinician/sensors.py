@@ -1,0 +1,43 @@
+"""The annotations sensor: new, edited, skipped or deleted annotations in Label Studio re-run the label assets.
+
+The cursor is a fingerprint of every annotation's (task, id, updated_at,
+cancelled) across the projects; each new fingerprint requests one run (run key
+= fingerprint). With no server configured the sensor skips.
+"""
+import dagster as dg
+
+from mama_pipeline.clinician.label_studio import LabelStudioError
+from mama_pipeline.clinician.projects import annotations_fingerprint, read_exports
+from mama_pipeline.resources import SettingsResource
+from mama_pipeline.settings import load_settings
+
+LABEL_ASSETS = dg.AssetSelection.assets(
+    "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated"
+).required_multi_asset_neighbors()
+
+
+@dg.sensor(
+    name="clinician_annotations_sensor",
+    asset_selection=LABEL_ASSETS,
+    minimum_interval_seconds=load_settings().clinician.sensor_interval_s,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Polls the Label Studio projects; on new or changed annotations, re-materialises clinician_labels, "
+    "the agreement figures and the clinician-validated subset.",
+)
+def clinician_annotations_sensor(context: dg.SensorEvaluationContext, settings: SettingsResource):
+    s = settings.get()
+    url = s.clinician.label_studio_url
+    if not url:
+        return dg.SkipReason("clinician.label_studio_url is empty: no Label Studio server to poll")
+    try:
+        exports = read_exports(s.clinician, s.resolve)
+    except LabelStudioError as exc:
+        return dg.SkipReason(str(exc))
+    fingerprint = annotations_fingerprint({kind: tasks for kind, (_, tasks) in exports.items()})
+    if fingerprint == context.cursor:
+        return dg.SkipReason(f"no new or changed annotations at {url} ({fingerprint})")
+    context.update_cursor(fingerprint)
+    annotations = sum(len(t.get("annotations") or []) for _, tasks in exports.values() for t in tasks)
+    context.log.info(f"annotations at {url} changed: {annotations} now ({fingerprint})")
+    return dg.RunRequest(run_key=fingerprint, asset_selection=sorted(LABEL_ASSETS.resolve(context.repository_def.asset_graph), key=str),
+                         tags={"mama/trigger": "clinician_annotations_sensor"})

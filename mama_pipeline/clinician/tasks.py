@@ -1,0 +1,113 @@
+"""The seeded, stratified sample clinicians label, as Label Studio tasks.
+
+Relevance pairs are drawn with the reference-judge pilot's sampler (tier x
+judge score band, :func:`mama_pipeline.judging.reliability.pilot_sample`); scope
+items by the classifier's category, NONE included, in the same way: strata
+visited in turn, each shuffled with a seed derived from the stratum alone.
+
+Task data carries the ids, the query and chunk (or the item as the classifier
+read it) and nothing the LLMs said: annotators must not see the labels they
+are checking. The stratum (which reveals the judge's score band) stays in the
+pipeline's ``clinician_tasks`` table.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+import polars as pl
+
+from mama_pipeline.judging.reliability import pilot_sample
+
+RELEVANCE = "relevance"
+SCOPE = "scope"
+KINDS = (RELEVANCE, SCOPE)
+TASK_DATA_KEYS = {
+    RELEVANCE: ("task_key", "query_id", "chunk_id", "query", "where", "chunk"),
+    SCOPE: ("task_key", "item_id", "pool", "item"),
+}
+TASK_SCHEMA = {
+    "task_key": pl.String, "kind": pl.String, "stratum": pl.String, "query_id": pl.String, "chunk_id": pl.String,
+    "item_id": pl.String, "pool": pl.String, "data_json": pl.String,
+}
+
+
+def relevance_key(query_id: str, chunk_id: str) -> str:
+    return f"{RELEVANCE}:{query_id}:{chunk_id}"
+
+
+def scope_key(item_id: str) -> str:
+    return f"{SCOPE}:{item_id}"
+
+
+def _data_json(data: dict) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+
+
+def relevance_tasks(judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame, size: int, seed: int,
+                    lenient: int, strict: int) -> pl.DataFrame:
+    """``size`` judged pairs stratified by tier x score band, as tasks."""
+    sample = pilot_sample(judgments, size, seed, lenient, strict) if size and judgments.height else None
+    if sample is None or sample.is_empty():
+        return pl.DataFrame(schema=TASK_SCHEMA)
+    rows = (
+        sample.join(queries.select("query_id", "query_text"), on="query_id", how="left")
+        .join(chunks.select("chunk_id", "text", "source", "page"), on="chunk_id", how="left")
+    )
+    missing = rows.filter(pl.col("query_text").is_null() | pl.col("text").is_null())
+    if missing.height:
+        q, c = missing.row(0, named=True)["query_id"], missing.row(0, named=True)["chunk_id"]
+        raise ValueError(f"judged pair ({q}, {c}) has no query text or chunk text: judgments and inputs disagree")
+    out = []
+    for r in rows.iter_rows(named=True):
+        key = relevance_key(r["query_id"], r["chunk_id"])
+        page = "unknown" if r["page"] is None else r["page"]
+        data = {"task_key": key, "query_id": r["query_id"], "chunk_id": r["chunk_id"], "query": r["query_text"],
+                "where": f"{r['source']}, page {page}", "chunk": r["text"]}
+        out.append({"task_key": key, "kind": RELEVANCE, "stratum": f"{r['tier']}|{r['band']}",
+                    "query_id": r["query_id"], "chunk_id": r["chunk_id"], "item_id": None, "pool": None,
+                    "data_json": _data_json(data)})
+    return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
+
+
+def stratified(df: pl.DataFrame, stratum: str, key: str, size: int, seed: int) -> pl.DataFrame:
+    """``size`` rows, one stratum at a time in sorted order, each stratum shuffled by (seed, stratum)."""
+    queues = []
+    for (name,), group in sorted(df.group_by(stratum), key=lambda kv: str(kv[0][0])):
+        rows = group.sort(key).rows(named=True)
+        random.Random(hashlib.sha256(f"{seed}|{name}".encode()).digest()).shuffle(rows)
+        queues.append(rows)
+    picked: list[dict] = []
+    while len(picked) < size and any(queues):
+        for queue in queues:
+            if queue and len(picked) < size:
+                picked.append(queue.pop(0))
+    return pl.DataFrame(picked, schema=df.schema).sort(key)
+
+
+def scope_tasks(verdicts: pl.DataFrame, adapted: pl.DataFrame, size: int, seed: int) -> pl.DataFrame:
+    """``size`` classified mamabench items stratified by the classifier's category (NONE included), as tasks."""
+    classified = verdicts.filter((pl.col("via") == "classifier") & (pl.col("status") == "ok")).select(
+        "item_id", "pool", "category"
+    )
+    if not size or classified.is_empty():
+        return pl.DataFrame(schema=TASK_SCHEMA)
+    sample = stratified(classified, "category", "item_id", size, seed).join(
+        adapted.select("item_id", "scope_input"), on="item_id", how="left"
+    )
+    missing = sample.filter(pl.col("scope_input").is_null())
+    if missing.height:
+        raise ValueError(f"classified item {missing['item_id'][0]} has no scope_input in mamabench_adapted")
+    out = []
+    for r in sample.iter_rows(named=True):
+        key = scope_key(r["item_id"])
+        data = {"task_key": key, "item_id": r["item_id"], "pool": r["pool"], "item": r["scope_input"]}
+        out.append({"task_key": key, "kind": SCOPE, "stratum": r["category"], "query_id": None, "chunk_id": None,
+                    "item_id": r["item_id"], "pool": r["pool"], "data_json": _data_json(data)})
+    return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
+
+
+def label_studio_tasks(tasks: pl.DataFrame, kind: str) -> list[dict]:
+    """Tasks of one kind in Label Studio's import format (``[{"data": {...}}, ...]``)."""
+    return [{"data": json.loads(d)} for d in tasks.filter(pl.col("kind") == kind).sort("task_key")["data_json"]]

@@ -1,0 +1,71 @@
+"""A real Label Studio server on loopback, started by the project's own script (which installs it when missing)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 900  # a fresh machine installs Label Studio first (about a minute here, more on a cold cache)
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    token: str
+    email: str
+    password: str
+    log: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def running_label_studio(folder: Path) -> Iterator[Server]:
+    port = _free_port()
+    server = Server(url=f"http://127.0.0.1:{port}", token=secrets.token_hex(20), email="admin@example.org",
+                    password=secrets.token_urlsafe(16), log=folder / "label_studio.log")
+    env = {**os.environ, "LABEL_STUDIO_USERNAME": server.email, "LABEL_STUDIO_PASSWORD": server.password,
+           "LABEL_STUDIO_USER_TOKEN": server.token, "LABEL_STUDIO_PORT": str(port),
+           "LABEL_STUDIO_DATA_DIR": str(folder / "label_studio_data")}
+    with open(server.log, "w") as log:
+        proc = subprocess.Popen(["bash", str(REPO / "scripts" / "label_studio.sh"), "start"], cwd=REPO, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_default_signals)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{server.url}/health", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Label Studio did not start (exit {proc.poll()}); log:\n"
+                                   + server.log.read_text()[-3000:])
+            time.sleep(0.5)
+        yield server
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)

@@ -1,0 +1,128 @@
+"""The clinician group with no server: task files out, labels from Label Studio export files, report, release configs."""
+import json
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.clinician.release import configurations
+from mama_pipeline.release import mamaretrieval
+from mama_pipeline.release.configurations import extra_configurations
+from mama_pipeline.release.verify import verify_release
+from mama_pipeline.resources import shared_resources
+from mama_pipeline.store import Store
+from mama_pipeline_tests.clinician import fixtures as fx
+from mama_pipeline_tests.mamabench.test_release import inputs  # noqa: F401  (the mamabench release fixture)
+from mama_pipeline_tests.release import fixtures as release_fx
+
+CLINICIAN = ["clinician_tasks", "clinician_projects", "clinician_labels", "clinician_agreement",
+             "clinician_confusion", "clinician_validated", "clinician_report"]
+
+
+@pytest.fixture
+def offline(tmp_path):
+    fx.write_export(tmp_path / "relevance-SYNTHETIC.json", "relevance")
+    fx.write_export(tmp_path / "scope-SYNTHETIC.json", "scope")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "data_dir": str(tmp_path / "data"),
+        "clinician": {"exports": {"relevance": "relevance-SYNTHETIC.json", "scope": "scope-SYNTHETIC.json"},
+                      "relevance_sample_size": 4, "scope_sample_size": 3},
+    }))
+    result = dg.materialize(fx.ALL, resources=shared_resources(str(cfg)))
+    assert result.success
+    return tmp_path, result
+
+
+def test_offline_run_reads_exports_writes_task_files_and_report(offline):
+    tmp_path, result = offline
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"no_llm_label_in_task_data": True, "one_label_per_task_and_annotator": True,
+                      "labels_belong_to_current_sample": True}
+    data = tmp_path / "data"
+    tasks = json.loads((data / "clinician" / "label_studio" / "relevance_tasks.json").read_text())
+    assert len(tasks) == 4 and all(set(t) == {"data"} for t in tasks)  # Label Studio's import format
+    assert (data / "clinician" / "label_studio" / "relevance_config.xml").read_text().startswith("<View>")
+    export = json.loads((data / "clinician" / "exports" / "scope_export.json").read_text())
+    assert export == fx.export_file_tasks("scope", {"one": 11, "two": 12})  # what was read, kept as a file
+    store = Store(data / "mama.duckdb")
+    labels = store.read_table("clinician_labels")
+    assert labels.height == 14 and labels["source"].str.ends_with("SYNTHETIC.json").all()
+    metrics = store.read_table("clinician_agreement")
+    one = dict(metrics.filter(pl.col("comparison") == "annotator 11").select("metric", "value").iter_rows())
+    assert one["exact_score_agreement"] == 0.5 and one["category_agreement"] == pytest.approx(2 / 3)
+    page = (data / "reports" / "clinician" / "agreement.html").read_text()
+    assert "SYNTHETIC" in page and "relevance judge vs majority" in page and "scope classifier vs annotator 11" in page
+    meta = result.asset_materializations_for_node("clinician_projects")[0].metadata
+    assert meta["server"].value == "(none configured)"
+
+
+def test_release_configurations_carry_the_validated_subset_into_both_releases(offline, tmp_path):
+    data = offline[0] / "data"
+    store = Store(data / "mama.duckdb")
+    assert [c.name for c in extra_configurations("mamaretrieval", store)] == ["clinician_validated"]
+    (rel,) = configurations("mamaretrieval", store)
+    assert rel.frame.height == 4 and rel.frame["tie"].sum() == 2 and rel.path == "data/clinician_validated.parquet"
+    assert "SYNTHETIC" in rel.card_section and "Krippendorff" in rel.card_section
+    (scope,) = configurations("mamabench", store)
+    assert scope.frame.columns == ["item_id", "annotations", "tie", "tied_on", "category"]
+    assert scope.frame.filter(~pl.col("tie"))["category"].to_list() == ["MATERNAL", "CHILD_HEALTH"]
+    assert configurations("other", store) == [] and configurations("mamaretrieval", Store(tmp_path / "x.db")) == []
+
+    folder = tmp_path / "release"
+    manifest = mamaretrieval.write_mamaretrieval_release(folder, release_fx.inputs(extra=[rel]))
+    assert manifest["configurations"][0]["rows"] == 4 and "data/clinician_validated.parquet" in manifest["files"]
+    assert pl.read_parquet(folder / rel.path).equals(rel.frame)
+    card = (folder / "README.md").read_text()
+    front = yaml.safe_load(card.split("---")[1])
+    assert {"config_name": "clinician_validated", "data_files": [{"split": "test", "path": rel.path}]} in front["configs"]
+    assert "## Clinician validation" in card
+    assert verify_release(folder).ok
+    again = tmp_path / "again"
+    mamaretrieval.write_mamaretrieval_release(again, release_fx.inputs(extra=[rel]))
+    assert (again / rel.path).read_bytes() == (folder / rel.path).read_bytes()
+
+
+def test_mamabench_release_gets_the_scope_subset(offline, inputs):
+    from mama_pipeline.mamabench.release import ReleaseInputs, release_files
+
+    (scope,) = configurations("mamabench", Store(offline[0] / "data" / "mama.duckdb"))
+    files = release_files(ReleaseInputs(**{**inputs.__dict__, "extra": [scope]}))
+    rows = [json.loads(line) for line in files["data/clinician_validated/test.jsonl"].decode().splitlines()]
+    assert [(r["item_id"], r["tie"], r["category"]) for r in rows] == [
+        ("mb-1", False, "MATERNAL"), ("mb-2", True, None), ("mb-3", False, "CHILD_HEALTH")]
+    card = files["README.md"].decode()
+    front = yaml.safe_load(card.split("---")[1])
+    assert any(c["config_name"] == "clinician_validated" for c in front["configs"])
+    assert "## Clinician validation" in card and "| clinician_validated | 3 |" in card
+    manifest = json.loads(files["manifests/manifest.json"])
+    assert "data/clinician_validated/test.jsonl" in json.dumps(manifest)
+
+
+def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_path):
+    from mama_pipeline.clinician.settings import ClinicianSettings
+    from mama_pipeline.clinician.synthetic import synthetic_export
+    from mama_pipeline.clinician.tasks import relevance_tasks
+
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
+    export = synthetic_export(tasks, "relevance", 2, 5)
+    assert export == synthetic_export(tasks, "relevance", 2, 5) and len(export) == 4
+    assert all(a["synthetic"] and a["completed_by"] in (901, 902) for t in export for a in t["annotations"])
+    fewer = synthetic_export(tasks.filter(pl.col("query_id") != "q_00001"), "relevance", 2, 5)
+    same = {t["data"]["task_key"]: t["annotations"][0]["result"] for t in export}
+    assert all(same[t["data"]["task_key"]] == t["annotations"][0]["result"] for t in fewer)  # seeded per task
+    with pytest.raises(ValueError, match="synthetic_annotators is for the offline demo"):
+        ClinicianSettings(synthetic_annotators=2, label_studio_url="http://127.0.0.1:8080")
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": {
+        "synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3}}))
+    assert dg.materialize(fx.ALL, resources=shared_resources(str(cfg))).success
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    labels = store.read_table("clinician_labels")
+    assert labels.height == 14 and set(labels["annotator_id"]) == {"901", "902"}
+    assert labels["source"].str.starts_with("synthetic:").all()
+    assert "SYNTHETIC" in (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    (rel,) = configurations("mamaretrieval", store)
+    assert "SYNTHETIC" in rel.card_section and "SYNTHETIC" in rel.description
