@@ -145,6 +145,12 @@ def decoding_params(s: StageSettings) -> dict[str, Any]:
     }
 
 
+def stage_identity(endpoint: str, model: str, decoding: dict[str, Any]) -> str:
+    """What makes one judge another: endpoint identity, model and decoding, as in the cache key (16 hex)."""
+    payload = _canonical({"endpoint": endpoint, "model": model, "decoding": decoding})
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
 def cache_key(
     endpoint: str,
     model: str,
@@ -280,6 +286,11 @@ class LLMClient:
         store.ensure_tables(CACHE_TABLE, FAILURE_TABLE)
 
     # -- public -------------------------------------------------------------
+    @property
+    def identity(self) -> str:
+        """This stage's judge identity (endpoint, model, decoding): answers of equal identities are interchangeable."""
+        return stage_identity(self.endpoint, self.model, decoding_params(self.s))
+
     def run(
         self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
     ) -> RunReport:

@@ -37,6 +37,7 @@ class StageSettings(Section):
     timeout_s: float = Field(120.0, gt=0)
     backoff_base_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
+    max_failure_rate: float = Field(0.05, ge=0.0, le=1.0)  # above it, the releases built on this stage are refused
 
     @field_validator("base_urls")
     @classmethod

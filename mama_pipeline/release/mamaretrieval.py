@@ -152,6 +152,19 @@ def _single_version(inp: MamaretrievalInputs, table: str, df: pl.DataFrame, mode
     return versions[model_col][0] if versions.height else None
 
 
+def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
+    """Scoring stops at the D1 gate: a label with D1 false must leave D2..D4 null."""
+    dims = ["d2_meaningful", "d3_actionable", "d4_density"]
+    bad = inp.judgments.filter(~pl.col("d1_topic") & pl.any_horizontal(pl.col(dims).is_not_null()))
+    if bad.height:
+        first = bad.row(0, named=True)
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: {bad.height} label(s) set D2..D4 while D1 is false, first "
+            f"(query_id={first['query_id']}, chunk_id={first['chunk_id']}: "
+            + ", ".join(f"{d}={first[d]}" for d in dims) + "); a label gated off by D1 has null D2..D4"
+        )
+
+
 def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
     """Refuse inconsistent inputs; returns (query writer model, judge model)."""
     _require_columns(inp)
@@ -179,6 +192,7 @@ def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
         _refuse_outside(inp, what, rows, column, ids, corpus)
     for what, rows, _ in checks[1:]:
         _refuse_outside(inp, what, rows, "query_id", qids, "the released queries")
+    _refuse_gated_dimensions(inp)
     writer = _single_version(inp, "queries", inp.queries, "model", inp.query_writer.version_hash)
     judge = _single_version(inp, "judgments", inp.judgments, "judge_model", inp.judge.version_hash)
     return writer, judge
