@@ -116,3 +116,34 @@ def test_judge_failures_above_the_bound_block_the_labels_downstream(tmp_path, fa
     assert f"stage judge: {failed} of" in check.metadata["summary"].value
     # blocked: the pilot sample built on the labels was not materialised
     assert not result.asset_materializations_for_node("judge_pilot_sample")
+
+
+def test_judge_server_outage_during_judging_fails_no_pair_and_the_run_log_records_it(tmp_path):
+    from mama_pipeline_tests.foundation.test_endpoint_outage import outage_after
+    from mama_pipeline_tests.fake_llm_server import running_server
+
+    with running_server(delay=0.2) as server:
+        judge = (f"base_urls: [{server.url}], model: fake-judge, concurrency: 2, max_retries: 0, "
+                 "backoff_base_s: 0.05, backoff_max_s: 0.5, endpoint_patience_s: 60")
+        cfg = write_config(tmp_path, judge, f"base_urls: [{server.url}], model: fake-reference")
+        resources = shared_resources(cfg)
+        assert dg.materialize(UPSTREAM, resources=resources).success
+        pool = Store(tmp_path / "data" / "mama.duckdb").read_table("pooled_pairs")
+        instance = dg.DagsterInstance.ephemeral()
+        outage = outage_after(server, answered=4, down_s=3.0)
+        result = dg.materialize(ASSETS, selection=dg.AssetSelection.assets("judged_labels"), partition_key="shard_000",
+                                resources=resources, instance=instance)
+        outage.join(30)
+    assert result.success
+    shard = Store(tmp_path / "data" / "mama.duckdb").read_table("judged_labels")
+    assert shard.height > 8 and shard.height < pool.height
+    failed = shard.filter(pl.col("status") == "failed")
+    # max_retries is 0: only the chunk that always answers HTTP 500 may fail, never a pair caught by the outage
+    assert failed["failure_reason"].str.contains("HTTP 500").all()
+    assert not shard["failure_reason"].drop_nulls().str.contains("Connection|down").any()
+    logs = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert any(f"endpoint {server.url} is down" in m for m in logs)
+    back = [m for m in logs if f"endpoint {server.url} is up again after" in m]
+    assert len(back) == 1 and float(back[0].split("after ")[1].split(" s")[0]) >= 2.5
+    meta = result.asset_materializations_for_node("judged_labels")[0].metadata
+    assert meta["judge/endpoint_outages"].value == 1
