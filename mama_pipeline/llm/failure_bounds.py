@@ -61,6 +61,12 @@ def classifier_failures(verdicts: pl.DataFrame, bound: float) -> StageFailures:
     return StageFailures("classifier", "items", failed, asked.height, bound)
 
 
+def reference_classifier_failures(agreement_pairs: pl.DataFrame, bound: float) -> StageFailures:
+    """Agreement-sample items the second classifier could not classify (its side ``b`` is null)."""
+    failed = int(agreement_pairs.get_column("b").is_null().sum())
+    return StageFailures("classifier_reference", "agreement items", failed, agreement_pairs.height, bound)
+
+
 def refuse_over_bound(release: str, version: str, stages: list[StageFailures]) -> None:
     """Raise :class:`FailureBoundError` naming every stage above its bound."""
     over = [s for s in stages if s.over]

@@ -100,6 +100,8 @@ class MamaretrievalInputs:
     previous_version: str | None = None
     licence: str = "other"
     producer: dict[str, Any] = field(default_factory=dict)
+    reliability: pl.DataFrame | None = None  # judge_reliability (metric, value, pairs, note): stated on the card
+    reference_judge: str | None = None  # the reference judge's model
 
     @property
     def retriever_names(self) -> list[str]:
@@ -269,6 +271,21 @@ def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[s
     }
 
 
+def reliability_summary(inp: MamaretrievalInputs) -> dict[str, Any] | None:
+    """The judge-reliability audit as released: its figures, or why there is none."""
+    if inp.reliability is None:
+        return None
+    rows = inp.reliability.sort("metric")
+    notes = rows.get_column("note").drop_nulls().unique().to_list() if "note" in rows.columns else []
+    return {
+        "reference_judge": inp.reference_judge,
+        "pairs": int(rows.get_column("pairs").max() or 0) if rows.height else 0,
+        "refused": notes[0] if notes else None,
+        "figures": None if notes else {m: (None if v is None else round(v, 4)) for m, v in
+                                       rows.select("metric", "value").iter_rows()},
+    }
+
+
 def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None,
                    judge_model: str | None) -> dict[str, Any]:
     """Everything about the release except its file list."""
@@ -315,6 +332,7 @@ def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], wr
         },
         "thresholds": {"lenient": inp.lenient, "strict": inp.strict},
         "figures": figures(inp, tables),
+        "judge_reliability": reliability_summary(inp),
         "producer": inp.producer,
     }
 

@@ -58,3 +58,56 @@ def test_stage_failure_counts_and_refusal_name_the_stage_and_the_counts():
     assert str(err.value).startswith("release mamaretrieval 1.0 refused: stage judge: 1 of 4 pooled pairs failed "
                                      "(25.00%), bound 20.00% (llm.judge.max_failure_rate)")
     assert "query_writer" not in str(err.value)
+
+
+def run_release(tmp_path, monkeypatch, bound: float, gate_failed: int = 0, note: str | None = None):
+    import dagster as dg
+
+    from mama_pipeline.release.assets import mamaretrieval_release
+    from mama_pipeline.resources import shared_resources
+    from mama_pipeline.store import Store
+    from mama_pipeline_tests.release.test_assets import UPSTREAM, setup_store
+
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup_store(tmp_path, True)
+    writer = 'query_writer: {base_urls: ["http://writer:8000/v1"], model: qwen-test'
+    assert writer in config.read_text()
+    config.write_text(config.read_text().replace(writer, f"{writer}, max_failure_rate: {bound}"))
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    store.write_table("query_gate_decisions", fx.gate_decisions(failed=gate_failed))
+    store.write_table("judge_reliability", fx.reliability(note))
+    with dg.instance_for_test() as instance:
+        return dg.materialize([*UPSTREAM, mamaretrieval_release], resources=shared_resources(str(config)),
+                              instance=instance, selection=[mamaretrieval_release.key], raise_on_error=False)
+
+
+def test_release_refuses_to_build_above_a_stage_failure_bound_naming_the_stage_and_counts(tmp_path, monkeypatch):
+    result = run_release(tmp_path, monkeypatch, bound=0.2, gate_failed=1)  # 1 of 3 sampled chunks: 33% > 20%
+    assert not result.success
+    error = result.get_step_failure_events()[0].step_failure_data.error.to_string()
+    assert ("release mamaretrieval 0.3.0 refused: stage query_writer: 1 of 3 sampled chunks failed (33.33%), "
+            "bound 20.00% (llm.query_writer.max_failure_rate)") in error
+    assert not (tmp_path / "data" / "releases").exists()
+
+
+def test_release_at_or_under_the_bound_builds_and_its_card_states_the_reliability(tmp_path, monkeypatch):
+    import json
+
+    result = run_release(tmp_path, monkeypatch, bound=0.5, gate_failed=1)
+    assert result.success
+    folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["judge_reliability"]["figures"]["lenient_agreement"] == 0.75
+    assert manifest["judge_reliability"]["refused"] is None
+    card = (folder / "README.md").read_text()
+    assert "### Judge reliability" in card and "| lenient_agreement | 0.75 |" in card
+    meta = result.asset_materializations_for_node("mamaretrieval_release")[0].metadata
+    assert meta["query_writer/failed"].value == 1 and meta["judge/failed"].value == 0
+
+
+def test_a_refused_reliability_figure_is_stated_on_the_card(tmp_path, monkeypatch):
+    note = "not a reliability figure: the reference judge is the judge itself (model m, identity i)"
+    assert run_release(tmp_path, monkeypatch, bound=0.5, note=note).success
+    folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
+    card = (folder / "README.md").read_text()
+    assert f"> **No reliability figure.** {note}" in card and "lenient_agreement" not in card
