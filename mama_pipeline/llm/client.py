@@ -481,7 +481,7 @@ class LLMClient:
         response_format: dict[str, Any],
         report: RunReport,
     ) -> LLMResult:
-        transport_failures = parse_failures = attempts = 0
+        transport_failures = parse_failures = attempts = refused_while_up = 0
         body: dict[str, Any] = {
             **self.s.extra_body,
             "model": self.model,
@@ -526,10 +526,15 @@ class LLMClient:
                 unreachable = True
                 endpoints.connection_failed(ep)
                 failures = ep.consecutive_failures
+                error = f"{type(exc).__name__} from {ep.url}: {exc}"
             finally:
                 endpoints.release(ep)
             latency = time.perf_counter() - t0
             if unreachable:
+                # refused while the endpoint stays up (others get through): this request's own failure
+                refused_while_up += ep.up
+                if refused_while_up > self.s.max_retries + self.s.down_after_failures:
+                    return LLMResult("", key, "transport_failed", error=error, attempts=attempts, latency_s=latency)
                 await asyncio.sleep(self._backoff(max(1, min(failures, 3)), None))
                 continue
             if error is None:
