@@ -147,3 +147,12 @@ def test_judge_server_outage_during_judging_fails_no_pair_and_the_run_log_record
     assert len(back) == 1 and float(back[0].split("after ")[1].split(" s")[0]) >= 2.5
     meta = result.asset_materializations_for_node("judged_labels")[0].metadata
     assert meta["judge/endpoint_outages"].value == 1
+
+
+def test_the_old_judging_failure_bound_key_points_to_its_new_place(tmp_path):
+    from mama_pipeline.settings import ConfigError, load_settings
+
+    cfg = tmp_path / "old.yaml"
+    cfg.write_text("judging: {max_failure_rate: 0.02}\n")
+    with pytest.raises(ConfigError, match="moved to llm.judge.max_failure_rate"):
+        load_settings(cfg)
