@@ -1,6 +1,8 @@
 """Invariants and failure bounds the release writers enforce."""
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
@@ -111,3 +113,44 @@ def test_a_refused_reliability_figure_is_stated_on_the_card(tmp_path, monkeypatc
     folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
     card = (folder / "README.md").read_text()
     assert f"> **No reliability figure.** {note}" in card and "lenient_agreement" not in card
+
+
+def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_refuses(tmp_path):
+    import dagster as dg
+    import yaml
+
+    from mama_pipeline.mamabench.definitions import defs
+    from mama_pipeline.resources import shared_resources
+    from mama_pipeline_tests.fake_llm_server import running_server
+    from mama_pipeline_tests.mamabench.helpers import PACKAGE
+    from mama_pipeline_tests.mamabench.test_assets import stub_side_file
+
+    (tmp_path / "sample_data").symlink_to(PACKAGE / "sample_data")
+    config = tmp_path / "config.yaml"
+    with running_server(fault_rate=0.3) as server:  # 30% of first attempts fault; no retries: they fail
+        strict = {"base_urls": [server.url], "max_retries": 0, "parse_retries": 0, "max_failure_rate": 0.05}
+        config.write_text(yaml.safe_dump({
+            "data_dir": str(tmp_path / "data"),
+            "llm": {"classifier": {**strict, "model": "fake-classifier"},
+                    "classifier_reference": {**strict, "model": "fake-reference", "max_failure_rate": 1.0}},
+            "mamabench": {"agreement_sample_size": 10},
+        }))
+        assets = [stub_side_file, *defs.assets, *defs.asset_checks]
+        resources = shared_resources(str(config))
+        result = dg.materialize(assets, resources=resources, raise_on_error=False)
+        check = {e.check_name: e for e in result.get_asset_check_evaluations()}["classifier_failure_rate_under_bound"]
+        assert not check.passed and check.blocking and check.metadata["classifier/failed"].value > 0
+        assert not result.asset_materializations_for_node("mamabench_release")  # blocked
+        # a run without the checks: the release refuses by itself (transport failures were asked again and
+        # answered; the cached parse failures remain, still above the bound)
+        alone = dg.materialize(assets, resources=resources, raise_on_error=False,
+                               selection=dg.AssetSelection.all().without_checks())
+    assert not alone.success
+    (failure,) = alone.get_step_failure_events()
+    assert failure.step_key == "mamabench_release"
+    error = failure.step_failure_data.error.to_string()
+    total = check.metadata["classifier/items"].value
+    match = re.search(rf"release mamabench 0.0.0-sample refused: stage classifier: (\d+) of {total} items failed", error)
+    assert match and int(match.group(1)) > 0.05 * total
+    assert "classifier_reference" not in error  # under its own bound
+    assert not (tmp_path / "data" / "releases" / "mamabench").exists()
