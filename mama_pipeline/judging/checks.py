@@ -62,7 +62,7 @@ def reference_is_another_judge(
     judge_reliability: pl.DataFrame, judgments: pl.DataFrame, reference_judgments: pl.DataFrame
 ) -> dg.AssetCheckResult:
     reason = same_judge_reason(judgments, reference_judgments.filter(pl.col("status") == "labelled"))
-    notes = [n for n in judge_reliability.get_column("note").drop_nulls().unique().to_list()]
+    notes = judge_reliability.get_column("note").drop_nulls().unique().to_list()
     return dg.AssetCheckResult(
         passed=reason is None and not notes,
         metadata={"reason": reason or (notes[0] if notes else "the reference is another judge")},

@@ -167,6 +167,19 @@ def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
         )
 
 
+def _refuse_mixed_judges(inp: MamaretrievalInputs) -> None:
+    """Labels of one release come from one judge identity (endpoint, model, decoding) when it is recorded."""
+    if "judge_identity" not in inp.judgments.columns:
+        return
+    identities = inp.judgments.get_column("judge_identity").drop_nulls().unique().sort().to_list()
+    if len(identities) > 1:
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: judgments come from {len(identities)} judge identities "
+            f"{identities[:5]} (endpoint, model or decoding changed between shards); re-materialise judged_labels "
+            "under one judge configuration"
+        )
+
+
 def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
     """Refuse inconsistent inputs; returns (query writer model, judge model)."""
     _require_columns(inp)
@@ -195,6 +208,7 @@ def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
     for what, rows, _ in checks[1:]:
         _refuse_outside(inp, what, rows, "query_id", qids, "the released queries")
     _refuse_gated_dimensions(inp)
+    _refuse_mixed_judges(inp)
     writer = _single_version(inp, "queries", inp.queries, "model", inp.query_writer.version_hash)
     judge = _single_version(inp, "judgments", inp.judgments, "judge_model", inp.judge.version_hash)
     return writer, judge

@@ -34,6 +34,15 @@ def test_labels_with_dimensions_set_while_d1_is_false_are_refused_with_the_row_n
     write_mamaretrieval_release(tmp_path / "ok", fx.inputs(judgments=j))  # the gated labels as the judge writes them
 
 
+def test_labels_of_two_judge_identities_are_refused(tmp_path):
+    j = fx.judgments().with_columns(judge_identity=pl.lit("aaaa"))
+    write_mamaretrieval_release(tmp_path / "one", fx.inputs(judgments=j))
+    mixed = j.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("bbbb"))
+                           .otherwise(pl.col("judge_identity")).alias("judge_identity"))
+    with pytest.raises(ReleaseError, match=r"judgments come from 2 judge identities \['aaaa', 'bbbb'\]"):
+        write_mamaretrieval_release(tmp_path / "two", fx.inputs(judgments=mixed))
+
+
 def test_the_benchmark_synthetic_judgments_respect_the_d1_gate(tmp_path):
     from benchmarks.release_build import synthetic_inputs
 
