@@ -77,11 +77,13 @@ def synthetic_inputs(scale: float, seed: int = 0) -> MamaretrievalInputs:
     judge_hash = label_prompt_hash(RELEVANCE_JUDGE, JudgeVerdictsWithReasoning)
     judgments = pool.with_columns(
         judge_model=pl.lit("judge"), prompt_hash=pl.lit(judge_hash), d1_topic=pl.Series(d1),
-        d2_meaningful=pl.Series(np.where(d1, d2, -1)).cast(pl.Int8), d3_actionable=pl.Series(d3).cast(pl.Int8),
+        d2_meaningful=pl.Series(d2).cast(pl.Int8), d3_actionable=pl.Series(d3).cast(pl.Int8),
         d4_density=pl.Series(d4).cast(pl.Int8), structural_violation=pl.lit(False),
         score=pl.Series(score).cast(pl.Int8), reasoning=pl.Series(words(rng, vocab, n, 80)),
         corpus_version=pl.lit("f" * 16),
-    ).with_columns(pl.when(pl.col("d1_topic")).then(pl.col("d2_meaningful")).alias("d2_meaningful"))
+    ).with_columns(  # scoring stops at the gate: D2..D4 are null when D1 is false
+        pl.when(pl.col("d1_topic")).then(pl.col(c)).alias(c) for c in ("d2_meaningful", "d3_actionable", "d4_density")
+    )
     return MamaretrievalInputs(
         version="bench", chunks=chunks, queries=queries, rankings=rankings, judgments=judgments, pooled_pairs=pool,
         corpus=CorpusInfo("bench", None, None, "body"),

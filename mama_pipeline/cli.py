@@ -86,6 +86,8 @@ def _dispatch(argv: list[str] | None) -> int:
     sub.add_parser("demo", help="materialise everything on the bundled sample and print result paths")
     m = sub.add_parser("materialize", help="materialise an asset selection (Dagster selection syntax)")
     m.add_argument("--select", default="*")
+    m.add_argument("--retry-parse-failed", action="store_true",
+                   help="re-ask every LLM answer cached as parse_failed (otherwise served from the cache as failed)")
     sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
     sub.add_parser("verify", help="check release folders against their manifests' hashes", add_help=False)
     args, rest = ap.parse_known_args(argv)
@@ -99,6 +101,10 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.release.cli import main as verify_main
 
         return verify_main(rest)
+    if args.retry_parse_failed:  # read by every stage's LLM client in the runs started below
+        from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
+
+        os.environ[RETRY_PARSE_FAILED_ENV] = "1"
     return materialize(args.select)
 
 

@@ -13,6 +13,9 @@ from mama_pipeline.store import Store
 from mama_pipeline_tests.fake_llm_server import ServerHandle, running_server
 
 os.environ.setdefault("DAGSTER_HOME", "")  # set per test where a Dagster instance is needed
+# tests set their own configuration and data folder; a developer's exported ones must not reach them
+for _name in ("MAMA_CONFIG", "MAMA_DATA_DIR"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")

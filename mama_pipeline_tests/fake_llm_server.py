@@ -13,7 +13,8 @@ Faults are requested inside the last user message:
 - ``[[fault:429x1:retry_after=1]]``: 429 with a ``Retry-After`` header;
 - ``[[fault:slow=5x1]]``: sleep 5 s before answering (past a client timeout);
 - ``[[fault:malformedx1]]``: content that is not JSON; ``[[fault:schemax1]]``: JSON
-  violating the schema (omit ``xN`` to fault on every attempt);
+  violating the schema; ``[[fault:errorbodyx1]]``: HTTP 200 whose body is an error
+  object (omit ``xN`` to fault on every attempt);
 - ``[[answer:{...}]]``: answer exactly this JSON;
 - in a rerank query: the same faults (any status: ``[[fault:400]]``); ``malformed`` answers non-JSON, ``schema`` a results
   list missing a document, ``nan`` a non-numeric score;
@@ -23,7 +24,8 @@ Faults are requested inside the last user message:
 share R of first attempts. ``--delay`` adds a fixed answer time.
 
 Run: ``python -m mama_pipeline_tests.fake_llm_server --port 8765 --delay 0.2``;
-in tests use :func:`running_server`.
+in tests use :func:`running_server` (its handle can ``stop()`` and ``start()`` the
+server again on the same port, to stage an outage).
 """
 from __future__ import annotations
 
@@ -204,6 +206,8 @@ class FakeLLM:
                 return 429, {"retry-after": str(retry_after or 1)}, {"error": {"message": "injected rate limit"}}
             if kind == "slow":
                 await asyncio.sleep(float(value or 5))
+            if kind == "errorbody":
+                return 200, {}, {"error": {"message": "injected error in a 200 body", "code": 500}}
             if kind == "malformed":
                 content = '{"reasoning": "cut off'
                 return 200, {}, self._completion(req, content, messages)
@@ -252,9 +256,38 @@ def free_port() -> int:
 
 
 class ServerHandle:
-    def __init__(self, port: int):
+    def __init__(self, port: int, delay: float = 0.0, fault_rate: float = 0.0):
         self.port = port
         self.url = f"http://127.0.0.1:{port}/v1"
+        self._args = ["--port", str(port), "--delay", str(delay), "--fault-rate", str(fault_rate)]
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Start the server process and wait until it answers."""
+        self._proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.fake_llm_server", *self._args],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/models", timeout=1).read()
+                return
+            except OSError:
+                if self._proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError("fake LLM server did not start")
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop the server process (its port refuses connections until ``start``)."""
+        if self._proc is None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
 
     def stats(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats") as r:
@@ -272,30 +305,12 @@ class ServerHandle:
 @contextlib.contextmanager
 def running_server(delay: float = 0.0, fault_rate: float = 0.0) -> Iterator[ServerHandle]:
     """Start the server in a subprocess on a free loopback port; stop it on exit."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mama_pipeline_tests.fake_llm_server", "--port", str(port),
-         "--delay", str(delay), "--fault-rate", str(fault_rate)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    handle = ServerHandle(port)
+    handle = ServerHandle(free_port(), delay, fault_rate)
+    handle.start()
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{handle.url}/models", timeout=1).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("fake LLM server did not start")
-                time.sleep(0.1)
         yield handle
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        handle.stop()
 
 
 def main() -> None:

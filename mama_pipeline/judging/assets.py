@@ -11,11 +11,11 @@ import polars as pl
 from mama_pipeline.judging.completeness import pool_recall
 from mama_pipeline.judging.judge import JudgeRun, judge_pairs
 from mama_pipeline.judging.label_store import orphaned_labels
-from mama_pipeline.judging.reliability import agreement, pilot_sample
+from mama_pipeline.judging.reliability import agreement, pilot_sample, same_judge_reason
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.judging.sharding import in_shard, shard_keys
+from mama_pipeline.judging.sharding import in_shard, require_loaded_shards, shard_keys
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
-from mama_pipeline.settings import load_settings
+from mama_pipeline.settings import config_path_from_env, load_settings
 from mama_pipeline.metadata import md_table
 from mama_pipeline.shared_inputs import CHUNKS, QUERIES
 
@@ -60,7 +60,12 @@ def judged_labels(
     queries: pl.DataFrame,
     chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    pairs = in_shard(pooled_pairs, context.partition_key, settings.get().judging.shards)
+    shards = settings.get().judging.shards
+    try:
+        require_loaded_shards(len(SHARDS.get_partition_keys()), shards, settings.config_path or str(config_path_from_env()))
+    except ValueError as exc:
+        raise dg.Failure(str(exc)) from None
+    pairs = in_shard(pooled_pairs, context.partition_key, shards)
     run = _judge(context, llm, settings, store, "judge", pairs, queries, chunks)
     return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
 
@@ -89,13 +94,14 @@ def judging_failures(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
 
 @dg.asset(
     group_name=GROUP,
-    description="Stored labels of the current judge model and prompt whose chunk left the corpus: "
+    description="Stored labels of the current judge (identity) and prompt whose chunk left the corpus: "
     "reported here, excluded from judgments.",
     ins={"chunks": CHUNKS},
 )
 def orphaned_judgments(store: StoreResource, judgments: pl.DataFrame, chunks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    versions = judgments.select("judge_model", "prompt_hash").unique().sort("judge_model", "prompt_hash")
-    frames = [orphaned_labels(store.get(), m, h, chunks.get_column("chunk_id")) for m, h in versions.iter_rows()]
+    versions = judgments.select("judge_model", "prompt_hash", "judge_identity").unique().sort(pl.all())
+    frames = [orphaned_labels(store.get(), m, h, chunks.get_column("chunk_id"), judge_identity=i)
+              for m, h, i in versions.iter_rows()]
     orphans = pl.concat(frames) if frames else pl.DataFrame(
         schema={"query_id": pl.String, "chunk_id": pl.String, "corpus_version": pl.String, "score": pl.Int8}
     )
@@ -135,7 +141,10 @@ def reference_judgments(
 @dg.multi_asset(
     group_name=GROUP,
     outs={
-        "judge_reliability": dg.AssetOut(description="Agreement of the judge with the reference judge on the pilot."),
+        "judge_reliability": dg.AssetOut(
+            description="Agreement of the judge with the reference judge on the pilot; refused (values null, note "
+            "says why) when the reference judge is the judge itself."
+        ),
         "judge_confusion": dg.AssetOut(description="Score confusion table: judge (rows) vs reference (columns)."),
     },
 )
@@ -143,18 +152,23 @@ def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, refer
     j = settings.get().judging
     reference = reference_judgments.filter(pl.col("status") == "labelled")
     metrics, confusion = agreement(judgments, reference, j.lenient_cut, j.strict_cut)
-    same_judge = bool(
-        reference.height
-        and set(reference.get_column("judge_model").unique()) == set(judgments.get_column("judge_model").unique())
-    )
+    refused = same_judge_reason(judgments, reference)
+    metrics = metrics.with_columns(note=pl.lit(refused, pl.String))
+    if refused:  # the same judge twice measures nothing: no agreement value is presented
+        metrics = metrics.with_columns(value=pl.lit(None, pl.Float64))
     meta = {
         "pilot_pairs_compared": int(metrics.get_column("pairs")[0]),
         "reference_failures": reference_judgments.height - reference.height,
-        "reference_is_same_model": same_judge,
+        "judge_identities": ", ".join(sorted(set(judgments.get_column("judge_identity").drop_nulls()))),
+        "reference_identities": ", ".join(sorted(set(reference.get_column("judge_identity").drop_nulls()))),
+        "reference_is_the_judge": refused is not None,
         "metrics": md_table(metrics),
     }
+    if refused:
+        meta["refused"] = refused
     yield dg.Output(metrics, output_name="judge_reliability", metadata=meta)
-    yield dg.Output(confusion, output_name="judge_confusion", metadata={"confusion": md_table(confusion)})
+    yield dg.Output(confusion, output_name="judge_confusion",
+                    metadata={"confusion": md_table(confusion), **({"refused": refused} if refused else {})})
 
 
 @dg.asset(

@@ -3,7 +3,9 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.judging.assets import judging_failures, judgments
+from mama_pipeline.judging.assets import judgments
+from mama_pipeline.judging.reliability import same_judge_reason
+from mama_pipeline.llm.failure_bounds import judge_failures
 from mama_pipeline.metadata import md_table
 from mama_pipeline.resources import SettingsResource
 
@@ -34,18 +36,36 @@ def every_pooled_pair_labelled_or_failed(
 
 
 @dg.asset_check(
-    asset=judging_failures,
-    additional_ins={"judgments": dg.AssetIn("judgments")},
-    description="The share of pooled pairs that failed stays under judging.max_failure_rate.",
+    asset=judgments,
+    additional_ins={"pooled_pairs": dg.AssetIn("pooled_pairs")},
+    blocking=True,
+    description="The share of pooled pairs the judge left unlabelled stays under llm.judge.max_failure_rate; "
+    "blocks everything built on the labels (the release refuses too).",
 )
 def failure_rate_under_bound(
-    settings: SettingsResource, judging_failures: pl.DataFrame, judgments: pl.DataFrame
+    settings: SettingsResource, judgments: pl.DataFrame, pooled_pairs: pl.DataFrame
 ) -> dg.AssetCheckResult:
-    bound = settings.get().judging.max_failure_rate
-    total = judging_failures.height + judgments.height
-    rate = judging_failures.height / total if total else 0.0
+    stage = judge_failures(pooled_pairs, judgments, settings.get().llm.judge.max_failure_rate)
     return dg.AssetCheckResult(
-        passed=rate <= bound, metadata={"failure_rate": round(rate, 5), "bound": bound, "pairs": total}
+        passed=not stage.over, metadata={**stage.metadata(), "summary": stage.describe()},
+    )
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("judge_reliability"),
+    additional_ins={"judgments": dg.AssetIn("judgments"), "reference_judgments": dg.AssetIn("reference_judgments")},
+    blocking=True,
+    description="The reference judge is another judge (another endpoint, model or decoding): agreement of a judge "
+    "with itself is not a reliability figure.",
+)
+def reference_is_another_judge(
+    judge_reliability: pl.DataFrame, judgments: pl.DataFrame, reference_judgments: pl.DataFrame
+) -> dg.AssetCheckResult:
+    reason = same_judge_reason(judgments, reference_judgments.filter(pl.col("status") == "labelled"))
+    notes = judge_reliability.get_column("note").drop_nulls().unique().to_list()
+    return dg.AssetCheckResult(
+        passed=reason is None and not notes,
+        metadata={"reason": reason or (notes[0] if notes else "the reference is another judge")},
     )
 
 
@@ -95,4 +115,7 @@ def score_distribution_per_tier(judgments: pl.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-CHECKS = [every_pooled_pair_labelled_or_failed, failure_rate_under_bound, structural_rule, score_distribution_per_tier]
+CHECKS = [
+    every_pooled_pair_labelled_or_failed, failure_rate_under_bound, reference_is_another_judge, structural_rule,
+    score_distribution_per_tier,
+]

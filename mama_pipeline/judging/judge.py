@@ -5,6 +5,8 @@ consecutive requests share the system message and the query as a prompt
 prefix. They go to the shared client in batches of ``batch_pairs``; the labels
 of each batch are committed before the next starts. Every pair ends either
 ``labelled`` or ``failed`` with its reason; a failed answer never becomes a label.
+Stored labels are reused only from the same judge identity (endpoint, model and
+decoding, ``LLMClient.identity``) and prompt hash.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class JudgeRun:
     outcomes: pl.DataFrame  # one row per input pair, OUTCOME_SCHEMA
     judge_model: str
     prompt_hash: str
+    judge_identity: str = ""
     asked: int = 0  # pairs sent to the client (cache hits included)
     calls: int = 0  # HTTP calls made
     new_labels: int = 0  # labels committed by this run
@@ -45,6 +48,7 @@ class JudgeRun:
         status = self.outcomes.get_column("status")
         return {
             "judge_model": self.judge_model,
+            "judge_identity": self.judge_identity,  # endpoint + model + decoding
             "label_prompt_hash": self.prompt_hash,  # template + answer schema
             "pairs": self.outcomes.height,
             "labelled": int((status == "labelled").sum()),
@@ -106,7 +110,9 @@ def judge_pairs(
     _require_unique(queries, "query_id", "queries table")
     _require_unique(chunks, "chunk_id", "chunks table")
     prompt_hash = label_prompt_hash(template, answer_model)
-    run = JudgeRun(outcomes=pl.DataFrame(schema=OUTCOME_SCHEMA), judge_model=client.model, prompt_hash=prompt_hash)
+    identity = client.identity
+    run = JudgeRun(outcomes=pl.DataFrame(schema=OUTCOME_SCHEMA), judge_model=client.model, prompt_hash=prompt_hash,
+                   judge_identity=identity)
 
     joined = pairs.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
         chunks.select("chunk_id", "text", "source", "page", "corpus_version"), on="chunk_id", how="left"
@@ -120,7 +126,7 @@ def judge_pairs(
     ]
     joined = joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_not_null())
 
-    stored = stored_labels(store, client.model, prompt_hash, joined)
+    stored = stored_labels(store, client.model, prompt_hash, joined, judge_identity=identity)
     parts.append(stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True)))
     holes = joined.join(stored.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti").sort(
         "query_id", "chunk_id"
@@ -142,7 +148,7 @@ def judge_pairs(
             if res.ok:
                 labels.append({
                     "query_id": r["query_id"], "chunk_id": r["chunk_id"], "judge_model": client.model,
-                    "prompt_hash": prompt_hash, **score_verdicts(res.value), "reasoning": res.reasoning,
+                    "judge_identity": identity, "prompt_hash": prompt_hash, **score_verdicts(res.value), "reasoning": res.reasoning,
                     "judge_endpoint": client.endpoint, "corpus_version": r["corpus_version"], "cache_key": res.cache_key,
                 })
             else:

@@ -48,6 +48,26 @@ def pilot_sample(judgments: pl.DataFrame, size: int, seed: int, lenient: int, st
     return pl.DataFrame(picked, schema=schema).sort("query_id", "chunk_id")
 
 
+def same_judge_reason(main: pl.DataFrame, reference: pl.DataFrame) -> str | None:
+    """Why the reference labels are no second opinion (None when they are one).
+
+    Both frames carry judge_model and judge_identity (endpoint + model + decoding); the
+    reference frame holds the reference stage's labelled rows. A shared identity means
+    the reference stage reused (or would reproduce) the judge's own answers.
+    """
+    ref = reference.filter(pl.col("judge_identity").is_not_null())
+    shared = set(main.get_column("judge_identity").drop_nulls()) & set(ref.get_column("judge_identity"))
+    if not shared:
+        return None
+    identity = sorted(shared)[0]
+    model = ref.filter(pl.col("judge_identity") == identity).get_column("judge_model")[0]
+    return (
+        f"not a reliability figure: the reference judge is the judge itself (model {model}, identity {identity}: "
+        "same endpoint, model and decoding); give llm.reference_judge another model, endpoint or decoding "
+        "(e.g. a seed or temperature) and re-materialise reference_judgments"
+    )
+
+
 def _kappa(table: np.ndarray, wt: str) -> float | None:
     from statsmodels.stats.inter_rater import cohens_kappa
 

@@ -26,3 +26,14 @@ def in_shard(df: pl.DataFrame, shard: str, shards: int) -> pl.DataFrame:
     ids = df.get_column("query_id").unique()
     mine = [q for q in ids.to_list() if shard_of(q, shards) == shard]
     return df.filter(pl.col("query_id").is_in(mine))
+
+
+def require_loaded_shards(loaded: int, configured: int, config_path: str) -> None:
+    """Refuse a run whose settings name another shard count than the partitions the definitions loaded."""
+    if loaded != configured:
+        raise ValueError(
+            f"judging.shards is {configured} in this run's configuration ({config_path}) but the definitions were "
+            f"loaded with {loaded} shard partitions (MAMA_CONFIG when the code location loaded): the run would judge "
+            f"only some query buckets. Use one configuration for both (set MAMA_CONFIG to {config_path} and reload "
+            "the code location)."
+        )

@@ -4,7 +4,10 @@ Answers are requested as JSON constrained by a pydantic model's schema, validate
 and cached in DuckDB under a content-addressed key. Transport errors are retried
 with exponential backoff and jitter (``Retry-After`` honoured on 429); an answer
 that cannot be parsed or violates the schema is re-asked a bounded number of
-times and then recorded as failed with its raw text. A failure is never turned
+times and then recorded as failed with its raw text (served from the cache
+afterwards unless ``retry_parse_failed``). An HTTP 200 whose body is an error
+object is a transport failure. Endpoints that stop answering are marked down,
+probed and resumed (:mod:`mama_pipeline.llm.endpoints`). A failure is never turned
 into a value: callers get every failure listed in the :class:`RunReport`.
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ import openai
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
+from mama_pipeline.llm.endpoints import EndpointPool, EndpointsDown, Outage, backoff_delay
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
@@ -41,6 +45,7 @@ FAILURE_COLUMNS = {
     "attempts": pl.Int32, "created_at": pl.Datetime("us"),
 }
 NO_KEY = "no-key-configured"
+RETRY_PARSE_FAILED_ENV = "MAMA_RETRY_PARSE_FAILED"  # "1": every stage re-asks cached parse failures
 POOL_SIZE = 8  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
 
 
@@ -82,6 +87,7 @@ class RunReport:
     calls: int = 0
     wall_s: float = 0.0
     smoke_test: bool = False
+    outages: list[Outage] = field(default_factory=list)  # endpoints that went down during the run
 
     @property
     def failures(self) -> list[LLMResult]:
@@ -113,7 +119,12 @@ class RunReport:
             f"{self.stage}/prompt_tokens_cached_answers": self._tokens("prompt_tokens", cached=True),
             f"{self.stage}/completion_tokens_cached_answers": self._tokens("completion_tokens", cached=True),
             f"{self.stage}/wall_s": round(self.wall_s, 3),
+            f"{self.stage}/endpoint_outages": len(self.outages),
         }
+        if self.outages:
+            meta[f"{self.stage}/endpoint_down"] = "; ".join(
+                f"{o.url}: {o.down_s:g} s ({o.outcome})" for o in self.outages
+            )
         if self.smoke_test:
             meta[f"{self.stage}/note"] = SMOKE_TEST_NOTE
         return meta
@@ -143,6 +154,12 @@ def decoding_params(s: StageSettings) -> dict[str, Any]:
         "extra_body": s.extra_body,
         "reasoning": s.reasoning,
     }
+
+
+def stage_identity(endpoint: str, model: str, decoding: dict[str, Any]) -> str:
+    """What makes one judge another: endpoint identity, model and decoding, as in the cache key (16 hex)."""
+    payload = _canonical({"endpoint": endpoint, "model": model, "decoding": decoding})
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def cache_key(
@@ -205,14 +222,17 @@ def _unpack(resp: Any) -> tuple[dict[str, Any], str, dict[str, Any]]:
         return {}, resp if isinstance(resp, str) else json.dumps(resp)[:2000], {}
 
 
+def error_body(resp: Any) -> str | None:
+    """The error a server put in an HTTP 200 body (``{"error": ...}`` without choices), else None."""
+    if isinstance(resp, dict) and "error" in resp and not resp.get("choices"):
+        err = resp["error"]
+        return (err.get("message") if isinstance(err, dict) else None) or json.dumps(err)[:300]
+    return None
+
+
 def is_retryable(status_code: int) -> bool:
     """HTTP statuses worth asking again: timeouts, conflicts, rate limits and server errors."""
     return status_code in (408, 409, 429) or status_code >= 500
-
-
-def backoff_delay(failures: int, base_s: float, max_s: float, rng: random.Random) -> float:
-    """Exponential backoff with jitter (between half and all of base * 2^(failures-1), capped)."""
-    return min(max_s, base_s * 2 ** (failures - 1)) * (0.5 + rng.random() / 2)
 
 
 def retry_after(exc: openai.APIStatusError) -> float | None:
@@ -224,20 +244,6 @@ def retry_after(exc: openai.APIStatusError) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
-
-
-@dataclass
-class _Endpoint:
-    """One base URL served by several small connection pools (httpx scans a pool per request)."""
-
-    url: str
-    clients: list[openai.AsyncOpenAI]
-    inflight: int = 0
-    _next: int = 0
-
-    def pick(self) -> openai.AsyncOpenAI:
-        self._next = (self._next + 1) % len(self.clients)
-        return self.clients[self._next]
 
 
 @dataclass
@@ -275,11 +281,18 @@ class LLMClient:
         self.progress_every_s = progress_every_s
         self.flush_every_s = flush_every_s
         self.smoke_test = smoke_test
-        self.retry_parse_failed = retry_parse_failed
+        # re-ask answers cached as parse_failed: the argument, the stage setting, or the command line's option
+        self.retry_parse_failed = (retry_parse_failed or settings.retry_parse_failed
+                                   or os.environ.get(RETRY_PARSE_FAILED_ENV) == "1")
         self._rng = random.Random()
         store.ensure_tables(CACHE_TABLE, FAILURE_TABLE)
 
     # -- public -------------------------------------------------------------
+    @property
+    def identity(self) -> str:
+        """This stage's judge identity (endpoint, model, decoding): answers of equal identities are interchangeable."""
+        return stage_identity(self.endpoint, self.model, decoding_params(self.s))
+
     def run(
         self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
     ) -> RunReport:
@@ -391,14 +404,7 @@ class LLMClient:
         urls = self._resolve_urls()
         api_key = os.environ.get(self.s.api_key_env) or NO_KEY
         pools = max(1, -(-self.s.concurrency // POOL_SIZE))
-        endpoints = [
-            _Endpoint(u, [
-                openai.AsyncOpenAI(base_url=u, api_key=api_key, max_retries=0, timeout=self.s.timeout_s)
-                for _ in range(pools)
-            ])
-            for u in urls
-        ]
-        sem = asyncio.Semaphore(self.s.concurrency * len(endpoints))
+        endpoints = EndpointPool.open(self.stage, urls, self.s, api_key, pools, self._log, self._rng)
         schema_hash = hashlib.sha256(_canonical(schema).encode()).hexdigest()[:16]
         response_format = {
             "type": "json_schema",
@@ -409,7 +415,7 @@ class LLMClient:
         results: dict[str, LLMResult] = {}
 
         async def one(key: str, req: LLMRequest) -> None:
-            res = await self._ask(endpoints, sem, key, req, output_model, response_format, report)
+            res = await self._ask(endpoints, key, req, output_model, response_format, report)
             results[key] = res
             pending.append((res, template, schema_hash, req.item_id))
             progress.done += 1
@@ -440,16 +446,15 @@ class LLMClient:
                 for key, req in pending_items:
                     await one(key, req)
 
-            n_workers = min(len(todo), 2 * self.s.concurrency * len(endpoints))
+            n_workers = min(len(todo), 2 * self.s.concurrency * len(urls))
             await asyncio.gather(*(worker() for _ in range(n_workers)))
         finally:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await flush()
-            for ep in endpoints:
-                for c in ep.clients:
-                    await c.close()
+            await endpoints.close()
+            report.outages += endpoints.outages
         self._log(self._progress_line(progress))
         return results
 
@@ -469,15 +474,14 @@ class LLMClient:
 
     async def _ask(
         self,
-        endpoints: list[_Endpoint],
-        sem: asyncio.Semaphore,
+        endpoints: EndpointPool,
         key: str,
         req: LLMRequest,
         output_model: type[BaseModel],
         response_format: dict[str, Any],
         report: RunReport,
     ) -> LLMResult:
-        transport_failures = parse_failures = attempts = 0
+        transport_failures = parse_failures = attempts = refused_while_up = 0
         body: dict[str, Any] = {
             **self.s.extra_body,
             "model": self.model,
@@ -490,31 +494,53 @@ class LLMClient:
             body["top_p"] = self.s.top_p
         if self.s.seed is not None:
             body["seed"] = self.s.seed
+        latency = 0.0
         while True:
             wait_at_least = None
             error: str | None = None
-            retryable = False
-            async with sem:
-                ep = min(endpoints, key=lambda e: e.inflight)
-                ep.inflight += 1
-                attempts += 1
-                report.calls += 1
-                t0 = time.perf_counter()
-                try:
-                    # the body is plain JSON already and the answer is read as plain JSON: the typed
-                    # create() would walk both through pydantic models, which costs more than the call
-                    resp = await ep.pick().post("/chat/completions", body=body, cast_to=object)
-                except openai.APIStatusError as exc:
-                    code = exc.status_code
-                    retryable = is_retryable(code)
-                    wait_at_least = retry_after(exc) if code == 429 else None
-                    error = f"HTTP {code} from {ep.url}: {str(exc)[:300]}"
-                except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                    retryable = True
-                    error = f"{type(exc).__name__} from {ep.url}: {exc}"
-                finally:
-                    ep.inflight -= 1
-                latency = time.perf_counter() - t0
+            retryable = unreachable = False
+            try:
+                ep = await endpoints.acquire()
+            except EndpointsDown as exc:
+                return LLMResult("", key, "transport_failed", error=str(exc), attempts=attempts, latency_s=latency)
+            attempts += 1
+            report.calls += 1
+            t0 = time.perf_counter()
+            try:
+                # the body is plain JSON already and the answer is read as plain JSON: the typed
+                # create() would walk both through pydantic models, which costs more than the call
+                resp = await ep.pick().post("/chat/completions", body=body, cast_to=object)
+                endpoints.answered(ep)
+            except openai.APIStatusError as exc:
+                endpoints.answered(ep)
+                code = exc.status_code
+                retryable = is_retryable(code)
+                wait_at_least = retry_after(exc) if code == 429 else None
+                error = f"HTTP {code} from {ep.url}: {str(exc)[:300]}"
+            except openai.APITimeoutError as exc:
+                retryable = True
+                error = f"{type(exc).__name__} from {ep.url}: {exc}"
+            except openai.APIConnectionError as exc:
+                # the endpoint's fault, not the request's: counted against the endpoint, which is marked
+                # down and probed after consecutive failures; the pair fails only when every endpoint is given up
+                unreachable = True
+                endpoints.connection_failed(ep)
+                failures = ep.consecutive_failures
+                error = f"{type(exc).__name__} from {ep.url}: {exc}"
+            finally:
+                endpoints.release(ep)
+            latency = time.perf_counter() - t0
+            if unreachable:
+                # refused while the endpoint stays up (others get through): this request's own failure
+                refused_while_up += ep.up
+                if refused_while_up > self.s.max_retries + self.s.down_after_failures:
+                    return LLMResult("", key, "transport_failed", error=error, attempts=attempts, latency_s=latency)
+                await asyncio.sleep(self._backoff(max(1, min(failures, 3)), None))
+                continue
+            if error is None:
+                error = error_body(resp)
+                if error is not None:  # an HTTP 200 carrying an error object: the server failed, ask again
+                    retryable, error = True, f"HTTP 200 with an error body from {ep.url}: {error}"
             if error is not None:
                 transport_failures += 1
                 if not retryable or transport_failures > self.s.max_retries:

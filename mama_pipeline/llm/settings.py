@@ -37,6 +37,12 @@ class StageSettings(Section):
     timeout_s: float = Field(120.0, gt=0)
     backoff_base_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
+    max_failure_rate: float = Field(0.05, ge=0.0, le=1.0)  # above it, the releases built on this stage are refused
+    # outages: this many consecutive connection failures mark an endpoint down (nothing is sent to it);
+    # it is probed with backoff for up to endpoint_patience_s, and its requests fail only after that
+    down_after_failures: int = Field(3, ge=1)
+    endpoint_patience_s: float = Field(600.0, ge=0)
+    retry_parse_failed: bool = False  # re-ask answers cached as parse_failed (also: mama-pipeline --retry-parse-failed)
 
     @field_validator("base_urls")
     @classmethod

@@ -9,6 +9,12 @@ area's side-file, and the release folder takes that side-file back in.
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.llm.failure_bounds import (
+    FailureBoundError,
+    classifier_failures,
+    reference_classifier_failures,
+    refuse_over_bound,
+)
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.agreement import (
@@ -201,10 +207,17 @@ def mamabench_kenya_parity(
         "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
     },
     deps=list(EXTRA_DEPS),
-    description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>.",
+    description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>; "
+    "refused when the classifier or the reference classifier failed more often than llm.<stage>.max_failure_rate.",
 )
 def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
     s = settings.get()
+    stages = [classifier_failures(tables["verdicts"], s.llm.classifier.max_failure_rate),
+              reference_classifier_failures(tables["agreement"], s.llm.classifier_reference.max_failure_rate)]
+    try:
+        refuse_over_bound("mamabench", s.release.mamabench_version, stages)
+    except FailureBoundError as exc:
+        raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
     out_dir = s.release_path("mamabench", s.release.mamabench_version)
     inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
@@ -215,6 +228,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
         "files": len(hashes),
         "items": inputs.items.height,
         "manifest_sha256": hashes["manifests/manifest.json"],
+        **{k: v for st in stages for k, v in st.metadata().items()},
     })
 
 

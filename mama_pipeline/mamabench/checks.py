@@ -1,4 +1,4 @@
-"""Asset checks of mamabench: the accounting invariant and the validity of released items."""
+"""Asset checks of mamabench: the accounting invariant, the validity of released items, the classifier failure bound."""
 
 import json
 
@@ -9,7 +9,8 @@ from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.schema import CanonicalItem
 from mama_pipeline.mamabench.yields import STATUSES
-from mama_pipeline.resources import StoreResource
+from mama_pipeline.llm.failure_bounds import classifier_failures
+from mama_pipeline.resources import SettingsResource, StoreResource
 
 
 def accounting_problems(raw_rows: dict[str, int], accounting: pl.DataFrame, items: pl.DataFrame) -> list[str]:
@@ -85,4 +86,17 @@ def mamabench_items_valid(mamabench_items: pl.DataFrame, criteria: pl.DataFrame)
     return dg.AssetCheckResult(passed=not problems, metadata={"problems": json.dumps(problems[:20])})
 
 
-CHECKS = [mamabench_accounting_invariant, mamabench_items_valid]
+@dg.asset_check(
+    asset=dg.AssetKey("mamabench_scope_verdicts"),
+    blocking=True,
+    description="The share of items the scope classifier could not classify stays under "
+    "llm.classifier.max_failure_rate; blocks everything built on the verdicts (the release refuses too).",
+)
+def classifier_failure_rate_under_bound(
+    settings: SettingsResource, mamabench_scope_verdicts: pl.DataFrame
+) -> dg.AssetCheckResult:
+    stage = classifier_failures(mamabench_scope_verdicts, settings.get().llm.classifier.max_failure_rate)
+    return dg.AssetCheckResult(passed=not stage.over, metadata={**stage.metadata(), "summary": stage.describe()})
+
+
+CHECKS = [mamabench_accounting_invariant, mamabench_items_valid, classifier_failure_rate_under_bound]

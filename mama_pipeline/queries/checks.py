@@ -3,6 +3,7 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.llm.failure_bounds import query_writer_failures
 from mama_pipeline.metadata import md_table
 from mama_pipeline.queries.ids import ID_RE
 from mama_pipeline.queries.rules import duplicate_key
@@ -42,4 +43,18 @@ def no_gate_failures(query_gate_decisions: pl.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-CHECKS = [queries_follow_rules, no_gate_failures]
+@dg.asset_check(
+    asset=dg.AssetKey("generated_queries"),
+    additional_ins={"query_gate_decisions": dg.AssetIn("query_gate_decisions")},
+    blocking=True,
+    description="The share of sampled chunks whose query-writer answer failed stays under "
+    "llm.query_writer.max_failure_rate; blocks everything built on the queries (the release refuses too).",
+)
+def query_writer_failure_rate_under_bound(
+    settings: SettingsResource, generated_queries: pl.DataFrame, query_gate_decisions: pl.DataFrame
+) -> dg.AssetCheckResult:
+    stage = query_writer_failures(query_gate_decisions, settings.get().llm.query_writer.max_failure_rate)
+    return dg.AssetCheckResult(passed=not stage.over, metadata={**stage.metadata(), "summary": stage.describe()})
+
+
+CHECKS = [queries_follow_rules, no_gate_failures, query_writer_failure_rate_under_bound]

@@ -15,6 +15,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.llm.failure_bounds import FailureBoundError, judge_failures, query_writer_failures, refuse_over_bound
 from mama_pipeline.queries.prompt import answer_model, query_writer_template
 from mama_pipeline.release.mamaretrieval import (
     NAME,
@@ -84,6 +85,7 @@ def mamaretrieval_inputs(
     rankings: pl.DataFrame,
     judgments: pl.DataFrame,
     pooled_pairs: pl.DataFrame,
+    reliability: pl.DataFrame | None = None,
 ) -> MamaretrievalInputs:
     r, rel = s.retrieval, s.release
     writer, judge = prompt_infos(s, queries, judgments)
@@ -111,6 +113,8 @@ def mamaretrieval_inputs(
         lenient=s.judging.lenient_cut,
         strict=s.judging.strict_cut,
         producer=producer(),
+        reliability=reliability,
+        reference_judge=s.llm.reference_judge.model or s.llm.embedded_server.model_alias,
     )
 
 
@@ -121,11 +125,14 @@ def mamaretrieval_inputs(
         "queries": dg.AssetIn("generated_queries"),
         "judgments": dg.AssetIn("judgments"),
         "pooled_pairs": dg.AssetIn("pooled_pairs"),
+        "gate_decisions": dg.AssetIn("query_gate_decisions"),
+        "reliability": dg.AssetIn("judge_reliability"),
     },
     deps=[RANKINGS, *EXTRA_DEPS],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
-    "the corpus version.",
+    "the corpus version, or when an LLM stage (query_writer, judge) failed more often than its "
+    "llm.<stage>.max_failure_rate.",
 )
 def mamaretrieval_release(
     context: dg.AssetExecutionContext,
@@ -135,11 +142,19 @@ def mamaretrieval_release(
     queries: pl.DataFrame,
     judgments: pl.DataFrame,
     pooled_pairs: pl.DataFrame,
+    gate_decisions: pl.DataFrame,
+    reliability: pl.DataFrame,
 ) -> dg.MaterializeResult:
     s = settings.get()
+    stages = [query_writer_failures(gate_decisions, s.llm.query_writer.max_failure_rate),
+              judge_failures(pooled_pairs, judgments, s.llm.judge.max_failure_rate)]
+    try:
+        refuse_over_bound(NAME, s.release.mamaretrieval_version, stages)
+    except FailureBoundError as exc:
+        raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
     rankings = store.get().read_table("rankings", partitions=s.retrieval.pooled)
     inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
-                                  judgments, pooled_pairs)
+                                  judgments, pooled_pairs, reliability)
     inputs.extra = extra_configurations(NAME, store.get())
     folder = s.release_path(NAME, inputs.version)
     manifest = write_mamaretrieval_release(folder, inputs)
@@ -156,6 +171,7 @@ def mamaretrieval_release(
         "rankings": f["rankings"],
         "chunks": f["chunks"],
         "queries_without_strict_chunk": f["queries_without_strict_chunk"],
+        **{k: v for st in stages for k, v in st.metadata().items()},
         "manifest": dg.MetadataValue.json({k: v for k, v in manifest.items() if k != "files"}),
     })
 

@@ -47,6 +47,19 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
+def _reliability_section(rel: dict[str, Any] | None) -> str:
+    head = "### Judge reliability\n\n"
+    if rel is None:
+        return head + "No reliability audit was run for this release.\n"
+    if rel["refused"]:
+        return head + f"> **No reliability figure.** {rel['refused']}\n"
+    return head + (
+        f"Agreement of the judge with a different reference judge ({rel['reference_judge']}) on a pilot sample "
+        f"of {rel['pairs']} pairs:\n\n"
+        + _table(("measure", "value"), [(m, "n/a" if v is None else v) for m, v in rel["figures"].items()]) + "\n"
+    )
+
+
 def render_card(manifest: dict[str, Any], extra_sections: list[str] = ()) -> str:
     f = manifest["figures"]
     corpus, judge, writer, retrieval = manifest["corpus"], manifest["judge"], manifest["query_writer"], manifest["retrieval"]
@@ -100,6 +113,7 @@ def render_card(manifest: dict[str, Any], extra_sections: list[str] = ()) -> str
         ("pool depth", retrieval["pool_depth"]),
         ("seed chunk added to the pool", retrieval["include_seed_chunk"]),
     ]) + "\n")
+    parts.append(_reliability_section(manifest.get("judge_reliability")))
     parts.append("### Pooled retrievers\n\n" + _table(("retriever", "kind", "rankings"), [
         (r["name"], r.get("kind"), f["rankings_by_retriever"].get(r["name"], 0)) for r in retrieval["retrievers"]
     ]) + "\n\nTheir full configurations are in `manifest.json`.\n")

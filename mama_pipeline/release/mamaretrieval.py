@@ -102,6 +102,8 @@ class MamaretrievalInputs:
     licence: str = "other"
     producer: dict[str, Any] = field(default_factory=dict)
     extra: list[ReleaseConfiguration] = field(default_factory=list)  # other areas' configurations
+    reliability: pl.DataFrame | None = None  # judge_reliability (metric, value, pairs, note): stated on the card
+    reference_judge: str | None = None  # the reference judge's model
 
     @property
     def retriever_names(self) -> list[str]:
@@ -154,6 +156,32 @@ def _single_version(inp: MamaretrievalInputs, table: str, df: pl.DataFrame, mode
     return versions[model_col][0] if versions.height else None
 
 
+def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
+    """Scoring stops at the D1 gate: a label with D1 false must leave D2..D4 null."""
+    dims = ["d2_meaningful", "d3_actionable", "d4_density"]
+    bad = inp.judgments.filter(~pl.col("d1_topic") & pl.any_horizontal(pl.col(dims).is_not_null()))
+    if bad.height:
+        first = bad.row(0, named=True)
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: {bad.height} label(s) set D2..D4 while D1 is false, first "
+            f"(query_id={first['query_id']}, chunk_id={first['chunk_id']}: "
+            + ", ".join(f"{d}={first[d]}" for d in dims) + "); a label gated off by D1 has null D2..D4"
+        )
+
+
+def _refuse_mixed_judges(inp: MamaretrievalInputs) -> None:
+    """Labels of one release come from one judge identity (endpoint, model, decoding) when it is recorded."""
+    if "judge_identity" not in inp.judgments.columns:
+        return
+    identities = inp.judgments.get_column("judge_identity").drop_nulls().unique().sort().to_list()
+    if len(identities) > 1:
+        raise ReleaseError(
+            f"release {NAME} {inp.version} refused: judgments come from {len(identities)} judge identities "
+            f"{identities[:5]} (endpoint, model or decoding changed between shards); re-materialise judged_labels "
+            "under one judge configuration"
+        )
+
+
 def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
     """Refuse inconsistent inputs; returns (query writer model, judge model)."""
     _require_columns(inp)
@@ -181,6 +209,8 @@ def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
         _refuse_outside(inp, what, rows, column, ids, corpus)
     for what, rows, _ in checks[1:]:
         _refuse_outside(inp, what, rows, "query_id", qids, "the released queries")
+    _refuse_gated_dimensions(inp)
+    _refuse_mixed_judges(inp)
     writer = _single_version(inp, "queries", inp.queries, "model", inp.query_writer.version_hash)
     judge = _single_version(inp, "judgments", inp.judgments, "judge_model", inp.judge.version_hash)
     return writer, judge
@@ -257,6 +287,21 @@ def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[s
     }
 
 
+def reliability_summary(inp: MamaretrievalInputs) -> dict[str, Any] | None:
+    """The judge-reliability audit as released: its figures, or why there is none."""
+    if inp.reliability is None:
+        return None
+    rows = inp.reliability.sort("metric")
+    notes = rows.get_column("note").drop_nulls().unique().to_list() if "note" in rows.columns else []
+    return {
+        "reference_judge": inp.reference_judge,
+        "pairs": int(rows.get_column("pairs").max() or 0) if rows.height else 0,
+        "refused": notes[0] if notes else None,
+        "figures": None if notes else {m: (None if v is None else round(v, 4)) for m, v in
+                                       rows.select("metric", "value").iter_rows()},
+    }
+
+
 def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None,
                    judge_model: str | None) -> dict[str, Any]:
     """Everything about the release except its file list."""
@@ -303,6 +348,7 @@ def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], wr
         },
         "thresholds": {"lenient": inp.lenient, "strict": inp.strict},
         "figures": figures(inp, tables),
+        "judge_reliability": reliability_summary(inp),
         "producer": inp.producer,
     }
 

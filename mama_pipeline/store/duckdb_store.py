@@ -91,6 +91,7 @@ class Store:
                     con.execute(f'DROP TABLE IF EXISTS "{table}"')
                 con.execute(ddl.read_text())
                 if partition is not None:
+                    _add_new_columns(con, table, ddl.read_text())
                     con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
                 con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
             elif partition is None or not _exists(con, table):
@@ -127,3 +128,18 @@ def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
             "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
         ).fetchone()[0]
     )
+
+
+def _add_new_columns(con: duckdb.DuckDBPyConnection, table: str, ddl: str) -> None:
+    """Add the DDL's columns that a partitioned table created by an older DDL lacks (nullable; old rows NULL)."""
+    with duckdb.connect() as scratch:
+        scratch.execute(ddl)
+        wanted = scratch.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+    for name, dtype in wanted:
+        if name not in have:
+            con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {dtype}')

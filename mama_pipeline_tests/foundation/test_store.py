@@ -46,3 +46,15 @@ def test_writers_in_several_processes_interleave(tmp_path):
     s = Store(path)
     for n in range(3):
         assert s.read_table(f"w{n}").height == 20
+
+
+def test_a_partitioned_table_from_an_older_ddl_gains_the_new_columns(store):
+    with store.connect(write=True) as con:  # judged_labels as created before judge identities were recorded
+        con.execute("CREATE TABLE judged_labels (query_id VARCHAR NOT NULL, chunk_id VARCHAR NOT NULL, "
+                    "status VARCHAR NOT NULL, reused BOOLEAN NOT NULL, judge_model VARCHAR, _partition VARCHAR NOT NULL)")
+        con.execute("INSERT INTO judged_labels VALUES ('q1', 'c1', 'labelled', false, 'm', 'shard_000')")
+    new = pl.DataFrame({"query_id": ["q2"], "chunk_id": ["c2"], "status": ["labelled"], "reused": [False],
+                        "judge_model": ["m"], "judge_identity": ["abc"]})
+    store.write_table("judged_labels", new, partition="shard_001")
+    rows = store.query("select query_id, judge_identity, _partition from judged_labels order by 1").rows()
+    assert rows == [("q1", None, "shard_000"), ("q2", "abc", "shard_001")]

@@ -29,9 +29,9 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     cfg.write_text(
         f"data_dir: {tmp_path / 'data'}\n"
         "llm:\n"
-        f"  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 1, backoff_base_s: 0.01}}\n"
+        f"  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 1, backoff_base_s: 0.01, max_failure_rate: 0.2}}\n"
         f"  reference_judge: {{base_urls: [{fake_llm.url}], model: fake-reference}}\n"
-        "judging: {shards: 4, max_failure_rate: 0.2, pilot_size: 20}\n"
+        "judging: {shards: 4, pilot_size: 20}\n"
     )
     home = tmp_path / "dagster_home"
     home.mkdir()
@@ -63,6 +63,7 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     assert result.success
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(checks) == {"every_pooled_pair_labelled_or_failed", "failure_rate_under_bound", "structural_rule",
+                           "reference_is_another_judge",
                            "score_distribution_per_tier"}
     assert all(e.passed for e in checks.values()), {k: (e.passed, e.metadata) for k, e in checks.items()}
 

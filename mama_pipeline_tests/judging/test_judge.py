@@ -55,10 +55,8 @@ def test_only_holes_are_judged_whatever_changed_elsewhere(make_client, fake_llm,
     again, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks))
     assert n == 0 and again.asked == 0 and again.outcomes["reused"].all()
     assert again.outcomes.drop("reused").equals(first.outcomes.drop("reused"))
-    # other decoding settings and another endpoint identity: the answer cache misses, the label store does not
-    other = make_client(max_tokens=99, temperature=0.3)
-    other.endpoint = "another-server"
-    _, n = calls(fake_llm, lambda: judge(other, store, pool, queries, chunks))
+    # runtime knobs are not part of a judge's identity: the labels are reused
+    _, n = calls(fake_llm, lambda: judge(make_client(concurrency=3, max_retries=7), store, pool, queries, chunks))
     assert n == 0
     # a new judge model or a new prompt version is a new label set: everything is asked
     _, n = calls(fake_llm, lambda: judge(make_client(model="judge-2"), store, pool, queries, chunks))
@@ -67,6 +65,43 @@ def test_only_holes_are_judged_whatever_changed_elsewhere(make_client, fake_llm,
     _, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, template=edited))
     assert n == 50
     assert store.query("select count(*) n from judgment_labels")["n"][0] == 150
+
+
+@pytest.mark.parametrize("change", [{"seed": 1}, {"temperature": 0.3}, {"max_tokens": 99}, {"endpoint": "another-server"}])
+def test_same_model_name_but_another_endpoint_or_decoding_is_another_judge(make_client, fake_llm, store, corpus, change):
+    queries, chunks, pool = corpus
+    main = make_client()
+    first, n = calls(fake_llm, lambda: judge(main, store, pool, queries, chunks))
+    assert n == 50
+    settings = {k: v for k, v in change.items() if k != "endpoint"}
+    other = make_client(**settings)
+    other.endpoint = change.get("endpoint", other.endpoint)
+    assert other.model == main.model and other.identity != main.identity
+    second, n = calls(fake_llm, lambda: judge(other, store, pool, queries, chunks))
+    assert n == 50 and second.new_labels == 50 and not second.outcomes["reused"].any()
+    assert set(second.outcomes["judge_identity"]) == {other.identity}
+    assert set(first.outcomes["judge_identity"]) == {main.identity}
+    both = store.query("select judge_identity, count(*) n from judgment_labels group by 1 order by 1")
+    assert sorted(both["judge_identity"]) == sorted([main.identity, other.identity]) and set(both["n"]) == {50}
+    assert stored_labels(store, main.model, HASH, judge_identity=main.identity).height == 50
+
+
+def test_labels_stored_before_identities_are_kept_but_never_reused(make_client, fake_llm, store, corpus):
+    queries, chunks, pool = corpus
+    with store.connect(write=True) as con:  # the table as it was before judge identities were recorded
+        con.execute("""CREATE TABLE judgment_labels (query_id VARCHAR NOT NULL, chunk_id VARCHAR NOT NULL,
+            judge_model VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL, d1_topic BOOLEAN NOT NULL,
+            d2_meaningful TINYINT, d3_actionable TINYINT, d4_density TINYINT, d3_answered TINYINT,
+            structural_violation BOOLEAN NOT NULL, score TINYINT NOT NULL, reasoning VARCHAR,
+            judge_endpoint VARCHAR NOT NULL, corpus_version VARCHAR, cache_key VARCHAR NOT NULL,
+            PRIMARY KEY (query_id, chunk_id, judge_model, prompt_hash))""")
+        q, c = pool.row(0)[:2]
+        con.execute("INSERT INTO judgment_labels VALUES (?, ?, 'fake-model', ?, false, NULL, NULL, NULL, NULL, "
+                    "false, 0, 'old', 'old-server', 'v1', 'k')", [q, c, HASH])
+    run, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks))
+    assert n == 50 and not run.outcomes["reused"].any()
+    kept = store.query("select judge_identity, reasoning from judgment_labels where reasoning = 'old'")
+    assert kept.rows() == [("unrecorded", "old")]
 
 
 def test_corpus_version_change_judges_new_chunk_ids_only_and_reports_orphans(make_client, fake_llm, store, corpus):

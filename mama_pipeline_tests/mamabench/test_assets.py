@@ -57,7 +57,8 @@ def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
     assert result.success
     checks = result.get_asset_check_evaluations()
     assert {c.check_name: c.passed for c in checks} == {"mamabench_accounting_invariant": True,
-                                                        "mamabench_items_valid": True}
+                                                        "mamabench_items_valid": True,
+                                                        "classifier_failure_rate_under_bound": True}
     first_calls = fake_llm.stats()["chat_calls"]
     # 150 MedQA + 60 Kenya + 40 oss_eval + 6 hard (same conversations as oss_eval: cached) + 10 reference
     assert first_calls == 150 + 60 + 40 + 10

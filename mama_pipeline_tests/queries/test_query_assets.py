@@ -46,6 +46,7 @@ def materialise(workspace: Path) -> dict[str, dict]:
     assert checks == {
         "chunk_ids_unique_and_content_derived": True, "bundle_is_clean": True, "quotas_filled": False,
         "sample_matches_corpus": True, "queries_follow_rules": True, "no_gate_failures": True,
+        "query_writer_failure_rate_under_bound": True,
     }
     return meta
 

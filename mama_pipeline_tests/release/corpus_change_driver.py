@@ -53,14 +53,14 @@ def judge_metadata(instance: dg.DagsterInstance, run_ids: list[str]) -> dict[str
     return totals
 
 
-def writer_calls(instance: dg.DagsterInstance, run_ids: list[str]) -> int:
-    """HTTP calls of the query writer in these runs."""
+def stage_calls(instance: dg.DagsterInstance, run_ids: list[str], asset: str, key: str) -> int:
+    """HTTP calls recorded under metadata ``key`` by ``asset``'s materialisations in these runs."""
     calls = 0
     for run_id in run_ids:
         for record in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
             mat = record.event_log_entry.asset_materialization
-            if mat.asset_key == dg.AssetKey("query_gate_decisions"):
-                calls += int(mat.metadata["query_writer/http_calls"].value)
+            if mat.asset_key == dg.AssetKey(asset):
+                calls += int(mat.metadata[key].value)
     return calls
 
 
@@ -128,7 +128,10 @@ def main(module: str, work: Path, fake_url: str) -> None:
         out["change_runs_ok"] = all(r.success for r in runs)
         out["calls_after_edit"] = chat_calls(fake_url) - calls
         out["judge"] = judge_metadata(instance, [r.run_id for r in runs])
-        out["writer_calls"] = writer_calls(instance, [r.run_id for r in runs])
+        run_ids = [r.run_id for r in runs]
+        out["writer_calls"] = stage_calls(instance, run_ids, "query_gate_decisions", "query_writer/http_calls")
+        # the release states the judge reliability: the reference judge (another judge) labels pilot pairs it lacks
+        out["reference_calls"] = stage_calls(instance, run_ids, "reference_judgments", "http_calls")
         pool_after = store.read_table("pooled_pairs").select("query_id", "chunk_id")
         new_pairs = pool_after.join(labels_before, on=["query_id", "chunk_id"], how="anti")
         out["new_pairs"] = new_pairs.height

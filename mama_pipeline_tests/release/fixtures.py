@@ -88,6 +88,24 @@ def judgments(pairs: pl.DataFrame | None = None) -> pl.DataFrame:
     )
 
 
+def gate_decisions(failed: int = 0, kept: int = 2) -> pl.DataFrame:
+    """The query writer's gate decisions: ``kept`` chunks kept, ``failed`` more with a failed answer."""
+    n = kept + failed
+    return pl.DataFrame({
+        "seed_chunk_id": [f"seed{i}" for i in range(n)], "source": ["who-a"] * n, "tier": ["high"] * n,
+        "status": ["kept"] * kept + ["llm_failed"] * failed, "model": ["qwen-test"] * n,
+        "prompt_hash": [WRITER_TEMPLATE.hash] * n, "temperature": [0.0] * n, "corpus_version": [CORPUS_VERSION] * n,
+    })
+
+
+def reliability(note: str | None = None) -> pl.DataFrame:
+    """A judge_reliability table: agreement figures, or refused (values null) with ``note``."""
+    metrics = ["lenient_agreement", "strict_agreement", "weighted_kappa_linear"]
+    return pl.DataFrame({
+        "metric": metrics, "value": [None] * 3 if note else [0.75, 0.5, 0.4], "pairs": [4] * 3, "note": [note] * 3,
+    }, schema_overrides={"value": pl.Float64, "note": pl.String})
+
+
 def inputs(**overrides) -> MamaretrievalInputs:
     base = dict(
         version="0.3.0",

@@ -34,7 +34,7 @@ llm:
   judge: {base_urls: ["http://judge-1:8000/v1"], model: judge-test}
 """
 UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings",
-                                       "mamabench_release")]
+                                       "mamabench_release", "query_gate_decisions", "judge_reliability")]
 
 
 def setup_store(tmp_path: Path, remote_llm: bool) -> Path:
@@ -45,6 +45,8 @@ def setup_store(tmp_path: Path, remote_llm: bool) -> Path:
     store.write_table("corpus_chunks", fx.chunks())
     store.write_table("generated_queries", fx.queries())
     store.write_table("judgments", fx.judgments())
+    store.write_table("query_gate_decisions", fx.gate_decisions())
+    store.write_table("judge_reliability", fx.reliability())
     store.write_table("pooled_pairs", fx.pooled_pairs().with_columns(
         retrievers=[["bm25"]] * fx.pooled_pairs().height, is_seed=False, pool_size=4))
     for name, part in fx.rankings().partition_by("retriever", as_dict=True).items():

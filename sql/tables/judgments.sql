@@ -4,6 +4,7 @@ CREATE TABLE IF NOT EXISTS judgments (
     chunk_id              VARCHAR NOT NULL,
     reused                BOOLEAN NOT NULL,
     judge_model           VARCHAR NOT NULL,
+    judge_identity        VARCHAR,            -- endpoint + model + decoding (judgment_labels)
     prompt_hash           VARCHAR NOT NULL,
     d1_topic              BOOLEAN NOT NULL,
     d2_meaningful         TINYINT,

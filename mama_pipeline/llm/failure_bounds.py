@@ -1,0 +1,78 @@
+"""Failure-rate bounds of the LLM stages: a release is refused when a stage failed too often.
+
+Each stage's bound is ``llm.<stage>.max_failure_rate``. A stage's failures are the
+units it had to answer and could not (listed, never defaulted): pooled pairs without
+a label, sampled chunks whose gate answer failed, items left unclassified.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+
+class FailureBoundError(ValueError):
+    """A release refused because an LLM stage failed more often than its bound; names the stage and counts."""
+
+
+@dataclass(frozen=True)
+class StageFailures:
+    stage: str  # the LLM stage (llm.<stage>)
+    unit: str  # what was asked: "pooled pairs", "sampled chunks", "items"
+    failed: int
+    total: int
+    bound: float
+
+    @property
+    def rate(self) -> float:
+        return self.failed / self.total if self.total else 0.0
+
+    @property
+    def over(self) -> bool:
+        return self.rate > self.bound
+
+    def describe(self) -> str:
+        return (f"stage {self.stage}: {self.failed} of {self.total} {self.unit} failed ({self.rate:.2%}), "
+                f"bound {self.bound:.2%} (llm.{self.stage}.max_failure_rate)")
+
+    def metadata(self) -> dict[str, float | int]:
+        return {f"{self.stage}/failed": self.failed, f"{self.stage}/{self.unit.replace(' ', '_')}": self.total,
+                f"{self.stage}/failure_rate": round(self.rate, 5), f"{self.stage}/bound": self.bound}
+
+
+def judge_failures(pooled_pairs: pl.DataFrame, judgments: pl.DataFrame, bound: float) -> StageFailures:
+    """Pooled pairs the judge left without a label."""
+    keys = ["query_id", "chunk_id"]
+    pool = pooled_pairs.select(keys).unique()
+    failed = pool.join(judgments.select(keys), on=keys, how="anti").height
+    return StageFailures("judge", "pooled pairs", failed, pool.height, bound)
+
+
+def query_writer_failures(gate_decisions: pl.DataFrame, bound: float) -> StageFailures:
+    """Sampled chunks whose query-writer answer failed (status llm_failed)."""
+    failed = int((gate_decisions.get_column("status") == "llm_failed").sum())
+    return StageFailures("query_writer", "sampled chunks", failed, gate_decisions.height, bound)
+
+
+def classifier_failures(verdicts: pl.DataFrame, bound: float) -> StageFailures:
+    """Items the scope classifier was asked about and could not classify."""
+    asked = verdicts.filter(pl.col("via") == "classifier")
+    failed = int((asked.get_column("status") != "ok").sum())
+    return StageFailures("classifier", "items", failed, asked.height, bound)
+
+
+def reference_classifier_failures(agreement_pairs: pl.DataFrame, bound: float) -> StageFailures:
+    """Agreement-sample items the second classifier could not classify (its side ``b`` is null)."""
+    failed = int(agreement_pairs.get_column("b").is_null().sum())
+    return StageFailures("classifier_reference", "agreement items", failed, agreement_pairs.height, bound)
+
+
+def refuse_over_bound(release: str, version: str, stages: list[StageFailures]) -> None:
+    """Raise :class:`FailureBoundError` naming every stage above its bound."""
+    over = [s for s in stages if s.over]
+    if over:
+        raise FailureBoundError(
+            f"release {release} {version} refused: " + "; ".join(s.describe() for s in over)
+            + ". The failures are listed in the stage's assets; re-run the stage (failed answers are asked again) "
+            "or raise the bound knowingly."
+        )
