@@ -22,6 +22,7 @@ from mama_pipeline.mamabench.settings import MamabenchSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
+from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.settings_base import Section
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
@@ -42,6 +43,7 @@ class PipelineSettings(Section):
     judging: JudgingSettings = JudgingSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     release: ReleaseSettings = ReleaseSettings()
+    robustness: RobustnessSettings = RobustnessSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."

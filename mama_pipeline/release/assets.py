@@ -23,6 +23,7 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
+from mama_pipeline.release.configurations import CONFIGURATIONS, configuration_assets
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource, StoreResource
@@ -121,7 +122,7 @@ def mamaretrieval_inputs(
         "judgments": dg.AssetIn("judgments"),
         "pooled_pairs": dg.AssetIn("pooled_pairs"),
     },
-    deps=[RANKINGS],
+    deps=[RANKINGS, *configuration_assets()],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
     "the corpus version.",
@@ -140,7 +141,8 @@ def mamaretrieval_release(
     inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
                                   judgments, pooled_pairs)
     folder = s.release_path(NAME, inputs.version)
-    manifest = write_mamaretrieval_release(folder, inputs)
+    parts = [p for c in CONFIGURATIONS if (p := c.builder()(s, store.get(), inputs)) is not None]
+    manifest = write_mamaretrieval_release(folder, inputs, parts)
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
     f = manifest["figures"]
     return dg.MaterializeResult(metadata={
