@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from mama_pipeline.robustness.variants import SEPARATOR
-
 VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 LABEL_SCHEMA = {
     "variant_id": pl.String, "parent_id": pl.String, "kind": pl.String, "chunk_id": pl.String,
@@ -86,7 +84,3 @@ def variant_labels(variants: pl.DataFrame, judgments: pl.DataFrame, hole_labels:
         .select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
         .sort("variant_id", "chunk_id")
     )
-
-
-def parent_of(variant_ids: pl.Series) -> pl.Series:
-    return variant_ids.str.split(SEPARATOR).list.first()
