@@ -79,6 +79,10 @@ def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, 
 def robustness_board(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
                      labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int
                      ) -> RobustnessBoard:
+    if variants.is_empty():
+        empty = pl.DataFrame(schema={"retriever": pl.String, "parent_id": pl.String, "kind": pl.String,
+                                     "measure": pl.String, "clean": pl.Float64, "variant": pl.Float64})
+        return RobustnessBoard(pl.DataFrame(schema=BOARD_SCHEMA), empty, f"Judged@{judged_k}")
     pairs, tested, judged = paired_values(clean_rankings, variant_rankings, variants, labels, s, retrievers, judged_k)
     tiers = variants.select("parent_id", "tier").unique()
     with_tier = pairs.join(tiers, on="parent_id", how="left")

@@ -79,3 +79,10 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
     assert judged["p_holm"].null_count() == 2
     per_tier = board.filter((pl.col("tier") == "high") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1"))
     assert per_tier["n_queries"].to_list() == [4]
+
+
+def test_no_variants_give_an_empty_board():
+    empty = variants().clear()
+    result = robustness_board(frame([]), frame([]), empty, variant_labels(empty, label_rows([]), label_rows([])),
+                              EvaluationSettings(), ["bm25"], judged_k=5)
+    assert result.board.is_empty() and result.judged_measure == "Judged@5"
