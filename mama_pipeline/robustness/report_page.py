@@ -43,7 +43,8 @@ def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
     ax.set_xticks(x, retrievers)
     ax.set_ylabel(f"drop in {headline} (clean - variant)")
     ax.set_title("Drop per retriever and kind, with 95% paired bootstrap intervals")
-    ax.legend(fontsize=8)
+    if kinds:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
