@@ -5,7 +5,9 @@ Three figures, in one run:
 1. rewrite stage: every query through the two LLM kinds (telegraphic, codeswitch) and the
    same-information gate (a second call per usable rewrite), fake server at ``--delay`` s per
    answer and ``--concurrency`` requests in flight: requests/s as a share of the ideal
-   concurrency / delay (the deterministic kinds, typo / shorthand / hurried, are timed beside it);
+   concurrency / delay, beside the bare shared client on the same server in the same run (one
+   request per query with the rewrite prompt: what the machine allows); the deterministic kinds,
+   typo / shorthand / hurried, are timed too;
 2. holes: six synthetic retrievers rank every kept variant; each ranking is its parent's clean
    top-20 with a kind-dependent share of slots replaced by nearby unjudged chunks (a synthetic
    model of what a noisier query surfaces, not a measured one); the holes (unlabelled
@@ -32,10 +34,11 @@ import polars as pl
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.llm.client import LLMClient
+from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_pairs, variant_labels
+from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
 from mama_pipeline.robustness.scoreboard import robustness_board
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import (
@@ -127,6 +130,13 @@ def main() -> None:
             cfg = StageSettings(base_urls=[server.url], model="fake", concurrency=args.concurrency)
             return LLMClient(stage, cfg, store, endpoint=server.url, model="fake", resolve_urls=lambda: [server.url])
 
+        template = rewrite_template("telegraphic", r.max_rewrite_words, False)
+        bare = [LLMRequest(f"bare{q}", template.render(query=f"baseline {t}"))
+                for q, t in queries.select("query_id", "query_text").iter_rows()]
+        t0 = time.perf_counter()
+        base = client("query_rewriter").run(template, rewrite_model(False), bare)
+        base_rate = base.calls / (time.perf_counter() - t0)
+        print(f"bare client: {base.calls} HTTP calls at {base_rate:.1f}/s = {base_rate / ideal:.1%} of ideal; {load()}")
         t0 = time.perf_counter()
         table = load_table()
         rows = [row for k in r.kinds if k.steps for row in deterministic_decisions(queries, k, table, r)]
@@ -141,7 +151,7 @@ def main() -> None:
         variants = kept_variants(decisions, queries)
         print(f"deterministic kinds: {len(rows)} decisions in {det_s:.1f} s")
         print(f"rewrite stage: {requests} requests ({calls} HTTP calls) in {llm_s:.1f} s = {calls / llm_s:.1f}/s, "
-              f"{calls / llm_s / ideal:.1%} of ideal; {load()}")
+              f"{calls / llm_s / ideal:.1%} of ideal, {calls / llm_s / base_rate:.1%} of the bare client; {load()}")
         counts = decisions.group_by("kind", "status").len().sort("kind", "status")
         print("decisions: " + "; ".join(f"{k}/{s}={n}" for k, s, n in counts.iter_rows()))
 
