@@ -53,6 +53,17 @@ def judge_metadata(instance: dg.DagsterInstance, run_ids: list[str]) -> dict[str
     return totals
 
 
+def hole_calls(instance: dg.DagsterInstance, run_ids: list[str]) -> int:
+    """HTTP calls of the robustness track's hole judging in these runs."""
+    calls = 0
+    for run_id in run_ids:
+        for record in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
+            mat = record.event_log_entry.asset_materialization
+            if mat.asset_key == dg.AssetKey("variant_holes"):
+                calls += int(mat.metadata["judge/http_calls"].value)
+    return calls
+
+
 def writer_calls(instance: dg.DagsterInstance, run_ids: list[str]) -> int:
     """HTTP calls of the query writer in these runs."""
     calls = 0
@@ -129,6 +140,7 @@ def main(module: str, work: Path, fake_url: str) -> None:
         out["calls_after_edit"] = chat_calls(fake_url) - calls
         out["judge"] = judge_metadata(instance, [r.run_id for r in runs])
         out["writer_calls"] = writer_calls(instance, [r.run_id for r in runs])
+        out["hole_calls"] = hole_calls(instance, [r.run_id for r in runs])
         pool_after = store.read_table("pooled_pairs").select("query_id", "chunk_id")
         new_pairs = pool_after.join(labels_before, on=["query_id", "chunk_id"], how="anti")
         out["new_pairs"] = new_pairs.height
