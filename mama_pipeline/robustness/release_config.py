@@ -53,8 +53,9 @@ def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs)
             gate_template(s.llm.rewrite_gate.reasoning == "json_field"),
         ]
     }
+    smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded
     return build_part(inp, r, table, tables["query_variants"], tables["variant_decisions"],
-                      tables["variant_labels"], tables["variant_rankings"], prompts)
+                      tables["variant_labels"], tables["variant_rankings"], prompts, smoke)
 
 
 def _refuse(what: str, bad: pl.DataFrame, why: str) -> None:
@@ -108,7 +109,7 @@ def how_made(kind: KindSettings, r: RobustnessSettings, table: AbbreviationTable
 
 def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: AbbreviationTable, variants: pl.DataFrame,
                decisions: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame,
-               prompts: dict[str, bytes]) -> ConfigurationPart:
+               prompts: dict[str, bytes], smoke_test: bool = False) -> ConfigurationPart:
     check(inp, variants, labels, rankings)
     pooled = rankings.filter(pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth))
     tables = {
@@ -146,6 +147,7 @@ def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviat
         "noise_library": "typo 0.1.7",
         "abbreviation_table_sha256": table.sha256,
         "keep_when_gate_fails": r.keep_when_gate_fails,
+        "rewrites_by_smoke_test_model": smoke_test,
         "kinds": kinds,
         "figures": {"variants": variants.height, "labels_inherited": origin.get("inherited", 0),
                     "labels_from_holes": origin.get("hole", 0), "rankings": pooled.height},
@@ -157,12 +159,13 @@ def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviat
             ("robustness_judgments", f"{FOLDER}/judgments.parquet", "labels of the query variants"),
             ("robustness_rankings", f"{FOLDER}/rankings.parquet", "pooled retrievers' rankings of the variants"),
         ),
-        card_section=card_section(kinds, manifest["figures"], r),
+        card_section=card_section(kinds, manifest["figures"], r, smoke_test),
         manifest=manifest,
     )
 
 
-def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: RobustnessSettings) -> str:
+def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: RobustnessSettings,
+                 smoke_test: bool = False) -> str:
     rows = ["| kind | how it was made | variants kept | not kept (by reason) |", "|---|---|---|---|"]
     for k in kinds:
         dropped = ", ".join(f"{s}: {n}" for s, n in sorted(k["decisions"].items()) if s != "kept") or "none"
@@ -179,4 +182,6 @@ def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: Robust
         + "\n".join(rows) + "\n"
         + ("\nA rewrite whose gate answer failed is kept (robustness.keep_when_gate_fails).\n"
            if r.keep_when_gate_fails else "")
+        + ("\n> The rewrites and gate verdicts come from the embedded smoke-test model: they exercise the "
+           "pipeline and are not meaningful.\n" if smoke_test else "")
     )
