@@ -5,8 +5,8 @@ Three figures, in one run:
 1. rewrite stage: every query through the two LLM kinds (telegraphic, codeswitch) and the
    same-information gate (a second call per usable rewrite), fake server at ``--delay`` s per
    answer and ``--concurrency`` requests in flight: requests/s as a share of the ideal
-   concurrency / delay, beside the bare shared client on the same server in the same run (one
-   request per query with the rewrite prompt: what the machine allows); the deterministic kinds,
+   concurrency / delay, beside the bare shared client on the same server in the same run (as many
+   requests, with the rewrite prompt, in one client run: what the machine allows); the deterministic kinds,
    typo / shorthand / hurried, are timed too;
 2. holes: six synthetic retrievers rank every kept variant; each ranking is its parent's clean
    top-20 with a kind-dependent share of slots replaced by nearby unjudged chunks (a synthetic
@@ -131,8 +131,8 @@ def main() -> None:
             return LLMClient(stage, cfg, store, endpoint=server.url, model="fake", resolve_urls=lambda: [server.url])
 
         template = rewrite_template("telegraphic", r.max_rewrite_words, False)
-        bare = [LLMRequest(f"bare{q}", template.render(query=f"baseline {t}"))
-                for q, t in queries.select("query_id", "query_text").iter_rows()]
+        bare = [LLMRequest(f"bare{i}{q}", template.render(query=f"baseline {i} {t}"))  # as many as the stage asks
+                for i in range(4) for q, t in queries.select("query_id", "query_text").iter_rows()]
         t0 = time.perf_counter()
         base = client("query_rewriter").run(template, rewrite_model(False), bare)
         base_rate = base.calls / (time.perf_counter() - t0)
