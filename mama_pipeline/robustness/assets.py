@@ -172,7 +172,8 @@ def robustness_scoreboard(context: dg.AssetExecutionContext, settings: SettingsR
     empty = sorted(set(names) - set(clean.get_column("retriever").unique().to_list()))
     if empty:  # a partition never materialised, or one whose retriever found nothing: every clean value is 0
         context.log.warning(f"robustness: no clean rankings stored for {empty}; their clean queries score 0")
-    result = robustness_board(clean, variant_rankings, query_variants, variant_labels, s.evaluation, names,
+    stats = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
+    result = robustness_board(clean, variant_rankings, query_variants, variant_labels, stats, names,
                               judge_depth(s))
     board = result.board
     headline = s.evaluation.headline_measure
@@ -185,6 +186,7 @@ def robustness_scoreboard(context: dg.AssetExecutionContext, settings: SettingsR
         "page": dg.MetadataValue.path(str(page)),
         "retrievers": ", ".join(names),
         "retrievers_without_clean_rankings": ", ".join(empty) or "none",
+        "resamples": stats.resamples,
         "variants": query_variants.height,
         "headline": md_table(overall.select("kind", "retriever", "measure", "clean_mean", "variant_mean", "drop",
                                             "ci_low", "ci_high", "p_holm"), 100),

@@ -57,6 +57,7 @@ class RobustnessSettings(Section):
     retrievers: list[str] = Field(default_factory=list)  # empty: every registry retriever
     judge_depth: int | None = Field(None, ge=1)  # holes judged in each variant top-k; None: retrieval.pool_depth
     max_hole_pairs: int | None = Field(None, ge=0)  # None: every hole; N: the N at the best ranks
+    resamples: int | None = Field(None, ge=100)  # bootstrap / randomization resamples; None: evaluation.resamples
     release: bool = False  # ship the variants as the ``robustness`` configuration of the mamaretrieval release
 
     @model_validator(mode="after")

@@ -40,8 +40,9 @@ evaluation:
   cutoffs: [1, 3, 5]
   significance_measures: ["Success(rel=3)@3", "RR(rel=3)"]
   headline_measure: "Success(rel=3)@3"
-  resamples: 200
+  resamples: 5000
 robustness:
+  resamples: 200
   rewrite_queries: 3
   max_hole_pairs: {budget}
   release: true
