@@ -13,6 +13,7 @@ from mama_pipeline.queries import definitions as queries
 from mama_pipeline.release import definitions as release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval import definitions as retrieval
+from mama_pipeline.robustness import definitions as robustness
 
 _settings.load_settings()  # a wrong key or value fails here, at load time, with the key named
 
@@ -27,5 +28,6 @@ defs = dg.Definitions.merge(
     multipassage.defs,
     release.defs,
     clinician.defs,
+    robustness.defs,
     dg.Definitions(resources=shared_resources()),
 )

@@ -13,7 +13,10 @@ from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
-LLM_STAGES = ("classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge")
+LLM_STAGES = (
+    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge",
+    "query_rewriter", "rewrite_gate",
+)
 
 
 class SettingsResource(dg.ConfigurableResource):

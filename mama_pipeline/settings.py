@@ -26,6 +26,7 @@ from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline.input_errors import InputError, read_text
+from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.settings_base import Section, resolve_path
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
@@ -48,6 +49,7 @@ class PipelineSettings(Section):
     multipassage: MultipassageSettings = MultipassageSettings()
     release: ReleaseSettings = ReleaseSettings()
     clinician: ClinicianSettings = ClinicianSettings()
+    robustness: RobustnessSettings = RobustnessSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."

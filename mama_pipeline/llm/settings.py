@@ -65,3 +65,5 @@ class LLMSettings(Section):
     judge: StageSettings = StageSettings()
     reference_judge: StageSettings = StageSettings()
     rubric_judge: StageSettings = StageSettings()
+    query_rewriter: StageSettings = StageSettings()  # robustness track: telegraphic / code-switched rewrites
+    rewrite_gate: StageSettings = StageSettings()  # robustness track: same-information gate

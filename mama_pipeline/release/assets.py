@@ -24,7 +24,7 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
-from mama_pipeline.release.configurations import DEPS as EXTRA_DEPS, extra_configurations
+from mama_pipeline.release.configurations import CONFIGURATIONS, configuration_assets, extra_configurations
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource, StoreResource
@@ -128,7 +128,7 @@ def mamaretrieval_inputs(
         "gate_decisions": dg.AssetIn("query_gate_decisions"),
         "reliability": dg.AssetIn("judge_reliability"),
     },
-    deps=[RANKINGS, *EXTRA_DEPS],
+    deps=[RANKINGS, *configuration_assets()],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
     "the corpus version, or when an LLM stage (query_writer, judge) failed more often than its "
@@ -155,9 +155,10 @@ def mamaretrieval_release(
     rankings = store.get().read_table("rankings", partitions=s.retrieval.pooled)
     inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
                                   judgments, pooled_pairs, reliability)
-    inputs.extra = extra_configurations(NAME, store.get())
     folder = s.release_path(NAME, inputs.version)
-    manifest = write_mamaretrieval_release(folder, inputs)
+    parts = [p for c in CONFIGURATIONS if (p := c.builder()(s, store.get(), inputs)) is not None]
+    parts += [c.as_part() for c in extra_configurations(NAME, store.get())]
+    manifest = write_mamaretrieval_release(folder, inputs, parts)
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
     f = manifest["figures"]
     return dg.MaterializeResult(metadata={

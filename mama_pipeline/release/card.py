@@ -1,7 +1,7 @@
 """The mamaretrieval dataset card (README.md), generated from the manifest's figures."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -21,7 +21,7 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def front_matter(manifest: dict[str, Any]) -> str:
+def front_matter(manifest: dict[str, Any], extra_configs: Sequence[tuple[str, str, str]] = ()) -> str:
     meta = {
         "pretty_name": f"mamaretrieval {manifest['version']}",
         "license": manifest["licence"],
@@ -31,14 +31,10 @@ def front_matter(manifest: dict[str, Any]) -> str:
         "size_categories": [size_category(manifest["figures"]["judged_pairs"])],
         "configs": [
             {"config_name": name, "data_files": [{"split": "test", "path": path}], **({"default": True} if i == 0 else {})}
-            for i, (name, path, _) in enumerate([*CONFIGS, *_extra(manifest)])
+            for i, (name, path, _) in enumerate((*CONFIGS, *extra_configs))
         ],
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
-
-
-def _extra(manifest: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [(c["name"], c["path"], c["description"]) for c in manifest.get("configurations", [])]
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
@@ -60,11 +56,13 @@ def _reliability_section(rel: dict[str, Any] | None) -> str:
     )
 
 
-def render_card(manifest: dict[str, Any], extra_sections: list[str] = ()) -> str:
+def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) -> str:
+    """The card; ``configurations`` (release ConfigurationPart) add viewer configs and a section each."""
     f = manifest["figures"]
     corpus, judge, writer, retrieval = manifest["corpus"], manifest["judge"], manifest["query_writer"], manifest["retrieval"]
     cuts = manifest["thresholds"]
-    parts = [front_matter(manifest), f"# mamaretrieval {manifest['version']}\n"]
+    parts = [front_matter(manifest, [c for p in configurations for c in p.viewer_configs]),
+             f"# mamaretrieval {manifest['version']}\n"]
     if manifest["smoke_test"]:
         parts.append(f"> **Smoke test, not a benchmark.** {manifest['note']}\n")
     parts.append(
@@ -77,7 +75,8 @@ def render_card(manifest: dict[str, Any], extra_sections: list[str] = ()) -> str
     parts.append("## Data\n\n" + _table(("config", "file", "rows", "content"), [
         (name, f"`{path}`", f.get(key), text)
         for (name, path, text), key in zip(CONFIGS, ("judged_pairs", "queries", "rankings", "chunks", "judged_pairs"))
-    ] + [(c["name"], f"`{c['path']}`", c["rows"], c["description"]) for c in manifest.get("configurations", [])]
+    ] + [(name, f"`{path}`", p.tables[path].height if path in p.tables else None, text)
+         for p in configurations for name, path, text in p.viewer_configs]
     ) + "\n")
     parts.append("## Figures\n\n" + _table(("figure", "value"), [
         ("queries", f["queries"]),
@@ -127,5 +126,5 @@ def render_card(manifest: dict[str, Any], extra_sections: list[str] = ()) -> str
         "queries and labels form one version. Re-chunking changes ids and requires re-labelling.\n"
         "- `manifest.json` lists the SHA-256 and row count of every file; `mama-pipeline verify FOLDER` checks them.\n"
     )
-    parts += [s for s in extra_sections if s]
+    parts += [p.card_section for p in configurations if p.card_section]
     return "\n".join(parts)

@@ -1,23 +1,54 @@
-"""Configurations other areas add to a release: one hub dataset configuration (file) each, plus a card section.
+"""Configurations other areas add to a release: their own files, viewer configs and card sections.
 
-A provider is ``module:function`` taking (release name, store) and returning
-the :class:`ReleaseConfiguration` list it adds to that release (empty when it
-has nothing yet); it is imported when a release is written. ``PROVIDERS`` maps
-each provider to the assets it reads, which the release assets wait for.
+Two kinds of contribution:
+
+- a :class:`Configuration` of the mamaretrieval release (several files, a
+  manifest section and a card section), registered in ``CONFIGURATIONS``: the
+  release asset depends on its ``assets`` and calls ``build`` (by import path,
+  so this module imports no area) with the settings, the store and the main
+  release inputs; ``build`` returns a :class:`ConfigurationPart`, or None when
+  the configuration is switched off;
+- a provider of single-table :class:`ReleaseConfiguration` entries for either
+  release (mamaretrieval or mamabench), registered in ``PROVIDERS`` as
+  ``module:function`` taking (release name, store) and mapped to the assets it
+  reads; in the mamaretrieval release each becomes a part (:meth:`as_part`).
 """
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
 from mama_pipeline.store import Store
 
-PROVIDERS: dict[str, tuple[str, ...]] = {
-    "mama_pipeline.clinician.release:configurations": ("clinician_validated", "clinician_agreement"),
-}
-DEPS = tuple(sorted({key for keys in PROVIDERS.values() for key in keys}))
+
+@dataclass(frozen=True)
+class ConfigurationPart:
+    name: str
+    tables: dict[str, pl.DataFrame]  # release path -> frame (written as deterministic parquet)
+    texts: dict[str, bytes] = field(default_factory=dict)  # release path -> bytes
+    viewer_configs: tuple[tuple[str, str, str], ...] = ()  # (config name, release path, description)
+    card_section: str = ""  # Markdown appended to the dataset card
+    manifest: dict[str, Any] = field(default_factory=dict)  # manifest["configurations"][name]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    assets: tuple[str, ...]  # asset keys the configuration is built from
+    build: str  # "module:function" (settings, store, MamaretrievalInputs) -> ConfigurationPart | None
+
+    def builder(self):
+        module, function = self.build.split(":")
+        return getattr(importlib.import_module(module), function)
+
+
+CONFIGURATIONS: tuple[Configuration, ...] = (
+    Configuration("robustness", ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"),
+                  "mama_pipeline.robustness.release_config:robustness_part"),
+)
 
 
 @dataclass(frozen=True)
@@ -28,6 +59,19 @@ class ReleaseConfiguration:
     frame: pl.DataFrame
     card_section: str = ""  # Markdown appended to the dataset card
 
+    def as_part(self) -> ConfigurationPart:
+        """The same table as a mamaretrieval release part."""
+        return ConfigurationPart(
+            self.name, {self.path: self.frame}, viewer_configs=((self.name, self.path, self.description),),
+            card_section=self.card_section,
+            manifest={"path": self.path, "rows": self.frame.height, "description": self.description})
+
+
+PROVIDERS: dict[str, tuple[str, ...]] = {
+    "mama_pipeline.clinician.release:configurations": ("clinician_validated", "clinician_agreement"),
+}
+DEPS = tuple(sorted({key for keys in PROVIDERS.values() for key in keys}))
+
 
 def extra_configurations(release: str, store: Store) -> list[ReleaseConfiguration]:
     out = []
@@ -35,3 +79,8 @@ def extra_configurations(release: str, store: Store) -> list[ReleaseConfiguratio
         module, function = spec.split(":")
         out += getattr(importlib.import_module(module), function)(release, store)
     return sorted(out, key=lambda c: c.name)
+
+
+def configuration_assets() -> list[str]:
+    """Every asset the mamaretrieval release's configurations read."""
+    return sorted({a for c in CONFIGURATIONS for a in c.assets} | set(DEPS))

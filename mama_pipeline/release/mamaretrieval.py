@@ -24,14 +24,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import polars as pl
 
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.release.card import render_card
-from mama_pipeline.release.configurations import ReleaseConfiguration
+from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.release.files import file_entry, json_bytes, write_parquet
 
@@ -101,7 +101,6 @@ class MamaretrievalInputs:
     previous_version: str | None = None
     licence: str = "other"
     producer: dict[str, Any] = field(default_factory=dict)
-    extra: list[ReleaseConfiguration] = field(default_factory=list)  # other areas' configurations
     reliability: pl.DataFrame | None = None  # judge_reliability (metric, value, pairs, note): stated on the card
     reference_judge: str | None = None  # the reference judge's model
 
@@ -353,21 +352,27 @@ def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], wr
     }
 
 
-def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs) -> dict[str, Any]:
-    """Check the inputs, write the release folder atomically and return its manifest."""
+def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs,
+                                parts: Sequence[ConfigurationPart] = ()) -> dict[str, Any]:
+    """Check the inputs, write the release folder (with extra configurations) atomically; return its manifest."""
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
     manifest = build_manifest(inp, tables, writer_model, judge_model)
-    manifest["configurations"] = [{"name": c.name, "path": c.path, "description": c.description,
-                                  "rows": c.frame.height} for c in inp.extra]
-    tables.update({c.path: c.frame for c in inp.extra})
+    if parts:
+        manifest["configurations"] = {p.name: p.manifest for p in parts}
     texts = {
         JUDGE_PROMPT_FILE: inp.judge.template.text.encode(),
         QUERY_PROMPT_FILE: inp.query_writer.template.text.encode(),
         "schema/judge_answer.schema.json": json_bytes(inp.judge.answer_schema),
         "schema/query_answer.schema.json": json_bytes(inp.query_writer.answer_schema),
-        CARD: render_card(manifest, [c.card_section for c in inp.extra]).encode(),
+        CARD: render_card(manifest, parts).encode(),
     }
+    for part in parts:
+        clash = (set(part.tables) | set(part.texts)) & (set(tables) | set(texts))
+        if clash:
+            raise ReleaseError(f"release configuration {part.name!r} writes files the release already has: {sorted(clash)}")
+        tables = {**tables, **part.tables}
+        texts = {**texts, **part.texts}
     with atomic_folder(Path(out_dir)) as tmp:
         for rel, df in tables.items():
             write_parquet(df, tmp / rel)

@@ -132,6 +132,7 @@ def main(module: str, work: Path, fake_url: str) -> None:
         out["writer_calls"] = stage_calls(instance, run_ids, "query_gate_decisions", "query_writer/http_calls")
         # the release states the judge reliability: the reference judge (another judge) labels pilot pairs it lacks
         out["reference_calls"] = stage_calls(instance, run_ids, "reference_judgments", "http_calls")
+        out["hole_calls"] = stage_calls(instance, run_ids, "variant_holes", "judge/http_calls")
         pool_after = store.read_table("pooled_pairs").select("query_id", "chunk_id")
         new_pairs = pool_after.join(labels_before, on=["query_id", "chunk_id"], how="anti")
         out["new_pairs"] = new_pairs.height

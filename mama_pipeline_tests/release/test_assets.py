@@ -1,6 +1,7 @@
 """The release assets over the real store and IO manager, from hand-made upstream tables."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -103,7 +104,8 @@ def test_publication_asset_dry_run_records_both_releases(tmp_path, monkeypatch):
     mamabench = tmp_path / "data" / "releases" / "mamabench" / "1.0.0"
     (mamabench / "manifests").mkdir(parents=True)
     (mamabench / "README.md").write_text("card\n")
-    (mamabench / "manifests" / "manifest.json").write_text(json.dumps({"files": {}}))
+    card_sha = hashlib.sha256(b"card\n").hexdigest()
+    (mamabench / "manifests" / "manifest.json").write_text(json.dumps({"files": {"README.md": card_sha}}))
     with dg.instance_for_test() as instance:
         instance.report_runless_asset_event(dg.AssetMaterialization("mamabench_release",
                                                                     metadata={"path": dg.MetadataValue.path(mamabench)}))

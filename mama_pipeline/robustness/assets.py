@@ -1,0 +1,194 @@
+"""Dagster assets of the robustness track (group ``robustness``), thin over the pure modules.
+
+Inputs from other areas: ``generated_queries`` (the released queries), ``corpus_chunks``,
+``rankings`` (the clean rankings, read from the store), and ``judgments`` (the parents'
+judged pairs).
+"""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.judging.judge import judge_pairs
+from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.metadata import md_table
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.rankings import ranking_violations
+from mama_pipeline.robustness.abbreviations import load_table
+from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, variant_labels as build_labels, within_budget
+from mama_pipeline.robustness.ranking import rank_variants, retriever_order
+from mama_pipeline.robustness.report_page import write_page
+from mama_pipeline.robustness.scoreboard import robustness_board
+from mama_pipeline.robustness.variants import (
+    decisions_frame,
+    deterministic_decisions,
+    kept_variants,
+    rewrite_decisions,
+    rewrite_selection,
+    status_counts,
+)
+from mama_pipeline.settings import PipelineSettings
+from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+
+GROUP = "robustness"
+RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
+REPORT_DIR = ("reports", "robustness")
+
+def judge_depth(s: PipelineSettings) -> int:
+    """The top-k of each variant ranking whose holes are judged and whose Judged@k is reported."""
+    return s.robustness.judge_depth or s.retrieval.pool_depth
+
+@dg.multi_asset(
+    group_name=GROUP,
+    ins={"queries": QUERIES},
+    outs={
+        "variant_decisions": dg.AssetOut(
+            description="One decision per attempted (query, kind): kept, identical_to_parent, rewrite_failed, "
+            "empty_rewrite, too_long, gate_failed or gate_rejected, with the gate's reason and the recipe."),
+        "query_variants": dg.AssetOut(
+            description="Kept variants (ids <query id>~<kind>) with parent id, kind, seed and recipe: seeded "
+            "character noise, clinical shorthand, and gated LLM rewrites (telegraphic, code-switched)."),
+    },
+)
+def query_variants(context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
+                   queries: pl.DataFrame):
+    s = settings.get()
+    r = s.robustness
+    table = load_table(s.resolve(r.abbreviations) if r.abbreviations else None)
+    rows = []
+    for kind in (k for k in r.kinds if k.steps):
+        rows += deterministic_decisions(queries, kind, table, r)
+    llm_kinds = [k for k in r.kinds if k.rewrite]
+    selected = rewrite_selection(queries, r.rewrite_queries, r.seed) if llm_kinds else queries.clear()
+    llm_meta = {}
+    if selected.height:
+        run = rewrite_decisions(
+            lambda stage: llm.client(stage, context), selected, llm_kinds, r,
+            s.llm.query_rewriter.reasoning == "json_field", s.llm.rewrite_gate.reasoning == "json_field",
+        )
+        rows += run.decisions
+        llm_meta = run.metadata
+    decisions = decisions_frame(rows)
+    variants = kept_variants(decisions, queries)
+    counts = status_counts(decisions)
+    for line in counts.iter_rows(named=True):
+        context.log.info("robustness: " + ", ".join(f"{k}={v}" for k, v in line.items()))
+    common = {
+        "seed": r.seed,
+        "kinds": ", ".join(k.name for k in r.kinds),
+        "noise_rates_per_letter": dg.MetadataValue.json(r.noise.model_dump()),
+        "abbreviation_table": table.path,
+        "abbreviation_table_sha256": table.sha256,
+        "queries": queries.height,
+        "queries_rewritten_by_llm": selected.height,
+    }
+    yield dg.Output(decisions, output_name="variant_decisions", metadata={
+        **common, **llm_meta, "decisions": decisions.height, "by_kind_and_status": md_table(counts),
+    })
+    yield dg.Output(variants, output_name="query_variants", metadata={
+        **common, "variants": variants.height,
+        "variants_by_kind": md_table(variants.group_by("kind").len().sort("kind")),
+    })
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[RANKINGS],
+    ins={"chunks": CHUNKS, "query_variants": dg.AssetIn("query_variants")},
+    description="Each registry retriever's top-k for every variant (same index, encoder and depth as its clean "
+    "ranking; fusions fuse the variant rankings of their runs; imported run files are skipped).",
+)
+def variant_rankings(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
+                     chunks: pl.DataFrame, query_variants: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    rankings, meta = rank_variants(s.retrieval, s.robustness.retrievers, chunks, query_variants, store.get(),
+                                   data_path(settings, "retrieval"), s.resolve, context.log.info)
+    bad = ranking_violations(rankings)
+    if bad.height:
+        raise RuntimeError(f"variant rankings: {bad.height} rows out of trec_eval order: {bad.head(3)}")
+    return dg.Output(rankings, metadata={**meta, "variants": query_variants.height, "rows": rankings.height})
+
+@dg.multi_asset(
+    group_name=GROUP,
+    ins={"chunks": CHUNKS, "queries": QUERIES, "judgments": dg.AssetIn("judgments"),
+         "query_variants": dg.AssetIn("query_variants"), "variant_rankings": dg.AssetIn("variant_rankings")},
+    outs={
+        "variant_labels": dg.AssetOut(
+            description="Every variant's labels: its parent's judged pairs (origin inherited) and the judged "
+            "holes of the parent (origin hole)."),
+        "variant_holes": dg.AssetOut(
+            description="(parent, chunk) pairs some variant's top-k surfaced without a label of the parent: "
+            "judged now, reused from the label store, failed (with the reason) or over the budget."),
+    },
+)
+def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
+                   llm: LLMResource, chunks: pl.DataFrame, queries: pl.DataFrame, judgments: pl.DataFrame,
+                   query_variants: pl.DataFrame, variant_rankings: pl.DataFrame):
+    s = settings.get()
+    depth = judge_depth(s)
+    holes = hole_pairs(query_variants, variant_rankings, judgments, depth)
+    to_judge, over_budget = within_budget(holes, s.robustness.max_hole_pairs)
+    context.log.info(f"robustness: {holes.height} holes in the variants' top-{depth}, {to_judge.height} to judge")
+    with llm.client("judge", context) as client:
+        run = judge_pairs(
+            client, store.get(), to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"), queries, chunks,
+            answer_model=output_model(s.llm.judge.reasoning), batch_pairs=s.judging.batch_pairs,
+        )
+    outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
+    labels = build_labels(query_variants, judgments, run.outcomes.filter(pl.col("status") == "labelled"))
+    status = dict(outcomes.group_by("status").len().iter_rows())
+    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(20).select(
+            "parent_id", "chunk_id", "failure_reason").iter_rows():
+        context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
+    by_origin = labels.group_by("kind", "origin").len().sort("kind", "origin")
+    yield dg.Output(labels, output_name="variant_labels", metadata={
+        "labels": labels.height, "judge_depth": depth, "by_kind_and_origin": md_table(by_origin),
+    })
+    yield dg.Output(outcomes, output_name="variant_holes", metadata={
+        "judge_depth": depth,
+        "max_hole_pairs": "none" if s.robustness.max_hole_pairs is None else s.robustness.max_hole_pairs,
+        "holes": holes.height,
+        **{f"holes/{k}": status.get(k, 0) for k in ("judged", "reused", "failed", "over_budget")},
+        **{f"judge/{k}": v for k, v in run.metadata().items()},
+    })
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[RANKINGS],
+    ins={"query_variants": dg.AssetIn("query_variants"), "variant_rankings": dg.AssetIn("variant_rankings"),
+         "variant_labels": dg.AssetIn("variant_labels"), "variant_decisions": dg.AssetIn("variant_decisions"),
+         "variant_holes": dg.AssetIn("variant_holes")},
+    description="Per tier, kind, retriever and headline measure: clean and variant means, the drop with its "
+    "paired bootstrap interval, the paired randomization test and Holm across the family; Judged@k per kind. "
+    "Also written as an HTML page with the drop plot under <data_dir>/reports/robustness.",
+)
+def robustness_scoreboard(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
+                          query_variants: pl.DataFrame, variant_rankings: pl.DataFrame,
+                          variant_labels: pl.DataFrame, variant_decisions: pl.DataFrame,
+                          variant_holes: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    names, _ = retriever_order(s.retrieval, s.robustness.retrievers)
+    clean = store.get().read_table(RANKINGS, partitions=names)
+    empty = sorted(set(names) - set(clean.get_column("retriever").unique().to_list()))
+    if empty:  # a partition never materialised, or one whose retriever found nothing: every clean value is 0
+        context.log.warning(f"robustness: no clean rankings stored for {empty}; their clean queries score 0")
+    stats = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
+    result = robustness_board(clean, variant_rankings, query_variants, variant_labels, stats, names,
+                              judge_depth(s))
+    board = result.board
+    headline = s.evaluation.headline_measure
+    smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded or s.llm.judge.embedded
+    page = write_page(s.data_path.joinpath(*REPORT_DIR), board, variant_decisions, variant_holes, headline,
+                      result.judged_measure, s.evaluation.alpha, smoke)
+    overall = board.filter((pl.col("tier") == "all") & (pl.col("measure").is_in([headline, result.judged_measure])))
+    context.log.info(f"robustness: scoreboard of {len(names)} retrievers on {query_variants.height} variants")
+    return dg.Output(board, metadata={
+        "page": dg.MetadataValue.path(str(page)),
+        "retrievers": ", ".join(names),
+        "retrievers_without_clean_rankings": ", ".join(empty) or "none",
+        "resamples": stats.resamples,
+        "variants": query_variants.height,
+        "headline": md_table(overall.select("kind", "retriever", "measure", "clean_mean", "variant_mean", "drop",
+                                            "ci_low", "ci_high", "p_holm"), 100),
+        "noise_rates_per_letter": dg.MetadataValue.json(json.loads(s.robustness.noise.model_dump_json())),
+    })

@@ -1,0 +1,9 @@
+"""The robustness group's Dagster definitions."""
+import dagster as dg
+
+from mama_pipeline.robustness.assets import query_variants, robustness_scoreboard, variant_labels, variant_rankings
+from mama_pipeline.robustness.checks import CHECKS
+
+defs = dg.Definitions(
+    assets=[query_variants, variant_rankings, variant_labels, robustness_scoreboard], asset_checks=CHECKS
+)

@@ -1,0 +1,86 @@
+"""Labels of the variants: the parent's judged pairs, inherited, plus the holes their rankings open.
+
+A variant asks for the parent's information, so a label belongs to the
+information need, (parent, chunk). The variant inherits every judged pair of its
+parent (``origin = inherited``). A chunk in some variant's top-k that the parent
+never had judged is a hole: it is judged once, for the parent's clean question,
+by the same judge, prompt and label store as the pool (:func:`judge_pairs`, so a
+hole already labelled is reused, never re-asked), and the label then applies to
+the parent and to all its variants (``origin = hole``).
+"""
+from __future__ import annotations
+
+import polars as pl
+
+VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
+LABEL_SCHEMA = {
+    "variant_id": pl.String, "parent_id": pl.String, "kind": pl.String, "chunk_id": pl.String,
+    "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
+    "score": pl.Int8, "origin": pl.String, "judge_model": pl.String, "prompt_hash": pl.String,
+}
+HOLE_SCHEMA = {
+    "parent_id": pl.String, "chunk_id": pl.String, "best_rank": pl.Int32, "kinds": pl.String,
+    "retrievers": pl.String, "status": pl.String,  # judged | reused | failed | over_budget
+    "failure_reason": pl.String,
+}
+
+
+def hole_pairs(variants: pl.DataFrame, rankings: pl.DataFrame, judgments: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """(parent, chunk) pairs in some variant's top ``depth`` without a label of the parent, best rank first."""
+    top = rankings.filter(pl.col("rank") <= depth).join(
+        variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind"), on="query_id", how="inner"
+    )
+    judged = judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id")
+    return (
+        top.join(judged, on=["parent_id", "chunk_id"], how="anti")
+        .group_by("parent_id", "chunk_id")
+        .agg(
+            pl.col("rank").min().cast(pl.Int32).alias("best_rank"),
+            pl.col("kind").unique().sort().str.join(",").alias("kinds"),
+            pl.col("retriever").unique().sort().str.join(",").alias("retrievers"),
+        )
+        .sort("best_rank", "parent_id", "chunk_id")
+    )
+
+
+def within_budget(holes: pl.DataFrame, max_pairs: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(holes to judge, holes left unjudged): the first ``max_pairs`` by best rank, then parent and chunk id."""
+    if max_pairs is None:
+        return holes, holes.clear()
+    return holes.head(max_pairs), holes.slice(max_pairs)
+
+
+def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.DataFrame) -> pl.DataFrame:
+    """One row per hole: judged now, reused from the label store, failed (with the reason) or over budget."""
+    asked = holes.join(
+        outcomes.select(pl.col("query_id").alias("parent_id"), "chunk_id", pl.col("status").alias("_s"),
+                        "reused", "failure_reason"),
+        on=["parent_id", "chunk_id"], how="left",
+    ).with_columns(
+        status=pl.when(pl.col("_s") == "labelled")
+        .then(pl.when(pl.col("reused")).then(pl.lit("reused")).otherwise(pl.lit("judged")))
+        .otherwise(pl.lit("failed"))
+    )
+    parts = [
+        asked.select(list(HOLE_SCHEMA)),
+        over_budget.with_columns(status=pl.lit("over_budget"), failure_reason=pl.lit(None, pl.String))
+        .select(list(HOLE_SCHEMA)),
+    ]
+    return pl.concat([p.select([pl.col(c).cast(t) for c, t in HOLE_SCHEMA.items()]) for p in parts]).sort(
+        "best_rank", "parent_id", "chunk_id"
+    )
+
+
+def variant_labels(variants: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFrame:
+    """Every variant's labels: its parent's judgments (inherited) and the parent's hole labels (hole)."""
+    cols = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]
+    need = pl.concat([
+        judgments.select(cols).with_columns(origin=pl.lit("inherited")),
+        hole_labels.select(cols).with_columns(origin=pl.lit("hole")),
+    ], how="vertical_relaxed").unique(["query_id", "chunk_id"], keep="first", maintain_order=True)
+    return (
+        variants.select("variant_id", "parent_id", "kind")
+        .join(need.rename({"query_id": "parent_id"}), on="parent_id", how="inner")
+        .select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
+        .sort("variant_id", "chunk_id")
+    )

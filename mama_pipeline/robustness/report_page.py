@@ -1,0 +1,101 @@
+"""The robustness page of the report: drop per retriever and kind (plot and tables), Judged@k per kind."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import polars as pl
+
+from mama_pipeline.file_ops import atomic_folder
+
+PAGE = "index.html"
+PLOT = "drop_by_retriever_and_kind.png"
+
+
+def write_page(folder: Path, board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame,
+               headline: str, judged: str, alpha: float, smoke_test: bool) -> Path:
+    """Write ``index.html`` and its plot into ``folder`` (replaced atomically); returns the page path."""
+    with atomic_folder(folder) as tmp:
+        _plot(board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)), headline, tmp / PLOT)
+        (tmp / PAGE).write_text(_page(board, decisions, holes, headline, judged, alpha, smoke_test), encoding="utf-8")
+    return folder / PAGE
+
+
+def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    retrievers = sorted(rows.get_column("retriever").unique().to_list())
+    kinds = sorted(rows.get_column("kind").unique().to_list())
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(retrievers) + 2), 4))
+    width = 0.8 / max(len(kinds), 1)
+    x = np.arange(len(retrievers))
+    for i, kind in enumerate(kinds):
+        sub = {r["retriever"]: r for r in rows.filter(pl.col("kind") == kind).iter_rows(named=True)}
+        drops = [sub[r]["drop"] if r in sub else np.nan for r in retrievers]
+        low = [sub[r]["drop"] - sub[r]["ci_low"] if r in sub and sub[r]["ci_low"] is not None else 0 for r in retrievers]
+        high = [sub[r]["ci_high"] - sub[r]["drop"] if r in sub and sub[r]["ci_high"] is not None else 0 for r in retrievers]
+        ax.bar(x + (i - (len(kinds) - 1) / 2) * width, drops, width, yerr=[low, high], capsize=2, label=kind)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, retrievers)
+    ax.set_ylabel(f"drop in {headline} (clean - variant)")
+    ax.set_title("Drop per retriever and kind, with 95% paired bootstrap intervals")
+    if kinds:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _table(df: pl.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}" if abs(v) < 1 else f"{v:.3f}"
+    return html.escape(str(v))
+
+
+def _page(board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame, headline: str, judged: str,
+          alpha: float, smoke_test: bool) -> str:
+    overall = board.filter((pl.col("tier") == "all") & pl.col("tested")).with_columns(
+        significant=(pl.col("p_holm") < alpha)
+    ).select("kind", "retriever", "measure", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high",
+             "p_randomization", "p_holm", "significant")
+    judged_rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == judged)).select(
+        "kind", "retriever", "n_queries", pl.col("clean_mean").alias(f"clean {judged}"),
+        pl.col("variant_mean").alias(f"variant {judged}"),
+    )
+    per_tier = board.filter((pl.col("tier") != "all") & (pl.col("measure") == headline)).select(
+        "tier", "kind", "retriever", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high", "p_holm"
+    )
+    statuses = decisions.group_by("kind", "status").len().sort("kind", "status")
+    hole_status = holes.group_by("status").len().sort("status")
+    note = ("<p><strong>Smoke test:</strong> rewrites, gate verdicts and hole labels come from the embedded "
+            "SmolLM2-135M model; they exercise the pipeline and mean nothing clinically.</p>" if smoke_test else "")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>mamaretrieval robustness track</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;margin:1em 0}}
+td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}</style></head><body>
+<h1>Robustness track: noisy, abbreviated, telegraphic and code-switched queries</h1>{note}
+<p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes).
+Drop = clean - variant, averaged over the parents that have a variant of the kind; interval: paired bootstrap (BCa);
+p: paired randomization test, Holm-adjusted across every (kind, retriever) of one measure and tier.</p>
+<h2>Drop in {html.escape(headline)} per retriever and kind</h2><img src="{PLOT}" alt="drop per retriever and kind">
+<h2>Drops on the headline measures (all tiers)</h2>{_table(overall)}
+<h2>{html.escape(judged)} per kind (label coverage of each top-k)</h2>{_table(judged_rows)}
+<h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
+<h2>Variants made, per kind and decision</h2>{_table(statuses)}
+<h2>Hole pairs</h2>{_table(hole_status)}
+</body></html>
+"""

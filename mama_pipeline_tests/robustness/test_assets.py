@@ -1,0 +1,198 @@
+"""The robustness assets end to end: real store, real BM25 (and a fusion over it), the fake LLM server,
+the release configuration, and byte-identical results when nothing changed."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from mama_pipeline.queries.prompt import query_writer_template
+from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
+from mama_pipeline.release.verify import verify_release
+from mama_pipeline.resources import shared_resources
+from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.robustness.definitions import defs as robustness_defs
+from mama_pipeline.settings import load_settings
+from mama_pipeline.store import Store
+from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
+
+CONFIG = """
+data_dir: {data}
+llm:
+  query_rewriter: {{base_urls: ["{url}"], model: fake-model, backoff_base_s: 0.01}}
+  rewrite_gate: {{base_urls: ["{url}"], model: fake-model, backoff_base_s: 0.01}}
+  judge: {{base_urls: ["{url}"], model: fake-model, backoff_base_s: 0.01}}
+retrieval:
+  retrievers:
+    - {{name: bm25, kind: bm25}}
+    - {{name: bm25-plain, kind: bm25, params: {{stemmer: none, stopwords: false}}}}
+    - {{name: fused, kind: rrf, params: {{runs: [bm25, bm25-plain], k: 60}}}}
+  pool_retrievers: [bm25]
+  pool_depth: 3
+  include_seed_chunk: false
+  audit: {{n_queries: 2, depth: 3}}
+evaluation:
+  cutoffs: [1, 3, 5]
+  significance_measures: ["Success(rel=3)@3", "RR(rel=3)"]
+  headline_measure: "Success(rel=3)@3"
+  resamples: 5000
+robustness:
+  resamples: 200
+  rewrite_queries: 3
+  max_hole_pairs: {budget}
+  release: true
+release:
+  mamaretrieval_version: 0.3.0
+"""
+UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings")]
+
+
+def setup(tmp_path: Path, url: str, budget: str = "null") -> Path:
+    data = tmp_path / "data"
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG.format(data=data, url=url, budget=budget))
+    s = load_settings(config)
+    store = Store(s.db_path)
+    chunks = chunks_frame()
+    queries = queries_frame().with_columns(prompt_hash=pl.lit(query_writer_template(20, True).hash))
+    store.write_table("corpus_chunks", chunks)
+    store.write_table("generated_queries", queries)
+    env = RetrievalEnv(store, data / "retrieval", s.resolve,
+                       lambda names: store.read_table("rankings", partitions=names), log=lambda _m: None)
+    for name in ("bm25", "bm25-plain", "fused"):
+        out = run_retriever(s.retrieval.retriever(name), chunks, queries, s.retrieval.depth_of(name), env)
+        store.write_table("rankings", out.rankings, partition=name)
+    pool = store.read_table("rankings", partitions=["bm25"]).filter(pl.col("rank") <= 3).select("query_id", "chunk_id")
+    store.write_table("pooled_pairs", pool.with_columns(retrievers=[["bm25"]] * pool.height, is_seed=False,
+                                                        pool_size=3))
+    store.write_table("judgments", synthetic_judgments(pool, label_prompt_hash(RELEVANCE_JUDGE, output_model("json_field"))))
+    return config
+
+
+def synthetic_judgments(pairs: pl.DataFrame, prompt_hash: str) -> pl.DataFrame:
+    n = pairs.height
+    scores = [(i * 5) % 7 for i in range(n)]
+    return pairs.sort("query_id", "chunk_id").with_columns(
+        reused=pl.lit(False), judge_model=pl.lit("fake-model"), prompt_hash=pl.lit(prompt_hash),
+        d1_topic=pl.Series([s > 0 for s in scores]),
+        d2_meaningful=pl.Series([min(s, 2) for s in scores], dtype=pl.Int8),
+        d3_actionable=pl.Series([min(max(s - 2, 0), 2) for s in scores], dtype=pl.Int8),
+        d4_density=pl.Series([max(s - 4, 0) for s in scores], dtype=pl.Int8),
+        d3_answered=pl.lit(None, pl.Int8), structural_violation=pl.lit(False),
+        score=pl.Series(scores, dtype=pl.Int8), reasoning=pl.lit("r"), judge_endpoint=pl.lit("x"),
+        corpus_version=pl.lit("v1"), cache_key=pl.lit("k"),
+    )
+
+
+def materialise(config: Path, instance) -> dg.ExecuteInProcessResult:
+    assets = [*robustness_defs.assets, mamaretrieval_release]
+    result = dg.materialize(
+        [*UPSTREAM, *assets, *robustness_defs.asset_checks, mamaretrieval_release_verifies],
+        resources=shared_resources(str(config)), instance=instance,
+        selection=[k for a in assets for k in a.keys],
+    )
+    assert result.success
+    return result
+
+
+def meta(result, key: str) -> dict:
+    (m,) = [ev.materialization.metadata for ev in result.get_asset_materialization_events()
+            if ev.materialization.asset_key.to_user_string() == key]
+    return {k: v.value for k, v in m.items()}
+
+
+def folder_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, monkeypatch, fake_llm):
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup(tmp_path, fake_llm.url)
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    with dg.instance_for_test() as instance:
+        first = materialise(config, instance)
+        checks = {c.check_name: c.passed for c in first.get_asset_check_evaluations()}
+        assert checks["variants_follow_rules"] and checks["holes_judged"] and checks["mamaretrieval_release_verifies"]
+        variants = store.read_table("query_variants")
+        decisions = store.read_table("variant_decisions")
+        assert set(decisions.filter(pl.col("kind").is_in(["typo", "shorthand", "hurried"]))["parent_id"]) == set(
+            queries_frame()["query_id"])
+        assert decisions.filter(pl.col("kind") == "telegraphic").height == 3  # rewrite_queries
+        assert variants.filter(pl.col("variant_id") == "q_00004~shorthand")["query_text"].to_list() == [
+            "BP threshold for hypertension in preg"]
+        # every variant ranked by both retrievers, fusion included
+        rankings = store.read_table("variant_rankings")
+        ranked = {r: set(g["query_id"]) for (r,), g in rankings.group_by("retriever")}
+        assert set(ranked) == {"bm25", "bm25-plain", "fused"}
+        shorthand = set(variants.filter(pl.col("kind") == "shorthand")["variant_id"])
+        assert all(shorthand <= ids <= set(variants["variant_id"]) for ids in ranked.values())
+        assert ranked["fused"] == ranked["bm25"] | ranked["bm25-plain"]  # the fusion fused the variant rankings
+        # inherited labels are the parent's judged pairs; holes are exactly the unlabelled top-3 pairs
+        labels = store.read_table("variant_labels")
+        judgments = store.read_table("judgments")
+        inherited = labels.filter(pl.col("origin") == "inherited")
+        assert inherited.height == variants.join(judgments.rename({"query_id": "parent_id"}), on="parent_id").height
+        holes = store.read_table("variant_holes")
+        top = rankings.filter(pl.col("rank") <= 3).join(
+            variants.select(pl.col("variant_id").alias("query_id"), "parent_id"), on="query_id")
+        expected = top.select("parent_id", "chunk_id").unique().join(
+            judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id"), on=["parent_id", "chunk_id"], how="anti")
+        assert holes.height == expected.height > 0 and set(holes["status"]) == {"judged"}
+        hole_meta = meta(first, "variant_holes")
+        assert hole_meta["judge/asked"] == hole_meta["judge/http_calls"] == holes.height
+        # Judged@3 is complete for every variant with a ranking, as on the judged clean pool (the fake
+        # server's rewrites share no word with the corpus: an empty ranking scores 0)
+        board = store.read_table("robustness_scoreboard")
+        judged = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Judged@3"))
+        assert judged.height == 3 * variants["kind"].n_unique()
+        assert judged.filter(pl.col("kind").is_in(["typo", "shorthand", "hurried"]))["variant_mean"].min() == 1.0
+        tested = board.filter(pl.col("tested") & (pl.col("tier") == "all"))
+        assert tested.select((pl.col("drop") - (pl.col("clean_mean") - pl.col("variant_mean"))).abs().max()).item() < 1e-12
+        assert set(board["tier"]) >= {"all", "very_high", "high"}
+        page = tmp_path / "data" / "reports" / "robustness"
+        assert "Judged@3 per kind" in (page / "index.html").read_text() and (page / "drop_by_retriever_and_kind.png").exists()
+        folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
+        assert verify_release(folder).ok
+        manifest = json.loads((folder / "manifest.json").read_text())
+        section = manifest["configurations"]["robustness"]
+        assert section["figures"]["variants"] == variants.height
+        assert [k["name"] for k in section["kinds"]] == ["typo", "shorthand", "hurried", "telegraphic", "codeswitch"]
+        card = (folder / "README.md").read_text()
+        assert "config_name: robustness_queries" in card and "## Robustness configuration" in card
+        released = pl.read_parquet(folder / "robustness" / "judgments.parquet")
+        assert released.height == labels.height and set(released["origin"]) <= {"inherited", "hole"}
+        snapshot = {t: store.read_table(t) for t in ("variant_decisions", "query_variants", "variant_rankings",
+                                                       "variant_labels", "variant_holes", "robustness_scoreboard")}
+        hashes = folder_hashes(folder)
+
+        calls = fake_llm.stats()["chat_calls"]
+        second = materialise(config, instance)
+        assert fake_llm.stats()["chat_calls"] == calls  # nothing re-asked: rewrites, gate and holes all cached
+        assert meta(second, "variant_holes")["holes/judged"] == 0  # reused from the label store
+        again = store.read_table("variant_holes")
+        assert set(again["status"]) == {"reused"}
+        assert again.drop("status").equals(snapshot.pop("variant_holes").drop("status"))
+        for name, frame in snapshot.items():
+            assert store.read_table(name).equals(frame), name
+        assert folder_hashes(folder) == hashes
+
+
+def test_a_hole_budget_leaves_the_rest_unjudged_and_lowers_judged_at_k(tmp_path, monkeypatch, fake_llm):
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup(tmp_path, fake_llm.url, budget="1")
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    with dg.instance_for_test() as instance:
+        result = materialise(config, instance)
+    holes = store.read_table("variant_holes")
+    assert holes["status"].to_list()[0] == "judged" and set(holes["status"].to_list()[1:]) == {"over_budget"}
+    assert holes["best_rank"].to_list() == sorted(holes["best_rank"].to_list())
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    assert checks["holes_judged"] is False
+    board = store.read_table("robustness_scoreboard")
+    assert board.filter((pl.col("measure") == "Judged@3") & (pl.col("tier") == "all"))["variant_mean"].min() < 1.0

@@ -1,0 +1,88 @@
+"""Inherited labels, holes, and the clean-versus-variant scoreboard on hand-made tables."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from mama_pipeline.evaluation.settings import EvaluationSettings
+from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
+from mama_pipeline.robustness.labels import hole_pairs, variant_labels, within_budget
+from mama_pipeline.robustness.scoreboard import robustness_board
+
+PARENTS = [f"q_{i:05d}" for i in range(1, 9)]
+KINDS = ["typo", "shorthand"]
+
+
+def variants() -> pl.DataFrame:
+    rows = [(f"{p}~{k}", p, k, "high" if i % 2 else "very_high") for i, p in enumerate(PARENTS) for k in KINDS]
+    return pl.DataFrame(rows, schema=["variant_id", "parent_id", "kind", "tier"], orient="row")
+
+
+def label_rows(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
+    return pl.DataFrame(pairs, schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int8}, orient="row").with_columns(
+        d1_topic=pl.col("score") > 0, d2_meaningful=pl.lit(1, pl.Int8), d3_actionable=pl.lit(1, pl.Int8),
+        d4_density=pl.lit(1, pl.Int8), judge_model=pl.lit("j"), prompt_hash=pl.lit("h"))
+
+
+def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
+    return [(query_id, retriever, r, c, 10.0 - r) for r, c in enumerate(chunks, start=1)]
+
+
+def frame(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
+                                      "chunk_id": pl.String, "score": pl.Float64}, orient="row")
+
+
+def test_holes_are_unlabelled_top_k_pairs_once_per_need_and_labels_are_inherited():
+    v = variants().filter(pl.col("parent_id") == "q_00001")
+    judgments = label_rows([("q_00001", "c1", 6), ("q_00001", "c2", 0)])
+    rankings = frame(ranking("q_00001~typo", "bm25", ["c3", "c1", "c4", "c9"])
+                     + ranking("q_00001~shorthand", "bm25", ["c1", "c3", "c2", "c8"])
+                     + ranking("q_00001~shorthand", "dense", ["c5", "c2", "c3"]))
+    holes = hole_pairs(v, rankings, judgments, depth=3)
+    assert holes.select("chunk_id", "best_rank", "kinds", "retrievers").rows() == [
+        ("c3", 1, "shorthand,typo", "bm25,dense"), ("c5", 1, "shorthand", "dense"), ("c4", 3, "typo", "bm25")]
+    first, rest = within_budget(holes, 2)
+    assert first["chunk_id"].to_list() == ["c3", "c5"] and rest["chunk_id"].to_list() == ["c4"]
+    hole_labels = label_rows([("q_00001", "c3", 4), ("q_00001", "c5", 0)])
+    labels = variant_labels(v, judgments, hole_labels)
+    assert labels.filter(pl.col("variant_id") == "q_00001~typo").select("chunk_id", "score", "origin").rows() == [
+        ("c1", 6, "inherited"), ("c2", 0, "inherited"), ("c3", 4, "hole"), ("c5", 0, "hole")]
+    assert labels.height == 8  # both variants carry the need's four labels
+
+
+def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
+    v = variants()
+    judgments = label_rows([(p, f"{p}-rel", 6) for p in PARENTS])
+    clean, typo, short = [], [], []
+    for i, p in enumerate(PARENTS):
+        clean += ranking(p, "bm25", [f"{p}-rel", "x1", "x2"])
+        typo += ranking(f"{p}~typo", "bm25", ["x1", "x2", f"{p}-rel"] if i % 4 else [f"{p}-rel", "x1", "x2"])
+        short += ranking(f"{p}~shorthand", "bm25", [f"{p}-rel", "x1", "x2"])
+    labels = variant_labels(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
+    s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
+    result = robustness_board(frame(clean), frame(typo + short), v, labels, s, ["bm25"], judged_k=3)
+    board = result.board
+    row = board.filter((pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")).row(0, named=True)
+    a = np.ones(8)
+    b = np.array([1.0 if i % 4 == 0 else 0.0 for i in range(8)])
+    assert (row["clean_mean"], row["variant_mean"], row["drop"], row["n_queries"]) == (1.0, 0.25, 0.75, 8)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(paired_bootstrap_ci(a, b, 500, 0))
+    assert row["p_randomization"] == pytest.approx(paired_randomization_p(a, b, 500, 0))
+    family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1")).sort("kind")
+    assert family["p_holm"].to_list() == pytest.approx(holm(family["p_randomization"].to_list()))
+    unchanged = board.filter((pl.col("kind") == "shorthand") & (pl.col("tier") == "all") & pl.col("tested"))
+    assert unchanged["drop"].to_list() == [0.0, 0.0] and unchanged["p_randomization"].to_list() == [1.0, 1.0]
+    judged = board.filter((pl.col("measure") == "Judged@3") & (pl.col("tier") == "all"))
+    assert judged["variant_mean"].to_list() == [1.0, 1.0] and judged["tested"].to_list() == [False, False]
+    assert judged["p_holm"].null_count() == 2
+    per_tier = board.filter((pl.col("tier") == "high") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1"))
+    assert per_tier["n_queries"].to_list() == [4]
+
+
+def test_no_variants_give_an_empty_board():
+    empty = variants().clear()
+    result = robustness_board(frame([]), frame([]), empty, variant_labels(empty, label_rows([]), label_rows([])),
+                              EvaluationSettings(), ["bm25"], judged_k=5)
+    assert result.board.is_empty() and result.judged_measure == "Judged@5"
