@@ -11,6 +11,7 @@ from mama_pipeline.queries import definitions as queries
 from mama_pipeline.release import definitions as release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval import definitions as retrieval
+from mama_pipeline.systems import definitions as systems
 
 _settings.load_settings()  # a wrong key or value fails here, at load time, with the key named
 
@@ -23,5 +24,6 @@ defs = dg.Definitions.merge(
     judging.defs,
     evaluation.defs,
     release.defs,
+    systems.defs,
     dg.Definitions(resources=shared_resources()),
 )

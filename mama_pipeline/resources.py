@@ -10,10 +10,13 @@ import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity, one_server_at_a_time
+from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
-LLM_STAGES = ("classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge")
+LLM_STAGES = (
+    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge", "answer_grader",
+)
 
 
 class SettingsResource(dg.ConfigurableResource):
@@ -37,12 +40,19 @@ class LLMResource(dg.ConfigurableResource):
 
     settings: SettingsResource
 
-    @contextlib.contextmanager
-    def client(self, stage: str, context: dg.OpExecutionContext | None = None) -> Iterator[LLMClient]:
+    def client(
+        self, stage: str, context: dg.OpExecutionContext | None = None
+    ) -> contextlib.AbstractContextManager[LLMClient]:
         if stage not in LLM_STAGES:
             raise ValueError(f"unknown LLM stage {stage!r}; expected one of {LLM_STAGES}")
+        return self.client_for(stage, getattr(self.settings.get().llm, stage), context)
+
+    @contextlib.contextmanager
+    def client_for(
+        self, stage: str, cfg: StageSettings, context: dg.OpExecutionContext | None = None
+    ) -> Iterator[LLMClient]:
+        """A client for a stage configured outside ``llm.*`` (e.g. an answering system's endpoint)."""
         s = self.settings.get()
-        cfg = getattr(s.llm, stage)
         embedded = s.llm.embedded_server
         with contextlib.ExitStack() as stack:
 
@@ -59,7 +69,7 @@ class LLMResource(dg.ConfigurableResource):
             else:
                 endpoint = cfg.cache_namespace or ",".join(sorted(cfg.base_urls))
                 if not cfg.model:
-                    raise ValueError(f"llm.{stage}.model must be set when llm.{stage}.base_urls is set")
+                    raise ValueError(f"stage {stage!r}: model must be set when base_urls is set")
                 model = cfg.model
             yield LLMClient(
                 stage,

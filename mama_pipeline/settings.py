@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
 from mama_pipeline.corpus.settings import CorpusSettings
@@ -23,6 +23,7 @@ from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline.settings_base import Section
+from mama_pipeline.systems.settings import SystemsSettings
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
 
@@ -42,9 +43,15 @@ class PipelineSettings(Section):
     judging: JudgingSettings = JudgingSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     release: ReleaseSettings = ReleaseSettings()
+    systems: SystemsSettings = SystemsSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."
+
+    @model_validator(mode="after")
+    def _systems_name_retrievers(self) -> "PipelineSettings":
+        self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
+        return self
 
     def resolve(self, path: str) -> Path:
         """An input path from the file, resolved against the file's folder."""

@@ -125,6 +125,12 @@ SMOKE_TEST_NOTE = (
 )
 
 
+class FreeText(BaseModel):
+    """Output model of a free-text answer: no ``response_format`` is sent; the content is the answer."""
+
+    text: str
+
+
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
@@ -177,6 +183,10 @@ def _strip_fences(text: str) -> str:
 
 def parse_answer(text: str, model: type[BaseModel]) -> dict[str, Any]:
     """Validate an answer's JSON against ``model``; raises ValueError with the reason."""
+    if model is FreeText:
+        if not text.strip():
+            raise ValueError("empty answer")
+        return {"text": text}
     try:
         data = json.loads(_strip_fences(text))
     except json.JSONDecodeError as exc:
@@ -400,7 +410,7 @@ class LLMClient:
         ]
         sem = asyncio.Semaphore(self.s.concurrency * len(endpoints))
         schema_hash = hashlib.sha256(_canonical(schema).encode()).hexdigest()[:16]
-        response_format = {
+        response_format = None if output_model is FreeText else {
             "type": "json_schema",
             "json_schema": {"name": output_model.__name__, "schema": schema, "strict": True},
         }
@@ -474,7 +484,7 @@ class LLMClient:
         key: str,
         req: LLMRequest,
         output_model: type[BaseModel],
-        response_format: dict[str, Any],
+        response_format: dict[str, Any] | None,
         report: RunReport,
     ) -> LLMResult:
         transport_failures = parse_failures = attempts = 0
@@ -484,7 +494,7 @@ class LLMClient:
             "messages": req.messages,
             "temperature": self.s.temperature,
             "max_tokens": self.s.max_tokens,
-            "response_format": response_format,
+            **({"response_format": response_format} if response_format else {}),
         }
         if self.s.top_p is not None:
             body["top_p"] = self.s.top_p

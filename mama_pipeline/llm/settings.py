@@ -59,3 +59,4 @@ class LLMSettings(Section):
     judge: StageSettings = StageSettings()
     reference_judge: StageSettings = StageSettings()
     rubric_judge: StageSettings = StageSettings()
+    answer_grader: StageSettings = StageSettings()  # systems: short answers against the reference

@@ -45,10 +45,11 @@ def test_asset_graph_matches_snapshot():
 def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
-    assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release"}
+    assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release", "systems"}
     chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
              ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
              ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),
-             ("healthbench_scope_verdicts", "calibration_side_file")]
+             ("healthbench_scope_verdicts", "calibration_side_file"), ("mamabench_items", "systems_items"),
+             ("calibration_harness_report", "system_scoreboard")]
     for upstream, downstream in chain:
         assert upstream in assets[downstream]["inputs"], (upstream, downstream)
