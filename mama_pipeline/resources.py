@@ -55,13 +55,16 @@ class LLMResource(dg.ConfigurableResource):
         s = self.settings.get()
         embedded = s.llm.embedded_server
         with contextlib.ExitStack() as stack:
+            started: list[str] = []  # one embedded server per context, however many runs use it
 
             def resolve_urls() -> list[str]:
                 if cfg.base_urls:
                     return list(cfg.base_urls)
-                stack.enter_context(one_server_at_a_time(s.data_path / "embedded_llm_server.lock"))
-                log = s.data_path / "logs" / "embedded_llm_server.log"
-                return [stack.enter_context(embedded_server(embedded, log))]
+                if not started:
+                    stack.enter_context(one_server_at_a_time(s.data_path / "embedded_llm_server.lock"))
+                    log = s.data_path / "logs" / "embedded_llm_server.log"
+                    started.append(stack.enter_context(embedded_server(embedded, log)))
+                return list(started)
 
             if cfg.embedded:
                 endpoint = cfg.cache_namespace or endpoint_identity(embedded)

@@ -5,7 +5,8 @@ for both: the BCa paired bootstrap interval of the mean difference, the paired
 randomization test and, on mcq correctness, the exact McNemar test. A RAG
 system is also compared with its closed-book ``baseline`` within each scope
 category (the closed-book vs RAG deltas). Holm's correction runs across the
-comparisons of one (track, segment) family, per test.
+comparisons of one (track, segment) family, per test. A pair with fewer than two
+items scored for both is not tested (and not listed).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ COMPARISON_SCHEMA = {
     "track": pl.String, "segment": pl.String, "comparison": pl.String, "system_a": pl.String, "system_b": pl.String,
     **{k: v for k, v in SIGNIFICANCE_SCHEMA.items() if k not in ("retriever_a", "retriever_b")},
 }
+MIN_ITEMS = 2  # a paired test needs at least two items scored for both systems
 MEASURE_OF_TRACK = {"mcq": "correct", "short_answer": "grade", "rubric": "example score"}
 
 
@@ -26,7 +28,7 @@ def _compare(grades: pl.DataFrame, track: str, a: str, b: str, n_resamples: int,
              confidence: float) -> pl.DataFrame | None:
     scored = grades.filter((pl.col("track") == track) & pl.col("score").is_not_null() & pl.col("system").is_in([a, b]))
     common = scored.group_by("item_id").len().filter(pl.col("len") == 2).select("item_id")
-    if common.is_empty():
+    if common.height < MIN_ITEMS:
         return None
     per_query = scored.join(common, on="item_id").select(
         pl.lit(MEASURE_OF_TRACK[track]).alias("measure"), pl.col("system").alias("retriever"),

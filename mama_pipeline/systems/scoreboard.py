@@ -23,6 +23,7 @@ SCOREBOARD_SCHEMA = {
     "grader_balanced_accuracy": pl.Float64, "grader_agree_on_met": pl.Float64, "grader_agree_on_not_met": pl.Float64,
 }
 MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "HealthBench score"}
+BATCH = 1000  # resamples (and jackknife samples) per vectorised call: bounds memory at any item count
 GRADER_FIGURES = ("rows", "macro_f1", "balanced_accuracy", "agree_on_met", "agree_on_not_met")
 
 
@@ -51,7 +52,8 @@ def bootstrap_ci(values: np.ndarray, track: str, n_resamples: int, seed: int,
 
     for method in ("BCa", "percentile"):
         res = stats.bootstrap((values,), stat, vectorized=True, n_resamples=n_resamples,
-                              confidence_level=confidence, method=method, rng=np.random.default_rng(seed))
+                              confidence_level=confidence, method=method, batch=BATCH,
+                              rng=np.random.default_rng(seed))
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if np.isfinite(low) and np.isfinite(high):
             return low, high

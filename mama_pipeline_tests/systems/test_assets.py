@@ -147,9 +147,8 @@ def test_rag_gets_chunk_ids_a_second_system_asks_only_itself_and_a_new_grader_pr
     materialise(config, CLEAN_ITEMS, ["closed", "rag"], "system_answers system_grades", "closed")
     assert calls(fake_llm) == before  # the first system is not asked again
     materialise(config, CLEAN_ITEMS, ["closed", "rag"], "system_answers system_grades", "rag")
-    # the RAG system's prompts differ (retrieved chunks), so its five answers are new; the fake server's
-    # free-text answer ("{}") does not depend on the prompt, so the graders see known requests (cached)
-    assert calls(fake_llm) - before == 5
+    # the RAG system's prompts differ (retrieved chunks): its five answers, and the grades of its answers, are new
+    assert calls(fake_llm) - before == 5 + 2 + 3
     materialise(config, CLEAN_ITEMS, ["closed", "rag"], "system_scoreboard system_comparisons systems_report")
     store = Store(tmp_path / "data" / "mama.duckdb")
     rag = store.read_table("system_answers", partitions=["rag"])

@@ -191,3 +191,12 @@ def test_bad_item_rows_are_named():
     bad = items_frame([{"item_id": "x2", "pool": "p", "set_type": "mcq", "category": None, "item_json": "{oops"}])
     with pytest.raises(ValueError, match="x2.*not JSON"):
         benchmark_items(bad)
+
+
+def test_pairs_with_fewer_than_two_common_items_are_not_tested():
+    rows = [{"system": s, "item_id": i, "track": "mcq", "pool": "p", "category": c, "status": "graded", "score": v}
+            for s, i, c, v in [("a", "i1", "MATERNAL", 1.0), ("b", "i1", "MATERNAL", 0.0),
+                               ("a", "i2", "NEONATAL", 1.0), ("b", "i2", "NEONATAL", 1.0)]]
+    table = compare_systems(pl.DataFrame(rows), {"b": "a"}, 200, 0, 0.95)
+    assert table["segment"].to_list() == ["ALL"]  # one item per category: no test there
+    assert compare_systems(pl.DataFrame(rows[:2]), {}, 200, 0, 0.95).is_empty()
