@@ -125,7 +125,8 @@ def _deltas(r: SystemsReport) -> pl.DataFrame:
 def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
     d = _deltas(r)
     if d.is_empty():
-        return "<h2>Closed-book vs RAG</h2><p>No RAG system with a closed-book baseline.</p>"
+        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, or "
+                "fewer than two items were scored for both.</p>")
     view = d.select("track", "segment", pl.col("system_a").alias("rag"), pl.col("system_b").alias("closed_book"),
                     "n_queries", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_randomization_holm",
                     "p_mcnemar_holm")
@@ -139,7 +140,8 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
 def _significance_section(r: SystemsReport) -> str:
     sig = r.comparisons.filter(pl.col("segment") == "ALL")
     if sig.is_empty():
-        return "<h2>Paired significance</h2><p>Fewer than two systems on any track: nothing to compare.</p>"
+        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track, or "
+                "fewer than two items scored for both.</p>")
     rows = []
     for row in sig.iter_rows(named=True):
         p = row["p_randomization_holm"]

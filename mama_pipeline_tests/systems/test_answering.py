@@ -47,3 +47,20 @@ def test_template_hash_follows_the_system_prompt():
     a = answer_template("short_answer", "one prompt")
     b = answer_template("short_answer", "another prompt")
     assert a.hash != b.hash and a.id == b.id
+
+
+def test_free_text_answers_send_no_schema_and_are_cached(make_client, fake_llm):
+    import pytest
+
+    from mama_pipeline.llm.client import LLMRequest, parse_answer
+
+    client = make_client(stage="system:c")
+    template = answer_template("short_answer", "Be brief.")
+    requests = [LLMRequest("s1", template.render(context="", question="What warms a newborn?"))]
+    before = fake_llm.stats()["chat_calls"]
+    (res,) = client.run(template, FreeText, requests).results
+    assert res.ok and res.value["text"].startswith("fake free-text answer")  # the server saw no response_format
+    (again,) = client.run(template, FreeText, requests).results
+    assert again.from_cache and again.value == res.value and fake_llm.stats()["chat_calls"] == before + 1
+    with pytest.raises(ValueError, match="empty answer"):
+        parse_answer("  \n", FreeText)
