@@ -121,12 +121,13 @@ def run_system(cfg: SystemSettings, items, chunks, criteria, store: Store, work:
         contexts = answering.contexts_from_rankings(out.rankings, chunks, cfg.k)
         retrieval_s = time.perf_counter() - t0
     client = clients[cfg.name]
-    frames, llm_s, calls = [], 0.0, 0
+    frames, llm_s, calls, by_step = [], 0.0, 0, {}
     for track in cfg.tracks:
         template, model, requests, given = answering.track_requests(cfg, track, items, contexts)
         rep = client.run(template, model, requests)
         llm_s += rep.wall_s
         calls += rep.calls
+        by_step[f"answers/{track}"] = rep.calls
         frames.append(answering.answer_rows(cfg.name, track, template, rep, given))
     answers = pl.concat(frames)
     rows = grading.mcq_grades(answers, items, cfg.mcq_output)
@@ -134,14 +135,16 @@ def run_system(cfg: SystemSettings, items, chunks, criteria, store: Store, work:
                                        grading.short_answer_requests(answers, items))
     llm_s += rep.wall_s
     calls += rep.calls
+    by_step["grades/short_answer"] = rep.calls
     rows += grading.short_answer_grades(answers, items, rep)
     rep = clients["rubric_judge"].run(RUBRIC_JUDGE_PROMPT, RubricVerdict, grading.rubric_requests(answers, items, criteria))
     llm_s += rep.wall_s
     calls += rep.calls
+    by_step["grades/rubric"] = rep.calls
     rows += grading.rubric_grades(answers, items, criteria, rep)
     grades = grading.grades_frame(rows, "exclude")
     return {"grades": grades, "answers": answers, "wall_s": time.perf_counter() - t0, "llm_s": llm_s,
-            "calls": calls, "retrieval_s": retrieval_s}
+            "calls": calls, "by_step": by_step, "retrieval_s": retrieval_s}
 
 
 def main() -> None:
@@ -187,7 +190,7 @@ def main() -> None:
             for name, r in runs.items():
                 failed = r["grades"].filter(pl.col("status") != "graded").height
                 log(f"  {name}: {r['calls']} calls, wall {r['wall_s']:.1f} s (retrieval {r['retrieval_s']:.1f} s, "
-                    f"inside the client {r['llm_s']:.1f} s), {failed} not graded")
+                    f"inside the client {r['llm_s']:.1f} s), {failed} not graded; calls by step {r['by_step']}")
             if calls:
                 log(f"  inside the client: {calls / llm_s:.1f} calls/s, ideal {ideal:.0f}/s -> "
                     f"{100 * calls / llm_s / ideal:.1f}% of ideal")
