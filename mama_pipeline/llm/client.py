@@ -430,11 +430,15 @@ class LLMClient:
                 await asyncio.sleep(self.flush_every_s)
                 await flush()
 
+        writes: list[asyncio.Future] = []  # cache writes: shielded from the flusher's cancel, awaited at the end
+
         async def flush() -> None:
             if pending:
                 batch = pending[:]
                 del pending[: len(batch)]
-                await asyncio.to_thread(self._persist, batch)
+                write = asyncio.ensure_future(asyncio.to_thread(self._persist, batch))
+                writes.append(write)
+                await asyncio.shield(write)
 
         async def reporter() -> None:
             while True:
@@ -457,6 +461,7 @@ class LLMClient:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await flush()
+            await asyncio.gather(*writes)  # a write still queued when the flusher was cancelled must not be lost
             for ep in endpoints:
                 for c in ep.clients:
                     await c.close()

@@ -9,6 +9,6 @@ from mama_pipeline.systems.assets import build_assets
 from mama_pipeline.systems.checks import CHECKS
 
 _NAMES = load_settings().systems.names
-ASSETS, SYSTEMS = build_assets(_NAMES)
+ASSETS, _ = build_assets(_NAMES)
 
 defs = dg.Definitions(assets=ASSETS, asset_checks=CHECKS) if _NAMES else dg.Definitions()
