@@ -14,6 +14,7 @@ from mama_pipeline.release import definitions as release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval import definitions as retrieval
 from mama_pipeline.robustness import definitions as robustness
+from mama_pipeline.systems import definitions as systems
 
 _settings.load_settings()  # a wrong key or value fails here, at load time, with the key named
 
@@ -29,5 +30,6 @@ defs = dg.Definitions.merge(
     release.defs,
     clinician.defs,
     robustness.defs,
+    systems.defs,
     dg.Definitions(resources=shared_resources()),
 )

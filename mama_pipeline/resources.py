@@ -10,12 +10,13 @@ import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity, one_server_at_a_time
+from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
 LLM_STAGES = (
     "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge",
-    "query_rewriter", "rewrite_gate",
+    "query_rewriter", "rewrite_gate", "answer_grader",
 )
 
 
@@ -40,21 +41,31 @@ class LLMResource(dg.ConfigurableResource):
 
     settings: SettingsResource
 
-    @contextlib.contextmanager
-    def client(self, stage: str, context: dg.OpExecutionContext | None = None) -> Iterator[LLMClient]:
+    def client(
+        self, stage: str, context: dg.OpExecutionContext | None = None
+    ) -> contextlib.AbstractContextManager[LLMClient]:
         if stage not in LLM_STAGES:
             raise ValueError(f"unknown LLM stage {stage!r}; expected one of {LLM_STAGES}")
+        return self.client_for(stage, getattr(self.settings.get().llm, stage), context)
+
+    @contextlib.contextmanager
+    def client_for(
+        self, stage: str, cfg: StageSettings, context: dg.OpExecutionContext | None = None
+    ) -> Iterator[LLMClient]:
+        """A client for a stage configured outside ``llm.*`` (e.g. an answering system's endpoint)."""
         s = self.settings.get()
-        cfg = getattr(s.llm, stage)
         embedded = s.llm.embedded_server
         with contextlib.ExitStack() as stack:
+            started: list[str] = []  # one embedded server per context, however many runs use it
 
             def resolve_urls() -> list[str]:
                 if cfg.base_urls:
                     return list(cfg.base_urls)
-                stack.enter_context(one_server_at_a_time(s.data_path / "embedded_llm_server.lock"))
-                log = s.data_path / "logs" / "embedded_llm_server.log"
-                return [stack.enter_context(embedded_server(embedded, log))]
+                if not started:
+                    stack.enter_context(one_server_at_a_time(s.data_path / "embedded_llm_server.lock"))
+                    log = s.data_path / "logs" / "embedded_llm_server.log"
+                    started.append(stack.enter_context(embedded_server(embedded, log)))
+                return list(started)
 
             if cfg.embedded:
                 endpoint = cfg.cache_namespace or endpoint_identity(embedded)
@@ -62,7 +73,7 @@ class LLMResource(dg.ConfigurableResource):
             else:
                 endpoint = cfg.cache_namespace or ",".join(sorted(cfg.base_urls))
                 if not cfg.model:
-                    raise ValueError(f"llm.{stage}.model must be set when llm.{stage}.base_urls is set")
+                    raise ValueError(f"stage {stage!r}: model must be set when base_urls is set")
                 model = cfg.model
             yield LLMClient(
                 stage,

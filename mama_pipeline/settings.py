@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
 from mama_pipeline.clinician.settings import ClinicianSettings
@@ -28,6 +28,7 @@ from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline.input_errors import InputError, read_text
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.settings_base import Section, resolve_path
+from mama_pipeline.systems.settings import SystemsSettings
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
 
@@ -50,9 +51,15 @@ class PipelineSettings(Section):
     release: ReleaseSettings = ReleaseSettings()
     clinician: ClinicianSettings = ClinicianSettings()
     robustness: RobustnessSettings = RobustnessSettings()
+    systems: SystemsSettings = SystemsSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."
+
+    @model_validator(mode="after")
+    def _systems_name_retrievers(self) -> "PipelineSettings":
+        self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
+        return self
 
     def resolve(self, path: str) -> Path:
         """An input path from the file (against the file's folder) or a bundled default (against the package)."""

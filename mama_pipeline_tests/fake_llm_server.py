@@ -2,7 +2,8 @@
 
 Serves ``POST /v1/chat/completions`` (answers a schema-valid JSON instance of the
 request's ``response_format`` schema, derived deterministically from the
-messages), ``POST /v1/embeddings`` (deterministic unit vectors), ``POST /v1/rerank``
+messages; without ``response_format``, a free text derived from the messages),
+``POST /v1/embeddings`` (deterministic unit vectors), ``POST /v1/rerank``
 (vLLM/Infinity ``documents`` requests answered ``{"results": [{"index", "relevance_score"}]}``,
 TEI ``texts`` requests answered ``[{"index", "score"}]``; scores are a hash of query and
 document), ``GET /v1/models`` and ``GET /stats`` / ``POST /reset`` (call counts).
@@ -214,7 +215,12 @@ class FakeLLM:
             if kind == "schema":
                 return 200, {}, self._completion(req, json.dumps(violation_of(schema)), messages)
         answer = ANSWER_RE.search(last_user)
-        content = answer.group(1) if answer else json.dumps(instance_of(schema, digest))
+        if answer:
+            content = answer.group(1)
+        elif req.get("response_format"):
+            content = json.dumps(instance_of(schema, digest))
+        else:  # a free-text request: a text that depends on the messages
+            content = f"fake free-text answer {digest.hex()[:12]}"
         self.stats["answered"] += 1
         out = self._completion(req, content, messages)
         if "[[reasoning]]" in last_user:

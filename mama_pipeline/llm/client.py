@@ -136,6 +136,12 @@ SMOKE_TEST_NOTE = (
 )
 
 
+class FreeText(BaseModel):
+    """Output model of a free-text answer: no ``response_format`` is sent; the content is the answer."""
+
+    text: str
+
+
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
@@ -194,6 +200,10 @@ def _strip_fences(text: str) -> str:
 
 def parse_answer(text: str, model: type[BaseModel]) -> dict[str, Any]:
     """Validate an answer's JSON against ``model``; raises ValueError with the reason."""
+    if model is FreeText:
+        if not text.strip():
+            raise ValueError("empty answer")
+        return {"text": text}
     try:
         data = json.loads(_strip_fences(text))
     except json.JSONDecodeError as exc:
@@ -406,7 +416,7 @@ class LLMClient:
         pools = max(1, -(-self.s.concurrency // POOL_SIZE))
         endpoints = EndpointPool.open(self.stage, urls, self.s, api_key, pools, self._log, self._rng)
         schema_hash = hashlib.sha256(_canonical(schema).encode()).hexdigest()[:16]
-        response_format = {
+        response_format = None if output_model is FreeText else {
             "type": "json_schema",
             "json_schema": {"name": output_model.__name__, "schema": schema, "strict": True},
         }
@@ -426,11 +436,15 @@ class LLMClient:
                 await asyncio.sleep(self.flush_every_s)
                 await flush()
 
+        writes: list[asyncio.Future] = []  # cache writes: shielded from the flusher's cancel, awaited at the end
+
         async def flush() -> None:
             if pending:
                 batch = pending[:]
                 del pending[: len(batch)]
-                await asyncio.to_thread(self._persist, batch)
+                write = asyncio.ensure_future(asyncio.to_thread(self._persist, batch))
+                writes.append(write)
+                await asyncio.shield(write)
 
         async def reporter() -> None:
             while True:
@@ -453,6 +467,7 @@ class LLMClient:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await flush()
+            await asyncio.gather(*writes)  # a write still queued when the flusher was cancelled must not be lost
             await endpoints.close()
             report.outages += endpoints.outages
         self._log(self._progress_line(progress))
@@ -478,7 +493,7 @@ class LLMClient:
         key: str,
         req: LLMRequest,
         output_model: type[BaseModel],
-        response_format: dict[str, Any],
+        response_format: dict[str, Any] | None,
         report: RunReport,
     ) -> LLMResult:
         transport_failures = parse_failures = attempts = refused_while_up = 0
@@ -488,7 +503,7 @@ class LLMClient:
             "messages": req.messages,
             "temperature": self.s.temperature,
             "max_tokens": self.s.max_tokens,
-            "response_format": response_format,
+            **({"response_format": response_format} if response_format else {}),
         }
         if self.s.top_p is not None:
             body["top_p"] = self.s.top_p

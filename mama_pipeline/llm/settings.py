@@ -67,3 +67,4 @@ class LLMSettings(Section):
     rubric_judge: StageSettings = StageSettings()
     query_rewriter: StageSettings = StageSettings()  # robustness track: telegraphic / code-switched rewrites
     rewrite_gate: StageSettings = StageSettings()  # robustness track: same-information gate
+    answer_grader: StageSettings = StageSettings()  # systems: short answers against the reference

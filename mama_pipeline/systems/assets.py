@@ -1,0 +1,278 @@
+"""Dagster assets of answering-system evaluation (group ``systems``), thin over the pure modules.
+
+Inputs from other areas: ``mamabench_items``, ``mamabench_criteria``,
+``corpus_chunks`` (read from the store by RAG systems only) and the calibration
+harness. ``system_answers`` and ``system_grades`` have one partition per
+configured system (static, from ``systems.entries`` when definitions load), so
+adding a system asks only that system; answers and grades are cached by content
+in the shared LLM client, so a re-run asks nothing and a changed grader prompt
+re-grades without re-asking answers.
+"""
+from typing import Any, Sequence
+
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
+from mama_pipeline.llm.client import RunReport
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.systems import answering, grading
+from mama_pipeline.systems.comparisons import compare_systems
+from mama_pipeline.systems.items import benchmark_items, sample_items
+from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems.report import SystemsReport, write_report
+from mama_pipeline.systems.scoreboard import scoreboard
+
+GROUP = "systems"
+REPORT_DIR = ("reports", "systems")
+GRADER_STAGES = {"short_answer": "answer_grader", "rubric": "rubric_judge"}
+HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
+FAILURES_SHOWN = 20
+
+
+def md_table(df: pl.DataFrame) -> dg.MetadataValue:
+    if df.is_empty():
+        return dg.MetadataValue.md("(none)")
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    for row in df.iter_rows():
+        cells = ["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
+        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ")[:200] for c in cells) + " |")
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def _system_stage(name: str) -> str:
+    return f"system:{name}"
+
+
+def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition], dg.StaticPartitionsDefinition]:
+    """The group's assets, with one partition per system name."""
+    systems = dg.StaticPartitionsDefinition(list(system_names))
+
+    @dg.asset(
+        group_name=GROUP,
+        ins={"items": dg.AssetIn("mamabench_items")},
+        description="The mamabench items every system answers: a seeded per-track sample (or all), with track, "
+        "pool and scope category (PRESCOPED for pre-scoped pools).",
+    )
+    def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        cfg = settings.get().systems
+        every = benchmark_items(items)
+        picked = sample_items(every, cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria)
+        counts = picked.group_by("track").len().sort("track")
+        left_out = 0
+        if cfg.max_rubric_criteria:
+            left_out = every.filter((pl.col("track") == "rubric") & (pl.col("n_criteria") > cfg.max_rubric_criteria)).height
+        return dg.Output(picked, metadata={
+            "benchmark_items": every.height, "items": picked.height,
+            **{f"items/{t}": n for t, n in counts.iter_rows()},
+            "items_per_track": cfg.items_per_track or "all", "sample_seed": cfg.sample_seed,
+            "rubric_items_over_max_criteria": left_out,
+        })
+
+    @dg.asset(
+        group_name=GROUP,
+        partitions_def=systems,
+        ins={"items": dg.AssetIn("systems_items")},
+        deps=["corpus_chunks"],
+        description="One answer per item of the system's tracks (partition = system): status, answer, raw text, "
+        "the chunk ids a RAG system was given, prompt hash; failed calls stay rows with their reason.",
+    )
+    def system_answers(
+        context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
+        items: pl.DataFrame,
+    ) -> dg.Output[pl.DataFrame]:
+        s = settings.get()
+        cfg = s.systems.system(context.partition_key)
+        mine = items.filter(pl.col("track").is_in(cfg.tracks))
+        contexts, meta = _contexts(context, settings, store, cfg, mine)
+        frames, reports = [], []
+        with llm.client_for(_system_stage(cfg.name), cfg, context) as client:
+            for track in cfg.tracks:
+                template, model, requests, given = answering.track_requests(cfg, track, mine, contexts)
+                if not requests:
+                    continue
+                report = client.run(template, model, requests)
+                reports.append(report)
+                frames.append(answering.answer_rows(cfg.name, track, template, report, given))
+                meta.update({f"{track}/{k.split('/', 1)[1]}": v for k, v in report.metadata().items()})
+        answers = pl.concat(frames) if frames else pl.DataFrame(schema=answering.ANSWERS_SCHEMA)
+        failed = answers.filter(pl.col("status") != "ok")
+        context.log.info(f"{cfg.name}: {answers.height} answers, {failed.height} failed, "
+                         f"{sum(r.calls for r in reports)} HTTP calls")
+        return dg.Output(answers.sort("track", "item_id"), metadata={
+            **meta, "mode": cfg.mode, "answers": answers.height, "failed": failed.height,
+            "http_calls": sum(r.calls for r in reports),
+            "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
+        })
+
+    @dg.asset(
+        group_name=GROUP,
+        partitions_def=systems,
+        ins={"answers": dg.AssetIn("system_answers"), "items": dg.AssetIn("systems_items"),
+             "criteria": dg.AssetIn("mamabench_criteria")},
+        description="One grade per answer (partition = system): mcq letter vs key (invalid counted wrong), short "
+        "answers by the grader stage, rubric items by the rubric judge with HealthBench's example score.",
+    )
+    def system_grades(
+        context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
+        answers: pl.DataFrame, items: pl.DataFrame, criteria: pl.DataFrame,
+    ) -> dg.Output[pl.DataFrame]:
+        s = settings.get()
+        cfg = s.systems.system(context.partition_key)
+        rows = grading.mcq_grades(answers, items, cfg.mcq_output)
+        meta: dict[str, Any] = {}
+        graders: dict[str, str] = {}
+        for track, build, grade, template, model in (
+            ("short_answer", lambda: grading.short_answer_requests(answers, items),
+             lambda rep: grading.short_answer_grades(answers, items, rep), SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade),
+            ("rubric", lambda: grading.rubric_requests(answers, items, criteria),
+             lambda rep: grading.rubric_grades(answers, items, criteria, rep), RUBRIC_JUDGE_PROMPT, RubricVerdict),
+        ):
+            if answers.filter(pl.col("track") == track).is_empty():
+                continue
+            requests = build()
+            if requests:
+                with llm.client(GRADER_STAGES[track], context) as client:
+                    report = client.run(template, model, requests)
+                meta.update(report.metadata())
+                graders[track] = f"{report.model} @ {report.endpoint}"
+            else:
+                report = RunReport(GRADER_STAGES[track], "", "", template.id, template.hash, [])
+            rows += grade(report)
+        grades = grading.grades_frame(rows, s.systems.answer_failures)
+        grades = grades.with_columns(pl.Series("grader", [graders.get(t) for t in grades["track"]], dtype=pl.String))
+        by_status = grades.group_by("track", "status").len().sort("track", "status")
+        failed = grades.filter(pl.col("status") != grading.GRADED)
+        return dg.Output(grades, metadata={
+            **meta, "grades": grades.height,
+            **{f"{t}/{st}": n for t, st, n in by_status.iter_rows()},
+            "invalid_mcq_answers": int(grades["invalid"].fill_null(False).sum()),
+            "answer_failures_policy": s.systems.answer_failures,
+            "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
+        })
+
+    @dg.asset(
+        group_name=GROUP,
+        ins={"grades": dg.AssetIn("system_grades"), "harness": dg.AssetIn("calibration_harness_report")},
+        description="Per system, track and segment (all, scope category, pool): mean with its bootstrap interval, "
+        "failures and invalid answers; rubric rows carry the rubric grader's agreement with physicians.",
+    )
+    def system_scoreboard(settings: SettingsResource, grades: pl.DataFrame, harness: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        cfg = settings.get().systems
+        board = scoreboard(grades, harness, cfg.resamples, cfg.seed, cfg.confidence)
+        overall = board.filter(pl.col("segment_kind") == "all").select(
+            "system", "track", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_answer_failed", "n_grade_failed",
+            "n_invalid", "grader_macro_f1")
+        return dg.Output(board, metadata={"rows": board.height, "resamples": cfg.resamples, "seed": cfg.seed,
+                                          "overall": md_table(overall)})
+
+    @dg.asset(
+        group_name=GROUP,
+        ins={"grades": dg.AssetIn("system_grades")},
+        description="Paired tests between systems per track (bootstrap CI, randomization, exact McNemar on mcq), "
+        "and each RAG system against its closed-book baseline per scope category; Holm per family.",
+    )
+    def system_comparisons(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        cfg = settings.get().systems
+        baselines = {s.name: s.baseline for s in cfg.entries if s.baseline}
+        table = compare_systems(grades, baselines, cfg.resamples, cfg.seed, cfg.confidence)
+        significant = table.filter(pl.col("p_randomization_holm") < cfg.alpha).height if table.height else 0
+        return dg.Output(table, metadata={"comparisons": table.height, "significant_after_holm": significant})
+
+    @dg.asset(
+        group_name=GROUP,
+        ins={"board": dg.AssetIn("system_scoreboard"), "comparisons": dg.AssetIn("system_comparisons"),
+             "grades": dg.AssetIn("system_grades"), "answers": dg.AssetIn("system_answers"),
+             "harness": dg.AssetIn("calibration_harness_report")},
+        description="HTML report (scoreboard with error bars, closed-book vs RAG deltas per category, significance, "
+        "the rubric grader's agreement with physicians, failures) and per-item result files per system.",
+    )
+    def systems_report(
+        context: dg.AssetExecutionContext, settings: SettingsResource, board: pl.DataFrame,
+        comparisons: pl.DataFrame, grades: pl.DataFrame, answers: pl.DataFrame, harness: pl.DataFrame,
+    ) -> dg.MaterializeResult:
+        s = settings.get()
+        notes = _report_notes(context, s, grades)
+        page = write_report(SystemsReport(
+            board=board, comparisons=comparisons, grades=grades, answers=answers,
+            systems=[_describe(c) for c in s.systems.entries], grader=_grader_lines(s), harness=harness,
+            notes=notes, alpha=s.systems.alpha,
+        ), data_path(settings, *REPORT_DIR))
+        return dg.MaterializeResult(metadata={
+            "report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri()),
+            "item_files": dg.MetadataValue.path(str(page.parent / "items")), "notes": "\n".join(notes),
+        })
+
+    return [systems_items, system_answers, system_grades, system_scoreboard, system_comparisons,
+            systems_report], systems
+
+
+def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, items: pl.DataFrame):
+    """Retrieved chunks per item for a RAG system (empty for closed-book), and retrieval metadata."""
+    if cfg.mode != "rag" or items.is_empty():
+        return pl.DataFrame(schema=answering.CONTEXT_SCHEMA), {}
+    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+
+    s = settings.get()
+    db = store.get()
+    chunks = db.read_table("corpus_chunks")
+
+    def no_stored_runs(names: list[str]) -> pl.DataFrame:
+        raise ValueError(f"system {cfg.name!r}: a fused retriever cannot rank mamabench items")
+
+    env = RetrievalEnv(store=db, work_dir=data_path(settings, "retrieval"), resolve=s.resolve,
+                       load_rankings=no_stored_runs, log=context.log.info)
+    out = run_retriever(s.retrieval.retriever(cfg.retriever), chunks, answering.retrieval_queries(items), cfg.k, env)
+    contexts = answering.contexts_from_rankings(out.rankings, chunks, cfg.k)
+    meta = {f"retrieval/{k}": ("none" if v is None else v) for k, v in out.metadata.items()
+            if isinstance(v, (str, int, float, bool)) or v is None}
+    return contexts, meta
+
+
+def _describe(cfg) -> dict[str, Any]:
+    return {"system": cfg.name, "mode": cfg.mode, "model": cfg.model or "(embedded)",
+            "endpoint": ", ".join(cfg.base_urls) or "(embedded)", "retriever": cfg.retriever or "",
+            "k": cfg.k if cfg.mode == "rag" else None, "baseline": cfg.baseline or "",
+            "tracks": ", ".join(cfg.tracks), "mcq_output": cfg.mcq_output}
+
+
+def _grader_lines(s) -> dict[str, str]:
+    out = {}
+    for track, stage in GRADER_STAGES.items():
+        cfg = getattr(s.llm, stage)
+        where = f"{cfg.model} @ {', '.join(cfg.base_urls)}" if cfg.base_urls else "the embedded smoke-test model"
+        prompt = SHORT_ANSWER_GRADER_PROMPT if track == "short_answer" else RUBRIC_JUDGE_PROMPT
+        out[f"{track} (llm.{stage})"] = f"{where}; prompt {prompt.id} {prompt.hash}"
+    return out
+
+
+def _report_notes(context, s, grades: pl.DataFrame) -> list[str]:
+    cfg = s.systems
+    notes = [f"{grades['item_id'].n_unique()} items "
+             f"({'all' if not cfg.items_per_track else f'{cfg.items_per_track} per track, seed {cfg.sample_seed}'}); "
+             f"{cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals; failed answers "
+             f"{'are not scored' if cfg.answer_failures == 'exclude' else 'score 0'}."]
+    embedded = [c.name for c in cfg.entries if c.embedded]
+    if embedded or any(getattr(s.llm, st).embedded for st in GRADER_STAGES.values()):
+        notes.append("Some systems or graders are the embedded SmolLM2-135M smoke-test model "
+                     f"({', '.join(embedded) or 'graders'}): the figures exercise the pipeline and say nothing "
+                     "about clinical quality.")
+    notes.append(_harness_match(context, grades))
+    return notes
+
+
+def _harness_match(context, grades: pl.DataFrame) -> str:
+    """Whether the calibration harness ran with the rubric grader that graded these answers."""
+    used = sorted(set(grades.filter(pl.col("track") == "rubric")["grader"].drop_nulls().to_list()))
+    event = context.instance.get_latest_materialization_event(HARNESS_LABELS)
+    meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    model, endpoint, prompt = (meta.get(f"rubric_judge/{k}") for k in ("model", "endpoint", "prompt_hash"))
+    if not used:
+        return "No rubric item was graded."
+    if model is None:
+        return "The calibration harness run is not recorded on this instance: grader agreement may be stale."
+    harness = f"{model.value} @ {endpoint.value}"
+    if used == [harness] and prompt.value == RUBRIC_JUDGE_PROMPT.hash:
+        return f"The calibration harness ran with the same rubric grader ({harness}, prompt {prompt.value})."
+    return (f"WARNING: the calibration harness ran with {harness} (prompt {prompt.value}), but rubric grades came "
+            f"from {', '.join(used)} (prompt {RUBRIC_JUDGE_PROMPT.hash}): re-materialise calibration_judge_labels.")

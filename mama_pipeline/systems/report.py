@@ -1,0 +1,255 @@
+"""The systems report: an HTML page with the scoreboard (error bars), closed-book vs RAG deltas,
+significance, the rubric grader's agreement with physicians, failures, and per-item result files.
+
+Output is deterministic: fixed ordering and number formats, PNGs without a
+timestamp. Per-item files (``items/<system>.jsonl``) hold item id, track, pool,
+scope category, answer, grade, score and the retrieved chunk ids, so anyone can
+run a paired test against these results.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.systems.scoreboard import MEASURE_OF_TRACK
+
+PAGE = "systems.html"
+ITEMS_DIR = "items"
+FAILURES_SHOWN = 50
+CSS = """body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}.sig{font-weight:bold}.note{color:#555}img{max-width:100%}"""
+ITEM_FILE_COLUMNS = ("item_id", "track", "pool", "category", "status", "answer", "grade", "score", "correct",
+                     "invalid", "chunk_ids", "prompt_hash", "grader_prompt_hash", "error")
+
+
+@dataclass
+class SystemsReport:
+    board: pl.DataFrame
+    comparisons: pl.DataFrame
+    grades: pl.DataFrame
+    answers: pl.DataFrame
+    systems: list[dict]  # name, mode, model, endpoint, retriever, k, baseline
+    grader: dict[str, str]  # what graded: stage -> "model @ endpoint, prompt <hash>"
+    harness: pl.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+    alpha: float = 0.05
+
+
+def item_results(answers: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
+    """Answers joined with their grades, one row per (system, item)."""
+    joined = answers.select("system", "item_id", "answer", "chunk_ids", "prompt_hash").join(
+        grades, on=["system", "item_id"], how="inner", validate="1:1")
+    return joined.select("system", *ITEM_FILE_COLUMNS).sort("system", "track", "item_id")
+
+
+def write_report(report: SystemsReport, folder: str | os.PathLike[str]) -> Path:
+    """Write ``folder/systems.html``, its PNGs and ``items/<system>.jsonl`` (folder replaced atomically)."""
+    folder = Path(folder)
+    results = item_results(report.answers, report.grades)
+    with atomic_folder(folder) as tmp:
+        (tmp / ITEMS_DIR).mkdir()
+        for system in sorted(results["system"].unique().to_list()):
+            rows = results.filter(pl.col("system") == system).drop("system")
+            with open(tmp / ITEMS_DIR / f"{system}.jsonl", "w", encoding="utf-8", newline="\n") as fh:
+                for row in rows.iter_rows(named=True):
+                    fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        figures = _figures(report, tmp)
+        (tmp / PAGE).write_text(_page(report, figures), encoding="utf-8")
+    return folder / PAGE
+
+
+def _page(r: SystemsReport, figures: dict[str, str]) -> str:
+    title = "mamabench: answering systems"
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>",
+             f"<style>{CSS}</style></head><body><h1>{title}</h1>"]
+    parts += [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
+    parts.append("<h2>Systems</h2>" + _table(pl.DataFrame(r.systems)))
+    parts.append("<h2>Graders</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in r.grader.items()) + "</ul>")
+    parts.append("<h2>Scoreboard</h2><p class='note'>Mean per track with its bootstrap interval over items "
+                 "(mcq: accuracy, invalid answers counted wrong; short answer: correct 1, partially correct 0.5, "
+                 "incorrect 0; rubric: HealthBench score, mean of example scores clipped to [0, 1]). Failed calls "
+                 "are listed, not scored. Rubric rows show the rubric grader's agreement with physicians on the "
+                 "calibration side-file (same grader, same scope category) beside the score.</p>")
+    for track in ("mcq", "short_answer", "rubric"):
+        block = r.board.filter(pl.col("track") == track)
+        if block.is_empty():
+            continue
+        parts.append(f"<h3>{track} ({MEASURE_OF_TRACK[track]})</h3>")
+        overall = block.filter(pl.col("segment_kind") == "all")
+        parts.append(_table(_board_view(overall, track)))
+        if f"bars_{track}" in figures:
+            parts.append(f"<img src='{figures[f'bars_{track}']}' alt='{track} by scope category'>")
+        for kind in ("category", "pool"):
+            seg = block.filter(pl.col("segment_kind") == kind)
+            if seg.height:
+                wide = seg.with_columns(_interval_text().alias("v")).pivot(
+                    on="system", index="segment", values="v", maintain_order=True)
+                parts.append(f"<h4>by {kind}</h4>" + _table(wide))
+    parts.append(_deltas_section(r, figures))
+    parts.append(_significance_section(r))
+    parts.append(_harness_section(r))
+    parts.append(_failures_section(r))
+    files = ", ".join(f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>"
+                      for s in sorted(r.grades["system"].unique().to_list()))
+    parts.append(f"<h2>Per-item results</h2><p>{files or '(none)'}</p></body></html>\n")
+    return "\n".join(parts)
+
+
+def _interval_text() -> pl.Expr:
+    return pl.when(pl.col("mean").is_null()).then(pl.lit("")).otherwise(
+        pl.format("{} [{}, {}] n={}", pl.col("mean").round(3), pl.col("ci_low").round(3), pl.col("ci_high").round(3),
+                  pl.col("n_scored")))
+
+
+def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
+    cols = ["system", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_answer_failed", "n_grade_failed"]
+    if track == "mcq":
+        cols.append("n_invalid")
+    if track == "rubric":
+        cols += ["unclipped_mean", "grader_rows", "grader_macro_f1", "grader_balanced_accuracy",
+                 "grader_agree_on_met", "grader_agree_on_not_met"]
+    return board.select(cols)
+
+
+def _deltas(r: SystemsReport) -> pl.DataFrame:
+    return r.comparisons.filter(pl.col("comparison") == "rag_vs_baseline")
+
+
+def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
+    d = _deltas(r)
+    if d.is_empty():
+        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, or "
+                "fewer than two items were scored for both.</p>")
+    view = d.select("track", "segment", pl.col("system_a").alias("rag"), pl.col("system_b").alias("closed_book"),
+                    "n_queries", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_randomization_holm",
+                    "p_mcnemar_holm")
+    out = ["<h2>Closed-book vs RAG</h2><p class='note'>diff = RAG &minus; closed-book on items scored for both, "
+           "per scope category, with the paired bootstrap interval and Holm-adjusted p values.</p>", _table(view)]
+    if "deltas" in figures:
+        out.append(f"<img src='{figures['deltas']}' alt='closed-book vs RAG deltas'>")
+    return "\n".join(out)
+
+
+def _significance_section(r: SystemsReport) -> str:
+    sig = r.comparisons.filter(pl.col("segment") == "ALL")
+    if sig.is_empty():
+        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track, or "
+                "fewer than two items scored for both.</p>")
+    rows = []
+    for row in sig.iter_rows(named=True):
+        p = row["p_randomization_holm"]
+        cls = "sig" if p is not None and p < r.alpha else ""
+        mc = "" if row["p_mcnemar_holm"] is None else f"{row['p_mcnemar_holm']:.3g} ({row['only_a']}/{row['only_b']})"
+        rows.append(f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
+                    f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{row['diff']:+.3f}</td>"
+                    f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p:.3g}</td><td>{mc}</td></tr>")
+    head = ("<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
+            "<th>randomization p (Holm)</th><th>exact McNemar p (Holm) (only a/only b)</th></tr>")
+    return (f"<h2>Paired significance</h2><p class='note'>Holm across the pairs of each track; bold: p &lt; "
+            f"{r.alpha}.</p><table>{head}{''.join(rows)}</table>")
+
+
+def _harness_section(r: SystemsReport) -> str:
+    if r.harness is None or r.harness.is_empty():
+        return ("<h2>Rubric grader vs physicians</h2><p>No calibration harness result: the rubric grader's "
+                "agreement with physicians is unknown.</p>")
+    view = r.harness.filter(pl.col("rater").is_in(["judge", "physicians_pooled"])).select(
+        "rater", "scope_category", "rows", "met_rate", "reference_met_rate", "agree_on_met", "agree_on_not_met",
+        "consensus_agreement", "macro_f1", "balanced_accuracy")
+    return ("<h2>Rubric grader vs physicians</h2><p class='note'>The calibration harness run with the rubric grader "
+            "used here (stage rubric_judge, same prompt), on HealthBench's physician labels; physicians against "
+            "each other as the baseline.</p>" + _table(view))
+
+
+def _failures_section(r: SystemsReport) -> str:
+    failed = r.grades.filter(pl.col("status") != "graded").select("system", "track", "item_id", "status", "error")
+    if failed.is_empty():
+        return "<h2>Failures</h2><p>None.</p>"
+    counts = failed.group_by("system", "track", "status").len().sort("system", "track", "status")
+    shown = failed.sort("system", "track", "item_id").head(FAILURES_SHOWN)
+    return (f"<h2>Failures</h2><p class='note'>Not scored. {failed.height} in all; the first {shown.height} "
+            "are listed.</p>" + _table(counts) + _table(shown))
+
+
+def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: dict[str, str] = {}
+    for track in ("mcq", "short_answer", "rubric"):
+        seg = r.board.filter((pl.col("track") == track) & pl.col("segment_kind").is_in(["all", "category"])
+                             & pl.col("mean").is_not_null())
+        if seg.is_empty():
+            continue
+        systems = seg["system"].unique().sort().to_list()
+        segments = seg["segment"].unique(maintain_order=True).to_list()
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(segments) * max(1, len(systems)) / 2), 3.5))
+        width = 0.8 / len(systems)
+        for i, system in enumerate(systems):
+            xs, ys, lo, hi = [], [], [], []
+            for j, s in enumerate(segments):
+                row = seg.filter((pl.col("system") == system) & (pl.col("segment") == s))
+                if row.height:
+                    m, a, b = row.row(0, named=True)["mean"], row["ci_low"][0], row["ci_high"][0]
+                    xs.append(j + i * width)
+                    ys.append(m)
+                    lo.append(m - (a if a is not None else m))
+                    hi.append((b if b is not None else m) - m)
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=system)
+        ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(segments))], segments,
+                      rotation=20, fontsize="small")
+        ax.set_ylabel(MEASURE_OF_TRACK[track])
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(track)
+        ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
+        out[f"bars_{track}"] = _save(fig, folder / f"scores_{track}.png")
+    d = _deltas(r)
+    if d.height:
+        labels = [f"{t} {s}\n{a} vs {b}" for t, s, a, b in d.select("track", "segment", "system_a", "system_b").rows()]
+        fig, ax = plt.subplots(figsize=(5.5, 0.45 * len(labels) + 1.2))
+        diffs = d["diff"].to_list()
+        err = [[x - lo for x, lo in zip(diffs, d["ci_low"].to_list())],
+               [hi - x for x, hi in zip(diffs, d["ci_high"].to_list())]]
+        ax.errorbar(diffs, list(range(len(labels))), xerr=err, fmt="o", capsize=3)
+        ax.axvline(0, color="#999", linewidth=1)
+        ax.set_yticks(list(range(len(labels))), labels, fontsize="x-small")
+        ax.invert_yaxis()
+        ax.set_xlabel("RAG minus closed-book")
+        out["deltas"] = _save(fig, folder / "deltas.png")
+    return out
+
+
+def _save(fig, path: Path) -> str:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path.name
+
+
+def _table(df: pl.DataFrame) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in df.columns)
+    rows = ["<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()]
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    if isinstance(v, list):
+        return _e(", ".join(map(str, v)))
+    return _e("" if v is None else str(v))
+
+
+def _e(s: str) -> str:
+    return html.escape(s, quote=True)
