@@ -97,12 +97,18 @@ def cmd_trec(args) -> int:
     board = scoreboard(evaluation, qrels)
     measures = args.significance or [plan.measures()[0].name]
     sig = pairwise_significance(evaluation.per_query, measures, names, n_resamples=args.resamples, seed=args.seed)
-    _emit(board, sig, evaluation, {"dropped": evaluation.dropped}, args.out, "trec")
+    _emit(board, sig, evaluation, {"dropped": evaluation.dropped}, args.out, "trec", run=run, qrels=qrels)
     return 0
 
 
 def cmd_beir(args) -> int:
-    from mama_pipeline.evaluation.beir_evaluation import evaluate_beir, load_benchmark, registry_inputs, run_registry
+    from mama_pipeline.evaluation.beir_evaluation import (
+        beir_report_inputs,
+        evaluate_beir,
+        load_benchmark,
+        registry_inputs,
+        run_registry,
+    )
     from mama_pipeline.retrieval.registry import RetrievalEnv
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
@@ -120,7 +126,9 @@ def cmd_beir(args) -> int:
     ranked, meta = run_registry(cfg.retrievers, chunks, queries, max(cfg.cutoffs), settings.retrieval, env)
     result = evaluate_beir(loaded, ranked, cfg, meta, args.resamples, args.seed)
     notes = {**result.notes, "leak_audit": result.leak, "truncation": result.truncation.to_dicts()}
-    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name)
+    report = beir_report_inputs(result, cfg, meta, args.resamples, args.seed)
+    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name, run=result.run,
+          qrels=result.qrels, report=report)
     return 0
 
 
@@ -149,7 +157,8 @@ def cmd_audit(args) -> int:
 
 def cmd_export(args) -> int:
     from mama_pipeline.evaluation.beir import mamaretrieval_to_beir, write_beir
-    from mama_pipeline.evaluation.judged_scoreboard import judged_qrels
+    from mama_pipeline.evaluation.judged_scoreboard import judged_qrels, score_retrievers
+    from mama_pipeline.evaluation.per_query_files import write_per_query_files
     from mama_pipeline.evaluation.trec import write_trec_qrels, write_trec_run
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
@@ -165,9 +174,15 @@ def cmd_export(args) -> int:
     for name in sorted(rankings["retriever"].unique().to_list()):
         one = rankings.filter(pl.col("retriever") == name).rename({"chunk_id": "doc_id"})
         write_trec_run(one, out / "runs" / f"{name}.txt")
+    ev = settings.evaluation
+    result = score_retrievers(rankings, store.read_table("judgments"), store.read_table("generated_queries"), ev)
+    e = result.evaluation
+    write_per_query_files(e.per_query, e.retrievers, e.measures, e.query_ids, out / "per_query", "mamaretrieval",
+                          run=rankings.rename({"chunk_id": "doc_id"}), qrels=qrels, relevant_at=ev.lenient)
     print(json.dumps({"out": str(out), "documents": bench.corpus.height, "queries": bench.queries.height,
                       "qrels": qrels.height, "dropped_judgments": dropped,
-                      "runs": sorted(rankings["retriever"].unique().to_list())}, indent=2, sort_keys=True))
+                      "runs": sorted(rankings["retriever"].unique().to_list()),
+                      "per_query": str(out / "per_query")}, indent=2, sort_keys=True))
     return 0
 
 
@@ -196,7 +211,10 @@ def _cutoffs(text: str | None, default: list[int]) -> tuple[int, ...]:
     return tuple(int(k) for k in text.split(",")) if text else tuple(default)
 
 
-def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: str | None, name: str) -> None:
+def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: str | None, name: str,
+          run: pl.DataFrame | None = None, qrels: pl.DataFrame | None = None, report=None) -> None:
+    """Print the scoreboard and notes; with ``out``, write the tables, per-query files and the HTML report
+    (``report``: its inputs; default: scoreboard, significance and the notes as facts)."""
     from mama_pipeline.evaluation.scoring import wide_scoreboard
 
     with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
@@ -217,11 +235,23 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
         with atomic_file(folder / "significance.tsv") as fh:
             sig.write_csv(fh, separator="\t")
         write_per_query_files(evaluation.per_query, evaluation.retrievers, evaluation.measures, evaluation.query_ids,
-                              folder / "per_query", name)
-        headline = sig["measure"][0] if sig.height else evaluation.measures[0].name
-        page = write_report(ReportInputs(title=f"{name} scoreboard", board=board, significance=sig, headline=headline,
-                                         notes=[json.dumps(notes, sort_keys=True, default=str)]), folder / "report")
+                              folder / "per_query", name, run=run, qrels=qrels)
+        if report is None:
+            headline = sig["measure"][0] if sig.height else evaluation.measures[0].name
+            facts = [(key, _fact(value)) for key, value in sorted(notes.items())]
+            report = ReportInputs(title=f"{name} scoreboard", board=board, significance=sig, headline=headline,
+                                  header=facts, per_query=evaluation.per_query)
+        page = write_report(report, folder / "report")
         print(f"written: {folder}/scoreboard.tsv, significance.tsv, per_query/, {page}")
+
+
+def _fact(value) -> str:
+    """A note's value as words: ``k: v; k: v`` for mappings, never JSON."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_fact(v)}" for k, v in sorted(value.items())) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fact(v) for v in value) or "none"
+    return str(value)
 
 
 if __name__ == "__main__":
