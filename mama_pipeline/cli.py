@@ -41,7 +41,7 @@ def _selected_keys(defs, select: str):
 def materialize(select: str, executor: str = "multiprocess") -> int:
     """Materialise the selection; stops at the first failed run and returns its exit code.
 
-    ``in_process``: every run in this process (one line per step, events to a log file).
+    ``in_process``: every run in this process (one line per step, events to a log file, a summary).
     ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process.
     """
     from mama_pipeline.definitions import defs
@@ -50,7 +50,7 @@ def materialize(select: str, executor: str = "multiprocess") -> int:
     settings = load_settings()
     home = dagster_home(settings.data_path)
     if executor == "in_process":
-        return 1 if run_here(defs, _selected_keys(defs, select), home).failed else 0
+        return run_here(defs, _selected_keys(defs, select), home)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
     commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), MODULE)
@@ -62,49 +62,39 @@ def materialize(select: str, executor: str = "multiprocess") -> int:
     return 0
 
 
-def run_here(defs, keys, home: Path, on_done=None):
-    """Run ``keys`` in this process on the instance at ``home``; returns the tally.
-
-    ``on_done(instance, tally)`` runs while the instance is still open (the demo's summary).
-    """
-    import dagster as dg
-
-    from mama_pipeline.demo.runner import run_in_process
-
-    os.environ["DAGSTER_HOME"] = str(home)
-    log = home / "logs" / "materialize.log"
-    print(f"Dagster events go to {log}", flush=True)
-    with dg.DagsterInstance.get() as instance:
-        tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
-        if on_done is not None:
-            on_done(instance, tally)
-    return tally
-
-
-def demo() -> int:
-    """Materialise every asset and check on the demo configuration in this process, then summarise."""
+def run_here(defs, keys, home: Path) -> int:
+    """Run ``keys`` (None: every asset) in this process on the instance at ``home``, then print the summary;
+    returns the exit code."""
     import datetime as dt
     import time
 
-    os.environ.setdefault("MAMA_CONFIG", str(DEMO_CONFIG))
-    from mama_pipeline.definitions import defs
+    import dagster as dg
+
+    from mama_pipeline.demo.runner import run_in_process
     from mama_pipeline.demo.summary import SummaryContext, area_lines, render, result_paths, ui_command
     from mama_pipeline.settings import config_path_from_env
     from mama_pipeline.store import Store
 
     settings = load_settings()
-    home = dagster_home(settings.data_path)
+    os.environ["DAGSTER_HOME"] = str(home)
+    log = home / "logs" / "materialize.log"
+    print(f"Dagster events go to {log}", flush=True)
     started_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     started = time.monotonic()
-
-    def summarise(instance, tally) -> None:
+    with dg.DagsterInstance.get() as instance:
+        tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
         ctx = SummaryContext(settings, Store(settings.db_path), instance, defs.resolve_asset_graph(), started_at)
         print("\n" + render(tally, time.monotonic() - started, area_lines(ctx), result_paths(settings.data_path),
-                            settings.db_path, home / "logs" / "materialize.log",
-                            ui_command(home, config_path_from_env())), flush=True)
-
-    tally = run_here(defs, None, home, on_done=summarise)
+                            settings.db_path, log, ui_command(home, config_path_from_env())), flush=True)
     return 1 if tally.failed else 0
+
+
+def demo() -> int:
+    """Materialise every asset and check on the demo configuration in this process, then summarise."""
+    os.environ.setdefault("MAMA_CONFIG", str(DEMO_CONFIG))
+    from mama_pipeline.definitions import defs
+
+    return run_here(defs, None, dagster_home(load_settings().data_path))
 
 
 def main(argv: list[str] | None = None) -> int:

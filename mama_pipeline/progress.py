@@ -30,7 +30,7 @@ def progress_line(label: str, done: int, total: int | None, unit: str, elapsed: 
     """``label: done/total unit, rate/s, est. Ns left`` (the figures a person waiting needs)."""
     rate = done / elapsed if elapsed > 0 else 0.0
     of = f"/{total}" if total is not None else ""
-    line = f"{label}: {done}{of} {unit}, {rate:.1f}/s"
+    line = f"{label}: {done}{of} {unit}, {rate:.3g}/s"
     if total is not None and done < total:
         line += f", est. {(total - done) / rate:.0f}s left" if rate > 0 else ", est. unknown left"
     elif total is not None:
@@ -50,6 +50,7 @@ class Progress:
         self._started = self._last = time.monotonic()
         self._bar = None
         self._stop = threading.Event()
+        self._logged = -1  # the count the last line showed
         if log is None and stream.isatty():
             from tqdm import tqdm
 
@@ -64,8 +65,7 @@ class Progress:
             if self._bar is not None:
                 self._bar.refresh()
             else:
-                self._log(progress_line(self.label, self.done, self.total, self.unit,
-                                        time.monotonic() - self._started))
+                self._line(time.monotonic())
 
     def update(self, n: int = 1) -> None:
         self.done += n
@@ -75,14 +75,18 @@ class Progress:
         now = time.monotonic()
         if now - self._last >= self._every_s:
             self._last = now
-            self._log(progress_line(self.label, self.done, self.total, self.unit, now - self._started))
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        self._logged = self.done
+        self._log(progress_line(self.label, self.done, self.total, self.unit, now - self._started))
 
     def close(self) -> None:
         self._stop.set()
         if self._bar is not None:
             self._bar.close()
-        else:
-            self._log(progress_line(self.label, self.done, self.total, self.unit, time.monotonic() - self._started))
+        elif self._logged != self.done or self.total is None or self.done < self.total:
+            self._line(time.monotonic())
 
 
 @contextmanager

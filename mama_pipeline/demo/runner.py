@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -87,22 +87,22 @@ def _logger_def(handler: logging.Handler, name: str) -> dg.LoggerDefinition:
 
 
 @contextmanager
-def terminal_and_log(log_path: Path) -> Iterator[TextIO]:
-    """Send everything written to fds 1 and 2 (Dagster, libraries, subprocesses) to ``log_path``;
-    yield a stream to the real terminal."""
+def terminal_and_log(log_path: Path) -> Iterator[tuple[TextIO, TextIO]]:
+    """Send everything written to stdout and stderr (Dagster, libraries, subprocesses: both the Python
+    streams and file descriptors 1 and 2) to ``log_path``; yield (the real terminal, the log)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     terminal = os.fdopen(os.dup(saved[0]), "w", buffering=1)
-    with open(log_path, "ab", buffering=0) as log:
+    with open(log_path, "a", buffering=1, encoding="utf-8") as log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         try:
-            yield terminal
+            with redirect_stdout(log), redirect_stderr(log):
+                yield terminal, log
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            log.flush()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])
@@ -116,9 +116,9 @@ def run_in_process(defs: dg.Definitions, keys: set[dg.AssetKey] | None, instance
     graph = defs.resolve_asset_graph()
     steps = plan_runs(graph, graph.materializable_asset_keys if keys is None else keys)
     tally = RunTally()
-    with terminal_and_log(log_path) as terminal:
+    with terminal_and_log(log_path) as (terminal, log):
         lines = StepLines(terminal, tally)
-        firehose = logging.StreamHandler(sys.stderr)
+        firehose = logging.StreamHandler(log)
         firehose.setFormatter(logging.Formatter(FIREHOSE_FORMAT))
 
         def on_run(n: int, total: int, step: RunStep, partition_key: str | None) -> None:
