@@ -129,7 +129,7 @@ def echo_server() -> Iterator[str]:
 def sample_times(root: Path, env: dict[str, str], multiprocess: bool) -> None:
     data = root / "sample"
     shutil.rmtree(data, ignore_errors=True)
-    config = SAMPLE_CONFIG.with_name(".demo_time_sample_config.yaml")
+    config = SAMPLE_CONFIG.with_name(f".demo_time_sample_config-{os.getpid()}.yaml")
     try:
         with echo_server() as url:
             sample_config_with(url, config)

@@ -3,8 +3,9 @@
 ``materialize`` runs an asset selection on the project's instance, one run per
 partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
-this process. ``demo`` does the latter for every asset on the demo configuration. ``eval`` and ``verify`` pass their remaining
-arguments to the evaluation and release command lines.
+this process. ``demo`` does the latter for every asset on the demo configuration.
+``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
+command lines.
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="mama-pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("demo", help="materialise everything on the bundled sample and print result paths")
+    sub.add_parser("demo", help="materialise every asset on the demo-sized sample in one process, then summarise")
     m = sub.add_parser("materialize", help="materialise an asset selection (Dagster selection syntax)")
     m.add_argument("--select", default="*")
     m.add_argument("--executor", choices=["multiprocess", "in_process"], default="multiprocess",

@@ -38,11 +38,13 @@ class SummaryContext:
     def table(self, name: str) -> pl.DataFrame | None:
         return self.store.read_table(name) if self.store.table_exists(name) else None
 
-    def rows(self, key: dg.AssetKey) -> int | None:
-        """The row count the IO manager recorded for the asset's latest materialisation."""
+    def materialised(self, key: dg.AssetKey) -> tuple[bool, int | None]:
+        """Whether the asset was ever materialised, and the row count its IO manager recorded."""
         event = self.instance.get_latest_materialization_event(key)
-        value = event.asset_materialization.metadata.get("rows") if event and event.asset_materialization else None
-        return None if value is None else int(value.value)
+        if event is None or event.asset_materialization is None:
+            return False, None
+        value = event.asset_materialization.metadata.get("rows")
+        return True, None if value is None else int(value.value)
 
 
 def mamabench_lines(ctx: SummaryContext) -> list[str]:
@@ -153,15 +155,19 @@ def contributed_lines() -> dict[str, Callable[[SummaryContext], list[str]]]:
 
 
 def group_lines(ctx: SummaryContext, covered: set[str]) -> dict[str, list[str]]:
-    """For each asset group without lines of its own: its assets and their row counts."""
-    groups: dict[str, list[str]] = {}
+    """For each asset group without lines of its own: its materialised assets and their row counts."""
+    groups: dict[str, tuple[int, list[str]]] = {}
     for key in sorted(ctx.graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
         group = ctx.graph.get(key).group_name or "default"
         if group in covered:
             continue
-        rows = ctx.rows(key)
-        groups.setdefault(group, []).append(key.to_user_string() + (f" {rows} rows" if rows is not None else ""))
-    return {g: [", ".join(items)] for g, items in sorted(groups.items())}
+        total, items = groups.get(group, (0, []))
+        done, rows = ctx.materialised(key)
+        if done:
+            items.append(key.to_user_string() + (f" {rows} rows" if rows is not None else ""))
+        groups[group] = (total + 1, items)
+    return {g: [f"{len(items)} of {total} assets materialised" + (": " + ", ".join(items) if items else "")]
+            for g, (total, items) in sorted(groups.items())}
 
 
 def area_lines(ctx: SummaryContext) -> dict[str, list[str]]:

@@ -87,7 +87,9 @@ def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, m
         areas = summary.area_lines(ctx)
     assert areas["corpus"] == ["3 chunks in the bundle, 2 sampled (high 1, low 1), 0 rejected by the sampling rules"]
     assert areas["newarea"] == ["12 robustness probes, 3 failed"]
-    assert areas["alpha"] == ["first, second"] and areas["beta"] == ["broken, sharded"]  # groups nobody summarises
+    # groups nobody summarises: what was materialised of them
+    assert areas["alpha"] == ["2 of 2 assets materialised: first, second"]
+    assert areas["beta"] == ["0 of 2 assets materialised"]
     text = summary.render(RunTally(runs=1), 1.0, areas, {"report evaluation": Path("r.html")}, Path("m.duckdb"),
                           Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
     assert "  newarea       12 robustness probes, 3 failed" in text and "report evaluation: r.html" in text
