@@ -21,14 +21,21 @@ def jsonl(path: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def shortest(texts: list[str], n: int) -> list[int]:
+    """Indices of the ``n`` shortest texts (in words; ties by position), in file order."""
+    return sorted(sorted(range(len(texts)), key=lambda i: (len(texts[i].split()), i))[:n])
+
+
 def main() -> None:
-    medqa = jsonl(SAMPLE / "upstream/medqa_usmle/us_4_options_test-sample-150.jsonl")[:MEDQA_ROWS]
-    (HERE / "medqa_usmle-demo.jsonl").write_text("\n".join(medqa) + "\n", encoding="utf-8")
+    medqa = jsonl(SAMPLE / "upstream/medqa_usmle/us_4_options_test-sample-150.jsonl")
+    keep = shortest([json.loads(line)["question"] for line in medqa], MEDQA_ROWS)
+    (HERE / "medqa_usmle-demo.jsonl").write_text("\n".join(medqa[i] for i in keep) + "\n", encoding="utf-8")
 
     with open(SAMPLE / "upstream/kenya_vignettes/vignettes-sample-60.csv", newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+        header, *rows = list(csv.reader(f))
+    keep = shortest([row[header.index("User Prompt")] for row in rows], KENYA_ROWS)
     with open(HERE / "kenya_vignettes-demo.csv", "w", newline="", encoding="utf-8") as f:
-        csv.writer(f, lineterminator="\n").writerows(rows[: 1 + KENYA_ROWS])
+        csv.writer(f, lineterminator="\n").writerows([header, *(rows[i] for i in keep)])
 
     oss = jsonl(SAMPLE / "upstream/healthbench/oss_eval-sample-40.jsonl")
     kept = [oss[i] for i in OSS_EVAL_ROWS]
