@@ -21,6 +21,7 @@ from mama_pipeline.settings import load_settings
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
 MODULE = "mama_pipeline.definitions"
 DEMO_CONFIG = Path(__file__).resolve().parent / "demo_config.yaml"
+RUN_CONFIG = Path(__file__).resolve().parents[1] / "config" / "materialize-run-config.yaml"  # forkserver starts
 
 
 def dagster_home(data_path: Path) -> Path:
@@ -43,7 +44,8 @@ def materialize(select: str, executor: str = "multiprocess") -> int:
     """Materialise the selection; stops at the first failed run and returns its exit code.
 
     ``in_process``: every run in this process (one line per step, events to a log file, a summary).
-    ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process.
+    ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process, forked from a
+    forkserver with the definitions preloaded (config/materialize-run-config.yaml).
     """
     from mama_pipeline.definitions import defs
     from mama_pipeline.release.run_plan import materialize_commands, plan_runs
@@ -54,7 +56,8 @@ def materialize(select: str, executor: str = "multiprocess") -> int:
         return run_here(defs, _selected_keys(defs, select), home)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
-    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), MODULE)
+    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), MODULE,
+                                    str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
