@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,11 +44,17 @@ def load() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
+CPU = {"seconds": 0.0}  # CPU seconds of the last command and its children (a load-independent figure)
+
+
 def timed(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, int, str]:
     """Run ``cmd``; returns (wall seconds, exit code, its output), the output also kept in ``log``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     log.write_text(proc.stdout + proc.stderr)
     return seconds, proc.returncode, proc.stdout
 
@@ -59,7 +66,8 @@ def llm_requests(output: str) -> str:
 
 def report(label: str, seconds: float, code: int, extra: str = "") -> None:
     status = "ok" if code == 0 else f"FAILED (exit {code})"
-    print(f"{label:<44} {seconds:8.1f} s  {status}  [{load()}]{'  ' + extra if extra else ''}", flush=True)
+    print(f"{label:<44} {seconds:8.1f} s wall, {CPU['seconds']:7.1f} s CPU  {status}  [{load()}]"
+          f"{'  ' + extra if extra else ''}", flush=True)
 
 
 def demo_times(root: Path, env: dict[str, str]) -> None:
@@ -126,17 +134,19 @@ def echo_server() -> Iterator[str]:
         proc.wait(10)
 
 
-def sample_times(root: Path, env: dict[str, str], multiprocess: bool) -> None:
+def sample_times(root: Path, env: dict[str, str], multiprocess: bool, noop_only: bool = False) -> None:
     data = root / "sample"
-    shutil.rmtree(data, ignore_errors=True)
+    if not noop_only:
+        shutil.rmtree(data, ignore_errors=True)
     config = SAMPLE_CONFIG.with_name(f".demo_time_sample_config-{os.getpid()}.yaml")
     try:
         with echo_server() as url:
             sample_config_with(url, config)
             env = {**env, "MAMA_DATA_DIR": str(data), "MAMA_CONFIG": str(config), "MAMA_LLM_API_KEY": "unused"}
             cmd = [CLI, "materialize", "--select", "*", "--executor", "in_process"]
-            seconds, code, _ = timed(cmd, env, root / "sample-first.log")
-            report("whole sample, first run (fast LLM server)", seconds, code)
+            if not noop_only:
+                seconds, code, _ = timed(cmd, env, root / "sample-first.log")
+                report("whole sample, first run (fast LLM server)", seconds, code)
             seconds, code, _ = timed(cmd, env, root / "sample-noop.log")
             report("whole sample, no-op re-run (in process)", seconds, code)
             if multiprocess:
@@ -153,6 +163,7 @@ def main() -> None:
     ap.add_argument("--skip-demo", action="store_true")
     ap.add_argument("--skip-sample", action="store_true")
     ap.add_argument("--multiprocess", action="store_true", help="also time the multiprocess no-op re-run")
+    ap.add_argument("--noop-only", action="store_true", help="sample: only the no-op re-run (of an earlier --root)")
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # internal: run the test LLM server on this port
     args = ap.parse_args()
     if args.serve:
@@ -168,7 +179,7 @@ def main() -> None:
     if not args.skip_demo:
         demo_times(root, env)
     if not args.skip_sample:
-        sample_times(root, env, args.multiprocess)
+        sample_times(root, env, args.multiprocess, args.noop_only)
 
 
 if __name__ == "__main__":
