@@ -1,9 +1,11 @@
 """Command line: ``mama-pipeline demo|materialize|eval|verify``.
 
-``materialize`` runs an asset selection with ``dagster asset materialize`` on the
-project's instance (multiprocess executor), one run per partitions definition and
-partition key, in dependency order. ``eval`` and ``verify`` pass their remaining
-arguments to the evaluation and release command lines.
+``materialize`` runs an asset selection on the project's instance, one run per
+partitions definition and partition key, in dependency order: with ``dagster asset
+materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
+this process. ``demo`` does the latter for every asset on the demo configuration.
+``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
+command lines.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
 MODULE = "mama_pipeline.definitions"
+DEMO_CONFIG = Path(__file__).resolve().parent / "demo_config.yaml"
+RUN_CONFIG = Path(__file__).resolve().parents[1] / "config" / "materialize-run-config.yaml"  # forkserver starts
 
 
 def dagster_home(data_path: Path) -> Path:
@@ -30,19 +34,31 @@ def dagster_home(data_path: Path) -> Path:
     return home
 
 
-def materialize(select: str) -> int:
-    """Materialise the selection; stops at the first failed run and returns its exit code."""
-    settings = load_settings()  # a bad configuration file is reported before anything runs
+def _selected_keys(defs, select: str):
     import dagster as dg
 
+    graph = defs.resolve_asset_graph()
+    return graph.materializable_asset_keys if select == "*" else dg.AssetSelection.from_coercible(select).resolve(graph)
+
+
+def materialize(select: str, executor: str = "multiprocess") -> int:
+    """Materialise the selection; stops at the first failed run and returns its exit code.
+
+    ``in_process``: every run in this process (one line per step, events to a log file, a summary).
+    ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process, forked from a
+    forkserver with the definitions preloaded (config/materialize-run-config.yaml).
+    """
+    settings = load_settings()  # a bad configuration file is reported before anything runs
+    home = dagster_home(settings.data_path)
     from mama_pipeline.definitions import defs
     from mama_pipeline.release.run_plan import materialize_commands, plan_runs
 
-    graph = defs.resolve_asset_graph()
-    keys = dg.AssetSelection.from_coercible(select).resolve(graph) if select != "*" else graph.get_all_asset_keys()
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home(settings.data_path))}
+    if executor == "in_process":
+        return run_here(defs, _selected_keys(defs, select), home)
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
-    commands = materialize_commands(plan_runs(graph, keys), MODULE)
+    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), MODULE,
+                                    str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
@@ -51,27 +67,39 @@ def materialize(select: str) -> int:
     return 0
 
 
-def demo() -> int:
-    """Materialise every asset on the bundled sample, offline, then print where results are."""
-    code = materialize("*")
+def run_here(defs, keys, home: Path) -> int:
+    """Run ``keys`` (None: every asset) in this process on the instance at ``home``, then print the summary;
+    returns the exit code."""
+    import datetime as dt
+    import time
+
+    import dagster as dg
+
+    from mama_pipeline.demo.runner import run_in_process
+    from mama_pipeline.demo.summary import SummaryContext, area_lines, render, result_paths, ui_command
+    from mama_pipeline.settings import config_path_from_env
+    from mama_pipeline.store import Store
+
     settings = load_settings()
-    data = settings.data_path
-    print("\nmama_pipeline demo " + ("finished" if code == 0 else f"FAILED (exit {code})"))
-    print(f"  data directory:  {data}")
-    print(f"  DuckDB store:    {settings.db_path}")
-    for label, path in sorted(result_paths(data).items()):
-        print(f"  {label + ':':<28} {path}")
-    return code
+    os.environ["DAGSTER_HOME"] = str(home)
+    log = home / "logs" / "materialize.log"
+    print(f"Dagster events go to {log}", flush=True)
+    started_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    started = time.monotonic()
+    with dg.DagsterInstance.get() as instance:
+        tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
+        ctx = SummaryContext(settings, Store(settings.db_path), instance, defs.resolve_asset_graph(), started_at)
+        print("\n" + render(tally, time.monotonic() - started, area_lines(ctx), result_paths(settings.data_path),
+                            settings.db_path, log, ui_command(home, config_path_from_env())), flush=True)
+    return 1 if tally.failed else 0
 
 
-def result_paths(data: Path) -> dict[str, Path]:
-    """Release folders and reports that exist under the data directory."""
-    found = {}
-    for folder in sorted((data / "releases").glob("*/*")):
-        found[f"release {folder.parent.name}"] = folder
-    for report in sorted((data / "reports").glob("*/*.html")):
-        found[f"report {report.parent.name}"] = report
-    return found
+def demo() -> int:
+    """Materialise every asset and check on the demo configuration in this process, then summarise."""
+    os.environ.setdefault("MAMA_CONFIG", str(DEMO_CONFIG))
+    from mama_pipeline.definitions import defs
+
+    return run_here(defs, None, dagster_home(load_settings().data_path))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,11 +111,14 @@ def _dispatch(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(prog="mama-pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("demo", help="materialise everything on the bundled sample and print result paths")
+    sub.add_parser("demo", help="materialise every asset on the demo-sized sample in one process, then summarise")
     m = sub.add_parser("materialize", help="materialise an asset selection (Dagster selection syntax)")
     m.add_argument("--select", default="*")
     m.add_argument("--retry-parse-failed", action="store_true",
                    help="re-ask every LLM answer cached as parse_failed (otherwise served from the cache as failed)")
+    m.add_argument("--executor", choices=["multiprocess", "in_process"], default="multiprocess",
+                   help="multiprocess: each step in its own process (real runs); in_process: every run in "
+                        "this process, one line per step (small runs, no process start per step)")
     sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
     sub.add_parser("verify", help="check release folders against their manifests' hashes", add_help=False)
     args, rest = ap.parse_known_args(argv)
@@ -105,7 +136,7 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
 
         os.environ[RETRY_PARSE_FAILED_ENV] = "1"
-    return materialize(args.select)
+    return materialize(args.select, args.executor)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run the main job offline on the bundled sample with the embedded model.
+# Set up (if needed), then materialise every asset offline on the demo-sized cut of the bundled sample
+# (mama_pipeline/demo_config.yaml) with the embedded model, in one process, ending with a summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

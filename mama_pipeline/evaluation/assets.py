@@ -13,7 +13,13 @@ import polars as pl
 
 from mama_pipeline.clinician.report import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
 from mama_pipeline.evaluation.audits import leak_audit
-from mama_pipeline.evaluation.beir_evaluation import evaluate_beir, load_benchmark, registry_inputs, run_registry
+from mama_pipeline.evaluation.beir_evaluation import (
+    beir_report_inputs,
+    evaluate_beir,
+    load_benchmark,
+    registry_inputs,
+    run_registry,
+)
 from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
 from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
@@ -30,6 +36,7 @@ GROUP = "evaluation"
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 REPORT_DIR = ("reports", "evaluation")
 PER_QUERY_DIR = ("results", "per_query")
+JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  # shown when materialised
 
 
 BEIR_SCOREBOARD_SCHEMA = {
@@ -85,7 +92,8 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
     result = _score(settings, store, judgments, queries)
     ev = result.evaluation
     folder = write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
-                                   data_path(settings, *PER_QUERY_DIR) / "mamaretrieval", "mamaretrieval")
+                                   data_path(settings, *PER_QUERY_DIR) / "mamaretrieval", "mamaretrieval",
+                                   run=result.run, qrels=result.qrels, relevant_at=ev_settings.lenient)
     overall = result.board.filter(pl.col("tier") == "all")
     no_rel = overall.filter(pl.col("family") == "HR").group_by("cut").agg(pl.col("queries_no_relevant").first())
     wide = wide_scoreboard(result.board)
@@ -112,36 +120,44 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
 
 @dg.asset(
     group_name=GROUP,
-    deps=[RANKINGS, CLINICIAN_AGREEMENT],
-    description="Static HTML report: scoreboard, significance matrices, score distributions, measures by k, per "
-    "tier, and the leak audit (queries verbatim in a chunk labelled at the lenient cut or above).",
+    deps=[RANKINGS, CLINICIAN_AGREEMENT, *JUDGING_AUDITS],
+    description="Static HTML report: header (corpus version, judge model, prompt hash, dates, counts), scoreboard "
+    "with bootstrap intervals, Holm-adjusted significance matrix and heatmap, measures by k, per tier and per "
+    "source, segment tables with paired tests, label distribution, judge reliability, pool completeness, "
+    "clinician agreement notes and the leak audit.",
     ins={"chunks": CHUNKS, "queries": QUERIES},
 )
 def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboard: pl.DataFrame,
-                      significance: pl.DataFrame, judgments: pl.DataFrame, queries: pl.DataFrame,
-                      chunks: pl.DataFrame, segment_scoreboard: pl.DataFrame,
+                      significance: pl.DataFrame, per_query_results: pl.DataFrame, judgments: pl.DataFrame,
+                      queries: pl.DataFrame, chunks: pl.DataFrame, segment_scoreboard: pl.DataFrame,
                       segment_significance: pl.DataFrame) -> dg.MaterializeResult:
     s = settings.get()
     ev = s.evaluation
-    ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
+    db = store.get()
+    ranked = stored_rankings(db, s.retrieval.retriever_names)
     extra = run_files(s)
     run = rankings_to_run(ranked) if extra is None else pl.concat([rankings_to_run(ranked), extra])
     qrels, _ = judged_qrels(judgments)
     leak, leaked = leak_audit(queries.select("query_id", pl.col("query_text").alias("text")),
                               chunks.select(pl.col("chunk_id").alias("doc_id"), "text"), qrels, ev.lenient)
     mix_k = min(10, max(ev.cutoffs))
+    audits = {name: db.read_table(name) if db.table_exists(name) else None for name in JUDGING_AUDITS}
     page = write_report(ReportInputs(
         title="mamaretrieval retriever scoreboard",
         board=scoreboard, significance=significance, headline=ev.headline_measure,
-        notes=[f"{scoreboard.filter(pl.col('tier') == 'all')['n_queries'].max()} queries, "
-               f"{qrels.height} judged pairs, lenient cut >= {ev.lenient}, strict cut >= {ev.strict}; "
-               f"{ev.resamples} resamples, seed {ev.seed}.",
-               f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
+        header=mamaretrieval_header(db, judgments, queries, chunks, qrels, scoreboard, ev),
+        notes=[f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
                f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
-               *clinician_notes(store.get())],
+               *clinician_notes(db)],
+        per_query=per_query_results, headline_measures=ev.significance_measures,
+        segments={"tier": queries.select("query_id", "tier"), "source": queries.select("query_id", "source")},
+        segment_tests=SegmentResult(segment_scoreboard, segment_significance, ev.segments.min_queries,
+                                    segment_measures(ev)),
         label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
-        label_mix=label_mix(run, qrels, mix_k), mix_k=mix_k, alpha=ev.alpha,
-        segments=SegmentResult(segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)),
+        label_mix=label_mix(run, qrels, mix_k), mix_k=mix_k,
+        reliability=audits["judge_reliability"], confusion=audits["judge_confusion"],
+        completeness=audits["pool_completeness"],
+        alpha=ev.alpha, confidence=ev.confidence, resamples=ev.resamples, seed=ev.seed,
     ), data_path(settings, *REPORT_DIR))
     return dg.MaterializeResult(metadata={
         "report": dg.MetadataValue.path(str(page)),
@@ -150,6 +166,33 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
         "leaked_queries_any": leak["leaked_any"],
         "leaked_examples": md_table(leaked.head(10)),
     })
+
+
+def mamaretrieval_header(db, judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame,
+                         qrels: pl.DataFrame, board: pl.DataFrame, ev) -> list[tuple[str, str]]:
+    """The report's facts: versions, models, prompt hashes, dates (of the judge's answers) and counts."""
+    def values(df: pl.DataFrame, col: str) -> str:
+        return ", ".join(sorted(str(v) for v in df[col].drop_nulls().unique().to_list())) if col in df.columns else ""
+
+    dates = ""
+    if "cache_key" in judgments.columns and db.table_exists("llm_responses") and judgments.height:
+        span = db.query("SELECT min(created_at) AS first, max(created_at) AS last FROM llm_responses "
+                        "WHERE cache_key IN (SELECT unnest(?))", [judgments["cache_key"].to_list()])
+        if span.height and span["first"][0] is not None:
+            dates = f"{span['first'][0]:%Y-%m-%d} to {span['last'][0]:%Y-%m-%d}"
+    overall = board.filter(pl.col("tier") == "all")
+    return [
+        ("corpus version", values(chunks, "corpus_version")),
+        ("judge model", values(judgments, "judge_model")),
+        ("judge prompt hash", values(judgments, "prompt_hash")),
+        ("query writer", f"{values(queries, 'model')} (prompt hash {values(queries, 'prompt_hash')})"),
+        ("judged (answer dates)", dates or "n/a"),
+        ("counts", f"{chunks.height} chunks, {queries.height} queries, {qrels.height} judged pairs, "
+                   f"{overall['retriever'].n_unique()} retrievers"),
+        ("relevance cuts", f"lenient >= {ev.lenient}, strict >= {ev.strict} (labels 0..{ev.max_grade})"),
+        ("statistics", f"{ev.confidence:.0%} bootstrap intervals and paired randomization tests, {ev.resamples} "
+                       f"resamples, seed {ev.seed}; Holm correction across pairs"),
+    ]
 
 
 @dg.multi_asset(
@@ -184,13 +227,12 @@ def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResour
         ev = result.evaluation
         segments = beir_segments(loaded.benchmark, ev, cfg, s.evaluation)
         write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
-                              data_path(settings, *PER_QUERY_DIR) / f"beir-{cfg.name}", cfg.name)
-        page = write_report(ReportInputs(
-            title=f"BEIR benchmark {cfg.name}", board=result.board, significance=result.significance,
-            headline=cfg.significance_measures[0], alpha=s.evaluation.alpha,
-            notes=[json.dumps({k: v for k, v in result.notes.items() if k != "dropped"}, sort_keys=True),
-                   f"leak audit: {json.dumps(result.leak, sort_keys=True)}"], segments=segments,
-        ), data_path(settings, "reports", f"beir-{cfg.name}"))
+                              data_path(settings, *PER_QUERY_DIR) / f"beir-{cfg.name}", cfg.name,
+                              run=result.run, qrels=result.qrels)
+        report = beir_report_inputs(result, cfg, retriever_meta, s.evaluation.resamples, s.evaluation.seed,
+                                    s.evaluation.confidence, s.evaluation.alpha)
+        report.segment_tests = segments
+        page = write_report(report, data_path(settings, "reports", f"beir-{cfg.name}"))
         boards.append(result.board.with_columns(pl.lit(cfg.name).alias("benchmark")))
         sigs.append(result.significance.with_columns(pl.lit(cfg.name).alias("benchmark")))
         audits.append(_audit_rows(cfg.name, result.leak, result.truncation))

@@ -24,6 +24,7 @@ from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoring import Evaluation, evaluate, queries_without_results, scoreboard
 from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
+from mama_pipeline.progress import track
 
 Retrieve = Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]  # (chunks, queries) -> rankings
 
@@ -73,12 +74,17 @@ def registry_inputs(benchmark: BeirBenchmark) -> tuple[pl.DataFrame, pl.DataFram
     """(chunks, queries) in the retrieval registry's columns; corpus_version names the benchmark and its texts."""
     text = pl.when(pl.col("title").fill_null("") != "").then(pl.col("title") + " " + pl.col("text")).otherwise(pl.col("text"))
     chunks = benchmark.corpus.select(pl.col("doc_id").alias("chunk_id"), text.alias("text"))
-    digest = hashlib.sha256()
-    for chunk_id, body in chunks.sort("chunk_id").iter_rows():
-        digest.update(chunk_id.encode() + b"\0" + body.encode() + b"\0")
-    chunks = chunks.with_columns(pl.lit(f"beir-{benchmark.name}-{digest.hexdigest()[:12]}").alias("corpus_version"))
+    chunks = chunks.with_columns(pl.lit(corpus_version(chunks, benchmark.name)).alias("corpus_version"))
     queries = benchmark.queries.select("query_id", pl.col("text").alias("query_text"))
     return chunks, queries
+
+
+def corpus_version(chunks: pl.DataFrame, name: str) -> str:
+    """``beir-<name>-<digest of the document ids and texts>``."""
+    digest = hashlib.sha256()
+    for chunk_id, body in chunks.select("chunk_id", "text").sort("chunk_id").iter_rows():
+        digest.update(chunk_id.encode() + b"\0" + body.encode() + b"\0")
+    return f"beir-{name}-{digest.hexdigest()[:12]}"
 
 
 def run_registry(names: list[str], chunks: pl.DataFrame, queries: pl.DataFrame, depth: int,
@@ -97,10 +103,13 @@ def run_registry(names: list[str], chunks: pl.DataFrame, queries: pl.DataFrame, 
 
     env = env_factory(load_rankings)
     metadata = {}
-    for name in names:
-        out = run_retriever(retrieval_settings.retriever(name), chunks, queries, depth, env)
-        done[name] = out.rankings
-        metadata[name] = out.metadata
+    with track(f"retrievers on {queries.height} queries, {chunks.height} documents", total=len(names),
+               unit="retrievers", heartbeat=True) as bar:
+        for name in names:
+            out = run_retriever(retrieval_settings.retriever(name), chunks, queries, depth, env)
+            done[name] = out.rankings
+            metadata[name] = out.metadata
+            bar.update()
     return pl.concat(list(done.values())) if done else pl.DataFrame(), metadata
 
 
@@ -119,7 +128,8 @@ def evaluate_beir(loaded: LoadedBenchmark, rankings: pl.DataFrame, cfg: BeirBenc
                                          n_resamples=resamples, seed=seed, confidence=confidence)
     leak, leaked = leak_audit(bench.queries, bench.corpus, bench.qrels)
     leak["leaked_query_ids"] = leaked["query_id"].unique(maintain_order=True).to_list()[:20]
-    notes = {**loaded.provenance, "queries_without_results": queries_without_results(run, cfg.retrievers, loaded.query_ids),
+    notes = {**loaded.provenance, "corpus_version": corpus_version(registry_inputs(bench)[0], bench.name),
+             "queries_without_results": queries_without_results(run, cfg.retrievers, loaded.query_ids),
              "dropped": evaluation.dropped}
     return BeirResult(cfg.name, evaluation, board, significance, run, bench.qrels, leak,
                       truncation_from_metadata(retriever_metadata or {}), notes)
@@ -141,3 +151,48 @@ def truncation_from_metadata(metadata: dict[str, dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"retriever": pl.String, "model": pl.String, "max_seq_length": pl.Int64,
                                       "documents": pl.Int64, "longer_than_max": pl.Int64,
                                       "share_longer_than_max": pl.Float64})
+
+
+def beir_report_inputs(result: BeirResult, cfg: BeirBenchmarkSettings, retriever_metadata: dict[str, dict] | None,
+                       resamples: int, seed: int, confidence: float = 0.95, alpha: float = 0.05):
+    """The HTML report of one BEIR evaluation: facts, intervals, significance, qrels labels, audits."""
+    from mama_pipeline.evaluation.report import ReportInputs
+
+    notes = result.notes
+    ev = result.evaluation
+    qrels = result.qrels.join(pl.DataFrame({"query_id": ev.query_ids}, schema={"query_id": pl.String}),
+                              on="query_id", how="semi")
+    models = "; ".join(f"{name}: {meta.get('model', meta.get('kind', 'n/a'))}"
+                       for name, meta in (retriever_metadata or {}).items())
+    source = str(notes.get("source", ""))
+    if notes.get("revision"):
+        source += f" at revision {notes['revision']}"
+    header = [
+        ("benchmark", f"{cfg.name} ({source})"),
+        ("corpus version", str(notes.get("corpus_version", ""))),
+        ("relevance labels", "the benchmark's qrels (no LLM judge, no prompt)"),
+        ("split", str(notes.get("split", ""))),
+        ("counts", f"{notes.get('documents', '?')} documents, {len(ev.query_ids)} queries"
+                   + (f" (first {notes['max_queries']})" if notes.get("max_queries") else "")
+                   + f", {qrels.height} qrels, {len(ev.retrievers)} retrievers"),
+        ("retrievers", models or ", ".join(ev.retrievers)),
+        ("statistics", f"{confidence:.0%} bootstrap intervals and paired randomization tests, {resamples} "
+                       f"resamples, seed {seed}; Holm correction across pairs"),
+    ]
+    empty = {k: v for k, v in (notes.get("queries_without_results") or {}).items() if v}
+    sentences = [f"Queries with no result: {', '.join(f'{k} {v}' for k, v in sorted(empty.items()))}."] if empty else []
+    dropped = {k: v for k, v in (notes.get("dropped") or {}).items() if v}
+    if dropped:
+        sentences.append("Left out: " + "; ".join(f"{v} {k}" for k, v in sorted(dropped.items())) + ".")
+    leak = pl.DataFrame([{"figure": k, "value": str(v)} for k, v in result.leak.items()
+                         if isinstance(v, (int, float))], schema={"figure": pl.String, "value": pl.String})
+    return ReportInputs(
+        title=f"BEIR benchmark {cfg.name}", board=result.board, significance=result.significance,
+        headline=cfg.significance_measures[0], header=header, notes=sentences, per_query=ev.per_query,
+        headline_measures=cfg.significance_measures,
+        label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
+        audits=[("Leak audit (queries found verbatim in a relevant document)", leak),
+                ("Truncation audit (documents longer than each encoder's limit)", result.truncation)],
+        alpha=alpha, confidence=confidence, resamples=resamples, seed=seed,
+    )
+

@@ -97,12 +97,18 @@ def cmd_trec(args) -> int:
     board = scoreboard(evaluation, qrels)
     measures = args.significance or [plan.measures()[0].name]
     sig = pairwise_significance(evaluation.per_query, measures, names, n_resamples=args.resamples, seed=args.seed)
-    _emit(board, sig, evaluation, {"dropped": evaluation.dropped}, args.out, "trec")
+    _emit(board, sig, evaluation, {"dropped": evaluation.dropped}, args.out, "trec", run=run, qrels=qrels)
     return 0
 
 
 def cmd_beir(args) -> int:
-    from mama_pipeline.evaluation.beir_evaluation import evaluate_beir, load_benchmark, registry_inputs, run_registry
+    from mama_pipeline.evaluation.beir_evaluation import (
+        beir_report_inputs,
+        evaluate_beir,
+        load_benchmark,
+        registry_inputs,
+        run_registry,
+    )
     from mama_pipeline.evaluation.segments import beir_segments
     from mama_pipeline.retrieval.registry import RetrievalEnv
     from mama_pipeline.settings import load_settings
@@ -124,7 +130,10 @@ def cmd_beir(args) -> int:
     segment_settings = settings.evaluation.segments.model_copy(update={"resamples": args.resamples})
     evaluation_settings = settings.evaluation.model_copy(update={"seed": args.seed, "segments": segment_settings})
     segments = beir_segments(loaded.benchmark, result.evaluation, cfg, evaluation_settings)
-    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name, segments)
+    report = beir_report_inputs(result, cfg, meta, args.resamples, args.seed)
+    report.segment_tests = segments
+    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name, run=result.run,
+          qrels=result.qrels, report=report, segments=segments)
     return 0
 
 
@@ -153,7 +162,8 @@ def cmd_audit(args) -> int:
 
 def cmd_export(args) -> int:
     from mama_pipeline.evaluation.beir import mamaretrieval_to_beir, write_beir
-    from mama_pipeline.evaluation.judged_scoreboard import judged_qrels
+    from mama_pipeline.evaluation.judged_scoreboard import judged_qrels, score_retrievers
+    from mama_pipeline.evaluation.per_query_files import write_per_query_files
     from mama_pipeline.evaluation.trec import write_trec_qrels, write_trec_run
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
@@ -169,9 +179,15 @@ def cmd_export(args) -> int:
     for name in sorted(rankings["retriever"].unique().to_list()):
         one = rankings.filter(pl.col("retriever") == name).rename({"chunk_id": "doc_id"})
         write_trec_run(one, out / "runs" / f"{name}.txt")
+    ev = settings.evaluation
+    result = score_retrievers(rankings, store.read_table("judgments"), store.read_table("generated_queries"), ev)
+    e = result.evaluation
+    write_per_query_files(e.per_query, e.retrievers, e.measures, e.query_ids, out / "per_query", "mamaretrieval",
+                          run=rankings.rename({"chunk_id": "doc_id"}), qrels=qrels, relevant_at=ev.lenient)
     print(json.dumps({"out": str(out), "documents": bench.corpus.height, "queries": bench.queries.height,
                       "qrels": qrels.height, "dropped_judgments": dropped,
-                      "runs": sorted(rankings["retriever"].unique().to_list())}, indent=2, sort_keys=True))
+                      "runs": sorted(rankings["retriever"].unique().to_list()),
+                      "per_query": str(out / "per_query")}, indent=2, sort_keys=True))
     return 0
 
 
@@ -203,7 +219,9 @@ def _cutoffs(text: str | None, default: list[int]) -> tuple[int, ...]:
 
 
 def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: str | None, name: str,
-          segments=None) -> None:
+          run: pl.DataFrame | None = None, qrels: pl.DataFrame | None = None, report=None, segments=None) -> None:
+    """Print the scoreboard and notes; with ``out``, write the tables, per-query files and the HTML report
+    (``report``: its inputs; default: scoreboard, significance and the notes as facts)."""
     from mama_pipeline.evaluation.scoring import wide_scoreboard
 
     with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
@@ -229,12 +247,23 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
             with atomic_file(folder / "segment_significance.tsv") as fh:
                 segments.significance.write_csv(fh, separator="\t")
         write_per_query_files(evaluation.per_query, evaluation.retrievers, evaluation.measures, evaluation.query_ids,
-                              folder / "per_query", name)
-        headline = sig["measure"][0] if sig.height else evaluation.measures[0].name
-        page = write_report(ReportInputs(title=f"{name} scoreboard", board=board, significance=sig, headline=headline,
-                                         notes=[json.dumps(notes, sort_keys=True, default=str)], segments=segments),
-                            folder / "report")
+                              folder / "per_query", name, run=run, qrels=qrels)
+        if report is None:
+            headline = sig["measure"][0] if sig.height else evaluation.measures[0].name
+            facts = [(key, _fact(value)) for key, value in sorted(notes.items())]
+            report = ReportInputs(title=f"{name} scoreboard", board=board, significance=sig, headline=headline,
+                                  header=facts, per_query=evaluation.per_query)
+        page = write_report(report, folder / "report")
         print(f"written: {folder}/scoreboard.tsv, significance.tsv, per_query/, {page}")
+
+
+def _fact(value) -> str:
+    """A note's value as words: ``k: v; k: v`` for mappings, never JSON."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_fact(v)}" for k, v in sorted(value.items())) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fact(v) for v in value) or "none"
+    return str(value)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
 ``<retriever>.perquery.tsv``: a ``query_id`` column, then one column per measure
 (ir_measures names), one row per benchmark query in benchmark order.
+``<retriever>.run`` (when the run is given): the retriever's ranking as a TREC run file.
+``<retriever>.first_relevant.tsv`` (run and qrels given): per query, the rank of its first
+document labelled ``relevant_at`` or more (empty when none was retrieved).
 ``manifest.json`` lists the files, the measures with their labels and the query count,
 so anyone can run a paired test against a new system without rescoring these.
 """
@@ -16,6 +19,7 @@ import polars as pl
 
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.measures import Measure
+from mama_pipeline.evaluation.trec import write_trec_run
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -28,9 +32,25 @@ def per_query_wide(per_query: pl.DataFrame, retriever: str, measures: list[Measu
     return order.join(wide, on="query_id", how="left", maintain_order="left").select("query_id", *names)
 
 
+def first_relevant_ranks(run: pl.DataFrame, qrels: pl.DataFrame, retriever: str, query_ids: list[str],
+                         relevant_at: int) -> pl.DataFrame:
+    """Per benchmark query (in order), the rank of the retriever's first document labelled >= ``relevant_at``."""
+    relevant = qrels.filter(pl.col("relevance") >= relevant_at).select("query_id", "doc_id")
+    first = (run.filter(pl.col("retriever") == retriever).join(relevant, on=["query_id", "doc_id"])
+             .group_by("query_id").agg(pl.col("rank").min().alias("first_relevant_rank")))
+    order = pl.DataFrame({"query_id": query_ids}, schema={"query_id": pl.String})
+    return order.join(first, on="query_id", how="left", maintain_order="left")
+
+
 def write_per_query_files(per_query: pl.DataFrame, retrievers: list[str], measures: list[Measure],
-                          query_ids: list[str], folder: str | os.PathLike[str], benchmark: str) -> Path:
-    """Write the folder (replaced atomically); returns it."""
+                          query_ids: list[str], folder: str | os.PathLike[str], benchmark: str,
+                          run: pl.DataFrame | None = None, qrels: pl.DataFrame | None = None,
+                          relevant_at: int = 1) -> Path:
+    """Write the folder (replaced atomically); returns it.
+
+    ``run`` (retriever, query_id, doc_id, rank[, score]) adds each retriever's TREC run file;
+    with ``qrels`` (query_id, doc_id, relevance) too, its first-relevant ranks.
+    """
     for name in retrievers:
         if not SAFE_NAME.match(name):
             raise ValueError(f"retriever name {name!r} cannot be a file name (letters, digits, '_', '.', '-')")
@@ -40,11 +60,25 @@ def write_per_query_files(per_query: pl.DataFrame, retrievers: list[str], measur
         "measures": [{"name": m.name, "label": m.label} for m in measures],
         "files": {},
     }
+    if run is not None:
+        manifest["run_files"] = {}
+    if run is not None and qrels is not None:
+        manifest["first_relevant_files"] = {}
+        manifest["first_relevant_at"] = relevant_at
     with atomic_folder(folder) as tmp:
         for name in retrievers:
             file = f"{name}.perquery.tsv"
             per_query_wide(per_query, name, measures, query_ids).write_csv(tmp / file, separator="\t")
             manifest["files"][name] = file
+            if run is None:
+                continue
+            one = run.filter((pl.col("retriever") == name) & pl.col("query_id").is_in(query_ids))
+            write_trec_run(one, tmp / f"{name}.run")
+            manifest["run_files"][name] = f"{name}.run"
+            if qrels is not None:
+                ranks = first_relevant_ranks(one, qrels, name, query_ids, relevant_at)
+                ranks.write_csv(tmp / f"{name}.first_relevant.tsv", separator="\t")
+                manifest["first_relevant_files"][name] = f"{name}.first_relevant.tsv"
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return Path(folder)
 

@@ -42,6 +42,22 @@ def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: in
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int,
+                      confidence: float = 0.95) -> tuple[float, float]:
+    """BCa bootstrap interval of the mean of per-query values (queries resampled)."""
+    from scipy import stats
+
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return float("nan"), float("nan")
+    if np.all(values == values[0]):  # no spread: the interval is the value itself
+        return float(values[0]), float(values[0])
+    res = stats.bootstrap((values,), np.mean, vectorized=True, n_resamples=n_resamples,
+                          confidence_level=confidence, method="BCa", batch=BATCH,
+                          rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
     """Two-sided p of mean(a - b) under random swaps of a and b within each query."""
     from scipy import stats

@@ -10,7 +10,7 @@ topological order allows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import dagster as dg
 
@@ -73,14 +73,16 @@ def _step(units: list[frozenset], partitions_def: dg.PartitionsDefinition | None
     return RunStep(tuple(keys), partitions_def)
 
 
-def materialize_commands(steps: list[RunStep], module: str) -> list[list[str]]:
-    """``dagster asset materialize`` arguments for every run of the plan (multiprocess runs on the instance)."""
+def materialize_commands(steps: list[RunStep], module: str, run_config: str | None = None) -> list[list[str]]:
+    """``dagster asset materialize`` arguments for every run of the plan (multiprocess runs on the instance);
+    ``run_config``: a run config file passed to each (``-c``)."""
     commands = []
+    config = ["-c", run_config] if run_config else []
     for step in steps:
         select = ",".join(k.to_user_string() for k in step.asset_keys)
         for partition_key in step.partition_keys():
             extra = ["--partition", partition_key] if partition_key is not None else []
-            commands.append(["asset", "materialize", "-m", module, "--select", select, *extra])
+            commands.append(["asset", "materialize", "-m", module, "--select", select, *extra, *config])
     return commands
 
 
@@ -89,14 +91,30 @@ def execute_plan(
     steps: list[RunStep],
     instance: dg.DagsterInstance,
     tags: Mapping[str, str] | None = None,
+    logger_defs: Mapping[str, dg.LoggerDefinition] | None = None,
+    on_run: Callable[[int, int, RunStep, str | None], None] | None = None,
+    raise_on_error: bool = True,
 ) -> list[dg.ExecuteInProcessResult]:
-    """Run every step in process (one run per partition key); stops at the first failed run."""
+    """Run every step in process (one run per partition key); stops at the first failed run.
+
+    ``logger_defs`` replace the jobs' loggers (every logger gets every event);
+    ``on_run(n, total, step, partition_key)`` is called before each run.
+    """
+    total = sum(len(step.partition_keys()) for step in steps)
+    run_config = {"loggers": {name: {} for name in logger_defs}} if logger_defs else None
     results = []
     for step in steps:
         job = defs.resolve_implicit_job_def_def_for_assets(list(step.asset_keys))
+        if logger_defs is not None:
+            job = job.with_logger_defs(dict(logger_defs))
         for partition_key in step.partition_keys():
-            results.append(job.execute_in_process(
+            if on_run is not None:
+                on_run(len(results) + 1, total, step, partition_key)
+            result = job.execute_in_process(
                 instance=instance, asset_selection=list(step.asset_keys), partition_key=partition_key,
-                tags=dict(tags or {}),
-            ))
+                tags=dict(tags or {}), raise_on_error=raise_on_error, run_config=run_config,
+            )
+            results.append(result)
+            if not result.success:
+                return results
     return results

@@ -17,6 +17,7 @@ from typing import Callable
 
 import polars as pl
 
+from mama_pipeline.progress import track
 from mama_pipeline.retrieval.java import import_lucene
 from mama_pipeline.retrieval.settings import Bm25Params
 
@@ -42,7 +43,9 @@ def ensure_index(
         docs = work / "docs"
         write_collection(chunks, docs, params.input_files)
         log(f"bm25: indexing {chunks.height} chunks into {target}")
-        build_index(docs, work / "index", params)
+        with track("bm25 index", total=chunks.height, unit="chunks", heartbeat=True) as bar:
+            build_index(docs, work / "index", params)
+            bar.update(chunks.height)
         n_docs = indexed_documents(work / "index")
         if n_docs != chunks.height:
             raise RuntimeError(f"bm25 index {target}: {n_docs} documents indexed, {chunks.height} chunks given")

@@ -2,7 +2,8 @@
 
 A new corpus version shares most chunk texts with the last one, so only texts
 never embedded under the same encoder setup reach the encoder. New vectors are
-written every ``flush_every`` texts, so an interrupted run keeps its progress.
+written every ``flush_every`` texts, so an interrupted run keeps its progress;
+encoding reports its progress (:mod:`mama_pipeline.progress`).
 """
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typing import Literal, Protocol
 import numpy as np
 import polars as pl
 
+from mama_pipeline.progress import track
 from mama_pipeline.store import Store
 
 TABLE = "embedding_cache"
+PROGRESS_EVERY_TEXTS = 512  # texts per encode call: a multiple of the usual batch sizes, so batches are unchanged
 Role = Literal["query", "document"]
 
 
@@ -66,18 +69,35 @@ def embed_with_cache(
     missing = sorted(set(unique) - _cached_hashes(store, key, list(unique)))
     stats.cached = len(unique) - len(missing)
     missing.sort(key=lambda h: -len(unique[h]))  # similar lengths batch together, as encode() itself does
-    for start in range(0, len(missing), flush_every):
-        group = missing[start : start + flush_every]
-        encoded = encoder.encode([unique[h] for h in group], role)
-        stats.encoder_calls += 1
-        stats.encoded += len(group)
-        _insert(store, key, group, encoded, encoder.sparse)
+    with track(f"encoding {role} texts", total=len(missing), unit="texts") as bar:
+        for start in range(0, len(missing), flush_every):
+            group = missing[start : start + flush_every]
+            parts = []
+            for sub in range(0, len(group), PROGRESS_EVERY_TEXTS):
+                part = group[sub : sub + PROGRESS_EVERY_TEXTS]
+                parts.append(encoder.encode([unique[h] for h in part], role))
+                stats.encoder_calls += 1
+                bar.update(len(part))
+            stats.encoded += len(group)
+            _insert(store, key, group, _concat(parts, encoder.sparse), encoder.sparse)
     rows = _load(store, key, hashes)
     tokens = rows["n_tokens"].fill_null(-1).to_numpy()
     stats.token_counts_unknown = int((tokens < 0).sum())
     if encoder.max_seq_length is not None:
         stats.truncated = int((tokens > encoder.max_seq_length).sum())
     return Encoded(_vectors(rows, encoder), tokens), stats
+
+
+def _concat(parts: list[Encoded], sparse: bool) -> Encoded:
+    if len(parts) == 1:
+        return parts[0]
+    if sparse:
+        import scipy.sparse as sp
+
+        vectors = sp.vstack([p.vectors for p in parts], format="csr")
+    else:
+        vectors = np.concatenate([np.asarray(p.vectors) for p in parts])
+    return Encoded(vectors, np.concatenate([p.n_tokens for p in parts]))
 
 
 def _cached_hashes(store: Store, key: str, hashes: list[str]) -> set[str]:

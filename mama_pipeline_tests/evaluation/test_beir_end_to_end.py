@@ -44,4 +44,11 @@ def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch):
     per_query = tmp_path / "data" / "results" / "per_query" / "beir-miriad-sample"
     manifest = json.loads((per_query / "manifest.json").read_text())
     assert manifest["files"] == {"bm25": "bm25.perquery.tsv", "minilm": "minilm.perquery.tsv"}
+    assert manifest["run_files"] == {"bm25": "bm25.run", "minilm": "minilm.run"}
+    first = pl.read_csv(per_query / "bm25.first_relevant.tsv", separator="\t", schema_overrides={"query_id": pl.String})
+    rr = pl.read_csv(per_query / "bm25.perquery.tsv", separator="\t", schema_overrides={"query_id": pl.String})
+    assert first["query_id"].to_list() == rr["query_id"].to_list() and first.height == 300
+    # the first relevant rank is what reciprocal rank measures: RR = 1 / rank (0 when none was found)
+    joined = first.join(rr.select("query_id", "RR"), on="query_id")
+    assert joined.select(((1 / pl.col("first_relevant_rank")).fill_null(0) - pl.col("RR")).abs().max()).item() < 1e-9
     assert (tmp_path / "data" / "reports" / "beir-miriad-sample" / "scoreboard.html").exists()

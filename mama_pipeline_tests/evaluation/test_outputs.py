@@ -50,7 +50,8 @@ def test_report_is_complete_and_byte_identical_when_rebuilt(tmp_path, evaluated)
     first = write_report(inputs, tmp_path / "r1")
     second = write_report(inputs, tmp_path / "r2")
     names = sorted(p.name for p in first.parent.iterdir())
-    assert names == ["metric_by_k.png", "per_tier.png", "score_distribution.png", "scoreboard.html"]
+    assert names == ["metric_by_k.png", "per_tier.png", "score_distribution.png", "scoreboard.html",
+                     "significance_heatmap.png"]
     for name in names:
         assert (first.parent / name).read_bytes() == (second.parent / name).read_bytes(), name
     html = first.read_text()

@@ -79,12 +79,12 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     assert mine.drop("dimension", "segment").equals(direct)
 
     page = write_report(ReportInputs(title="t", board=scoreboard(ev, qrels), significance=direct,
-                                     headline="Success@1", segments=result), tmp_path / "r")
+                                     headline="Success@1", segment_tests=result), tmp_path / "r")
     html = page.read_text()
     assert "Results by segment" in html and "By source" in html and "By relevant chunk length" in html
     assert "s2</td><td>15</td>" in html and "No segment" not in html.split("By source")[1].split("<h3>")[0]
     assert (tmp_path / "r" / "segments.png").stat().st_size > 1000
     again = write_report(ReportInputs(title="t", board=scoreboard(ev, qrels), significance=direct,
-                                      headline="Success@1", segments=result), tmp_path / "r2")
+                                      headline="Success@1", segment_tests=result), tmp_path / "r2")
     assert again.read_bytes() == page.read_bytes()
     assert (tmp_path / "r2" / "segments.png").read_bytes() == (tmp_path / "r" / "segments.png").read_bytes()

@@ -88,3 +88,37 @@ def test_materialize_commands_name_each_run():
         ["asset", "materialize", "-m", "mod", "--select", "rankings", "--partition", "dense"],
         ["asset", "materialize", "-m", "mod", "--select", "pool"],
     ]
+
+
+def test_materialize_commands_pass_a_run_config_to_each_run():
+    steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("rankings")])
+    assert [c[-2:] for c in materialize_commands(steps, "mod", "/cfg/forkserver.yaml")] == [
+        ["-c", "/cfg/forkserver.yaml"], ["-c", "/cfg/forkserver.yaml"]]
+
+
+def test_execute_plan_uses_the_given_loggers_and_reports_each_run():
+    import logging
+
+    seen: list[str] = []
+    announced: list[tuple[int, int, str | None]] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            event = getattr(record, "dagster_meta", {}).get("dagster_event")
+            if event is not None and event.event_type_value == "STEP_SUCCESS":
+                seen.append(event.step_key)
+
+    @dg.logger
+    def collect(_init):
+        log = logging.Logger("collect", level=logging.DEBUG)
+        log.addHandler(Collect())
+        return log
+
+    ORDER.clear()
+    steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("queries"), dg.AssetKey("rankings")])
+    with dg.instance_for_test() as instance:
+        results = execute_plan(DEFS, steps, instance, logger_defs={"collect": collect},
+                               on_run=lambda n, total, step, key: announced.append((n, total, key)))
+    assert all(r.success for r in results)
+    assert announced == [(1, 3, None), (2, 3, "bm25"), (3, 3, "dense")]
+    assert seen == ["queries", "rankings", "rankings"]

@@ -1,0 +1,141 @@
+"""Materialise an asset selection in this process: one terminal line per step, Dagster's events to a file.
+
+The selection is cut into runs by :mod:`mama_pipeline.release.run_plan` (one run per
+partitions definition and key, in dependency order) and each run executes in process on
+the given instance, so the Dagster UI on that instance shows every run. No step pays a
+process start, a model load or a JVM start twice.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, TextIO
+
+import dagster as dg
+
+from mama_pipeline.release.run_plan import RunStep, execute_plan, plan_runs
+
+FIREHOSE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+@dataclass
+class StepOutcome:
+    label: str
+    ok: bool
+    seconds: float
+
+
+@dataclass
+class RunTally:
+    """What the runs did, gathered from Dagster's events."""
+
+    steps: list[StepOutcome] = field(default_factory=list)
+    materializations: int = 0
+    checks_passed: int = 0
+    checks_failed: list[str] = field(default_factory=list)
+    runs: int = 0
+    failed: bool = False
+
+
+class StepLines(logging.Handler):
+    """A logging handler that turns Dagster step events into one terminal line per step."""
+
+    def __init__(self, out: TextIO, tally: RunTally):
+        super().__init__(level=logging.DEBUG)
+        self.out = out
+        self.tally = tally
+        self.run_label = ""
+        self._started: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        event = (getattr(record, "dagster_meta", None) or {}).get("dagster_event")
+        if event is None:
+            return
+        kind = event.event_type_value
+        if kind == "STEP_START":
+            self._started[event.step_key] = time.monotonic()
+        elif kind == "ASSET_MATERIALIZATION":
+            self.tally.materializations += 1
+        elif kind == "ASSET_CHECK_EVALUATION":
+            evaluation = event.event_specific_data
+            if evaluation.passed:
+                self.tally.checks_passed += 1
+            else:
+                self.tally.checks_failed.append(evaluation.asset_check_key.to_user_string())
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            seconds = time.monotonic() - self._started.pop(event.step_key, time.monotonic())
+            outcome = StepOutcome(f"{event.step_key}{self.run_label}", kind == "STEP_SUCCESS", seconds)
+            self.tally.steps.append(outcome)
+            mark = "ok    " if outcome.ok else "FAILED"
+            self.out.write(f"  {len(self.tally.steps):3d} {mark} {outcome.label:<48} {seconds:7.1f} s\n")
+            self.out.flush()
+
+
+def _logger_def(handler: logging.Handler, name: str) -> dg.LoggerDefinition:
+    @dg.logger(description=f"mama_pipeline {name}")
+    def _make(_init_context) -> logging.Logger:
+        log = logging.Logger(f"mama_pipeline.{name}", level=logging.DEBUG)
+        log.addHandler(handler)
+        return log
+
+    return _make
+
+
+@contextmanager
+def terminal_and_log(log_path: Path) -> Iterator[tuple[TextIO, TextIO]]:
+    """Send everything written to stdout and stderr (Dagster, libraries, subprocesses: both the Python
+    streams and file descriptors 1 and 2) to ``log_path``; yield (the real terminal, the log)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    terminal = os.fdopen(os.dup(saved[0]), "w", buffering=1)
+    with open(log_path, "a", buffering=1, encoding="utf-8") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            with redirect_stdout(log), redirect_stderr(log):
+                yield terminal, log
+        finally:
+            log.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            terminal.close()
+
+
+def run_in_process(defs: dg.Definitions, keys: set[dg.AssetKey] | None, instance: dg.DagsterInstance,
+                   log_path: Path, tags: dict[str, str] | None = None) -> RunTally:
+    """Materialise ``keys`` (None: every asset) run by run; stops at the first failed run."""
+    graph = defs.resolve_asset_graph()
+    steps = plan_runs(graph, graph.materializable_asset_keys if keys is None else keys)
+    tally = RunTally()
+    with terminal_and_log(log_path) as (terminal, log):
+        lines = StepLines(terminal, tally)
+        firehose = logging.StreamHandler(log)
+        firehose.setFormatter(logging.Formatter(FIREHOSE_FORMAT))
+
+        def on_run(n: int, total: int, step: RunStep, partition_key: str | None) -> None:
+            lines.run_label = f" [{partition_key}]" if partition_key else ""
+            names = ", ".join(k.to_user_string() for k in step.asset_keys)
+            terminal.write(f"run {n}/{total}{lines.run_label}: {len(step.asset_keys)} assets"
+                           f" ({names[:60]}{'...' if len(names) > 60 else ''})\n")
+
+        loggers = {"steps": _logger_def(lines, "steps"), "firehose": _logger_def(firehose, "firehose")}
+        try:
+            results = execute_plan(defs, steps, instance, tags=tags, logger_defs=loggers, on_run=on_run,
+                                   raise_on_error=False)
+        except Exception as exc:  # a failure outside any step (resource start, run setup)
+            logging.getLogger(__name__).exception("run failed outside its steps")
+            terminal.write(f"FAILED outside a step: {type(exc).__name__}: {exc}\n")
+            tally.failed = True
+            return tally
+    tally.runs = len(results)
+    tally.failed = not all(r.success for r in results) or len(results) < sum(len(s.partition_keys()) for s in steps)
+    return tally

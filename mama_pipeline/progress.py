@@ -1,0 +1,102 @@
+"""Progress of long work: a tqdm bar in a terminal, periodic lines in Dagster run logs.
+
+Pure modules call :func:`track` and never learn where they run: inside a Dagster step
+the lines go to that step's log (``label: done/total unit, rate/s, est. Ns left`` every
+``every_s`` seconds and at the end); in a terminal a tqdm bar shows rate and time left;
+elsewhere (a CI log, a pipe) the same periodic lines go to stderr.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, TextIO
+
+EVERY_S = 10.0
+
+
+def dagster_log() -> Callable[[str], None] | None:
+    """``info`` of the current Dagster step's log, or None outside a step."""
+    try:
+        from dagster._core.execution.context.compute import current_execution_context
+    except ImportError:  # pragma: no cover - dagster is a dependency
+        return None
+    context = current_execution_context.get()
+    return context.log.info if context is not None else None
+
+
+def progress_line(label: str, done: int, total: int | None, unit: str, elapsed: float) -> str:
+    """``label: done/total unit, rate/s, est. Ns left`` (the figures a person waiting needs)."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    of = f"/{total}" if total is not None else ""
+    line = f"{label}: {done}{of} {unit}, {rate:.3g}/s"
+    if total is not None and done < total:
+        line += f", est. {(total - done) / rate:.0f}s left" if rate > 0 else ", est. unknown left"
+    elif total is not None:
+        line += f", done in {elapsed:.1f}s"
+    return line
+
+
+class Progress:
+    """Counts work done; shows it as a bar or as periodic lines."""
+
+    def __init__(self, label: str, total: int | None, unit: str, log: Callable[[str], None] | None,
+                 stream: TextIO, every_s: float, heartbeat: bool = False):
+        self.label, self.total, self.unit = label, total, unit
+        self.done = 0
+        self._log = log
+        self._every_s = every_s
+        self._started = self._last = time.monotonic()
+        self._bar = None
+        self._stop = threading.Event()
+        self._logged = -1  # the count the last line showed
+        if log is None and stream.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=stream, dynamic_ncols=True, leave=True)
+        elif log is None:
+            self._log = lambda line: print(line, file=stream, flush=True)
+        if heartbeat:  # work that reports nothing until it ends (an index build): a line every every_s
+            threading.Thread(target=self._beat, daemon=True).start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._every_s):
+            if self._bar is not None:
+                self._bar.refresh()
+            else:
+                self._line(time.monotonic())
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        now = time.monotonic()
+        if now - self._last >= self._every_s:
+            self._last = now
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        self._logged = self.done
+        self._log(progress_line(self.label, self.done, self.total, self.unit, now - self._started))
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._bar is not None:
+            self._bar.close()
+        elif self._logged != self.done or self.total is None or self.done < self.total:
+            self._line(time.monotonic())
+
+
+@contextmanager
+def track(label: str, total: int | None, unit: str = "items", log: Callable[[str], None] | None = None,
+          stream: TextIO | None = None, every_s: float = EVERY_S, heartbeat: bool = False) -> Iterator[Progress]:
+    """Progress of one piece of work; ``log`` defaults to the current Dagster step's log.
+
+    ``heartbeat``: also report every ``every_s`` seconds while nothing is counted."""
+    p = Progress(label, total, unit, log or dagster_log(), stream or sys.stderr, every_s, heartbeat)
+    try:
+        yield p
+    finally:
+        p.close()

@@ -1,0 +1,35 @@
+"""The demo configuration: loads, points at the demo-sized cuts, and keeps its LLM work to about a hundred requests."""
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+from mama_pipeline.settings import load_settings
+
+PKG = Path(__file__).resolve().parents[2] / "mama_pipeline"
+DEMO = PKG / "demo_config.yaml"
+
+
+def test_demo_config_points_at_small_cuts_that_exist():
+    s = load_settings(DEMO)
+    src = s.mamabench.sources
+    medqa = s.resolve(src.medqa_usmle.path).read_text().splitlines()
+    with open(s.resolve(src.kenya_vignettes.path), newline="") as f:
+        kenya = list(csv.reader(f))[1:]
+    oss = s.resolve(src.healthbench_oss_eval.path).read_text().splitlines()
+    assert (len(medqa), len(kenya), len(oss)) == (8, 6, 7)  # the classifier's requests: 21 (the sample: 250)
+    meta = [json.loads(line) for line in s.resolve(s.calibration.meta_eval.path).read_text().splitlines()]
+    assert {m["prompt_id"] for m in meta} <= {json.loads(line)["prompt_id"] for line in oss} and len(meta) > 4
+    assert sum(t.quota for t in s.corpus.tiers.values()) == 6
+    assert s.calibration.harness_sample_size <= 4 and s.mamabench.agreement_sample_size <= 4
+    assert s.judging.pilot_size <= 4 and s.retrieval.pool_depth <= 2 and s.llm.embedded_server.threads == 1
+
+
+def test_the_cuts_are_what_the_script_makes(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("make_demo_sample", PKG / "sample_data/demo/make_demo_sample.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    module.main()
+    for made in tmp_path.iterdir():
+        assert made.read_bytes() == (PKG / "sample_data/demo" / made.name).read_bytes(), made.name

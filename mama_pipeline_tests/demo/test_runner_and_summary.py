@@ -1,0 +1,96 @@
+"""The in-process runner (a line per step, events to a file) and the end-of-run summary."""
+import sys
+import types
+from datetime import datetime
+from pathlib import Path
+
+import dagster as dg
+
+from mama_pipeline.demo import summary
+from mama_pipeline.demo.runner import RunTally, run_in_process
+from mama_pipeline.store import Store
+
+SHARDS = dg.StaticPartitionsDefinition(["s0", "s1"])
+
+
+@dg.asset(group_name="alpha")
+def first() -> int:
+    dg.AssetExecutionContext.get().log.info("first says hello")
+    return 1
+
+
+@dg.asset(group_name="alpha")
+def second(first: int) -> int:
+    return first + 1
+
+
+@dg.asset(group_name="beta", partitions_def=SHARDS, deps=[second])
+def sharded() -> None:
+    print("a library printing to stdout")
+
+
+@dg.asset_check(asset=second)
+def second_is_two(second: int) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=second == 2)
+
+
+@dg.asset(group_name="beta", deps=[sharded])
+def broken() -> None:
+    raise RuntimeError("boom")
+
+
+DEFS = dg.Definitions(assets=[first, second, sharded, broken], asset_checks=[second_is_two],
+                      resources={"io_manager": dg.mem_io_manager})
+
+
+def test_one_line_per_step_in_the_terminal_and_events_in_the_log(tmp_path, capfd):
+    log = tmp_path / "logs" / "run.log"
+    keys = {dg.AssetKey("first"), dg.AssetKey("second"), dg.AssetKey("sharded")}
+    with dg.instance_for_test() as instance:
+        tally = run_in_process(DEFS, keys, instance, log)
+        runs = instance.get_runs()
+    out = capfd.readouterr().out
+    assert not tally.failed and tally.runs == 3 and len(runs) == 3  # one run, then one per shard
+    lines = [line for line in out.splitlines() if " ok " in line]
+    assert [line.split()[2] for line in lines] == ["first", "second", "second_second_is_two", "sharded", "sharded"]
+    assert "[s0]" in lines[3] and "[s1]" in lines[4]
+    assert tally.materializations == 4 and tally.checks_passed == 1 and tally.checks_failed == []
+    text = log.read_text()
+    assert "first says hello" in text and "STEP_SUCCESS" in text and "a library printing to stdout" in text
+    assert "STEP_SUCCESS" not in out and "first says hello" not in out  # the firehose stays out of the terminal
+
+
+def test_a_failed_step_stops_the_runs_and_is_named(tmp_path, capfd):
+    with dg.instance_for_test() as instance:
+        tally = run_in_process(DEFS, None, instance, tmp_path / "run.log")
+    out = capfd.readouterr().out
+    assert tally.failed and [s.label for s in tally.steps if not s.ok] == ["broken"]
+    assert "FAILED broken" in " ".join(out.split())
+    text = summary.render(tally, 3.0, {}, {}, Path("db"), Path("log"), "ui")
+    assert text.startswith("mama_pipeline FAILED in 3 s") and "failed steps: broken" in text
+
+
+def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, monkeypatch):
+    store = Store(tmp_path / "mama.duckdb")
+    with store.connect(write=True) as con:  # just the columns the summary reads
+        con.execute("CREATE TABLE sampled_chunks AS SELECT * FROM (VALUES ('c1', 'high'), ('c2', 'low')) t(chunk_id, tier)")
+        con.execute("CREATE TABLE corpus_chunks AS SELECT * FROM (VALUES ('c1'), ('c2'), ('c3')) t(chunk_id)")
+    fake = types.ModuleType("mama_pipeline.newarea.summary")
+    fake.summary_lines = lambda ctx: ["12 robustness probes, 3 failed"]
+    monkeypatch.setitem(sys.modules, "mama_pipeline.newarea.summary", fake)
+    real = summary.pkgutil.iter_modules
+    monkeypatch.setattr(summary.pkgutil, "iter_modules",
+                        lambda path: [*real(path), types.SimpleNamespace(name="newarea", ispkg=True)])
+    with dg.instance_for_test() as instance:
+        run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
+        ctx = summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), datetime(2020, 1, 1))
+        areas = summary.area_lines(ctx)
+    assert areas["corpus"] == ["3 chunks in the bundle, 2 sampled (high 1, low 1), 0 rejected by the sampling rules"]
+    assert areas["newarea"] == ["12 robustness probes, 3 failed"]
+    # groups nobody summarises: what was materialised of them
+    assert areas["alpha"] == ["2 of 2 assets materialised: first, second"]
+    assert areas["beta"] == ["0 of 2 assets materialised"]
+    text = summary.render(RunTally(runs=1), 1.0, areas, {"report evaluation": Path("r.html")}, Path("m.duckdb"),
+                          Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
+    assert "  newarea       12 robustness probes, 3 failed" in text and "report evaluation: r.html" in text
+    assert "DAGSTER_HOME=/h MAMA_CONFIG=/c.yaml .venv/bin/dagster dev -w workspace.yaml" in text
