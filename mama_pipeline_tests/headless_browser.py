@@ -33,15 +33,21 @@ PAGE_FACTS = """JSON.stringify({
 })"""
 
 
-def find_chromium() -> str | None:
-    """The Chromium (or Chrome) executable, or None."""
+def find_chromium() -> str:
+    """The Chromium (or Chrome) executable; a test that needs one fails (never skips) when there is none."""
+    import pytest
+
     if os.environ.get("CHROMIUM"):
         return os.environ["CHROMIUM"]
     for name in NAMES:
         found = shutil.which(name)
         if found:
             return found
-    return next((p for p in PATHS if os.access(p, os.X_OK)), None)
+    found = next((p for p in PATHS if os.access(p, os.X_OK)), None)
+    if found is None:
+        pytest.fail(f"no Chromium found (tried {', '.join(NAMES)} on PATH and {', '.join(PATHS)}; set CHROMIUM to "
+                    "its path, or run scripts/test.sh as root to install Debian's chromium)")
+    return found
 
 
 @dataclass
@@ -104,7 +110,6 @@ def check_page(path: Path, chromium: str, timeout_s: float = 60) -> PageCheck:
         loaded = False
 
         def call(method: str, params: dict | None = None) -> dict:
-            nonlocal loaded
             msg_id = next(ids)
             ws.send(json.dumps({"id": msg_id, "method": method, "params": params or {}}))
             deadline = time.monotonic() + timeout_s

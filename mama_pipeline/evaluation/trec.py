@@ -10,7 +10,6 @@ rank-derived scores otherwise.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import polars as pl
 

@@ -12,7 +12,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
-CHROMIUM = "/usr/bin/chromium"
+from mama_pipeline_tests.headless_browser import find_chromium
+
 
 # Left/right/top/bottom of the smallest element inside the labelling view whose text contains each needle.
 LAYOUT_JS = """(needles => needles.map(n => {
@@ -60,7 +61,7 @@ def chromium(profile: Path, width: int = 1600, height: int = 1100) -> Iterator[D
 
     port = _free_port()
     proc = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
+        [find_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
          f"--remote-debugging-port={port}", f"--user-data-dir={profile}", f"--window-size={width},{height}",
          "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,

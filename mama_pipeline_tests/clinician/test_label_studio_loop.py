@@ -21,7 +21,7 @@ from mama_pipeline.clinician.tasks import label_studio_tasks, relevance_tasks
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
-from mama_pipeline_tests.clinician.browser import CHROMIUM, chromium, open_logged_in, screenshot
+from mama_pipeline_tests.clinician.browser import chromium, open_logged_in, screenshot
 
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
@@ -118,7 +118,6 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     assert isinstance(changed, dg.RunRequest) and changed.run_key not in (None, ctx.cursor)
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="scripts/test.sh installs Debian's chromium")
 def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_studio):
     ls = LabelStudio(label_studio.url, label_studio.token)
     tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)

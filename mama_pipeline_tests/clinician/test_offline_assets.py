@@ -71,8 +71,9 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
     assert configurations("other", store) == [] and configurations("mamaretrieval", Store(tmp_path / "x.db")) == []
 
     folder = tmp_path / "release"
-    manifest = mamaretrieval.write_mamaretrieval_release(folder, release_fx.inputs(extra=[rel]))
-    assert manifest["configurations"][0]["rows"] == 4 and "data/clinician_validated.parquet" in manifest["files"]
+    manifest = mamaretrieval.write_mamaretrieval_release(folder, release_fx.inputs(), [rel.as_part()])
+    assert manifest["configurations"]["clinician_validated"]["rows"] == 4
+    assert "data/clinician_validated.parquet" in manifest["files"]
     assert pl.read_parquet(folder / rel.path).equals(rel.frame)
     card = (folder / "README.md").read_text()
     front = yaml.safe_load(card.split("---")[1])
@@ -80,7 +81,7 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
     assert "## Clinician validation" in card
     assert verify_release(folder).ok
     again = tmp_path / "again"
-    mamaretrieval.write_mamaretrieval_release(again, release_fx.inputs(extra=[rel]))
+    mamaretrieval.write_mamaretrieval_release(again, release_fx.inputs(), [rel.as_part()])
     assert (again / rel.path).read_bytes() == (folder / rel.path).read_bytes()
 
 

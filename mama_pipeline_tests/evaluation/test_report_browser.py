@@ -2,7 +2,6 @@
 from pathlib import Path
 
 import polars as pl
-import pytest
 
 from mama_pipeline.evaluation.beir_evaluation import beir_report_inputs, evaluate_beir, load_benchmark
 from mama_pipeline.evaluation.report import write_report
@@ -11,8 +10,6 @@ from mama_pipeline_tests.evaluation.test_report import full_inputs, graded  # no
 from mama_pipeline_tests.headless_browser import check_page, find_chromium
 
 SAMPLE = Path(__file__).resolve().parents[2] / "mama_pipeline" / "sample_data" / "upstream" / "miriad_beir_sample"
-CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (scripts/test.sh installs Debian's)")
 
 
 def beir_page(folder: Path) -> Path:
@@ -33,7 +30,7 @@ def beir_page(folder: Path) -> Path:
 
 
 def assert_renders(page: Path, headings: list[str]) -> None:
-    check = check_page(page, CHROMIUM)
+    check = check_page(page, find_chromium())
     assert check.errors == []
     assert check.text_chars > 500 and check.title
     assert [h for h in headings if h not in check.headings] == []
@@ -59,6 +56,6 @@ def test_beir_report_renders_in_chromium(tmp_path):
 def test_a_missing_image_is_reported(tmp_path, graded):  # noqa: F811
     page = write_report(full_inputs(graded), tmp_path / "broken")
     (page.parent / "per_source.png").unlink()
-    check = check_page(page, CHROMIUM)
+    check = check_page(page, find_chromium())
     assert [i["src"] for i in check.images if not i["loaded"]] == ["per_source.png"]
     assert any("per_source.png" in e or "ERR_FILE_NOT_FOUND" in e for e in check.errors), check.errors

@@ -32,6 +32,7 @@ def write_config(root: Path, llm_url: str) -> Path:
     raw["retrieval"].update(retrievers=[{"name": "minilm", "kind": "dense"}], pool_depth=5,
                             audit={"n_queries": 3, "seed": 0, "depth": 5, "retrievers": []})
     raw["judging"] = {"shards": 2}
+    raw.pop("systems", None)  # answering systems are not part of the corpus-change path (their RAG retriever is bm25)
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump(raw))
     return config

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
-import pytest
 
 from mama_pipeline.queries.prompt import query_writer_template
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
@@ -19,6 +18,7 @@ from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 from mama_pipeline.robustness.definitions import defs as robustness_defs
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.release import fixtures as release_fx
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 
 CONFIG = """
@@ -49,7 +49,8 @@ robustness:
 release:
   mamaretrieval_version: 0.3.0
 """
-UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings")]
+UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings",
+                                       "query_gate_decisions", "judge_reliability")]
 
 
 def setup(tmp_path: Path, url: str, budget: str = "null") -> Path:
@@ -71,6 +72,8 @@ def setup(tmp_path: Path, url: str, budget: str = "null") -> Path:
     store.write_table("pooled_pairs", pool.with_columns(retrievers=[["bm25"]] * pool.height, is_seed=False,
                                                         pool_size=3))
     store.write_table("judgments", synthetic_judgments(pool, label_prompt_hash(RELEVANCE_JUDGE, output_model("json_field"))))
+    store.write_table("query_gate_decisions", release_fx.gate_decisions())
+    store.write_table("judge_reliability", release_fx.reliability())
     return config
 
 
@@ -80,9 +83,9 @@ def synthetic_judgments(pairs: pl.DataFrame, prompt_hash: str) -> pl.DataFrame:
     return pairs.sort("query_id", "chunk_id").with_columns(
         reused=pl.lit(False), judge_model=pl.lit("fake-model"), prompt_hash=pl.lit(prompt_hash),
         d1_topic=pl.Series([s > 0 for s in scores]),
-        d2_meaningful=pl.Series([min(s, 2) for s in scores], dtype=pl.Int8),
-        d3_actionable=pl.Series([min(max(s - 2, 0), 2) for s in scores], dtype=pl.Int8),
-        d4_density=pl.Series([max(s - 4, 0) for s in scores], dtype=pl.Int8),
+        d2_meaningful=pl.Series([min(s, 2) if s else None for s in scores], dtype=pl.Int8),  # null when D1 is false
+        d3_actionable=pl.Series([min(max(s - 2, 0), 2) if s else None for s in scores], dtype=pl.Int8),
+        d4_density=pl.Series([max(s - 4, 0) if s else None for s in scores], dtype=pl.Int8),
         d3_answered=pl.lit(None, pl.Int8), structural_violation=pl.lit(False),
         score=pl.Series(scores, dtype=pl.Int8), reasoning=pl.lit("r"), judge_endpoint=pl.lit("x"),
         corpus_version=pl.lit("v1"), cache_key=pl.lit("k"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,11 +18,12 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
+from mama_pipeline_tests.headless_browser import find_chromium
+
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACE = REPO / "workspace.yaml"
 INSTANCE_YAML = REPO / "dagster.yaml"
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 CHEAP_ASSET = ["mamabench_raw_medmcqa"]  # reads one small bundled parquet file
 
 LOCATIONS = """{ workspaceOrError { __typename ... on Workspace { locationEntries { name
@@ -121,18 +121,6 @@ def stop_group(proc: subprocess.Popen, timeout: float = 60) -> set[int]:
         time.sleep(0.5)
     return session_processes(proc.pid)
 
-
-def find_chromium() -> str:
-    """A headless-capable Chromium: ``CHROMIUM`` if set, else the first browser on PATH or in the usual folders."""
-    if os.environ.get("CHROMIUM"):
-        return os.environ["CHROMIUM"]
-    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/bin", "/usr/local/bin", "/snap/bin", "/opt/google/chrome"])
-    for name in BROWSERS:
-        found = shutil.which(name, path=path)
-        if found:
-            return found
-    pytest.fail(f"no Chromium found (tried {', '.join(BROWSERS)} on PATH and the usual folders; set CHROMIUM to its "
-                "path, or run scripts/test.sh as root to install Debian's chromium)")
 
 
 def screenshot(browser: str, url: str, out: Path, profile: Path) -> None:

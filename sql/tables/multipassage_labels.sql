@@ -6,6 +6,7 @@ CREATE TABLE IF NOT EXISTS multipassage_labels (
     failure_reason        VARCHAR,            -- set when failed: client status and error, or a missing input
     reused                BOOLEAN NOT NULL,   -- label taken from judgment_labels, not asked in this run
     judge_model           VARCHAR,
+    judge_identity        VARCHAR,            -- endpoint + model + decoding (judgment_labels)
     prompt_hash           VARCHAR,            -- template hash + answer schema
     d1_topic              BOOLEAN,
     d2_meaningful         TINYINT,            -- NULL when d1_topic is false
