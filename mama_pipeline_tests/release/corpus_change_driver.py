@@ -120,7 +120,10 @@ def main(module: str, work: Path, fake_url: str) -> None:
         [request] = second_tick.run_requests
         requested = set(request.asset_graph_subset.asset_keys) if request.requires_backfill_daemon() \
             else set(request.asset_selection)
-        out["not_requested"] = sorted(k.to_user_string() for k in upstream - requested
+        # what the release is built from and a corpus change can reach (mamabench's pools, which the clinician
+        # subset also reads, are not downstream of the corpus and stay as they are)
+        affected = upstream & dg.AssetSelection.assets("corpus_chunks").downstream().resolve(graph)
+        out["not_requested"] = sorted(k.to_user_string() for k in affected - requested
                                       if graph.get(k).is_materializable)
         calls = chat_calls(fake_url)
         runs = execute_plan(defs, plan_runs(graph, requested & upstream), instance,
