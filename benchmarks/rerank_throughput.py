@@ -59,7 +59,7 @@ def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
 
 
 def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
-    from mama_pipeline.retrieval.rerank import rerank_hits
+    from mama_pipeline.retrieval.rerank import CACHE_TABLE, rerank_hits
     from mama_pipeline.retrieval.rerank_backends import EndpointScorer
     from mama_pipeline.retrieval.settings import RerankEndpointBackend
     from mama_pipeline.store import Store
@@ -67,6 +67,7 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp, running_server(delay=delay) as server:
         store = Store(Path(tmp) / "bench.duckdb")
+        store.ensure_tables(CACHE_TABLE)  # an open store, as in the pipeline step (it has read the first stage's run)
         params = RerankEndpointBackend(type="endpoint", base_url=server.url, model="fake", concurrency=concurrency)
         scorer = EndpointScorer(params)
         t0, c0 = time.perf_counter(), time.process_time()

@@ -1,5 +1,9 @@
 """Calls to an OpenAI-compatible endpoint with the LLM client's retry rules (embeddings and rerank).
 
+Embeddings go through the ``openai`` client; rerank requests, which carry a query's whole candidate list,
+go through :class:`JsonPoster`, which posts bodies the caller has already serialised (no per-request
+encoding or model objects on the hot path).
+
 Transport errors (HTTP 408, 409, 429, 5xx, timeouts, lost connections) and
 answers the caller cannot parse are retried with exponential backoff and jitter,
 honouring ``Retry-After``; other HTTP errors fail at once. The key comes from the
@@ -38,6 +42,41 @@ def open_client(params: EndpointParams, http_client_factory: Callable[[], Any] |
     )
 
 
+class StatusError(Exception):
+    """An HTTP error status from :class:`JsonPoster` (its ``response`` carries the headers, e.g. Retry-After)."""
+
+    def __init__(self, response) -> None:
+        super().__init__(response.text[:300])
+        self.status_code = response.status_code
+        self.response = response
+
+
+class JsonPoster:
+    """``POST {base_url}/{path}`` with a ready JSON body over one pooled ``httpx`` client; the key is sent as a
+    bearer token read from the environment."""
+
+    def __init__(self, params: EndpointParams, transport: Any = None) -> None:
+        import httpx
+
+        key = os.environ.get(params.api_key_env) or NO_KEY
+        self._client = httpx.AsyncClient(
+            timeout=params.timeout_s, transport=transport,
+            limits=httpx.Limits(max_connections=params.concurrency, max_keepalive_connections=params.concurrency),
+            headers={"authorization": f"Bearer {key}", "content-type": "application/json"},
+        )
+        self._base = params.base_url.rstrip("/") + "/"
+
+    async def post(self, path: str, body: bytes) -> bytes:
+        """The answer's body; :class:`StatusError` on an HTTP error status (transport errors propagate)."""
+        resp = await self._client.post(self._base + path.lstrip("/"), content=body)
+        if resp.status_code >= 400:
+            raise StatusError(resp)
+        return resp.content
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
 async def with_retries(
     params: EndpointParams,
     sem: asyncio.Semaphore,
@@ -46,6 +85,7 @@ async def with_retries(
     on_attempt: Callable[[], None] = lambda: None,
 ) -> T:
     """``send()`` under the semaphore until it succeeds; :class:`EndpointRequestError` when it never does."""
+    import httpx
     import openai
 
     failures = 0
@@ -55,13 +95,13 @@ async def with_retries(
             on_attempt()
             try:
                 return await send()
-            except openai.APIStatusError as exc:
+            except (openai.APIStatusError, StatusError) as exc:
                 code = exc.status_code
                 error = f"HTTP {code} from {params.base_url}: {str(exc)[:300]}"
                 if not is_retryable(code):
                     raise EndpointRequestError(error) from None
                 wait_at_least = retry_after(exc) if code == 429 else None
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            except (openai.APITimeoutError, openai.APIConnectionError, httpx.TimeoutException, httpx.TransportError) as exc:
                 error = f"{type(exc).__name__} from {params.base_url}: {exc}"
             except MalformedAnswer as exc:
                 error = f"malformed answer from {params.base_url}: {exc}"

@@ -69,25 +69,27 @@ def rerank_hits(
 ) -> tuple[pl.DataFrame, dict[str, str], RerankStats]:
     """Reranked hits (query_id, chunk_id, score) of ``candidates`` (query_id, chunk_id, query_text, text).
 
-    Returns the hits of every query that was fully scored, the failed queries
-    (query_id -> error) and the counts.
+    ``text`` is the chunk's text and ``query_text`` the query's (one per id); each distinct text is hashed and
+    held once. Returns the hits of every query that was fully scored, the failed queries (query_id -> error)
+    and the counts.
     """
     store.ensure_tables(CACHE_TABLE)
-    q_hash = {t: text_sha256(t) for t in candidates["query_text"].unique().to_list()}
-    t_hash = {t: text_sha256(t) for t in candidates["text"].unique().to_list()}
-    pairs = candidates.with_columns(
-        query_sha256=pl.col("query_text").replace_strict(q_hash, return_dtype=pl.String),
-        text_sha256=pl.col("text").replace_strict(t_hash, return_dtype=pl.String),
-    )
+    queries = _hashed(candidates.select("query_id", "query_text").unique("query_id"), "query_text", "query_sha256")
+    chunks = _hashed(candidates.select("chunk_id", "text").unique("chunk_id"), "text", "text_sha256").with_row_index("t")
+    pairs = (candidates.select("query_id", "chunk_id")
+             .join(queries, on="query_id", maintain_order="left")
+             .join(chunks.drop("text"), on="chunk_id", maintain_order="left"))
     unique = pairs.unique(["query_sha256", "text_sha256"], maintain_order=True)
     stats = RerankStats(candidates=candidates.height, pairs=unique.height)
     cached = _lookup(store, scorer.model_key, unique.select("query_sha256", "text_sha256"))
     missing = unique.join(cached.select("query_sha256", "text_sha256"), on=["query_sha256", "text_sha256"], how="anti")
     stats.from_cache = unique.height - missing.height
     grouped = missing.group_by("query_sha256", maintain_order=True).agg(
-        pl.col("query_text").first(), pl.col("text_sha256"), pl.col("text")
+        pl.col("query_text").first(), pl.col("text_sha256"), pl.col("t")
     )
-    groups = [PairGroup(q, texts) for q, texts in zip(grouped["query_text"].to_list(), grouped["text"].to_list())]
+    pool = chunks["text"].to_list()  # groups share these strings rather than copying one per pair
+    groups = [PairGroup(q, [pool[i] for i in rows]) for q, rows in zip(grouped["query_text"].to_list(),
+                                                                        grouped["t"].to_list())]
     group_q = grouped["query_sha256"].to_list()
     group_t = grouped["text_sha256"].to_list()
     failed_sha: dict[str, str] = {}
@@ -189,11 +191,19 @@ class _Pending:
         return out
 
 
+def _hashed(frame: pl.DataFrame, column: str, name: str) -> pl.DataFrame:
+    """``frame`` with the SHA-256 of each value of ``column`` (its rows are distinct ids)."""
+    return frame.with_columns(pl.Series(name, [text_sha256(v) for v in frame[column].to_list()], dtype=pl.String))
+
+
 def _insert(store: Store, key: str, rows: pl.DataFrame) -> None:
+    """Add the pairs the cache does not hold yet (an anti-join: the table has no index to keep up)."""
     frame = rows.with_columns(model_key=pl.lit(key))
     with store.connect(write=True) as con:
         con.register("_incoming", frame.to_arrow())
-        con.execute(f"INSERT OR IGNORE INTO {CACHE_TABLE} BY NAME SELECT * FROM _incoming")
+        con.execute(f"""INSERT INTO {CACHE_TABLE} BY NAME
+                        SELECT i.* FROM _incoming i
+                        ANTI JOIN {CACHE_TABLE} c USING (model_key, query_sha256, text_sha256)""")
         con.unregister("_incoming")
 
 

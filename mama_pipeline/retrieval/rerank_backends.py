@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mama_pipeline.retrieval.encoders import ModelLoadError, default_dense_folder, folder_digest, model_source
-from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, MalformedAnswer, open_client, with_retries
+from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, JsonPoster, MalformedAnswer, with_retries
 from mama_pipeline.retrieval.rerank import GroupScores, PairGroup
 from mama_pipeline.retrieval.settings import CrossEncoderBackend, RerankEndpointBackend, RerankersBackend
 
@@ -84,15 +84,19 @@ class CrossEncoderScorer:
 
 
 class EndpointScorer:
-    """``POST {base_url}{path}``: one request per query (or per ``documents_per_request`` chunks of it)."""
+    """``POST {base_url}{path}``: one request per query (or per ``documents_per_request`` chunks of it).
+
+    Each distinct text is JSON-encoded once per run and request bodies are joined from those pieces, so a
+    request costs the client little more than its bytes on the wire.
+    """
 
     max_length = None  # the server truncates by its own rules
 
-    def __init__(self, params: RerankEndpointBackend, http_client_factory: Callable[[], Any] | None = None):
+    def __init__(self, params: RerankEndpointBackend, transport: Any = None):
         self.params = params
         self.label = f"{params.base_url.rstrip('/')}{params.path}|{params.model}"
         self.model_key = _key("rerank_endpoint", self.label, {"request_format": params.request_format})
-        self._http_client_factory = http_client_factory
+        self._transport = transport  # an httpx transport (tests); None: the network
         self._rng = random.Random()
         self.calls = 0
 
@@ -100,42 +104,55 @@ class EndpointScorer:
         asyncio.run(self._score_all(groups, done))
 
     async def _score_all(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
-        client = open_client(self.params, self._http_client_factory)
+        poster = JsonPoster(self.params, self._transport)
         sem = asyncio.Semaphore(self.params.concurrency)
+        encoded: dict[str, str] = {}
+
+        def json_of(text: str) -> str:
+            piece = encoded.get(text)
+            if piece is None:
+                piece = encoded[text] = json.dumps(text)
+            return piece
 
         async def one(i: int, group: PairGroup) -> None:
             size = self.params.documents_per_request or len(group.texts)
-            parts = [group.texts[s:s + size] for s in range(0, len(group.texts), size)]
+            query = json.dumps(group.query)
+            parts = [[json_of(t) for t in group.texts[s:s + size]] for s in range(0, len(group.texts), size)]
             try:
-                scores = await asyncio.gather(*(self._request(client, sem, group.query, p) for p in parts))
+                if len(parts) == 1:
+                    scores = await self._request(poster, sem, query, parts[0])
+                else:
+                    scores = np.concatenate(await asyncio.gather(*(self._request(poster, sem, query, p) for p in parts)))
             except EndpointRequestError as exc:
                 done(i, GroupScores(error=str(exc)))
             else:
-                done(i, GroupScores(np.concatenate(scores)))
+                done(i, GroupScores(scores))
 
         try:
             await asyncio.gather(*(one(i, g) for i, g in enumerate(groups)))
         finally:
-            await client.close()
+            await poster.close()
 
-    async def _request(self, client, sem: asyncio.Semaphore, query: str, texts: list[str]) -> np.ndarray:
-        import httpx
-
-        p = self.params
-        if p.request_format == "tei":
-            body = {"query": query, "texts": texts, "raw_scores": False, "return_text": False}
-        else:
-            body = {"model": p.model, "query": query, "documents": texts, "top_n": len(texts),
-                    "return_documents": False}
+    async def _request(self, poster: JsonPoster, sem: asyncio.Semaphore, query: str, texts: list[str]) -> np.ndarray:
+        body = rerank_body(self.params, query, texts)
 
         async def send() -> np.ndarray:
-            resp = await client.post(p.path, body=body, cast_to=httpx.Response)
-            return parse_rerank_answer(resp.content, len(texts))
+            return parse_rerank_answer(await poster.post(self.params.path, body), len(texts))
 
         def count() -> None:
             self.calls += 1
 
-        return await with_retries(p, sem, self._rng, send, count)
+        return await with_retries(self.params, sem, self._rng, send, count)
+
+
+def rerank_body(params: RerankEndpointBackend, query: str, texts: list[str]) -> bytes:
+    """The request body from a JSON-encoded query and JSON-encoded texts: vLLM/Infinity/Cohere
+    (``documents``) or TEI (``texts``) shape."""
+    docs = ",".join(texts)
+    if params.request_format == "tei":
+        return f'{{"query":{query},"texts":[{docs}],"raw_scores":false,"return_text":false}}'.encode()
+    return (f'{{"model":{json.dumps(params.model)},"query":{query},"documents":[{docs}],"top_n":{len(texts)},'
+            f'"return_documents":false}}').encode()
 
 
 def parse_rerank_answer(content: bytes, n: int) -> np.ndarray:

@@ -7,9 +7,10 @@ import polars as pl
 import pytest
 
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, untrained_minilm_cross_encoder
+from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
 from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
-from mama_pipeline.retrieval.settings import RetrievalSettings
+from mama_pipeline.retrieval.settings import RerankEndpointBackend, RetrievalSettings
+from mama_pipeline_tests.fake_llm_server import free_port
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_frame
 
 
@@ -112,6 +113,15 @@ def test_endpoint_faults_never_give_default_scores(store, tmp_path, fake_llm):
     assert fake_llm.stats()["fault:500"] == 6 and fake_llm.stats()["fault:malformed"] == 1
 
 
+def test_an_endpoint_that_refuses_connections_fails_its_queries_after_the_retries(store, tmp_path):
+    chunks, queries = chunks_frame(), queries_frame()
+    spec = settings(endpoint(f"http://127.0.0.1:{free_port()}/v1", max_retries=1)).retriever("rr")
+    out = run(store, tmp_path, spec, chunks, queries)
+    assert out.rankings.height == 0 and out.metadata["queries_failed"] == queries.height
+    errors = store.read_table("rerank_failures")["error"].to_list()
+    assert len(errors) == queries.height and all("ConnectError" in e and "gave up after 2 attempts" in e for e in errors)
+
+
 def test_rerank_answer_parser_rejects_what_it_cannot_use():
     ok = parse_rerank_answer(json.dumps({"results": [{"index": 1, "relevance_score": 0.2},
                                                      {"index": 0, "relevance_score": 0.9}]}).encode(), 2)
@@ -182,3 +192,15 @@ def test_rerank_settings_are_checked():
                               {"name": "rr2", "kind": "rerank", "params": {"run": "rr", "backend": endpoint("http://x")}}]}
     with pytest.raises(ValueError, match="not a rerank"):
         RetrievalSettings.model_validate(chained)
+
+
+def test_request_bodies_joined_from_encoded_pieces_are_the_documented_json():
+    texts = ['plain', 'quote " and backslash \\', "Swahili: mama na mtoto – ñ", "line\nbreak\t{}[]"]
+    pieces = [json.dumps(t) for t in texts]
+    query = 'BP "≥140/90"?'
+    docs = RerankEndpointBackend(type="endpoint", base_url="http://x/v1", model='m"1')
+    assert json.loads(rerank_body(docs, json.dumps(query), pieces)) == {
+        "model": 'm"1', "query": query, "documents": texts, "top_n": 4, "return_documents": False}
+    tei = docs.model_copy(update={"request_format": "tei"})
+    assert json.loads(rerank_body(tei, json.dumps(query), pieces)) == {
+        "query": query, "texts": texts, "raw_scores": False, "return_text": False}

@@ -6,6 +6,7 @@ CREATE TABLE IF NOT EXISTS rerank_cache (
     query_sha256 VARCHAR NOT NULL,
     text_sha256  VARCHAR NOT NULL,
     score        DOUBLE NOT NULL,
-    n_tokens     INTEGER,           -- tokens of the query + chunk pair before truncation; NULL when unknown
-    PRIMARY KEY (model_key, query_sha256, text_sha256)
+    n_tokens     INTEGER            -- tokens of the query + chunk pair before truncation; NULL when unknown
 );
+-- No key: rows enter through an anti-join on (model_key, query_sha256, text_sha256) (retrieval/rerank.py), far
+-- cheaper than keeping an index on three long strings up to date while a run writes hundreds of thousands of rows.
