@@ -81,30 +81,36 @@ async def with_retries(
     params: EndpointParams,
     sem: asyncio.Semaphore,
     rng: random.Random,
-    send: Callable[[], Awaitable[T]],
+    send: Callable[[], Awaitable[Any]],
     on_attempt: Callable[[], None] = lambda: None,
+    parse: Callable[[Any], T] = lambda answer: answer,
 ) -> T:
-    """``send()`` under the semaphore until it succeeds; :class:`EndpointRequestError` when it never does."""
+    """``parse(await send())`` until it succeeds; :class:`EndpointRequestError` when it never does.
+
+    ``send()`` runs under the semaphore; ``parse`` (which raises :class:`MalformedAnswer`) after the request
+    slot is free again, so the next request goes out while this answer is read.
+    """
     import httpx
     import openai
 
     failures = 0
     while True:
         wait_at_least = None
-        async with sem:
-            on_attempt()
-            try:
-                return await send()
-            except (openai.APIStatusError, StatusError) as exc:
-                code = exc.status_code
-                error = f"HTTP {code} from {params.base_url}: {str(exc)[:300]}"
-                if not is_retryable(code):
-                    raise EndpointRequestError(error) from None
-                wait_at_least = retry_after(exc) if code == 429 else None
-            except (openai.APITimeoutError, openai.APIConnectionError, httpx.TimeoutException, httpx.TransportError) as exc:
-                error = f"{type(exc).__name__} from {params.base_url}: {exc}"
-            except MalformedAnswer as exc:
-                error = f"malformed answer from {params.base_url}: {exc}"
+        try:
+            async with sem:
+                on_attempt()
+                answer = await send()
+            return parse(answer)
+        except (openai.APIStatusError, StatusError) as exc:
+            code = exc.status_code
+            error = f"HTTP {code} from {params.base_url}: {str(exc)[:300]}"
+            if not is_retryable(code):
+                raise EndpointRequestError(error) from None
+            wait_at_least = retry_after(exc) if code == 429 else None
+        except (openai.APITimeoutError, openai.APIConnectionError, httpx.TimeoutException, httpx.TransportError) as exc:
+            error = f"{type(exc).__name__} from {params.base_url}: {exc}"
+        except MalformedAnswer as exc:
+            error = f"malformed answer from {params.base_url}: {exc}"
         failures += 1
         if failures > params.max_retries:
             raise EndpointRequestError(f"{error} (gave up after {failures} attempts)")

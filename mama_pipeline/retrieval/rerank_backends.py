@@ -106,23 +106,20 @@ class EndpointScorer:
     async def _score_all(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
         poster = JsonPoster(self.params, self._transport)
         sem = asyncio.Semaphore(self.params.concurrency)
-        encoded: dict[str, str] = {}
+        encoded = _JsonPieces()
 
-        def json_of(text: str) -> str:
-            piece = encoded.get(text)
-            if piece is None:
-                piece = encoded[text] = json.dumps(text)
-            return piece
+        def body(query: str, texts: list[str]) -> Callable[[], bytes]:
+            return lambda: rerank_body(self.params, json.dumps(query), [encoded[t] for t in texts])
 
         async def one(i: int, group: PairGroup) -> None:
             size = self.params.documents_per_request or len(group.texts)
-            query = json.dumps(group.query)
-            parts = [[json_of(t) for t in group.texts[s:s + size]] for s in range(0, len(group.texts), size)]
+            parts = [group.texts[s:s + size] for s in range(0, len(group.texts), size)]
             try:
                 if len(parts) == 1:
-                    scores = await self._request(poster, sem, query, parts[0])
+                    scores = await self._request(poster, sem, body(group.query, parts[0]), len(parts[0]))
                 else:
-                    scores = np.concatenate(await asyncio.gather(*(self._request(poster, sem, query, p) for p in parts)))
+                    scores = np.concatenate(await asyncio.gather(
+                        *(self._request(poster, sem, body(group.query, p), len(p)) for p in parts)))
             except EndpointRequestError as exc:
                 done(i, GroupScores(error=str(exc)))
             else:
@@ -133,16 +130,19 @@ class EndpointScorer:
         finally:
             await poster.close()
 
-    async def _request(self, poster: JsonPoster, sem: asyncio.Semaphore, query: str, texts: list[str]) -> np.ndarray:
-        body = rerank_body(self.params, query, texts)
+    async def _request(self, poster: JsonPoster, sem: asyncio.Semaphore, make_body: Callable[[], bytes],
+                       n: int) -> np.ndarray:
+        body: list[bytes] = []  # made once a request slot is free: bodies of queries still queued take no memory
 
-        async def send() -> np.ndarray:
-            return parse_rerank_answer(await poster.post(self.params.path, body), len(texts))
+        async def send() -> bytes:
+            if not body:
+                body.append(make_body())
+            return await poster.post(self.params.path, body[0])
 
         def count() -> None:
             self.calls += 1
 
-        return await with_retries(self.params, sem, self._rng, send, count)
+        return await with_retries(self.params, sem, self._rng, send, count, lambda answer: parse_rerank_answer(answer, n))
 
 
 def rerank_body(params: RerankEndpointBackend, query: str, texts: list[str]) -> bytes:
@@ -155,6 +155,14 @@ def rerank_body(params: RerankEndpointBackend, query: str, texts: list[str]) -> 
             f'"return_documents":false}}').encode()
 
 
+class _JsonPieces(dict):
+    """Text -> its JSON string literal, encoded on first use."""
+
+    def __missing__(self, text: str) -> str:
+        piece = self[text] = json.dumps(text)
+        return piece
+
+
 def parse_rerank_answer(content: bytes, n: int) -> np.ndarray:
     """Scores in document order from a ``{"results": [{"index", "relevance_score"}]}`` (vLLM, Infinity,
     Cohere) or ``[{"index", "score"}]`` (TEI) answer; anything else is :class:`MalformedAnswer`."""
@@ -165,6 +173,30 @@ def parse_rerank_answer(content: bytes, n: int) -> np.ndarray:
     items = answer.get("results") if isinstance(answer, dict) else answer
     if not isinstance(items, list):
         raise MalformedAnswer(f"no results list in {str(answer)[:80]!r}")
+    scores = _complete_scores(items, n)
+    return scores if scores is not None else _checked_scores(items, n)
+
+
+def _complete_scores(items: list, n: int) -> np.ndarray | None:
+    """The scores when ``items`` are exactly one finite score for each of the ``n`` documents (the common case,
+    checked with arrays); None when anything is off, for :func:`_checked_scores` to name."""
+    try:
+        index = [item["index"] for item in items]
+        value = [item["relevance_score"] if "relevance_score" in item else item["score"] for item in items]
+        if not (0 < n == len(index) and set(map(type, index)) == {int} and set(map(type, value)) <= {int, float}):
+            return None
+        order, scores = np.asarray(index, dtype=np.int64), np.asarray(value, dtype=np.float64)
+    except (TypeError, KeyError, OverflowError):
+        return None
+    if order.min() < 0 or order.max() >= n or not np.isfinite(scores).all() or np.bincount(order, minlength=n).max() > 1:
+        return None
+    out = np.empty(n, dtype=np.float64)
+    out[order] = scores
+    return out
+
+
+def _checked_scores(items: list, n: int) -> np.ndarray:
+    """Item by item, naming the first thing that cannot be used."""
     scores: list[float | None] = [None] * n
     for item in items:
         if not isinstance(item, dict):
@@ -173,7 +205,11 @@ def parse_rerank_answer(content: bytes, n: int) -> np.ndarray:
         value = item.get("relevance_score", item.get("score"))
         if type(index) is not int or not 0 <= index < n or scores[index] is not None:
             raise MalformedAnswer(f"bad or repeated index {index!r} for {n} documents")
-        if type(value) not in (int, float) or not math.isfinite(value):
+        try:
+            finite = type(value) in (int, float) and math.isfinite(value)
+        except OverflowError:  # an integer too large for a float
+            finite = False
+        if not finite:
             raise MalformedAnswer(f"score {value!r} of document {index} is not a finite number")
         scores[index] = float(value)
     if None in scores:

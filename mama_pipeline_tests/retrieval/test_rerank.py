@@ -129,9 +129,18 @@ def test_rerank_answer_parser_rejects_what_it_cannot_use():
     assert parse_rerank_answer(b'[{"index": 0, "score": 3}]', 1).tolist() == [3.0]
     for bad in (b"{", b'{"results": 1}', b'[{"index": 0, "score": 1}, {"index": 0, "score": 2}]',
                 b'[{"index": 2, "score": 1}]', b'[{"index": 0, "score": "x"}]', b'[{"index": 0, "score": true}]',
-                b'[{"index": 0}]', b"[]"):
+                b'[{"index": 0}]', b"[]", b'[{"index": 0, "score": NaN}]', b'[{"index": true, "score": 1}]',
+                b'[{"index": -1, "score": 1}]', b'["x"]', b'[{"index": 0, "relevance_score": null, "score": 1}]',
+                b'[{"index": 0, "score": 1' + b"0" * 400 + b'}]'):
         with pytest.raises(MalformedAnswer):
             parse_rerank_answer(bad, 1)
+    # a full answer in any order, ints and floats, Cohere and TEI keys
+    many = [{"index": i, "relevance_score": float(i) / 10 if i % 2 else i} for i in (3, 0, 2, 1)]
+    assert parse_rerank_answer(json.dumps({"results": many}).encode(), 4).tolist() == [0.0, 0.1, 2.0, 0.3]
+    with pytest.raises(MalformedAnswer, match="scores for 1 of 5 documents missing"):
+        parse_rerank_answer(json.dumps({"results": many}).encode(), 5)
+    with pytest.raises(MalformedAnswer, match="bad or repeated index 3"):
+        parse_rerank_answer(json.dumps([*many, {"index": 3, "score": 1}]).encode(), 5)
 
 
 LONG = "Oxytocin after birth prevents bleeding; " * 20
