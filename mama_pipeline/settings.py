@@ -94,12 +94,14 @@ def _load(path: Path, _mtime: int) -> PipelineSettings:
     except InputError as exc:
         raise ConfigError(str(exc)) from None
     try:
-        raw = yaml.safe_load(text) or {}
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise ConfigError(f"{where}: configuration file is not valid YAML: {problem}") from None
+    if raw is None:
+        raise ConfigError(f"{path}: configuration file is empty (or only comments): nothing to run on")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: configuration file: top level must be a mapping, not {type(raw).__name__}")
     if "config_dir" in raw:

@@ -209,6 +209,7 @@ CASES = [
          config(), "config.yaml:3: configuration file is not valid YAML"),
     Case("config-latin1", "config.yaml", b"corpus:\n  bundle: caf\xe9.txt\n", config(),
          "config.yaml:2: bytes that are not UTF-8"),
+    Case("config-empty", "config.yaml", b"# settings to come\n", config(), "config.yaml: configuration file is empty"),
     Case("config-list", "config.yaml", b"- corpus\n- judging\n", config(), "top level must be a mapping, not list"),
     Case("config-unknown-key", "config.yaml", b"corpus:\n  bundel: x.txt\n", config(), "key 'corpus.bundel'"),
     Case("config-wrong-type", "config.yaml", b"corpus:\n  min_body_words: many\n  on_bad_chunk: sometimes\n", config(),

@@ -138,8 +138,10 @@ def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_c
     settings = SettingsResource(config_path=str(sample_copy))
     with dg.instance_for_test() as instance:
         def tick():
-            context = dg.build_schedule_context(instance=instance, resources={"settings": settings})
-            return mamabench_sources_schedule(context)
+            # closed here: the context opens its own instance from the test's, and one left open would reset
+            # Dagster's current defs-state storage to a gone instance's when collected, in a later test
+            with dg.build_schedule_context(instance=instance, resources={"settings": settings}) as context:
+                return mamabench_sources_schedule(context)
 
         never = tick()
         assert isinstance(never, dg.RunRequest)  # nothing materialised yet: every pool counts as changed
