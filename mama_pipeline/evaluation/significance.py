@@ -9,6 +9,7 @@ scipy and statsmodels load inside the functions: loading Dagster definitions sta
 """
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Sequence
 
@@ -134,4 +135,10 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
     if len(pvalues) == 0:
         return []
-    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+    # multipletests' Holm branch calls gc.collect(), a walk of the whole heap (a second or more in a big run,
+    # once per family): frozen objects are skipped, and unfreezing returns them to the collector unchanged
+    gc.freeze()
+    try:
+        return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+    finally:
+        gc.unfreeze()

@@ -44,9 +44,9 @@ FAILURE_COLUMNS = {
     "cache_key": pl.String, "stage": pl.String, "item_id": pl.String, "error": pl.String,
     "attempts": pl.Int32, "created_at": pl.Datetime("us"),
 }
-NO_KEY = "no-key-configured"
+NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
 RETRY_PARSE_FAILED_ENV = "MAMA_RETRY_PARSE_FAILED"  # "1": every stage re-asks cached parse failures
-POOL_SIZE = 8  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
+POOL_SIZE = 8  # concurrent requests per httpx connection pool (https or proxied endpoints)
 
 
 @dataclass(frozen=True)
@@ -509,6 +509,8 @@ class LLMClient:
             body["top_p"] = self.s.top_p
         if self.s.seed is not None:
             body["seed"] = self.s.seed
+        # serialised once for every attempt: given bytes, the openai client neither deep-copies nor re-encodes it
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         latency = 0.0
         while True:
             wait_at_least = None
@@ -524,7 +526,7 @@ class LLMClient:
             try:
                 # the body is plain JSON already and the answer is read as plain JSON: the typed
                 # create() would walk both through pydantic models, which costs more than the call
-                resp = await ep.pick().post("/chat/completions", body=body, cast_to=object)
+                resp = await ep.pick().post("/chat/completions", content=payload, cast_to=object)
                 endpoints.answered(ep)
             except openai.APIStatusError as exc:
                 endpoints.answered(ep)
