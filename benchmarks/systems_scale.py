@@ -9,8 +9,8 @@ short-answer grader and the rubric judge, then the scoreboard and the paired
 comparisons.
 
 As Dagster runs the two ``system_answers`` partitions in their own processes, the
-RAG system's retrieval runs in a separate process while the closed-book system is
-asked; the endpoint still sees one client run at a time (at most ``concurrency``
+RAG system's retrieval runs in a separate process (at lower CPU priority, so that
+it does not hold up the requests in flight) while the closed-book system is asked; the endpoint still sees one client run at a time (at most ``concurrency``
 requests in flight), so the ideal is calls x answer time / concurrency.
 
 Phase 1 answers and grades everything; throughput is the LLM calls per second
@@ -200,7 +200,7 @@ def main() -> None:
                SystemSettings(name="rag", model="fake-a", mode="rag", retriever="bm25", k=5, baseline="closed")]
     spawn = multiprocessing.get_context("spawn")
     with (tempfile.TemporaryDirectory() as tmp, running_server(delay=args.delay) as server,
-          ProcessPoolExecutor(1, mp_context=spawn) as retrieval_process):
+          ProcessPoolExecutor(1, mp_context=spawn, initializer=os.nice, initargs=(10,)) as retrieval_process):
         work = Path(tmp)
         store = Store(work / "bench.duckdb")
         chunks.write_parquet(work / "chunks.parquet")
@@ -219,7 +219,7 @@ def main() -> None:
             before = server.stats()["chat_calls"]
             server_cpu0, cpu0 = server_usage(server)[0], cpu_s()
             t1 = time.perf_counter()
-            # the RAG system's retrieval, in its own process while the closed-book system is asked
+            # the RAG system's retrieval, in its own (lower-priority) process while the closed-book system is asked
             rankings = retrieval_process.submit(rag_rankings, str(work / "chunks.parquet"), queries,
                                                 next(s.k for s in systems if s.mode == "rag"), tmp)
             runs = {s.name: run_system(s, items, chunks, criteria, store, clients, rankings) for s in systems}
