@@ -9,6 +9,10 @@ afterwards unless ``retry_parse_failed``). An HTTP 200 whose body is an error
 object is a transport failure. Endpoints that stop answering are marked down,
 probed and resumed (:mod:`mama_pipeline.llm.endpoints`). A failure is never turned
 into a value: callers get every failure listed in the :class:`RunReport`.
+Answers are written to the cache in batches (every ``flush_every_s``, spaced out
+when writes grow slow) and all are written before a run returns; answers not yet
+written when a process is killed are asked again by the next run. Plain-http
+endpoints are reached through a lean transport (:mod:`mama_pipeline.llm.http_transport`).
 """
 from __future__ import annotations
 
@@ -44,9 +48,10 @@ FAILURE_COLUMNS = {
     "cache_key": pl.String, "stage": pl.String, "item_id": pl.String, "error": pl.String,
     "attempts": pl.Int32, "created_at": pl.Datetime("us"),
 }
-NO_KEY = "no-key-configured"
+NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
 RETRY_PARSE_FAILED_ENV = "MAMA_RETRY_PARSE_FAILED"  # "1": every stage re-asks cached parse failures
-POOL_SIZE = 8  # concurrent requests per HTTP connection pool  # sent when the key variable is unset (servers that ignore keys)
+POOL_SIZE = 8  # concurrent requests per httpx connection pool (https or proxied endpoints)
+WRITE_SHARE = 0.1  # cache writes are spaced so that they take about this share of a run's time at most
 
 
 @dataclass(frozen=True)
@@ -431,20 +436,27 @@ class LLMClient:
             progress.done += 1
             progress.failed += not res.ok
 
+        last_write_s = 0.0
+
         async def flusher() -> None:
             while True:
-                await asyncio.sleep(self.flush_every_s)
+                # a write's cost grows with the cache (DuckDB checkpoints the table when the connection closes):
+                # waiting longer after a slow write keeps writes to about WRITE_SHARE of the run
+                await asyncio.sleep(max(self.flush_every_s, last_write_s * (1 / WRITE_SHARE - 1)))
                 await flush()
 
         writes: list[asyncio.Future] = []  # cache writes: shielded from the flusher's cancel, awaited at the end
 
         async def flush() -> None:
+            nonlocal last_write_s
             if pending:
                 batch = pending[:]
                 del pending[: len(batch)]
+                started = time.perf_counter()
                 write = asyncio.ensure_future(asyncio.to_thread(self._persist, batch))
                 writes.append(write)
                 await asyncio.shield(write)
+                last_write_s = time.perf_counter() - started
 
         async def reporter() -> None:
             while True:
@@ -509,6 +521,8 @@ class LLMClient:
             body["top_p"] = self.s.top_p
         if self.s.seed is not None:
             body["seed"] = self.s.seed
+        # serialised once for every attempt: given bytes, the openai client neither deep-copies nor re-encodes it
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         latency = 0.0
         while True:
             wait_at_least = None
@@ -524,7 +538,7 @@ class LLMClient:
             try:
                 # the body is plain JSON already and the answer is read as plain JSON: the typed
                 # create() would walk both through pydantic models, which costs more than the call
-                resp = await ep.pick().post("/chat/completions", body=body, cast_to=object)
+                resp = await ep.pick().post("/chat/completions", content=payload, cast_to=object)
                 endpoints.answered(ep)
             except openai.APIStatusError as exc:
                 endpoints.answered(ep)

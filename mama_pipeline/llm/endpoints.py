@@ -18,6 +18,7 @@ from typing import Callable
 
 import openai
 
+from mama_pipeline.llm.http_transport import lean_http_client
 from mama_pipeline.llm.settings import StageSettings
 
 
@@ -32,7 +33,7 @@ def backoff_delay(failures: int, base_s: float, max_s: float, rng: random.Random
 
 @dataclass
 class Endpoint:
-    """One base URL served by several small connection pools (httpx scans a pool per request)."""
+    """One base URL: one client on the lean transport, or several small httpx pools (httpx scans a pool per request)."""
 
     url: str
     clients: list[openai.AsyncOpenAI]
@@ -50,6 +51,16 @@ class Endpoint:
     @property
     def up(self) -> bool:
         return self.down_since is None and not self.given_up
+
+
+def _clients(url: str, settings: StageSettings, api_key: str, pools: int) -> list[openai.AsyncOpenAI]:
+    """One client on the lean transport for a plain-http URL; else ``pools`` clients on httpx's own stack."""
+    lean = lean_http_client(url, settings.timeout_s)
+    if lean is not None:
+        return [openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=settings.timeout_s,
+                                   http_client=lean)]
+    return [openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=settings.timeout_s)
+            for _ in range(pools)]
 
 
 @dataclass
@@ -77,11 +88,8 @@ class EndpointPool:
     @classmethod
     def open(cls, stage: str, urls: list[str], settings: StageSettings, api_key: str, pools: int,
              log: Callable[[str], None], rng: random.Random) -> "EndpointPool":
-        endpoints = [
-            Endpoint(u, [openai.AsyncOpenAI(base_url=u, api_key=api_key, max_retries=0, timeout=settings.timeout_s)
-                         for _ in range(pools)], asyncio.Semaphore(settings.concurrency))
-            for u in urls
-        ]
+        endpoints = [Endpoint(u, _clients(u, settings, api_key, pools), asyncio.Semaphore(settings.concurrency))
+                     for u in urls]
         return cls(stage, endpoints, settings, log, rng)
 
     async def acquire(self) -> Endpoint:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from mama_pipeline.evaluation.significance import compact
 from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED
 
 SCOREBOARD_SCHEMA = {
@@ -51,7 +52,7 @@ def bootstrap_ci(values: np.ndarray, track: str, n_resamples: int, seed: int,
     from scipy import stats
 
     for method in ("BCa", "percentile"):
-        res = stats.bootstrap((values,), stat, vectorized=True, n_resamples=n_resamples,
+        res = stats.bootstrap((compact(values),), stat, vectorized=True, n_resamples=n_resamples,
                               confidence_level=confidence, method=method, batch=BATCH,
                               rng=np.random.default_rng(seed))
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -8,6 +8,8 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from mama_pipeline.evaluation.significance import (
+    bootstrap_mean_ci,
+    compact,
     exact_mcnemar,
     holm,
     paired_bootstrap_ci,
@@ -46,6 +48,22 @@ def test_bootstrap_ci_is_scipys_paired_bca_and_seeded():
     assert (low, high) == pytest.approx((ref.low, ref.high))
     assert low < (a - b).mean() < high and low > 0  # a is clearly better
     assert paired_bootstrap_ci(a, b, n_resamples=2000, seed=11) == (low, high)  # deterministic
+
+
+def test_whole_number_values_give_the_same_statistics_bit_for_bit_as_floats():
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 2, 3000).astype(float), rng.integers(0, 2, 3000).astype(float)
+    assert compact(a).dtype == np.int8 and compact(np.array([0.5, 1.0])).dtype == np.float64
+    assert compact(np.array([0.0, 64.0])).dtype == np.float64  # differences of int8 values must not overflow
+    ref = stats.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
+                          n_resamples=500, method="BCa", batch=1000, rng=np.random.default_rng(2)).confidence_interval
+    assert paired_bootstrap_ci(a, b, 500, 2) == (ref.low, ref.high)
+    ref = stats.bootstrap((a,), np.mean, vectorized=True, n_resamples=500, method="BCa", batch=1000,
+                          rng=np.random.default_rng(2)).confidence_interval
+    assert bootstrap_mean_ci(a, 500, 2) == (ref.low, ref.high)
+    ref = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                                 vectorized=True, n_resamples=500, batch=1000, rng=np.random.default_rng(2))
+    assert paired_randomization_p(a, b, 500, 2) == ref.pvalue
 
 
 def test_identical_systems_have_no_difference():
