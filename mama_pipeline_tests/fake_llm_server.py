@@ -268,6 +268,11 @@ class ServerHandle:
         self._args = ["--port", str(port), "--delay", str(delay), "--fault-rate", str(fault_rate)]
         self._proc: subprocess.Popen | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id (benchmarks read its CPU time)."""
+        return self._proc.pid if self._proc else None
+
     def start(self) -> None:
         """Start the server process and wait until it answers."""
         self._proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.fake_llm_server", *self._args],

@@ -52,23 +52,26 @@ class StatusError(Exception):
 
 
 class JsonPoster:
-    """``POST {base_url}/{path}`` with a ready JSON body over one pooled ``httpx`` client; the key is sent as a
-    bearer token read from the environment."""
+    """``POST {base_url}/{path}`` with a ready JSON body over one pooled client (the LLM client's lean transport
+    for plain-http endpoints, httpx's own stack otherwise); the key is sent as a bearer token read from the
+    environment."""
 
     def __init__(self, params: EndpointParams, transport: Any = None) -> None:
-        import httpx
+        import httpx2
+
+        from mama_pipeline.llm.http_transport import lean_http_client
 
         key = os.environ.get(params.api_key_env) or NO_KEY
-        self._client = httpx.AsyncClient(
+        self._client = (None if transport else lean_http_client(params.base_url, params.timeout_s)) or httpx2.AsyncClient(
             timeout=params.timeout_s, transport=transport,
-            limits=httpx.Limits(max_connections=params.concurrency, max_keepalive_connections=params.concurrency),
-            headers={"authorization": f"Bearer {key}", "content-type": "application/json"},
+            limits=httpx2.Limits(max_connections=params.concurrency, max_keepalive_connections=params.concurrency),
         )
+        self._headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
         self._base = params.base_url.rstrip("/") + "/"
 
     async def post(self, path: str, body: bytes) -> bytes:
         """The answer's body; :class:`StatusError` on an HTTP error status (transport errors propagate)."""
-        resp = await self._client.post(self._base + path.lstrip("/"), content=body)
+        resp = await self._client.post(self._base + path.lstrip("/"), content=body, headers=self._headers)
         if resp.status_code >= 400:
             raise StatusError(resp)
         return resp.content
@@ -90,7 +93,7 @@ async def with_retries(
     ``send()`` runs under the semaphore; ``parse`` (which raises :class:`MalformedAnswer`) after the request
     slot is free again, so the next request goes out while this answer is read.
     """
-    import httpx
+    import httpx2
     import openai
 
     failures = 0
@@ -107,7 +110,7 @@ async def with_retries(
             if not is_retryable(code):
                 raise EndpointRequestError(error) from None
             wait_at_least = retry_after(exc) if code == 429 else None
-        except (openai.APITimeoutError, openai.APIConnectionError, httpx.TimeoutException, httpx.TransportError) as exc:
+        except (openai.APITimeoutError, openai.APIConnectionError, httpx2.TimeoutException, httpx2.TransportError) as exc:
             error = f"{type(exc).__name__} from {params.base_url}: {exc}"
         except MalformedAnswer as exc:
             error = f"malformed answer from {params.base_url}: {exc}"
