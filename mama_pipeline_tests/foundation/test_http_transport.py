@@ -67,6 +67,16 @@ def run(coro):
     return asyncio.run(coro)
 
 
+async def post_once(answer: bytes, close: bool = False):
+    """One POST through the lean transport to a server that sends ``answer`` (and then closes, if ``close``)."""
+    async with RawServer(lambda n, body: (answer, close)) as server:
+        client = client_for(server.url)
+        try:
+            return await client.post("/x", content=b"{}", cast_to=object)
+        finally:
+            await client.close()
+
+
 def test_plain_http_gets_the_lean_transport_https_and_proxied_urls_keep_httpx(monkeypatch):
     for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(var, raising=False)
@@ -121,30 +131,14 @@ def test_chunked_and_gzip_answers_are_decoded():
     answer = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
               b"transfer-encoding: chunked\r\n\r\n" + chunked)
 
-    async def main():
-        async with RawServer(lambda n, body: (answer, False)) as server:
-            client = client_for(server.url)
-            try:
-                return await client.post("/x", content=b"{}", cast_to=object)
-            finally:
-                await client.close()
-
-    assert run(main()) == {"answer": "B"}
+    assert run(post_once(answer)) == {"answer": "B"}
 
 
 def test_http_errors_keep_their_status_for_the_retry_rules():
     answer = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 2\r\ncontent-length: 2\r\n\r\n{}"
 
-    async def main():
-        async with RawServer(lambda n, body: (answer, False)) as server:
-            client = client_for(server.url)
-            try:
-                await client.post("/x", content=b"{}", cast_to=object)
-            finally:
-                await client.close()
-
     with pytest.raises(openai.RateLimitError) as exc:
-        run(main())
+        run(post_once(answer))
     assert exc.value.response.headers["retry-after"] == "2"
 
 
@@ -153,16 +147,8 @@ def test_http_errors_keep_their_status_for_the_retry_rules():
     b"not http at all\r\n\r\n",
 ])
 def test_cut_or_malformed_answers_are_connection_errors_never_values(answer):
-    async def main():
-        async with RawServer(lambda n, body: (answer, True)) as server:
-            client = client_for(server.url)
-            try:
-                await client.post("/x", content=b"{}", cast_to=object)
-            finally:
-                await client.close()
-
     with pytest.raises(openai.APIConnectionError) as exc:
-        run(main())
+        run(post_once(answer, close=True))
     assert not isinstance(exc.value, openai.APITimeoutError)
 
 
