@@ -123,7 +123,12 @@ def llm_lines(ctx: SummaryContext) -> list[str]:
     line = f"{total} requests answered this run ({per_stage})"
     if failed is not None and failed["n"][0]:
         line += f", {failed['n'][0]} failed"
-    return [line + (f"; model {models}" if models else "")]
+    lines = [line + (f"; model {models}" if models else "")]
+    embedded = ctx.store.query("SELECT count(*) AS n FROM llm_responses WHERE endpoint LIKE 'embedded:%'")
+    if embedded["n"][0]:
+        lines.append("the embedded smoke-test model's answers (labels, queries, verdicts, grades) exercise the "
+                     "pipeline and are not meaningful; point llm.* at a real judge for real ones")
+    return lines
 
 
 AREA_LINES: dict[str, Callable[[SummaryContext], list[str]]] = {

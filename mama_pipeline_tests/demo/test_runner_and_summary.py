@@ -94,3 +94,20 @@ def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, m
                           Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
     assert "  newarea       12 robustness probes, 3 failed" in text and "report evaluation: r.html" in text
     assert "DAGSTER_HOME=/h MAMA_CONFIG=/c.yaml .venv/bin/dagster dev -w workspace.yaml" in text
+
+
+def test_llm_line_counts_this_runs_requests_and_says_when_the_answers_are_the_smoke_test_models(tmp_path):
+    store = Store(tmp_path / "mama.duckdb")
+    with store.connect(write=True) as con:  # just the columns the summary reads
+        con.execute("CREATE TABLE llm_responses AS SELECT * FROM (VALUES "
+                    "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2019-06-01'), "
+                    "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2021-06-01'), "
+                    "('classifier', 'smollm', 'embedded:m.gguf:1', 60, 2.0, TIMESTAMP '2021-06-01')"
+                    ") t(stage, model, endpoint, completion_tokens, latency_s, created_at)")
+    ctx = summary.SummaryContext(None, store, None, None, datetime(2020, 1, 1))
+    lines = summary.llm_lines(ctx)
+    assert lines[0] == "2 requests answered this run (classifier 1, judge 1); model smollm"
+    assert "not meaningful" in lines[1]
+    with store.connect(write=True) as con:  # answers from a real endpoint: no note
+        con.execute("UPDATE llm_responses SET endpoint = 'http://judge:8000/v1'")
+    assert summary.llm_lines(ctx) == ["2 requests answered this run (classifier 1, judge 1); model smollm"]
