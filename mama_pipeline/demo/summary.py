@@ -213,11 +213,14 @@ def render(tally: RunTally, seconds: float, areas: dict[str, list[str]], paths: 
     failed_steps = [s.label for s in tally.steps if not s.ok]
     lines = [f"mama_pipeline {outcome} in {seconds:.0f} s: {tally.runs} runs, {len(tally.steps)} steps, "
              f"{tally.materializations} materialisations, {tally.checks_passed} checks passed, "
-             f"{len(tally.checks_failed)} failed"]
+             f"{len(tally.checks_failed)} failed, {len(tally.checks_warned)} warnings"]
     if failed_steps:
         lines.append(f"  failed steps: {', '.join(failed_steps)}")
     if tally.checks_failed:
         lines.append(f"  failed checks: {', '.join(tally.checks_failed)}")
+    if tally.checks_warned:
+        lines.append(f"  warnings (checks that list what went wrong without stopping the run; their metadata in "
+                     f"the UI names it): {', '.join(tally.checks_warned)}")
     for area, area_text in areas.items():
         for i, line in enumerate(area_text):
             lines.append(f"  {(area if i == 0 else ''):<{WIDTH}}{line}")

@@ -39,3 +39,18 @@ def test_steps_of_a_run_share_one_server_which_stops_with_the_run(tmp_path, monk
     with llm.client("classifier") as client:
         own = client._resolve_urls()[0]
         assert own != urls[0]
+
+
+def test_auto_threads_are_the_cores_left_idle():
+    from mama_pipeline.llm.embedded_server import free_cores, resolve_threads
+
+    assert free_cores((100, 1000), (300, 1200), 2) == 2  # all idle
+    assert free_cores((100, 1000), (200, 1200), 2) == 1  # half the time busy: one core free
+    assert free_cores((100, 1000), (110, 1200), 2) == 1  # busy machine: still one thread
+    assert free_cores((100, 1000), (100, 1000), 2) == 2  # no time passed: nothing seen busy
+    assert resolve_threads(EmbeddedServerSettings(threads=3)) == 3
+    assert 1 <= resolve_threads(EmbeddedServerSettings(threads="auto"), sample_s=0.05) <= len(__import__("os").sched_getaffinity(0))
+    with pytest.raises(ValueError):
+        EmbeddedServerSettings(threads=0)
+    with pytest.raises(ValueError):
+        EmbeddedServerSettings(threads="many")
