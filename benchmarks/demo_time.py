@@ -37,7 +37,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
 SAMPLE_CONFIG = REPO / "mama_pipeline" / "sample_config.yaml"
-STAGES = ("classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge")
 
 
 def load() -> str:
@@ -121,11 +120,16 @@ def demo_times(root: Path, env: dict[str, str]) -> None:
 
 
 def sample_config_with(url: str, path: Path) -> None:
-    """The bundled sample's configuration with every LLM stage on ``url`` (written beside the original,
-    so its relative input paths resolve as they do there)."""
+    """The bundled sample's configuration with every LLM stage and answering system on ``url`` (written
+    beside the original, so its relative input paths resolve as they do there)."""
+    from mama_pipeline.resources import LLM_STAGES
+
     cfg = yaml.safe_load(SAMPLE_CONFIG.read_text())
-    for stage in STAGES:
-        cfg["llm"].setdefault(stage, {}).update(base_urls=[url], model="fake-model", cache_namespace="fake-server")
+    endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server"}
+    for stage in LLM_STAGES:
+        cfg["llm"].setdefault(stage, {}).update(endpoint)
+    for system in (cfg.get("systems") or {}).get("entries", []):
+        system.update(endpoint)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
