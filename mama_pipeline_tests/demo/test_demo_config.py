@@ -18,7 +18,7 @@ def test_demo_config_points_at_small_cuts_that_exist():
         kenya = list(csv.reader(f))[1:]
     oss = s.resolve(src.healthbench_oss_eval.path).read_text().splitlines()
     hard = s.resolve(src.healthbench_hard.path).read_text().splitlines()
-    assert (len(medqa), len(kenya), len(oss), len(hard)) == (3, 2, 3, 3)  # classifier requests: 10 (the sample: 250)
+    assert (len(medqa), len(kenya), len(oss), len(hard)) == (3, 2, 5, 3)  # classifier requests: 12 (the sample: 250)
     meta = [json.loads(line) for line in s.resolve(s.calibration.meta_eval.path).read_text().splitlines()]
     assert {m["prompt_id"] for m in meta} <= {json.loads(line)["prompt_id"] for line in oss} and len(meta) > 4
     assert sum(t.quota * len(t.sources) for t in s.corpus.tiers.values()) == 5
