@@ -37,7 +37,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
 SAMPLE_CONFIG = REPO / "mama_pipeline" / "sample_config.yaml"
-STAGES = ("classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge")
 
 
 def load() -> str:
@@ -64,10 +63,46 @@ def llm_requests(output: str) -> str:
     return f"{found.group(1)} LLM requests ({found.group(2)})" if found else "LLM requests: not reported"
 
 
+FIGURES: list[tuple[str, float, int, str]] = []  # (label, wall seconds, exit code, load) for the closing table
+TARGETS = {"demo, cold": 180.0, "whole sample, no-op": 60.0}
+
+
 def report(label: str, seconds: float, code: int, extra: str = "") -> None:
     status = "ok" if code == 0 else f"FAILED (exit {code})"
+    FIGURES.append((label, seconds, code, load()))
     print(f"{label:<44} {seconds:8.1f} s wall, {CPU['seconds']:7.1f} s CPU  {status}  [{load()}]"
           f"{'  ' + extra if extra else ''}", flush=True)
+
+
+def slowest_steps(output: str, n: int = 8) -> str:
+    """The ``n`` slowest steps of a run's terminal lines (``  12 ok     name   3.4 s``)."""
+    steps = [(float(m.group(2)), m.group(1)) for m in re.finditer(r"^\s+\d+ (?:ok|FAILED)\s+(.+?)\s+([\d.]+) s$",
+                                                                  output, re.M)]
+    return ", ".join(f"{name} {sec:.1f} s" for sec, name in sorted(steps, reverse=True)[:n])
+
+
+def llm_breakdown(db: Path) -> list[str]:
+    """Per stage: requests, prompt tokens (of them served from the server's prompt cache), completion
+    tokens and the summed request latency, from the LLM cache of a cold run."""
+    import duckdb
+
+    if not db.exists():
+        return []
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT stage, count(*), sum(prompt_tokens), sum(cached_tokens), sum(completion_tokens), "
+            "sum(latency_s), sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) FROM llm_responses "
+            "GROUP BY stage ORDER BY sum(latency_s) DESC").fetchall()
+    return [f"  {stage:<22} {n:3d} requests ({bad} failed), {pt or 0:6d} prompt tokens ({ct or 0} cached), "
+            f"{out or 0:5d} completion tokens, {lat or 0:6.1f} s summed latency (with queueing)" for stage, n, pt, ct, out, lat, bad in rows]
+
+
+def closing_table() -> None:
+    print("\nside by side (targets on a quiet 2-core machine):", flush=True)
+    for label, seconds, code, at in FIGURES:
+        target = next((f"target <= {t:.0f} s: {'met' if seconds <= t and code == 0 else 'NOT met'}"
+                       for prefix, t in TARGETS.items() if label.startswith(prefix)), "")
+        print(f"  {label:<44} {seconds:8.1f} s  {target:<24} [{at}]", flush=True)
 
 
 def demo_times(root: Path, env: dict[str, str]) -> None:
@@ -77,16 +112,24 @@ def demo_times(root: Path, env: dict[str, str]) -> None:
     env.pop("MAMA_CONFIG", None)
     seconds, code, out = timed([CLI, "demo"], env, root / "demo-cold.log")
     report("demo, cold (fresh data dir, empty LLM cache)", seconds, code, llm_requests(out))
+    print(f"  slowest steps: {slowest_steps(out)}", flush=True)
+    for line in llm_breakdown(data / "mama.duckdb"):
+        print(line, flush=True)
     seconds, code, out = timed([CLI, "demo"], env, root / "demo-warm.log")
     report("demo, warm (re-run, everything cached)", seconds, code, llm_requests(out))
 
 
 def sample_config_with(url: str, path: Path) -> None:
-    """The bundled sample's configuration with every LLM stage on ``url`` (written beside the original,
-    so its relative input paths resolve as they do there)."""
+    """The bundled sample's configuration with every LLM stage and answering system on ``url`` (written
+    beside the original, so its relative input paths resolve as they do there)."""
+    from mama_pipeline.resources import LLM_STAGES
+
     cfg = yaml.safe_load(SAMPLE_CONFIG.read_text())
-    for stage in STAGES:
-        cfg["llm"].setdefault(stage, {}).update(base_urls=[url], model="fake-model", cache_namespace="fake-server")
+    endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server"}
+    for stage in LLM_STAGES:
+        cfg["llm"].setdefault(stage, {}).update(endpoint)
+    for system in (cfg.get("systems") or {}).get("entries", []):
+        system.update(endpoint)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
@@ -147,8 +190,9 @@ def sample_times(root: Path, env: dict[str, str], multiprocess: bool, noop_only:
             if not noop_only:
                 seconds, code, _ = timed(cmd, env, root / "sample-first.log")
                 report("whole sample, first run (fast LLM server)", seconds, code)
-            seconds, code, _ = timed(cmd, env, root / "sample-noop.log")
+            seconds, code, out = timed(cmd, env, root / "sample-noop.log")
             report("whole sample, no-op re-run (in process)", seconds, code)
+            print(f"  slowest steps: {slowest_steps(out)}", flush=True)
             if multiprocess:
                 cmd = [CLI, "materialize", "--select", "*", "--executor", "multiprocess"]
                 seconds, code, _ = timed(cmd, env, root / "sample-noop-multiprocess.log")
@@ -180,6 +224,7 @@ def main() -> None:
         demo_times(root, env)
     if not args.skip_sample:
         sample_times(root, env, args.multiprocess, args.noop_only)
+    closing_table()
 
 
 if __name__ == "__main__":

@@ -77,8 +77,10 @@ def run_here(defs, keys, home: Path) -> int:
 
     from mama_pipeline.demo.runner import run_in_process
     from mama_pipeline.demo.summary import SummaryContext, area_lines, render, result_paths, ui_command
+    from mama_pipeline.llm.kept_server import kept_for_the_run
     from mama_pipeline.settings import config_path_from_env
     from mama_pipeline.store import Store
+    from mama_pipeline.store.duckdb_store import hold_open
 
     settings = load_settings()
     os.environ["DAGSTER_HOME"] = str(home)
@@ -87,7 +89,9 @@ def run_here(defs, keys, home: Path) -> int:
     started_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
-        tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
+        # one embedded LLM server (model load, prompt cache) and one open database for every step
+        with kept_for_the_run(), hold_open(settings.db_path):
+            tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
         ctx = SummaryContext(settings, Store(settings.db_path), instance, defs.resolve_asset_graph(), started_at)
         print("\n" + render(tally, time.monotonic() - started, area_lines(ctx), result_paths(settings.data_path),
                             settings.db_path, log, ui_command(home, config_path_from_env())), flush=True)

@@ -10,6 +10,7 @@ import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity, one_server_at_a_time
+from mama_pipeline.llm.kept_server import kept_url
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
@@ -61,6 +62,8 @@ class LLMResource(dg.ConfigurableResource):
             def resolve_urls() -> list[str]:
                 if cfg.base_urls:
                     return list(cfg.base_urls)
+                if not started and (kept := kept_url(embedded, s.data_path)):
+                    started.append(kept)
                 if not started:
                     stack.enter_context(one_server_at_a_time(s.data_path / "embedded_llm_server.lock"))
                     log = s.data_path / "logs" / "embedded_llm_server.log"

@@ -38,6 +38,7 @@ class RunTally:
     materializations: int = 0
     checks_passed: int = 0
     checks_failed: list[str] = field(default_factory=list)
+    checks_warned: list[str] = field(default_factory=list)  # failed checks of severity WARN
     runs: int = 0
     failed: bool = False
 
@@ -63,10 +64,13 @@ class StepLines(logging.Handler):
             self.tally.materializations += 1
         elif kind == "ASSET_CHECK_EVALUATION":
             evaluation = event.event_specific_data
+            name = evaluation.asset_check_key.to_user_string()
             if evaluation.passed:
                 self.tally.checks_passed += 1
+            elif evaluation.severity == dg.AssetCheckSeverity.WARN:
+                self.tally.checks_warned.append(name)
             else:
-                self.tally.checks_failed.append(evaluation.asset_check_key.to_user_string())
+                self.tally.checks_failed.append(name)
         elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
             seconds = time.monotonic() - self._started.pop(event.step_key, time.monotonic())
             outcome = StepOutcome(f"{event.step_key}{self.run_label}", kind == "STEP_SUCCESS", seconds)

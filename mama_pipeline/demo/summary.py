@@ -123,7 +123,12 @@ def llm_lines(ctx: SummaryContext) -> list[str]:
     line = f"{total} requests answered this run ({per_stage})"
     if failed is not None and failed["n"][0]:
         line += f", {failed['n'][0]} failed"
-    return [line + (f"; model {models}" if models else "")]
+    lines = [line + (f"; model {models}" if models else "")]
+    embedded = ctx.store.query("SELECT count(*) AS n FROM llm_responses WHERE endpoint LIKE 'embedded:%'")
+    if embedded["n"][0]:
+        lines.append("the embedded smoke-test model's answers (labels, queries, verdicts, grades) exercise the "
+                     "pipeline and are not meaningful; point llm.* at a real judge for real ones")
+    return lines
 
 
 AREA_LINES: dict[str, Callable[[SummaryContext], list[str]]] = {
@@ -208,11 +213,14 @@ def render(tally: RunTally, seconds: float, areas: dict[str, list[str]], paths: 
     failed_steps = [s.label for s in tally.steps if not s.ok]
     lines = [f"mama_pipeline {outcome} in {seconds:.0f} s: {tally.runs} runs, {len(tally.steps)} steps, "
              f"{tally.materializations} materialisations, {tally.checks_passed} checks passed, "
-             f"{len(tally.checks_failed)} failed"]
+             f"{len(tally.checks_failed)} failed, {len(tally.checks_warned)} warnings"]
     if failed_steps:
         lines.append(f"  failed steps: {', '.join(failed_steps)}")
     if tally.checks_failed:
         lines.append(f"  failed checks: {', '.join(tally.checks_failed)}")
+    if tally.checks_warned:
+        lines.append(f"  warnings (checks that list what went wrong without stopping the run; their metadata in "
+                     f"the UI names it): {', '.join(tally.checks_warned)}")
     for area, area_text in areas.items():
         for i, line in enumerate(area_text):
             lines.append(f"  {(area if i == 0 else ''):<{WIDTH}}{line}")

@@ -16,6 +16,7 @@ import ctypes
 import fcntl
 import importlib.util
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -52,6 +53,32 @@ def endpoint_identity(settings: EmbeddedServerSettings) -> str:
     return f"embedded:{path.name}:{path.stat().st_size}"
 
 
+def _cpu_times() -> tuple[int, int]:
+    """(idle, total) jiffies of all CPUs since boot, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields[:8])  # idle + iowait; user..steal
+
+
+def free_cores(before: tuple[int, int], after: tuple[int, int], cores: int) -> int:
+    """Cores left idle between two :func:`_cpu_times` samples (rounded, at least one)."""
+    total = after[1] - before[1]
+    idle = (after[0] - before[0]) / total if total > 0 else 1.0
+    return max(1, min(cores, round(idle * cores)))
+
+
+def resolve_threads(settings: EmbeddedServerSettings, sample_s: float = 0.5) -> int:
+    """The server's thread count: the configured one, or for "auto" the cores idle over ``sample_s``."""
+    if settings.threads != "auto":
+        return settings.threads
+    cores = len(os.sched_getaffinity(0))
+    try:
+        before = _cpu_times()
+        time.sleep(sample_s)
+        return free_cores(before, _cpu_times(), cores)
+    except (OSError, ValueError, IndexError):  # no /proc/stat: one thread is never the slow choice
+        return 1
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -80,10 +107,13 @@ def embedded_server(settings: EmbeddedServerSettings, log_path: Path, ready_time
     """Start the server, yield its ``/v1`` base URL, stop it on exit."""
     port = _free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    threads = resolve_threads(settings)
+    with open(log_path, "a") as log:
+        log.write(f"embedded server: {threads} thread(s) (configured: {settings.threads})\n")
     cmd = [
         sys.executable, "-m", "mama_pipeline.llm.embedded_server",
         "--model", str(model_path(settings)), "--alias", settings.model_alias, "--port", str(port),
-        "--parallel", str(settings.n_parallel), "--ctx", str(settings.n_ctx), "--threads", str(settings.threads),
+        "--parallel", str(settings.n_parallel), "--ctx", str(settings.n_ctx), "--threads", str(threads),
     ]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)

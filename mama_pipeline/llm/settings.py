@@ -15,7 +15,16 @@ class EmbeddedServerSettings(Section):
     model_alias: str = "smollm2-135m-instruct"
     n_parallel: int = Field(4, ge=1)
     n_ctx: int = Field(8192, ge=512)  # total, split across slots
-    threads: int = Field(2, ge=1)
+    # llama.cpp threads; "auto": the cores idle when the server starts (at least one). Its threads wait
+    # for each other by spinning, so more threads than free cores is many times slower than one.
+    threads: int | Literal["auto"] = 2
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("threads must be at least 1, or \"auto\"")
+        return v
 
 
 class StageSettings(Section):

@@ -20,6 +20,28 @@ import polars as pl
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 PARTITION_COLUMN = "_partition"
+_held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
+
+
+@contextmanager
+def hold_open(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Keep the database open in this process while the context lasts: every :meth:`Store.connect` then
+    takes a cursor on it instead of opening the file (~30 ms each, some 470 times in a no-op run of the
+    sample). Only for runs whose process is the file's one user (in-process runs): another process
+    cannot open the file meanwhile."""
+    key = Path(path).resolve()
+    if key in _held:
+        yield
+        return
+    store = Store(key)
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    with store._locked(exclusive=True):
+        _held[key] = duckdb.connect(str(key))
+    try:
+        yield
+    finally:
+        with store._locked(exclusive=True):
+            _held.pop(key).close()
 
 
 def ddl_path(table: str) -> Path:
@@ -48,8 +70,9 @@ class Store:
         """A connection for one unit of work; writes run in one transaction."""
         if not write and not self.path.exists():
             write = True  # first touch creates the file
+        held = _held.get(self.path.resolve()) if _held else None
         with self._locked(exclusive=write):
-            con = duckdb.connect(str(self.path), read_only=not write)
+            con = held.cursor() if held is not None else duckdb.connect(str(self.path), read_only=not write)
             try:
                 if write:
                     con.execute("BEGIN TRANSACTION")

@@ -17,12 +17,14 @@ def test_demo_config_points_at_small_cuts_that_exist():
     with open(s.resolve(src.kenya_vignettes.path), newline="") as f:
         kenya = list(csv.reader(f))[1:]
     oss = s.resolve(src.healthbench_oss_eval.path).read_text().splitlines()
-    assert (len(medqa), len(kenya), len(oss)) == (8, 6, 7)  # the classifier's requests: 21 (the sample: 250)
+    hard = s.resolve(src.healthbench_hard.path).read_text().splitlines()
+    assert (len(medqa), len(kenya), len(oss), len(hard)) == (3, 2, 5, 3)  # classifier requests: 12 (the sample: 250)
     meta = [json.loads(line) for line in s.resolve(s.calibration.meta_eval.path).read_text().splitlines()]
     assert {m["prompt_id"] for m in meta} <= {json.loads(line)["prompt_id"] for line in oss} and len(meta) > 4
-    assert sum(t.quota for t in s.corpus.tiers.values()) == 6
-    assert s.calibration.harness_sample_size <= 4 and s.mamabench.agreement_sample_size <= 4
-    assert s.judging.pilot_size <= 4 and s.retrieval.pool_depth <= 2 and s.llm.embedded_server.threads == 1
+    assert sum(t.quota * len(t.sources) for t in s.corpus.tiers.values()) == 5
+    assert s.calibration.harness_sample_size <= 2 and s.mamabench.agreement_sample_size <= 2
+    assert s.judging.pilot_size <= 2 and s.retrieval.pool_depth == 1 and s.llm.embedded_server.threads == "auto"
+    assert s.llm.embedded_server.n_parallel == 1  # one slot: each request re-reads only what differs from the last
 
 
 def test_the_cuts_are_what_the_script_makes(tmp_path, monkeypatch):

@@ -94,3 +94,37 @@ def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, m
                           Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
     assert "  newarea       12 robustness probes, 3 failed" in text and "report evaluation: r.html" in text
     assert "DAGSTER_HOME=/h MAMA_CONFIG=/c.yaml .venv/bin/dagster dev -w workspace.yaml" in text
+
+
+def test_llm_line_counts_this_runs_requests_and_says_when_the_answers_are_the_smoke_test_models(tmp_path):
+    store = Store(tmp_path / "mama.duckdb")
+    with store.connect(write=True) as con:  # just the columns the summary reads
+        con.execute("CREATE TABLE llm_responses AS SELECT * FROM (VALUES "
+                    "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2019-06-01'), "
+                    "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2021-06-01'), "
+                    "('classifier', 'smollm', 'embedded:m.gguf:1', 60, 2.0, TIMESTAMP '2021-06-01')"
+                    ") t(stage, model, endpoint, completion_tokens, latency_s, created_at)")
+    ctx = summary.SummaryContext(None, store, None, None, datetime(2020, 1, 1))
+    lines = summary.llm_lines(ctx)
+    assert lines[0] == "2 requests answered this run (classifier 1, judge 1); model smollm"
+    assert "not meaningful" in lines[1]
+    with store.connect(write=True) as con:  # answers from a real endpoint: no note
+        con.execute("UPDATE llm_responses SET endpoint = 'http://judge:8000/v1'")
+    assert summary.llm_lines(ctx) == ["2 requests answered this run (classifier 1, judge 1); model smollm"]
+
+
+@dg.asset_check(asset=second)
+def second_is_three(second: int) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=second == 3, severity=dg.AssetCheckSeverity.WARN)
+
+
+def test_a_failed_warning_check_is_a_warning_not_a_failure(tmp_path, capfd):
+    defs = dg.Definitions(assets=[first, second], asset_checks=[second_is_two, second_is_three],
+                          resources={"io_manager": dg.mem_io_manager})
+    with dg.instance_for_test() as instance:
+        tally = run_in_process(defs, None, instance, tmp_path / "run.log")
+    assert not tally.failed and tally.checks_passed == 1 and tally.checks_failed == []
+    assert tally.checks_warned == ["second:second_is_three"]
+    text = summary.render(tally, 1.0, {}, {}, Path("m.duckdb"), Path("m.log"), "ui")
+    assert "1 checks passed, 0 failed, 1 warnings" in text and "failed checks" not in text
+    assert "warnings (checks that list what went wrong" in text and "second:second_is_three" in text

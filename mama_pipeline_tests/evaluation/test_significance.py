@@ -76,6 +76,18 @@ def test_holm_known_values():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
+def test_holm_spares_the_heap_statsmodels_collects_and_leaves_gc_as_it_was(monkeypatch):
+    import gc
+
+    seen = []
+    real = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: seen.append(gc.get_freeze_count()) or real(*a))
+    keep = [[i] for i in range(1000)]  # objects alive before the call
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert seen and seen[0] >= len(keep)  # statsmodels' full collection ran on a frozen heap
+    assert gc.get_freeze_count() == 0  # and the heap is collectable again afterwards
+
+
 def test_pairwise_table_covers_every_pair_and_applies_holm():
     rng = np.random.default_rng(5)
     qids = [f"q{i}" for i in range(50)]

@@ -58,3 +58,28 @@ def test_a_partitioned_table_from_an_older_ddl_gains_the_new_columns(store):
     store.write_table("judged_labels", new, partition="shard_001")
     rows = store.query("select query_id, judge_identity, _partition from judged_labels order by 1").rows()
     assert rows == [("q1", None, "shard_000"), ("q2", "abc", "shard_001")]
+
+
+def test_held_open_serves_every_connection_from_one_open_database(tmp_path, monkeypatch):
+    import duckdb
+
+    from mama_pipeline.store import duckdb_store
+
+    store = Store(tmp_path / "held.duckdb")
+    opened = []
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb_store.duckdb, "connect", lambda *a, **k: opened.append(a) or real(*a, **k))
+    with duckdb_store.hold_open(store.path):
+        store.write_table("t", pl.DataFrame({"x": [1, 2]}), partition="p")
+        store.write_table("t", pl.DataFrame({"x": [3]}), partition="p")  # partition rewrite: a transaction
+        assert store.read_table("t")["x"].to_list() == [3]
+        with pytest.raises(RuntimeError):  # a failed write rolls back on the held database too
+            with store.connect(write=True) as con:
+                con.execute("DELETE FROM t")
+                raise RuntimeError("boom")
+        assert store.read_table("t")["x"].to_list() == [3]
+        with duckdb_store.hold_open(store.path):  # nested: the same database
+            assert store.table_exists("t")
+    assert len(opened) == 1  # the file was opened once for all of the above
+    assert Store(store.path).read_table("t")["x"].to_list() == [3]  # closed: other openers see the data
+    assert len(opened) == 2

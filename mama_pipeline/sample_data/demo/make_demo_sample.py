@@ -2,7 +2,7 @@
 
 The demo runs every stage with the embedded model, which answers a fraction of a
 request per second on two cores, so its classified pools are small subsets of
-the bundled sample: the first rows of MedQA and the Kenya vignettes, and the
+the bundled sample: the shortest rows of MedQA, the Kenya vignettes and HealthBench Hard, and the
 HealthBench rows that the consensus/hard fixtures and the physician meta-evaluation
 sample share (so the side-file and the joins are not empty).
 """
@@ -12,9 +12,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE.parent
-MEDQA_ROWS = 8
-KENYA_ROWS = 6
-OSS_EVAL_ROWS = [0, 1, 5, 7, 8, 13, 28]  # 1 has no physician rows: an unmatched prompt
+MEDQA_ROWS = 3
+KENYA_ROWS = 2
+OSS_EVAL_ROWS = [0, 1, 5, 7, 8]  # 1 has no physician rows: an unmatched prompt; four with physician rows, so the
+# side-file is not empty when the smoke-test model puts one or two of them out of scope
+HARD_ROWS = [1, 2, 6]  # the two shortest prompts and the fixture that ends with an assistant turn (not classified)
 
 
 def jsonl(path: Path) -> list[str]:
@@ -40,6 +42,9 @@ def main() -> None:
     oss = jsonl(SAMPLE / "upstream/healthbench/oss_eval-sample-40.jsonl")
     kept = [oss[i] for i in OSS_EVAL_ROWS]
     (HERE / "healthbench_oss_eval-demo.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+    hard = jsonl(SAMPLE / "mamabench/healthbench/hard-sample.jsonl")
+    (HERE / "healthbench_hard-demo.jsonl").write_text("\n".join(hard[i] for i in HARD_ROWS) + "\n", encoding="utf-8")
 
     ids = {json.loads(line)["prompt_id"] for line in kept}
     meta = [line for line in jsonl(SAMPLE / "calibration/oss_meta_eval-sample.jsonl")
