@@ -19,7 +19,7 @@ IN_PROCESS = '{"execution": {"config": {"in_process": {}}}}'  # one process: sec
 SELECTION = "corpus_chunks,corpus_issues,sampled_chunks,sampling_rejections,generated_queries,query_gate_decisions"
 
 
-def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm):
+def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm, monkeypatch):
     raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
     raw["corpus"]["bundle"] = str(SAMPLE_CONFIG.parent / raw["corpus"]["bundle"])
     raw["llm"]["query_writer"].update(base_urls=[fake_llm.url], model="fake-writer")
@@ -33,14 +33,11 @@ def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm):
                           "--select", SELECTION, "--config-json", IN_PROCESS], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
 
-    os.environ["DAGSTER_HOME"] = str(home)
-    try:
-        with dg.DagsterInstance.get() as instance:
-            event = instance.get_latest_materialization_event(dg.AssetKey("query_gate_decisions"))
-            meta = {k: v.value for k, v in event.asset_materialization.metadata.items()}
-            messages = [e.user_message for e in instance.all_logs(event.run_id)]
-    finally:
-        os.environ["DAGSTER_HOME"] = ""
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # restored after the test, whatever it was
+    with dg.DagsterInstance.get() as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("query_gate_decisions"))
+        meta = {k: v.value for k, v in event.asset_materialization.metadata.items()}
+        messages = [e.user_message for e in instance.all_logs(event.run_id)]
     lines = [m for m in messages if PROGRESS.search(m)]
     assert lines, "no progress line in the run log"
     done, total, failed = map(int, PROGRESS.search(lines[-1]).groups())
