@@ -158,7 +158,7 @@ class PassageEcho:
 
 @contextlib.contextmanager
 def echo_server() -> Iterator[str]:
-    from mama_pipeline_tests.fake_llm_server import free_port
+    from mama_pipeline_tests.processes import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], cwd=REPO,

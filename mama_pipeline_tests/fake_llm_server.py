@@ -39,13 +39,14 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections import Counter
 from typing import Any, Iterator
+
+from mama_pipeline_tests.processes import free_port
 
 FAULT_RE = re.compile(r"\[\[fault:([a-z]+|\d{3})(?:=([\d.]+))?(?:x(\d+))?(?::retry_after=([\d.]+))?\]\]")
 ANSWER_RE = re.compile(r"\[\[answer:(\{.*?\})\]\]", re.S)
@@ -253,12 +254,6 @@ class FakeLLM:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
                       "total_tokens": prompt_tokens + len(content.split())},
         }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerHandle:

@@ -11,13 +11,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from mama_pipeline_tests.processes import default_signals, free_port
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 PATHS = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/opt/google/chrome/chrome",
@@ -59,26 +60,15 @@ class PageCheck:
     errors: list[str] = field(default_factory=list)  # console errors, exceptions, failed loads
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _default_signals() -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 @contextlib.contextmanager
 def _browser(chromium: str):
-    port = _free_port()
+    port = free_port()
     profile = tempfile.mkdtemp(prefix="mama-chromium-")
     cmd = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
            "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
            f"--remote-debugging-port={port}", "--remote-allow-origins=*", "about:blank"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=_default_signals)
+                            preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -118,7 +118,7 @@ def evaluate_beir(loaded: LoadedBenchmark, rankings: pl.DataFrame, cfg: BeirBenc
                   confidence: float = 0.95) -> BeirResult:
     """Scoreboard, significance and audits of ``rankings`` (query_id, retriever, rank, chunk_id) on the benchmark."""
     plan = beir_plan(cfg.cutoffs)
-    check_measures(cfg.significance_measures, plan, f"evaluation.beir[{cfg.name}].significance_measures")
+    check_measures(cfg.significance_measures, plan.by_name(), f"evaluation.beir[{cfg.name}].significance_measures")
     bench = loaded.benchmark
     run = rankings_to_run(rankings)
     evaluation = evaluate(run, bench.qrels, loaded.query_ids, plan, cfg.retrievers, f"rankings of {cfg.name}",

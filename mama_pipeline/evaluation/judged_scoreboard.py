@@ -9,10 +9,11 @@ Judged@k says how much of its ranking the labels cover. Nothing is re-judged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import polars as pl
 
-from mama_pipeline.evaluation.measures import MeasurePlan, mamaretrieval_plan
+from mama_pipeline.evaluation.measures import mamaretrieval_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoring import Evaluation, evaluate, queries_without_results, scoreboard
 from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -46,11 +47,12 @@ def judged_qrels(judgments: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]
     return qrels, dropped
 
 
-def check_measures(names: list[str], plan: MeasurePlan, key: str) -> None:
-    known = plan.by_name()
+def check_measures(names: list[str], known: Iterable[str], key: str) -> None:
+    """A ValueError naming the setting ``key`` when a measure in ``names`` is not one of ``known``."""
+    known = list(known)
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"{key}: unknown measures {unknown}; known: {list(known)}")
+        raise ValueError(f"{key}: unknown measures {unknown}; known: {known}")
 
 
 def score_retrievers(
@@ -66,8 +68,8 @@ def score_retrievers(
     without entering the pool.
     """
     plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
-    check_measures(settings.significance_measures, plan, "evaluation.significance_measures")
-    check_measures([settings.headline_measure], plan, "evaluation.headline_measure")
+    check_measures(settings.significance_measures, plan.by_name(), "evaluation.significance_measures")
+    check_measures([settings.headline_measure], plan.by_name(), "evaluation.headline_measure")
     run = rankings_to_run(rankings)
     if extra_runs is not None and extra_runs.height:
         clash = set(extra_runs["retriever"].unique().to_list()) & set(run["retriever"].unique().to_list())

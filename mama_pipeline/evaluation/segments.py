@@ -165,7 +165,7 @@ def mamaretrieval_segments(
 
     plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
     measures = segment_measures(settings)
-    check_measures(measures, plan, "evaluation.segments.measures")
+    check_measures(measures, plan.by_name(), "evaluation.segments.measures")
     qrels, _ = judged_qrels(judgments)
     attributes = [c for c in ("tier", "source") if c in queries.columns]
     seg = settings.segments

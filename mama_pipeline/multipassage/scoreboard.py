@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from mama_pipeline.evaluation.judged_scoreboard import check_measures as check_named_measures
 from mama_pipeline.evaluation.measures import mamaretrieval_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoring import PER_QUERY_SCHEMA, evaluate
@@ -47,11 +48,8 @@ def measure_names(mp: MultipassageSettings, ev: EvaluationSettings) -> tuple[lis
 
 def check_measures(mp: MultipassageSettings, ev: EvaluationSettings) -> None:
     track, headline = measure_names(mp, ev)
-    known = track + headline
     for key, names in (("significance_measures", mp.significance_measures), ("headline_measure", [mp.headline_measure])):
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise ValueError(f"multipassage.{key}: unknown measures {unknown}; known: {known}")
+        check_named_measures(names, track + headline, f"multipassage.{key}")
 
 
 def score_track(

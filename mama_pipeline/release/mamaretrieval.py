@@ -32,11 +32,9 @@ from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.release.card import render_card
 from mama_pipeline.release.configurations import ConfigurationPart
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.release.files import file_entry, json_bytes, write_parquet
+from mama_pipeline.release.files import json_bytes, write_release_folder
 
 NAME = "mamaretrieval"
-MANIFEST = "manifest.json"
 CARD = "README.md"
 JUDGE_PROMPT_FILE = "audit/judge_relevance_prompt.txt"
 QUERY_PROMPT_FILE = "audit/query_writer_prompt.txt"
@@ -373,12 +371,4 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs,
             raise ReleaseError(f"release configuration {part.name!r} writes files the release already has: {sorted(clash)}")
         tables = {**tables, **part.tables}
         texts = {**texts, **part.texts}
-    with atomic_folder(Path(out_dir)) as tmp:
-        for rel, df in tables.items():
-            write_parquet(df, tmp / rel)
-        for rel, data in texts.items():
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / rel).write_bytes(data)
-        manifest["files"] = {rel: file_entry(tmp / rel) for rel in sorted([*tables, *texts])}
-        (tmp / MANIFEST).write_bytes(json_bytes(manifest))
-    return manifest
+    return write_release_folder(out_dir, tables, texts, manifest)

@@ -24,10 +24,9 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
-from mama_pipeline.release.files import file_entry, json_bytes, write_parquet
-from mama_pipeline.release.mamaretrieval import MANIFEST, PromptInfo, ReleaseError, _corpus_version
+from mama_pipeline.release.files import json_bytes, write_release_folder
+from mama_pipeline.release.mamaretrieval import PromptInfo, ReleaseError, _corpus_version
 
 NAME = "mamaretrieval-multipassage"
 CARD = "README.md"
@@ -223,12 +222,4 @@ def write_multipassage_release(out_dir: Path, inp: MultipassageInputs) -> dict[s
         "qrels/pieces.diversity.txt": diversity_qrels(inp.questions),
         CARD: render_card_section(manifest).encode(),
     }
-    with atomic_folder(Path(out_dir)) as tmp:
-        for rel, df in tables.items():
-            write_parquet(df, tmp / rel)
-        for rel, data in texts.items():
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / rel).write_bytes(data)
-        manifest["files"] = {rel: file_entry(tmp / rel) for rel in sorted([*tables, *texts])}
-        (tmp / MANIFEST).write_bytes(json_bytes(manifest))
-    return manifest
+    return write_release_folder(out_dir, tables, texts, manifest)

@@ -53,7 +53,7 @@ def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, 
                   ) -> tuple[pl.DataFrame, list[str], str]:
     """Per (retriever, parent, kind, measure): the clean and the variant value."""
     plan = mamaretrieval_plan(sorted({*s.cutoffs, judged_k}), s.lenient, s.strict, s.max_grade)
-    check_measures(s.significance_measures, plan, "evaluation.significance_measures")
+    check_measures(s.significance_measures, plan.by_name(), "evaluation.significance_measures")
     judged = f"Judged@{judged_k}"
     parents = variants.get_column("parent_id").unique().sort().to_list()
     run = rankings_to_run(pl.concat([

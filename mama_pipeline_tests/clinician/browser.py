@@ -5,7 +5,6 @@ import base64
 import contextlib
 import itertools
 import json
-import socket
 import subprocess
 import time
 import urllib.request
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mama_pipeline_tests.headless_browser import find_chromium
+from mama_pipeline_tests.processes import free_port
 
 
 # Left/right/top/bottom of the smallest element inside the labelling view whose text contains each needle.
@@ -28,12 +28,6 @@ LAYOUT_JS = """(needles => needles.map(n => {
   const r = best.getBoundingClientRect();
   return {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
 }))(%s)"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DevTools:
@@ -59,7 +53,7 @@ class DevTools:
 def chromium(profile: Path, width: int = 1600, height: int = 1100) -> Iterator[DevTools]:
     from websockets.sync.client import connect
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [find_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
          f"--remote-debugging-port={port}", f"--user-data-dir={profile}", f"--window-size={width},{height}",

@@ -5,13 +5,14 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from mama_pipeline_tests.processes import default_signals, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 900  # a fresh machine installs Label Studio first (about a minute here, more on a cold cache)
@@ -26,20 +27,9 @@ class Server:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _default_signals() -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 @contextlib.contextmanager
 def running_label_studio(folder: Path) -> Iterator[Server]:
-    port = _free_port()
+    port = free_port()
     server = Server(url=f"http://127.0.0.1:{port}", token=secrets.token_hex(20), email="admin@example.org",
                     password=secrets.token_urlsafe(16), log=folder / "label_studio.log")
     env = {**os.environ, "LABEL_STUDIO_USERNAME": server.email, "LABEL_STUDIO_PASSWORD": server.password,
@@ -48,7 +38,7 @@ def running_label_studio(folder: Path) -> Iterator[Server]:
     with open(server.log, "w") as log:
         proc = subprocess.Popen(["bash", str(REPO / "scripts" / "label_studio.sh"), "start"], cwd=REPO, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_default_signals)
+                                preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from mama_pipeline_tests.headless_browser import find_chromium
+from mama_pipeline_tests.processes import default_signals, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACE = REPO / "workspace.yaml"
@@ -32,18 +32,6 @@ LOCATIONS = """{ workspaceOrError { __typename ... on Workspace { locationEntrie
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
   ... on LaunchRunSuccess { run { runId } } ... on Error { message } } }"""
 STATUS = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } ... on Error { message } } }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def default_signals() -> None:
-    """Runs in the child before exec: undo an ignored SIGINT/SIGTERM inherited from a non-interactive shell."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def graphql(base: str, query: str, variables: dict[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
