@@ -12,13 +12,12 @@ pipeline's ``clinician_tasks`` table.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 
 import polars as pl
 
 from mama_pipeline.judging.reliability import pilot_sample
+from mama_pipeline.strata import round_robin_sample
 
 RELEVANCE = "relevance"
 SCOPE = "scope"
@@ -71,21 +70,6 @@ def relevance_tasks(judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.D
     return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
 
 
-def stratified(df: pl.DataFrame, stratum: str, key: str, size: int, seed: int) -> pl.DataFrame:
-    """``size`` rows, one stratum at a time in sorted order, each stratum shuffled by (seed, stratum)."""
-    queues = []
-    for (name,), group in sorted(df.group_by(stratum), key=lambda kv: str(kv[0][0])):
-        rows = group.sort(key).rows(named=True)
-        random.Random(hashlib.sha256(f"{seed}|{name}".encode()).digest()).shuffle(rows)
-        queues.append(rows)
-    picked: list[dict] = []
-    while len(picked) < size and any(queues):
-        for queue in queues:
-            if queue and len(picked) < size:
-                picked.append(queue.pop(0))
-    return pl.DataFrame(picked, schema=df.schema).sort(key)
-
-
 def scope_tasks(verdicts: pl.DataFrame, adapted: pl.DataFrame, size: int, seed: int) -> pl.DataFrame:
     """``size`` classified mamabench items stratified by the classifier's category (NONE included), as tasks."""
     classified = verdicts.filter((pl.col("via") == "classifier") & (pl.col("status") == "ok")).select(
@@ -93,7 +77,7 @@ def scope_tasks(verdicts: pl.DataFrame, adapted: pl.DataFrame, size: int, seed: 
     )
     if not size or classified.is_empty():
         return pl.DataFrame(schema=TASK_SCHEMA)
-    sample = stratified(classified, "category", "item_id", size, seed).join(
+    sample = round_robin_sample(classified, ["category"], ["item_id"], size, seed).join(
         adapted.select("item_id", "scope_input"), on="item_id", how="left"
     )
     missing = sample.filter(pl.col("scope_input").is_null())

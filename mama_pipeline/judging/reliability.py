@@ -1,12 +1,12 @@
 """Judge reliability: a seeded stratified pilot sample and agreement with a reference judge."""
 from __future__ import annotations
 
-import hashlib
-import random
 import warnings
 
 import numpy as np
 import polars as pl
+
+from mama_pipeline.strata import round_robin_sample
 
 SCORES = 7  # score levels 0..6
 
@@ -30,22 +30,11 @@ def pilot_sample(judgments: pl.DataFrame, size: int, seed: int, lenient: int, st
     one stratum does not reshuffle the others. ``judgments`` needs query_id,
     chunk_id, tier, score.
     """
+    schema = {"query_id": pl.String, "chunk_id": pl.String, "tier": pl.String, "score": pl.Int8, "band": pl.String}
     df = judgments.select("query_id", "chunk_id", "tier", "score").with_columns(
         band=score_band(pl.col("score"), lenient, strict)
-    )
-    queues = []
-    for (tier, band), group in sorted(df.group_by("tier", "band"), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        rows = group.sort("query_id", "chunk_id").rows(named=True)
-        stratum_seed = hashlib.sha256(f"{seed}|{tier}|{band}".encode()).digest()
-        random.Random(stratum_seed).shuffle(rows)
-        queues.append(rows)
-    picked: list[dict] = []
-    while len(picked) < size and any(queues):
-        for queue in queues:
-            if queue and len(picked) < size:
-                picked.append(queue.pop(0))
-    schema = {"query_id": pl.String, "chunk_id": pl.String, "tier": pl.String, "score": pl.Int8, "band": pl.String}
-    return pl.DataFrame(picked, schema=schema).sort("query_id", "chunk_id")
+    ).cast(schema)
+    return round_robin_sample(df, ["tier", "band"], ["query_id", "chunk_id"], size, seed)
 
 
 def same_judge_reason(main: pl.DataFrame, reference: pl.DataFrame) -> str | None:

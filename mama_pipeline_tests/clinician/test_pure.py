@@ -10,9 +10,10 @@ from mama_pipeline.clinician.labelling_config import (
     CATEGORIES, DIMENSIONS, relevance_config, rubric_definitions, scope_config, scope_definitions,
 )
 from mama_pipeline.clinician.projects import annotations_fingerprint
-from mama_pipeline.clinician.tasks import TASK_DATA_KEYS, relevance_tasks, scope_tasks, stratified
+from mama_pipeline.clinician.tasks import TASK_DATA_KEYS, relevance_tasks, scope_tasks
 from mama_pipeline.judging import rubric
 from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.strata import round_robin_sample
 from mama_pipeline_tests.clinician import fixtures as fx
 
 
@@ -74,9 +75,9 @@ def test_scope_sample_covers_every_category_including_none():
     assert set(tasks["stratum"]) == {"MATERNAL", "NEONATAL", "NONE"}
     assert "i11" not in tasks["item_id"].to_list()  # failed verdicts are not sampled
     df = pl.DataFrame({"k": [str(i) for i in range(20)], "s": ["a"] * 10 + ["b"] * 10})
-    before = stratified(df, "s", "k", 4, 3).filter(pl.col("s") == "a")
+    before = round_robin_sample(df, ["s"], ["k"], 4, 3).filter(pl.col("s") == "a")
     grown = pl.concat([df, pl.DataFrame({"k": ["x1", "x2"], "s": ["b", "b"]})])
-    assert stratified(grown, "s", "k", 4, 3).filter(pl.col("s") == "a").equals(before)  # strata seeded alone
+    assert round_robin_sample(grown, ["s"], ["k"], 4, 3).filter(pl.col("s") == "a").equals(before)  # strata seeded alone
 
 
 def test_export_rows_statuses_and_latest_per_annotator():

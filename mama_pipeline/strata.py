@@ -1,0 +1,27 @@
+"""Seeded round-robin sampling across strata (pilot pairs, clinician tasks)."""
+from __future__ import annotations
+
+import hashlib
+import random
+
+import polars as pl
+
+
+def round_robin_sample(df: pl.DataFrame, strata: list[str], order: list[str], size: int, seed: int) -> pl.DataFrame:
+    """``size`` rows taken one stratum at a time, strata visited in sorted order.
+
+    Each stratum is shuffled with a seed derived from ``seed`` and the stratum's
+    values alone, so adding rows to one stratum does not reshuffle the others;
+    rare strata are represented. The result is sorted by ``order``.
+    """
+    queues = []
+    for values, group in sorted(df.group_by(*strata), key=lambda kv: tuple(str(v) for v in kv[0])):
+        rows = group.sort(*order).rows(named=True)
+        random.Random(hashlib.sha256("|".join([str(seed), *map(str, values)]).encode()).digest()).shuffle(rows)
+        queues.append(rows)
+    picked: list[dict] = []
+    while len(picked) < size and any(queues):
+        for queue in queues:
+            if queue and len(picked) < size:
+                picked.append(queue.pop(0))
+    return pl.DataFrame(picked, schema=df.schema).sort(*order)
