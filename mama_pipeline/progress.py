@@ -81,11 +81,13 @@ class Progress:
         self._logged = self.done
         self._log(progress_line(self.label, self.done, self.total, self.unit, now - self._started))
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """End the bar or write the last line; a failed piece of work leaves its error the last word."""
         self._stop.set()
         if self._bar is not None:
+            self._bar.leave = self._bar.leave and not failed
             self._bar.close()
-        elif self._logged != self.done or self.total is None or self.done < self.total:
+        elif not failed and (self._logged != self.done or self.total is None or self.done < self.total):
             self._line(time.monotonic())
 
 
@@ -98,5 +100,7 @@ def track(label: str, total: int | None, unit: str = "items", log: Callable[[str
     p = Progress(label, total, unit, log or dagster_log(), stream or sys.stderr, every_s, heartbeat)
     try:
         yield p
-    finally:
-        p.close()
+    except BaseException:
+        p.close(failed=True)
+        raise
+    p.close()

@@ -53,7 +53,7 @@ from typing import Any, Iterable, Iterator, Literal
 import polars as pl
 
 from mama_pipeline.file_ops import atomic_file
-from mama_pipeline.input_errors import InputError
+from mama_pipeline.input_errors import InputError, one_line
 from mama_pipeline.corpus.hashing import ID_HEX, chunk_id, corpus_version, text_digest
 
 CanonicalText = Literal["body", "with_breadcrumb"]
@@ -510,7 +510,7 @@ def _read_parquet_bundle(path: Path) -> Iterator[_Record]:
     try:
         df = pl.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - any reader failure means "not a parquet bundle"
-        raise BundleError(f"{path}: not a corpus bundle: cannot read as parquet ({exc})") from None
+        raise BundleError(f"{path}: not a corpus bundle: cannot read as parquet ({one_line(str(exc))})") from None
     missing = [c for c in REQUIRED_FIELDS if c not in df.columns]
     if missing:
         raise BundleError(f"{path}: not a corpus bundle: missing column(s) {', '.join(missing)}")

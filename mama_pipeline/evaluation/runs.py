@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
+from mama_pipeline.input_errors import one_line
 
 RUN_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64}
 QRELS_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64}
@@ -82,7 +83,7 @@ def _typed(df: pl.DataFrame, schema: dict[str, pl.DataType], source: str) -> pl.
     try:
         df = df.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
     except pl.exceptions.InvalidOperationError as exc:
-        raise EvaluationInputError(source, f"column types: {exc}") from None
+        raise EvaluationInputError(source, f"column types: {one_line(str(exc))}") from None
     nulls = [c for c in schema if df[c].null_count()]
     if nulls:
         row = df.filter(pl.any_horizontal(pl.col(nulls).is_null())).row(0, named=True)

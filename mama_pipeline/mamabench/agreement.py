@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,16 +27,22 @@ class AgreementStats:
     jointly_labelled: int
     failed_a: int
     failed_b: int
-    agreeing: int
+    agreeing: int | None
     agreement_pct: float | None
     agreement_ci95: tuple[float, float] | None  # Wilson interval, percent
     cohens_kappa: float | None
     confusion: list[dict[str, Any]]  # {a, b, n} for every category pair
     per_category: list[dict[str, Any]]  # {category, count_a, count_b, diff, diff_pct}
     failed_items: list[str]
+    note: str | None = None  # why no agreement figure is given (the reference was the classifier itself)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def withheld(self, note: str) -> AgreementStats:
+        """These counts with every agreement figure withdrawn, and the note saying why."""
+        return replace(self, agreeing=None, agreement_pct=None, agreement_ci95=None, cohens_kappa=None,
+                       confusion=[], per_category=[], note=note)
 
     def metadata(self, prefix: str) -> dict[str, Any]:
         return {
@@ -46,6 +52,7 @@ class AgreementStats:
             f"{prefix}/cohens_kappa": self.cohens_kappa,
             f"{prefix}/failed_a": self.failed_a,
             f"{prefix}/failed_b": self.failed_b,
+            **({f"{prefix}/refused": self.note} if self.note else {}),
         }
 
 
@@ -136,3 +143,30 @@ def prior_pairs(adapted: pl.DataFrame, verdicts: pl.DataFrame, pool: str) -> pl.
     return prior.join(ours, on="item_id", how="left").sort("item_id").select(
         [pl.col(c).cast(t) for c, t in PAIR_SCHEMA.items()]
     )
+
+
+def same_classifier_reason(pairs: pl.DataFrame) -> str | None:
+    """Why the reference labels in a classifier pair table are no second opinion (None when they are one).
+
+    ``identity_a``/``identity_b`` are the two stages' ``LLMClient.identity`` (endpoint, model and
+    decoding, as in the LLM cache key): equal identities mean the reference stage got the
+    classifier's own cached answers, and their agreement is 1.0 by construction.
+    """
+    shared = set(pairs.get_column("identity_a").drop_nulls()) & set(pairs.get_column("identity_b").drop_nulls())
+    if not shared:
+        return None
+    identity = sorted(shared)[0]
+    model = pairs.filter(pl.col("identity_b") == identity).get_column("model_b")[0]
+    return (
+        f"no agreement figure: the reference classifier is the classifier itself (model {model}, identity "
+        f"{identity}: same endpoint, model and decoding), so it got the classifier's own cached answers; give "
+        "llm.classifier_reference another model, endpoint or decoding (e.g. a seed or temperature) and "
+        "re-materialise mamabench_agreement"
+    )
+
+
+def classifier_agreement(pairs: pl.DataFrame) -> AgreementStats:
+    """Agreement of the classifier with the reference classifier, withheld when they are the same classifier."""
+    stats = agreement_stats(pairs)
+    reason = same_classifier_reason(pairs)
+    return stats if reason is None else stats.withheld(reason)

@@ -19,6 +19,7 @@ from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.agreement import (
     agreement_stats,
+    classifier_agreement,
     prior_pairs,
     sample_ids,
     verdict_pairs,
@@ -149,7 +150,8 @@ def mamabench_yield(mamabench_accounting: pl.DataFrame) -> dg.Output[pl.DataFram
 
 @dg.asset(
     group_name=GROUP,
-    description="Second-classifier (stage classifier_reference) labels on a seeded sample, paired with ours.",
+    description="Second-classifier (stage classifier_reference) labels on a seeded sample, paired with ours; "
+    "no agreement figure (note says why) when the reference classifier is the classifier itself.",
 )
 def mamabench_agreement(
     context: dg.AssetExecutionContext,
@@ -170,13 +172,16 @@ def mamabench_agreement(
     pairs = verdict_pairs(ours, reference).with_columns(
         pl.lit(ours["model"][0] if ours.height else None, pl.String).alias("model_a"),
         pl.lit(report.model).alias("model_b"),
+        pl.lit(ours["identity"][0] if ours.height else None, pl.String).alias("identity_a"),
+        pl.lit(client.identity).alias("identity_b"),
     )
-    stats = agreement_stats(pairs)
-    context.add_output_metadata({
-        **report.metadata(), **stats.metadata("agreement"),
-        "confusion": md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0)),
-        "per_category": md_table(pl.DataFrame(stats.per_category)),
-    })
+    stats = classifier_agreement(pairs)
+    pairs = pairs.with_columns(pl.lit(stats.note, pl.String).alias("note"))
+    meta = {**report.metadata(), **stats.metadata("agreement"), "reference_is_the_classifier": stats.note is not None}
+    if stats.note is None:  # the same classifier twice measures nothing: no confusion or per-category figures
+        meta["confusion"] = md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0))
+        meta["per_category"] = md_table(pl.DataFrame(stats.per_category))
+    context.add_output_metadata(meta)
     return pairs
 
 
@@ -262,9 +267,11 @@ def release_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[st
         yields=tables["yields"],
         provenance=tables["provenance"],
         classifier=classifier,
-        agreement=agreement_stats(agreement),
+        agreement=classifier_agreement(agreement),
         agreement_info={
             "reference_model": agreement["model_b"][0] if agreement.height else None,
+            "classifier_identity": agreement["identity_a"][0] if agreement.height else None,
+            "reference_identity": agreement["identity_b"][0] if agreement.height else None,
             "pools": pools, "sample_size": size, "seed": seed,
         },
         parity=agreement_stats(tables["parity"]),

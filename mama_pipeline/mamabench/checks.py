@@ -5,6 +5,7 @@ import json
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.mamabench.agreement import same_classifier_reason
 from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.schema import CanonicalItem
@@ -99,4 +100,18 @@ def classifier_failure_rate_under_bound(
     return dg.AssetCheckResult(passed=not stage.over, metadata={**stage.metadata(), "summary": stage.describe()})
 
 
-CHECKS = [mamabench_accounting_invariant, mamabench_items_valid, classifier_failure_rate_under_bound]
+@dg.asset_check(
+    asset=dg.AssetKey("mamabench_agreement"),
+    blocking=True,
+    description="The reference classifier is another classifier (another endpoint, model or decoding): agreement "
+    "of a classifier with its own cached answers is not an agreement figure.",
+)
+def reference_is_another_classifier(mamabench_agreement: pl.DataFrame) -> dg.AssetCheckResult:
+    reason = same_classifier_reason(mamabench_agreement)
+    return dg.AssetCheckResult(
+        passed=reason is None, metadata={"reason": reason or "the reference is another classifier"},
+    )
+
+
+CHECKS = [mamabench_accounting_invariant, mamabench_items_valid, classifier_failure_rate_under_bound,
+          reference_is_another_classifier]

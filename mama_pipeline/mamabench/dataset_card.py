@@ -137,7 +137,9 @@ def _classifier_section(m: dict[str, Any]) -> list[str]:
         "demographics. Items whose call failed are listed as unclassified, never labelled by default.",
     ]
     a = m["agreement"]
-    if a is not None:
+    if a is not None and a.get("note"):
+        out.append(f"> **No cross-classifier agreement figure.** {a['note']}")
+    elif a is not None:
         out.append(
             f"Cross-classifier agreement with `{a.get('reference_model')}` on {a['jointly_labelled']} jointly "
             f"labelled items of {', '.join(a.get('pools', []))} (seeded sample of {a['items']}): "

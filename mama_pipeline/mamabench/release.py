@@ -138,6 +138,7 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
             "agreement_pct": inp.agreement.agreement_pct,
             "agreement_ci95": inp.agreement.agreement_ci95,
             "cohens_kappa": inp.agreement.cohens_kappa,
+            "note": inp.agreement.note,
         },
         "kenya_parity": None if inp.parity is None else {
             "items": inp.parity.items,

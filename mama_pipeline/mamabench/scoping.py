@@ -33,6 +33,7 @@ VERDICT_SCHEMA = {
     "prompt_id": pl.String,
     "prompt_hash": pl.String,
     "source_item_id": pl.String,  # for joined verdicts: the oss_eval item that carried it
+    "identity": pl.String,  # the classifier's identity (endpoint, model, decoding: LLMClient.identity)
 }
 
 ITEM_SCHEMA = {
@@ -59,6 +60,8 @@ ACCOUNTING_SCHEMA = {
 
 
 class StageClient(Protocol):
+    identity: str
+
     def run(self, template: PromptTemplate, output_model: type[BaseModel],
             requests: Sequence[LLMRequest]) -> RunReport: ...
 
@@ -82,7 +85,7 @@ def classify(client: StageClient, rows: pl.DataFrame, output_model: type[BaseMod
         out.append((
             r.item_id, pool_of[r.item_id], "classifier", r.status, value.get("category"), value.get("rationale"),
             r.reasoning, r.error, r.from_cache, report.model, report.endpoint, report.template_id,
-            report.template_hash, None,
+            report.template_hash, None, client.identity,
         ))
     return pl.DataFrame(out, schema=VERDICT_SCHEMA, orient="row"), report
 

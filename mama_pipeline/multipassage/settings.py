@@ -36,7 +36,7 @@ class MultipassageSettings(Section):
         default_factory=lambda: ["alpha_nDCG@10", "AllIn@10[pieces]", "R@10[pieces]", "Success(rel=3)@5"]
     )
     headline_measure: str = "AllIn@10[pieces]"
-    release_name: str = "mamaretrieval-multipassage"
+    release: bool = False  # ship the track as the ``multipassage`` configuration of the mamaretrieval release
 
     @field_validator("set_sizes")
     @classmethod

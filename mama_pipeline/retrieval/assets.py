@@ -14,6 +14,7 @@ from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
 from mama_pipeline.retrieval.pooling import check_current, pool_pairs, pool_stats, stratified_query_sample
 from mama_pipeline.retrieval.rankings import ranking_violations
+from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 from mama_pipeline.settings import load_settings
 
@@ -51,7 +52,10 @@ def rankings(
         load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
         log=context.log.info,
     )
-    out = run_retriever(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
+    try:
+        out = run_retriever(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
+    except RunImportError as exc:  # one line names the first problem; the failure's metadata lists them
+        raise dg.Failure(description=str(exc), metadata=problem_metadata(exc.problems)) from None
     bad = ranking_violations(out.rankings)
     if bad.height:
         raise RuntimeError(f"retriever {spec.name!r} produced {bad.height} rows out of trec_eval order: {bad.head(3)}")

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from mama_pipeline.input_errors import one_line
 from mama_pipeline.retrieval.embedding_cache import Encoded, Role
 from mama_pipeline.retrieval.settings import DenseParams, EncoderModel, SparseParams
 
@@ -165,7 +166,7 @@ def load_dense(params: DenseParams, resolve: Callable[[str], Path]) -> DenseEnco
 
         model = SentenceTransformer(source.location, revision=source.revision, device=params.device)
     except Exception as exc:  # noqa: BLE001 - any loader failure is reported with the model's name
-        raise ModelLoadError(f"dense model {source.label} could not be loaded: {type(exc).__name__}: {exc}") from exc
+        raise ModelLoadError(f"dense model {source.label} could not be loaded: {type(exc).__name__}: {one_line(str(exc))}") from exc
     return DenseEncoder(model, source, params)
 
 
@@ -182,5 +183,5 @@ def load_sparse(params: SparseParams, resolve: Callable[[str], Path]) -> SparseE
         else:
             model = STSparseEncoder(source.location, revision=source.revision, device=params.device)
     except Exception as exc:  # noqa: BLE001
-        raise ModelLoadError(f"sparse model {source.label} could not be loaded: {type(exc).__name__}: {exc}") from exc
+        raise ModelLoadError(f"sparse model {source.label} could not be loaded: {type(exc).__name__}: {one_line(str(exc))}") from exc
     return SparseEncoder(model, source, params)

@@ -3,23 +3,38 @@
 TREC run files (``query_id Q0 chunk_id rank score tag``) and parquet files with
 ``query_id, chunk_id, score`` (``rank`` and ``retriever`` optional) are accepted.
 Unknown query or chunk ids, a chunk listed twice for a query, a rank used twice,
-or a score that is not a finite number fail with ``file:line N: reason`` (parquet:
-``file:row N``), listing up to :data:`MAX_REPORTED` problems and the total.
+or a score that is not a finite number fail with one line, ``file:line N: reason``
+(parquet: ``file:row N``) for the first problem and the count of the others; the
+error's ``problems`` attribute lists them all.
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import polars as pl
 
-MAX_REPORTED = 20
+from mama_pipeline.input_errors import InputError, one_line
+
 HITS_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}
 
 
-class RunImportError(ValueError):
-    """An imported run that does not fit the corpus and queries."""
+class RunImportError(InputError):
+    """An imported run that does not fit the corpus and queries: one line; ``problems`` holds every problem."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = list(problems) or [message]
+
+
+def problem_metadata(problems: Sequence[str], listed: int = 1000) -> dict:
+    """Dagster metadata of an imported run's problems: their count and the first ``listed`` of them."""
+    import dagster as dg
+
+    shown = "\n".join(f"- `{p}`" for p in problems[:listed])
+    more = f"\n- ... and {len(problems) - listed} more" if len(problems) > listed else ""
+    return {"problem_count": len(problems), "problems": dg.MetadataValue.md(shown + more)}
 
 
 def run_format(path: Path, declared: str | None) -> str:
@@ -40,18 +55,16 @@ def read_run(path: Path, fmt: str | None, query_ids: Iterable[str], chunk_ids: I
 
 class _Problems:
     def __init__(self, path: Path, unit: str):
-        self.path, self.unit, self.lines, self.total = path, unit, [], 0
+        self.path, self.unit, self.lines = path, unit, []
 
     def add(self, where: int, reason: str) -> None:
-        self.total += 1
-        if len(self.lines) < MAX_REPORTED:
-            self.lines.append(f"{self.path}:{self.unit}{where}: {reason}")
+        self.lines.append(f"{self.path}:{self.unit}{where}: {reason}")
 
     def raise_any(self) -> None:
-        if self.total:
-            more = f"\n  ... and {self.total - len(self.lines)} more" if self.total > len(self.lines) else ""
-            listed = "\n  ".join(self.lines)
-            raise RunImportError(f"{self.total} problem(s) in run file {self.path}:\n  {listed}{more}")
+        if self.lines:
+            more = len(self.lines) - 1
+            tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            raise RunImportError(self.lines[0] + tail, self.lines)
 
 
 def _read_trec(path: Path, queries: set[str], chunks: set[str]) -> pl.DataFrame:
@@ -91,7 +104,7 @@ def _read_parquet(path: Path, queries: set[str], chunks: set[str]) -> pl.DataFra
     try:
         frame = pl.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - reported with the file name
-        raise RunImportError(f"{path}: not a readable parquet file: {exc}") from exc
+        raise RunImportError(f"{path}: not a readable parquet file: {one_line(str(exc))[:200]}") from None
     missing = sorted({"query_id", "chunk_id", "score"} - set(frame.columns))
     if missing:
         raise RunImportError(f"{path}: missing column(s) {missing}; need query_id, chunk_id, score (rank optional)")

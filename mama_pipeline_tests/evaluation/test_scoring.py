@@ -165,3 +165,13 @@ def test_run_with_duplicates_is_an_error(column, values, reason):
     with pytest.raises(EvaluationInputError, match=reason):
         evaluate(pl.DataFrame(run), pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1]}), ["q"],
                  beir_plan([1]), run_source="rankings")
+
+
+def test_a_run_column_of_the_wrong_type_is_a_one_line_error():
+    from mama_pipeline.evaluation.runs import check_run
+
+    run = pl.DataFrame({"retriever": ["a"], "query_id": ["q1"], "doc_id": ["d1"], "rank": ["first"]})
+    with pytest.raises(EvaluationInputError) as err:
+        check_run(run, "runs/a.parquet")
+    message = str(err.value)
+    assert message.startswith("runs/a.parquet: column types: conversion from `str` to `i64` failed") and "\n" not in message

@@ -53,7 +53,7 @@ def test_every_area_group_is_present_and_stages_are_chained():
              ("healthbench_scope_verdicts", "calibration_side_file"),
              ("multipassage_candidates", "multipassage_questions"), ("multipassage_pool", "multipassage_labels"),
              ("multipassage_labels", "multipassage_scoreboard"),
-             ("multipassage_questions", "mamaretrieval_multipassage_release"),
+             ("multipassage_questions", "mamaretrieval_release"), ("multipassage_labels", "mamaretrieval_release"),
              ("judgments", "clinician_tasks"), ("clinician_labels", "clinician_agreement"),
              ("generated_queries", "query_variants"), ("query_variants", "variant_rankings"),
              ("judgments", "variant_labels"), ("variant_labels", "robustness_scoreboard"),

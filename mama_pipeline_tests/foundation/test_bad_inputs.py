@@ -17,7 +17,8 @@ import mama_pipeline
 from mama_pipeline.calibration.meta_eval import read_meta_eval
 from mama_pipeline.cli import main as cli_main
 from mama_pipeline.corpus.bundle import format_chunk, load_bundle
-from mama_pipeline.input_errors import InputError, run_cli
+from mama_pipeline import input_errors
+from mama_pipeline.input_errors import InputError, describe, run_cli
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool
@@ -80,6 +81,11 @@ def verify(folder: str = "release") -> Callable[[Path], list[str]]:
     return lambda d: ["verify", str(d / folder)]
 
 
+def imported(run: str) -> Callable[[Path], list[str]]:
+    return lambda d: ["eval", "beir", "--benchmark", str(d / "imported" / "beir"), "--retriever", "a",
+                      "--out", str(d / "out"), "--config", str(d / "imported" / "config.yaml")]
+
+
 def config(file: str = "config.yaml") -> Callable[[Path], list[str]]:
     return lambda d: ["eval", "export", "--out", str(d / "out"), "--config", str(d / file)]
 
@@ -107,6 +113,32 @@ def release_with(manifest: bytes | None) -> Callable[[Path], None]:
         if manifest is not None:
             (folder / "manifest.json").write_bytes(manifest)
     return build
+
+
+def imported_run(name: str, write: Callable[[Path], None]) -> Callable[[Path], None]:
+    """The sample BEIR benchmark, a configuration naming retriever ``a`` = an imported run file, and that file."""
+    def build(folder: Path) -> None:
+        beir_with("corpus.jsonl", (BEIR / "corpus.jsonl").read_bytes())(folder / "beir")
+        (folder / "config.yaml").write_text(
+            f"data_dir: {folder / 'data'}\nretrieval:\n  retrievers:\n"
+            f"    - {{name: a, kind: imported, params: {{path: {folder / name}}}}}\n")
+        write(folder / name)
+    return build
+
+
+BEIR_QUERY, BEIR_DOC = "68_406582_8_1", "68_406582_8"
+
+
+def trec_run_with_problems(path: Path) -> None:
+    path.write_text(f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n{BEIR_QUERY} Q0 nope 2 1.0 a\n"
+                    f"{BEIR_QUERY} Q0 {BEIR_DOC} 3 0.5 a\nq_unknown Q0 {BEIR_DOC} 1 high a\n")
+
+
+def parquet_run_with_problems(path: Path) -> None:
+    import polars as pl
+
+    pl.DataFrame({"query_id": [BEIR_QUERY, BEIR_QUERY, "q_unknown"], "chunk_id": [BEIR_DOC, "nope", BEIR_DOC],
+                  "score": [2.0, float("nan"), 1.0]}).write_parquet(path)
 
 
 RUN = "q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n"
@@ -193,6 +225,11 @@ CASES = [
          "qrels.txt: empty qrels file"),
     Case("qrels-graded-as-text", "trec", trec_files(**{"qrels.txt": b"q1 0 d1 relevant\n"}), trec("trec/run.txt", "trec/qrels.txt"),
          "qrels.txt:1: relevance 'relevant' is not an integer"),
+    # imported run files (retriever kind imported) through `mama-pipeline eval beir`
+    Case("imported-trec-several-problems", "imported", imported_run("run.trec", trec_run_with_problems),
+         imported("run.trec"), "run.trec:line 2: unknown chunk id 'nope' (and 3 more problems)"),
+    Case("imported-parquet-several-problems", "imported", imported_run("run.parquet", parquet_run_with_problems),
+         imported("run.parquet"), "run.parquet:row 2: unknown chunk id 'nope' (and 2 more problems)"),
     # release folders through `mama-pipeline verify`
     Case("release-missing", "release", None, verify(), "release folder does not exist"),
     Case("release-no-manifest", "release", release_with(None), verify(), "no manifest"),
@@ -236,12 +273,15 @@ def test_bad_input_is_one_line_naming_file_and_reason(case: Case, tmp_path: Path
         target.write_bytes(case.content)
     action = case.run(tmp_path)
     if isinstance(action, list):
+        raw: list[str] = []  # the error's own message, before the command line folds it onto one line
+        monkeypatch.setattr(input_errors, "describe", lambda exc: raw.append(str(exc)) or describe(exc))
         code = cli_main(action)
         err = capsys.readouterr().err
         lines = err.strip().splitlines()
         assert code == 2, err
         assert len(lines) == 1 and "Traceback" not in err, err
         assert lines[0].startswith(("mama-pipeline eval: error: ", "ERROR ")), err  # verify's own prefix
+        assert all("\n" not in m for m in raw), raw
         message = lines[0]
     else:
         with pytest.raises(InputError) as info:

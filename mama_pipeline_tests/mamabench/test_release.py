@@ -27,7 +27,7 @@ def scripted_verdicts(rows: pl.DataFrame) -> pl.DataFrame:
         failed = k % 7 == 3
         out.append((item_id, pool, "classifier", "parse_failed" if failed else "ok", None if failed else CATS[k % 5],
                     None if failed else "because", "thinking", "bad json" if failed else None, False, "model-x",
-                    "http://x", SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.hash, None))
+                    "http://x", SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.hash, None, "0123456789abcdef"))
     v = pl.DataFrame(out, schema=VERDICT_SCHEMA, orient="row")
     return pl.concat([v, joined_verdicts(rows, v)])
 

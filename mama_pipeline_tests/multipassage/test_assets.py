@@ -34,6 +34,7 @@ def config(tmp_path, url: str) -> dict:
         "pool_depth": 3,
     }
     raw["evaluation"]["beir"] = []
+    raw["robustness"]["release"] = False  # the release carries the multipassage configuration only
     raw.pop("systems", None)  # the sample's RAG system names bm25, which this track's retrievers leave out
     raw["evaluation"]["cutoffs"] = [1, 5, 10]
     raw["evaluation"]["significance_measures"] = ["Success(rel=3)@5"]
@@ -66,7 +67,7 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     checks = {k: v for s in first for k, v in s["checks"].items()}
     assert checks["candidates_are_well_formed"] and checks["only_verified_questions"]
     assert checks["pieces_pooled_and_labelled"] and checks["scoreboard_covers_every_question"]
-    assert checks["multipassage_release_verifies"]
+    assert checks["mamaretrieval_release_verifies"]
 
     db = Store(tmp_path / "data" / "mama.duckdb")
     candidates = db.read_table("multipassage_candidates")
@@ -93,14 +94,22 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
 
     page = tmp_path / "data" / "reports" / "multipassage" / "index.html"
     assert "AllIn@10[pieces]" in page.read_text()
-    folder = tmp_path / "data" / "releases" / "mamaretrieval-multipassage" / "0.0.0-sample"
+    releases = tmp_path / "data" / "releases"
+    assert sorted(p.name for p in releases.iterdir()) == ["mamaretrieval"]  # no separate folder for the track
+    folder = releases / "mamaretrieval" / "0.0.0-sample"
     assert verify_release(folder).ok
-    released = pl.read_parquet(folder / "data" / "questions.parquet")
+    released = pl.read_parquet(folder / "multipassage" / "questions.parquet")
     assert released["query_id"].to_list() == questions.sort("query_id")["query_id"].to_list()
-    audit = pl.read_parquet(folder / "audit" / "decisions.parquet")
+    audit = pl.read_parquet(folder / "multipassage" / "decisions.parquet")
     assert audit.filter(pl.col("status") != "kept")["question"].null_count() == audit.height - kept.height
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["figures"]["not_released"] == decisions.height - questions.height
+    section = manifest["configurations"]["multipassage"]
+    assert section["figures"]["not_released"] == decisions.height - questions.height
+    listed = {rel for rel in manifest["files"] if rel.startswith("multipassage/")}
+    on_disk = {str(p.relative_to(folder)) for p in (folder / "multipassage").rglob("*") if p.is_file()}
+    assert listed == on_disk and "multipassage/pieces.diversity.txt" in listed  # the manifest covers every file
+    card = (folder / "README.md").read_text()
+    assert "## Multi-passage configuration" in card and "config_name: multipassage_questions" in card
 
     # a second run reuses every cached answer and stored label: no new LLM calls, identical release bytes
     calls = fake_llm.stats()["chat_calls"]

@@ -1,73 +1,95 @@
-"""The release configuration refuses unverified questions and is byte-reproducible; the report page renders."""
+"""The multipassage configuration of the mamaretrieval release: refusals, verification, deterministic bytes;
+the report page renders."""
 from __future__ import annotations
+
+import hashlib
+import json
 
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.multipassage.prompts import verifier_model, verifier_template, writer_model, writer_template
+from mama_pipeline.multipassage.release_config import TrackInputs, build_part, diversity_qrels, multipassage_part
 from mama_pipeline.multipassage.report import render
-from mama_pipeline.release.mamaretrieval import PromptInfo, ReleaseError
-from mama_pipeline.release.multipassage import MultipassageInputs, diversity_qrels, write_multipassage_release
+from mama_pipeline.release.mamaretrieval import PromptInfo, ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
+from mama_pipeline.settings import load_settings
+from mama_pipeline.store import Store
+from mama_pipeline_tests.release import fixtures as fx
 
-JUDGE = output_model("json_field")
-JUDGE_HASH = label_prompt_hash(RELEVANCE_JUDGE, JUDGE)
+C1, C2, C3 = fx.IDS[:3]
 
 
-def inputs(**over) -> MultipassageInputs:
-    chunks = pl.DataFrame({"chunk_id": ["c1", "c2", "c3"], "source": ["s"] * 3, "page": [1, 2, 3],
-                           "breadcrumb": [["A"]] * 3, "text": ["one", "two", "three"], "corpus_version": ["v1"] * 3})
+def track(**over) -> TrackInputs:
     questions = pl.DataFrame({"query_id": ["mq_00001"], "query_text": ["Q?"], "set_id": ["ms_a"],
-                              "chunk_ids": [["c1", "c2"]], "kind": ["section"], "size": [2], "source": ["s"],
+                              "chunk_ids": [[C1, C2]], "kind": ["section"], "size": [2], "source": ["who-a"],
                               "tier": ["high"]})
     decisions = pl.DataFrame({
-        "set_id": ["ms_a", "ms_b"], "kind": ["section"] * 2, "size": [2, 2], "chunk_ids": [["c1", "c2"], ["c2", "c3"]],
-        "source": ["s"] * 2, "tier": ["high"] * 2, "status": ["kept", "set_incomplete"], "question": ["Q?", "Secret?"],
-        "set_verdict": ["complete", "partial"], "alone_verdicts": [["partial", "none"], ["none", "none"]],
-        "writer_model": ["w"] * 2, "verifier_model": ["v"] * 2,
+        "set_id": ["ms_a", "ms_b"], "kind": ["section"] * 2, "size": [2, 2], "chunk_ids": [[C1, C2], [C2, C3]],
+        "source": ["who-a"] * 2, "tier": ["high"] * 2, "status": ["kept", "set_incomplete"],
+        "question": ["Q?", "Secret?"], "set_verdict": ["complete", "partial"],
+        "alone_verdicts": [["partial", "none"], ["none", "none"]], "writer_model": ["w"] * 2, "verifier_model": ["v"] * 2,
     })
-    rankings = pl.DataFrame({"query_id": ["mq_00001"] * 2, "retriever": ["r"] * 2, "rank": [1, 2],
-                             "chunk_id": ["c3", "c1"], "score": [2.0, 1.0]})
+    rankings = pl.DataFrame({"query_id": ["mq_00001"] * 2, "retriever": ["bm25"] * 2, "rank": [1, 2],
+                             "chunk_id": [C3, C1], "score": [2.0, 1.0]})
     labels = pl.DataFrame({
-        "query_id": ["mq_00001"] * 3, "chunk_id": ["c1", "c2", "c3"], "status": ["labelled"] * 3,
-        "required_piece": [True, True, False], "judge_model": ["j"] * 3, "prompt_hash": [JUDGE_HASH] * 3,
+        "query_id": ["mq_00001"] * 3, "chunk_id": [C1, C2, C3], "status": ["labelled"] * 3,
+        "required_piece": [True, True, False], "judge_model": ["j"] * 3, "prompt_hash": [fx.JUDGE_HASH] * 3,
         "d1_topic": [True, True, False], "d2_meaningful": [2, 1, None], "d3_actionable": [2, 0, None],
         "d4_density": [1, 1, None], "score": [5, 2, 0],
     })
     w, v = writer_template(30, True), verifier_template(True)
     base = dict(
-        version="1.0.0", chunks=chunks, questions=questions, decisions=decisions, rankings=rankings, labels=labels,
+        questions=questions, decisions=decisions, rankings=rankings, labels=labels,
         writer=PromptInfo(w, writer_model(True).model_json_schema(), w.hash, 0.0, False),
         verifier=PromptInfo(v, verifier_model(True).model_json_schema(), v.hash, 0.0, False),
-        judge=PromptInfo(RELEVANCE_JUDGE, JUDGE.model_json_schema(), JUDGE_HASH, 0.0, False),
-        retrievers=["r"], pool_depth=2,
+        retrievers=["bm25"], pool_depth=2,
     )
-    return MultipassageInputs(**{**base, **over})
+    return TrackInputs(**{**base, **over})
 
 
-def test_release_is_verified_reproducible_and_ships_no_failed_question(tmp_path):
-    m1 = write_multipassage_release(tmp_path / "a", inputs())
-    m2 = write_multipassage_release(tmp_path / "b", inputs())
-    assert m1["files"] == m2["files"] and verify_release(tmp_path / "a").ok
-    audit = pl.read_parquet(tmp_path / "a" / "audit" / "decisions.parquet")
+def write(folder, t: TrackInputs) -> dict:
+    return write_mamaretrieval_release(folder, fx.inputs(), [build_part(fx.inputs(), t)])
+
+
+def tree(folder) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_configuration_is_verified_reproducible_and_ships_no_failed_question(tmp_path):
+    m1, m2 = write(tmp_path / "a", track()), write(tmp_path / "b", track())
+    assert tree(tmp_path / "a") == tree(tmp_path / "b") and verify_release(tmp_path / "a").ok
+    mp = {rel for rel in m1["files"] if rel.startswith("multipassage/")}
+    assert mp == {"multipassage/questions.parquet", "multipassage/rankings.parquet", "multipassage/judgments.parquet",
+                  "multipassage/decisions.parquet", "multipassage/pieces.diversity.txt",
+                  "multipassage/prompts/multipassage_writer.txt", "multipassage/prompts/multipassage_verifier.txt",
+                  "multipassage/schema/writer_answer.schema.json", "multipassage/schema/verifier_answer.schema.json"}
+    audit = pl.read_parquet(tmp_path / "a" / "multipassage" / "decisions.parquet")
     assert audit["question"].to_list() == ["Q?", None]  # the failed set's question is counted, not shipped
-    assert m1["figures"]["not_released"] == 1 and m1["figures"]["sets_by_status"] == {"kept": 1, "set_incomplete": 1}
-    assert (tmp_path / "a" / "qrels" / "pieces.diversity.txt").read_text() == "mq_00001 0 c1 1\nmq_00001 1 c2 1\n"
+    section = json.loads((tmp_path / "a" / "manifest.json").read_text())["configurations"]["multipassage"]
+    assert section["figures"]["not_released"] == 1 and section["figures"]["sets_by_status"] == {"kept": 1,
+                                                                                             "set_incomplete": 1}
+    assert section["judge"]["prompt_hash"] == fx.JUDGE_HASH and section["question_writer"]["model"] == "w"
+    assert (tmp_path / "a" / "multipassage" / "pieces.diversity.txt").read_text() == f"mq_00001 0 {C1} 1\nmq_00001 1 {C2} 1\n"
     card = (tmp_path / "a" / "README.md").read_text()
-    assert "multi-passage track 1.0.0" in card and "| not released (failed writing or verification) | 1 |" in card
+    assert "## Multi-passage configuration" in card and "| not released (failed writing or verification) | 1 |" in card
+    assert "config_name: multipassage_questions" in card and "path: multipassage/questions.parquet" in card
 
 
-def test_release_refuses_unverified_questions_and_foreign_chunks(tmp_path):
-    bad = inputs().questions.with_columns(set_id=pl.lit("ms_b"))
+def test_configuration_refuses_unverified_questions_foreign_chunks_and_stale_labels(tmp_path):
+    bad = track().questions.with_columns(set_id=pl.lit("ms_b"))
     with pytest.raises(ReleaseError, match="verification did not pass"):
-        write_multipassage_release(tmp_path / "x", inputs(questions=bad))
-    foreign = inputs().rankings.with_columns(chunk_id=pl.lit("gone"))
-    with pytest.raises(ReleaseError, match="rankings name 1 chunk"):
-        write_multipassage_release(tmp_path / "x", inputs(rankings=foreign))
-    stale = inputs().labels.with_columns(prompt_hash=pl.lit("old"))
+        write(tmp_path / "x", track(questions=bad))
+    foreign = track().rankings.with_columns(chunk_id=pl.lit("gone"))
+    with pytest.raises(ReleaseError, match=f"rankings name 1 chunk\\(s\\) not in corpus version {fx.CORPUS_VERSION}"):
+        write(tmp_path / "x", track(rankings=foreign))
+    outside = track().questions.with_columns(chunk_ids=pl.lit(["gone", C1]))
+    with pytest.raises(ReleaseError, match="questions name 1 chunk"):
+        write(tmp_path / "x", track(questions=outside))
+    stale = track().labels.with_columns(prompt_hash=pl.lit("old"))
     with pytest.raises(ReleaseError, match="prompt hash"):
-        write_multipassage_release(tmp_path / "x", inputs(labels=stale))
+        write(tmp_path / "x", track(labels=stale))
     assert not (tmp_path / "x").exists()
 
 
@@ -92,11 +114,22 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     assert "AllIn@10[pieces] per tier" in page
 
 
-def test_a_release_with_no_verified_question_still_counts_every_failure(tmp_path):
-    inp = inputs()
-    none = inputs(questions=inp.questions.clear(), rankings=inp.rankings.clear(), labels=inp.labels.clear(),
-                  decisions=inp.decisions.with_columns(status=pl.lit("single_chunk_answers")))
-    manifest = write_multipassage_release(tmp_path / "r", none)
-    assert manifest["figures"]["questions"] == 0 and manifest["figures"]["not_released"] == 2
+def test_a_configuration_with_no_verified_question_still_counts_every_failure(tmp_path):
+    t = track()
+    none = track(questions=t.questions.clear(), rankings=t.rankings.clear(), labels=t.labels.clear(),
+                 decisions=t.decisions.with_columns(status=pl.lit("single_chunk_answers")))
+    manifest = write(tmp_path / "r", none)
+    figures = manifest["configurations"]["multipassage"]["figures"]
+    assert figures["questions"] == 0 and figures["not_released"] == 2
     assert verify_release(tmp_path / "r").ok
-    assert pl.read_parquet(tmp_path / "r" / "audit" / "decisions.parquet")["question"].null_count() == 2
+    assert pl.read_parquet(tmp_path / "r" / "multipassage" / "decisions.parquet")["question"].null_count() == 2
+
+
+def test_the_configuration_is_built_only_when_switched_on_and_then_needs_the_track(tmp_path):
+    store = Store(tmp_path / "empty.duckdb")
+    off, on = tmp_path / "off.yaml", tmp_path / "on.yaml"
+    off.write_text(f"data_dir: {tmp_path}\n")
+    on.write_text(f"data_dir: {tmp_path}\nmultipassage: {{release: true}}\n")
+    assert multipassage_part(load_settings(off), store, fx.inputs()) is None
+    with pytest.raises(ReleaseError, match="table multipassage_questions is not in the store"):
+        multipassage_part(load_settings(on), store, fx.inputs())

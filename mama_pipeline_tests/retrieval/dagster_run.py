@@ -42,6 +42,9 @@ def main(chunks_path: str, queries_path: str, out_path: str) -> None:
         if not result.success:
             step["errors"] = [_messages(e.event_specific_data.error) for e in result.all_events
                               if e.is_failure and getattr(e.event_specific_data, "error", None)]
+            step["failure_metadata"] = {k: str(v.value) for e in result.all_events if e.is_failure
+                                        for k, v in (getattr(getattr(e.event_specific_data, "user_failure_data", None),
+                                                             "metadata", None) or {}).items()}
         report["steps"].append(step)
 
     run(dg.AssetSelection.assets("corpus_chunks", "generated_queries"))

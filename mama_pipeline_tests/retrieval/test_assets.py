@@ -90,12 +90,16 @@ def test_a_pooled_reranker_is_a_rankings_partition(tmp_path, fake_llm):
 
 def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
     chunks, queries = chunks_frame(), queries_frame()
-    (tmp_path / "a.trec").write_text(f"q_00001 Q0 {chunks['chunk_id'][0]} 1 1.0 a\nq_00001 Q0 nope 2 0.5 a\n")
+    (tmp_path / "a.trec").write_text(f"q_00001 Q0 {chunks['chunk_id'][0]} 1 1.0 a\nq_00001 Q0 nope 2 0.5 a\n"
+                                     "q_00001 Q0 nada 3 0.4 a\n")
     config = {"retrieval": {"retrievers": [{"name": "a", "kind": "imported", "params": {"path": "a.trec"}}]}}
     report = materialise(tmp_path, config, chunks, queries)
     ranking_step = report["steps"][1]
     assert not ranking_step["success"]
-    assert any(f"{tmp_path / 'a.trec'}:line 2: unknown chunk id 'nope'" in e for e in ranking_step["errors"])
+    line = f"{tmp_path / 'a.trec'}:line 2: unknown chunk id 'nope' (and 1 more problem)"
+    assert any(m.endswith(f"Failure: {line}") for e in ranking_step["errors"] for m in e.splitlines()), ranking_step
+    failure = ranking_step["failure_metadata"]  # every problem, in the failure's metadata
+    assert failure["problem_count"] == "2" and f"{tmp_path / 'a.trec'}:line 3: unknown chunk id 'nada'" in failure["problems"]
 
 
 @pytest.mark.slow

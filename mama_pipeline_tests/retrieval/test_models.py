@@ -78,7 +78,9 @@ def test_a_folder_that_does_not_load_names_the_model(tmp_path):
     broken = tmp_path / "my-broken-model"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
-    with pytest.raises(ModelLoadError, match="my-broken-model"):
+    with pytest.raises(ModelLoadError, match="my-broken-model") as err:
         load_dense(DenseParams(model_path="my-broken-model"), lambda p: tmp_path / p)
-    with pytest.raises(ModelLoadError, match="does not exist"):
+    assert "\n" not in str(err.value)
+    with pytest.raises(ModelLoadError, match="does not exist") as err:
         load_dense(DenseParams(model_path="absent"), lambda p: tmp_path / p)
+    assert "\n" not in str(err.value)

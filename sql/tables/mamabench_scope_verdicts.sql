@@ -13,5 +13,6 @@ CREATE TABLE IF NOT EXISTS mamabench_scope_verdicts (
     endpoint        VARCHAR,
     prompt_id       VARCHAR,
     prompt_hash     VARCHAR,
-    source_item_id  VARCHAR             -- joined verdicts: the oss_eval item that carried it
+    source_item_id  VARCHAR,            -- joined verdicts: the oss_eval item that carried it
+    identity        VARCHAR             -- the classifier's identity: endpoint, model and decoding (LLMClient.identity)
 );
