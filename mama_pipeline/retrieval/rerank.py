@@ -159,11 +159,15 @@ class _Run:
         self.slots = 0
         self.from_cache = 0
         self.groups: list[tuple[str, list[str], np.ndarray]] = []  # query sha, text shas, slots (done's index)
-        self._cached: dict[str, dict[str, tuple[float, int]]] = {}
-        for q, t, s, k in zip(*(cached[c].to_list() for c in ("query_sha256", "text_sha256", "score", "n_tokens"))):
-            self._cached.setdefault(q, {})[t] = (s, -1 if k is None else k)
+        self._cached: dict[str, dict[str, int]] = {}  # query sha -> text sha -> row of ``cached``
+        if cached.height:
+            by_query = cached.with_row_index("_i").group_by("query_sha256").agg("text_sha256", "_i")
+            self._cached = {q: dict(zip(t, i)) for q, t, i in by_query.iter_rows()}
+        self._cached_score = cached["score"].to_numpy()
+        self._cached_tokens = cached["n_tokens"].fill_null(-1).to_numpy()
         self._slot_of: dict[str, dict[str, int]] = {}  # query sha -> text sha -> slot
-        self._chunk: dict[str, tuple[str, str]] = {}  # chunk id -> (text sha, text): each text hashed and held once
+        self._sha: dict[str, str] = {}  # chunk id -> text sha
+        self._text: dict[str, str] = {}  # text sha -> text: each text hashed and held once
         self.all_prepared = False
 
     def prepared(self) -> Iterator[PairGroup]:
@@ -174,12 +178,11 @@ class _Run:
             frame = self._rows.slice(start, sum(sizes))
             start += sum(sizes)
             ids = frame["chunk_id"].to_list()
-            new: dict[str, int] = {}  # chunk id -> its first row in this batch
-            for i, c in enumerate(ids):
-                if c not in self._chunk and c not in new:
-                    new[c] = i
-            for c, text in zip(new, frame["text"].gather(list(new.values())).to_list()):
-                self._chunk[c] = (text_sha256(text), text)
+            new = [c for c in dict.fromkeys(ids) if c not in self._sha]
+            first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1))) if new else {}
+            for c, text in zip(new, frame["text"].gather([first_row[c] for c in new]).to_list()):
+                t = self._sha[c] = text_sha256(text)
+                self._text.setdefault(t, text)
             rows = frame["_row"].to_numpy()
             at = 0
             for q, qtext, k in zip(frame["query_sha256"].gather(np.cumsum([0, *sizes[:-1]])).to_list(),
@@ -192,30 +195,28 @@ class _Run:
 
     def _query(self, q: str, ids: list[str], rows: np.ndarray) -> list[str] | None:
         """Slot the query's pairs; the texts still to score (None: none), recorded in ``groups``."""
+        shas = [self._sha[c] for c in ids]
         slot_of = self._slot_of.setdefault(q, {})
+        new = [t for t in dict.fromkeys(shas) if t not in slot_of]  # text shas of pairs not slotted before
+        first = self.slots
+        self.slots += len(new)
+        slot_of.update(zip(new, range(first, self.slots)))
+        self.slot_of_row[rows] = [slot_of[t] for t in shas]
         cached = self._cached.get(q)
-        slots = []
-        todo_t, todo_text, todo_slot = [], [], []
-        for c in ids:
-            t, text = self._chunk[c]
-            slot = slot_of.get(t)
-            if slot is None:
-                slot = slot_of[t] = self.slots
-                self.slots += 1
-                hit = cached.get(t) if cached else None
-                if hit is not None:
-                    self.scores[slot], self.tokens[slot] = hit
-                    self.from_cache += 1
-                else:
-                    todo_t.append(t)
-                    todo_text.append(text)
-                    todo_slot.append(slot)
-            slots.append(slot)
-        self.slot_of_row[rows] = slots
-        if not todo_t:
+        if cached:
+            found = np.asarray([cached.get(t, -1) for t in new], dtype=np.int64)  # row of ``cached``, or -1
+            hit = found >= 0
+            self.scores[first + np.flatnonzero(hit)] = self._cached_score[found[hit]]
+            self.tokens[first + np.flatnonzero(hit)] = self._cached_tokens[found[hit]]
+            self.from_cache += int(hit.sum())
+            new = [t for t, h in zip(new, hit) if not h]
+            slots = first + np.flatnonzero(~hit)
+        else:
+            slots = np.arange(first, self.slots)
+        if not new:
             return None
-        self.groups.append((q, todo_t, np.asarray(todo_slot, dtype=np.int64)))
-        return todo_text
+        self.groups.append((q, new, slots))
+        return [self._text[t] for t in new]
 
     def fill(self, slots: np.ndarray, scores: np.ndarray, tokens: np.ndarray | None) -> None:
         self.scores[slots] = scores
