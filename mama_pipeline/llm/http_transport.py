@@ -23,14 +23,19 @@ import httptools
 
 def lean_http_client(base_url: str, timeout_s: float) -> httpx2.AsyncClient | None:
     """An httpx client on :class:`LeanTransport` for ``base_url``, or None where httpx's own stack is needed."""
-    if not base_url.startswith("http://"):
+    if not lean_applies(base_url):
         return None
-    proxies = urllib.request.getproxies()
-    host = httpx2.URL(base_url).host
-    if proxies.get("http") or proxies.get("all"):
-        if not urllib.request.proxy_bypass(host):
-            return None
     return httpx2.AsyncClient(transport=LeanTransport(), timeout=timeout_s, follow_redirects=True, trust_env=False)
+
+
+def lean_applies(base_url: str) -> bool:
+    """Whether the lean transport can reach ``base_url``: plain http, no environment proxy in the way."""
+    if not base_url.startswith("http://"):
+        return False
+    proxies = urllib.request.getproxies()
+    if proxies.get("http") or proxies.get("all"):
+        return bool(urllib.request.proxy_bypass(httpx2.URL(base_url).host))
+    return True
 
 
 class _Connection(asyncio.Protocol):
@@ -114,17 +119,26 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         if request.url.scheme != "http":
             raise httpx2.UnsupportedProtocol(f"the lean transport speaks plain http, not {request.url.scheme!r}")
         timeout: dict[str, Any] = request.extensions.get("timeout", {})
-        host, port = request.url.host, request.url.port or 80
         body = await request.aread()
         lines = [request.method.encode(), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
         for name, value in request.headers.raw:
             lines += [name, b": ", value, b"\r\n"]
         lines.append(b"\r\n")
-        head = b"".join(lines)
+        status, headers, content = await self.exchange(request.url.host, request.url.port or 80, b"".join(lines), body,
+                                                       timeout.get("connect"), timeout.get("read"))
+        return httpx2.Response(status, headers=headers, content=content, request=request,
+                               extensions={"http_version": b"HTTP/1.1"})
+
+    async def exchange(self, host: str, port: int, head: bytes, body: bytes, connect_timeout: float | None,
+                       read_timeout: float | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One request whose head (request line and headers) is ready: (status, headers, body as sent).
+
+        For callers that post many ready bodies to one URL (the rerank client) without building an httpx
+        request and response each time; errors are httpx's, as for :meth:`handle_async_request`."""
         while True:
-            conn, reused = await self._connection(host, port, timeout.get("connect"))
+            conn, reused = await self._connection(host, port, connect_timeout)
             try:
-                status, headers, content, keep_alive = await conn.exchange(head, body, timeout.get("read"))
+                status, headers, content, keep_alive = await conn.exchange(head, body, read_timeout)
             except httpx2.RemoteProtocolError:
                 conn.close()
                 if reused and not conn.received:  # a kept-alive connection the server had just closed: a new one
@@ -142,8 +156,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
                 conn.close()
         else:
             conn.close()
-        return httpx2.Response(status, headers=headers, content=content, request=request,
-                               extensions={"http_version": b"HTTP/1.1"})
+        return status, headers, content
 
     async def _connection(self, host: str, port: int, connect_timeout: float | None) -> tuple[_Connection, bool]:
         idle = self._idle.get((host, port))

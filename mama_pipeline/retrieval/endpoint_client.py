@@ -52,29 +52,60 @@ class StatusError(Exception):
 
 
 class JsonPoster:
-    """``POST {base_url}/{path}`` with a ready JSON body over one pooled client (the LLM client's lean transport
-    for plain-http endpoints, httpx's own stack otherwise); the key is sent as a bearer token read from the
-    environment."""
+    """``POST {base_url}/{path}`` with a ready JSON body; the key is sent as a bearer token read from the
+    environment. Plain-http endpoints get the LLM client's lean transport, posted to directly with a request
+    head made once per path; anything else (https, a proxy, a redirect) goes through an httpx client."""
 
     def __init__(self, params: EndpointParams, transport: Any = None) -> None:
         import httpx2
 
-        from mama_pipeline.llm.http_transport import lean_http_client
+        from mama_pipeline.llm.http_transport import LeanTransport, lean_applies
 
         key = os.environ.get(params.api_key_env) or NO_KEY
-        self._client = (None if transport else lean_http_client(params.base_url, params.timeout_s)) or httpx2.AsyncClient(
-            timeout=params.timeout_s, transport=transport,
-            limits=httpx2.Limits(max_connections=params.concurrency, max_keepalive_connections=params.concurrency),
-        )
+        self._lean = LeanTransport() if transport is None and lean_applies(params.base_url) else None
+        if self._lean is not None:
+            self._client = httpx2.AsyncClient(transport=self._lean, timeout=params.timeout_s, follow_redirects=True,
+                                              trust_env=False)
+        else:
+            self._client = httpx2.AsyncClient(
+                timeout=params.timeout_s, transport=transport,
+                limits=httpx2.Limits(max_connections=params.concurrency, max_keepalive_connections=params.concurrency),
+            )
         self._headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
         self._base = params.base_url.rstrip("/") + "/"
+        self._timeout = params.timeout_s
+        self._heads: dict[str, tuple[str, int, bytes]] = {}
 
     async def post(self, path: str, body: bytes) -> bytes:
         """The answer's body; :class:`StatusError` on an HTTP error status (transport errors propagate)."""
-        resp = await self._client.post(self._base + path.lstrip("/"), content=body, headers=self._headers)
+        import httpx2
+
+        url = self._base + path.lstrip("/")
+        if self._lean is not None:
+            host, port, head = self._heads.get(url) or self._head(url)
+            status, headers, content = await self._lean.exchange(
+                host, port, head + b"%d\r\n\r\n" % len(body), body, self._timeout, self._timeout)
+            if status < 300 and not any(name.lower() == b"content-encoding" for name, _ in headers):
+                return content
+            if not 300 <= status < 400:
+                resp = httpx2.Response(status, headers=headers, content=content)  # decodes a compressed body
+                if status >= 400:
+                    raise StatusError(resp)
+                return resp.content
+        resp = await self._client.post(url, content=body, headers=self._headers)  # (follows a redirect)
         if resp.status_code >= 400:
             raise StatusError(resp)
         return resp.content
+
+    def _head(self, url: str) -> tuple[str, int, bytes]:
+        import httpx2
+
+        parsed = httpx2.URL(url)
+        lines = [b"POST ", parsed.raw_path, b" HTTP/1.1\r\nhost: ", parsed.netloc, b"\r\n"]
+        for name, value in self._headers.items():
+            lines += [name.encode(), b": ", value.encode(), b"\r\n"]
+        self._heads[url] = parsed.host, parsed.port or 80, b"".join([*lines, b"content-length: "])
+        return self._heads[url]
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -103,6 +134,7 @@ async def with_retries(
             async with sem:
                 on_attempt()
                 answer = await send()
+            await asyncio.sleep(0)  # the task waiting for the freed slot sends its request before this answer is read
             return parse(answer)
         except (openai.APIStatusError, StatusError) as exc:
             code = exc.status_code

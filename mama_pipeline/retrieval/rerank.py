@@ -9,9 +9,12 @@ again on the next run.
 """
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 import polars as pl
@@ -46,8 +49,9 @@ class Scorer(Protocol):
     label: str  # the model, for metadata
     max_length: int | None  # tokens of a query + chunk pair the model reads; None: unknown
 
-    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
-        """Score every group; ``done(i, result)`` as each finishes (a failed group carries ``error``)."""
+    def score(self, groups: Iterable[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        """Score every group, taking them from ``groups`` as it needs them (they are prepared on demand);
+        ``done(i, result)`` as the i-th finishes (a failed group carries ``error``)."""
 
 
 @dataclass
@@ -66,81 +70,174 @@ def rerank_hits(
     store: Store,
     log: Callable[[str], None] = print,
     flush_every: int = 20_000,
+    batch_queries: int = 32,
 ) -> tuple[pl.DataFrame, dict[str, str], RerankStats]:
-    """Reranked hits (query_id, chunk_id, score) of ``candidates`` (query_id, chunk_id, query_text, text).
+    """Reranked hits (query_id, chunk_id, score) of ``candidates`` (query_id, chunk_id, query_text, text), in
+    ``candidates``' order.
 
-    ``text`` is the chunk's text and ``query_text`` the query's (one per id); each distinct text is hashed and
-    held once. Returns the hits of every query that was fully scored, the failed queries (query_id -> error)
-    and the counts.
+    ``text`` is the chunk's text and ``query_text`` the query's (one per id). The cache is read once for the
+    query texts; the pairs are then prepared ``batch_queries`` queries at a time as the scorer asks for them,
+    so the first requests go out at once and the rest is hashed and grouped while they are in flight. Returns
+    the hits of every query that was fully scored, the failed queries (query_id -> error) and the counts.
     """
     store.ensure_tables(CACHE_TABLE)
-    queries = _hashed(candidates.select("query_id", "query_text").unique("query_id"), "query_text", "query_sha256")
-    chunks = _hashed(candidates.select("chunk_id", "text").unique("chunk_id"), "text", "text_sha256").with_row_index("t")
-    pairs = (candidates.select("query_id", "chunk_id")
-             .join(queries, on="query_id", maintain_order="left")
-             .join(chunks.drop("text"), on="chunk_id", maintain_order="left"))
-    unique = pairs.unique(["query_sha256", "text_sha256"], maintain_order=True)
-    stats = RerankStats(candidates=candidates.height, pairs=unique.height)
-    cached = _lookup(store, scorer.model_key, unique.select("query_sha256", "text_sha256"))
-    missing = unique.join(cached.select("query_sha256", "text_sha256"), on=["query_sha256", "text_sha256"], how="anti")
-    stats.from_cache = unique.height - missing.height
-    grouped = missing.group_by("query_sha256", maintain_order=True).agg(
-        pl.col("query_text").first(), pl.col("text_sha256"), pl.col("t")
-    )
-    pool = chunks["text"].to_list()  # groups share these strings rather than copying one per pair
-    groups = [PairGroup(q, [pool[i] for i in rows]) for q, rows in zip(grouped["query_text"].to_list(),
-                                                                        grouped["t"].to_list())]
-    group_q = grouped["query_sha256"].to_list()
-    group_t = grouped["text_sha256"].to_list()
+    queries = _hashed(candidates.select("query_id", "query_text").unique("query_id", maintain_order=True),
+                      "query_text", "query_sha256")
+    run = _Run(candidates, queries, _lookup(store, scorer.model_key, queries["query_sha256"].unique()), batch_queries)
     failed_sha: dict[str, str] = {}
-    new_rows: list[pl.DataFrame] = []
     pending = _Pending()
-    step = max(1, len(groups) // 10)
+    scored_now = 0
+    step = max(1, run.query_texts // 10)
     finished = 0
-    # cache writes run in one background thread, in order, so an endpoint's event loop is never blocked by them
-    writer = ThreadPoolExecutor(max_workers=1)
+    # cache writes run in one background thread, in order, so an endpoint's event loop is never blocked by them;
+    # a flush waits for the previous write to end (rows gather meanwhile), so a slow disk means fewer, larger writes
+    writer = ThreadPoolExecutor(max_workers=1, initializer=_background)
     writes = []
 
     def flush() -> None:
+        nonlocal scored_now
         if pending.rows:
-            rows = pending.frame()
-            new_rows.append(rows)
-            writes.append(writer.submit(_insert, store, scorer.model_key, rows))
+            scored_now += pending.rows
+            writes.append(writer.submit(_insert, store, scorer.model_key, pending.frame()))
 
     def done(i: int, result: GroupScores) -> None:
         nonlocal finished
         finished += 1
+        q, texts, slots = run.groups[i]
         if result.error is not None:
-            failed_sha[group_q[i]] = result.error
+            failed_sha[q] = result.error
         else:
-            pending.add(group_q[i], group_t[i], result.scores, result.n_tokens)
-            if pending.rows >= flush_every:
+            pending.add(q, texts, result.scores, result.n_tokens)
+            run.fill(slots, result.scores, result.n_tokens)
+            # once every group is handed out, write whenever the writer is free: the last write stays small
+            if (pending.rows >= flush_every or run.all_prepared) and (not writes or writes[-1].done()):
                 flush()
-        if finished % step == 0 or finished == len(groups):
-            log(f"reranking: {finished}/{len(groups)} query texts scored ({len(failed_sha)} failed)")
+        if finished % step == 0:
+            log(f"reranking: {finished} query texts scored ({len(failed_sha)} failed)")
 
     try:
-        if groups:
-            scorer.score(groups, done)
+        try:
+            groups = run.prepared()
+            first = next(groups, None)
+            if first is not None:
+                scorer.score(itertools.chain([first], groups), done)
+        finally:
+            flush()
+        hits, stats = run.hits(failed_sha, scorer.max_length)  # while the last write runs
     finally:
-        flush()
         writer.shutdown(wait=True)
     for write in writes:
         write.result()  # a failed cache write fails the run
-    stats.scored_now = sum(r.height for r in new_rows)
-    scored = pl.concat([cached, *new_rows]) if new_rows else cached
-    tokens = scored["n_tokens"].fill_null(-1)
-    stats.token_counts_unknown = int((tokens < 0).sum())
-    if scorer.max_length is not None:
-        stats.truncated = int((tokens > scorer.max_length).sum())
-    failed = {q: failed_sha[s] for q, s in pairs.select("query_id", "query_sha256").unique().iter_rows() if s in failed_sha}
-    hits = (
-        pairs.filter(~pl.col("query_id").is_in(list(failed)))
-        .join(scored, on=["query_sha256", "text_sha256"], how="left")
-    )
-    if hits["score"].null_count():
-        raise RuntimeError(f"rerank cache {scorer.model_key!r}: {hits['score'].null_count()} scores missing after scoring")
-    return hits.select("query_id", "chunk_id", "score"), dict(sorted(failed.items())), stats
+    stats.scored_now = scored_now
+    failed = {q: failed_sha[s] for q, s in queries.select("query_id", "query_sha256").iter_rows() if s in failed_sha}
+    log(f"reranking: {finished} query texts scored ({len(failed)} queries failed), {stats.from_cache} of "
+        f"{stats.pairs} pairs from the cache")
+    return hits, dict(sorted(failed.items())), stats
+
+
+class _Run:
+    """The distinct (query text, chunk text) pairs of one call, numbered as they are prepared, with their scores.
+
+    Each candidate row points at its pair's slot; a pair found in the cache gets its score when prepared, a
+    scored one when its group is done; the hits are then one gather, with no join on the long hash strings.
+    """
+
+    def __init__(self, candidates: pl.DataFrame, queries: pl.DataFrame, cached: pl.DataFrame, batch_queries: int):
+        self.queries = queries
+        self.query_texts = queries["query_sha256"].n_unique()
+        self._batch = max(1, batch_queries)
+        self._rows = (candidates.with_row_index("_row")
+                      .drop("query_text")
+                      .join(queries.with_row_index("_q"), on="query_id", maintain_order="left")
+                      .sort("_q", maintain_order=True))  # each query's candidates together, in their order
+        self._per_query = self._rows.group_by("_q", maintain_order=True).len()["len"].to_list()
+        self._candidates = candidates.select("query_id", "chunk_id")
+        n = candidates.height
+        self.slot_of_row = np.full(n, -1, dtype=np.int64)
+        self.scores = np.full(n, np.nan)
+        self.tokens = np.full(n, -1, dtype=np.int32)
+        self.slots = 0
+        self.from_cache = 0
+        self.groups: list[tuple[str, list[str], np.ndarray]] = []  # query sha, text shas, slots (done's index)
+        self._cached: dict[str, dict[str, int]] = {}  # query sha -> text sha -> row of ``cached``
+        if cached.height:
+            by_query = cached.with_row_index("_i").group_by("query_sha256").agg("text_sha256", "_i")
+            self._cached = {q: dict(zip(t, i)) for q, t, i in by_query.iter_rows()}
+        self._cached_score = cached["score"].to_numpy()
+        self._cached_tokens = cached["n_tokens"].fill_null(-1).to_numpy()
+        self._slot_of: dict[str, dict[str, int]] = {}  # query sha -> text sha -> slot
+        self._sha: dict[str, str] = {}  # chunk id -> text sha
+        self._text: dict[str, str] = {}  # text sha -> text: each text hashed and held once
+        self.all_prepared = False
+
+    def prepared(self) -> Iterator[PairGroup]:
+        """The groups of pairs to score, one per query text (per query id when texts repeat), made as asked for."""
+        start = 0
+        for b in range(0, len(self._per_query), self._batch):
+            sizes = self._per_query[b:b + self._batch]
+            frame = self._rows.slice(start, sum(sizes))
+            start += sum(sizes)
+            ids = frame["chunk_id"].to_list()
+            new = [c for c in dict.fromkeys(ids) if c not in self._sha]
+            first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1))) if new else {}
+            for c, text in zip(new, frame["text"].gather([first_row[c] for c in new]).to_list()):
+                t = self._sha[c] = text_sha256(text)
+                self._text.setdefault(t, text)
+            rows = frame["_row"].to_numpy()
+            at = 0
+            for q, qtext, k in zip(frame["query_sha256"].gather(np.cumsum([0, *sizes[:-1]])).to_list(),
+                                   frame["query_text"].gather(np.cumsum([0, *sizes[:-1]])).to_list(), sizes):
+                group = self._query(q, ids[at:at + k], rows[at:at + k])
+                at += k
+                if group is not None:
+                    yield PairGroup(qtext, group)
+        self.all_prepared = True
+
+    def _query(self, q: str, ids: list[str], rows: np.ndarray) -> list[str] | None:
+        """Slot the query's pairs; the texts still to score (None: none), recorded in ``groups``."""
+        shas = [self._sha[c] for c in ids]
+        slot_of = self._slot_of.setdefault(q, {})
+        new = [t for t in dict.fromkeys(shas) if t not in slot_of]  # text shas of pairs not slotted before
+        first = self.slots
+        self.slots += len(new)
+        slot_of.update(zip(new, range(first, self.slots)))
+        self.slot_of_row[rows] = [slot_of[t] for t in shas]
+        cached = self._cached.get(q)
+        if cached:
+            found = np.asarray([cached.get(t, -1) for t in new], dtype=np.int64)  # row of ``cached``, or -1
+            hit = found >= 0
+            self.scores[first + np.flatnonzero(hit)] = self._cached_score[found[hit]]
+            self.tokens[first + np.flatnonzero(hit)] = self._cached_tokens[found[hit]]
+            self.from_cache += int(hit.sum())
+            new = [t for t, h in zip(new, hit) if not h]
+            slots = first + np.flatnonzero(~hit)
+        else:
+            slots = np.arange(first, self.slots)
+        if not new:
+            return None
+        self.groups.append((q, new, slots))
+        return [self._text[t] for t in new]
+
+    def fill(self, slots: np.ndarray, scores: np.ndarray, tokens: np.ndarray | None) -> None:
+        self.scores[slots] = scores
+        if tokens is not None:
+            self.tokens[slots] = tokens
+
+    def hits(self, failed_sha: dict[str, str], max_length: int | None) -> tuple[pl.DataFrame, RerankStats]:
+        if self._rows.height and (self.slot_of_row < 0).any():
+            raise RuntimeError("rerank: candidate rows were left unprepared")  # the scorer stopped asking early
+        stats = RerankStats(candidates=self.slot_of_row.size, pairs=self.slots, from_cache=self.from_cache)
+        tokens = self.tokens[:self.slots]
+        done = np.isfinite(self.scores[:self.slots])
+        stats.token_counts_unknown = int(((tokens < 0) & done).sum())
+        if max_length is not None:
+            stats.truncated = int((tokens > max_length).sum())
+        ok = ~self._candidates["query_id"].is_in(
+            self.queries.filter(pl.col("query_sha256").is_in(list(failed_sha)))["query_id"].implode()).to_numpy()
+        scores = self.scores[self.slot_of_row[ok]]
+        if np.isnan(scores).any():
+            raise RuntimeError(f"rerank: {int(np.isnan(scores).sum())} scores missing after scoring")
+        return self._candidates.filter(pl.Series(ok)).with_columns(score=pl.Series(scores, dtype=pl.Float64)), stats
 
 
 def record_failures(store: Store, retriever: str, corpus_version: str, failed: dict[str, str]) -> None:
@@ -191,6 +288,15 @@ class _Pending:
         return out
 
 
+def _background() -> None:
+    """Lower this thread's CPU priority (Linux: per thread; DuckDB's workers started from it inherit it), so
+    cache writes take spare CPU rather than delaying the requests and answers."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):  # not on Linux, or not allowed: the same work at normal priority
+        pass
+
+
 def _hashed(frame: pl.DataFrame, column: str, name: str) -> pl.DataFrame:
     """``frame`` with the SHA-256 of each value of ``column`` (its rows are distinct ids)."""
     return frame.with_columns(pl.Series(name, [text_sha256(v) for v in frame[column].to_list()], dtype=pl.String))
@@ -207,12 +313,13 @@ def _insert(store: Store, key: str, rows: pl.DataFrame) -> None:
         con.unregister("_incoming")
 
 
-def _lookup(store: Store, key: str, wanted: pl.DataFrame) -> pl.DataFrame:
+def _lookup(store: Store, key: str, query_sha256: pl.Series) -> pl.DataFrame:
+    """The cached scores of these query texts (with any chunk text): one read, however few of them are new."""
     with store.connect() as con:
-        con.register("_wanted", wanted.to_arrow())
+        con.register("_wanted", pl.DataFrame({"query_sha256": query_sha256}).to_arrow())
         found = con.execute(
             f"""SELECT c.query_sha256, c.text_sha256, c.score, c.n_tokens
-                FROM {CACHE_TABLE} c JOIN _wanted w USING (query_sha256, text_sha256) WHERE c.model_key = ?""",
+                FROM {CACHE_TABLE} c SEMI JOIN _wanted w USING (query_sha256) WHERE c.model_key = ?""",
             [key],
         ).pl()
         con.unregister("_wanted")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import math
 import random
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -61,26 +62,31 @@ class CrossEncoderScorer:
         self.max_length = self.model.max_seq_length
         self.model_key = _key("cross_encoder", identity, {"max_length": self.max_length})
 
-    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
-        start = 0
-        while start < len(groups):
-            end, n = start, 0
-            while end < len(groups) and (n == 0 or n + len(groups[end].texts) <= BLOCK_PAIRS):
-                n += len(groups[end].texts)
-                end += 1
-            block = groups[start:end]
-            queries = [g.query for g in block for _ in g.texts]
-            texts = [t for g in block for t in g.texts]
-            scores = self.model.predict(list(zip(queries, texts)), batch_size=self.params.batch_size,
-                                        show_progress_bar=False, convert_to_numpy=True)
-            ids = self.model.tokenizer(queries, texts, add_special_tokens=True, truncation=False, verbose=False)
-            tokens = np.fromiter((len(x) for x in ids["input_ids"]), dtype=np.int32, count=len(texts))
-            offset = 0
-            for i, g in enumerate(block, start):
-                k = len(g.texts)
-                done(i, GroupScores(np.asarray(scores[offset:offset + k], dtype=np.float64), tokens[offset:offset + k]))
-                offset += k
-            start = end
+    def score(self, groups: Iterable[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        block: list[PairGroup] = []
+        first = n = 0
+        for i, group in enumerate(groups):
+            if block and n + len(group.texts) > BLOCK_PAIRS:
+                self._predict(first, block, done)
+                block, first, n = [], i, 0
+            block.append(group)
+            n += len(group.texts)
+        if block:
+            self._predict(first, block, done)
+
+    def _predict(self, first: int, block: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+        """Score a block of groups (numbered from ``first``) in one ``predict`` call."""
+        queries = [g.query for g in block for _ in g.texts]
+        texts = [t for g in block for t in g.texts]
+        scores = self.model.predict(list(zip(queries, texts)), batch_size=self.params.batch_size,
+                                    show_progress_bar=False, convert_to_numpy=True)
+        ids = self.model.tokenizer(queries, texts, add_special_tokens=True, truncation=False, verbose=False)
+        tokens = np.fromiter((len(x) for x in ids["input_ids"]), dtype=np.int32, count=len(texts))
+        offset = 0
+        for i, g in enumerate(block, first):
+            k = len(g.texts)
+            done(i, GroupScores(np.asarray(scores[offset:offset + k], dtype=np.float64), tokens[offset:offset + k]))
+            offset += k
 
 
 class EndpointScorer:
@@ -100,12 +106,15 @@ class EndpointScorer:
         self._rng = random.Random()
         self.calls = 0
 
-    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+    def score(self, groups: Iterable[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
         asyncio.run(self._score_all(groups, done))
 
-    async def _score_all(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+    async def _score_all(self, groups: Iterable[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
         poster = JsonPoster(self.params, self._transport)
         sem = asyncio.Semaphore(self.params.concurrency)
+        # groups taken from ``groups`` but not finished: enough to keep every request slot busy (also while some
+        # wait out a retry's backoff), few enough that the rest is prepared while these are in flight
+        taken = asyncio.Semaphore(2 * self.params.concurrency)
         encoded = _JsonPieces()
 
         def body(query: str, texts: list[str]) -> Callable[[], bytes]:
@@ -124,9 +133,19 @@ class EndpointScorer:
                 done(i, GroupScores(error=str(exc)))
             else:
                 done(i, GroupScores(scores))
+            finally:
+                taken.release()
 
         try:
-            await asyncio.gather(*(one(i, g) for i, g in enumerate(groups)))
+            queue = iter(groups)
+            async with asyncio.TaskGroup() as tasks:
+                for i in itertools.count():
+                    await taken.acquire()
+                    group = next(queue, None)  # may prepare the next batch of groups, in this thread
+                    if group is None:
+                        break
+                    tasks.create_task(one(i, group))
+                    await asyncio.sleep(0)  # its request goes out before the next group is taken
         finally:
             await poster.close()
 
@@ -243,7 +262,7 @@ class RerankersScorer:
         self.max_length = limit if isinstance(limit, int) and limit < 1_000_000 else None  # huge: "no limit" sentinel
         self.model_key = _key("rerankers", source.identity, {"model_type": params.model_type})
 
-    def score(self, groups: list[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
+    def score(self, groups: Iterable[PairGroup], done: Callable[[int, GroupScores], None]) -> None:
         for i, g in enumerate(groups):
             ranked = self.ranker.rank(g.query, g.texts, doc_ids=list(range(len(g.texts))))
             scores = np.full(len(g.texts), np.nan)

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.rerank import GroupScores
 from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
 from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
 from mama_pipeline.retrieval.settings import RerankEndpointBackend, RetrievalSettings
@@ -213,3 +214,48 @@ def test_request_bodies_joined_from_encoded_pieces_are_the_documented_json():
     tei = docs.model_copy(update={"request_format": "tei"})
     assert json.loads(rerank_body(tei, json.dumps(query), pieces)) == {
         "query": query, "texts": texts, "raw_scores": False, "return_text": False}
+
+
+class FakeScorer:
+    """Scores with ``fake_score`` in the calling thread, noting how many texts were hashed when each group arrived."""
+
+    model_key, label, max_length = "fake|scorer", "fake", None
+
+    def __init__(self, hashed: list[str]):
+        self.hashed, self.seen = hashed, []
+
+    def score(self, groups, done):
+        for i, group in enumerate(groups):
+            self.seen.append(len(self.hashed))
+            done(i, GroupScores(np.array([fake_score(group.query, t) for t in group.texts])))
+
+
+def test_pairs_are_prepared_as_the_scorer_asks_and_scored_once(store, monkeypatch):
+    from mama_pipeline.retrieval import rerank
+
+    hashed: list[str] = []
+    monkeypatch.setattr(rerank, "text_sha256", lambda text: hashed.append(text) or hashlib.sha256(text.encode()).hexdigest())
+    texts = {f"c{j}": f"chunk text {j}" for j in range(20)} | {"c20": "chunk text 0"}  # c20 repeats c0's text
+    rows = [(f"q{i}", f"query {i}", f"c{(2 * i + k) % 20}") for i in range(10) for k in range(4)]
+    rows += [("q0", "query 0", "c20"),  # the same pair as (q0, c0)
+             *[("q10", "query 0", c) for c in ("c0", "c1", "c5")],  # q0's text again, with one new chunk
+             *[("q11", "query 1", c) for c in ("c2", "c3")]]  # q1's text again, nothing new
+    candidates = (pl.DataFrame(rows, schema=["query_id", "query_text", "chunk_id"], orient="row")
+                  .with_columns(text=pl.col("chunk_id").replace_strict(texts))
+                  .sample(fraction=1.0, shuffle=True, seed=3))
+
+    rerank.rerank_hits(candidates.filter(pl.col("query_id").is_in(["q2", "q3"])), FakeScorer([]), store,
+                       log=lambda m: None)
+    hashed.clear()
+    scorer = FakeScorer(hashed)
+    hits, failed, stats = rerank.rerank_hits(candidates, scorer, store, log=lambda m: None, flush_every=5,
+                                             batch_queries=2)
+    assert not failed
+    assert hits.select("query_id", "chunk_id").equals(candidates.select("query_id", "chunk_id"))  # same rows, order
+    expected = [fake_score(q, t) for q, t in candidates.select("query_text", "text").iter_rows()]
+    np.testing.assert_allclose(hits["score"].to_numpy(), expected)
+    assert stats.pairs == 41 and stats.from_cache == 8 and stats.scored_now == 33
+    assert scorer.seen[0] < len(hashed)  # the first group was scored before every chunk text was hashed
+    assert len(hashed) == 12 + 21  # each query and each chunk hashed once
+    cache = store.query("select count(*) n, count(distinct (query_sha256, text_sha256)) d from rerank_cache")
+    assert cache.rows() == [(41, 41)]  # every pair scored and written once
