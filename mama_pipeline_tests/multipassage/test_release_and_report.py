@@ -59,7 +59,7 @@ def tree(folder) -> dict[str, str]:
 
 def test_configuration_is_verified_reproducible_and_ships_no_failed_question(tmp_path):
     m1, m2 = write(tmp_path / "a", track()), write(tmp_path / "b", track())
-    assert tree(tmp_path / "a") == tree(tmp_path / "b") and verify_release(tmp_path / "a").ok
+    assert m1 == m2 and tree(tmp_path / "a") == tree(tmp_path / "b") and verify_release(tmp_path / "a").ok
     mp = {rel for rel in m1["files"] if rel.startswith("multipassage/")}
     assert mp == {"multipassage/questions.parquet", "multipassage/rankings.parquet", "multipassage/judgments.parquet",
                   "multipassage/decisions.parquet", "multipassage/pieces.diversity.txt",
