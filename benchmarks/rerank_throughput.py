@@ -7,8 +7,9 @@ corpus of ``benchmarks/retrieval_scale.py`` (63,650 chunks, made once, seeded).
 - endpoint: every query's 100 candidates through ``rerank_hits`` (fresh score cache: cache lookup, hashing and
   grouping the pairs batch by batch while the first requests are in flight, one request per query, cache writes) against the local fake server answering in ``--delay`` seconds, with
   ``--concurrency`` requests in flight. Ideal: requests x delay / concurrency. The share of ideal is given for the
-  whole call and for its scoring phase (requests in flight), with the client's and the server's CPU per request.
-  Then the re-run (all cached).
+  whole call and for its scoring phase (requests in flight), with the client's and the server's CPU per request,
+  beside a bare poster that sends the same request bodies, made beforehand, and nothing else (the round trip's
+  own cost on this machine and server). Then the re-run (all cached).
 - cross-encoder: the first ``--ce-queries`` queries' candidates (the full 318,500 pairs take hours on two
   CPU cores) through ``rerank_hits`` with the CrossEncoder backend (untrained all-MiniLM-L6-v2 head: scores
   not meaningful, cost identical), against ``CrossEncoder.predict`` called once per query on the same pairs,
@@ -84,6 +85,7 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
         hits, failed, stats = rerank_hits(candidates, timed, store, log=lambda m: None)
         wall, cpu, server_cpu = time.perf_counter() - t0, time.process_time() - c0, process_cpu(server.pid) - s0
         assert not failed and hits.height == candidates.height and server.stats()["rerank_calls"] == scorer.calls
+        bare = bare_poster(candidates, params)
         ideal = scorer.calls * delay / concurrency
         queries = candidates["query_id"].n_unique()
         log(f"endpoint: {queries} queries x {candidates.height // queries} candidates = {stats.pairs} pairs, "
@@ -94,6 +96,9 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
         log(f"  of which requests in flight (the scorer's phase): {timed.seconds:.2f} s -> {100 * ideal / timed.seconds:.1f}% "
             f"of ideal (the pairs are hashed and grouped while requests are in flight); before it (cache lookup, the "
             f"first batch of queries prepared) and after it (last cache write, hits): {wall - timed.seconds:.2f} s")
+        log(f"  bare poster (the same requests' bodies made beforehand, posted at concurrency {concurrency}; no "
+            f"preparation, answer parsing or cache): {bare:.2f} s -> {100 * ideal / bare:.1f}% of ideal; the backend's "
+            f"whole call reaches {100 * bare / wall:.1f}% of the bare poster's throughput [{load()}]")
         log(f"  CPU per request: client {1000 * cpu / scorer.calls:.2f} ms (whole process: set-up, requests, cache "
             f"writes), server {1000 * server_cpu / scorer.calls:.2f} ms; the client alone could sustain "
             f"{scorer.calls / cpu:.0f} requests/s against an ideal {concurrency / delay:.0f}/s")
@@ -102,6 +107,34 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
         hits2, _, stats2 = rerank_hits(candidates, again, store, log=lambda m: None)
         log(f"  re-run: {again.calls} requests, {stats2.from_cache} pairs from the cache, "
             f"{time.perf_counter() - t1:.2f} s, identical: {hits2.equals(hits)} [{load()}]")
+
+
+def bare_poster(candidates: pl.DataFrame, params) -> float:
+    """Seconds to post every query's request body, built beforehand, with ``JsonPoster`` alone (what the round
+    trips cost on this machine with this server, whatever the backend does around them)."""
+    import asyncio
+    import json
+
+    from mama_pipeline.retrieval.endpoint_client import JsonPoster
+    from mama_pipeline.retrieval.rerank_backends import rerank_body
+
+    bodies = [rerank_body(params, json.dumps(g["query_text"][0]).encode(), [json.dumps(t).encode() for t in g["text"]])
+              for _, g in candidates.group_by("query_id", maintain_order=True)]
+
+    async def post_all() -> float:
+        poster, sem = JsonPoster(params), asyncio.Semaphore(params.concurrency)
+
+        async def one(body: bytes) -> None:
+            async with sem:
+                await poster.post(params.path, body)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(b) for b in bodies))
+        seconds = time.perf_counter() - t0
+        await poster.close()
+        return seconds
+
+    return asyncio.run(post_all())
 
 
 class ScoringPhase:

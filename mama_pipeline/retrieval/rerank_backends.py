@@ -118,7 +118,7 @@ class EndpointScorer:
         encoded = _JsonPieces()
 
         def body(query: str, texts: list[str]) -> Callable[[], bytes]:
-            return lambda: rerank_body(self.params, json.dumps(query), [encoded[t] for t in texts])
+            return lambda: rerank_body(self.params, encoded[query], [encoded[t] for t in texts])
 
         async def one(i: int, group: PairGroup) -> None:
             size = self.params.documents_per_request or len(group.texts)
@@ -164,21 +164,21 @@ class EndpointScorer:
         return await with_retries(self.params, sem, self._rng, send, count, lambda answer: parse_rerank_answer(answer, n))
 
 
-def rerank_body(params: RerankEndpointBackend, query: str, texts: list[str]) -> bytes:
-    """The request body from a JSON-encoded query and JSON-encoded texts: vLLM/Infinity/Cohere
+def rerank_body(params: RerankEndpointBackend, query: bytes, texts: list[bytes]) -> bytes:
+    """The request body from a JSON-encoded query and JSON-encoded texts (UTF-8 bytes): vLLM/Infinity/Cohere
     (``documents``) or TEI (``texts``) shape."""
-    docs = ",".join(texts)
+    docs = b",".join(texts)
     if params.request_format == "tei":
-        return f'{{"query":{query},"texts":[{docs}],"raw_scores":false,"return_text":false}}'.encode()
-    return (f'{{"model":{json.dumps(params.model)},"query":{query},"documents":[{docs}],"top_n":{len(texts)},'
-            f'"return_documents":false}}').encode()
+        return b"".join([b'{"query":', query, b',"texts":[', docs, b'],"raw_scores":false,"return_text":false}'])
+    head = f'{{"model":{json.dumps(params.model)},"query":'.encode()
+    return b"".join([head, query, b',"documents":[', docs, b'],"top_n":%d,"return_documents":false}' % len(texts)])
 
 
 class _JsonPieces(dict):
-    """Text -> its JSON string literal, encoded on first use."""
+    """Text -> its JSON string literal as UTF-8 bytes, encoded on first use."""
 
-    def __missing__(self, text: str) -> str:
-        piece = self[text] = json.dumps(text)
+    def __missing__(self, text: str) -> bytes:
+        piece = self[text] = json.dumps(text).encode()
         return piece
 
 

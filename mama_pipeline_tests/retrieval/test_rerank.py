@@ -206,13 +206,13 @@ def test_rerank_settings_are_checked():
 
 def test_request_bodies_joined_from_encoded_pieces_are_the_documented_json():
     texts = ['plain', 'quote " and backslash \\', "Swahili: mama na mtoto – ñ", "line\nbreak\t{}[]"]
-    pieces = [json.dumps(t) for t in texts]
+    pieces = [json.dumps(t).encode() for t in texts]
     query = 'BP "≥140/90"?'
     docs = RerankEndpointBackend(type="endpoint", base_url="http://x/v1", model='m"1')
-    assert json.loads(rerank_body(docs, json.dumps(query), pieces)) == {
+    assert json.loads(rerank_body(docs, json.dumps(query).encode(), pieces)) == {
         "model": 'm"1', "query": query, "documents": texts, "top_n": 4, "return_documents": False}
     tei = docs.model_copy(update={"request_format": "tei"})
-    assert json.loads(rerank_body(tei, json.dumps(query), pieces)) == {
+    assert json.loads(rerank_body(tei, json.dumps(query).encode(), pieces)) == {
         "query": query, "texts": texts, "raw_scores": False, "return_text": False}
 
 
