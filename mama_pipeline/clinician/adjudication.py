@@ -3,7 +3,8 @@
 A value wins when more than half of the task's usable annotations give it.
 Relevance is adjudicated per dimension: D1 over every annotation; D2-D4 over
 the annotations that put the pair on topic, then scored with the judge's rules.
-A task with a tie on any dimension it needs has no majority label.
+A task with a tie on any dimension it needs has no majority label. A task is
+``synthetic`` when any annotation it was adjudicated from is.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ MAJORITY_SCHEMA = {
     "task_key": pl.String, "kind": pl.String, "query_id": pl.String, "chunk_id": pl.String, "item_id": pl.String,
     "annotations": pl.Int64, "annotators": pl.String, "tie": pl.Boolean, "tied_on": pl.String,
     "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
-    "score": pl.Int8, "category": pl.String,
+    "score": pl.Int8, "category": pl.String, "synthetic": pl.Boolean,
 }
 
 
@@ -61,7 +62,7 @@ def majority_labels(labels: pl.DataFrame, min_annotations: int) -> pl.DataFrame:
         first = rows[0]
         base = {"task_key": key, "kind": first["kind"], "query_id": first["query_id"], "chunk_id": first["chunk_id"],
                 "item_id": first["item_id"], "annotations": len(rows),
-                "annotators": ",".join(r["annotator_id"] for r in rows)}
+                "annotators": ",".join(r["annotator_id"] for r in rows), "synthetic": any(r["synthetic"] for r in rows)}
         if first["kind"] == "relevance":
             decided = _relevance(rows)
         else:

@@ -3,11 +3,18 @@
 The export is what the server's ``/api/projects/<id>/export?exportType=JSON``
 returns and what a team annotating on another server hands over: a list of
 tasks, each with ``data`` (carrying our ``task_key``) and ``annotations``.
-A malformed export fails with the file (or URL) and task named. An annotation
-that is readable but unusable (skipped, or D2-D4 missing after D1 "yes") is
-kept with its status and the problem, never dropped; only ``labelled`` rows
-enter the agreement figures. The relevance score follows the judge's rules
+A malformed export (a result entry that is not an object, an id that is not an
+integer, ``data`` whose ids disagree with its task key) fails in one line with
+the file (or URL) and task named. An annotation that is readable but unusable
+(skipped, or D2-D4 missing after D1 "yes") is kept with its status and the
+problem, never dropped; only ``labelled`` rows enter the agreement figures. The
+relevance score follows the judge's rules
 (:func:`mama_pipeline.judging.scoring.score_verdicts`).
+
+Provenance travels with every row: ``synthetic`` is true when the annotation or
+its task says ``"synthetic": true`` (the offline demo's made-up annotators mark
+both; a Label Studio server keeps the task's ``meta``), whatever the file is
+called.
 """
 from __future__ import annotations
 
@@ -18,7 +25,8 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
-from mama_pipeline.clinician.tasks import KINDS
+from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, relevance_key, scope_key
+from mama_pipeline.input_errors import InputError
 from mama_pipeline.judging.scoring import score_verdicts
 
 LABEL_SCHEMA = {
@@ -27,11 +35,11 @@ LABEL_SCHEMA = {
     "query_id": pl.String, "chunk_id": pl.String, "item_id": pl.String,
     "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
     "d3_answered": pl.Int8, "structural_violation": pl.Boolean, "score": pl.Int8, "category": pl.String,
-    "status": pl.String, "problem": pl.String, "source": pl.String,
+    "status": pl.String, "problem": pl.String, "source": pl.String, "synthetic": pl.Boolean,
 }
 
 
-class ExportError(ValueError):
+class ExportError(InputError):
     """A Label Studio export that cannot be read, with the file and task named."""
 
 
@@ -73,38 +81,77 @@ def _annotator(completed_by: Any) -> str | None:
     return None if completed_by is None else str(completed_by)
 
 
+def _flag(holder: dict[str, Any], where: str) -> bool:
+    value = holder.get("synthetic", False)
+    if not isinstance(value, bool):
+        raise ExportError(f"{where}: synthetic is {value!r}, not true or false")
+    return value
+
+
+def _synthetic(task: dict[str, Any], annotation: dict[str, Any], where: str) -> bool:
+    """Whether an annotation is made up: it or its task (``meta``) says ``"synthetic": true``."""
+    meta = task.get("meta")
+    return _flag(annotation, where) or (isinstance(meta, dict) and _flag(meta, where))
+
+
+def _typed(value: Any, types: tuple[type, ...], what: str, where: str) -> Any:
+    """``value`` when None or of ``types`` (bool never counts as a number), else an ExportError."""
+    if value is not None and (type(value) not in types):
+        raise ExportError(f"{where}: {what} {value!r} is not {' or '.join(t.__name__ for t in types)}")
+    return value
+
+
+def _task_ids(key: str, data: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+    """(kind, ids) of a task whose data carries the ids its key was made from; refused when they disagree."""
+    kind = key.split(":", 1)[0]
+    ids = {k: data.get(k) for k in (("query_id", "chunk_id") if kind == RELEVANCE else ("item_id",))}
+    made = relevance_key(*ids.values()) if kind == RELEVANCE else scope_key(*ids.values())
+    if made != key:
+        shown = ", ".join(f"{k} {v!r}" for k, v in ids.items())
+        raise ExportError(f"{where}: data ({shown}) disagrees with its task_key {key!r}; was the export edited?")
+    return kind, ids
+
+
 def parse_export(tasks: Any, source: str) -> pl.DataFrame:
     """Rows of ``clinician_labels`` from one export; ``source`` (file or URL) names it in errors and rows."""
     if not isinstance(tasks, list):
         raise ExportError(f"{source}: a Label Studio JSON export is a list of tasks, got {type(tasks).__name__}")
     rows = []
     for i, task in enumerate(tasks):
-        where = f"{source}: task {i}" + (f" (id {task.get('id')})" if isinstance(task, dict) else "")
+        where = f"{source}: task {i}" + (f" (id {task.get('id')!r})" if isinstance(task, dict) else "")
         data = task.get("data") if isinstance(task, dict) else None
         key = data.get("task_key") if isinstance(data, dict) else None
         if not isinstance(key, str) or key.split(":", 1)[0] not in KINDS:
             raise ExportError(f"{where}: data.task_key is missing or not a mama_pipeline task key")
-        kind = key.split(":", 1)[0]
+        kind, ids = _task_ids(key, data, where)
+        task_id = _typed(task.get("id"), (int,), "task id", where)
         annotations = task.get("annotations") or []
         if not isinstance(annotations, list):
             raise ExportError(f"{where}: annotations is not a list")
-        for a in annotations:
+        for j, a in enumerate(annotations):
             annotator = _annotator(a.get("completed_by")) if isinstance(a, dict) else None
             if annotator is None or not isinstance(a.get("result", []), list):
                 raise ExportError(f"{where}: an annotation has no completed_by or a result that is not a list")
+            at = f"{where}, annotation {j}"
+            result = a.get("result") or []
+            if any(not isinstance(r, dict) for r in result):
+                raise ExportError(f"{at}: a result entry is not an object")
             row: dict[str, Any] = {
-                "task_key": key, "kind": kind, "ls_task_id": task.get("id"), "annotation_id": a.get("id"),
-                "annotator_id": annotator, "created_at": a.get("created_at"), "updated_at": a.get("updated_at"),
-                "lead_time_s": a.get("lead_time"), "query_id": data.get("query_id"), "chunk_id": data.get("chunk_id"),
-                "item_id": data.get("item_id"), "source": source,
+                "task_key": key, "kind": kind, "ls_task_id": task_id,
+                "annotation_id": _typed(a.get("id"), (int,), "annotation id", at), "annotator_id": annotator,
+                "created_at": _typed(a.get("created_at"), (str,), "created_at", at),
+                "updated_at": _typed(a.get("updated_at"), (str,), "updated_at", at),
+                "lead_time_s": _typed(a.get("lead_time"), (int, float), "lead_time", at),
+                "query_id": None, "chunk_id": None, "item_id": None, **ids, "source": source,
+                "synthetic": _synthetic(task, a, at),
             }
             if a.get("was_cancelled"):
                 row.update(status="skipped", problem="the annotator skipped the task")
-            elif kind == "relevance":
-                label, problem = _relevance_label(a.get("result") or [])
+            elif kind == RELEVANCE:
+                label, problem = _relevance_label(result)
                 row.update(label, status="invalid" if problem else "labelled", problem=problem)
             else:
-                category = _choice(a.get("result") or [], "category")
+                category = _choice(result, "category")
                 ok = category in CATEGORIES
                 row.update(category=category if ok else None, status="labelled" if ok else "invalid",
                            problem=None if ok else f"scope category {category!r} is not one of {list(CATEGORIES)}")

@@ -19,7 +19,6 @@ from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreeme
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
-from mama_pipeline.clinician.release import is_synthetic
 from mama_pipeline.clinician.report import write_report
 from mama_pipeline.clinician.tasks import KINDS, label_studio_tasks, relevance_tasks, scope_tasks
 from mama_pipeline.file_ops import atomic_file
@@ -86,7 +85,8 @@ def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsReso
     group_name=GROUP,
     deps=[clinician_projects],
     description="Clinicians' annotations, one row per task and annotator (annotator id and times kept), from the "
-    "Label Studio server or the configured export files; skipped or incomplete ones are listed with the problem.",
+    "Label Studio server or the configured export files; skipped or incomplete ones are listed with the problem; "
+    "synthetic marks made-up annotations (the annotation or its task says so).",
 )
 def clinician_labels(context: dg.AssetExecutionContext, settings: SettingsResource,
                      clinician_tasks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -104,6 +104,7 @@ def clinician_labels(context: dg.AssetExecutionContext, settings: SettingsResour
     by_status = labels.group_by("kind", "status").len().sort("kind", "status")
     return dg.Output(labels, metadata={
         "labels": labels.height,
+        "synthetic_labels": int(labels["synthetic"].sum()),
         "annotators": labels["annotator_id"].n_unique(),
         "tasks_annotated": labels["task_key"].n_unique(),
         "superseded_annotations": superseded,
@@ -139,12 +140,14 @@ def clinician_agreement(settings: SettingsResource, clinician_labels: pl.DataFra
 @dg.asset(
     group_name=GROUP,
     description="The clinician-validated subset: tasks with at least clinician.min_annotations usable annotations, "
-    "adjudicated by majority; ties are listed (tie = true, tied_on names the dimension) with no label.",
+    "adjudicated by majority; ties are listed (tie = true, tied_on names the dimension) with no label; synthetic "
+    "marks tasks adjudicated from any synthetic annotation.",
 )
 def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     validated = majority_labels(clinician_labels, settings.get().clinician.min_annotations)
     counts = validated.group_by("kind", "tie").len().sort("kind", "tie")
     return dg.Output(validated, metadata={"tasks": validated.height, "ties": int(validated["tie"].sum()),
+                                          "synthetic_tasks": int(validated["synthetic"].sum()),
                                           "by_kind": md_table(counts)})
 
 
@@ -156,9 +159,8 @@ def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFra
 def clinician_report(settings: SettingsResource, clinician_agreement: pl.DataFrame,
                      clinician_confusion: pl.DataFrame, clinician_validated: pl.DataFrame,
                      clinician_labels: pl.DataFrame) -> dg.MaterializeResult:
-    sources = sorted(set(clinician_labels["source"]))
     page = write_report(data_path(settings, *REPORT_DIR), clinician_agreement, clinician_confusion,
-                        clinician_validated, sources, is_synthetic(clinician_labels))
+                        clinician_validated, clinician_labels, settings.get().clinician.min_annotations)
     return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
                                           "report_url": dg.MetadataValue.url(page.as_uri()),
-                                          "synthetic_labels": is_synthetic(clinician_labels)})
+                                          "synthetic_labels": int(clinician_labels["synthetic"].sum())})

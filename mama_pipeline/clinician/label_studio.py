@@ -10,11 +10,21 @@ from typing import Any
 
 import httpx
 
+from mama_pipeline.input_errors import InputError
+
 PAGE_SIZE = 500
+EXCERPT = 120  # characters of an unexpected answer quoted in an error
 
 
-class LabelStudioError(RuntimeError):
-    """A Label Studio server that cannot be used, with its URL and the reason."""
+class LabelStudioError(InputError):
+    """A Label Studio server that cannot be used; one line with its URL and the reason."""
+
+
+def _answer(resp: httpx.Response) -> str:
+    """HTTP status, content type and the start of the body on one line (an HTML error page has many)."""
+    body = " ".join(resp.text.split())
+    cut = body[:EXCERPT] + ("..." if len(body) > EXCERPT else "")
+    return f"HTTP {resp.status_code} ({resp.headers.get('content-type') or 'no content type'}): {cut!r}"
 
 
 def token_from_env(env_name: str, url: str) -> str:
@@ -52,17 +62,15 @@ class LabelStudio:
                 f"Label Studio at {self.url} rejected the API token (HTTP {resp.status_code} on {method} {path})"
             )
         if resp.status_code >= 400:
-            raise LabelStudioError(
-                f"Label Studio at {self.url}: {method} {path} failed with HTTP {resp.status_code}: {resp.text[:300]}"
-            )
+            raise LabelStudioError(f"Label Studio at {self.url}: {method} {path} failed with {_answer(resp)}")
         if resp.status_code == 204 or not resp.content:
             return None
         try:
             return resp.json()
         except ValueError:
             raise LabelStudioError(
-                f"Label Studio at {self.url}: {method} {path} answered HTTP {resp.status_code} with non-JSON "
-                f"content ({resp.headers.get('content-type')}); is this a Label Studio server?"
+                f"Label Studio at {self.url}: {method} {path} answered {_answer(resp)}, not JSON; is this a Label "
+                "Studio server?"
             ) from None
 
     def whoami(self) -> dict[str, Any]:

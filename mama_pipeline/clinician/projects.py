@@ -87,9 +87,11 @@ def pull_export(ls: LabelStudio, prefix: str, kind: str) -> tuple[int, list[dict
 
 
 def annotations_fingerprint(exports: dict[str, list[dict[str, Any]]]) -> str:
-    """Changes when an annotation is added, edited, skipped or deleted in any project."""
+    """Changes when an annotation is added, edited, skipped or deleted in any project, or its provenance (the
+    ``synthetic`` mark on it or its task) changes."""
     seen = sorted(
-        (kind, str(t.get("data", {}).get("task_key")), a.get("id"), a.get("updated_at"), bool(a.get("was_cancelled")))
+        (kind, str(t.get("data", {}).get("task_key")), a.get("id"), a.get("updated_at"), bool(a.get("was_cancelled")),
+         repr(a.get("synthetic")), repr((t.get("meta") or {}).get("synthetic")))
         for kind, tasks in exports.items() for t in tasks for a in t.get("annotations") or []
     )
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:16]

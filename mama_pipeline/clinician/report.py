@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from mama_pipeline.store import Store
 
 PAGE = "agreement.html"
-SYNTHETIC_NOTE = ("The annotations are SYNTHETIC (made-up annotators of the offline demo), not clinicians' "
-                  "judgements: the figures show the mechanics only.")
+SYNTHETIC_NOTE = ("made-up annotators of the offline demo, not clinicians' judgements: figures that rest on them "
+                  "show the mechanics only")
 HEADLINE = {  # kind -> metrics shown per comparison, in this order
     "relevance": ("exact_score_agreement", "within_one_point", "weighted_kappa_linear", "weighted_kappa_quadratic",
                   "lenient_agreement", "strict_agreement", "d1_topic_agreement", "d2_meaningful_agreement",
@@ -59,17 +59,30 @@ def _md(df: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, synthetic: bool) -> str:
+def synthetic_note(k: int, n: int, what: str) -> str:
+    return f"{k} of the {n} {what} are SYNTHETIC ({SYNTHETIC_NOTE})"
+
+
+def annotators(n: int, synthetic: bool) -> str:
+    """Who labelled a validated task: ``n`` clinicians, or ``n`` made-up annotators when synthetic."""
+    who = "SYNTHETIC made-up annotator" if synthetic else "clinician"
+    return f"{n} {who}{'' if n == 1 else 's'}" + (" (demo annotations, not clinicians)" if synthetic else "")
+
+
+def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, synthetic: bool,
+                     min_annotations: int) -> str:
     """The release card's section on clinician validation of one kind of label."""
     v = validated.filter(pl.col("kind") == kind)
     parts = ["## Clinician validation\n"]
     if synthetic:
-        parts.append(f"> **{SYNTHETIC_NOTE}**\n")
+        parts.append(f"> **{synthetic_note(int(v['synthetic'].sum()), v.height, 'tasks')}; the `synthetic` column "
+                     "marks them.**\n")
     parts.append(
         f"A seeded, stratified sample was labelled in Label Studio with the {LLM[kind]}'s own "
-        f"definitions beside each task. The `clinician_validated` configuration holds the {v.height} tasks with at "
-        f"least two annotations, adjudicated by majority; {int(v['tie'].sum())} ties are listed (`tie` true, "
-        "`tied_on` names the dimension) with no label.\n")
+        f"definitions beside each task. The `clinician_validated` configuration holds the {v.height} tasks labelled "
+        f"by at least {annotators(min_annotations, synthetic)} (`clinician.min_annotations`), adjudicated by "
+        f"majority; {int(v['tie'].sum())} ties are listed (`tie` true, `tied_on` names the dimension) with no "
+        "label.\n")
     if metrics.filter(pl.col("kind") == kind).height:
         parts.append(_md(comparison_table(metrics, kind)) + "\n")
         parts.append("Agreement between clinicians (Krippendorff's alpha):\n\n" + _md(alpha_table(metrics, kind)) + "\n")
@@ -96,19 +109,21 @@ def _html_table(df: pl.DataFrame) -> str:
 
 
 def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, validated: pl.DataFrame,
-                 sources: list[str], synthetic: bool) -> Path:
+                 labels: pl.DataFrame, min_annotations: int) -> Path:
     """Write ``folder/agreement.html`` (folder replaced atomically); returns the page."""
+    sources = sorted(set(labels["source"]))
+    synthetic = int(labels["synthetic"].sum())
     css = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
            "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}th{background:#f3f3f3}.warn{color:#a00}")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Clinician validation</title><style>{css}"
              "</style></head><body><h1>Clinician validation of the LLM judges</h1>"]
     if synthetic:
-        parts.append(f"<p class='warn'><b>{html.escape(SYNTHETIC_NOTE)}</b></p>")
+        parts.append(f"<p class='warn'><b>{html.escape(synthetic_note(synthetic, labels.height, 'labels'))}.</b></p>")
     parts.append(f"<p>Labels from: {html.escape(', '.join(sources) or '(none)')}.</p>")
     for kind in ("relevance", "scope"):
         v = validated.filter(pl.col("kind") == kind)
-        parts.append(f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with enough annotations, "
-                     f"{int(v['tie'].sum())} ties.</p>")
+        parts.append(f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with at least {min_annotations} "
+                     f"usable annotations, {int(v['tie'].sum())} ties, {int(v['synthetic'].sum())} synthetic.</p>")
         parts.append(_html_table(comparison_table(metrics, kind)))
         parts.append("<h3>Between clinicians</h3>" + _html_table(alpha_table(metrics, kind)))
         c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))

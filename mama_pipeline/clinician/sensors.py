@@ -1,7 +1,8 @@
-"""The annotations sensor: new, edited, skipped or deleted annotations in Label Studio re-run the label assets.
+"""The annotations sensor: new, edited, skipped or deleted annotations in Label Studio re-run the label assets
+and the report page (``reports/clinician/agreement.html``).
 
 The cursor is a fingerprint of every annotation's (task, id, updated_at,
-cancelled) across the projects; each new fingerprint requests one run (run key
+cancelled, synthetic mark) across the projects; each new fingerprint requests one run (run key
 = fingerprint). With no server configured the sensor skips.
 """
 import dagster as dg
@@ -12,7 +13,7 @@ from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 
 LABEL_ASSETS = dg.AssetSelection.assets(
-    "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated"
+    "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated", "clinician_report"
 ).required_multi_asset_neighbors()
 
 
@@ -22,7 +23,7 @@ LABEL_ASSETS = dg.AssetSelection.assets(
     minimum_interval_seconds=load_settings().clinician.sensor_interval_s,
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Polls the Label Studio projects; on new or changed annotations, re-materialises clinician_labels, "
-    "the agreement figures and the clinician-validated subset.",
+    "the agreement figures, the clinician-validated subset and the report page.",
 )
 def clinician_annotations_sensor(context: dg.SensorEvaluationContext, settings: SettingsResource):
     s = settings.get()

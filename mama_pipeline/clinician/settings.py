@@ -31,6 +31,9 @@ class ClinicianSettings(Section):
     sensor_interval_s: int = Field(60, ge=10)  # how often the sensor polls the projects
     # Offline demo only: this many made-up annotators label the tasks (SYNTHETIC, never clinicians; 0 = off).
     synthetic_annotators: int = Field(0, ge=0, le=5)
+    # A release refuses a clinician_validated configuration holding synthetic labels unless this is true; then its
+    # card and its rows (column ``synthetic``) say SYNTHETIC.
+    release_synthetic_labels: bool = False
 
     @model_validator(mode="after")
     def _synthetic_only_offline(self) -> "ClinicianSettings":

@@ -226,7 +226,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
     out_dir = s.release_path("mamabench", s.release.mamabench_version)
     inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
-    inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get())
+    inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
     hashes = write_release(out_dir, inputs)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(out_dir)),

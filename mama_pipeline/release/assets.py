@@ -157,7 +157,7 @@ def mamaretrieval_release(
                                   judgments, pooled_pairs, reliability)
     folder = s.release_path(NAME, inputs.version)
     parts = [p for c in CONFIGURATIONS if (p := c.builder()(s, store.get(), inputs)) is not None]
-    parts += [c.as_part() for c in extra_configurations(NAME, store.get())]
+    parts += [c.as_part() for c in extra_configurations(NAME, store.get(), s)]
     manifest = write_mamaretrieval_release(folder, inputs, parts)
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
     f = manifest["figures"]

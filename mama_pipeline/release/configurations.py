@@ -10,18 +10,21 @@ Two kinds of contribution:
   the configuration is switched off;
 - a provider of single-table :class:`ReleaseConfiguration` entries for either
   release (mamaretrieval or mamabench), registered in ``PROVIDERS`` as
-  ``module:function`` taking (release name, store) and mapped to the assets it
+  ``module:function`` taking (release name, store, settings) and mapped to the assets it
   reads; in the mamaretrieval release each becomes a part (:meth:`as_part`).
 """
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from mama_pipeline.store import Store
+
+if TYPE_CHECKING:
+    from mama_pipeline.settings import PipelineSettings
 
 
 @dataclass(frozen=True)
@@ -76,11 +79,11 @@ PROVIDERS: dict[str, tuple[str, ...]] = {
 DEPS = tuple(sorted({key for keys in PROVIDERS.values() for key in keys}))
 
 
-def extra_configurations(release: str, store: Store) -> list[ReleaseConfiguration]:
+def extra_configurations(release: str, store: Store, settings: "PipelineSettings") -> list[ReleaseConfiguration]:
     out = []
     for spec in PROVIDERS:
         module, function = spec.split(":")
-        out += getattr(importlib.import_module(module), function)(release, store)
+        out += getattr(importlib.import_module(module), function)(release, store, settings)
     return sorted(out, key=lambda c: c.name)
 
 

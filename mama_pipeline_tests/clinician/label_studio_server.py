@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import httpx
+
 from mama_pipeline_tests.processes import default_signals, free_port
 
 REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "label_studio.sh"
 START_TIMEOUT_S = 900  # a fresh machine installs Label Studio first (about a minute here, more on a cold cache)
 
 
@@ -25,20 +28,24 @@ class Server:
     email: str
     password: str
     log: Path
+    env: dict[str, str]  # what scripts/label_studio.sh ran with (its stop and add-user need the same data dir)
+    process: subprocess.Popen  # the server itself: the script execs it
 
 
 @contextlib.contextmanager
 def running_label_studio(folder: Path) -> Iterator[Server]:
     port = free_port()
-    server = Server(url=f"http://127.0.0.1:{port}", token=secrets.token_hex(20), email="admin@example.org",
-                    password=secrets.token_urlsafe(16), log=folder / "label_studio.log")
-    env = {**os.environ, "LABEL_STUDIO_USERNAME": server.email, "LABEL_STUDIO_PASSWORD": server.password,
-           "LABEL_STUDIO_USER_TOKEN": server.token, "LABEL_STUDIO_PORT": str(port),
+    email, password, token = "admin@example.org", secrets.token_urlsafe(16), secrets.token_hex(20)
+    env = {**os.environ, "LABEL_STUDIO_USERNAME": email, "LABEL_STUDIO_PASSWORD": password,
+           "LABEL_STUDIO_USER_TOKEN": token, "LABEL_STUDIO_PORT": str(port),
            "LABEL_STUDIO_DATA_DIR": str(folder / "label_studio_data")}
-    with open(server.log, "w") as log:
-        proc = subprocess.Popen(["bash", str(REPO / "scripts" / "label_studio.sh"), "start"], cwd=REPO, env=env,
+    log_path = folder / "label_studio.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["bash", str(SCRIPT), "start"], cwd=REPO, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=default_signals)
+    server = Server(url=f"http://127.0.0.1:{port}", token=token, email=email, password=password, log=log_path,
+                    env=env, process=proc)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -59,3 +66,14 @@ def running_label_studio(folder: Path) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
+
+
+def login(url: str, email: str, password: str) -> httpx.Client:
+    """A browser-like session logged in through Label Studio's login form."""
+    session = httpx.Client(base_url=url)
+    session.get("/user/login/")
+    answer = session.post("/user/login/", data={"email": email, "password": password,
+                                                "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+                          headers={"Referer": f"{url}/user/login/"})
+    assert answer.status_code == 302 and "sessionid" in session.cookies, answer.text[:300]
+    return session

@@ -22,6 +22,7 @@ from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.clinician.browser import chromium, open_logged_in, screenshot
+from mama_pipeline_tests.clinician.label_studio_server import login
 
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
@@ -123,12 +124,7 @@ def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_stud
     tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
     result = push_tasks(ls, "view", "relevance", label_studio_tasks(tasks, "relevance"))
     task = next(t for t in ls.tasks(result.project_id) if t["data"]["query_id"] == "q_00001")
-    session = httpx.Client(base_url=label_studio.url)
-    session.get("/user/login/")
-    login = session.post("/user/login/", data={"email": label_studio.email, "password": label_studio.password,
-                                               "csrfmiddlewaretoken": session.cookies["csrftoken"]},
-                         headers={"Referer": f"{label_studio.url}/user/login/"})
-    assert login.status_code == 302 and "sessionid" in session.cookies
+    session = login(label_studio.url, label_studio.email, label_studio.password)
     needles = [fx.QUERY_TEXT, fx.CHUNK_TEXT[:50], "D1 topic (true or false)", "D2 meaningful clinical content",
                "D3 actionable guidance", "D4 density for THIS question"]
     with chromium(tmp_path / "profile") as dt:

@@ -7,10 +7,13 @@ import pytest
 import yaml
 
 from mama_pipeline.clinician.release import configurations
+from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.release import mamaretrieval
 from mama_pipeline.release.configurations import extra_configurations
+from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
+from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.mamabench.test_release import inputs  # noqa: F401  (the mamabench release fixture)
@@ -20,17 +23,19 @@ CLINICIAN = ["clinician_tasks", "clinician_projects", "clinician_labels", "clini
              "clinician_confusion", "clinician_validated", "clinician_report"]
 
 
+def _config(tmp_path, name: str = "cfg.yaml", **clinician) -> str:
+    cfg = tmp_path / name  # one file per variant: settings are cached by file and modification time
+    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": {
+        "exports": {"relevance": "relevance.json", "scope": "scope.json"}, "relevance_sample_size": 4,
+        "scope_sample_size": 3, **clinician}}))
+    return str(cfg)
+
+
 @pytest.fixture
 def offline(tmp_path):
-    fx.write_export(tmp_path / "relevance-SYNTHETIC.json", "relevance")
-    fx.write_export(tmp_path / "scope-SYNTHETIC.json", "scope")
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "data_dir": str(tmp_path / "data"),
-        "clinician": {"exports": {"relevance": "relevance-SYNTHETIC.json", "scope": "scope-SYNTHETIC.json"},
-                      "relevance_sample_size": 4, "scope_sample_size": 3},
-    }))
-    result = dg.materialize(fx.ALL, resources=shared_resources(str(cfg)))
+    fx.write_export(tmp_path / "relevance.json", "relevance")
+    fx.write_export(tmp_path / "scope.json", "scope")
+    result = dg.materialize(fx.ALL, resources=shared_resources(_config(tmp_path)))
     assert result.success
     return tmp_path, result
 
@@ -48,12 +53,13 @@ def test_offline_run_reads_exports_writes_task_files_and_report(offline):
     assert export == fx.export_file_tasks("scope", {"one": 11, "two": 12})  # what was read, kept as a file
     store = Store(data / "mama.duckdb")
     labels = store.read_table("clinician_labels")
-    assert labels.height == 14 and labels["source"].str.ends_with("SYNTHETIC.json").all()
+    assert labels.height == 14 and labels["source"].str.ends_with(".json").all() and not labels["synthetic"].any()
     metrics = store.read_table("clinician_agreement")
     one = dict(metrics.filter(pl.col("comparison") == "annotator 11").select("metric", "value").iter_rows())
     assert one["exact_score_agreement"] == 0.5 and one["category_agreement"] == pytest.approx(2 / 3)
     page = (data / "reports" / "clinician" / "agreement.html").read_text()
-    assert "SYNTHETIC" in page and "relevance judge vs majority" in page and "scope classifier vs annotator 11" in page
+    assert "SYNTHETIC" not in page and "relevance judge vs majority" in page and "scope classifier vs annotator 11" in page
+    assert "4 tasks with at least 2 usable annotations, 2 ties, 0 synthetic" in page
     meta = result.asset_materializations_for_node("clinician_projects")[0].metadata
     assert meta["server"].value == "(none configured)"
 
@@ -61,14 +67,17 @@ def test_offline_run_reads_exports_writes_task_files_and_report(offline):
 def test_release_configurations_carry_the_validated_subset_into_both_releases(offline, tmp_path):
     data = offline[0] / "data"
     store = Store(data / "mama.duckdb")
-    assert [c.name for c in extra_configurations("mamaretrieval", store)] == ["clinician_validated"]
-    (rel,) = configurations("mamaretrieval", store)
+    s = load_settings(offline[0] / "cfg.yaml")
+    assert [c.name for c in extra_configurations("mamaretrieval", store, s)] == ["clinician_validated"]
+    (rel,) = configurations("mamaretrieval", store, s)
     assert rel.frame.height == 4 and rel.frame["tie"].sum() == 2 and rel.path == "data/clinician_validated.parquet"
-    assert "SYNTHETIC" in rel.card_section and "Krippendorff" in rel.card_section
-    (scope,) = configurations("mamabench", store)
-    assert scope.frame.columns == ["item_id", "annotations", "tie", "tied_on", "category"]
+    assert "SYNTHETIC" not in rel.card_section and "Krippendorff" in rel.card_section
+    assert "labelled by at least 2 clinicians" in rel.description and not rel.frame["synthetic"].any()
+    (scope,) = configurations("mamabench", store, s)
+    assert scope.frame.columns == ["item_id", "annotations", "tie", "tied_on", "category", "synthetic"]
     assert scope.frame.filter(~pl.col("tie"))["category"].to_list() == ["MATERNAL", "CHILD_HEALTH"]
-    assert configurations("other", store) == [] and configurations("mamaretrieval", Store(tmp_path / "x.db")) == []
+    assert configurations("other", store, s) == []
+    assert configurations("mamaretrieval", Store(tmp_path / "x.db"), s) == []
 
     folder = tmp_path / "release"
     manifest = mamaretrieval.write_mamaretrieval_release(folder, release_fx.inputs(), [rel.as_part()])
@@ -88,7 +97,7 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
 def test_mamabench_release_gets_the_scope_subset(offline, inputs):
     from mama_pipeline.mamabench.release import ReleaseInputs, release_files
 
-    (scope,) = configurations("mamabench", Store(offline[0] / "data" / "mama.duckdb"))
+    (scope,) = configurations("mamabench", Store(offline[0] / "data" / "mama.duckdb"), load_settings(offline[0] / "cfg.yaml"))
     files = release_files(ReleaseInputs(**{**inputs.__dict__, "extra": [scope]}))
     rows = [json.loads(line) for line in files["data/clinician_validated/test.jsonl"].decode().splitlines()]
     assert [(r["item_id"], r["tie"], r["category"]) for r in rows] == [
@@ -124,6 +133,50 @@ def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_pa
     labels = store.read_table("clinician_labels")
     assert labels.height == 14 and set(labels["annotator_id"]) == {"901", "902"}
     assert labels["source"].str.starts_with("synthetic:").all()
-    assert "SYNTHETIC" in (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
-    (rel,) = configurations("mamaretrieval", store)
-    assert "SYNTHETIC" in rel.card_section and "SYNTHETIC" in rel.description
+    assert labels["synthetic"].all()
+    assert "14 of the 14 labels are SYNTHETIC" in (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    with pytest.raises(ReleaseError, match="4 of 4 relevance tasks were adjudicated from SYNTHETIC annotations"):
+        configurations("mamaretrieval", store, load_settings(cfg))
+
+
+@pytest.mark.parametrize("marked", ["annotation", "task"])
+def test_synthetic_labels_are_known_by_their_mark_not_their_file_name(tmp_path, marked):
+    """A synthetic export renamed as a clinicians' one still says synthetic; a release takes it only when allowed,
+    and then its card and rows say so."""
+    from mama_pipeline.clinician.tasks import relevance_tasks, scope_tasks
+
+    tasks = pl.concat([relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5),
+                       scope_tasks(fx.verdicts_frame(), fx.adapted_frame(), 3, 1)])
+    for kind in ("relevance", "scope"):
+        export = synthetic_export(tasks, kind, 2, 5)
+        for t in export:  # the mark on one level only
+            if marked == "task":
+                for a in t["annotations"]:
+                    del a["synthetic"]
+            else:
+                del t["meta"]
+        (tmp_path / f"{kind}.json").write_text(json.dumps(export))
+    cfg = _config(tmp_path, min_annotations=1)
+    assert dg.materialize(fx.ALL, resources=shared_resources(cfg)).success
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    assert store.read_table("clinician_labels")["synthetic"].to_list() == [True] * 14
+    assert store.read_table("clinician_validated")["synthetic"].to_list() == [True] * 7
+    with pytest.raises(ReleaseError, match=r"^release mamabench: configuration clinician_validated refused: 3 of 3 "
+                       "scope tasks were adjudicated from SYNTHETIC annotations .*release_synthetic_labels: true"):
+        configurations("mamabench", store, load_settings(cfg))
+
+    allowed = load_settings(_config(tmp_path, "allowed.yaml", min_annotations=1, release_synthetic_labels=True))
+    (rel,) = configurations("mamaretrieval", store, allowed)
+    assert rel.frame["synthetic"].to_list() == [True] * 4
+    assert "at least 1 SYNTHETIC made-up annotator (demo annotations, not clinicians)" in rel.description
+    assert "4 of the 4 tasks are SYNTHETIC" in rel.card_section
+    assert "at least 1 SYNTHETIC made-up annotator" in rel.card_section and "at least 1 clinician" not in rel.card_section
+
+
+def test_card_states_the_configured_number_of_annotations(offline):
+    store = Store(offline[0] / "data" / "mama.duckdb")
+    (rel,) = configurations("mamaretrieval", store, load_settings(_config(offline[0], "one.yaml", min_annotations=1)))
+    assert "labelled by at least 1 clinician," in rel.description
+    assert "tasks labelled by at least 1 clinician (`clinician.min_annotations`)" in rel.card_section
+    with pytest.raises(ReleaseError, match="fewer than clinician.min_annotations = 3; re-materialise"):
+        configurations("mamaretrieval", store, load_settings(_config(offline[0], "three.yaml", min_annotations=3)))

@@ -22,5 +22,6 @@ CREATE TABLE IF NOT EXISTS clinician_labels (
     status                VARCHAR NOT NULL,   -- labelled | skipped | invalid
     problem               VARCHAR,
     source                VARCHAR NOT NULL,   -- server project URL or export file
+    synthetic             BOOLEAN NOT NULL,   -- made up, not a clinician: the annotation or its task says so
     PRIMARY KEY (task_key, annotator_id)
 );

@@ -15,5 +15,6 @@ CREATE TABLE IF NOT EXISTS clinician_validated (
     d3_actionable  TINYINT,
     d4_density     TINYINT,
     score          TINYINT,
-    category       VARCHAR
+    category       VARCHAR,
+    synthetic      BOOLEAN NOT NULL   -- adjudicated from any synthetic annotation
 );
