@@ -15,8 +15,10 @@ import polars as pl
 import pytest
 
 from mama_pipeline.clinician.label_studio import LabelStudio, LabelStudioError
+from mama_pipeline.clinician.labelling_config import relevance_config
 from mama_pipeline.clinician.projects import project_title, push_tasks
 from mama_pipeline.clinician.sensors import clinician_annotations_sensor
+from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.clinician.tasks import label_studio_tasks, relevance_tasks
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.store import Store
@@ -87,13 +89,18 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     request, ctx = _sensor(tmp_path / "cfg.yaml", instance, None)
     assert isinstance(request, dg.RunRequest) and request.run_key == ctx.cursor
     selected = {k.to_user_string() for k in request.asset_selection}
-    assert selected == {"clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated"}
+    assert selected == {"clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated",
+                        "clinician_report"}
+    page = tmp_path / "data" / "reports" / "clinician" / "agreement.html"
+    assert not page.exists()
     run = dg.materialize(fx.ALL, selection=request.asset_selection, resources=resources, instance=instance)
     assert run.success
+    assert "4 tasks with at least 2 usable annotations, 2 ties, 0 synthetic" in page.read_text()  # the sensor's run
 
     store = Store(tmp_path / "data" / "mama.duckdb")
     labels = store.read_table("clinician_labels")
     assert labels.height == 14 and set(labels["annotator_id"]) == {str(u) for u in user_ids.values()}
+    assert not labels["synthetic"].any()
     assert labels["updated_at"].is_not_null().all() and (labels["status"] == "labelled").all()
     metrics = store.read_table("clinician_agreement")
     one, two = (_figures(metrics, f"annotator {user_ids[w]}") for w in ("one", "two"))
@@ -117,6 +124,29 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
                 json={"result": fx.scope_result("NONE")}).raise_for_status()
     changed, _ = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
     assert isinstance(changed, dg.RunRequest) and changed.run_key not in (None, ctx.cursor)
+
+
+def test_a_synthetic_mark_survives_the_server_and_the_sensor(tmp_path, label_studio, monkeypatch):
+    """Made-up annotations imported into Label Studio (marked on the task's meta, which the server keeps) come back
+    through the sensor's run as synthetic rows, and the report says so."""
+    monkeypatch.setenv(TOKEN_ENV, label_studio.token)
+    cfg = _config(tmp_path, label_studio.url, "prov")
+    resources, instance = shared_resources(str(cfg)), dg.DagsterInstance.ephemeral()
+    ls = LabelStudio(label_studio.url, label_studio.token)
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
+    made_up = synthetic_export(tasks, "relevance", 1, 5)
+    project = ls.create_project(project_title("prov", "relevance"), "", relevance_config())
+    assert ls.import_tasks(project["id"], [{"data": t["data"], "meta": t["meta"]} for t in made_up]) == 4
+    me = ls.whoami()["id"]
+    for t in ls.tasks(project["id"]):
+        ls.annotate(t["id"], fx.relevance_result((True, 2, 2, 2)), completed_by=me)
+    assert dg.materialize(fx.ALL, selection=PUSH, resources=resources, instance=instance).success
+    request, _ = _sensor(cfg, instance, None)
+    assert dg.materialize(fx.ALL, selection=request.asset_selection, resources=resources, instance=instance).success
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    assert store.read_table("clinician_labels")["synthetic"].to_list() == [True] * 4
+    page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    assert "4 of the 4 labels are SYNTHETIC" in page
 
 
 def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_studio):

@@ -5,6 +5,7 @@ import xml.etree.ElementTree as ET
 import polars as pl
 import pytest
 
+from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.annotations import ExportError, latest_per_annotator, parse_export, read_export_file
 from mama_pipeline.clinician.labelling_config import (
     CATEGORIES, DIMENSIONS, relevance_config, rubric_definitions, scope_config, scope_definitions,
@@ -132,4 +133,23 @@ def test_fingerprint_changes_with_any_annotation_change():
     tasks[0]["annotations"][0]["updated_at"] = "2027-01-01T00:00:00Z"
     edited = annotations_fingerprint({"scope": tasks})
     tasks[1]["annotations"].pop()
-    assert len({base, edited, annotations_fingerprint({"scope": tasks})}) == 3
+    popped = annotations_fingerprint({"scope": tasks})
+    tasks[2]["meta"] = {"synthetic": True}
+    assert len({base, edited, popped, annotations_fingerprint({"scope": tasks})}) == 4
+
+
+def test_every_row_says_whether_it_is_synthetic_from_its_own_mark():
+    tasks = fx.export_file_tasks("scope", {"one": 1, "two": 2})
+    tasks[0]["annotations"][1]["synthetic"] = True  # one made-up annotation
+    tasks[2]["meta"] = {"synthetic": True}  # a made-up task: both its annotations
+    rows = parse_export(tasks, "clinicians.json")
+    assert rows.select("task_key", "annotator_id", "synthetic").rows() == [
+        ("scope:mb-1", "1", False), ("scope:mb-1", "2", True), ("scope:mb-2", "1", False), ("scope:mb-2", "2", False),
+        ("scope:mb-3", "1", True), ("scope:mb-3", "2", True)]
+    majority = majority_labels(latest_per_annotator(rows)[0], 2)
+    assert majority.select("task_key", "synthetic").rows() == [
+        ("scope:mb-1", True), ("scope:mb-2", False), ("scope:mb-3", True)]
+    tasks[1]["annotations"][0]["synthetic"] = "yes"
+    with pytest.raises(ExportError, match=r"^clinicians\.json: task 1 \(id 2\), annotation 0: synthetic is 'yes', "
+                       "not true or false$"):
+        parse_export(tasks, "clinicians.json")

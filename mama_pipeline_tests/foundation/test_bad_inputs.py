@@ -7,7 +7,10 @@ whose message is one line).
 """
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
@@ -15,6 +18,8 @@ import pytest
 
 import mama_pipeline
 from mama_pipeline.calibration.meta_eval import read_meta_eval
+from mama_pipeline.clinician.annotations import parse_export, read_export_file
+from mama_pipeline.clinician.label_studio import LabelStudio
 from mama_pipeline.cli import main as cli_main
 from mama_pipeline.corpus.bundle import format_chunk, load_bundle
 from mama_pipeline import input_errors
@@ -155,6 +160,51 @@ def trec_files(**bad: bytes | None) -> Callable[[Path], None]:
     return build
 
 
+def ls_export(edit: Callable[[list[dict]], None]) -> Callable[[Path], None]:
+    """The clinician fixture's relevance export (one annotator) with ``edit`` applied."""
+    def build(path: Path) -> None:
+        from mama_pipeline_tests.clinician.fixtures import export_file_tasks
+
+        tasks = export_file_tasks("relevance", {"one": 11})
+        edit(tasks)
+        path.write_text(json.dumps(tasks))
+    return build
+
+
+def clinician_labels(d: Path) -> Callable[[], object]:
+    return lambda: parse_export(read_export_file(d / "export.json"), str(d / "export.json"))
+
+
+def label_studio_at_web_page(d: Path) -> Callable[[], object]:
+    """Label Studio's client against a server answering every request with the case's HTML page (HTTP 502), served
+    under the case folder's path so that the URL in the message names it."""
+    def call() -> object:
+        body = (d / "page.html").read_bytes()
+
+        class Page(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(502)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        with ThreadingHTTPServer(("127.0.0.1", 0), Page) as httpd:
+            threading.Thread(target=httpd.serve_forever, daemon=True).start()
+            try:
+                with LabelStudio(f"http://127.0.0.1:{httpd.server_port}{d}", "token") as ls:
+                    return ls.whoami()
+            finally:
+                httpd.shutdown()
+    return call
+
+
+BAD_GATEWAY = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n"
+               "<hr><center>nginx</center>\n" + "<!-- padding -->\n" * 5 + "</body>\n</html>\n")
+
 CASES = [
     # corpus bundle
     Case("bundle-missing", "chunks_for_rag.txt", None, bundle("chunks_for_rag.txt"), "corpus bundle file does not exist"),
@@ -251,6 +301,18 @@ CASES = [
     Case("config-unknown-key", "config.yaml", b"corpus:\n  bundel: x.txt\n", config(), "key 'corpus.bundel'"),
     Case("config-wrong-type", "config.yaml", b"corpus:\n  min_body_words: many\n  on_bad_chunk: sometimes\n", config(),
          "key 'corpus.min_body_words'"),
+    # Label Studio exports and servers of the clinician loop
+    Case("ls-export-result-not-object", "export.json", ls_export(lambda t: t[1]["annotations"][0].update(result=["yes"])),
+         clinician_labels, "task 1 (id 2), annotation 0: a result entry is not an object"),
+    Case("ls-export-string-task-id", "export.json", ls_export(lambda t: t[0].update(id="t-1")), clinician_labels,
+         "task 0 (id 't-1'): task id 't-1' is not int"),
+    Case("ls-export-string-annotation-id", "export.json", ls_export(lambda t: t[3]["annotations"][0].update(id="a-4")),
+         clinician_labels, "task 3 (id 4), annotation 0: annotation id 'a-4' is not int"),
+    Case("ls-export-data-disagrees-with-key", "export.json", ls_export(lambda t: t[2]["data"].update(query_id="q_00001")),
+         clinician_labels, "task 2 (id 3): data (query_id 'q_00001', chunk_id 'cccccccccccccccc') disagrees with its "
+         "task_key 'relevance:q_00003:cccccccccccccccc'"),
+    Case("ls-server-answers-html", "page.html", text(BAD_GATEWAY), label_studio_at_web_page,
+         "GET /api/current-user/whoami failed with HTTP 502 (text/html): '<html> <head><title>502 Bad Gateway"),
 ]
 
 
