@@ -6,9 +6,10 @@ cannot be combined with a server URL) the label assets read a Label Studio
 JSON export generated here for the current tasks. Each task's choices are
 seeded by (seed, task key) alone; annotator 1 picks at random and each other
 annotator copies it with probability ``COPY``, else picks afresh, so the
-agreement figures are neither perfect nor nil. Every task and annotation
-carries ``"synthetic": true`` and the source is named ``synthetic:...``, which
-the report and the release cards announce.
+agreement figures are neither perfect nor nil. Every task (``meta``) and
+annotation carries ``"synthetic": true``: that mark, not the source's name,
+makes every label row synthetic, which the report and the release cards
+announce (and a release refuses unless ``clinician.release_synthetic_labels``).
 """
 from __future__ import annotations
 

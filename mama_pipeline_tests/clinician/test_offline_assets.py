@@ -58,7 +58,8 @@ def test_offline_run_reads_exports_writes_task_files_and_report(offline):
     one = dict(metrics.filter(pl.col("comparison") == "annotator 11").select("metric", "value").iter_rows())
     assert one["exact_score_agreement"] == 0.5 and one["category_agreement"] == pytest.approx(2 / 3)
     page = (data / "reports" / "clinician" / "agreement.html").read_text()
-    assert "SYNTHETIC" not in page and "relevance judge vs majority" in page and "scope classifier vs annotator 11" in page
+    assert "SYNTHETIC" not in page and "relevance judge vs majority" in page
+    assert "scope classifier vs annotator 11" in page
     assert "4 tasks with at least 2 usable annotations, 2 ties, 0 synthetic" in page
     meta = result.asset_materializations_for_node("clinician_projects")[0].metadata
     assert meta["server"].value == "(none configured)"
@@ -97,7 +98,8 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
 def test_mamabench_release_gets_the_scope_subset(offline, inputs):
     from mama_pipeline.mamabench.release import ReleaseInputs, release_files
 
-    (scope,) = configurations("mamabench", Store(offline[0] / "data" / "mama.duckdb"), load_settings(offline[0] / "cfg.yaml"))
+    store, s = Store(offline[0] / "data" / "mama.duckdb"), load_settings(offline[0] / "cfg.yaml")
+    (scope,) = configurations("mamabench", store, s)
     files = release_files(ReleaseInputs(**{**inputs.__dict__, "extra": [scope]}))
     rows = [json.loads(line) for line in files["data/clinician_validated/test.jsonl"].decode().splitlines()]
     assert [(r["item_id"], r["tie"], r["category"]) for r in rows] == [
@@ -134,7 +136,8 @@ def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_pa
     assert labels.height == 14 and set(labels["annotator_id"]) == {"901", "902"}
     assert labels["source"].str.starts_with("synthetic:").all()
     assert labels["synthetic"].all()
-    assert "14 of the 14 labels are SYNTHETIC" in (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    assert "14 of the 14 labels are SYNTHETIC" in page
     with pytest.raises(ReleaseError, match="4 of 4 relevance tasks were adjudicated from SYNTHETIC annotations"):
         configurations("mamaretrieval", store, load_settings(cfg))
 
@@ -170,7 +173,8 @@ def test_synthetic_labels_are_known_by_their_mark_not_their_file_name(tmp_path, 
     assert rel.frame["synthetic"].to_list() == [True] * 4
     assert "at least 1 SYNTHETIC made-up annotator (demo annotations, not clinicians)" in rel.description
     assert "4 of the 4 tasks are SYNTHETIC" in rel.card_section
-    assert "at least 1 SYNTHETIC made-up annotator" in rel.card_section and "at least 1 clinician" not in rel.card_section
+    assert "at least 1 SYNTHETIC made-up annotator" in rel.card_section
+    assert "at least 1 clinician" not in rel.card_section
 
 
 def test_card_states_the_configured_number_of_annotations(offline):

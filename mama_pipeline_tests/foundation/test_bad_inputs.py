@@ -202,8 +202,9 @@ def label_studio_at_web_page(d: Path) -> Callable[[], object]:
     return call
 
 
-BAD_GATEWAY = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n"
-               "<hr><center>nginx</center>\n" + "<!-- padding -->\n" * 5 + "</body>\n</html>\n")
+BAD_GATEWAY = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n"
+               "<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n" + "<!-- padding -->\n" * 5
+               + "</body>\n</html>\n")
 
 CASES = [
     # corpus bundle
@@ -302,15 +303,17 @@ CASES = [
     Case("config-wrong-type", "config.yaml", b"corpus:\n  min_body_words: many\n  on_bad_chunk: sometimes\n", config(),
          "key 'corpus.min_body_words'"),
     # Label Studio exports and servers of the clinician loop
-    Case("ls-export-result-not-object", "export.json", ls_export(lambda t: t[1]["annotations"][0].update(result=["yes"])),
-         clinician_labels, "task 1 (id 2), annotation 0: a result entry is not an object"),
+    Case("ls-export-result-not-object", "export.json",
+         ls_export(lambda t: t[1]["annotations"][0].update(result=["yes"])), clinician_labels,
+         "task 1 (id 2), annotation 0: a result entry is not an object"),
     Case("ls-export-string-task-id", "export.json", ls_export(lambda t: t[0].update(id="t-1")), clinician_labels,
          "task 0 (id 't-1'): task id 't-1' is not int"),
     Case("ls-export-string-annotation-id", "export.json", ls_export(lambda t: t[3]["annotations"][0].update(id="a-4")),
          clinician_labels, "task 3 (id 4), annotation 0: annotation id 'a-4' is not int"),
-    Case("ls-export-data-disagrees-with-key", "export.json", ls_export(lambda t: t[2]["data"].update(query_id="q_00001")),
-         clinician_labels, "task 2 (id 3): data (query_id 'q_00001', chunk_id 'cccccccccccccccc') disagrees with its "
-         "task_key 'relevance:q_00003:cccccccccccccccc'"),
+    Case("ls-export-data-disagrees-with-key", "export.json",
+         ls_export(lambda t: t[2]["data"].update(query_id="q_00001")), clinician_labels,
+         "task 2 (id 3): data (query_id 'q_00001', chunk_id 'cccccccccccccccc') disagrees with its task_key "
+         "'relevance:q_00003:cccccccccccccccc'"),
     Case("ls-server-answers-html", "page.html", text(BAD_GATEWAY), label_studio_at_web_page,
          "GET /api/current-user/whoami failed with HTTP 502 (text/html): '<html> <head><title>502 Bad Gateway"),
 ]
