@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -28,8 +28,8 @@ class Server:
     email: str
     password: str
     log: Path
-    env: dict[str, str]  # what scripts/label_studio.sh ran with (its stop and add-user need the same data dir)
-    process: subprocess.Popen  # the server itself: the script execs it
+    env: dict[str, str] = field(repr=False)  # what scripts/label_studio.sh ran with (stop and add-user need it)
+    process: subprocess.Popen = field(repr=False)  # the server itself: the script execs it
 
 
 @contextlib.contextmanager
