@@ -11,6 +11,7 @@ def plan(select: str, latency_s: float | None = None) -> int:
         raise InputError(f"--latency-s {latency_s:g}: must be a positive number of seconds")
     load_settings()  # a bad configuration file is reported before anything else
     import dagster as dg
+    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
 
     from mama_pipeline.cli import _selected_keys
     from mama_pipeline.definitions import defs
@@ -20,7 +21,7 @@ def plan(select: str, latency_s: float | None = None) -> int:
     graph = defs.resolve_asset_graph()
     try:
         keys = expand_selection(graph, _selected_keys(defs, select))
-    except dg.DagsterInvalidSubsetError as exc:
+    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
         raise InputError(f"--select {select!r}: {exc}") from None
     selected = {k.to_user_string() for k in keys}
     rebuilt = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys} & selected for k in keys}
