@@ -47,7 +47,9 @@ def render(bills: list[Bill]) -> str:
         if b.requests is None:
             lines.append(f"  {b.note}")
             continue
-        lines.append(f"  requests {_n(b.requests)}: {_n(b.cached)} cached, {_n(b.to_send)} to send; "
+        repeats = b.requests - b.cached - b.to_send
+        again = f" ({repeats:,} share a prompt with another request: asked once)" if repeats else ""
+        lines.append(f"  requests {_n(b.requests)}: {_n(b.cached)} cached, {_n(b.to_send)} to send{again}; "
                      f"prompt tokens to send {_n(b.prompt_tokens)} ({b.tokens_counted_by})")
         expected = "unknown" if b.expected_s is None else f"{b.expected_s:,.1f} s"
         latency = "none" if b.latency_s is None else f"{b.latency_s:.2f} s a request"

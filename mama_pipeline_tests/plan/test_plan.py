@@ -175,3 +175,24 @@ def test_a_dagster_run_over_budget_fails_before_sending(tmp_path, fake_llm):
     assert cause.cls_name == "BudgetExceeded" and cause.message.strip() == (
         "mama_pipeline.llm.budget.BudgetExceeded: stage query_writer: over its budget, stopped before sending: "
         "3 new requests > max_new_requests 2")
+
+
+def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make_client, fake_llm):
+    from pydantic import BaseModel
+
+    from mama_pipeline.llm.client import LLMRequest
+    from mama_pipeline.llm.prompts import PromptTemplate
+    from mama_pipeline.llm.settings import StageSettings
+    from mama_pipeline.plan.bill import PlannedRun, StagePlan, bill
+    from mama_pipeline.plan.report import render
+
+    class Answer(BaseModel):
+        text: str
+
+    template = PromptTemplate(id="repeat", system="Say it.", user="{text}")
+    requests = [LLMRequest(i, template.render(text=t)) for i, t in (("a", "same"), ("b", "same"), ("c", "other"))]
+    client = make_client(stage="query_writer")
+    plan = StagePlan("some_asset", "query_writer", StageSettings(concurrency=1), [PlannedRun(template, Answer, requests)])
+    b = bill(plan, client, latency_s=0.5)
+    assert (b.requests, b.cached, b.to_send, b.slots, b.expected_s) == (3, 0, 2, 1, 1.0)  # ceil(2 / 1) x 0.5 s
+    assert "requests 3: 0 cached, 2 to send (1 share a prompt with another request: asked once);" in render([b])
