@@ -75,11 +75,17 @@ def recorded_latency(client: LLMClient) -> tuple[float | None, int]:
     return (statistics.median(r[0] for r in rows), len(rows)) if rows else (None, 0)
 
 
-def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None) -> Bill:
+def slots_of(cfg: StageSettings, embedded_slots: int) -> int:
+    """Requests answered at once: concurrency per base URL, or the embedded server's slots when fewer."""
+    return cfg.concurrency * len(cfg.base_urls) if cfg.base_urls else min(cfg.concurrency, embedded_slots)
+
+
+def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None, slots: int | None = None) -> Bill:
     """The bill of ``plan`` under ``client`` (which sends nothing here); ``latency_s``: the latency per
-    request to price with when the cache recorded none for the stage."""
+    request to price with when the cache recorded none for the stage; ``slots``: requests answered at once
+    (default: the stage's concurrency per base URL)."""
     cfg = plan.cfg
-    slots = cfg.concurrency * max(1, len(cfg.base_urls))
+    slots = slots or slots_of(cfg, cfg.concurrency)
     common = dict(asset=plan.asset, stage=plan.stage, model=client.model, max_tokens=cfg.max_tokens, slots=slots)
     if plan.runs is None:
         return Bill(**common, requests=None, cached=None, to_send=None, prompt_tokens=None, tokens_counted_by="",

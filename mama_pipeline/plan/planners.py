@@ -16,7 +16,7 @@ import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill
+from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, slots_of
 from mama_pipeline.resources import LLMResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
@@ -214,5 +214,5 @@ def stage_bills(
                 runs = f"{NOT_BUILT}: {exc}{first}"
             plan = (StagePlan(planner.asset, stage, cfg, None, runs) if isinstance(runs, str)
                     else StagePlan(planner.asset, stage, cfg, runs, stale))
-            out.append(bill(plan, client, latency_s))
+            out.append(bill(plan, client, latency_s, slots_of(cfg, inp.s.llm.embedded_server.n_parallel)))
     return out

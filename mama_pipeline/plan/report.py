@@ -54,7 +54,7 @@ def render(bills: list[Bill]) -> str:
         expected = "unknown" if b.expected_s is None else f"{b.expected_s:,.1f} s"
         latency = "none" if b.latency_s is None else f"{b.latency_s:.2f} s a request"
         lines.append(f"  completion cap {b.max_tokens:,} tokens a request (up to {b.max_tokens * b.to_send:,} "
-                     f"completion tokens); expected {expected} at {b.slots} concurrent "
+                     f"completion tokens); expected {expected} with {b.slots} answered at once "
                      f"(latency {latency}: {b.latency_from})")
         if b.over_budget:
             lines.append(f"  OVER BUDGET: {b.over_budget}")

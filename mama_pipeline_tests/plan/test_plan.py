@@ -130,7 +130,7 @@ def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, f
     block = lines[lines.index("generated_queries · query_writer · fake-model"):]
     assert block[1].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
     assert block[2].startswith("  completion cap 512 tokens a request (up to 1,536 completion tokens); "
-                               "expected 4.0 s at 2 concurrent (latency 2.00 s a request: --latency-s)")
+                               "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)")
     assert block[3] == ("  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
                         "3 new requests > max_new_requests 2")
     assert not any(line.startswith("judged_labels") for line in lines)  # only the selection's stages
@@ -196,3 +196,13 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
     b = bill(plan, client, latency_s=0.5)
     assert (b.requests, b.cached, b.to_send, b.slots, b.expected_s) == (3, 0, 2, 1, 1.0)  # ceil(2 / 1) x 0.5 s
     assert "requests 3: 0 cached, 2 to send (1 share a prompt with another request: asked once);" in render([b])
+
+
+def test_slots_are_concurrency_per_base_url_or_the_embedded_servers_slots():
+    from mama_pipeline.llm.settings import StageSettings
+    from mama_pipeline.plan.bill import slots_of
+
+    two_urls = StageSettings(base_urls=["http://a:1/v1", "http://b:1/v1"], model="m", concurrency=4)
+    assert slots_of(two_urls, embedded_slots=1) == 8
+    assert slots_of(StageSettings(concurrency=8), embedded_slots=1) == 1  # the embedded server answers one at a time
+    assert slots_of(StageSettings(concurrency=2), embedded_slots=4) == 2

@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS llm_plan (
     prompt_tokens      BIGINT,             -- prompt tokens of the requests to send
     tokens_counted_by  VARCHAR NOT NULL,   -- the tokenizer, or the estimate's rule
     max_tokens         BIGINT NOT NULL,    -- completion-token cap per request
-    slots              BIGINT NOT NULL,    -- concurrency x endpoints
+    slots              BIGINT NOT NULL,    -- answered at once: concurrency x base URLs, or the embedded slots
     latency_s          DOUBLE,             -- seconds a request: recorded median, or --latency-s
     latency_from       VARCHAR NOT NULL,
     expected_s         DOUBLE,             -- ceil(to_send / slots) x latency_s
