@@ -100,7 +100,7 @@ def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None, slo
         tokens += sum(counter.count(r.messages) for r in todo.values())
     recorded, n = recorded_latency(client)
     if recorded is not None:
-        latency, source = recorded, f"median of {n} cached answers"
+        latency, source = recorded, f"median of {n} cached ok answers"
     elif latency_s is not None:
         latency, source = latency_s, "--latency-s"
     else:

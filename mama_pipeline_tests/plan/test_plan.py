@@ -88,7 +88,7 @@ def test_plan_counts_cached_and_new_requests_and_prices_them_from_recorded_laten
     b = one(plan_bills(config, ["generated_queries"], latency_s=1.5), "generated_queries", "query_writer")
     assert (b.requests, b.cached, b.to_send) == (3, 1, 2)
     assert b.prompt_tokens == sum(-(-c // 4) for c in chars[1:])
-    assert b.latency_s == 4.0 and b.latency_from == "median of 1 cached answers"
+    assert b.latency_s == 4.0 and b.latency_from == "median of 1 cached ok answers"
     assert b.expected_s == 4.0  # ceil(2 / 2 slots) x 4.0 s: the recorded latency, not the command line's
     assert fake_llm.stats()["chat_calls"] == before
 
