@@ -64,8 +64,12 @@ def render(bills: list[Bill]) -> str:
     timed = [b.expected_s for b in planned if b.expected_s is not None and b.to_send]
     untimed = sum(1 for b in planned if b.expected_s is None and b.to_send)
     lines.append("")
+    if untimed and not timed:
+        time = "expected time unknown (no latency recorded or given: --latency-s)"
+    else:
+        time = f"{sum(timed):,.1f} s if the stages run one after another" + (
+            f", not counting {untimed} stage plans with requests to send but no latency" if untimed else "")
     lines.append(f"To send: {sum(b.to_send for b in planned):,} requests, "
                  f"{sum(b.prompt_tokens for b in planned):,} prompt tokens (stage plans computed: {len(planned)} of "
-                 f"{len(bills)}); {sum(timed):,.1f} s if the stages run one after another"
-                 + (f" ({untimed} stage plans with requests to send but no latency left out)" if untimed else ""))
+                 f"{len(bills)}); {time}")
     return "\n".join(lines)

@@ -196,6 +196,13 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
     b = bill(plan, client, latency_s=0.5)
     assert (b.requests, b.cached, b.to_send, b.slots, b.expected_s) == (3, 0, 2, 1, 1.0)  # ceil(2 / 1) x 0.5 s
     assert "requests 3: 0 cached, 2 to send (1 share a prompt with another request: asked once);" in render([b])
+    # "Say it." + "same": 11 characters, 3 tokens; "Say it." + "other": 12 characters, 3 tokens
+    assert render([b]).endswith("To send: 2 requests, 6 prompt tokens (stage plans computed: 1 of 1); "
+                                "1.0 s if the stages run one after another")
+    unpriced = bill(plan, client)
+    assert unpriced.expected_s is None and render([b, unpriced]).endswith(
+        "1.0 s if the stages run one after another, not counting 1 stage plans with requests to send but no latency")
+    assert render([unpriced]).endswith("expected time unknown (no latency recorded or given: --latency-s)")
 
 
 def test_slots_are_concurrency_per_base_url_or_the_embedded_servers_slots():
