@@ -94,3 +94,18 @@ def test_judge_checks_every_batch_before_sending_the_first(make_client, fake_llm
     run = judge_pairs(make_client(max_new_requests=6), store, pool, queries, chunks, JudgeVerdictsWithReasoning,
                       batch_pairs=2)
     assert run.new_labels == 6 and fake_llm.stats()["chat_calls"] - before == 6
+
+
+def test_a_tokenizer_with_a_chat_template_counts_the_messages_as_laid_out(tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "with-template"
+    shutil.copytree(MINILM, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    counter = counter_for(str(folder))
+    assert counter.exact and counter.method == f"tokenizer {folder} (chat template)"
+    # "< system > you label things . < user > label this : kidney stones": 3 + 4 + 3 + 5 tokens
+    assert counter.count(TEMPLATE.render(text="kidney stones")) == 15
