@@ -160,7 +160,7 @@ def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[Plan
 
 
 def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
-    if stage == inp.s.multipassage.verifier_stage:
+    if stage == inp.s.multipassage.verifier_stage:  # also the writer when one stage does both: not split here
         return "not computed: the verifier is asked about the questions the writer returns in the same step"
     from mama_pipeline.multipassage.assets import chunk_lookup
     from mama_pipeline.multipassage.prompts import writer_model, writer_template
@@ -188,7 +188,8 @@ PLANNERS = [
     Planner("query_variants", _llm("query_rewriter", "rewrite_gate"), _rewrites),
     Planner("variant_labels", _llm("judge"), _variant_labels),
     Planner("multipassage_questions",
-            lambda s: [(n, getattr(s.llm, n)) for n in (s.multipassage.writer_stage, s.multipassage.verifier_stage)],
+            lambda s: [(n, getattr(s.llm, n)) for n in dict.fromkeys((s.multipassage.writer_stage,
+                                                                      s.multipassage.verifier_stage))],
             _multipassage_questions),
     Planner("multipassage_labels", _llm("judge"), _multipassage_labels),
     Planner("system_answers", lambda s: [(f"system:{e.name}", e) for e in s.systems.entries], _system_answers),

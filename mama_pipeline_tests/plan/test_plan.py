@@ -213,3 +213,26 @@ def test_slots_are_concurrency_per_base_url_or_the_embedded_servers_slots():
     assert slots_of(two_urls, embedded_slots=1) == 8
     assert slots_of(StageSettings(concurrency=8), embedded_slots=1) == 1  # the embedded server answers one at a time
     assert slots_of(StageSettings(concurrency=2), embedded_slots=4) == 2
+
+
+def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for_answers(tmp_path, fake_llm):
+    from mama_pipeline.systems.items import benchmark_items
+    from mama_pipeline_tests.systems.fixtures import items_frame, mcq, short
+
+    config = write_config(tmp_path, fake_llm)  # the sample's systems: smollm-closed (every track), smollm-rag (mcq)
+    items = benchmark_items(items_frame([
+        mcq("m1", "Which drug prevents haemorrhage?", ["Oxytocin", "Aspirin"], 0),
+        mcq("m2", "Which drug treats eclampsia?", ["Magnesium sulfate", "Paracetamol"], 0),
+        short("s1", "When is oxytocin given?", "Within a minute of birth"),
+    ]))
+    store_of(config).write_table("systems_items", items)
+    before = fake_llm.stats()["chat_calls"]
+    bills = plan_bills(config, ["system_answers", "system_grades"])
+    closed = one(bills, "system_answers", "system:smollm-closed")
+    assert (closed.requests, closed.cached, closed.to_send, closed.max_tokens) == (3, 0, 3, 48)
+    rag = one(bills, "system_answers", "system:smollm-rag")
+    assert rag.requests is None and rag.note == ("2 items; not computed: each prompt carries the chunks bm25 "
+                                                 "retrieves, and the plan runs no retrieval")
+    grader = one(bills, "system_grades", "answer_grader")
+    assert grader.requests is None and grader.note == "inputs not yet built: system_answers"
+    assert fake_llm.stats()["chat_calls"] == before
