@@ -1,9 +1,10 @@
-"""Command line: ``mama-pipeline demo|materialize|eval|verify``.
+"""Command line: ``mama-pipeline demo|materialize|plan|eval|verify``.
 
 ``materialize`` runs an asset selection on the project's instance, one run per
 partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
 this process. ``demo`` does the latter for every asset on the demo configuration.
+``plan`` prints what a selection's LLM stages would send, sending nothing.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
 """
@@ -123,6 +124,11 @@ def _dispatch(argv: list[str] | None) -> int:
     m.add_argument("--executor", choices=["multiprocess", "in_process"], default="multiprocess",
                    help="multiprocess: each step in its own process (real runs); in_process: every run in "
                         "this process, one line per step (small runs, no process start per step)")
+    p = sub.add_parser("plan", help="print the requests, cache hits, prompt tokens and expected time of a "
+                                    "selection's LLM stages, sending nothing")
+    p.add_argument("--select", default="*")
+    p.add_argument("--latency-s", type=float, default=None,
+                   help="seconds a request, for stages whose latencies the cache has not recorded")
     sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
     sub.add_parser("verify", help="check release folders against their manifests' hashes", add_help=False)
     args, rest = ap.parse_known_args(argv)
@@ -136,6 +142,10 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.release.cli import main as verify_main
 
         return verify_main(rest)
+    if args.cmd == "plan":
+        from mama_pipeline.plan.cli import plan
+
+        return plan(args.select, args.latency_s)
     if args.retry_parse_failed:  # read by every stage's LLM client in the runs started below
         from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
 

@@ -9,6 +9,7 @@ from mama_pipeline.evaluation import definitions as evaluation
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.mamabench import definitions as mamabench
 from mama_pipeline.multipassage import definitions as multipassage
+from mama_pipeline.plan import definitions as plan
 from mama_pipeline.queries import definitions as queries
 from mama_pipeline.release import definitions as release
 from mama_pipeline.resources import shared_resources
@@ -31,5 +32,6 @@ defs = dg.Definitions.merge(
     clinician.defs,
     robustness.defs,
     systems.defs,
+    plan.defs,
     dg.Definitions(resources=shared_resources()),
 )

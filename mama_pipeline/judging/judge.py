@@ -11,7 +11,7 @@ decoding, ``LLMClient.identity``) and prompt hash.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import polars as pl
 from pydantic import BaseModel
@@ -87,6 +87,55 @@ def _merge_metadata(total: dict[str, Any], batch: dict[str, Any]) -> None:
             total.setdefault(key, value)
 
 
+def _joined(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """The pairs with their query and chunk, and the pairs failed for a missing query or chunk."""
+    pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
+    dupes = pairs.filter(pairs.is_duplicated())
+    if dupes.height:
+        q, c = dupes.row(0)
+        raise ValueError(f"pairs to judge hold ({q}, {c}) more than once ({dupes.height} duplicate rows)")
+    _require_unique(queries, "query_id", "queries table")
+    _require_unique(chunks, "chunk_id", "chunks table")
+    joined = pairs.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
+        chunks.select("chunk_id", "text", "source", "page", "corpus_version"), on="chunk_id", how="left"
+    )
+    failed = [
+        _failed(joined.filter(pl.col("query_text").is_null()), "query_id not in the queries table"),
+        _failed(
+            joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_null()),
+            "chunk_id not in the current corpus",
+        ),
+    ]
+    return joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_not_null()), failed
+
+
+def _holes(joined: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
+    return joined.join(stored.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti").sort(
+        "query_id", "chunk_id"
+    )
+
+
+def pair_batches(holes: pl.DataFrame, batch_pairs: int) -> Iterator[tuple[list[dict[str, Any]], list[LLMRequest]]]:
+    """The holes' rows and judge requests, ``batch_pairs`` at a time."""
+    for start in range(0, holes.height, batch_pairs):
+        rows = holes.slice(start, batch_pairs).to_dicts()
+        yield rows, [
+            LLMRequest(_item_id(r["query_id"], r["chunk_id"]), render_pair(r["query_text"], r["source"], r["page"], r["text"]))
+            for r in rows
+        ]
+
+
+def judge_holes(
+    client: LLMClient, store: Store, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame,
+    answer_model: type[BaseModel], template: PromptTemplate = RELEVANCE_JUDGE,
+) -> pl.DataFrame:
+    """The pairs :func:`judge_pairs` would ask the judge about (no stored label), asking nothing."""
+    joined, _ = _joined(pairs, queries, chunks)
+    stored = stored_labels(store, client.model, label_prompt_hash(template, answer_model), joined,
+                           judge_identity=client.identity)
+    return _holes(joined, stored)
+
+
 def judge_pairs(
     client: LLMClient,
     store: Store,
@@ -102,43 +151,18 @@ def judge_pairs(
     ``queries`` needs query_id, query_text; ``chunks`` needs chunk_id, text,
     source, page, corpus_version.
     """
-    pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
-    dupes = pairs.filter(pairs.is_duplicated())
-    if dupes.height:
-        q, c = dupes.row(0)
-        raise ValueError(f"pairs to judge hold ({q}, {c}) more than once ({dupes.height} duplicate rows)")
-    _require_unique(queries, "query_id", "queries table")
-    _require_unique(chunks, "chunk_id", "chunks table")
     prompt_hash = label_prompt_hash(template, answer_model)
     identity = client.identity
     run = JudgeRun(outcomes=pl.DataFrame(schema=OUTCOME_SCHEMA), judge_model=client.model, prompt_hash=prompt_hash,
                    judge_identity=identity)
-
-    joined = pairs.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
-        chunks.select("chunk_id", "text", "source", "page", "corpus_version"), on="chunk_id", how="left"
-    )
-    parts = [
-        _failed(joined.filter(pl.col("query_text").is_null()), "query_id not in the queries table"),
-        _failed(
-            joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_null()),
-            "chunk_id not in the current corpus",
-        ),
-    ]
-    joined = joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_not_null())
-
+    joined, parts = _joined(pairs, queries, chunks)
     stored = stored_labels(store, client.model, prompt_hash, joined, judge_identity=identity)
     parts.append(stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True)))
-    holes = joined.join(stored.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti").sort(
-        "query_id", "chunk_id"
-    )
+    holes = _holes(joined, stored)
+    # the whole run against the stage's budget before the first batch is sent
+    client.check_budget((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs))
 
-    for start in range(0, holes.height, batch_pairs):
-        batch = holes.slice(start, batch_pairs)
-        rows = batch.to_dicts()
-        requests = [
-            LLMRequest(_item_id(r["query_id"], r["chunk_id"]), render_pair(r["query_text"], r["source"], r["page"], r["text"]))
-            for r in rows
-        ]
+    for rows, requests in pair_batches(holes, batch_pairs):
         report = client.run(template, answer_model, requests)
         run.asked += len(requests)
         run.calls += report.calls

@@ -24,15 +24,17 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import openai
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
+from mama_pipeline.llm.budget import BudgetExceeded, budget_breach
 from mama_pipeline.llm.endpoints import EndpointPool, EndpointsDown, Outage, backoff_delay
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
+from mama_pipeline.llm.tokens import TokenCounter, counter_for
 from mama_pipeline.store import Store
 
 CACHE_TABLE = "llm_responses"
@@ -300,6 +302,8 @@ class LLMClient:
         self.retry_parse_failed = (retry_parse_failed or settings.retry_parse_failed
                                    or os.environ.get(RETRY_PARSE_FAILED_ENV) == "1")
         self._rng = random.Random()
+        self._counter: TokenCounter | None = None
+        self._sent_requests = self._sent_tokens = 0  # new requests this client has sent, against the budget
         store.ensure_tables(CACHE_TABLE, FAILURE_TABLE)
 
     # -- public -------------------------------------------------------------
@@ -318,18 +322,14 @@ class LLMClient:
     ) -> RunReport:
         started = time.perf_counter()
         schema = schema_of(output_model)
-        decoding = decoding_params(self.s)
-        keys = [cache_key(self.endpoint, self.model, template, r.messages, decoding, schema) for r in requests]
         report = RunReport(
             self.stage, self.model, self.endpoint, template.id, template.hash, [], smoke_test=self.smoke_test
         )
-        cached = self._lookup(set(keys))
-        todo: dict[str, LLMRequest] = {}
-        for key, req in zip(keys, requests):
-            if key not in cached and key not in todo:
-                todo[key] = req
+        keys, cached, todo = self.pending(template, output_model, requests)
         fresh: dict[str, LLMResult] = {}
         if todo:
+            self._sent_tokens += self._within_budget(todo.values())
+            self._sent_requests += len(todo)
             self._log(f"{self.stage}: {len(requests) - len(todo)} cached, {len(todo)} to ask {self.model}")
             fresh = await self._ask_all(template, output_model, schema, todo, report)
         for key, req in zip(keys, requests):
@@ -340,6 +340,67 @@ class LLMClient:
             report.results.append(_for_item(res, req.item_id))
         report.wall_s = time.perf_counter() - started
         return report
+
+    def pending(
+        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+    ) -> tuple[list[str], dict[str, LLMResult], dict[str, LLMRequest]]:
+        """What a run of ``requests`` would do, sending nothing: the cache key of each request, the cached
+        answers (by key) and the requests to send (one per key not in the cache)."""
+        schema = schema_of(output_model)
+        decoding = decoding_params(self.s)
+        keys = [cache_key(self.endpoint, self.model, template, r.messages, decoding, schema) for r in requests]
+        cached = self._lookup(set(keys))
+        todo: dict[str, LLMRequest] = {}
+        for key, req in zip(keys, requests):
+            if key not in cached and key not in todo:
+                todo[key] = req
+        return keys, cached, todo
+
+    def check_budget(self, runs: Iterable[tuple[PromptTemplate, type[BaseModel], Sequence[LLMRequest]]]) -> None:
+        """Raise :class:`BudgetExceeded` if sending the uncached requests of every run (template, output model,
+        requests) would exceed the stage's budget: a step that asks in several runs calls it with all of them
+        before the first. Without a budget, the runs are not read."""
+        if not self._budgeted:
+            return
+        new_requests = tokens = 0
+        for template, output_model, requests in runs:
+            todo = list(self.pending(template, output_model, requests)[2].values())
+            new_requests += len(todo)
+            tokens += self._tokens_of(todo)
+        self._breach(new_requests, tokens)
+
+    @property
+    def _budgeted(self) -> bool:
+        return self.s.max_new_requests is not None or self.s.max_new_prompt_tokens is not None
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """How this stage's prompt tokens are counted: its tokenizer where a local copy exists, else an estimate."""
+        if self._counter is None:
+            self._counter = counter_for(self.s.tokenizer or self.model)
+        return self._counter
+
+    def _tokens_of(self, requests: Iterable[LLMRequest]) -> int:
+        if self.s.max_new_prompt_tokens is None:
+            return 0  # counted only where a budget needs them
+        return sum(self.token_counter.count(r.messages) for r in requests)
+
+    def _within_budget(self, todo: Iterable[LLMRequest]) -> int:
+        """Raise :class:`BudgetExceeded` if this client's new requests with ``todo`` exceed the stage's budget;
+        returns the prompt tokens of ``todo`` (0 when no token budget is set: nothing is counted)."""
+        if not self._budgeted:
+            return 0
+        todo = list(todo)
+        tokens = self._tokens_of(todo)
+        self._breach(len(todo), tokens)
+        return tokens
+
+    def _breach(self, new_requests: int, new_tokens: int) -> None:
+        breach = budget_breach(self.stage, self.s, self._sent_requests + new_requests, self._sent_tokens + new_tokens,
+                               self.token_counter.method if self.s.max_new_prompt_tokens is not None else "",
+                               self._sent_requests)
+        if breach:
+            raise BudgetExceeded(breach)
 
     # -- cache --------------------------------------------------------------
     def _lookup(self, keys: set[str]) -> dict[str, LLMResult]:

@@ -52,6 +52,11 @@ class StageSettings(Section):
     down_after_failures: int = Field(3, ge=1)
     endpoint_patience_s: float = Field(600.0, ge=0)
     retry_parse_failed: bool = False  # re-ask answers cached as parse_failed (also: mama-pipeline --retry-parse-failed)
+    # a budget per stage: a run whose requests not in the cache would exceed either stops before sending
+    # anything (None: unlimited). Prompt tokens are counted as `mama-pipeline plan` counts them (tokenizer).
+    max_new_requests: int | None = Field(None, ge=0)
+    max_new_prompt_tokens: int | None = Field(None, ge=0)
+    tokenizer: str | None = None  # a local tokenizer folder or cached hub id for token counts; default: model
 
     @field_validator("base_urls")
     @classmethod

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.mamabench.schema import CATEGORY_ALIASES, Category
+from mama_pipeline.mamabench.settings import MamabenchSettings
 
 CATEGORIES = [c.value for c in Category]
 PAIR_SCHEMA = {"item_id": pl.String, "a": pl.String, "b": pl.String}
@@ -170,3 +171,10 @@ def classifier_agreement(pairs: pl.DataFrame) -> AgreementStats:
     stats = agreement_stats(pairs)
     reason = same_classifier_reason(pairs)
     return stats if reason is None else stats.withheld(reason)
+
+
+def agreement_rows(adapted: pl.DataFrame, verdicts: pl.DataFrame, cfg: MamabenchSettings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Our classifier's verdicts on the agreement pools, and the seeded sample of rows the reference re-classifies."""
+    ours = verdicts.filter(pl.col("via") == "classifier", pl.col("pool").is_in(cfg.agreement_pools))
+    chosen = sample_ids(ours["item_id"].to_list(), cfg.agreement_sample_size, cfg.agreement_seed)
+    return ours, adapted.filter(pl.col("item_id").is_in(chosen), pl.col("status") == "pending")

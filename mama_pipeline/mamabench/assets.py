@@ -18,10 +18,10 @@ from mama_pipeline.llm.failure_bounds import (
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.agreement import (
+    agreement_rows,
     agreement_stats,
     classifier_agreement,
     prior_pairs,
-    sample_ids,
     verdict_pairs,
 )
 from mama_pipeline.mamabench.pools import POOLS, Pool
@@ -161,12 +161,7 @@ def mamabench_agreement(
     settings: SettingsResource,
 ) -> pl.DataFrame:
     s = settings.get()
-    cfg = s.mamabench
-    ours = mamabench_scope_verdicts.filter(
-        pl.col("via") == "classifier", pl.col("pool").is_in(cfg.agreement_pools)
-    )
-    chosen = sample_ids(ours["item_id"].to_list(), cfg.agreement_sample_size, cfg.agreement_seed)
-    rows = mamabench_adapted.filter(pl.col("item_id").is_in(chosen), pl.col("status") == "pending")
+    ours, rows = agreement_rows(mamabench_adapted, mamabench_scope_verdicts, s.mamabench)
     with llm.client("classifier_reference", context) as client:
         reference, report = classify(client, rows, verdict_model(s.llm.classifier_reference.reasoning))
     pairs = verdict_pairs(ours, reference).with_columns(

@@ -73,9 +73,14 @@ def scope_requests(rows: pl.DataFrame) -> list[LLMRequest]:
             for r in todo.select("item_id", "scope_mode", "scope_input").iter_rows(named=True)]
 
 
+def pending_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows the classifier is asked about: pending, with a scope input."""
+    return rows.filter(pl.col("status") == "pending", pl.col("scope_mode").is_not_null())
+
+
 def classify(client: StageClient, rows: pl.DataFrame, output_model: type[BaseModel]) -> tuple[pl.DataFrame, RunReport]:
     """One verdict per row with a scope input, through the shared client."""
-    pending = rows.filter(pl.col("status") == "pending", pl.col("scope_mode").is_not_null())
+    pending = pending_rows(rows)
     requests = scope_requests(pending)
     report = client.run(scope_prompt.SCOPE_TEMPLATE, output_model, requests)
     pool_of = dict(pending.select("item_id", "pool").iter_rows())

@@ -87,8 +87,9 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
         contexts, meta = _contexts(context, settings, store, cfg, mine)
         frames, reports = [], []
         with llm.client_for(_system_stage(cfg.name), cfg, context) as client:
-            for track in cfg.tracks:
-                template, model, requests, given = answering.track_requests(cfg, track, mine, contexts)
+            tracks = [answering.track_requests(cfg, track, mine, contexts) for track in cfg.tracks]
+            client.check_budget((t, m, r) for t, m, r, _ in tracks)  # every track, before the first is sent
+            for track, (template, model, requests, given) in zip(cfg.tracks, tracks):
                 if not requests:
                     continue
                 report = client.run(template, model, requests)

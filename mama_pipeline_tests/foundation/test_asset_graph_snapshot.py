@@ -46,7 +46,7 @@ def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
     assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release",
-                      "multipassage", "clinician", "robustness", "systems"}
+                      "multipassage", "clinician", "robustness", "systems", "plan"}
     chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
              ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
              ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),

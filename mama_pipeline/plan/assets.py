@@ -1,0 +1,32 @@
+"""The ``llm_plan`` asset (group ``plan``): the bill of every LLM stage, to materialise before a run."""
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.metadata import md_table
+from mama_pipeline.plan.report import bills_frame, plan_bills, render
+from mama_pipeline.resources import SettingsResource
+from mama_pipeline.settings import config_path_from_env
+
+GROUP = "plan"
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="Before a run: per LLM stage and answering system, the requests it would send and those cached, "
+    "prompt tokens, completion cap and expected time, from the inputs in the store; nothing is sent. "
+    "Materialise it first (mama-pipeline plan prints the same for a selection).",
+)
+def llm_plan(context: dg.AssetExecutionContext, settings: SettingsResource) -> dg.Output[pl.DataFrame]:
+    bills = plan_bills(settings.config_path or str(config_path_from_env()))
+    text = render(bills)
+    context.log.info("\n" + text)
+    frame = bills_frame(bills)
+    planned = frame.filter(pl.col("requests").is_not_null())
+    return dg.Output(frame, metadata={
+        "plan": dg.MetadataValue.md("```\n" + text + "\n```"),
+        "table": md_table(frame.drop("tokens_counted_by", "latency_from")),
+        "requests_to_send": int(planned["to_send"].sum()),
+        "prompt_tokens_to_send": int(planned["prompt_tokens"].sum()),
+        "stages_over_budget": frame.filter(pl.col("over_budget") != "").height,
+        "stage_plans_not_computed": frame.height - planned.height,
+    })

@@ -1,0 +1,31 @@
+"""``mama-pipeline plan --select ...``: the bill of a selection's LLM stages, before anything is sent."""
+from __future__ import annotations
+
+from mama_pipeline.input_errors import InputError
+from mama_pipeline.settings import config_path_from_env, load_settings
+
+
+def plan(select: str, latency_s: float | None = None) -> int:
+    """Print the plan of the selection; exit status 1 when a stage would exceed its budget."""
+    if latency_s is not None and latency_s <= 0:
+        raise InputError(f"--latency-s {latency_s:g}: must be a positive number of seconds")
+    load_settings()  # a bad configuration file is reported before anything else
+    import dagster as dg
+    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
+
+    from mama_pipeline.cli import _selected_keys
+    from mama_pipeline.definitions import defs
+    from mama_pipeline.plan.report import plan_bills, render
+    from mama_pipeline.release.run_plan import expand_selection
+
+    graph = defs.resolve_asset_graph()
+    try:
+        keys = expand_selection(graph, _selected_keys(defs, select))
+    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
+        raise InputError(f"--select {select!r}: {exc}") from None
+    selected = {k.to_user_string() for k in keys}
+    rebuilt = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys} & selected for k in keys}
+    bills = plan_bills(str(config_path_from_env()), selected, latency_s, rebuilt)
+    print(f"LLM plan of --select {select!r} (configuration {config_path_from_env()}); nothing was sent.\n")
+    print(render(bills), flush=True)
+    return 1 if any(b.over_budget for b in bills) else 0

@@ -1,0 +1,219 @@
+"""Per LLM-calling asset: the runs it would send each stage, rendered from the inputs in the store.
+
+Each planner reads its asset's inputs from the store (tables named as the IO manager names them)
+and builds the requests with the functions the asset itself uses; an input that is not in the
+store makes the plan say so (:data:`~mama_pipeline.plan.bill.NOT_BUILT`). Runs whose requests
+depend on answers asked in the same step (the rewrite gate, the multi-passage verifier) or on a
+retrieval the plan does not run (RAG answering systems) are listed with the reason they are not
+computed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import polars as pl
+
+from mama_pipeline.llm.client import LLMClient
+from mama_pipeline.llm.settings import StageSettings
+from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, slots_of
+from mama_pipeline.resources import LLMResource
+from mama_pipeline.settings import PipelineSettings
+from mama_pipeline.store import Store
+
+
+class NotBuilt(Exception):
+    """An input table (or partition) is not in the store."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    s: PipelineSettings
+    store: Store
+
+    def table(self, name: str, partition: str | None = None) -> pl.DataFrame:
+        if not self.store.table_exists(name):
+            raise NotBuilt(name)
+        df = self.store.read_table(name, partitions=None if partition is None else [partition])
+        if partition is not None and df.is_empty():
+            raise NotBuilt(f"{name}[{partition}]")
+        return df
+
+
+@dataclass(frozen=True)
+class Planner:
+    asset: str
+    stages: Callable[[PipelineSettings], list[tuple[str, StageSettings]]]  # (stage, its settings)
+    runs: Callable[[Inputs, str, LLMClient], Iterable[PlannedRun] | str]  # one stage's runs, or why not computed
+
+
+def _llm(*names: str) -> Callable[[PipelineSettings], list[tuple[str, StageSettings]]]:
+    return lambda s: [(n, getattr(s.llm, n)) for n in names]
+
+
+def _queries(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
+    from mama_pipeline.queries.assets import query_requests
+    from mama_pipeline.queries.prompt import answer_model, query_writer_template
+
+    reasoning = inp.s.llm.query_writer.reasoning == "json_field"
+    template = query_writer_template(inp.s.queries.max_words, reasoning)
+    return [PlannedRun(template, answer_model(reasoning), query_requests(inp.table("sampled_chunks"), template))]
+
+
+def _judge_runs(
+    inp: Inputs, client: LLMClient, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+) -> Iterable[PlannedRun]:
+    """The judge's batches for the pairs without a stored label of this judge (the label store is asked)."""
+    from mama_pipeline.judging.judge import judge_holes, pair_batches
+    from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, output_model
+
+    model = output_model(inp.s.llm.judge.reasoning)
+    holes = judge_holes(client, inp.store, pairs, queries, chunks, model)
+    return (PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(holes, inp.s.judging.batch_pairs))
+
+
+def _judged_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
+    return _judge_runs(inp, client, inp.table("pooled_pairs"), inp.table("generated_queries"), inp.table("corpus_chunks"))
+
+
+def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
+    from mama_pipeline.mamabench import scope_prompt
+    from mama_pipeline.mamabench.agreement import agreement_rows
+    from mama_pipeline.mamabench.scoping import pending_rows, scope_requests
+
+    adapted = inp.table("mamabench_adapted")
+    if stage == "classifier_reference":
+        adapted = agreement_rows(adapted, inp.table("mamabench_scope_verdicts"), inp.s.mamabench)[1]
+    model = scope_prompt.verdict_model(getattr(inp.s.llm, stage).reasoning)
+    return [PlannedRun(scope_prompt.SCOPE_TEMPLATE, model, scope_requests(pending_rows(adapted)))]
+
+
+def _rubric_harness(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
+    from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict, judge_requests, sample_rows
+
+    cfg = inp.s.calibration
+    rows = sample_rows(inp.table("calibration_side_file"), cfg.harness_sample_size, cfg.harness_seed)
+    return [PlannedRun(RUBRIC_JUDGE_PROMPT, RubricVerdict, judge_requests(rows))]
+
+
+def _system_answers(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
+    from mama_pipeline.systems import answering
+
+    cfg = inp.s.systems.system(stage.split(":", 1)[1])
+    items = inp.table("systems_items").filter(pl.col("track").is_in(cfg.tracks))
+    if cfg.mode == "rag":
+        return (f"{items.height} items; not computed: each prompt carries the chunks {cfg.retriever} retrieves, "
+                "and the plan runs no retrieval")
+    no_context = pl.DataFrame(schema=answering.CONTEXT_SCHEMA)
+    return [PlannedRun(t, m, r) for t, m, r, _ in
+            (answering.track_requests(cfg, track, items, no_context) for track in cfg.tracks) if r]
+
+
+def _system_grades(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
+    from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
+    from mama_pipeline.systems import grading
+    from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+
+    items = inp.table("systems_items")
+    runs = []
+    for name in inp.s.systems.names:
+        answers = inp.table("system_answers", partition=name)
+        if stage == "answer_grader":
+            runs.append(PlannedRun(SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade,
+                                   grading.short_answer_requests(answers, items)))
+        else:
+            runs.append(PlannedRun(RUBRIC_JUDGE_PROMPT, RubricVerdict,
+                                   grading.rubric_requests(answers, items, inp.table("mamabench_criteria"))))
+    return runs
+
+
+def _rewrites(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
+    if stage == "rewrite_gate":
+        return "not computed: the gate is asked about the rewrites query_rewriter returns in the same step"
+    from mama_pipeline.llm.client import LLMRequest
+    from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
+    from mama_pipeline.robustness.variants import rewrite_selection, variant_id
+
+    r = inp.s.robustness
+    kinds = [k for k in r.kinds if k.rewrite]
+    queries = inp.table("generated_queries")
+    selected = rewrite_selection(queries, r.rewrite_queries, r.seed) if kinds else queries.clear()
+    texts = sorted(selected.select("query_id", "query_text").iter_rows())
+    reasoning = inp.s.llm.query_rewriter.reasoning == "json_field"
+    runs = []
+    for kind in kinds:
+        template = rewrite_template(kind.rewrite, r.max_rewrite_words, reasoning)
+        runs.append(PlannedRun(template, rewrite_model(reasoning),
+                               [LLMRequest(variant_id(q, kind.name), template.render(query=t)) for q, t in texts]))
+    return runs
+
+
+def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
+    from mama_pipeline.robustness.assets import judge_depth
+    from mama_pipeline.robustness.labels import hole_pairs, within_budget
+
+    holes = hole_pairs(inp.table("query_variants"), inp.table("variant_rankings"), inp.table("judgments"),
+                       judge_depth(inp.s))
+    to_judge, _ = within_budget(holes, inp.s.robustness.max_hole_pairs)
+    return _judge_runs(inp, client, to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
+                       inp.table("generated_queries"), inp.table("corpus_chunks"))
+
+
+def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
+    if stage == inp.s.multipassage.verifier_stage:  # also the writer when one stage does both: not split here
+        return "not computed: the verifier is asked about the questions the writer returns in the same step"
+    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.prompts import writer_model, writer_template
+    from mama_pipeline.multipassage.questions import writer_requests
+
+    mp = inp.s.multipassage
+    sets = inp.table("multipassage_candidates").filter(pl.col("status") == "sampled").sort("set_id")
+    lookup = chunk_lookup(inp.table("corpus_chunks"), set(sets["chunk_ids"].explode().drop_nulls().to_list()))
+    reasoning = getattr(inp.s.llm, stage).reasoning == "json_field"
+    template = writer_template(mp.max_words, reasoning)
+    return [PlannedRun(template, writer_model(reasoning), writer_requests(sets, lookup, template))]
+
+
+def _multipassage_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
+    questions = inp.table("multipassage_questions").select("query_id", "query_text")
+    return _judge_runs(inp, client, inp.table("multipassage_pool"), questions, inp.table("corpus_chunks"))
+
+
+PLANNERS = [
+    Planner("mamabench_scope_verdicts", _llm("classifier"), _classifier),
+    Planner("mamabench_agreement", _llm("classifier_reference"), _classifier),
+    Planner("calibration_judge_labels", _llm("rubric_judge"), _rubric_harness),
+    Planner("generated_queries", _llm("query_writer"), _queries),
+    Planner("judged_labels", _llm("judge"), _judged_labels),
+    Planner("query_variants", _llm("query_rewriter", "rewrite_gate"), _rewrites),
+    Planner("variant_labels", _llm("judge"), _variant_labels),
+    Planner("multipassage_questions",
+            lambda s: [(n, getattr(s.llm, n)) for n in dict.fromkeys((s.multipassage.writer_stage,
+                                                                      s.multipassage.verifier_stage))],
+            _multipassage_questions),
+    Planner("multipassage_labels", _llm("judge"), _multipassage_labels),
+    Planner("system_answers", lambda s: [(f"system:{e.name}", e) for e in s.systems.entries], _system_answers),
+    Planner("system_grades", lambda s: _llm("answer_grader", "rubric_judge")(s) if s.systems.entries else [],
+            _system_grades),
+]
+
+
+def stage_bills(
+    planner: Planner, inp: Inputs, llm: LLMResource, latency_s: float | None = None, rebuilt: Iterable[str] = ()
+) -> list[Bill]:
+    """The bill of each stage ``planner``'s asset asks, sending nothing; ``latency_s``: the latency to price
+    stages with no recorded one; ``rebuilt``: the asset's inputs that the same selection rebuilds first."""
+    rebuilt = sorted(rebuilt)
+    stale = f"made from the stored inputs, which this selection rebuilds first ({', '.join(rebuilt)})" if rebuilt else ""
+    first = "; this selection builds them first: plan again after that step" if rebuilt else ""
+    out = []
+    for stage, cfg in planner.stages(inp.s):
+        with llm.client_for(stage, cfg) as client:
+            try:
+                runs = planner.runs(inp, stage, client)
+            except NotBuilt as exc:
+                runs = f"{NOT_BUILT}: {exc}{first}"
+            plan = (StagePlan(planner.asset, stage, cfg, None, runs) if isinstance(runs, str)
+                    else StagePlan(planner.asset, stage, cfg, runs, stale))
+            out.append(bill(plan, client, latency_s, slots_of(cfg, inp.s.llm.embedded_server.n_parallel)))
+    return out

@@ -1,0 +1,238 @@
+"""The plan before a run (``mama-pipeline plan``, the ``llm_plan`` asset) and the budget in a Dagster run,
+against a real DuckDB store and the fault-injecting OpenAI-compatible server; the plan sends nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.judging.judge import judge_pairs
+from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.plan.report import plan_bills
+from mama_pipeline.queries.assets import query_requests
+from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
+from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
+from mama_pipeline.store import Store
+from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+
+CHUNKS = pl.DataFrame({
+    "chunk_id": ["c1", "c2", "c3"],
+    "source": ["who", "who", "msf"],
+    "breadcrumb": [["Bleeding"], [], ["Fever", "Sepsis"]],
+    "text": ["Give oxytocin 10 IU after birth.", "Check the uterus every 15 minutes.", "Start antibiotics early."],
+    "page": [1, 2, 3], "given_cid": [None] * 3, "line": [1, 2, 3], "ordinal": [1, 2, 3], "corpus_version": ["v1"] * 3,
+    "tier": ["high"] * 3, "section": ["Bleeding", "", "Fever"],
+}, schema_overrides={"given_cid": pl.String})
+
+
+def write_config(tmp_path: Path, fake_llm, **stage_overrides) -> str:
+    raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
+    raw["data_dir"] = str(tmp_path / "data")
+    for stage in ("query_writer", "judge"):
+        raw["llm"][stage].update(base_urls=[fake_llm.url], model="fake-model", backoff_base_s=0.01, concurrency=2,
+                                 **stage_overrides)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+def store_of(config: str) -> Store:
+    return Store(load_settings(config).db_path)
+
+
+def one(bills, asset: str, stage: str):
+    (b,) = [b for b in bills if (b.asset, b.stage) == (asset, stage)]
+    return b
+
+
+def writer_requests(config: str):
+    s = load_settings(config)
+    template = query_writer_template(s.queries.max_words, s.llm.query_writer.reasoning == "json_field")
+    return template, answer_model(s.llm.query_writer.reasoning == "json_field"), query_requests(CHUNKS, template)
+
+
+def test_a_stage_whose_inputs_are_not_in_the_store_says_so(tmp_path, fake_llm):
+    config = write_config(tmp_path, fake_llm)
+    b = one(plan_bills(config, ["generated_queries"]), "generated_queries", "query_writer")
+    assert b.requests is None and b.to_send is None and b.note == "inputs not yet built: sampled_chunks"
+
+
+def test_plan_counts_cached_and_new_requests_and_prices_them_from_recorded_latencies(tmp_path, fake_llm):
+    config = write_config(tmp_path, fake_llm)
+    store = store_of(config)
+    store.write_table("sampled_chunks", CHUNKS)
+    template, model, requests = writer_requests(config)
+    before = fake_llm.stats()["chat_calls"]
+    b = one(plan_bills(config, ["generated_queries"]), "generated_queries", "query_writer")
+    assert (b.requests, b.cached, b.to_send, b.model, b.max_tokens, b.slots) == (3, 0, 3, "fake-model", 512, 2)
+    # no local tokenizer for "fake-model": characters / 4, rounded up, per request
+    chars = [sum(len(m["content"]) for m in r.messages) for r in requests]
+    assert b.prompt_tokens == sum(-(-c // 4) for c in chars) and b.tokens_counted_by.startswith("estimate")
+    assert b.latency_s is None and b.expected_s is None and b.latency_from == "none recorded; give --latency-s"
+    b = one(plan_bills(config, ["generated_queries"], latency_s=1.5), "generated_queries", "query_writer")
+    assert b.expected_s == 3.0 and b.latency_from == "--latency-s"  # ceil(3 / 2 slots) x 1.5 s
+    assert fake_llm.stats()["chat_calls"] == before  # planning sends nothing
+
+    with LLMResource(settings=SettingsResource(config_path=config)).client("query_writer") as client:
+        client.run(template, model, requests[:1])
+    with store.connect(write=True) as con:
+        con.execute("UPDATE llm_responses SET latency_s = 4.0")
+    before = fake_llm.stats()["chat_calls"]
+    b = one(plan_bills(config, ["generated_queries"], latency_s=1.5), "generated_queries", "query_writer")
+    assert (b.requests, b.cached, b.to_send) == (3, 1, 2)
+    assert b.prompt_tokens == sum(-(-c // 4) for c in chars[1:])
+    assert b.latency_s == 4.0 and b.latency_from == "median of 1 cached ok answers"
+    assert b.expected_s == 4.0  # ceil(2 / 2 slots) x 4.0 s: the recorded latency, not the command line's
+    assert fake_llm.stats()["chat_calls"] == before
+
+
+def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm):
+    config = write_config(tmp_path, fake_llm)
+    store = store_of(config)
+    queries, chunks = make_queries(2), make_chunks(4)
+    pool = make_pool(queries, chunks, per_query=3)  # 6 pairs
+    stored_queries = queries.with_columns(  # the columns the tables' DDL asks for
+        seed_chunk_id=pl.Series(chunks["chunk_id"][:2]), model=pl.lit("m"), prompt_hash=pl.lit("h"),
+        temperature=pl.lit(0.0), reason=pl.lit(None, pl.String), corpus_version=pl.lit("v1"))
+    stored_chunks = chunks.drop("tier").with_columns(breadcrumb=pl.lit([], pl.List(pl.String)), given_cid=pl.lit(None, pl.String),
+                                        line=pl.col("page"), ordinal=pl.col("page"))
+    for name, df in (("generated_queries", stored_queries), ("corpus_chunks", stored_chunks), ("pooled_pairs", pool)):
+        store.write_table(name, df)
+    s = load_settings(config)
+    with LLMResource(settings=SettingsResource(config_path=config)).client("judge") as client:
+        judge_pairs(client, store, pool.head(2), queries, chunks, output_model(s.llm.judge.reasoning))
+    before = fake_llm.stats()["chat_calls"]
+    b = one(plan_bills(config, ["judged_labels"]), "judged_labels", "judge")
+    assert (b.requests, b.cached, b.to_send) == (4, 0, 4)  # 2 pairs labelled already: not asked again
+    assert fake_llm.stats()["chat_calls"] == before
+
+
+def run_cli(config: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MAMA_CONFIG": config, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run([sys.executable, "-m", "mama_pipeline.cli", "plan", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, fake_llm):
+    config = write_config(tmp_path, fake_llm, max_new_requests=2)
+    store_of(config).write_table("sampled_chunks", CHUNKS)
+    before = fake_llm.stats()["chat_calls"]
+    out = run_cli(config, "--select", "generated_queries", "--latency-s", "2")
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    block = lines[lines.index("generated_queries · query_writer · fake-model"):]
+    assert block[1].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
+    assert block[2].startswith("  completion cap 512 tokens a request (up to 1,536 completion tokens); "
+                               "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)")
+    assert block[3] == ("  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
+                        "3 new requests > max_new_requests 2")
+    assert not any(line.startswith("judged_labels") for line in lines)  # only the selection's stages
+    assert fake_llm.stats()["chat_calls"] == before
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["--latency-s", "0"], "--latency-s 0: must be a positive number of seconds"),
+    (["--select", "no_such_asset"], "--select 'no_such_asset': "),
+])
+def test_cli_bad_arguments_are_one_line_and_exit_2(tmp_path, fake_llm, args, reason):
+    out = run_cli(write_config(tmp_path, fake_llm), *args)
+    assert out.returncode == 2 and out.stderr.startswith(f"mama-pipeline: error: {reason}")
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
+    from mama_pipeline.plan.definitions import defs
+
+    config = write_config(tmp_path, fake_llm)
+    store_of(config).write_table("sampled_chunks", CHUNKS)
+    result = dg.materialize(list(defs.assets), resources=shared_resources(config))
+    meta = {k: v.value for k, v in result.asset_materializations_for_node("llm_plan")[0].metadata.items()}
+    assert meta["requests_to_send"] == 3 and meta["stages_over_budget"] == 0
+    assert "generated_queries · query_writer · fake-model" in meta["plan"]
+    frame = store_of(config).read_table("llm_plan")
+    assert frame.filter(pl.col("asset") == "generated_queries")["to_send"].to_list() == [3]
+
+
+def test_a_dagster_run_over_budget_fails_before_sending(tmp_path, fake_llm):
+    from mama_pipeline.corpus.definitions import defs as corpus_defs
+    from mama_pipeline.queries.definitions import defs as queries_defs
+
+    config = write_config(tmp_path, fake_llm, max_new_requests=2)
+    store_of(config).write_table("sampled_chunks", CHUNKS)
+    before = fake_llm.stats()["chat_calls"]
+    result = dg.materialize([*corpus_defs.assets, *queries_defs.assets], selection=["generated_queries", "query_gate_decisions"],
+                            resources=shared_resources(config), raise_on_error=False)
+    assert not result.success and fake_llm.stats()["chat_calls"] == before
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    cause = failure.step_failure_data.error.cause  # the asset's own exception, under Dagster's wrapper
+    assert cause.cls_name == "BudgetExceeded" and cause.message.strip() == (
+        "mama_pipeline.llm.budget.BudgetExceeded: stage query_writer: over its budget, stopped before sending: "
+        "3 new requests > max_new_requests 2")
+
+
+def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make_client, fake_llm):
+    from pydantic import BaseModel
+
+    from mama_pipeline.llm.client import LLMRequest
+    from mama_pipeline.llm.prompts import PromptTemplate
+    from mama_pipeline.llm.settings import StageSettings
+    from mama_pipeline.plan.bill import PlannedRun, StagePlan, bill
+    from mama_pipeline.plan.report import render
+
+    class Answer(BaseModel):
+        text: str
+
+    template = PromptTemplate(id="repeat", system="Say it.", user="{text}")
+    requests = [LLMRequest(i, template.render(text=t)) for i, t in (("a", "same"), ("b", "same"), ("c", "other"))]
+    client = make_client(stage="query_writer")
+    plan = StagePlan("some_asset", "query_writer", StageSettings(concurrency=1), [PlannedRun(template, Answer, requests)])
+    b = bill(plan, client, latency_s=0.5)
+    assert (b.requests, b.cached, b.to_send, b.slots, b.expected_s) == (3, 0, 2, 1, 1.0)  # ceil(2 / 1) x 0.5 s
+    assert "requests 3: 0 cached, 2 to send (1 share a prompt with another request: asked once);" in render([b])
+    # "Say it." + "same": 11 characters, 3 tokens; "Say it." + "other": 12 characters, 3 tokens
+    assert render([b]).endswith("To send: 2 requests, 6 prompt tokens (stage plans computed: 1 of 1); "
+                                "1.0 s if the stages run one after another")
+    unpriced = bill(plan, client)
+    assert unpriced.expected_s is None and render([b, unpriced]).endswith(
+        "1.0 s if the stages run one after another, not counting 1 stage plans with requests to send but no latency")
+    assert render([unpriced]).endswith("expected time unknown (no latency recorded or given: --latency-s)")
+
+
+def test_slots_are_concurrency_per_base_url_or_the_embedded_servers_slots():
+    from mama_pipeline.llm.settings import StageSettings
+    from mama_pipeline.plan.bill import slots_of
+
+    two_urls = StageSettings(base_urls=["http://a:1/v1", "http://b:1/v1"], model="m", concurrency=4)
+    assert slots_of(two_urls, embedded_slots=1) == 8
+    assert slots_of(StageSettings(concurrency=8), embedded_slots=1) == 1  # the embedded server answers one at a time
+    assert slots_of(StageSettings(concurrency=2), embedded_slots=4) == 2
+
+
+def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for_answers(tmp_path, fake_llm):
+    from mama_pipeline.systems.items import benchmark_items
+    from mama_pipeline_tests.systems.fixtures import items_frame, mcq, short
+
+    config = write_config(tmp_path, fake_llm)  # the sample's systems: smollm-closed (every track), smollm-rag (mcq)
+    items = benchmark_items(items_frame([
+        mcq("m1", "Which drug prevents haemorrhage?", ["Oxytocin", "Aspirin"], 0),
+        mcq("m2", "Which drug treats eclampsia?", ["Magnesium sulfate", "Paracetamol"], 0),
+        short("s1", "When is oxytocin given?", "Within a minute of birth"),
+    ]))
+    store_of(config).write_table("systems_items", items)
+    before = fake_llm.stats()["chat_calls"]
+    bills = plan_bills(config, ["system_answers", "system_grades"])
+    closed = one(bills, "system_answers", "system:smollm-closed")
+    assert (closed.requests, closed.cached, closed.to_send, closed.max_tokens) == (3, 0, 3, 48)
+    rag = one(bills, "system_answers", "system:smollm-rag")
+    assert rag.requests is None and rag.note == ("2 items; not computed: each prompt carries the chunks bm25 "
+                                                 "retrieves, and the plan runs no retrieval")
+    grader = one(bills, "system_grades", "answer_grader")
+    assert grader.requests is None and grader.note == "inputs not yet built: system_answers"
+    assert fake_llm.stats()["chat_calls"] == before
