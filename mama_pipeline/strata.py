@@ -1,4 +1,5 @@
-"""Seeded round-robin sampling across strata (pilot pairs, clinician tasks)."""
+"""Seeded samples: round-robin across strata (pilot pairs, clinician agreement tasks) and uniform (clinician
+estimation tasks)."""
 from __future__ import annotations
 
 import hashlib
@@ -25,3 +26,17 @@ def round_robin_sample(df: pl.DataFrame, strata: list[str], order: list[str], si
             if queue and len(picked) < size:
                 picked.append(queue.pop(0))
     return pl.DataFrame(picked, schema=df.schema).sort(*order)
+
+
+def uniform_sample(df: pl.DataFrame, order: list[str], size: int, seed: int) -> pl.DataFrame:
+    """``size`` rows drawn uniformly at random without replacement (all rows when there are fewer).
+
+    Rows are put in ``order`` and shuffled with a generator seeded by ``seed``
+    alone, so the same rows and seed give the same sample. Every subset of
+    ``size`` rows is equally likely; restricted to any subpopulation (one
+    retriever's top-k pairs, say), the rows drawn from it are a uniform sample
+    of that subpopulation given their number. The result is sorted by ``order``.
+    """
+    rows = df.sort(*order).rows(named=True)
+    random.Random(hashlib.sha256(f"{seed}|uniform".encode()).digest()).shuffle(rows)
+    return pl.DataFrame(rows[:size], schema=df.schema).sort(*order)
