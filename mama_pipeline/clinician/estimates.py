@@ -11,7 +11,8 @@ estimation sample (clinician.estimation_sample_size: pooled pairs drawn
 uniformly at random) that fall in the same top-k, with a 95% interval that
 carries both the judge's and the clinicians' sampling error (slightly
 conservative: ppi_py treats the pairs as drawn from an unlimited population,
-with no finite-population correction). Restricted to one retriever's top-k, a
+with no finite-population correction), clipped to the values the measure can
+take. Restricted to one retriever's top-k, a
 uniform pool sample is a uniform sample of those pairs.
 
 Rules (each row says which applied): a cell whose top-k reaches below the pool
@@ -19,7 +20,8 @@ depth has pairs that were never judged or sampled, so no estimate; with no
 estimation sample (the stratified agreement sample alone, whose equal
 allocation across tier x judge score band strata is not used here) no estimate;
 fewer than clinician.min_estimation_pairs sampled pairs with a clinicians'
-majority label in the cell, no estimate. Sampled pairs without a majority
+majority label in the cell, or all of them with one and the same value for
+judge and clinicians (the normal interval is then a point), no estimate. Sampled pairs without a majority
 label (ties, too few annotations) are counted in ``unresolved`` and left out,
 i.e. taken to be missing at random.
 """
@@ -47,9 +49,9 @@ ESTIMATE_SCHEMA = {
 EXPLANATION = (
     "The corrected figure is the judge-only figure plus the average difference between the clinicians' majority "
     "label and the judge's label on a uniform random sample of the same pairs (prediction-powered inference), so "
-    "it estimates what the measure would be had clinicians labelled every pair. Its 95% interval covers that "
-    "clinician-labelled value in 95% of samples; where it excludes the judge-only figure, the judge's bias moved "
-    "the figure by more than chance.")
+    "it estimates what the measure would be had clinicians labelled every pair. Its 95% interval is built to "
+    "cover that value in 95 of 100 samples; an interval that excludes the judge-only figure says the judge's bias "
+    "moved the figure by more than sampling error.")
 
 
 def _values(scores: np.ndarray, m: Measure, max_grade: int) -> np.ndarray:
@@ -89,8 +91,11 @@ def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: s
     y = _values(labelled["clinician"].to_numpy().astype(float), m, max_grade)
     yhat = _values(labelled["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)
     point, low, high = _ppi(y, yhat, judge)
+    if low == high:
+        return {**row, "reason": "every labelled pair has one and the same value on both sides: the normal "
+                                 "interval degenerates to a point"}
     scale = top.height / slots  # mean over pairs -> sum over queries x k slots
-    return {**row, "estimate": point * scale, "ci_low": low * scale, "ci_high": high * scale,
+    return {**row, "estimate": point * scale, "ci_low": max(low, 0.0) * scale, "ci_high": min(high, 1.0) * scale,
             "status": ESTIMATED, "reason": None}
 
 

@@ -31,9 +31,10 @@ def configurations(release: str, store: Store) -> list[ReleaseConfiguration]:
                                                                           else columns[:1])
     metrics = store.read_table("clinician_agreement") if store.table_exists("clinician_agreement") else None
     synthetic = is_synthetic(store.read_table("clinician_labels")) if store.table_exists("clinician_labels") else False
+    estimates = store.read_table("clinician_estimates") if store.table_exists("clinician_estimates") else None
     section = markdown_section(metrics if metrics is not None else pl.DataFrame(
         schema={"kind": pl.String, "comparison": pl.String, "metric": pl.String, "value": pl.Float64,
-                "pairs": pl.Int64}), validated, kind, synthetic)
+                "pairs": pl.Int64}), validated, kind, synthetic, estimates)
     what = "(query, chunk) pairs" if kind == "relevance" else "items' scope categories"
     return [ReleaseConfiguration(NAME, path, f"{what} labelled by at least two clinicians, majority label; ties "
                                  "listed" + (" (SYNTHETIC demo annotations)" if synthetic else ""), frame, section)]

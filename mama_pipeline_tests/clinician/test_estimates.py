@@ -38,11 +38,12 @@ def test_a_hand_worked_cell_and_the_refusal_rules():
     cell = out.filter((pl.col("tier") == "all") & (pl.col("label") == "P@2 lenient")).row(0, named=True)
     # judge, lenient cut 3: 1, 1, 1, 0 -> 3 of 4 slots; clinicians on the three labelled pairs: 1, 0, 1
     # PPI: 3/4 + mean(1-1, 0-1, 1-1) = 0.75 - 1/3; sd: judge values (1,1,1,0) pop sd sqrt(3)/4 over sqrt(4),
-    # differences (0,-1,0) pop sd sqrt(2)/3 over sqrt(3); pairs fill every slot (scale 1)
+    # differences (0,-1,0) pop sd sqrt(2)/3 over sqrt(3): half-width 0.682, so the interval -0.265..1.098 is
+    # clipped to what P@2 can be here (pairs fill every slot: 0..1)
     assert cell["judge_only"] == 0.75 and cell["status"] == ESTIMATED
     assert cell["estimate"] == pytest.approx(0.75 - 1 / 3)
     half = 1.959964 * math.sqrt((math.sqrt(3) / 4) ** 2 / 4 + (math.sqrt(2) / 3) ** 2 / 3)
-    assert (cell["ci_low"], cell["ci_high"]) == pytest.approx((0.75 - 1 / 3 - half, 0.75 - 1 / 3 + half), abs=1e-5)
+    assert 0.75 - 1 / 3 - half < 0 and 0.75 - 1 / 3 + half > 1 and (cell["ci_low"], cell["ci_high"]) == (0.0, 1.0)
     assert (cell["sampled"], cell["labelled"], cell["unresolved"]) == (4, 3, 1)
     assert cell["synthetic"] and cell["circularity"] == "same family"
     wp = out.filter((pl.col("tier") == "all") & (pl.col("label") == "wP@2")).row(0, named=True)
@@ -120,3 +121,62 @@ def test_simulation_judge_biased_by_a_known_amount_ppi_covers_the_truth():
         covered += cell["ci_low"] <= true_p <= cell["ci_high"]
     assert min(misses) > 0.08
     assert 0.90 <= covered / 200 <= 0.99, covered
+
+
+def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
+    """The fixture's four pairs, each one query's top chunk of bm25 (stored rankings), all drawn by the
+    estimation design; the clinicians' majority is untied on two of them (scores 2 and 4)."""
+    import dagster as dg
+    import yaml
+
+    from mama_pipeline.clinician.release import configurations
+    from mama_pipeline.clinician.report import markdown_section
+    from mama_pipeline.resources import shared_resources
+    from mama_pipeline.store import Store
+    from mama_pipeline_tests.clinician import fixtures as fx
+
+    fx.write_export(tmp_path / "relevance-SYNTHETIC.json", "relevance")
+    fx.write_export(tmp_path / "scope-SYNTHETIC.json", "scope")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "data_dir": str(tmp_path / "data"),
+        "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
+        "evaluation": {"cutoffs": [1], "lenient": 3, "strict": 5},
+        "clinician": {"exports": {"relevance": "relevance-SYNTHETIC.json", "scope": "scope-SYNTHETIC.json"},
+                      "relevance_sample_size": 0, "estimation_sample_size": 10, "min_estimation_pairs": 2,
+                      "scope_sample_size": 3},
+    }))
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    ranked = fx.judgments_frame().select("query_id", "chunk_id").with_columns(
+        retriever=pl.lit("bm25"), rank=pl.lit(1, pl.Int32), score=pl.lit(1.0))
+    store.write_table("rankings", ranked, partition="bm25")
+    result = dg.materialize(fx.ALL, resources=shared_resources(str(cfg)))
+    assert result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["estimates_follow_the_sample_size_rule"]
+    tasks = store.read_table("clinician_tasks").filter(pl.col("kind") == "relevance")
+    assert tasks["estimation_sample"].all() and (tasks["stratum"] == "uniform").all() and tasks.height == 4
+    est = store.read_table("clinician_estimates")
+    cell = est.filter((pl.col("tier") == "all") & (pl.col("label") == "P@1 lenient")).row(0, named=True)
+    # judge 6, 3, 0, 3 -> lenient 1, 1, 0, 1: 3 of 4 slots; clinicians on pairs 2 and 4: 0 and 1 vs judge 1, 1
+    # (half-width 0.81: clipped to 0..1)
+    assert (cell["judge_only"], cell["labelled"], cell["unresolved"]) == (0.75, 2, 2)
+    assert (cell["estimate"], cell["ci_low"], cell["ci_high"]) == pytest.approx((0.25, 0.0, 1.0))
+    # tier high, wP@1: judge 3/6, 3/6; clinicians 2/6, 4/6: differences -1/6, 1/6 (pop sd 1/6 over sqrt(2)),
+    # the judge's values have sd 0: 0.5 +- 1.96 x 0.1179
+    wp = est.filter((pl.col("tier") == "high") & (pl.col("label") == "wP@1")).row(0, named=True)
+    half = 1.959964 * (1 / 6) / math.sqrt(2)
+    assert (wp["estimate"], wp["ci_low"], wp["ci_high"]) == pytest.approx((0.5, 0.5 - half, 0.5 + half), abs=1e-5)
+    strict = est.filter((pl.col("tier") == "high") & (pl.col("label") == "P@1 strict")).row(0, named=True)
+    assert strict["status"] == "refused" and "degenerates to a point" in strict["reason"]  # all 0 on both sides
+    assert cell["synthetic"] and "llm.query_writer (smollm2-135m-instruct) share the model" in cell["circularity"]
+    page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    assert "Judge-only and corrected figures" in page and "SYNTHETIC annotators" in page
+    assert "0.250 [" in page and "refused: 0 sampled pairs with a clinicians&#x27; majority label" in page
+    (rel,) = configurations("mamaretrieval", store)
+    assert "### Judge-only and corrected figures" in rel.card_section and "prediction-powered" in rel.card_section
+    # no estimation sample (the default): the card's section is what it was before the estimates existed
+    metrics, validated = store.read_table("clinician_agreement"), store.read_table("clinician_validated")
+    none = est.with_columns(design=pl.lit("none"))
+    assert markdown_section(metrics, validated, "relevance", True, none) == markdown_section(
+        metrics, validated, "relevance", True)
