@@ -86,7 +86,8 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     request, ctx = _sensor(tmp_path / "cfg.yaml", instance, None)
     assert isinstance(request, dg.RunRequest) and request.run_key == ctx.cursor
     selected = {k.to_user_string() for k in request.asset_selection}
-    assert selected == {"clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated"}
+    assert selected == {"clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated",
+                        "clinician_estimates"}
     run = dg.materialize(fx.ALL, selection=request.asset_selection, resources=resources, instance=instance)
     assert run.success
 
