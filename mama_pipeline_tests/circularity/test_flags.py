@@ -3,7 +3,7 @@ import pytest
 from pydantic import ValidationError
 
 from mama_pipeline.circularity.flags import circularity_flags, flag_table, model_family, retriever_notes
-from mama_pipeline.settings import PipelineSettings
+from mama_pipeline.settings import ConfigError, PipelineSettings, load_settings
 
 REMOTE = {"base_urls": ["http://llm:8000/v1"]}
 REV = "a" * 40
@@ -62,10 +62,16 @@ def test_configured_families_and_the_query_writer_flag_every_retriever():
     assert set(notes) == {"bm25", "e5"} and "llm.query_writer (meta-llama/Llama-3.3-70B-Instruct)" in notes["bm25"]
 
 
-def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail():
+def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail(tmp_path):
     s = PipelineSettings.model_validate({"systems": {"entries": [{"name": "x"}]}})
     got = {(f.judge, f.part, f.shared) for f in circularity_flags(s)}
     assert got == {("llm.judge", "llm.query_writer", "model"), ("llm.answer_grader", "systems.x", "model"),
                    ("llm.rubric_judge", "systems.x", "model")}
     with pytest.raises(ValidationError, match=r"circularity.families names unknown parts \['retrieval.nope'\]"):
         _settings(circularity={"families": {"retrieval.nope": "a/b"}})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("circularity:\n  families: {systems.nope: a/b}\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(bad)
+    assert str(err.value).startswith(f"{bad}: configuration file") and "['systems.nope']" in str(err.value)
+    assert "\n" not in str(err.value)
