@@ -143,3 +143,17 @@ def retriever_notes(flags: list[Flag], retrievers: list[str]) -> dict[str, str]:
 def flag_table(flags: list[Flag]) -> pl.DataFrame:
     return pl.DataFrame([{"judge": f.judge, "judge_model": f.judge_model, "part": f.part, "model": f.model,
                           "shared": f.shared, "family": f.family} for f in flags], schema=FLAG_SCHEMA)
+
+
+def circularity_notes(flags: list[Flag]) -> list[str]:
+    """One sentence per flag for report headers, naming the figures it touches."""
+    out = []
+    for f in flags:
+        if f.part == QUERY_WRITER:
+            touched = "every retriever's figures (the judge labels pairs for queries its own model family wrote)"
+        elif f.part.startswith("retrieval."):
+            touched = f"the figures of {f.part.split('.', 1)[1]} (a judge may favour its own model family)"
+        else:
+            touched = f"the grades of {f.part.split('.', 1)[1]} (a grader may favour its own model family)"
+        out.append(f"{f.note[0].upper()}{f.note[1:]}: {touched}.")
+    return out

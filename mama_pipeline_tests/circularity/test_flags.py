@@ -2,7 +2,9 @@
 import pytest
 from pydantic import ValidationError
 
-from mama_pipeline.circularity.flags import circularity_flags, flag_table, model_family, retriever_notes
+from mama_pipeline.circularity.flags import (
+    circularity_flags, circularity_notes, flag_table, model_family, retriever_notes,
+)
 from mama_pipeline.settings import ConfigError, PipelineSettings, load_settings
 
 REMOTE = {"base_urls": ["http://llm:8000/v1"]}
@@ -60,6 +62,11 @@ def test_configured_families_and_the_query_writer_flag_every_retriever():
     assert parts == {"llm.query_writer", "retrieval.rr"}  # qemb's family is configured away; fused follows it
     notes = retriever_notes(flags, ["bm25", "e5"])
     assert set(notes) == {"bm25", "e5"} and "llm.query_writer (meta-llama/Llama-3.3-70B-Instruct)" in notes["bm25"]
+    lines = circularity_notes([f for f in flags if f.judge == "llm.judge"])
+    assert lines[0] == ("Circular: llm.judge (Qwen/Qwen3.5-397B-A17B-FP8) and llm.query_writer "
+                        "(meta-llama/Llama-3.3-70B-Instruct) share the model family qwen/qwen3.5: every retriever's "
+                        "figures (the judge labels pairs for queries its own model family wrote).")
+    assert lines[1].endswith("share the model: the figures of rr (a judge may favour its own model family).")
 
 
 def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail(tmp_path):
