@@ -12,8 +12,8 @@ uniformly at random) that fall in the same top-k, with a 95% interval that
 carries both the judge's and the clinicians' sampling error (slightly
 conservative: ppi_py treats the pairs as drawn from an unlimited population,
 with no finite-population correction), clipped to the values the measure can
-take. Restricted to one retriever's top-k, a
-uniform pool sample is a uniform sample of those pairs.
+take. Restricted to one retriever's top-k, a uniform pool sample is a uniform
+sample of those pairs.
 
 Rules (each row says which applied): a cell whose top-k reaches below the pool
 depth has pairs that were never judged or sampled, so no estimate; with no
@@ -21,9 +21,9 @@ estimation sample (the stratified agreement sample alone, whose equal
 allocation across tier x judge score band strata is not used here) no estimate;
 fewer than clinician.min_estimation_pairs sampled pairs with a clinicians'
 majority label in the cell, or all of them with one and the same value for
-judge and clinicians (the normal interval is then a point), no estimate. Sampled pairs without a majority
-label (ties, too few annotations) are counted in ``unresolved`` and left out,
-i.e. taken to be missing at random.
+judge and clinicians (the normal interval is then a point), no estimate.
+Sampled pairs without a majority label (ties, too few annotations) are counted
+in ``unresolved`` and left out, i.e. taken to be missing at random.
 """
 from __future__ import annotations
 
