@@ -26,7 +26,7 @@ from mama_pipeline_tests.clinician.browser import chromium, open_logged_in, scre
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
 SHOT_COPY = Path("/tmp/label_studio_labelling_view.png")
-PUSH = ["judgments", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts", "mamabench_adapted",
+PUSH = ["judgments", "pooled_pairs", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts", "mamabench_adapted",
         "clinician_tasks", "clinician_projects"]
 
 
