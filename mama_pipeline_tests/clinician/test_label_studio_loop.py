@@ -26,8 +26,8 @@ from mama_pipeline_tests.clinician.browser import chromium, open_logged_in, scre
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
 SHOT_COPY = Path("/tmp/label_studio_labelling_view.png")
-PUSH = ["judgments", "pooled_pairs", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts", "mamabench_adapted",
-        "clinician_tasks", "clinician_projects"]
+PUSH = ["judgments", "pooled_pairs", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts",
+        "mamabench_adapted", "clinician_tasks", "clinician_projects"]
 
 
 def _config(tmp_path: Path, url: str, prefix: str) -> Path:
