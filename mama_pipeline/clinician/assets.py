@@ -17,8 +17,8 @@ import polars as pl
 
 from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreement
-from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
 from mama_pipeline.clinician.release import is_synthetic
