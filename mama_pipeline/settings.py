@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
+from mama_pipeline.circularity.settings import CircularitySettings
 from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -52,13 +53,17 @@ class PipelineSettings(Section):
     clinician: ClinicianSettings = ClinicianSettings()
     robustness: RobustnessSettings = RobustnessSettings()
     systems: SystemsSettings = SystemsSettings()
+    circularity: CircularitySettings = CircularitySettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."
 
     @model_validator(mode="after")
     def _systems_name_retrievers(self) -> "PipelineSettings":
+        from mama_pipeline.circularity.flags import check_families
+
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
+        check_families(self)
         return self
 
     def resolve(self, path: str) -> Path:

@@ -1,7 +1,8 @@
 """Dagster assets of the clinician validation loop (group ``clinician``), thin over the pure modules.
 
-Inputs from other areas: ``judgments`` (with tier), ``generated_queries``,
-``corpus_chunks``, ``mamabench_scope_verdicts`` and ``mamabench_adapted``.
+Inputs from other areas: ``judgments`` (with tier), ``pooled_pairs``,
+``generated_queries``, ``corpus_chunks``, ``mamabench_scope_verdicts``,
+``mamabench_adapted`` and the stored ``rankings`` of every configured retriever.
 With ``clinician.label_studio_url`` set the tasks go to that Label Studio server
 and the labels come back from it (the sensor re-runs the label assets on new or
 changed annotations); with no URL the task files are written for import
@@ -17,13 +18,15 @@ import polars as pl
 from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreement
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
+from mama_pipeline.clinician.release import is_synthetic
 from mama_pipeline.clinician.report import write_report
-from mama_pipeline.clinician.tasks import KINDS, label_studio_tasks, relevance_tasks, scope_tasks
+from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, label_studio_tasks, relevance_tasks, scope_tasks
 from mama_pipeline.file_ops import atomic_file
 from mama_pipeline.metadata import md_table
-from mama_pipeline.resources import SettingsResource, data_path
+from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "clinician"
@@ -35,20 +38,24 @@ REPORT_DIR = ("reports", "clinician")
 @dg.asset(
     group_name=GROUP,
     ins={"queries": QUERIES, "chunks": CHUNKS, "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
-         "adapted": dg.AssetIn("mamabench_adapted")},
-    description="The seeded sample clinicians label: judged pairs stratified by tier x judge score band, classified "
+         "adapted": dg.AssetIn("mamabench_adapted"), "pool": dg.AssetIn("pooled_pairs")},
+    description="The seeded samples clinicians label: judged pairs stratified by tier x judge score band "
+    "(agreement), pooled pairs drawn uniformly at random (estimation, clinician.estimation_sample_size), classified "
     "mamabench items by scope category (NONE included); task data without any LLM label.",
 )
 def clinician_tasks(settings: SettingsResource, judgments: pl.DataFrame, queries: pl.DataFrame,
-                    chunks: pl.DataFrame, verdicts: pl.DataFrame, adapted: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+                    chunks: pl.DataFrame, verdicts: pl.DataFrame, adapted: pl.DataFrame,
+                    pool: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     c, j = s.clinician, s.judging
     tasks = pl.concat([
-        relevance_tasks(judgments, queries, chunks, c.relevance_sample_size, c.seed, j.lenient_cut, j.strict_cut),
+        relevance_tasks(judgments, queries, chunks, c.relevance_sample_size, c.seed, j.lenient_cut, j.strict_cut,
+                        pool, c.estimation_sample_size),
         scope_tasks(verdicts, adapted, c.scope_sample_size, c.seed),
     ])
     strata = tasks.group_by("kind", "stratum").len().sort("kind", "stratum")
-    return dg.Output(tasks, metadata={"tasks": tasks.height, "strata": md_table(strata)})
+    return dg.Output(tasks, metadata={"tasks": tasks.height, "strata": md_table(strata),
+                                      "estimation_sample": int(tasks["estimation_sample"].sum())})
 
 
 @dg.asset(
@@ -153,14 +160,54 @@ def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFra
 
 @dg.asset(
     group_name=GROUP,
+    deps=["rankings"],
+    ins={"queries": QUERIES, "pool": dg.AssetIn("pooled_pairs")},
+    description="Judge-only and prediction-powered P@k and wP@k (lenient, strict) per retriever and tier, with 95% "
+    "intervals (ppi_py) from the judge's labels on every pair and the clinicians' majority labels on the uniform "
+    "estimation sample; cells below the sample-size rule are refused with the reason; circularity flags beside.",
+)
+def clinician_estimates(settings: SettingsResource, store: StoreResource, clinician_tasks: pl.DataFrame,
+                        clinician_labels: pl.DataFrame, judgments: pl.DataFrame, queries: pl.DataFrame,
+                        pool: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    from mama_pipeline.circularity.flags import circularity_flags, flag_table, retriever_notes
+    from mama_pipeline.evaluation.assets import stored_rankings
+    from mama_pipeline.evaluation.measures import mamaretrieval_plan
+
+    s = settings.get()
+    c, ev = s.clinician, s.evaluation
+    names = s.retrieval.retriever_names
+    majority = majority_labels(clinician_labels, c.min_annotations).filter(
+        (pl.col("kind") == RELEVANCE) & ~pl.col("tie"))
+    flags = circularity_flags(s)
+    estimates = ppi_estimates(
+        stored_rankings(store.get(), names), queries, pool, judgments, majority,
+        clinician_tasks.filter(pl.col("estimation_sample")), mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict,
+                                                                                  ev.max_grade),
+        c.min_estimation_pairs, is_synthetic(clinician_labels), retriever_notes(flags, names))
+    done = estimates.filter(pl.col("status") == ESTIMATED)
+    return dg.Output(estimates, metadata={
+        "design": estimates["design"][0] if estimates.height else "none",
+        "estimated": done.height, "refused": estimates.height - done.height,
+        "rule": f"at least {c.min_estimation_pairs} sampled pairs with a clinicians' majority label per cell",
+        "synthetic_labels": is_synthetic(clinician_labels),
+        "estimates": md_table(done.select("retriever", "tier", "label", "judge_only", "estimate", "ci_low",
+                                          "ci_high", "labelled", "circularity"), limit=60),
+        "circularity": md_table(flag_table(flags)),
+    })
+
+
+@dg.asset(
+    group_name=GROUP,
     description="Static HTML page of the clinician validation: each LLM judge against each clinician and the "
-    "majority, agreement between clinicians, confusion against the majority (reports/clinician/agreement.html).",
+    "majority, agreement between clinicians, confusion against the majority, judge-only and corrected figures "
+    "(reports/clinician/agreement.html).",
 )
 def clinician_report(settings: SettingsResource, clinician_agreement: pl.DataFrame,
                      clinician_confusion: pl.DataFrame, clinician_validated: pl.DataFrame,
-                     clinician_labels: pl.DataFrame) -> dg.MaterializeResult:
+                     clinician_labels: pl.DataFrame, clinician_estimates: pl.DataFrame) -> dg.MaterializeResult:
     page = write_report(data_path(settings, *REPORT_DIR), clinician_agreement, clinician_confusion,
-                        clinician_validated, clinician_labels, settings.get().clinician.min_annotations)
+                        clinician_validated, clinician_labels, settings.get().clinician.min_annotations,
+                        clinician_estimates)
     return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
                                           "report_url": dg.MetadataValue.url(page.as_uri()),
                                           "synthetic_labels": int(clinician_labels["synthetic"].sum())})

@@ -4,9 +4,11 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.clinician.assets import clinician_labels, clinician_tasks
+from mama_pipeline.clinician.assets import clinician_estimates, clinician_labels, clinician_tasks
+from mama_pipeline.clinician.estimates import ESTIMATED
 from mama_pipeline.clinician.tasks import TASK_DATA_KEYS
 from mama_pipeline.metadata import md_table
+from mama_pipeline.resources import SettingsResource
 
 
 @dg.asset_check(asset=clinician_tasks, blocking=True,
@@ -43,4 +45,22 @@ def labels_belong_to_current_sample(clinician_labels: pl.DataFrame, clinician_ta
     })
 
 
-CHECKS = [no_llm_label_in_task_data, one_label_per_task_and_annotator, labels_belong_to_current_sample]
+@dg.asset_check(asset=clinician_estimates,
+                description="Every corrected figure stands on at least clinician.min_estimation_pairs labelled "
+                "sampled pairs and lies inside its interval; every refused cell carries a reason and no figure.")
+def estimates_follow_the_sample_size_rule(settings: SettingsResource, clinician_estimates: pl.DataFrame
+                                          ) -> dg.AssetCheckResult:
+    rule = settings.get().clinician.min_estimation_pairs
+    est = clinician_estimates.filter(pl.col("status") == ESTIMATED)
+    bad = est.filter((pl.col("labelled") < rule) | (pl.col("estimate") < pl.col("ci_low"))
+                     | (pl.col("estimate") > pl.col("ci_high")))
+    refused = clinician_estimates.filter(pl.col("status") != ESTIMATED)
+    bad_refused = refused.filter(pl.col("reason").is_null() | pl.col("estimate").is_not_null())
+    return dg.AssetCheckResult(passed=bad.is_empty() and bad_refused.is_empty(), metadata={
+        "estimated": est.height, "refused": refused.height, "rule": rule,
+        "estimates_breaking_the_rule": bad.height, "refusals_without_reason_or_with_a_figure": bad_refused.height,
+    })
+
+
+CHECKS = [no_llm_label_in_task_data, one_label_per_task_and_annotator, labels_belong_to_current_sample,
+          estimates_follow_the_sample_size_rule]

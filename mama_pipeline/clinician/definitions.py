@@ -3,6 +3,7 @@ import dagster as dg
 
 from mama_pipeline.clinician.assets import (
     clinician_agreement,
+    clinician_estimates,
     clinician_labels,
     clinician_projects,
     clinician_report,
@@ -14,7 +15,7 @@ from mama_pipeline.clinician.sensors import clinician_annotations_sensor
 
 defs = dg.Definitions(
     assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated,
-            clinician_report],
+            clinician_estimates, clinician_report],
     asset_checks=CHECKS,
     sensors=[clinician_annotations_sensor],
 )

@@ -64,8 +64,9 @@ def configurations(release: str, store: Store, settings: "PipelineSettings") -> 
     metrics = store.read_table("clinician_agreement") if store.table_exists("clinician_agreement") else None
     synthetic = is_synthetic(frame)
     n = settings.clinician.min_annotations
+    estimates = store.read_table("clinician_estimates") if store.table_exists("clinician_estimates") else None
     section = markdown_section(metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA), validated,
-                               kind, synthetic, n)
+                               kind, synthetic, n, estimates)
     what = "(query, chunk) pairs" if kind == "relevance" else "items' scope categories"
     return [ReleaseConfiguration(NAME, path, f"{what} labelled by at least {annotators(n, synthetic)}, majority "
                                  "label; ties listed", frame, section)]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
+from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
 from mama_pipeline.file_ops import atomic_folder
 
 if TYPE_CHECKING:
@@ -47,6 +48,28 @@ def comparison_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
                                       **{k: pl.String for k in HEADLINE[kind]}})
 
 
+def estimates_table(estimates: pl.DataFrame) -> pl.DataFrame:
+    """One row per (retriever, tier, measure): the judge-only figure beside the corrected one, or why none."""
+    rows = []
+    for r in estimates.iter_rows(named=True):
+        corrected = (f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["status"] == ESTIMATED
+                     else f"refused: {r['reason']}")
+        rows.append({"retriever": r["retriever"], "tier": r["tier"], "measure": r["label"],
+                     "judge_only": _fmt(r["judge_only"]), "corrected_95ci": corrected,
+                     "labelled_of_pairs": f"{r['labelled']} of {r['pairs']}", "circularity": r["circularity"] or ""})
+    return pl.DataFrame(rows, schema={c: pl.String for c in ("retriever", "tier", "measure", "judge_only",
+                                                              "corrected_95ci", "labelled_of_pairs", "circularity")})
+
+
+def estimates_intro(estimates: pl.DataFrame) -> str:
+    """What the corrected figures are, in two sentences, and whose labels they rest on."""
+    synthetic = bool(estimates["synthetic"].any()) if estimates.height else False
+    who = ("SYNTHETIC annotators' (made-up, not clinicians; the figures show the mechanics only)" if synthetic
+           else "clinicians'")
+    return (f"{EXPLANATION} Corrected with the {who} majority labels on the uniform estimation sample; "
+            "`labelled_of_pairs`: sampled pairs with a majority label out of the cell's top-k pairs.")
+
+
 def alpha_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
     a = metrics.filter((pl.col("kind") == kind) & (pl.col("comparison") == ANNOTATORS)).sort("metric")
     return a.select(pl.col("metric").str.replace("krippendorff_alpha_", ""), pl.col("value").map_elements(
@@ -70,8 +93,9 @@ def annotators(n: int, synthetic: bool) -> str:
 
 
 def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, synthetic: bool,
-                     min_annotations: int) -> str:
-    """The release card's section on clinician validation of one kind of label."""
+                     min_annotations: int, estimates: pl.DataFrame | None = None) -> str:
+    """The release card's section on clinician validation of one kind of label (with the corrected figures
+    when an estimation sample was drawn)."""
     v = validated.filter(pl.col("kind") == kind)
     parts = ["## Clinician validation\n"]
     if synthetic:
@@ -86,6 +110,9 @@ def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, 
     if metrics.filter(pl.col("kind") == kind).height:
         parts.append(_md(comparison_table(metrics, kind)) + "\n")
         parts.append("Agreement between clinicians (Krippendorff's alpha):\n\n" + _md(alpha_table(metrics, kind)) + "\n")
+    if kind == "relevance" and estimates is not None and (estimates["design"] == UNIFORM).any():
+        parts.append("### Judge-only and corrected figures\n\n" + estimates_intro(estimates) + "\n")
+        parts.append(_md(estimates_table(estimates)) + "\n")
     return "\n".join(parts)
 
 
@@ -109,7 +136,7 @@ def _html_table(df: pl.DataFrame) -> str:
 
 
 def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, validated: pl.DataFrame,
-                 labels: pl.DataFrame, min_annotations: int) -> Path:
+                 labels: pl.DataFrame, min_annotations: int, estimates: pl.DataFrame | None = None) -> Path:
     """Write ``folder/agreement.html`` (folder replaced atomically); returns the page."""
     sources = sorted(set(labels["source"]))
     synthetic = int(labels["synthetic"].sum())
@@ -130,6 +157,9 @@ def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, v
         if c.height:
             wide = c.pivot(on="clinician", index="llm", values="count", sort_columns=True).sort("llm").fill_null(0)
             parts.append("<h3>Confusion: LLM (rows) vs clinicians' majority (columns)</h3>" + _html_table(wide))
+    if estimates is not None and estimates.height:
+        parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
+        parts.append(_html_table(estimates_table(estimates)))
     parts.append("</body></html>\n")
     with atomic_folder(folder) as tmp:
         (tmp / PAGE).write_text("\n".join(parts), encoding="utf-8")

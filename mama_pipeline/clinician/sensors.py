@@ -13,7 +13,8 @@ from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 
 LABEL_ASSETS = dg.AssetSelection.assets(
-    "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated", "clinician_report"
+    "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated", "clinician_estimates",
+    "clinician_report",
 ).required_multi_asset_neighbors()
 
 
@@ -23,7 +24,7 @@ LABEL_ASSETS = dg.AssetSelection.assets(
     minimum_interval_seconds=load_settings().clinician.sensor_interval_s,
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Polls the Label Studio projects; on new or changed annotations, re-materialises clinician_labels, "
-    "the agreement figures, the clinician-validated subset and the report page.",
+    "the agreement figures, the clinician-validated subset, the corrected figures and the report page.",
 )
 def clinician_annotations_sensor(context: dg.SensorEvaluationContext, settings: SettingsResource):
     s = settings.get()

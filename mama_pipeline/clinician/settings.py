@@ -25,6 +25,10 @@ class ClinicianSettings(Section):
     timeout_s: float = Field(30.0, gt=0)
     exports: ExportFiles = ExportFiles()
     relevance_sample_size: int = Field(60, ge=0)  # (query, chunk) pairs, stratified by tier x judge score band
+    # pooled pairs drawn uniformly at random (seeded) for the prediction-powered estimates; 0 = none
+    estimation_sample_size: int = Field(0, ge=0)
+    # an estimate needs at least this many sampled pairs with a clinicians' majority label in its cell
+    min_estimation_pairs: int = Field(30, ge=2)
     scope_sample_size: int = Field(40, ge=0)  # mamabench items, stratified by scope category (NONE included)
     seed: int = 20260101
     min_annotations: int = Field(2, ge=1)  # annotations a task needs to enter the clinician-validated subset

@@ -1,9 +1,14 @@
-"""The seeded, stratified sample clinicians label, as Label Studio tasks.
+"""The seeded samples clinicians label, as Label Studio tasks.
 
-Relevance pairs are drawn with the reference-judge pilot's sampler (tier x
-judge score band, :func:`mama_pipeline.judging.reliability.pilot_sample`); scope
-items by the classifier's category, NONE included, in the same way: strata
-visited in turn, each shuffled with a seed derived from the stratum alone.
+Two designs of relevance pairs. Agreement: judged pairs drawn with the
+reference-judge pilot's sampler (tier x judge score band,
+:func:`mama_pipeline.judging.reliability.pilot_sample`). Estimation (with
+``clinician.estimation_sample_size`` set): pooled pairs drawn uniformly at
+random (:func:`mama_pipeline.strata.uniform_sample`), flagged
+``estimation_sample``; the prediction-powered estimates use these alone. A pair
+in both designs is one task. Scope items are drawn by the classifier's category,
+NONE included, like the agreement design: strata visited in turn, each shuffled
+with a seed derived from the stratum alone.
 
 Task data carries the ids, the query and chunk (or the item as the classifier
 read it) and nothing the LLMs said: annotators must not see the labels they
@@ -17,7 +22,7 @@ import json
 import polars as pl
 
 from mama_pipeline.judging.reliability import pilot_sample
-from mama_pipeline.strata import round_robin_sample
+from mama_pipeline.strata import round_robin_sample, uniform_sample
 
 RELEVANCE = "relevance"
 SCOPE = "scope"
@@ -28,8 +33,9 @@ TASK_DATA_KEYS = {
 }
 TASK_SCHEMA = {
     "task_key": pl.String, "kind": pl.String, "stratum": pl.String, "query_id": pl.String, "chunk_id": pl.String,
-    "item_id": pl.String, "pool": pl.String, "data_json": pl.String,
+    "item_id": pl.String, "pool": pl.String, "data_json": pl.String, "estimation_sample": pl.Boolean,
 }
+UNIFORM = "uniform"  # the stratum of a task drawn by the estimation design alone
 
 
 def relevance_key(query_id: str, chunk_id: str) -> str:
@@ -45,10 +51,24 @@ def _data_json(data: dict) -> str:
 
 
 def relevance_tasks(judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame, size: int, seed: int,
-                    lenient: int, strict: int) -> pl.DataFrame:
-    """``size`` judged pairs stratified by tier x score band, as tasks."""
-    sample = pilot_sample(judgments, size, seed, lenient, strict) if size and judgments.height else None
-    if sample is None or sample.is_empty():
+                    lenient: int, strict: int, pool: pl.DataFrame | None = None,
+                    estimation_size: int = 0) -> pl.DataFrame:
+    """``size`` judged pairs stratified by tier x score band and ``estimation_size`` pooled pairs drawn
+    uniformly from ``pool`` (query_id, chunk_id), as tasks."""
+    pair = {"query_id": pl.String, "chunk_id": pl.String}
+    picked = [pl.DataFrame(schema={**pair, "stratum": pl.String})]
+    if size and judgments.height:
+        strata = pilot_sample(judgments, size, seed, lenient, strict)
+        picked.append(strata.select(*pair, stratum=pl.concat_str(pl.col("tier").fill_null("None"), "band",
+                                                                       separator="|")))
+    uniform = pl.DataFrame(schema=pair)
+    if estimation_size and pool is not None and pool.height:
+        uniform = uniform_sample(pool.select(*pair).cast(pair), list(pair), estimation_size, seed)
+        picked.append(uniform.with_columns(stratum=pl.lit(UNIFORM)))
+    sample = (pl.concat(picked).unique(list(pair), keep="first", maintain_order=True)
+              .join(uniform.with_columns(estimation_sample=pl.lit(True)), on=list(pair), how="left")
+              .with_columns(pl.col("estimation_sample").fill_null(False)))
+    if sample.is_empty():
         return pl.DataFrame(schema=TASK_SCHEMA)
     rows = (
         sample.join(queries.select("query_id", "query_text"), on="query_id", how="left")
@@ -57,16 +77,17 @@ def relevance_tasks(judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.D
     missing = rows.filter(pl.col("query_text").is_null() | pl.col("text").is_null())
     if missing.height:
         q, c = missing.row(0, named=True)["query_id"], missing.row(0, named=True)["chunk_id"]
-        raise ValueError(f"judged pair ({q}, {c}) has no query text or chunk text: judgments and inputs disagree")
+        raise ValueError(f"sampled pair ({q}, {c}) has no query text or chunk text: pool, judgments and inputs "
+                         "disagree")
     out = []
     for r in rows.iter_rows(named=True):
         key = relevance_key(r["query_id"], r["chunk_id"])
         page = "unknown" if r["page"] is None else r["page"]
         data = {"task_key": key, "query_id": r["query_id"], "chunk_id": r["chunk_id"], "query": r["query_text"],
                 "where": f"{r['source']}, page {page}", "chunk": r["text"]}
-        out.append({"task_key": key, "kind": RELEVANCE, "stratum": f"{r['tier']}|{r['band']}",
-                    "query_id": r["query_id"], "chunk_id": r["chunk_id"], "item_id": None, "pool": None,
-                    "data_json": _data_json(data)})
+        out.append({"task_key": key, "kind": RELEVANCE, "stratum": r["stratum"], "query_id": r["query_id"],
+                    "chunk_id": r["chunk_id"], "item_id": None, "pool": None, "data_json": _data_json(data),
+                    "estimation_sample": r["estimation_sample"]})
     return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
 
 
@@ -88,7 +109,8 @@ def scope_tasks(verdicts: pl.DataFrame, adapted: pl.DataFrame, size: int, seed: 
         key = scope_key(r["item_id"])
         data = {"task_key": key, "item_id": r["item_id"], "pool": r["pool"], "item": r["scope_input"]}
         out.append({"task_key": key, "kind": SCOPE, "stratum": r["category"], "query_id": None, "chunk_id": None,
-                    "item_id": r["item_id"], "pool": r["pool"], "data_json": _data_json(data)})
+                    "item_id": r["item_id"], "pool": r["pool"], "data_json": _data_json(data),
+                    "estimation_sample": False})
     return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
 
 

@@ -11,6 +11,7 @@ import json
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
 from mama_pipeline.clinician.report import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import (
@@ -105,6 +106,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
         "queries_without_results": json.dumps(result.notes["queries_without_results"], sort_keys=True),
         "dropped_rows": json.dumps(ev.dropped, sort_keys=True),
         "scoreboard": md_table(wide.select("retriever", *headline)),
+        "circularity": md_table(flag_table(circularity_flags(settings.get()))),
     })
     yield dg.Output(ev.per_query, output_name="per_query_results", metadata={
         "files": dg.MetadataValue.path(str(folder)),
@@ -148,7 +150,7 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
         header=mamaretrieval_header(db, judgments, queries, chunks, qrels, scoreboard, ev),
         notes=[f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
                f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
-               *clinician_notes(db)],
+               *clinician_notes(db), *circularity_notes(circularity_flags(s))],
         per_query=per_query_results, headline_measures=ev.significance_measures,
         segments={"tier": queries.select("query_id", "tier"), "source": queries.select("query_id", "source")},
         segment_tests=SegmentResult(segment_scoreboard, segment_significance, ev.segments.min_queries,

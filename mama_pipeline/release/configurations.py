@@ -74,7 +74,8 @@ class ReleaseConfiguration:
 
 
 PROVIDERS: dict[str, tuple[str, ...]] = {
-    "mama_pipeline.clinician.release:configurations": ("clinician_validated", "clinician_agreement"),
+    "mama_pipeline.clinician.release:configurations": ("clinician_validated", "clinician_agreement",
+                                                       "clinician_estimates"),
 }
 DEPS = tuple(sorted({key for keys in PROVIDERS.values() for key in keys}))
 

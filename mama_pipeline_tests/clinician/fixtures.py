@@ -86,6 +86,14 @@ def judgments() -> pl.DataFrame:
     return judgments_frame()
 
 
+@dg.asset(key="pooled_pairs")
+def pool() -> pl.DataFrame:
+    from mama_pipeline.retrieval.pooling import POOL_SCHEMA
+
+    pairs = judgments_frame().select("query_id", "chunk_id")
+    return pairs.with_columns(retrievers=pl.lit(["bm25"]), best_rank=1, is_seed=False, pool_size=1).cast(POOL_SCHEMA)
+
+
 @dg.asset(key="generated_queries")
 def queries() -> pl.DataFrame:
     return queries_frame()
@@ -106,7 +114,7 @@ def adapted() -> pl.DataFrame:
     return adapted_frame()
 
 
-UPSTREAM = [judgments, queries, chunks, verdicts, adapted]
+UPSTREAM = [judgments, pool, queries, chunks, verdicts, adapted]
 ALL = [*clinician.defs.assets, *clinician.defs.asset_checks, *UPSTREAM]
 
 

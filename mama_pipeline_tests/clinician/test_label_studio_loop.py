@@ -29,8 +29,8 @@ from mama_pipeline_tests.clinician.label_studio_server import login
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
 SHOT_COPY = Path("/tmp/label_studio_labelling_view.png")
-PUSH = ["judgments", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts", "mamabench_adapted",
-        "clinician_tasks", "clinician_projects"]
+PUSH = ["judgments", "pooled_pairs", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts",
+        "mamabench_adapted", "clinician_tasks", "clinician_projects"]
 
 
 def _config(tmp_path: Path, url: str, prefix: str) -> Path:
@@ -90,7 +90,7 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     assert isinstance(request, dg.RunRequest) and request.run_key == ctx.cursor
     selected = {k.to_user_string() for k in request.asset_selection}
     assert selected == {"clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated",
-                        "clinician_report"}
+                        "clinician_estimates", "clinician_report"}
     page = tmp_path / "data" / "reports" / "clinician" / "agreement.html"
     assert not page.exists()
     run = dg.materialize(fx.ALL, selection=request.asset_selection, resources=resources, instance=instance)

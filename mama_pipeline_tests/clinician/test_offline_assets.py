@@ -44,7 +44,7 @@ def test_offline_run_reads_exports_writes_task_files_and_report(offline):
     tmp_path, result = offline
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"no_llm_label_in_task_data": True, "one_label_per_task_and_annotator": True,
-                      "labels_belong_to_current_sample": True}
+                      "labels_belong_to_current_sample": True, "estimates_follow_the_sample_size_rule": True}
     data = tmp_path / "data"
     tasks = json.loads((data / "clinician" / "label_studio" / "relevance_tasks.json").read_text())
     assert len(tasks) == 4 and all(set(t) == {"data"} for t in tasks)  # Label Studio's import format

@@ -120,6 +120,10 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     html = open(page, encoding="utf-8").read()
     assert "Paired significance" in html and "HR@5 lenient" in html and "per_tier.png" in html
     assert "Results by segment" in html and "By query length" in html and "segments.png" in html
+    # every stage on the embedded model: the judge labels pairs for queries its own model wrote
+    assert ("Circular: llm.judge (smollm2-135m-instruct) and llm.query_writer (smollm2-135m-instruct) share the "
+            "model: every retriever") in html
+    assert "| llm.judge | smollm2-135m-instruct | llm.query_writer |" in mats["scoreboard"]["circularity"].value
     for png in ("metric_by_k.png", "per_tier.png", "score_distribution.png", "segments.png"):
         assert (tmp_path / "data" / "reports" / "evaluation" / png).stat().st_size > 1000
 

@@ -1,0 +1,159 @@
+"""Circularity flags: where a judge shares its model, or its model family, with what it judges.
+
+The relevance judge (``llm.judge``) is compared with the query writer (whose
+queries it labels against) and with every retriever that has a model (dense,
+sparse, OpenAI-compatible embeddings, rerank backends; an RRF fusion inherits
+its runs' flags); the answer grader and the rubric judge, which grade the
+answering systems, with each system. A pair is flagged when the model ids are
+equal (case aside) or their families are. A family is
+``circularity.families[<part>]`` when configured, else the model id's
+organisation and base name, lower case: the name's first hyphen-separated
+token ("Qwen/Qwen3.5-397B-A17B-FP8" -> "qwen/qwen3.5"; "meta-llama/Llama-3.1-8B"
+-> "meta-llama/llama"); a model folder gives its folder name's base, with no
+organisation, and then only base names are compared. A part without a named
+model (BM25, an imported run, a remote stage that names none) is never flagged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from mama_pipeline.llm.settings import StageSettings
+    from mama_pipeline.settings import PipelineSettings
+
+QUERY_WRITER = "llm.query_writer"
+RELEVANCE_JUDGE = "llm.judge"
+SYSTEM_JUDGES = ("llm.answer_grader", "llm.rubric_judge")
+DENSE_DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"  # the wheels' offline defaults
+SPARSE_DEFAULT = "splade-tiny"
+FLAG_SCHEMA = {"judge": pl.String, "judge_model": pl.String, "part": pl.String, "model": pl.String,
+               "shared": pl.String, "family": pl.String}
+
+
+def model_family(model: str) -> str:
+    """``org/base`` of a hub id (base: the name's first hyphen-separated token), lower case; ``base`` of a path."""
+    if model.startswith(("/", ".", "~")) or model.count("/") > 1:
+        return PurePath(model).name.split("-")[0].lower()
+    org, _, name = model.rpartition("/")
+    base = name.split("-")[0].lower()
+    return f"{org.lower()}/{base}" if org else base
+
+
+@dataclass(frozen=True)
+class Flag:
+    judge: str  # "llm.judge", ...
+    judge_model: str
+    part: str  # "llm.query_writer", "retrieval.<name>", "systems.<name>"
+    model: str
+    shared: str  # "model" or "family"
+    family: str
+
+    @property
+    def note(self) -> str:
+        what = "model" if self.shared == "model" else f"model family {self.family}"
+        return f"circular: {self.judge} ({self.judge_model}) and {self.part} ({self.model}) share the {what}"
+
+
+def _llm_model(s: "PipelineSettings", st: "StageSettings") -> str | None:
+    """The model a stage or system names; the embedded server's alias when it runs there."""
+    return st.model or (s.llm.embedded_server.model_alias if st.embedded else None)
+
+
+def _stage_model(s: "PipelineSettings", stage: str) -> str | None:
+    return _llm_model(s, getattr(s.llm, stage))
+
+
+def _encoder(p, default: str | None) -> str | None:
+    return p.model_id or p.model_path or default
+
+
+def _retriever_models(s: "PipelineSettings") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in s.retrieval.retrievers:
+        if r.kind == "dense":
+            out[r.name] = _encoder(r.params, DENSE_DEFAULT)
+        elif r.kind == "sparse":
+            out[r.name] = _encoder(r.params, SPARSE_DEFAULT)
+        elif r.kind == "openai_embeddings":
+            out[r.name] = r.params.model
+        elif r.kind == "rerank":
+            b = r.params.backend
+            out[r.name] = b.model if b.type == "endpoint" else _encoder(
+                b, DENSE_DEFAULT if getattr(b, "untrained_minilm", False) else None)
+    return out
+
+
+def known_parts(s: "PipelineSettings") -> set[str]:
+    stages = {f"llm.{k}" for k in type(s.llm).model_fields if k != "embedded_server"}
+    return stages | {f"retrieval.{n}" for n in s.retrieval.retriever_names} | {f"systems.{n}" for n in s.systems.names}
+
+
+def check_families(s: "PipelineSettings") -> None:
+    """A ValueError naming each ``circularity.families`` key that is no stage, retriever or system."""
+    unknown = sorted(set(s.circularity.families) - known_parts(s))
+    if unknown:
+        raise ValueError(f"circularity.families names unknown parts {unknown}: keys are llm.<stage>, "
+                         "retrieval.<retriever> or systems.<system>")
+
+
+def _compare(s: "PipelineSettings", judge: str, part: str, model: str | None) -> Flag | None:
+    judge_model = _stage_model(s, judge.split(".", 1)[1])
+    if not judge_model or not model:
+        return None
+    fams = s.circularity.families
+    a, b = fams.get(judge) or model_family(judge_model), fams.get(part) or model_family(model)
+    if "/" not in a or "/" not in b:
+        a, b = a.rpartition("/")[2], b.rpartition("/")[2]
+    if judge_model.lower() == model.lower():
+        return Flag(judge, judge_model, part, model, "model", a)
+    return Flag(judge, judge_model, part, model, "family", a) if a == b else None
+
+
+def circularity_flags(s: "PipelineSettings") -> list[Flag]:
+    """Every judge / judged pair that shares a model or a model family, in a fixed order."""
+    check_families(s)
+    candidates = [(RELEVANCE_JUDGE, QUERY_WRITER, _stage_model(s, "query_writer"))]
+    models = _retriever_models(s)
+    candidates += [(RELEVANCE_JUDGE, f"retrieval.{n}", m) for n, m in sorted(models.items())]
+    candidates += [(j, f"systems.{e.name}", _llm_model(s, e)) for j in SYSTEM_JUDGES for e in s.systems.entries]
+    flags = [f for f in (_compare(s, *c) for c in candidates) if f is not None]
+    for r in s.retrieval.retrievers:  # a fusion carries its runs' flags
+        if r.kind == "rrf":
+            runs = {f"retrieval.{x}" for x in r.params.runs}
+            flags += [Flag(f.judge, f.judge_model, f"retrieval.{r.name}", f"fuses {f.part}", f.shared, f.family)
+                      for f in flags if f.part in runs]
+    return flags
+
+
+def retriever_notes(flags: list[Flag], retrievers: list[str]) -> dict[str, str]:
+    """Retriever -> the flags next to its figures: its own, and the query writer's (which touches every one)."""
+    common = [f.note for f in flags if f.part == QUERY_WRITER]
+    out = {}
+    for name in retrievers:
+        notes = [f.note for f in flags if f.part == f"retrieval.{name}"] + common
+        if notes:
+            out[name] = "; ".join(notes)
+    return out
+
+
+def flag_table(flags: list[Flag]) -> pl.DataFrame:
+    return pl.DataFrame([{"judge": f.judge, "judge_model": f.judge_model, "part": f.part, "model": f.model,
+                          "shared": f.shared, "family": f.family} for f in flags], schema=FLAG_SCHEMA)
+
+
+def circularity_notes(flags: list[Flag]) -> list[str]:
+    """One sentence per flag for report headers, naming the figures it touches."""
+    out = []
+    for f in flags:
+        if f.part == QUERY_WRITER:
+            touched = "every retriever's figures (the judge labels pairs for queries its own model family wrote)"
+        elif f.part.startswith("retrieval."):
+            touched = f"the figures of {f.part.split('.', 1)[1]} (a judge may favour its own model family)"
+        else:
+            touched = f"the grades of {f.part.split('.', 1)[1]} (a grader may favour its own model family)"
+        out.append(f"{f.note[0].upper()}{f.note[1:]}: {touched}.")
+    return out

@@ -1,0 +1,136 @@
+"""Prediction-powered estimates of the pair-level measures from the judge's labels and the clinicians' labels.
+
+P@k (lenient and strict cut) and wP@k of a retriever are means over its
+top-k pairs: the pair's value (1 when its score reaches the cut; score / max
+grade for wP) summed over the tier's queries' top k and divided by queries x k,
+as the scoreboard computes them (a pair nobody labelled counts 0). The
+judge-only figure takes the judge's score on every pair. The corrected figure
+(``ppi_py.ppi_mean_ci`` and ``ppi_mean_pointestimate``, plain PPI: lambda = 1)
+adds to it the mean clinician-minus-judge difference over the pairs of the
+estimation sample (clinician.estimation_sample_size: pooled pairs drawn
+uniformly at random) that fall in the same top-k, with a 95% interval that
+carries both the judge's and the clinicians' sampling error (slightly
+conservative: ppi_py treats the pairs as drawn from an unlimited population,
+with no finite-population correction), clipped to the values the measure can
+take. Restricted to one retriever's top-k, a uniform pool sample is a uniform
+sample of those pairs.
+
+Rules (each row says which applied): a cell whose top-k reaches below the pool
+depth has pairs that were never judged or sampled, so no estimate; with no
+estimation sample (the stratified agreement sample alone, whose equal
+allocation across tier x judge score band strata is not used here) no estimate;
+fewer than clinician.min_estimation_pairs sampled pairs with a clinicians'
+majority label in the cell, or all of them with one and the same value for
+judge and clinicians (the normal interval is then a point), no estimate.
+Sampled pairs without a majority label (ties, too few annotations) are counted
+in ``unresolved`` and left out, i.e. taken to be missing at random.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import polars as pl
+
+from mama_pipeline.evaluation.measures import Measure, MeasurePlan
+
+ALPHA = 0.05  # 95% intervals
+ALL = "all"
+ESTIMATED, REFUSED = "estimated", "refused"
+UNIFORM, NONE = "uniform", "none"
+FAMILIES = ("P", "wP")
+ESTIMATE_SCHEMA = {
+    "retriever": pl.String, "tier": pl.String, "measure": pl.String, "label": pl.String, "k": pl.Int64,
+    "queries": pl.Int64, "slots": pl.Int64, "pairs": pl.Int64, "judge_only": pl.Float64, "design": pl.String,
+    "sampled": pl.Int64, "labelled": pl.Int64, "unresolved": pl.Int64, "estimate": pl.Float64,
+    "ci_low": pl.Float64, "ci_high": pl.Float64, "status": pl.String, "reason": pl.String,
+    "synthetic": pl.Boolean, "circularity": pl.String,
+}
+EXPLANATION = (
+    "The corrected figure is the judge-only figure plus the average difference between the clinicians' majority "
+    "label and the judge's label on a uniform random sample of the same pairs (prediction-powered inference), so "
+    "it estimates what the measure would be had clinicians labelled every pair. Its 95% interval is built to "
+    "cover that value in 95 of 100 samples; an interval that excludes the judge-only figure says the judge's bias "
+    "moved the figure by more than sampling error.")
+
+
+def _values(scores: np.ndarray, m: Measure, max_grade: int) -> np.ndarray:
+    return (scores >= m.rel).astype(float) if m.family == "P" else scores / max_grade
+
+
+def _ppi(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> tuple[float, float, float]:
+    with warnings.catch_warnings():  # ppi_py silences every warning of the process when imported
+        import ppi_py
+    point = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, yhat, yhat_all, lam=1))[0])
+    low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_all, alpha=ALPHA, lam=1)
+    return point, float(np.ravel(low)[0]), float(np.ravel(high)[0])
+
+
+def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: str, min_pairs: int) -> dict:
+    """One (retriever, tier, measure) row; ``top`` holds the top-k pairs with judge, pooled, sampled, clinician."""
+    slots = queries * m.k
+    judge = _values(top["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)
+    sampled = top.filter(pl.col("sampled"))
+    labelled = sampled.filter(pl.col("clinician").is_not_null())
+    row = {"k": m.k, "queries": queries, "slots": slots, "pairs": top.height, "design": design,
+           "judge_only": float(judge.sum() / slots) if slots else None, "sampled": sampled.height,
+           "labelled": labelled.height, "unresolved": sampled.height - labelled.height,
+           "estimate": None, "ci_low": None, "ci_high": None, "status": REFUSED}
+    unpooled = int((~top["pooled"]).sum())
+    if not top.height:
+        return {**row, "reason": "no retrieved pairs in this cell"}
+    if unpooled:
+        return {**row, "reason": f"k = {m.k} reaches below the pool: {unpooled} of the {top.height} top-k pairs "
+                                 "were never pooled, so never judged or sampled"}
+    if design == NONE:
+        return {**row, "reason": "no estimation sample (clinician.estimation_sample_size = 0); the stratified "
+                                 "agreement sample supports none of these figures"}
+    if labelled.height < min_pairs:
+        return {**row, "reason": f"{labelled.height} sampled pairs with a clinicians' majority label; an estimate "
+                                 f"needs at least {min_pairs} (clinician.min_estimation_pairs)"}
+    y = _values(labelled["clinician"].to_numpy().astype(float), m, max_grade)
+    yhat = _values(labelled["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)
+    point, low, high = _ppi(y, yhat, judge)
+    if low == high:
+        return {**row, "reason": "every labelled pair has one and the same value on both sides: the normal "
+                                 "interval degenerates to a point"}
+    scale = top.height / slots  # mean over pairs -> sum over queries x k slots
+    return {**row, "estimate": point * scale, "ci_low": max(low, 0.0) * scale, "ci_high": min(high, 1.0) * scale,
+            "status": ESTIMATED, "reason": None}
+
+
+def ppi_estimates(run: pl.DataFrame, queries: pl.DataFrame, pool: pl.DataFrame, judgments: pl.DataFrame,
+                  majority: pl.DataFrame, sampled: pl.DataFrame, plan: MeasurePlan, min_pairs: int,
+                  synthetic: bool = False, circularity: dict[str, str] | None = None) -> pl.DataFrame:
+    """Judge-only and prediction-powered P@k and wP@k per retriever and tier ("all", then each tier).
+
+    ``run``: retriever, query_id, chunk_id, rank; ``queries``: query_id, tier (the benchmark queries);
+    ``pool``, ``sampled``: query_id, chunk_id (the pooled pairs, the estimation sample); ``judgments`` and
+    ``majority``: query_id, chunk_id, score (the judge's labels, the clinicians' untied majority labels).
+    ``circularity``: retriever -> a flag shown next to its figures.
+    """
+    pair = ["query_id", "chunk_id"]
+    design = UNIFORM if sampled.height else NONE
+    tiers = queries.select("query_id", pl.col("tier").cast(pl.String).fill_null("(none)"))
+    pairs = (
+        run.select("retriever", *pair, "rank").join(tiers, on="query_id", how="inner")
+        .join(judgments.select(*pair, pl.col("score").alias("judge")), on=pair, how="left")
+        .join(pool.select(*pair).unique().with_columns(pooled=pl.lit(True)), on=pair, how="left")
+        .join(sampled.select(*pair).unique().with_columns(sampled=pl.lit(True)), on=pair, how="left")
+        .join(majority.select(*pair, pl.col("score").alias("clinician")), on=pair, how="left")
+        .with_columns(pl.col("pooled", "sampled").fill_null(False))
+    )
+    segments = [(ALL, tiers)] + [(t, g) for (t,), g in sorted(tiers.group_by("tier"), key=lambda kv: kv[0][0])]
+    measures = [m for m in plan.measures() if m.family in FAMILIES]
+    flags = circularity or {}
+    rows = []
+    for retriever in sorted(run["retriever"].unique().to_list()):
+        mine = pairs.filter(pl.col("retriever") == retriever)
+        for tier, members in segments:
+            cell = mine.join(members.select("query_id"), on="query_id", how="semi")
+            for m in measures:
+                top = cell.filter(pl.col("rank") <= m.k)
+                rows.append({"retriever": retriever, "tier": tier, "measure": m.name, "label": m.label,
+                             **_cell(top, m, plan.max_grade, members.height, design, min_pairs),
+                             "synthetic": synthetic, "circularity": flags.get(retriever)})
+    return pl.DataFrame(rows, schema=ESTIMATE_SCHEMA)
