@@ -228,6 +228,9 @@ CASES = [
     # imported run files (retriever kind imported) through `mama-pipeline eval beir`
     Case("imported-trec-several-problems", "imported", imported_run("run.trec", trec_run_with_problems),
          imported("run.trec"), "run.trec:line 2: unknown chunk id 'nope' (and 3 more problems)"),
+    Case("imported-trec-latin1", "imported", imported_run("run.trec", lambda p: p.write_bytes(
+        text(f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n") + b"q\xe9 Q0 d 2 1.0 a\n")), imported("run.trec"),
+         "run.trec:2: bytes that are not UTF-8: byte 0xe9 at column 2"),
     Case("imported-parquet-several-problems", "imported", imported_run("run.parquet", parquet_run_with_problems),
          imported("run.parquet"), "run.parquet:row 2: unknown chunk id 'nope' (and 2 more problems)"),
     # release folders through `mama-pipeline verify`
