@@ -103,24 +103,30 @@ def test_every_failed_steps_one_line_reason_is_printed_under_its_line(tmp_path, 
 
 def test_the_summary_claims_only_what_this_run_materialised(tmp_path, monkeypatch):
     store = Store(tmp_path / "mama.duckdb")
-    fake = types.ModuleType("mama_pipeline.alpha.summary")
-    fake.summary_lines = lambda ctx: ["2 things in the alpha tables"]
-    monkeypatch.setitem(sys.modules, "mama_pipeline.alpha.summary", fake)
-    real = summary.pkgutil.iter_modules
-    monkeypatch.setattr(summary.pkgutil, "iter_modules",
-                        lambda path: [*real(path), types.SimpleNamespace(name="alpha", ispkg=True)])
+    contribute(monkeypatch, "alpha", ["2 things in the alpha tables"])
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
-        later = datetime.now(timezone.utc).replace(tzinfo=None)  # a second run that materialised nothing
+        second_run = datetime.now(timezone.utc).replace(tzinfo=None)
         run_in_process(DEFS, None, instance, tmp_path / "run.log")  # first, second again; sharded; broken fails
-        areas = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), later))
-        before = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(),
-                                                           datetime.now(timezone.utc).replace(tzinfo=None)))
+        areas = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(),
+                                                          second_run))
+        idle_run = datetime.now(timezone.utc).replace(tzinfo=None)  # a third run that materialised nothing
+        idle = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), idle_run))
     assert areas["alpha"] == ["2 things in the alpha tables"]
     assert areas["beta"] == ["1 of 2 assets materialised this run: sharded"]  # broken failed: not claimed
-    assert before["alpha"] == ["(not materialised this run; the store holds an earlier run's) 2 things in the "
-                               "alpha tables"]
-    assert before["beta"] == ["0 of 2 assets materialised this run; 1 from earlier runs"]
+    assert idle["alpha"] == ["(not materialised this run; the store holds an earlier run's) 2 things in the "
+                             "alpha tables"]
+    assert idle["beta"] == ["0 of 2 assets materialised this run; 1 from earlier runs"]
+
+
+def contribute(monkeypatch, area: str, lines: list[str]) -> None:
+    """A ``mama_pipeline.<area>.summary`` module whose ``summary_lines`` gives ``lines``."""
+    fake = types.ModuleType(f"mama_pipeline.{area}.summary")
+    fake.summary_lines = lambda ctx: lines
+    monkeypatch.setitem(sys.modules, f"mama_pipeline.{area}.summary", fake)
+    real = summary.pkgutil.iter_modules
+    monkeypatch.setattr(summary.pkgutil, "iter_modules",
+                        lambda path: [*real(path), types.SimpleNamespace(name=area, ispkg=True)])
 
 
 def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, monkeypatch):
@@ -128,12 +134,7 @@ def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, m
     with store.connect(write=True) as con:  # just the columns the summary reads
         con.execute("CREATE TABLE sampled_chunks AS SELECT * FROM (VALUES ('c1', 'high'), ('c2', 'low')) t(chunk_id, tier)")
         con.execute("CREATE TABLE corpus_chunks AS SELECT * FROM (VALUES ('c1'), ('c2'), ('c3')) t(chunk_id)")
-    fake = types.ModuleType("mama_pipeline.newarea.summary")
-    fake.summary_lines = lambda ctx: ["12 robustness probes, 3 failed"]
-    monkeypatch.setitem(sys.modules, "mama_pipeline.newarea.summary", fake)
-    real = summary.pkgutil.iter_modules
-    monkeypatch.setattr(summary.pkgutil, "iter_modules",
-                        lambda path: [*real(path), types.SimpleNamespace(name="newarea", ispkg=True)])
+    contribute(monkeypatch, "newarea", ["12 robustness probes, 3 failed"])
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
         ctx = summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), datetime(2020, 1, 1))
