@@ -16,8 +16,8 @@ from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
 LLM_STAGES = (
-    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "cross_model_judge", "rubric_judge",
-    "query_rewriter", "rewrite_gate", "answer_grader",
+    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "cross_model_judge",
+    "rubric_judge", "query_rewriter", "rewrite_gate", "answer_grader",
 )
 
 

@@ -177,10 +177,11 @@ def group_lines(groups: dict[str, list[tuple[str, str | None, int | None]]], cov
     for group, assets in sorted(groups.items()):
         if group in covered:
             continue
-        now = [name + (f" {rows} rows" if rows is not None else "") for name, when, rows in assets if when == "this run"]
+        now = [name + (f" {rows} rows" if rows is not None else "")
+               for name, when, rows in assets if when == "this run"]
         earlier = sum(when == "earlier" for _, when, _ in assets)
-        out[group] = [f"{len(now)} of {len(assets)} assets materialised this run" + (": " + ", ".join(now) if now else "")
-                      + (f"; {earlier} from earlier runs" if earlier else "")]
+        out[group] = [f"{len(now)} of {len(assets)} assets materialised this run"
+                      + (": " + ", ".join(now) if now else "") + (f"; {earlier} from earlier runs" if earlier else "")]
     return out
 
 

@@ -138,8 +138,8 @@ def _classifier_section(m: dict[str, Any]) -> list[str]:
     ]
     a = m["agreement"]
     what = "" if a is None else {
-        "self_consistency": f"Self-consistency (test-retest) of the classifier: its own model `{a.get('reference_model')}` "
-        "asked again with other decoding,",
+        "self_consistency": "Self-consistency (test-retest) of the classifier: its own model "
+        f"`{a.get('reference_model')}` asked again with other decoding,",
         "cross_model": f"Cross-model agreement with another classifier model, `{a.get('reference_model')}`,",
     }.get(a.get("audit") or "", "Agreement with the reference classifier,")
     if a is not None and a.get("note"):

@@ -57,7 +57,8 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
     page = write_report(full_inputs(graded), tmp_path / "r")
     html = page.read_text()
     names = sorted(p.name for p in page.parent.iterdir())
-    assert names == ["judge_confusion.png", "judge_confusion_cross_model_judge.png", "metric_by_k.png", "per_source.png", "per_tier.png",
+    assert names == ["judge_confusion.png", "judge_confusion_cross_model_judge.png", "metric_by_k.png",
+                     "per_source.png", "per_tier.png",
                      "pool_completeness.png", "score_distribution.png", "scoreboard.html", "significance_heatmap.png"]
     for heading in ("Scoreboard", "Paired significance", "Per-tier results", "Per-source results",
                     "Label distribution", "Judge reliability", "Pool completeness"):

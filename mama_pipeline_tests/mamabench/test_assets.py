@@ -94,7 +94,8 @@ def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
     assert manifest["calibration_rows"] == 1
     assert manifest["agreement"]["audit"] == "cross_model"  # fake-reference is another model
     assert set(store.read_table("mamabench_agreement")["audit"]) == {"cross_model"}
-    assert "Cross-model agreement with another classifier model, `fake-reference`," in (release / "README.md").read_text()
+    card = (release / "README.md").read_text()
+    assert "Cross-model agreement with another classifier model, `fake-reference`," in card
     readme = (release / "README.md").read_bytes()
 
     fake_llm.reset()
