@@ -55,8 +55,8 @@ def _reliability_section(audits: list[dict[str, Any]] | None) -> str:
     if audits is None:
         return head + "No reliability audit was run for this release.\n"
     lines = [f"- **{a['title'].capitalize()}** on a pilot sample of {a['pairs']} pairs: "
-             + AUDIT_SENTENCES[a["audit"]].format(model=a["reference_judge"], decoding=a["decoding"] or "decoding "
-                                                  "not recorded")
+             + AUDIT_SENTENCES[a["audit"]].format(model=a["reference_judge"],
+                                                  decoding=a["decoding"] or "decoding not recorded")
              + (f". **No figure.** {a['refused']}" if a["refused"] else ".") for a in audits]
     shown = [a for a in audits if a["figures"] is not None]
     if not shown:
