@@ -64,8 +64,21 @@ def materialize(select: str, executor: str = "multiprocess") -> int:
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
         if code != 0:
+            _print_failed_steps(home)
             return code
     return 0
+
+
+def _print_failed_steps(home: Path) -> None:
+    """Each failed step of the latest run on the instance at ``home``, with its one-line reason."""
+    import dagster as dg
+
+    from mama_pipeline.demo.runner import failed_steps_of_run
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(limit=1)
+        for line in failed_steps_of_run(instance, runs[0].run_id) if runs else []:
+            print(line, flush=True)
 
 
 def run_here(defs, keys, home: Path) -> int:

@@ -16,8 +16,8 @@ from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
 LLM_STAGES = (
-    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "rubric_judge",
-    "query_rewriter", "rewrite_gate", "answer_grader",
+    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "cross_model_judge",
+    "rubric_judge", "query_rewriter", "rewrite_gate", "answer_grader",
 )
 
 
@@ -47,7 +47,10 @@ class LLMResource(dg.ConfigurableResource):
     ) -> contextlib.AbstractContextManager[LLMClient]:
         if stage not in LLM_STAGES:
             raise ValueError(f"unknown LLM stage {stage!r}; expected one of {LLM_STAGES}")
-        return self.client_for(stage, getattr(self.settings.get().llm, stage), context)
+        cfg = getattr(self.settings.get().llm, stage)
+        if cfg is None:
+            raise ValueError(f"LLM stage {stage!r} is not configured (llm.{stage})")
+        return self.client_for(stage, cfg, context)
 
     @contextlib.contextmanager
     def client_for(

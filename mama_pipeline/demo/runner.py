@@ -18,9 +18,13 @@ from typing import Iterator, TextIO
 
 import dagster as dg
 
+from mama_pipeline.input_errors import one_line
 from mama_pipeline.release.run_plan import RunStep, execute_plan, plan_runs
 
 FIREHOSE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+REASON_CHARS = 400  # a failure reason longer than this is cut (the Dagster log has all of it)
 
 
 @dataclass
@@ -28,6 +32,23 @@ class StepOutcome:
     label: str
     ok: bool
     seconds: float
+    reason: str | None = None  # a failed step's one-line reason
+
+
+def failure_reason(failure_data) -> str:
+    """The one-line reason of a step failure (Dagster's StepFailureData): a ``dg.Failure``'s description, or the
+    step's own exception as ``Class: message`` (not Dagster's wrapper around it)."""
+    user = failure_data.user_failure_data
+    if user is not None and user.description:
+        return one_line(user.description)[:REASON_CHARS]
+    error = failure_data.error
+    if error is None:
+        return "no error recorded"
+    if error.cls_name == "DagsterExecutionStepExecutionError" and error.cause is not None:
+        error = error.cause
+    head, sep, rest = error.message.partition(": ")  # "module.Class: message"
+    text = rest if sep and head.rsplit(".", 1)[-1] == error.cls_name else error.message
+    return one_line(f"{error.cls_name}: {text}")[:REASON_CHARS]
 
 
 @dataclass
@@ -73,10 +94,13 @@ class StepLines(logging.Handler):
                 self.tally.checks_failed.append(name)
         elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
             seconds = time.monotonic() - self._started.pop(event.step_key, time.monotonic())
-            outcome = StepOutcome(f"{event.step_key}{self.run_label}", kind == "STEP_SUCCESS", seconds)
+            reason = None if kind == "STEP_SUCCESS" else failure_reason(event.step_failure_data)
+            outcome = StepOutcome(f"{event.step_key}{self.run_label}", kind == "STEP_SUCCESS", seconds, reason)
             self.tally.steps.append(outcome)
             mark = "ok    " if outcome.ok else "FAILED"
             self.out.write(f"  {len(self.tally.steps):3d} {mark} {outcome.label:<48} {seconds:7.1f} s\n")
+            if reason:
+                self.out.write(f"             {reason}\n")
             self.out.flush()
 
 
@@ -143,3 +167,10 @@ def run_in_process(defs: dg.Definitions, keys: set[dg.AssetKey] | None, instance
     tally.runs = len(results)
     tally.failed = not all(r.success for r in results) or len(results) < sum(len(s.partition_keys()) for s in steps)
     return tally
+
+
+def failed_steps_of_run(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    """``FAILED <step>: <reason>`` for every step of a run that failed (a run made by another process)."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
+    return [f"FAILED {r.event_log_entry.dagster_event.step_key}: "
+            f"{failure_reason(r.event_log_entry.dagster_event.step_failure_data)}" for r in records]

@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import shlex
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -38,13 +38,15 @@ class SummaryContext:
     def table(self, name: str) -> pl.DataFrame | None:
         return self.store.read_table(name) if self.store.table_exists(name) else None
 
-    def materialised(self, key: dg.AssetKey) -> tuple[bool, int | None]:
-        """Whether the asset was ever materialised, and the row count its IO manager recorded."""
+    def materialised(self, key: dg.AssetKey) -> tuple[str | None, int | None]:
+        """When the asset was last materialised ("this run", "earlier", None: never), and the row count its IO
+        manager recorded then."""
         event = self.instance.get_latest_materialization_event(key)
         if event is None or event.asset_materialization is None:
-            return False, None
+            return None, None
         value = event.asset_materialization.metadata.get("rows")
-        return True, None if value is None else int(value.value)
+        at = datetime.fromtimestamp(event.timestamp, timezone.utc).replace(tzinfo=None)
+        return "this run" if at >= self.started_at else "earlier", None if value is None else int(value.value)
 
 
 def mamabench_lines(ctx: SummaryContext) -> list[str]:
@@ -159,33 +161,45 @@ def contributed_lines() -> dict[str, Callable[[SummaryContext], list[str]]]:
     return found
 
 
-def group_lines(ctx: SummaryContext, covered: set[str]) -> dict[str, list[str]]:
-    """For each asset group without lines of its own: its materialised assets and their row counts."""
-    groups: dict[str, tuple[int, list[str]]] = {}
+def _groups(ctx: SummaryContext) -> dict[str, list[tuple[str, str | None, int | None]]]:
+    """Each asset group: (asset, when last materialised, rows) of its assets."""
+    groups: dict[str, list[tuple[str, str | None, int | None]]] = {}
     for key in sorted(ctx.graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
-        group = ctx.graph.get(key).group_name or "default"
+        groups.setdefault(ctx.graph.get(key).group_name or "default", []).append(
+            (key.to_user_string(), *ctx.materialised(key)))
+    return groups
+
+
+def group_lines(groups: dict[str, list[tuple[str, str | None, int | None]]], covered: set[str]) -> dict[str, list[str]]:
+    """For each asset group without lines of its own: its assets materialised this run (and their row counts),
+    and how many hold an earlier run's output."""
+    out = {}
+    for group, assets in sorted(groups.items()):
         if group in covered:
             continue
-        total, items = groups.get(group, (0, []))
-        done, rows = ctx.materialised(key)
-        if done:
-            items.append(key.to_user_string() + (f" {rows} rows" if rows is not None else ""))
-        groups[group] = (total + 1, items)
-    return {g: [f"{len(items)} of {total} assets materialised" + (": " + ", ".join(items) if items else "")]
-            for g, (total, items) in sorted(groups.items())}
+        now = [name + (f" {rows} rows" if rows is not None else "")
+               for name, when, rows in assets if when == "this run"]
+        earlier = sum(when == "earlier" for _, when, _ in assets)
+        out[group] = [f"{len(now)} of {len(assets)} assets materialised this run"
+                      + (": " + ", ".join(now) if now else "") + (f"; {earlier} from earlier runs" if earlier else "")]
+    return out
 
 
 def area_lines(ctx: SummaryContext) -> dict[str, list[str]]:
-    """Lines per area: core areas, contributed ones, then every other asset group."""
+    """Lines per area: core areas, contributed ones, then every other asset group. An area that is an asset
+    group none of whose assets this run materialised says its lines describe earlier runs' tables."""
+    groups = _groups(ctx) if ctx.graph is not None else {}
     out: dict[str, list[str]] = {}
     for area, fn in {**AREA_LINES, **contributed_lines()}.items():
         try:
             lines = fn(ctx)
         except Exception as exc:  # noqa: BLE001 - a summary line never hides the run's own outcome
             lines = [f"(summary unavailable: {type(exc).__name__}: {exc})"]
+        if lines and area in groups and all(when != "this run" for _, when, _ in groups[area]):
+            lines = [f"(not materialised this run; the store holds an earlier run's) {lines[0]}", *lines[1:]]
         if lines:
             out[area] = lines
-    out.update(group_lines(ctx, set(out)))
+    out.update(group_lines(groups, set(out)))
     return out
 
 
@@ -210,12 +224,12 @@ def render(tally: RunTally, seconds: float, areas: dict[str, list[str]], paths: 
            log: Path, ui: str) -> str:
     """The summary text."""
     outcome = "finished" if not tally.failed else "FAILED"
-    failed_steps = [s.label for s in tally.steps if not s.ok]
+    failed_steps = [s.label + (f" ({s.reason})" if s.reason else "") for s in tally.steps if not s.ok]
     lines = [f"mama_pipeline {outcome} in {seconds:.0f} s: {tally.runs} runs, {len(tally.steps)} steps, "
              f"{tally.materializations} materialisations, {tally.checks_passed} checks passed, "
              f"{len(tally.checks_failed)} failed, {len(tally.checks_warned)} warnings"]
     if failed_steps:
-        lines.append(f"  failed steps: {', '.join(failed_steps)}")
+        lines.append(f"  failed steps: {'; '.join(failed_steps)}")
     if tally.checks_failed:
         lines.append(f"  failed checks: {', '.join(tally.checks_failed)}")
     if tally.checks_warned:

@@ -20,6 +20,7 @@ from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_report import segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
+from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
 
 PAGE = "scoreboard.html"
 CSS = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}
@@ -44,8 +45,8 @@ class ReportInputs:
     label_counts: pl.DataFrame | None = None  # relevance, count
     label_mix: pl.DataFrame | None = None  # retriever, label, share
     mix_k: int | None = None
-    reliability: pl.DataFrame | None = None  # metric, value, pairs
-    confusion: pl.DataFrame | None = None  # main_score, ref_0..ref_6
+    reliability: pl.DataFrame | None = None  # reference_stage, audit, reference_model, metric, value, pairs, note
+    confusion: pl.DataFrame | None = None  # reference_stage, audit, reference_model, main_score, ref_0..ref_6
     completeness: pl.DataFrame | None = None  # scope, cut, ..., recall_micro, recall_macro
     audits: list[tuple[str, pl.DataFrame]] = field(default_factory=list)  # (heading, table)
     segment_tests: SegmentResult | None = None  # per-segment means and paired tests (evaluation/segments.py)
@@ -194,12 +195,21 @@ def labels_section(inputs: ReportInputs, folder: Path) -> str:
 def reliability_section(inputs: ReportInputs, folder: Path) -> str:
     if inputs.reliability is None:
         return ""
-    parts = ["<h2>Judge reliability</h2>",
-             "<p class='note'>Agreement of the judge with the reference judge on the stratified pilot sample.</p>",
-             _table(inputs.reliability)]
-    if inputs.confusion is not None and inputs.confusion.height:
-        figure = _confusion_figure(inputs.confusion, folder / "judge_confusion.png")
-        parts.append(f"<img src='{figure}' alt='Judge versus reference score confusion'>")
+    parts = ["<h2>Judge reliability</h2>"]
+    audits = inputs.reliability.select("reference_stage", "audit", "reference_model").unique(maintain_order=True)
+    for i, (stage, kind, model) in enumerate(audits.iter_rows()):
+        rows = inputs.reliability.filter(pl.col("reference_stage") == stage)
+        what = ("the judge against its own model asked again (another seed, temperature or endpoint)"
+                if kind == SELF_CONSISTENCY else "the judge against another model")
+        parts += [f"<h3>{_e(audit_title(kind).capitalize())}: {_e(model)} (llm.{_e(stage)})</h3>",
+                  f"<p class='note'>{what.capitalize()}, on the stratified pilot sample.</p>",
+                  _table(rows.drop("reference_stage", "audit", "reference_model"))]
+        confusion = (inputs.confusion.filter(pl.col("reference_stage") == stage)
+                     if inputs.confusion is not None else None)
+        if confusion is not None and confusion.height:
+            name = "judge_confusion.png" if i == 0 else f"judge_confusion_{stage}.png"
+            figure = _confusion_figure(confusion, folder / name)
+            parts.append(f"<img src='{figure}' alt='Judge versus {_e(stage)} score confusion'>")
     return "\n".join(parts)
 
 

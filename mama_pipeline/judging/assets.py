@@ -11,9 +11,10 @@ import polars as pl
 from mama_pipeline.judging.completeness import pool_recall
 from mama_pipeline.judging.judge import JudgeRun, judge_pairs
 from mama_pipeline.judging.label_store import orphaned_labels
-from mama_pipeline.judging.reliability import agreement, pilot_sample, same_judge_reason
+from mama_pipeline.judging.reliability import pilot_sample, reference_audits
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.judging.sharding import in_shard, require_loaded_shards, shard_keys
+from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env, load_settings
 from mama_pipeline.metadata import md_table
@@ -122,7 +123,8 @@ def judge_pilot_sample(settings: SettingsResource, judgments: pl.DataFrame) -> d
 
 @dg.asset(
     group_name=GROUP,
-    description="The reference judge's labels on the pilot sample (or failures).",
+    description="Each reference judge's labels on the pilot sample (or failures): llm.reference_judge and, when "
+    "set, llm.cross_model_judge (column reference_stage).",
     ins={"chunks": CHUNKS, "queries": QUERIES},
 )
 def reference_judgments(
@@ -134,41 +136,52 @@ def reference_judgments(
     queries: pl.DataFrame,
     chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    run = _judge(context, llm, settings, store, "reference_judge", judge_pilot_sample, queries, chunks)
-    return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
+    frames, meta = [], {}
+    for stage in reference_judge_stages(settings.get().llm):
+        run = _judge(context, llm, settings, store, stage, judge_pilot_sample, queries, chunks)
+        frames.append(_with_tier(run.outcomes, queries).with_columns(
+            reference_stage=pl.lit(stage), reference_model=pl.lit(run.judge_model)))
+        meta.update({f"{stage}/{k}": v for k, v in run.metadata().items()})
+    meta["http_calls"] = sum(v for k, v in meta.items() if k.endswith("/http_calls"))
+    return dg.Output(pl.concat(frames), metadata=meta)
 
 
 @dg.multi_asset(
     group_name=GROUP,
     outs={
         "judge_reliability": dg.AssetOut(
-            description="Agreement of the judge with the reference judge on the pilot; refused (values null, note "
-            "says why) when the reference judge is the judge itself."
+            description="Agreement of the judge with each reference judge on the pilot, named by what it measures "
+            "(audit: self_consistency for the judge's model again, cross_model for another model); refused "
+            "(values null, note says why) when a reference judge is the judge itself."
         ),
-        "judge_confusion": dg.AssetOut(description="Score confusion table: judge (rows) vs reference (columns)."),
+        "judge_confusion": dg.AssetOut(description="Score confusion table per reference judge: judge (rows) vs "
+                                       "reference (columns)."),
     },
 )
 def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, reference_judgments: pl.DataFrame):
     j = settings.get().judging
-    reference = reference_judgments.filter(pl.col("status") == "labelled")
-    metrics, confusion = agreement(judgments, reference, j.lenient_cut, j.strict_cut)
-    refused = same_judge_reason(judgments, reference)
-    metrics = metrics.with_columns(note=pl.lit(refused, pl.String))
-    if refused:  # the same judge twice measures nothing: no agreement value is presented
-        metrics = metrics.with_columns(value=pl.lit(None, pl.Float64))
-    meta = {
-        "pilot_pairs_compared": int(metrics.get_column("pairs")[0]),
-        "reference_failures": reference_judgments.height - reference.height,
-        "judge_identities": ", ".join(sorted(set(judgments.get_column("judge_identity").drop_nulls()))),
-        "reference_identities": ", ".join(sorted(set(reference.get_column("judge_identity").drop_nulls()))),
-        "reference_is_the_judge": refused is not None,
-        "metrics": md_table(metrics),
-    }
-    if refused:
-        meta["refused"] = refused
+    metrics, confusion = reference_audits(judgments, reference_judgments, j.lenient_cut, j.strict_cut)
+    meta: dict = {"judge_identities": ", ".join(sorted(set(judgments.get_column("judge_identity").drop_nulls())))}
+    refused = []
+    for stage, kind, model, note in metrics.select("reference_stage", "audit", "reference_model", "note").unique(
+            maintain_order=True).iter_rows():
+        rows = reference_judgments.filter(pl.col("reference_stage") == stage)
+        labelled = rows.filter(pl.col("status") == "labelled")
+        meta.update({
+            f"{stage}/audit": audit_title(kind),
+            f"{stage}/reference_model": model,
+            f"{stage}/pilot_pairs_compared": int(metrics.filter(pl.col("reference_stage") == stage)["pairs"][0]),
+            f"{stage}/reference_failures": rows.height - labelled.height,
+            f"{stage}/reference_identities": ", ".join(sorted(set(labelled["judge_identity"].drop_nulls()))),
+            f"{stage}/reference_is_the_judge": note is not None,
+        })
+        if note:
+            meta[f"{stage}/refused"] = note
+            refused.append(note)
+    meta["metrics"] = md_table(metrics)
     yield dg.Output(metrics, output_name="judge_reliability", metadata=meta)
     yield dg.Output(confusion, output_name="judge_confusion",
-                    metadata={"confusion": md_table(confusion), **({"refused": refused} if refused else {})})
+                    metadata={"confusion": md_table(confusion), **({"refused": "; ".join(refused)} if refused else {})})
 
 
 @dg.asset(

@@ -55,17 +55,21 @@ def failure_rate_under_bound(
     asset=dg.AssetKey("judge_reliability"),
     additional_ins={"judgments": dg.AssetIn("judgments"), "reference_judgments": dg.AssetIn("reference_judgments")},
     blocking=True,
-    description="The reference judge is another judge (another endpoint, model or decoding): agreement of a judge "
-    "with itself is not a reliability figure.",
+    description="Each reference judge is another judge (another seed, temperature or endpoint: self-consistency; "
+    "another model: cross-model agreement): agreement of a judge with its own cached labels is not a figure.",
 )
 def reference_is_another_judge(
     judge_reliability: pl.DataFrame, judgments: pl.DataFrame, reference_judgments: pl.DataFrame
 ) -> dg.AssetCheckResult:
-    reason = same_judge_reason(judgments, reference_judgments.filter(pl.col("status") == "labelled"))
-    notes = judge_reliability.get_column("note").drop_nulls().unique().to_list()
+    labelled = reference_judgments.filter(pl.col("status") == "labelled")
+    reasons = [r for stage in reference_judgments.get_column("reference_stage").unique().sort()
+               if (r := same_judge_reason(judgments, labelled.filter(pl.col("reference_stage") == stage)))]
+    notes = judge_reliability.get_column("note").drop_nulls().unique().sort().to_list()
+    audits = judge_reliability.select("reference_stage", "audit", "reference_model").unique().sort("reference_stage")
     return dg.AssetCheckResult(
-        passed=reason is None and not notes,
-        metadata={"reason": reason or (notes[0] if notes else "the reference is another judge")},
+        passed=not reasons and not notes,
+        metadata={"reason": "; ".join(reasons or notes) or "every reference is another judge",
+                  "audits": md_table(audits)},
     )
 
 

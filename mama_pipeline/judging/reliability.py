@@ -1,4 +1,8 @@
-"""Judge reliability: a seeded stratified pilot sample and agreement with a reference judge."""
+"""Judge reliability: a seeded stratified pilot sample and agreement with each reference judge.
+
+A reference on the judge's model (another seed, temperature or endpoint) measures
+self-consistency (test-retest); one on another model, cross-model agreement.
+"""
 from __future__ import annotations
 
 import warnings
@@ -6,6 +10,7 @@ import warnings
 import numpy as np
 import polars as pl
 
+from mama_pipeline.llm.reference_audit import audit_kind
 from mama_pipeline.strata import round_robin_sample
 
 SCORES = 7  # score levels 0..6
@@ -52,8 +57,9 @@ def same_judge_reason(main: pl.DataFrame, reference: pl.DataFrame) -> str | None
     model = ref.filter(pl.col("judge_identity") == identity).get_column("judge_model")[0]
     return (
         f"not a reliability figure: the reference judge is the judge itself (model {model}, identity {identity}: "
-        "same endpoint, model and decoding); give llm.reference_judge another model, endpoint or decoding "
-        "(e.g. a seed or temperature) and re-materialise reference_judgments"
+        "same endpoint, model and decoding, so it got the judge's own cached labels); give the reference another "
+        "seed or temperature (a self-consistency audit) or another model (cross-model agreement) and "
+        "re-materialise reference_judgments"
     )
 
 
@@ -103,3 +109,35 @@ def agreement(main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict:
         {"main_score": list(range(SCORES)), **{f"ref_{j}": table[:, j].astype(np.int64) for j in range(SCORES)}}
     )
     return metrics, confusion
+
+
+def reference_audits(
+    main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`agreement` of the judge with each reference stage, each named by what it measures.
+
+    ``reference`` is the reference stages' outcomes (labelled or failed) with columns
+    reference_stage and reference_model. Both tables gain those two and audit:
+    ``self_consistency`` when the reference ran one of the judge's models, else
+    ``cross_model``. Metrics also gain note; their values are null (the note says why)
+    when the reference is the judge itself.
+    """
+    models = set(main.get_column("judge_model").drop_nulls())
+    metric_frames, confusion_frames = [], []
+    for stage, model in reference.select("reference_stage", "reference_model").unique(maintain_order=True).iter_rows():
+        rows = reference.filter((pl.col("reference_stage") == stage) & (pl.col("status") == "labelled"))
+        metrics, confusion = agreement(main, rows, lenient, strict)
+        refused = same_judge_reason(main, rows)
+        label = [pl.lit(stage).alias("reference_stage"), pl.lit(audit_kind(models, model)).alias("audit"),
+                 pl.lit(model).alias("reference_model")]
+        metrics = metrics.with_columns(note=pl.lit(refused, pl.String))
+        if refused:  # the same judge twice measures nothing: no agreement value is presented
+            metrics = metrics.with_columns(value=pl.lit(None, pl.Float64))
+        metric_frames.append(metrics.select(*label, pl.all()))
+        confusion_frames.append(confusion.select(*label, pl.all()))
+    if not metric_frames:  # an empty pilot sample: nothing was compared
+        metrics, confusion = agreement(main.clear(), main.clear(), lenient, strict)
+        label = [pl.lit(None, pl.String).alias(c) for c in ("reference_stage", "audit", "reference_model")]
+        return (metrics.clear().select(*label, pl.all(), note=pl.lit(None, pl.String)),
+                confusion.clear().select(*label, pl.all()))
+    return pl.concat(metric_frames), pl.concat(confusion_frames)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from mama_pipeline.settings_base import Section
 
@@ -77,8 +77,22 @@ class LLMSettings(Section):
     classifier_reference: StageSettings = StageSettings()
     query_writer: StageSettings = StageSettings()
     judge: StageSettings = StageSettings()
-    reference_judge: StageSettings = StageSettings()
+    reference_judge: StageSettings = StageSettings()  # the judge's model again: self-consistency; another: cross-model
+    cross_model_judge: StageSettings | None = None  # optional second reference on another model, shown side by side
     rubric_judge: StageSettings = StageSettings()
     query_rewriter: StageSettings = StageSettings()  # robustness track: telegraphic / code-switched rewrites
     rewrite_gate: StageSettings = StageSettings()  # robustness track: same-information gate
     answer_grader: StageSettings = StageSettings()  # systems: short answers against the reference
+
+    def model_of(self, stage: StageSettings) -> str:
+        """The model a stage asks: its own, or the embedded server's alias."""
+        return stage.model or self.embedded_server.model_alias
+
+    @model_validator(mode="after")
+    def _cross_model_is_another_model(self) -> LLMSettings:
+        if self.cross_model_judge is not None and self.model_of(self.cross_model_judge) == self.model_of(self.judge):
+            raise ValueError(
+                f"cross_model_judge asks the judge's own model {self.model_of(self.judge)!r}: name another model "
+                "(the judge's model with another seed or temperature is a self-consistency audit: llm.reference_judge)"
+            )
+        return self

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mama_pipeline.llm.reference_audit import audit_kind
 from mama_pipeline.mamabench.schema import CATEGORY_ALIASES, Category
 from mama_pipeline.mamabench.settings import MamabenchSettings
 
@@ -161,9 +162,17 @@ def same_classifier_reason(pairs: pl.DataFrame) -> str | None:
     return (
         f"no agreement figure: the reference classifier is the classifier itself (model {model}, identity "
         f"{identity}: same endpoint, model and decoding), so it got the classifier's own cached answers; give "
-        "llm.classifier_reference another model, endpoint or decoding (e.g. a seed or temperature) and "
-        "re-materialise mamabench_agreement"
+        "llm.classifier_reference another seed or temperature (a self-consistency audit) or another model "
+        "(cross-model agreement) and re-materialise mamabench_agreement"
     )
+
+
+def classifier_audit(pairs: pl.DataFrame) -> str | None:
+    """What the reference classifier measures: ``self_consistency`` (the classifier's model again) or
+    ``cross_model`` (another model); None without pairs."""
+    if not pairs.height:
+        return None
+    return audit_kind(set(pairs.get_column("model_a").drop_nulls()), pairs.get_column("model_b")[0])
 
 
 def classifier_agreement(pairs: pl.DataFrame) -> AgreementStats:

@@ -15,12 +15,14 @@ from mama_pipeline.llm.failure_bounds import (
     reference_classifier_failures,
     refuse_over_bound,
 )
+from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.agreement import (
     agreement_rows,
     agreement_stats,
     classifier_agreement,
+    classifier_audit,
     prior_pairs,
     verdict_pairs,
 )
@@ -171,8 +173,10 @@ def mamabench_agreement(
         pl.lit(client.identity).alias("identity_b"),
     )
     stats = classifier_agreement(pairs)
-    pairs = pairs.with_columns(pl.lit(stats.note, pl.String).alias("note"))
-    meta = {**report.metadata(), **stats.metadata("agreement"), "reference_is_the_classifier": stats.note is not None}
+    kind = classifier_audit(pairs)
+    pairs = pairs.with_columns(pl.lit(kind, pl.String).alias("audit"), pl.lit(stats.note, pl.String).alias("note"))
+    meta = {**report.metadata(), **stats.metadata("agreement"), "reference_is_the_classifier": stats.note is not None,
+            "agreement/audit": audit_title(kind) if kind else "none (no items)"}
     if stats.note is None:  # the same classifier twice measures nothing: no confusion or per-category figures
         meta["confusion"] = md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0))
         meta["per_category"] = md_table(pl.DataFrame(stats.per_category))
@@ -264,6 +268,7 @@ def release_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[st
         classifier=classifier,
         agreement=classifier_agreement(agreement),
         agreement_info={
+            "audit": classifier_audit(agreement),
             "reference_model": agreement["model_b"][0] if agreement.height else None,
             "classifier_identity": agreement["identity_a"][0] if agreement.height else None,
             "reference_identity": agreement["identity_b"][0] if agreement.height else None,

@@ -137,11 +137,16 @@ def _classifier_section(m: dict[str, Any]) -> list[str]:
         "demographics. Items whose call failed are listed as unclassified, never labelled by default.",
     ]
     a = m["agreement"]
+    what = "" if a is None else {
+        "self_consistency": "Self-consistency (test-retest) of the classifier: its own model "
+        f"`{a.get('reference_model')}` asked again with other decoding,",
+        "cross_model": f"Cross-model agreement with another classifier model, `{a.get('reference_model')}`,",
+    }.get(a.get("audit") or "", "Agreement with the reference classifier,")
     if a is not None and a.get("note"):
-        out.append(f"> **No cross-classifier agreement figure.** {a['note']}")
+        out.append(f"> **No classifier agreement figure.** {a['note']}")
     elif a is not None:
         out.append(
-            f"Cross-classifier agreement with `{a.get('reference_model')}` on {a['jointly_labelled']} jointly "
+            f"{what} on {a['jointly_labelled']} jointly "
             f"labelled items of {', '.join(a.get('pools', []))} (seeded sample of {a['items']}): "
             f"{_pct(a['agreement_pct'])} (95% CI {_ci(a['agreement_ci95'])}), Cohen's kappa {a['cohens_kappa']}."
         )

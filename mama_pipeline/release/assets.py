@@ -16,6 +16,7 @@ import polars as pl
 
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.llm.failure_bounds import FailureBoundError, judge_failures, query_writer_failures, refuse_over_bound
+from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
 from mama_pipeline.queries.prompt import answer_model, query_writer_template
 from mama_pipeline.release.mamaretrieval import (
     NAME,
@@ -114,7 +115,7 @@ def mamaretrieval_inputs(
         strict=s.judging.strict_cut,
         producer=producer(),
         reliability=reliability,
-        reference_judge=s.llm.reference_judge.model or s.llm.embedded_server.model_alias,
+        reference_decoding={stage: decoding_text(s.llm, stage) for stage in reference_judge_stages(s.llm)},
     )
 
 

@@ -43,17 +43,28 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
-def _reliability_section(rel: dict[str, Any] | None) -> str:
+AUDIT_SENTENCES = {  # what each kind of reference measures, as the card states it
+    "self_consistency": "the judge's own model `{model}` asked again ({decoding}): how stable its labels are, "
+    "not whether another judge would give them",
+    "cross_model": "another model, `{model}` ({decoding}), labelling the same pairs",
+}
+
+
+def _reliability_section(audits: list[dict[str, Any]] | None) -> str:
     head = "### Judge reliability\n\n"
-    if rel is None:
+    if audits is None:
         return head + "No reliability audit was run for this release.\n"
-    if rel["refused"]:
-        return head + f"> **No reliability figure.** {rel['refused']}\n"
-    return head + (
-        f"Agreement of the judge with a different reference judge ({rel['reference_judge']}) on a pilot sample "
-        f"of {rel['pairs']} pairs:\n\n"
-        + _table(("measure", "value"), [(m, "n/a" if v is None else v) for m, v in rel["figures"].items()]) + "\n"
-    )
+    lines = [f"- **{a['title'].capitalize()}** on a pilot sample of {a['pairs']} pairs: "
+             + AUDIT_SENTENCES[a["audit"]].format(model=a["reference_judge"],
+                                                  decoding=a["decoding"] or "decoding not recorded")
+             + (f". **No figure.** {a['refused']}" if a["refused"] else ".") for a in audits]
+    shown = [a for a in audits if a["figures"] is not None]
+    if not shown:
+        return head + "\n".join(lines) + "\n"
+    metrics = list(dict.fromkeys(m for a in shown for m in a["figures"]))
+    header = ("measure", *(f"{a['title']}: {a['reference_judge']}" for a in shown))
+    rows = [(m, *("n/a" if a["figures"].get(m) is None else a["figures"][m] for a in shown)) for m in metrics]
+    return head + "\n".join(lines) + "\n\n" + _table(header, rows) + "\n"
 
 
 def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) -> str:

@@ -30,6 +30,7 @@ import polars as pl
 
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.release.card import render_card
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, write_release_folder
@@ -99,8 +100,8 @@ class MamaretrievalInputs:
     previous_version: str | None = None
     licence: str = "other"
     producer: dict[str, Any] = field(default_factory=dict)
-    reliability: pl.DataFrame | None = None  # judge_reliability (metric, value, pairs, note): stated on the card
-    reference_judge: str | None = None  # the reference judge's model
+    reliability: pl.DataFrame | None = None  # judge_reliability (reference_stage, audit, ..., note): on the card
+    reference_decoding: dict[str, str] = field(default_factory=dict)  # reference stage -> its decoding, as stated
 
     @property
     def retriever_names(self) -> list[str]:
@@ -284,19 +285,28 @@ def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[s
     }
 
 
-def reliability_summary(inp: MamaretrievalInputs) -> dict[str, Any] | None:
-    """The judge-reliability audit as released: its figures, or why there is none."""
+def reliability_summary(inp: MamaretrievalInputs) -> list[dict[str, Any]] | None:
+    """The judge-reliability audits as released, one per reference judge: what it measures, its figures or why
+    there are none."""
     if inp.reliability is None:
         return None
-    rows = inp.reliability.sort("metric")
-    notes = rows.get_column("note").drop_nulls().unique().to_list() if "note" in rows.columns else []
-    return {
-        "reference_judge": inp.reference_judge,
-        "pairs": int(rows.get_column("pairs").max() or 0) if rows.height else 0,
-        "refused": notes[0] if notes else None,
-        "figures": None if notes else {m: (None if v is None else round(v, 4)) for m, v in
-                                       rows.select("metric", "value").iter_rows()},
-    }
+    audits = []
+    for stage, kind, model in inp.reliability.select("reference_stage", "audit", "reference_model").unique(
+            maintain_order=True).iter_rows():
+        rows = inp.reliability.filter(pl.col("reference_stage") == stage).sort("metric")
+        notes = rows.get_column("note").drop_nulls().unique().to_list()
+        audits.append({
+            "reference_stage": stage,
+            "audit": kind,
+            "title": audit_title(kind),
+            "reference_judge": model,
+            "decoding": inp.reference_decoding.get(stage),
+            "pairs": int(rows.get_column("pairs").max() or 0) if rows.height else 0,
+            "refused": notes[0] if notes else None,
+            "figures": None if notes else {m: (None if v is None else round(v, 4)) for m, v in
+                                           rows.select("metric", "value").iter_rows()},
+        })
+    return audits
 
 
 def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None,

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 import polars as pl
 
-from mama_pipeline.input_errors import InputError, one_line
+from mama_pipeline.input_errors import InputError, one_line, text_lines
 
 HITS_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}
 
@@ -72,8 +72,8 @@ def _read_trec(path: Path, queries: set[str], chunks: set[str]) -> pl.DataFrame:
     rows: list[tuple[str, str, float]] = []
     seen_doc: dict[tuple[str, str], int] = {}
     seen_rank: dict[tuple[str, str], int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    try:
+        for lineno, line in text_lines(path, "run file"):
             fields = line.split()
             if not fields:
                 continue
@@ -96,6 +96,8 @@ def _read_trec(path: Path, queries: set[str], chunks: set[str]) -> pl.DataFrame:
             ok &= _first(problems, lineno, seen_rank, (qid, rank), f"rank {rank} used twice for query {qid}")
             if ok:
                 rows.append((qid, doc, score))
+    except InputError as exc:  # a byte that is not UTF-8, named by its line
+        raise RunImportError(str(exc), [str(exc)]) from None
     problems.raise_any()
     return pl.DataFrame(rows, schema=HITS_SCHEMA, orient="row")
 

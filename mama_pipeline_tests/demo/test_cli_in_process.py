@@ -19,7 +19,7 @@ def test_in_process_materialize_prints_steps_and_summary(tmp_path):
     steps = [line.split()[2] for line in out.splitlines() if " ok " in line]
     assert steps == ["mamabench_raw_medmcqa", "mamabench_raw_whb"]
     assert "mama_pipeline finished in" in out and "2 materialisations" in out
-    assert "materialised: mamabench_raw_medmcqa 120 rows, mamabench_raw_whb 20 rows" in out
+    assert "materialised this run: mamabench_raw_medmcqa 120 rows, mamabench_raw_whb 20 rows" in out
     home = tmp_path / "data" / "dagster_home"
     assert f"DAGSTER_HOME={home}" in out and "dagster dev -w workspace.yaml" in out
     log = (home / "logs" / "materialize.log").read_text()

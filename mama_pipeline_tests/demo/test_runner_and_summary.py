@@ -1,13 +1,13 @@
 """The in-process runner (a line per step, events to a file) and the end-of-run summary."""
 import sys
 import types
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
 
 from mama_pipeline.demo import summary
-from mama_pipeline.demo.runner import RunTally, run_in_process
+from mama_pipeline.demo.runner import RunTally, failed_steps_of_run, run_in_process
 from mama_pipeline.store import Store
 
 SHARDS = dg.StaticPartitionsDefinition(["s0", "s1"])
@@ -65,9 +65,68 @@ def test_a_failed_step_stops_the_runs_and_is_named(tmp_path, capfd):
         tally = run_in_process(DEFS, None, instance, tmp_path / "run.log")
     out = capfd.readouterr().out
     assert tally.failed and [s.label for s in tally.steps if not s.ok] == ["broken"]
-    assert "FAILED broken" in " ".join(out.split())
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "FAILED broken" in " ".join(line.split()))
+    assert lines[at + 1].strip() == "RuntimeError: boom"  # the reason, under its line
     text = summary.render(tally, 3.0, {}, {}, Path("db"), Path("log"), "ui")
-    assert text.startswith("mama_pipeline FAILED in 3 s") and "failed steps: broken" in text
+    assert text.startswith("mama_pipeline FAILED in 3 s") and "failed steps: broken (RuntimeError: boom)" in text
+
+
+@dg.asset(group_name="gamma")
+def refused() -> None:
+    raise dg.Failure(description="Label Studio at http://ls:8080 rejected the API token (HTTP 401)\nsee its log")
+
+
+@dg.asset(group_name="gamma")
+def wrapped() -> None:
+    try:
+        raise KeyError("inner")
+    except KeyError as exc:
+        raise ValueError("data/x.csv:3: not a number") from exc
+
+
+def test_every_failed_steps_one_line_reason_is_printed_under_its_line(tmp_path, capfd):
+    defs = dg.Definitions(assets=[refused, wrapped], resources={"io_manager": dg.mem_io_manager})
+    with dg.instance_for_test() as instance:
+        tally = run_in_process(defs, {dg.AssetKey("refused")}, instance, tmp_path / "run.log")
+        tally2 = run_in_process(defs, {dg.AssetKey("wrapped")}, instance, tmp_path / "run.log")
+        [run_id] = [r.run_id for r in instance.get_runs() if r.asset_selection == {dg.AssetKey("wrapped")}]
+        from_instance = failed_steps_of_run(instance, run_id)
+    lines = capfd.readouterr().out.splitlines()
+    reasons = [lines[i + 1].strip() for i, line in enumerate(lines) if " FAILED " in line]
+    assert reasons == ["Label Studio at http://ls:8080 rejected the API token (HTTP 401); see its log",
+                       "ValueError: data/x.csv:3: not a number"]
+    assert [s.reason for s in tally.steps + tally2.steps] == reasons
+    # the multiprocess path reads the same reasons back from the instance
+    assert from_instance == ["FAILED wrapped: ValueError: data/x.csv:3: not a number"]
+
+
+def test_the_summary_claims_only_what_this_run_materialised(tmp_path, monkeypatch):
+    store = Store(tmp_path / "mama.duckdb")
+    contribute(monkeypatch, "alpha", ["2 things in the alpha tables"])
+    with dg.instance_for_test() as instance:
+        run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
+        second_run = datetime.now(timezone.utc).replace(tzinfo=None)
+        run_in_process(DEFS, None, instance, tmp_path / "run.log")  # first, second again; sharded; broken fails
+        areas = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(),
+                                                          second_run))
+        idle_run = datetime.now(timezone.utc).replace(tzinfo=None)  # a third run that materialised nothing
+        idle = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), idle_run))
+    assert areas["alpha"] == ["2 things in the alpha tables"]
+    assert areas["beta"] == ["1 of 2 assets materialised this run: sharded"]  # broken failed: not claimed
+    assert idle["alpha"] == ["(not materialised this run; the store holds an earlier run's) 2 things in the "
+                             "alpha tables"]
+    assert idle["beta"] == ["0 of 2 assets materialised this run; 1 from earlier runs"]
+
+
+def contribute(monkeypatch, area: str, lines: list[str]) -> None:
+    """A ``mama_pipeline.<area>.summary`` module whose ``summary_lines`` gives ``lines``."""
+    fake = types.ModuleType(f"mama_pipeline.{area}.summary")
+    fake.summary_lines = lambda ctx: lines
+    monkeypatch.setitem(sys.modules, f"mama_pipeline.{area}.summary", fake)
+    real = summary.pkgutil.iter_modules
+    monkeypatch.setattr(summary.pkgutil, "iter_modules",
+                        lambda path: [*real(path), types.SimpleNamespace(name=area, ispkg=True)])
 
 
 def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, monkeypatch):
@@ -75,12 +134,7 @@ def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, m
     with store.connect(write=True) as con:  # just the columns the summary reads
         con.execute("CREATE TABLE sampled_chunks AS SELECT * FROM (VALUES ('c1', 'high'), ('c2', 'low')) t(chunk_id, tier)")
         con.execute("CREATE TABLE corpus_chunks AS SELECT * FROM (VALUES ('c1'), ('c2'), ('c3')) t(chunk_id)")
-    fake = types.ModuleType("mama_pipeline.newarea.summary")
-    fake.summary_lines = lambda ctx: ["12 robustness probes, 3 failed"]
-    monkeypatch.setitem(sys.modules, "mama_pipeline.newarea.summary", fake)
-    real = summary.pkgutil.iter_modules
-    monkeypatch.setattr(summary.pkgutil, "iter_modules",
-                        lambda path: [*real(path), types.SimpleNamespace(name="newarea", ispkg=True)])
+    contribute(monkeypatch, "newarea", ["12 robustness probes, 3 failed"])
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
         ctx = summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), datetime(2020, 1, 1))
@@ -88,8 +142,8 @@ def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, m
     assert areas["corpus"] == ["3 chunks in the bundle, 2 sampled (high 1, low 1), 0 rejected by the sampling rules"]
     assert areas["newarea"] == ["12 robustness probes, 3 failed"]
     # groups nobody summarises: what was materialised of them
-    assert areas["alpha"] == ["2 of 2 assets materialised: first, second"]
-    assert areas["beta"] == ["0 of 2 assets materialised"]
+    assert areas["alpha"] == ["2 of 2 assets materialised this run: first, second"]
+    assert areas["beta"] == ["0 of 2 assets materialised this run"]
     text = summary.render(RunTally(runs=1), 1.0, areas, {"report evaluation": Path("r.html")}, Path("m.duckdb"),
                           Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
     assert "  newarea       12 robustness probes, 3 failed" in text and "report evaluation: r.html" in text

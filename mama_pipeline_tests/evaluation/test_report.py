@@ -31,10 +31,14 @@ def graded():
 
 def full_inputs(graded) -> ReportInputs:
     run, qrels, ev, board, sig, tiers, sources = graded
-    reliability = pl.DataFrame({"metric": ["lenient_agreement", "weighted_kappa_linear"], "value": [0.75, 0.4],
-                                "pairs": [4, 4]})
-    confusion = pl.DataFrame({"main_score": list(range(7)), **{f"ref_{j}": [int(i == j) for i in range(7)]
-                                                               for j in range(7)}})
+    audits = [("reference_judge", "self_consistency", "judge-x"), ("cross_model_judge", "cross_model", "judge-y")]
+    reliability = pl.concat([pl.DataFrame({
+        "reference_stage": [s] * 2, "audit": [k] * 2, "reference_model": [m] * 2,
+        "metric": ["lenient_agreement", "weighted_kappa_linear"], "value": [0.75, 0.4], "pairs": [4, 4]})
+        for s, k, m in audits])
+    confusion = pl.concat([pl.DataFrame({
+        "reference_stage": [s] * 7, "audit": [k] * 7, "reference_model": [m] * 7, "main_score": list(range(7)),
+        **{f"ref_{j}": [int(i == j) for i in range(7)] for j in range(7)}}) for s, k, m in audits])
     completeness = pl.DataFrame({"scope": ["all", "all"], "cut": ["lenient", "strict"], "threshold": [3, 5],
                                  "audit_queries": [2, 2], "queries_with_relevant": [2, 1], "relevant_known": [3, 1],
                                  "relevant_in_main_pool": [2, 1], "recall_micro": [2 / 3, 1.0],
@@ -53,12 +57,16 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
     page = write_report(full_inputs(graded), tmp_path / "r")
     html = page.read_text()
     names = sorted(p.name for p in page.parent.iterdir())
-    assert names == ["judge_confusion.png", "metric_by_k.png", "per_source.png", "per_tier.png",
+    assert names == ["judge_confusion.png", "judge_confusion_cross_model_judge.png", "metric_by_k.png",
+                     "per_source.png", "per_tier.png",
                      "pool_completeness.png", "score_distribution.png", "scoreboard.html", "significance_heatmap.png"]
     for heading in ("Scoreboard", "Paired significance", "Per-tier results", "Per-source results",
                     "Label distribution", "Judge reliability", "Pool completeness"):
         assert f"<h2>{heading}</h2>" in html, heading
     assert "<th>corpus version</th><td>v-123</td>" in html and "abc123" in html
+    # each reliability audit is named by what it measures
+    assert "<h3>Self-consistency (test-retest): judge-x (llm.reference_judge)</h3>" in html
+    assert "<h3>Cross-model agreement: judge-y (llm.cross_model_judge)</h3>" in html
     assert html.count("Leak audit: 0 of 12.") == 1  # a repeated note is shown once
     assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", html)  # headline means with their intervals
     assert "{" not in html.split("</style>")[1]  # no raw JSON anywhere in the body

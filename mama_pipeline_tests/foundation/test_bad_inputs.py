@@ -279,6 +279,9 @@ CASES = [
     # imported run files (retriever kind imported) through `mama-pipeline eval beir`
     Case("imported-trec-several-problems", "imported", imported_run("run.trec", trec_run_with_problems),
          imported("run.trec"), "run.trec:line 2: unknown chunk id 'nope' (and 3 more problems)"),
+    Case("imported-trec-latin1", "imported", imported_run("run.trec", lambda p: p.write_bytes(
+        text(f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n") + b"q\xe9 Q0 d 2 1.0 a\n")), imported("run.trec"),
+         "run.trec:2: bytes that are not UTF-8: byte 0xe9 at column 2"),
     Case("imported-parquet-several-problems", "imported", imported_run("run.parquet", parquet_run_with_problems),
          imported("run.parquet"), "run.parquet:row 2: unknown chunk id 'nope' (and 2 more problems)"),
     # release folders through `mama-pipeline verify`
@@ -376,3 +379,22 @@ def test_run_cli_names_the_file_of_an_os_error_and_lets_bugs_through(capsys):
     assert capsys.readouterr().err == "prog: error: no retriever named 'x'\n"
     with pytest.raises(RuntimeError):
         run_cli("prog", lambda: (_ for _ in ()).throw(RuntimeError("a bug keeps its traceback")))
+
+
+def test_materialize_prints_a_failed_steps_reason_and_claims_only_what_this_run_did(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    config = tmp_path / "config.yaml"
+    monkeypatch.setenv("MAMA_CONFIG", str(config))
+    argv = ["materialize", "--select", "key:mamabench_raw_whb", "--executor", "in_process"]
+    config.write_text(f"mamabench: {{sources: {{whb: {{path: {UP / 'whb' / 'WHB_subset.json'}}}}}}}\n")
+    assert cli_main(argv) == 0  # an earlier run materialised it
+    capfd.readouterr()
+    (tmp_path / "whb.json").write_bytes(b'[{"question": "caf\xe9"}]')
+    config.write_text(f"mamabench: {{sources: {{whb: {{path: {tmp_path / 'whb.json'}}}}}}}\n")
+    assert cli_main(argv) == 1
+    lines = capfd.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "FAILED mamabench_raw_whb" in " ".join(line.split()))
+    assert f"{tmp_path / 'whb.json'}" in lines[at + 1] and "bytes that are not UTF-8" in lines[at + 1]
+    [group] = [line for line in lines if line.strip().startswith("mamabench ")]
+    assert "0 of" in group and "materialised this run; 1 from earlier runs" in group, group

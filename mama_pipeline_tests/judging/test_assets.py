@@ -76,7 +76,7 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
 
     reliability = dict(store.read_table("judge_reliability").select("metric", "value").iter_rows())
     assert 0 <= reliability["lenient_agreement"] <= 1 and store.read_table("judge_pilot_sample").height == 20
-    assert store.read_table("judge_confusion").drop("main_score").to_numpy().sum() == 20
+    assert store.read_table("judge_confusion").select(pl.col("^ref_.*$")).to_numpy().sum() == 20
     audit = store.read_table("audit_judgments")
     assert audit.filter(pl.col("status") == "labelled")["reused"].sum() > 0  # main-pool labels reused
     recall = store.read_table("pool_completeness").filter(pl.col("scope") == "all")

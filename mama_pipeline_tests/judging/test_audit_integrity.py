@@ -18,14 +18,16 @@ UPSTREAM = [judging_defs.queries, judging_defs.chunks, judging_defs.pooled_pairs
 ASSETS = [*judging_defs.judging.defs.assets, *judging_defs.judging.defs.asset_checks, *UPSTREAM]
 
 
-def write_config(tmp_path, judge: str, reference: str, judging: str = "shards: 4, pilot_size: 10") -> str:
+def write_config(tmp_path, judge: str, reference: str, judging: str = "shards: 4, pilot_size: 10",
+                 cross_model: str | None = None) -> str:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
         f"data_dir: {tmp_path / 'data'}\n"
         "llm:\n"
         f"  judge: {{{judge}}}\n"
         f"  reference_judge: {{{reference}}}\n"
-        f"judging: {{{judging}}}\n"
+        + (f"  cross_model_judge: {{{cross_model}}}\n" if cross_model else "")
+        + f"judging: {{{judging}}}\n"
     )
     return str(cfg)
 
@@ -66,8 +68,48 @@ def test_reference_with_the_same_model_name_but_another_endpoint_or_seed_asks_it
     assert len(main_ids) == 1 and main_ids.isdisjoint(set(reference_rows["judge_identity"]))
     reliability = store.read_table("judge_reliability")
     assert reliability["note"].is_null().all() and reliability["value"].is_not_null().any()
+    # the judge's own model asked again is a test-retest, never called another judge
+    assert set(reliability["audit"]) == {"self_consistency"} and set(reliability["reference_model"]) == {"fake-judge"}
+    meta = result.asset_materializations_for_node("judge_reliability")[0].metadata
+    assert meta["reference_judge/audit"].value == "self-consistency (test-retest)"
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["reference_is_another_judge"].passed
+
+
+def test_self_consistency_and_cross_model_agreement_are_measured_side_by_side(tmp_path, fake_llm):
+    judge = f"base_urls: [{fake_llm.url}], model: fake-judge"
+    cfg = write_config(tmp_path, judge, judge + ", seed: 1",
+                       cross_model=f"base_urls: [{fake_llm.url}], model: fake-reference")
+    result = judge_everything(cfg)
+    assert result.success
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    rows = store.read_table("reference_judgments")
+    assert rows.group_by("reference_stage", "reference_model").len().sort("reference_stage").rows() == [
+        ("cross_model_judge", "fake-reference", 10), ("reference_judge", "fake-judge", 10)]
+    reliability = store.read_table("judge_reliability")
+    audits = reliability.select("reference_stage", "audit", "reference_model").unique().sort("reference_stage")
+    assert audits.rows() == [("cross_model_judge", "cross_model", "fake-reference"),
+                             ("reference_judge", "self_consistency", "fake-judge")]
+    assert reliability.filter(pl.col("metric") == "lenient_agreement")["pairs"].to_list() == [10, 10]
+    confusion = store.read_table("judge_confusion")
+    sums = {s: confusion.filter(pl.col("reference_stage") == s).select(pl.col("^ref_.*$")).to_numpy().sum()
+            for s in ("reference_judge", "cross_model_judge")}
+    assert sums == {"reference_judge": 10, "cross_model_judge": 10}
+    meta = result.asset_materializations_for_node("judge_reliability")[0].metadata
+    assert meta["cross_model_judge/audit"].value == "cross-model agreement"
+    assert meta["reference_judge/audit"].value == "self-consistency (test-retest)"
+    assert {e.check_name: e for e in result.get_asset_check_evaluations()}["reference_is_another_judge"].passed
+
+
+def test_a_cross_model_judge_on_the_judges_own_model_is_refused_in_one_line(tmp_path):
+    from mama_pipeline.settings import ConfigError, load_settings
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("llm:\n  judge: {model: m1, base_urls: ['http://a:1/v1']}\n"
+                   "  cross_model_judge: {model: m1, base_urls: ['http://b:1/v1'], seed: 5}\n")
+    with pytest.raises(ConfigError, match="cross_model_judge asks the judge's own model 'm1'") as err:
+        load_settings(cfg)
+    assert "\n" not in str(err.value).strip()
 
 
 def test_identical_reference_judge_is_refused_by_a_blocking_check_and_the_report_says_why(tmp_path, fake_llm):
@@ -86,7 +128,8 @@ def test_identical_reference_judge_is_refused_by_a_blocking_check_and_the_report
     assert not check.passed and check.blocking
     assert "the reference judge is the judge itself" in check.metadata["reason"].value
     meta = result.asset_materializations_for_node("judge_reliability")[0].metadata
-    assert meta["reference_is_the_judge"].value is True and "judge itself" in meta["refused"].value
+    assert meta["reference_judge/reference_is_the_judge"].value is True
+    assert "judge itself" in meta["reference_judge/refused"].value
 
 
 def test_shard_count_of_the_run_must_match_the_loaded_partitions(tmp_path, fake_llm):

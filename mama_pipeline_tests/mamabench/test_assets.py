@@ -92,6 +92,10 @@ def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
     assert manifest["items"]["total"] == store.read_table("mamabench_items").height
     assert manifest["classifier"]["prompt_hash"] == scope_prompt.SCOPE_TEMPLATE.hash
     assert manifest["calibration_rows"] == 1
+    assert manifest["agreement"]["audit"] == "cross_model"  # fake-reference is another model
+    assert set(store.read_table("mamabench_agreement")["audit"]) == {"cross_model"}
+    card = (release / "README.md").read_text()
+    assert "Cross-model agreement with another classifier model, `fake-reference`," in card
     readme = (release / "README.md").read_bytes()
 
     fake_llm.reset()
@@ -126,6 +130,13 @@ def test_reference_with_the_classifiers_model_name_but_another_endpoint_or_decod
     assert pairs["identity_a"][0] != pairs["identity_b"][0] and pairs["note"].is_null().all()
     manifest = json.loads((tmp_path / "data/releases/mamabench/0.0.0-sample/manifests/manifest.json").read_text())
     assert manifest["agreement"]["note"] is None and manifest["agreement"]["agreement_pct"] is not None
+    # the classifier's own model asked again is a test-retest, named so in the data, the metadata and the card
+    assert manifest["agreement"]["audit"] == "self_consistency" and set(pairs["audit"]) == {"self_consistency"}
+    meta = result.asset_materializations_for_node("mamabench_agreement")[0].metadata
+    assert meta["agreement/audit"].value == "self-consistency (test-retest)"
+    card = (tmp_path / "data/releases/mamabench/0.0.0-sample/README.md").read_text()
+    assert "Self-consistency (test-retest) of the classifier: its own model `fake-classifier`" in card
+    assert "Cross-model" not in card and "Cross-classifier" not in card
 
 
 def test_identical_reference_classifier_is_refused_by_a_blocking_check_and_the_card_says_why(tmp_path, fake_llm):
@@ -150,7 +161,7 @@ def test_identical_reference_classifier_is_refused_by_a_blocking_check_and_the_c
     assert agreement["agreement_pct"] is None and agreement["cohens_kappa"] is None and agreement["items"] == 10
     assert "the reference classifier is the classifier itself" in agreement["note"]
     card = (release / "README.md").read_text()
-    assert "No cross-classifier agreement figure." in card and "Cross-classifier agreement with" not in card
+    assert "No classifier agreement figure." in card and "agreement with" not in card
     audit = json.loads((release / "audit" / "agreement.json").read_text())
     assert audit["agreement_pct"] is None and audit["confusion"] == [] and audit["note"] == agreement["note"]
 

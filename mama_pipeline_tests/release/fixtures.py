@@ -102,6 +102,8 @@ def reliability(note: str | None = None) -> pl.DataFrame:
     """A judge_reliability table: agreement figures, or refused (values null) with ``note``."""
     metrics = ["lenient_agreement", "strict_agreement", "weighted_kappa_linear"]
     return pl.DataFrame({
+        "reference_stage": ["reference_judge"] * 3, "audit": ["self_consistency"] * 3,
+        "reference_model": ["judge-test"] * 3,
         "metric": metrics, "value": [None] * 3 if note else [0.75, 0.5, 0.4], "pairs": [4] * 3, "note": [note] * 3,
     }, schema_overrides={"value": pl.Float64, "note": pl.String})
 

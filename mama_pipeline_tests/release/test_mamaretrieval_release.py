@@ -161,3 +161,24 @@ def test_refuses_labels_of_unknown_queries_and_mixed_or_stale_prompts(tmp_path):
     with pytest.raises(ReleaseError, match="table judgments lacks column"):
         write_mamaretrieval_release(tmp_path / "r", fx.inputs(judgments=j.drop("reasoning")))
     assert not (tmp_path / "r").exists()
+
+
+def test_card_shows_self_consistency_and_cross_model_agreement_side_by_side_each_named(tmp_path):
+    cross = fx.reliability().with_columns(reference_stage=pl.lit("cross_model_judge"), audit=pl.lit("cross_model"),
+                                          reference_model=pl.lit("other-judge"), value=pl.Series([0.5, 0.25, 0.1]))
+    inputs = fx.inputs(reliability=pl.concat([fx.reliability(), cross]), reference_decoding={
+        "reference_judge": "temperature 0.8, seed 1", "cross_model_judge": "temperature 0.0, seed 0"})
+    manifest = write_mamaretrieval_release(tmp_path / "r", inputs)
+    kinds = [(a["reference_stage"], a["audit"], a["reference_judge"]) for a in manifest["judge_reliability"]]
+    assert kinds == [("reference_judge", "self_consistency", "judge-test"),
+                     ("cross_model_judge", "cross_model", "other-judge")]
+    card = (tmp_path / "r" / "README.md").read_text()
+    assert ("- **Self-consistency (test-retest)** on a pilot sample of 4 pairs: the judge's own model `judge-test` "
+            "asked again (temperature 0.8, seed 1): how stable its labels are, not whether another judge would "
+            "give them.") in card
+    assert ("- **Cross-model agreement** on a pilot sample of 4 pairs: another model, `other-judge` "
+            "(temperature 0.0, seed 0), labelling the same pairs.") in card
+    assert ("| measure | self-consistency (test-retest): judge-test | cross-model agreement: other-judge |\n"
+            "|---|---|---|\n| lenient_agreement | 0.75 | 0.5 |\n| strict_agreement | 0.5 | 0.25 |\n"
+            "| weighted_kappa_linear | 0.4 | 0.1 |") in card
+    assert "different reference judge" not in card

@@ -108,10 +108,16 @@ def test_release_at_or_under_the_bound_builds_and_its_card_states_the_reliabilit
     assert result.success
     folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["judge_reliability"]["figures"]["lenient_agreement"] == 0.75
-    assert manifest["judge_reliability"]["refused"] is None
+    [audit] = manifest["judge_reliability"]
+    assert audit["figures"]["lenient_agreement"] == 0.75 and audit["refused"] is None
+    # the reference ran the judge's own model: a test-retest, with the reference's decoding stated
+    assert (audit["audit"], audit["reference_judge"]) == ("self_consistency", "judge-test")
+    assert audit["decoding"] == "temperature 0.0, seed 0"
     card = (folder / "README.md").read_text()
     assert "### Judge reliability" in card and "| lenient_agreement | 0.75 |" in card
+    assert ("- **Self-consistency (test-retest)** on a pilot sample of 4 pairs: the judge's own model `judge-test` "
+            "asked again (temperature 0.0, seed 0)") in card
+    assert "| measure | self-consistency (test-retest): judge-test |" in card and "different reference judge" not in card
     meta = result.asset_materializations_for_node("mamaretrieval_release")[0].metadata
     assert meta["query_writer/failed"].value == 1 and meta["judge/failed"].value == 0
 
@@ -121,7 +127,7 @@ def test_a_refused_reliability_figure_is_stated_on_the_card(tmp_path, monkeypatc
     assert run_release(tmp_path, monkeypatch, bound=0.5, note=note).success
     folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
     card = (folder / "README.md").read_text()
-    assert f"> **No reliability figure.** {note}" in card and "lenient_agreement" not in card
+    assert f"**No figure.** {note}" in card and "lenient_agreement" not in card
 
 
 def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_refuses(tmp_path):

@@ -7,5 +7,6 @@ CREATE TABLE IF NOT EXISTS mamabench_agreement (
     model_b     VARCHAR,
     identity_a  VARCHAR,   -- each stage's identity: endpoint, model and decoding (LLMClient.identity)
     identity_b  VARCHAR,
+    audit       VARCHAR,   -- self_consistency (the classifier's model again) | cross_model (another model)
     note        VARCHAR    -- why no agreement figure is given (equal identities: the classifier twice), else null
 );

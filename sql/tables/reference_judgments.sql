@@ -1,4 +1,4 @@
--- Asset reference_judgments: the reference judge on the pilot sample, labelled or failed.
+-- Asset reference_judgments: each reference judge on the pilot sample, labelled or failed.
 CREATE TABLE IF NOT EXISTS reference_judgments (
     query_id              VARCHAR NOT NULL,
     chunk_id              VARCHAR NOT NULL,
@@ -19,5 +19,7 @@ CREATE TABLE IF NOT EXISTS reference_judgments (
     judge_endpoint        VARCHAR,
     corpus_version        VARCHAR,
     cache_key             VARCHAR,
-    tier                  VARCHAR
+    tier                  VARCHAR,
+    reference_stage       VARCHAR NOT NULL,   -- reference_judge | cross_model_judge (llm.<stage>)
+    reference_model       VARCHAR NOT NULL    -- the model that stage asked
 );
