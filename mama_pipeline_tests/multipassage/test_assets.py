@@ -67,6 +67,7 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     checks = {k: v for s in first for k, v in s["checks"].items()}
     assert checks["candidates_are_well_formed"] and checks["only_verified_questions"]
     assert checks["pieces_pooled_and_labelled"] and checks["scoreboard_covers_every_question"]
+    assert checks["relevance_failures_under_bound"] and checks["fact_failures_under_bound"]
     assert checks["mamaretrieval_release_verifies"]
 
     db = Store(tmp_path / "data" / "mama.duckdb")
@@ -84,6 +85,14 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     labels = db.read_table("multipassage_labels")
     pieces = questions.select("query_id", pl.col("chunk_ids").alias("chunk_id")).explode("chunk_id")
     assert pieces.join(labels.filter(pl.col("required_piece")), on=["query_id", "chunk_id"], how="anti").is_empty()
+    # each kept question carries its facts, each verified against the chunk of the set it came from
+    assert all(len(f) >= 2 and set(c) == set(ids) for f, c, ids in
+               questions.select("facts", "fact_chunk_ids", "chunk_ids").iter_rows())
+    fact_labels = db.read_table("multipassage_fact_labels")
+    assert fact_labels.select("query_id", "chunk_id").sort("query_id", "chunk_id").equals(
+        labels.select("query_id", "chunk_id").sort("query_id", "chunk_id"))  # every pooled pair, once
+    n_facts = dict(questions.select("query_id", pl.col("facts").list.len()).iter_rows())
+    assert all(1 <= f <= n_facts[q] for q, fs in fact_labels.select("query_id", "facts").iter_rows() for f in fs or [])
     rankings = db.read_table("multipassage_rankings")
     assert set(rankings["retriever"].unique()) == {"minilm", "minilm-q", "fused"}
     board = db.read_table("multipassage_scoreboard")
@@ -107,7 +116,9 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert section["figures"]["not_released"] == decisions.height - questions.height
     listed = {rel for rel in manifest["files"] if rel.startswith("multipassage/")}
     on_disk = {str(p.relative_to(folder)) for p in (folder / "multipassage").rglob("*") if p.is_file()}
-    assert listed == on_disk and "multipassage/pieces.diversity.txt" in listed  # the manifest covers every file
+    assert listed == on_disk and "multipassage/facts.diversity.txt" in listed  # the manifest covers every file
+    released = pl.read_parquet(folder / "multipassage" / "questions.parquet")
+    assert released["facts"].to_list() == questions.sort("query_id")["facts"].to_list()
     card = (folder / "README.md").read_text()
     assert "## Multi-passage configuration" in card and "config_name: multipassage_questions" in card
 
@@ -117,6 +128,9 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert all(s["success"] for s in second)
     assert fake_llm.stats()["chat_calls"] == calls
     meta = {k: v for s in second for k, v in s["metadata"].items()}
-    assert meta["multipassage_decisions"]["query_writer/cache_hits"] == meta["multipassage_decisions"]["query_writer/requests"]
+    decisions_meta = meta["multipassage_decisions"]
+    for prefix in ("write0:query_writer", "write1:query_writer", "verify:judge", "facts:judge"):
+        assert decisions_meta[f"{prefix}/cache_hits"] == decisions_meta[f"{prefix}/requests"]
     assert meta["multipassage_labels"]["new_labels"] == "0"
+    assert meta["multipassage_fact_labels"]["facts0:judge/cache_hits"] == meta["multipassage_fact_labels"]["facts0:judge/requests"]
     assert json.loads((folder / "manifest.json").read_text())["files"] == manifest["files"]
