@@ -26,7 +26,6 @@ from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.multipassage.prompts import (
-    fact_check_model,
     fact_check_template,
     verifier_model,
     verifier_template,
@@ -34,7 +33,7 @@ from mama_pipeline.multipassage.prompts import (
 )
 from mama_pipeline.multipassage.questions import (
     decide,
-    fact_check_requests,
+    run_fact_checks,
     run_writer,
     status_counts,
     verifier_requests,
@@ -80,22 +79,22 @@ def writing_and_verification(args) -> None:
         c0 = time.process_time()
         t0 = time.perf_counter()
         w_reports = run_writer(client("query_writer"), w_tpl, False, sets, chunks)
-        w_results = [r for report in w_reports for r in report.results]
+        w_results = [r for report in w_reports.values() for r in report.results]
         t_w = time.perf_counter() - t0
         written = written_questions(sets, w_results, 30)
         judge = client("judge")
         t1 = time.perf_counter()
         v = judge.run(v_tpl, verifier_model(False), verifier_requests(written, sets, chunks, v_tpl))
-        f = judge.run(f_tpl, fact_check_model(False), fact_check_requests(written, chunks, f_tpl))
+        f_reports = run_fact_checks(judge, f_tpl, False, written, chunks).values()
         t_v = time.perf_counter() - t1
-        v_results = v.results + f.results
+        v_results = v.results + [r for report in f_reports for r in report.results]
         decisions = decide(sets, written, v_results, writer=("fake", w_tpl.hash), verifier=("fake", v_tpl.hash),
                            temperature=0.0)
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
         n_req = len(w_results) + len(v_results)
-        calls = sum(r.calls for r in w_reports) + v.calls + f.calls
-        assert not any(r.failures for r in w_reports) and not v.failures and not f.failures and calls == n_req
+        reports = [*w_reports.values(), v, *f_reports]
+        assert not any(r.failures for r in reports) and sum(r.calls for r in reports) == n_req
         ideal = n_req * args.delay / args.concurrency
         print(f"writing + verification: {args.sets} sets, {len(w_results)} writer + {len(v_results)} verifier requests, "
               f"{args.delay * 1000:.0f} ms answers, concurrency {args.concurrency}")

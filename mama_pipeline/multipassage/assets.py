@@ -15,16 +15,10 @@ from mama_pipeline.metadata import md_table
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
 from mama_pipeline.multipassage.ids import assign_question_ids
-from mama_pipeline.multipassage.prompts import (
-    fact_check_model,
-    fact_check_template,
-    verifier_model,
-    verifier_template,
-    writer_template,
-)
+from mama_pipeline.multipassage.prompts import fact_check_template, verifier_model, verifier_template, writer_template
 from mama_pipeline.multipassage.questions import (
     decide,
-    fact_check_requests,
+    run_fact_checks,
     run_writer,
     status_counts,
     verifier_requests,
@@ -138,19 +132,19 @@ def multipassage_questions(
     with llm.client(mp.writer_stage, context) as client:
         w_reports = run_writer(client, w_tpl, w_reasoning, sets, lookup)
         writer = (client.model, w_tpl.hash)
-    for i, report in enumerate(w_reports):
-        meta.update({f"write{i}:{k}": v for k, v in report.metadata().items()})
-    written = written_questions(sets, [r for report in w_reports for r in report.results], mp.max_words)
+    for size, report in w_reports.items():
+        meta.update({f"write size {size}:{k}": v for k, v in report.metadata().items()})
+    written = written_questions(sets, [r for report in w_reports.values() for r in report.results], mp.max_words)
     v_requests = verifier_requests(written, sets, lookup, v_tpl)
-    f_requests = fact_check_requests(written, lookup, f_tpl)
     verdicts = []
     with llm.client(mp.verifier_stage, context) as client:
-        for name, tpl, model, requests in (("verify", v_tpl, verifier_model(v_reasoning), v_requests),
-                                           ("facts", f_tpl, fact_check_model(v_reasoning), f_requests)):
-            if requests:
-                report = client.run(tpl, model, requests)
-                verdicts += report.results
-                meta.update({f"{name}:{k}": v for k, v in report.metadata().items()})
+        if v_requests:
+            report = client.run(v_tpl, verifier_model(v_reasoning), v_requests)
+            verdicts += report.results
+            meta.update({f"verify:{k}": v for k, v in report.metadata().items()})
+        for n, report in run_fact_checks(client, f_tpl, v_reasoning, written, lookup).items():
+            verdicts += report.results
+            meta.update({f"check {n} facts:{k}": v for k, v in report.metadata().items()})
         verifier = (client.model, v_tpl.hash)
     decisions = decide(sets, written, verdicts, writer=writer, verifier=verifier, temperature=w_cfg.temperature)
     kept = decisions.filter(pl.col("status") == "kept")
@@ -169,7 +163,6 @@ def multipassage_questions(
         **{f"status/{k}": v for k, v in counts.items()},
         "sets": decisions.height,
         "verification_requests": len(v_requests),
-        "fact_check_requests": len(f_requests),
         "kept_by_tier": md_table(by_tier.sort("tier")),
         **meta,
     })
@@ -282,7 +275,7 @@ def multipassage_fact_labels(
     with llm.client("judge", context) as client:
         labels, reports = label_facts(client, fact_judge_template(reasoning), reasoning, multipassage_pool, questions,
                                       lookup)
-    meta = {f"facts{i}:{k}": v for i, report in enumerate(reports) for k, v in report.metadata().items()}
+    meta = {f"{n} facts:{k}": v for n, report in reports.items() for k, v in report.metadata().items()}
     stated = labels.filter(pl.col("status") == "labelled")
     return dg.Output(labels, metadata={
         "pairs": labels.height, "labelled": stated.height,

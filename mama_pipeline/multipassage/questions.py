@@ -9,7 +9,8 @@ Each sampled set gets exactly one status, checked in this order:
   supplies to the answer: every passage must supply one);
 - ``verifier_failed``: any verification request (a fact against its chunk, a chunk alone, or the set)
   got no valid answer;
-- ``fact_not_stated``: the verifier found some fact not stated by the chunk the writer took it from;
+- ``fact_not_stated``: the verifier found some fact not stated by the chunk the writer took it from
+  (asked once per chunk: which of the facts taken from it does it state);
 - ``single_chunk_answers``: the verifier found some chunk of the set answering the question completely alone;
 - ``set_incomplete``: the verifier did not find the set as a whole answering it completely;
 - ``duplicate_question``: equal to another kept question up to case, spacing and end
@@ -28,7 +29,7 @@ import polars as pl
 
 from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, RunReport
 from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline.multipassage.prompts import render_passages, writer_model
+from mama_pipeline.multipassage.prompts import facts_stated_model, render_facts, render_passages, writer_model
 from mama_pipeline.queries.rules import duplicate_key, normalise_query
 
 STATUSES = (
@@ -70,10 +71,10 @@ def writer_requests(sets: pl.DataFrame, chunks: dict[str, dict], template: Promp
 
 def run_writer(
     client: LLMClient, template: PromptTemplate, reasoning_field: bool, sets: pl.DataFrame, chunks: dict[str, dict]
-) -> list[RunReport]:
-    """The writer's answers, one call of the client per set size (each size has its own answer schema)."""
-    return [client.run(template, writer_model(reasoning_field, size), writer_requests(part, chunks, template))
-            for (size,), part in sets.sort("set_id").group_by("size", maintain_order=True)]
+) -> dict[int, RunReport]:
+    """The writer's answers per set size, one call of the client each (each size has its own answer schema)."""
+    return {size: client.run(template, writer_model(reasoning_field, size), writer_requests(part, chunks, template))
+            for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)}
 
 
 def _facts(value: dict, chunk_ids: list[str]) -> tuple[list[str], list[str], bool]:
@@ -132,14 +133,32 @@ def verifier_requests(
     return out
 
 
-def fact_check_requests(written: pl.DataFrame, chunks: dict[str, dict], template: PromptTemplate) -> list[LLMRequest]:
-    """Per written set, each fact against the chunk it was taken from (``<set_id>|fact|<n>``, n from 1)."""
+def _own_facts(facts: list[str], owners: list[str]) -> dict[str, list[str]]:
+    """The facts taken from each chunk, in facts order."""
+    by_chunk: dict[str, list[str]] = {}
+    for fact, cid in zip(facts, owners):
+        by_chunk.setdefault(cid, []).append(fact)
+    return by_chunk
+
+
+def fact_check_requests(written: pl.DataFrame, chunks: dict[str, dict],
+                        template: PromptTemplate) -> dict[int, list[LLMRequest]]:
+    """Per written set, each chunk with the facts taken from it (``<set_id>|fact|<chunk_id>``), keyed by the number
+    of facts shown (each number has its own answer schema)."""
+    out: dict[int, list[LLMRequest]] = {}
     ready = written.filter(pl.col("status") == "written").sort("set_id")
-    return [
-        LLMRequest(f"{sid}|{FACT_ITEM}|{n}", template.render(fact=fact, passages=render_passages([chunks[cid]])))
-        for sid, facts, owners in ready.select("set_id", "facts", "fact_chunk_ids").iter_rows()
-        for n, (fact, cid) in enumerate(zip(facts, owners), 1)
-    ]
+    for sid, facts, owners in ready.select("set_id", "facts", "fact_chunk_ids").iter_rows():
+        for cid, own in _own_facts(facts, owners).items():
+            out.setdefault(len(own), []).append(LLMRequest(f"{sid}|{FACT_ITEM}|{cid}", template.render(
+                facts=render_facts(own), passages=render_passages([chunks[cid]]))))
+    return out
+
+
+def run_fact_checks(client: LLMClient, template: PromptTemplate, reasoning_field: bool, written: pl.DataFrame,
+                    chunks: dict[str, dict]) -> dict[int, RunReport]:
+    """The verifier's fact checks, one call of the client per number of facts shown."""
+    return {n: client.run(template, facts_stated_model(reasoning_field, n), requests)
+            for n, requests in sorted(fact_check_requests(written, chunks, template).items())}
 
 
 def decide(
@@ -161,16 +180,17 @@ def decide(
         status, error = w["status"], w["error"]
         set_verdict, alone, missing, fact_verdicts = None, None, None, None
         if status == "written":
-            checks = [by_item.get(f"{s['set_id']}|{FACT_ITEM}|{n}") for n in range(1, len(w["facts"]) + 1)]
+            own = _own_facts(w["facts"], w["fact_chunk_ids"])
+            checks = {cid: by_item.get(f"{s['set_id']}|{FACT_ITEM}|{cid}") for cid in own}
             answers = [by_item.get(f"{s['set_id']}|{c}") for c in s["chunk_ids"]]
             whole = by_item.get(f"{s['set_id']}|{SET_ITEM}")
-            failed = [a for a in [*checks, *answers, whole] if a is None or not a.ok]
+            failed = [a for a in [*checks.values(), *answers, whole] if a is None or not a.ok]
             if failed:
                 status = "verifier_failed"
                 first = failed[0]
                 error = "verifier: no answer" if first is None else f"verifier {first.status}: {first.error}"
             else:
-                fact_verdicts = [a.value["verdict"] for a in checks]
+                fact_verdicts = _fact_verdicts(w["fact_chunk_ids"], {c: a.value["facts"] for c, a in checks.items()})
                 alone = [a.value["verdict"] for a in answers]
                 set_verdict = whole.value["verdict"]
                 missing = whole.value.get("missing") or None
@@ -192,6 +212,17 @@ def decide(
         })
     decisions = pl.DataFrame(rows, schema=DECISION_SCHEMA)
     return _mark_duplicates(decisions)
+
+
+def _fact_verdicts(owners: list[str], stated: dict[str, list[int]]) -> list[str]:
+    """stated / not_stated per fact, in facts order (``stated``: per chunk, the numbers of its own facts it states,
+    numbered from 1 in facts order)."""
+    seen: dict[str, int] = {}
+    verdicts = []
+    for cid in owners:
+        seen[cid] = seen.get(cid, 0) + 1
+        verdicts.append("stated" if seen[cid] in stated[cid] else "not_stated")
+    return verdicts
 
 
 def _mark_duplicates(decisions: pl.DataFrame) -> pl.DataFrame:

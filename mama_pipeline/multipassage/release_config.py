@@ -30,10 +30,9 @@ from mama_pipeline.multipassage.failures import label_bounds, over_bound
 from mama_pipeline.multipassage.measures import fact_qrels
 from mama_pipeline.multipassage.prompts import (
     FACTS_PER_PASSAGE,
-    fact_check_model,
     fact_check_template,
-    fact_judge_model,
     fact_judge_template,
+    facts_stated_model,
     verifier_model,
     verifier_template,
     writer_model,
@@ -72,15 +71,16 @@ class TrackInputs:
 
 def prompt_infos(max_words: int, set_sizes: list[int], writer, verifier, judge) -> dict[str, PromptInfo]:
     """The shipped prompts of each stage (``writer``/``verifier``/``judge``: their llm stage settings); the writer's
-    answer schemas keyed by set size, the fact judge's by number of facts."""
+    answer schemas keyed by set size, the fact checker's and the fact judge's by number of facts shown."""
     w, v, j = (x.reasoning == "json_field" for x in (writer, verifier, judge))
     tpl = {"writer": writer_template(max_words, w), "verifier": verifier_template(v),
            "fact_check": fact_check_template(v), "fact_judge": fact_judge_template(j)}
     schemas = {
         "writer": {f"set size {n}": writer_model(w, n).model_json_schema() for n in set_sizes},
         "verifier": verifier_model(v).model_json_schema(),
-        "fact_check": fact_check_model(v).model_json_schema(),
-        "fact_judge": {f"{n} facts": fact_judge_model(j, n).model_json_schema() for n in range(2, MAX_FACTS + 1)},
+        "fact_check": {f"{n} facts": facts_stated_model(v, n).model_json_schema()
+                       for n in range(1, FACTS_PER_PASSAGE + 1)},
+        "fact_judge": {f"{n} facts": facts_stated_model(j, n).model_json_schema() for n in range(2, MAX_FACTS + 1)},
     }
     stage = {"writer": writer, "verifier": verifier, "fact_check": verifier, "fact_judge": judge}
     return {k: PromptInfo(tpl[k], schemas[k], tpl[k].hash, stage[k].temperature, stage[k].embedded) for k in STAGES}

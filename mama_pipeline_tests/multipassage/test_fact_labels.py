@@ -7,7 +7,7 @@ import pytest
 
 from mama_pipeline.multipassage.failures import FACTS_UNIT, RELEVANCE_UNIT, label_bounds, over_bound
 from mama_pipeline.multipassage.fact_labels import label_facts
-from mama_pipeline.multipassage.prompts import fact_judge_model, fact_judge_template
+from mama_pipeline.multipassage.prompts import fact_judge_template, facts_stated_model
 
 QUESTIONS = pl.DataFrame({"query_id": ["mq_00001", "mq_00002"], "query_text": ["Q one?", "Q two?"],
                           "facts": [["give oxytocin", "massage the uterus"], ["a", "b", "c"]]})
@@ -34,7 +34,7 @@ def test_every_pooled_pair_is_labelled_with_its_facts_or_listed_as_failed(make_c
     assert got[("mq_00001", "gone")] == ("failed", None, "chunk_id not in the current corpus")
     assert labels.filter(pl.col("chunk_id") == "c4")["required_piece"].to_list() == [True]
     assert set(labels["prompt_hash"]) == {template.hash}
-    assert [r.calls for r in reports] and sum(len(r.results) for r in reports) == 4  # one request per pair asked
+    assert {n: len(r.results) for n, r in reports.items()} == {2: 2, 3: 2}  # one request per pair asked
     # a re-run is served from the cache: the same labels and failures, no new call
     calls = fake_llm.stats()["chat_calls"]
     again, _ = label_facts(client, template, False, POOL, QUESTIONS, CHUNKS)
@@ -43,11 +43,11 @@ def test_every_pooled_pair_is_labelled_with_its_facts_or_listed_as_failed(make_c
 
 
 def test_the_fact_judge_schema_names_only_the_question_facts():
-    schema = fact_judge_model(True, 3).model_json_schema()
+    schema = facts_stated_model(True, 3).model_json_schema()
     assert list(schema["properties"]) == ["reasoning", "facts"]  # reasoning first
     assert schema["properties"]["facts"]["items"] == {"maximum": 3, "minimum": 1, "type": "integer"}
     with pytest.raises(ValueError):
-        fact_judge_model(False, 2).model_validate({"facts": [3]})
+        facts_stated_model(False, 2).model_validate({"facts": [3]})
     text = fact_judge_template(False).render(question="Q?", facts="1. a\n2. b", passages="<passage>")[1]["content"]
     assert text == "Question: Q?\n\nFacts:\n1. a\n2. b\n\n<passage>"
 

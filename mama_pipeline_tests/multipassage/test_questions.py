@@ -9,8 +9,8 @@ import pytest
 from mama_pipeline.llm.client import LLMResult
 from mama_pipeline.multipassage.ids import assign_question_ids
 from mama_pipeline.multipassage.prompts import (
-    fact_check_model,
     fact_check_template,
+    facts_stated_model,
     render_passages,
     verifier_model,
     verifier_template,
@@ -20,6 +20,7 @@ from mama_pipeline.multipassage.prompts import (
 from mama_pipeline.multipassage.questions import (
     decide,
     fact_check_requests,
+    run_fact_checks,
     run_writer,
     status_counts,
     verifier_requests,
@@ -47,8 +48,9 @@ def wrote(item: str, question: str | None, f1=("oxytocin 10 IU IM",), f2=("massa
     return ok(item, question=question, facts_passage_1=list(f1), facts_passage_2=list(f2), reason="r")
 
 
-def checks(sid: str, *verdicts: str) -> list[LLMResult]:
-    return [ok(f"{sid}|fact|{n}", verdict=v) for n, v in enumerate(verdicts, 1)]
+def checks(sid: str, c1: list[int], c2: list[int]) -> list[LLMResult]:
+    """The fact checker's answers for the set's two chunks: the numbers of their own facts each states."""
+    return [ok(f"{sid}|fact|c1", facts=c1), ok(f"{sid}|fact|c2", facts=c2)]
 
 
 def test_every_outcome_is_counted_and_only_verified_sets_are_kept():
@@ -77,18 +79,19 @@ def test_every_outcome_is_counted_and_only_verified_sets_are_kept():
     assert [r.item_id for r in requests][:3] == ["ms_a|c1", "ms_a|c2", "ms_a|set"]
     assert len(requests) == 5 * 3  # only written sets are verified: each chunk alone, then the set
     fact_requests = fact_check_requests(written, CHUNKS, fact_check_template(False))
-    assert [r.item_id for r in fact_requests][:4] == ["ms_a|fact|1", "ms_a|fact|2", "ms_a|fact|3", "ms_f|fact|1"]
-    assert "Fact: massage a soft uterus" in fact_requests[2].messages[1]["content"]
-    assert "text of c2" in fact_requests[2].messages[1]["content"]  # each fact against the chunk it came from
-    assert len(fact_requests) == 3 + 4 * 2
+    assert {n: [r.item_id for r in reqs][:3] for n, reqs in fact_requests.items()} == {
+        1: ["ms_a|fact|c2", "ms_f|fact|c1", "ms_f|fact|c2"], 2: ["ms_a|fact|c1"]}  # keyed by the facts shown
+    assert len(fact_requests[1]) == 1 + 4 * 2
+    shown = fact_requests[2][0].messages[1]["content"]  # each chunk with the facts taken from it
+    assert "1. oxytocin 10 IU IM\n2. within 1 minute" in shown and "text of c1" in shown and "massage" not in shown
     verdicts = {
         "ms_a": ("partial", "none", "complete"), "ms_f": ("complete", "partial", "complete"),
         "ms_g": ("partial", "partial", "partial"), "ms_h": ("partial", "none", "complete"),
         "ms_j": ("partial", "none", "complete"),
     }
-    results = checks("ms_a", "stated", "stated", "stated") + checks("ms_j", "stated", "not_stated")
+    results = checks("ms_a", [1, 2], [1]) + checks("ms_j", [1], [])
     for sid in ("ms_f", "ms_g", "ms_h"):
-        results += checks(sid, "stated", "stated")
+        results += checks(sid, [1], [1])
     for sid, (v1, v2, vs) in verdicts.items():
         results += [ok(f"{sid}|c1", verdict=v1, missing=""), ok(f"{sid}|c2", verdict=v2, missing=""),
                     ok(f"{sid}|set", verdict=vs, missing="")]
@@ -110,9 +113,9 @@ def test_a_failed_verification_answer_is_never_read_as_a_verdict():
     written = written_questions(SETS.head(1), [wrote("ms_a", "Q?")], max_words=30)
     answers = [ok("ms_a|c1", verdict="none", missing=""), ok("ms_a|c2", verdict="none", missing=""),
                ok("ms_a|set", verdict="complete", missing="")]
-    facts = checks("ms_a", "stated", "stated")
+    facts = checks("ms_a", [1], [1])
     for broken in ([failed("ms_a|c1"), *answers[1:], *facts], answers[:2] + facts, answers + facts[:1],
-                   answers + [facts[0], failed("ms_a|fact|2")]):
+                   answers + [facts[0], failed("ms_a|fact|c2")]):
         d = decide(SETS.head(1), written, broken, writer=("w", "h"), verifier=("v", "h"), temperature=0.0)
         assert d["status"].to_list() == ["verifier_failed"]
         assert d["set_verdict"].to_list() == [None]
@@ -127,7 +130,7 @@ def test_prompts_fence_passages_and_hash_the_word_limit():
                                                         "facts_passage_3", "reason"]  # reasoning first
     assert "facts_passage_3" not in writer_model(False, 2).model_fields
     assert "reasoning" not in verifier_model(False).model_fields
-    assert list(fact_check_model(True).model_fields) == ["reasoning", "verdict"]
+    assert list(facts_stated_model(True, 2).model_fields) == ["reasoning", "facts"]
     req = writer_requests(SETS.head(1), CHUNKS, writer_template(30, False))[0]
     assert req.item_id == "ms_a" and "text of c1" in req.messages[1]["content"] and "text of c2" in req.messages[1]["content"]
 
@@ -155,7 +158,7 @@ def test_writer_and_verifier_through_the_fault_injecting_server(make_client):
                          "corpus_version": ["v"] * 2})
     client = make_client(stage="query_writer", parse_retries=1)
     tpl = writer_template(30, False)
-    (report,) = run_writer(client, tpl, False, sets, chunks)
+    (report,) = run_writer(client, tpl, False, sets, chunks).values()
     written = written_questions(sets, report.results, 30)
     assert written["status"].to_list()[1] == "writer_failed"  # malformed on every attempt
     assert report.results[0].ok and report.results[0].attempts == 3  # two 500s, then an answer
@@ -163,8 +166,10 @@ def test_writer_and_verifier_through_the_fault_injecting_server(make_client):
     vtpl, ftpl = verifier_template(False), fact_check_template(False)
     judge = make_client(stage="judge")
     vreport = judge.run(vtpl, verifier_model(False), verifier_requests(written, sets, chunks, vtpl))
-    freport = judge.run(ftpl, fact_check_model(False), fact_check_requests(written, chunks, ftpl))
-    decisions = decide(sets, written, vreport.results + freport.results, writer=("fake", tpl.hash),
+    freports = run_fact_checks(judge, ftpl, False, written, chunks)
+    assert list(freports) == [1]  # one fact per passage: one answer schema, numbers 1..1
+    fresults = [r for report in freports.values() for r in report.results]
+    decisions = decide(sets, written, vreport.results + fresults, writer=("fake", tpl.hash),
                        verifier=("fake", vtpl.hash), temperature=0.0)
     assert decisions.filter(pl.col("set_id") == "ms_2")["status"].to_list() == ["writer_failed"]
     first = decisions.filter(pl.col("set_id") == "ms_1").row(0, named=True)
