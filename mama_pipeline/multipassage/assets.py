@@ -107,7 +107,8 @@ def multipassage_candidates(
             description="One decision per sampled set: kept, or the reason it failed writing or verification.",
         ),
         "multipassage_questions": dg.AssetOut(
-            description="Verified questions with stable ids mq_00001..., their chunk set (the required pieces), "
+            description="Verified questions with stable ids mq_00001..., their chunk set, the facts a complete "
+            "answer needs (each with the chunk it was taken from), "
             "tier and provenance. Only kept decisions are here.",
         ),
     },
@@ -217,7 +218,7 @@ def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> p
     group_name=GROUP,
     deps=[multipassage_rankings],
     ins={"questions": QUESTIONS},
-    description="Judging pool of the track: the pooled retrievers' top-k per question plus every required piece.",
+    description="Judging pool of the track: the pooled retrievers' top-k per question plus every chunk of its set.",
 )
 def multipassage_pool(settings: SettingsResource, store: StoreResource,
                       questions: pl.DataFrame) -> dg.Output[pl.DataFrame]:

@@ -311,7 +311,7 @@ def build_part(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
     return ConfigurationPart(
         name=NAME, tables=tables, texts=texts,
         viewer_configs=(
-            ("multipassage_questions", f"{FOLDER}/questions.parquet", "multi-passage questions and their required pieces"),
+            ("multipassage_questions", f"{FOLDER}/questions.parquet", "multi-passage questions, their chunk sets and facts"),
             ("multipassage_judgments", f"{FOLDER}/judgments.parquet", "labels of the multi-passage questions"),
             ("multipassage_fact_judgments", f"{FOLDER}/fact_judgments.parquet",
              "facts of the multi-passage questions each pooled chunk states"),

@@ -78,7 +78,7 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert decisions.height == candidates.filter(pl.col("status") == "sampled").height
     statuses = set(decisions["status"].to_list())
     assert "kept" in statuses and statuses & {"single_chunk_answers", "set_incomplete"}
-    # only verified questions are released, each with its set's chunks as required pieces
+    # only verified questions are released, each with its set's chunks in the pool
     kept = decisions.filter(pl.col("status") == "kept")
     assert sorted(questions["set_id"].to_list()) == sorted(kept["set_id"].to_list())
     assert questions["query_id"].to_list()[0] == "mq_00001"
