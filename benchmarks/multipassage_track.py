@@ -25,12 +25,18 @@ import polars as pl
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.multipassage.prompts import verifier_model, verifier_template, writer_model, writer_template
+from mama_pipeline.multipassage.prompts import (
+    fact_check_template,
+    verifier_model,
+    verifier_template,
+    writer_template,
+)
 from mama_pipeline.multipassage.questions import (
     decide,
+    run_fact_checks,
+    run_writer,
     status_counts,
     verifier_requests,
-    writer_requests,
     written_questions,
 )
 from mama_pipeline.multipassage.scoreboard import score_track
@@ -69,29 +75,33 @@ def writing_and_verification(args) -> None:
         def client(stage: str) -> LLMClient:
             return LLMClient(stage, cfg, store, endpoint=server.url, model="fake", resolve_urls=lambda: [server.url])
 
-        w_tpl, v_tpl = writer_template(30, False), verifier_template(False)
+        w_tpl, v_tpl, f_tpl = writer_template(30, False), verifier_template(False), fact_check_template(False)
         c0 = time.process_time()
         t0 = time.perf_counter()
-        w = client("query_writer").run(w_tpl, writer_model(False), writer_requests(sets, chunks, w_tpl))
+        w_reports = run_writer(client("query_writer"), w_tpl, False, sets, chunks)
+        w_results = [r for report in w_reports.values() for r in report.results]
         t_w = time.perf_counter() - t0
-        written = written_questions(sets, w.results, 30)
-        v_reqs = verifier_requests(written, sets, chunks, v_tpl)
+        written = written_questions(sets, w_results, 30)
+        judge = client("judge")
         t1 = time.perf_counter()
-        v = client("judge").run(v_tpl, verifier_model(False), v_reqs)
+        v = judge.run(v_tpl, verifier_model(False), verifier_requests(written, sets, chunks, v_tpl))
+        f_reports = run_fact_checks(judge, f_tpl, False, written, chunks).values()
         t_v = time.perf_counter() - t1
-        decisions = decide(sets, written, v.results, writer=("fake", w_tpl.hash), verifier=("fake", v_tpl.hash),
+        v_results = v.results + [r for report in f_reports for r in report.results]
+        decisions = decide(sets, written, v_results, writer=("fake", w_tpl.hash), verifier=("fake", v_tpl.hash),
                            temperature=0.0)
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
-        n_req = len(w.results) + len(v.results)
-        assert not w.failures and not v.failures and w.calls + v.calls == n_req
-        ideal = (len(w.results) + len(v.results)) * args.delay / args.concurrency
-        print(f"writing + verification: {args.sets} sets, {len(w.results)} writer + {len(v.results)} verifier requests, "
+        n_req = len(w_results) + len(v_results)
+        reports = [*w_reports.values(), v, *f_reports]
+        assert not any(r.failures for r in reports) and sum(r.calls for r in reports) == n_req
+        ideal = n_req * args.delay / args.concurrency
+        print(f"writing + verification: {args.sets} sets, {len(w_results)} writer + {len(v_results)} verifier requests, "
               f"{args.delay * 1000:.0f} ms answers, concurrency {args.concurrency}")
-        print(f"  writer   {t_w:.2f} s ({len(w.results) / t_w:.1f} req/s, "
-              f"{100 * len(w.results) * args.delay / args.concurrency / t_w:.1f}% of ideal)")
-        print(f"  verifier {t_v:.2f} s ({len(v.results) / t_v:.1f} req/s, "
-              f"{100 * len(v.results) * args.delay / args.concurrency / t_v:.1f}% of ideal)")
+        print(f"  writer   {t_w:.2f} s ({len(w_results) / t_w:.1f} req/s, "
+              f"{100 * len(w_results) * args.delay / args.concurrency / t_w:.1f}% of ideal)")
+        print(f"  verifier {t_v:.2f} s ({len(v_results) / t_v:.1f} req/s, "
+              f"{100 * len(v_results) * args.delay / args.concurrency / t_v:.1f}% of ideal)")
         print(f"  total    {wall:.2f} s for {n_req} requests (ideal {ideal:.2f} s) -> {100 * ideal / wall:.1f}% of the "
               f"ideal throughput; client process CPU {cpu:.2f} s  [{load()}]")
         print(f"  outcomes: {status_counts(decisions)}")
@@ -102,8 +112,14 @@ def scoring(args) -> None:
     n, pool, depth = args.sets, 30, 20
     sizes = rng.choice([2, 3], n)
     qids = [f"mq_{i:05d}" for i in range(1, n + 1)]
-    questions = pl.DataFrame({"query_id": qids, "chunk_ids": [[f"c{i}_{j}" for j in range(k)] for i, k in enumerate(sizes)],
+    set_ids = [[f"c{i}_{j}" for j in range(k)] for i, k in enumerate(sizes)]
+    questions = pl.DataFrame({"query_id": qids, "chunk_ids": set_ids, "fact_chunk_ids": [ids + ids[:1] for ids in set_ids],
                               "tier": [TIERS[i % len(TIERS)] for i in range(n)]})
+    # the judge finds each question's last fact in a tenth of the other pooled chunks too
+    fact_labels = pl.DataFrame({
+        "query_id": np.repeat(qids, pool), "chunk_id": [f"c{i}_{j}" for i in range(n) for j in range(pool)],
+        "facts": [[k + 1] if rng.random() < 0.1 else [] for k in sizes for _ in range(pool)],
+    })
     labels = pl.DataFrame({
         "query_id": np.repeat(qids, pool), "chunk_id": [f"c{i}_{j}" for i in range(n) for j in range(pool)],
         "score": rng.choice(7, n * pool, p=[0.45, 0.1, 0.1, 0.1, 0.1, 0.1, 0.05]),
@@ -119,7 +135,7 @@ def scoring(args) -> None:
     rankings = pl.concat(frames)
     mp, ev = MultipassageSettings(), EvaluationSettings()
     c0, t0 = time.process_time(), time.perf_counter()
-    scores = score_track(rankings, labels, questions, RETRIEVERS, mp, ev)
+    scores = score_track(rankings, labels, fact_labels, questions, RETRIEVERS, mp, ev)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"scoring: {len(RETRIEVERS)} retrievers x {n} questions x top-{depth}, {labels.height} labels, "
           f"{len(scores.measures)} measures, {scores.significance.height} paired tests ({ev.resamples} resamples, "

@@ -2,7 +2,8 @@
 
 Each stage's bound is ``llm.<stage>.max_failure_rate``. A stage's failures are the
 units it had to answer and could not (listed, never defaulted): pooled pairs without
-a label, sampled chunks whose gate answer failed, items left unclassified.
+a label (relevance or, on the multi-passage track, facts), sampled chunks whose gate
+answer failed, items left unclassified.
 """
 from __future__ import annotations
 
@@ -76,3 +77,9 @@ def refuse_over_bound(release: str, version: str, stages: list[StageFailures]) -
             + ". The failures are listed in the stage's assets; re-run the stage (failed answers are asked again) "
             "or raise the bound knowingly."
         )
+
+
+def pair_label_failures(outcomes: pl.DataFrame, unit: str, bound: float) -> StageFailures:
+    """Pairs the judge was asked and left ``failed`` (an outcomes table with a ``status`` column)."""
+    failed = int((outcomes.get_column("status") == "failed").sum())
+    return StageFailures("judge", unit, failed, outcomes.height, bound)

@@ -2,7 +2,8 @@
 
 Inputs from other areas: ``corpus_chunks``; the retrievers of ``retrieval.retrievers``
 (run here on the track's questions, one partition each, as ``rankings`` does for the
-single-chunk queries); the judge through :func:`mama_pipeline.judging.judge.judge_pairs`.
+single-chunk queries); the judge through :func:`mama_pipeline.judging.judge.judge_pairs` (relevance
+labels) and :func:`mama_pipeline.multipassage.fact_labels.label_facts` (which facts each pooled chunk states).
 """
 
 import json
@@ -12,13 +13,15 @@ import polars as pl
 
 from mama_pipeline.metadata import md_table
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
+from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
 from mama_pipeline.multipassage.ids import assign_question_ids
-from mama_pipeline.multipassage.prompts import verifier_model, verifier_template, writer_model, writer_template
+from mama_pipeline.multipassage.prompts import fact_check_template, verifier_model, verifier_template, writer_template
 from mama_pipeline.multipassage.questions import (
     decide,
+    run_fact_checks,
+    run_writer,
     status_counts,
     verifier_requests,
-    writer_requests,
     written_questions,
 )
 from mama_pipeline.multipassage.scoreboard import score_track
@@ -33,7 +36,8 @@ RANKINGS_TABLE = "multipassage_rankings"
 REGISTRY_TABLE = "multipassage_id_registry"
 QUESTIONS = dg.AssetIn("multipassage_questions")
 QUESTION_COLUMNS = [
-    "query_id", "query_text", "set_id", "chunk_ids", "kind", "size", "source", "tier", "writer_model",
+    "query_id", "query_text", "set_id", "chunk_ids", "facts", "fact_chunk_ids", "kind", "size", "source", "tier",
+    "writer_model",
     "writer_prompt_hash", "verifier_model", "verifier_prompt_hash", "temperature", "corpus_version",
 ]
 
@@ -54,6 +58,7 @@ def track_depth(s: PipelineSettings) -> int:
     return max(s.multipassage.pool_depth, *s.multipassage.cutoffs, *s.evaluation.cutoffs)
 
 
+
 @dg.asset(
     group_name=GROUP,
     ins={"chunks": CHUNKS},
@@ -63,8 +68,7 @@ def track_depth(s: PipelineSettings) -> int:
 def multipassage_candidates(
     context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.multipassage.neighbours import dense_neighbours
-    from mama_pipeline.retrieval.encoders import load_dense
+    from mama_pipeline.multipassage.neighbours import dense_neighbours, embedding_encoder
 
     s = settings.get()
     mp = s.multipassage
@@ -72,7 +76,7 @@ def multipassage_candidates(
     spec = s.retrieval.retriever(mp.dense_retriever)
     tier_of = s.corpus.tier_of()
     anchors = chunks.filter(pl.col("source").is_in(list(tier_of)))["chunk_id"].to_list()
-    encoder = load_dense(spec.params, s.resolve)
+    encoder = embedding_encoder(spec, s.resolve)
     neighbours, stats = dense_neighbours(store.get(), encoder, chunks, anchors, mp.neighbours)
     context.log.info(f"multipassage: {len(anchors)} anchors, {stats.encoded} chunk texts embedded now, "
                      f"{stats.cached} from the cache")
@@ -103,7 +107,8 @@ def multipassage_candidates(
             description="One decision per sampled set: kept, or the reason it failed writing or verification.",
         ),
         "multipassage_questions": dg.AssetOut(
-            description="Verified questions with stable ids mq_00001..., their chunk set (the required pieces), "
+            description="Verified questions with stable ids mq_00001..., their chunk set, the facts a complete "
+            "answer needs (each with the chunk it was taken from), "
             "tier and provenance. Only kept decisions are here.",
         ),
     },
@@ -121,21 +126,26 @@ def multipassage_questions(
     sets = multipassage_candidates.filter(pl.col("status") == "sampled").sort("set_id")
     lookup = chunk_lookup(chunks, set(sets["chunk_ids"].explode().drop_nulls().to_list()))
     w_cfg, v_cfg = getattr(s.llm, mp.writer_stage), getattr(s.llm, mp.verifier_stage)
-    w_tpl, v_tpl = writer_template(mp.max_words, w_cfg.reasoning == "json_field"), verifier_template(
-        v_cfg.reasoning == "json_field")
+    w_reasoning, v_reasoning = w_cfg.reasoning == "json_field", v_cfg.reasoning == "json_field"
+    w_tpl, v_tpl, f_tpl = writer_template(mp.max_words, w_reasoning), verifier_template(v_reasoning), \
+        fact_check_template(v_reasoning)
     meta: dict = {}
     with llm.client(mp.writer_stage, context) as client:
-        w_report = client.run(w_tpl, writer_model(w_cfg.reasoning == "json_field"), writer_requests(sets, lookup, w_tpl))
+        w_reports = run_writer(client, w_tpl, w_reasoning, sets, lookup)
         writer = (client.model, w_tpl.hash)
-    meta.update(w_report.metadata())
-    written = written_questions(sets, w_report.results, mp.max_words)
+    for size, report in w_reports.items():
+        meta.update({f"write size {size}:{k}": v for k, v in report.metadata().items()})
+    written = written_questions(sets, [r for report in w_reports.values() for r in report.results], mp.max_words)
     v_requests = verifier_requests(written, sets, lookup, v_tpl)
     verdicts = []
     with llm.client(mp.verifier_stage, context) as client:
         if v_requests:
-            v_report = client.run(v_tpl, verifier_model(v_cfg.reasoning == "json_field"), v_requests)
-            verdicts = v_report.results
-            meta.update({f"verify:{k}": v for k, v in v_report.metadata().items()})
+            report = client.run(v_tpl, verifier_model(v_reasoning), v_requests)
+            verdicts += report.results
+            meta.update({f"verify:{k}": v for k, v in report.metadata().items()})
+        for n, report in run_fact_checks(client, f_tpl, v_reasoning, written, lookup).items():
+            verdicts += report.results
+            meta.update({f"check {n} facts:{k}": v for k, v in report.metadata().items()})
         verifier = (client.model, v_tpl.hash)
     decisions = decide(sets, written, verdicts, writer=writer, verifier=verifier, temperature=w_cfg.temperature)
     kept = decisions.filter(pl.col("status") == "kept")
@@ -208,7 +218,7 @@ def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> p
     group_name=GROUP,
     deps=[multipassage_rankings],
     ins={"questions": QUESTIONS},
-    description="Judging pool of the track: the pooled retrievers' top-k per question plus every required piece.",
+    description="Judging pool of the track: the pooled retrievers' top-k per question plus every chunk of its set.",
 )
 def multipassage_pool(settings: SettingsResource, store: StoreResource,
                       questions: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -227,8 +237,8 @@ def multipassage_pool(settings: SettingsResource, store: StoreResource,
 @dg.asset(
     group_name=GROUP,
     ins={"chunks": CHUNKS, "questions": QUESTIONS},
-    description="Every pooled pair of the track labelled by the judge (stored labels reused, holes asked), or "
-    "listed as failed with its reason.",
+    description="Every pooled pair of the track labelled by the judge for relevance (stored labels reused, holes "
+    "asked), or listed as failed with its reason.",
 )
 def multipassage_labels(
     context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
@@ -244,16 +254,42 @@ def multipassage_labels(
                           answer_model=output_model(s.llm.judge.reasoning), batch_pairs=s.judging.batch_pairs)
     outcomes = run.outcomes.join(multipassage_pool.select("query_id", "chunk_id", "is_seed"),
                                  on=["query_id", "chunk_id"], how="left").rename({"is_seed": "required_piece"})
-    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(20).select(
-            "query_id", "chunk_id", "failure_reason").iter_rows():
-        context.log.warning(f"multipassage judge: ({q}, {c}) failed: {reason}")
-    return dg.Output(outcomes, metadata=run.metadata())
+    return dg.Output(outcomes, metadata={**run.metadata(), **failure_listing(outcomes)})
+
+
+@dg.asset(
+    group_name=GROUP,
+    ins={"chunks": CHUNKS, "questions": QUESTIONS},
+    description="Every pooled pair of the track labelled by the judge with the question's facts the chunk states "
+    "(one cached request per pair), or listed as failed with its reason.",
+)
+def multipassage_fact_labels(
+    context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
+    multipassage_pool: pl.DataFrame, questions: pl.DataFrame, chunks: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    from mama_pipeline.multipassage.fact_labels import label_facts
+    from mama_pipeline.multipassage.prompts import fact_judge_template
+
+    s = settings.get()
+    reasoning = s.llm.judge.reasoning == "json_field"
+    lookup = chunk_lookup(chunks, set(multipassage_pool["chunk_id"].to_list()))
+    with llm.client("judge", context) as client:
+        labels, reports = label_facts(client, fact_judge_template(reasoning), reasoning, multipassage_pool, questions,
+                                      lookup)
+    meta = {f"{n} facts:{k}": v for n, report in reports.items() for k, v in report.metadata().items()}
+    stated = labels.filter(pl.col("status") == "labelled")
+    return dg.Output(labels, metadata={
+        "pairs": labels.height, "labelled": stated.height,
+        "pairs_stating_a_fact": int((stated["facts"].list.len() > 0).sum()),
+        "other_chunks_stating_a_fact": int(((stated["facts"].list.len() > 0) & ~stated["required_piece"]).sum()),
+        **failure_listing(labels), **meta,
+    })
 
 
 @dg.multi_asset(
     group_name=GROUP,
     deps=[multipassage_rankings],
-    ins={"questions": QUESTIONS},
+    ins={"questions": QUESTIONS, "multipassage_fact_labels": dg.AssetIn("multipassage_fact_labels")},
     outs={
         "multipassage_scoreboard": dg.AssetOut(description="Mean of every track and headline measure per "
                                                "retriever, for all questions and per tier."),
@@ -263,17 +299,22 @@ def multipassage_labels(
     },
 )
 def multipassage_scoreboard(settings: SettingsResource, store: StoreResource, multipassage_labels: pl.DataFrame,
-                            questions: pl.DataFrame):
+                            multipassage_fact_labels: pl.DataFrame, questions: pl.DataFrame):
     s = settings.get()
     names = s.retrieval.retriever_names
+    bounds = label_bounds(multipassage_labels, multipassage_fact_labels, s.llm.judge.max_failure_rate)
+    if over := over_bound(bounds):  # unlabelled pairs would count as non-relevant: the board is refused, not biased
+        raise dg.Failure(f"multipassage scoreboard refused: {over}",
+                         metadata={b.unit: b.describe() for b in bounds})
     labels = multipassage_labels.filter(pl.col("status") == "labelled")
-    scores = score_track(stored_track_rankings(store.get(), names, questions), labels, questions, names, s.multipassage,
-                         s.evaluation)
+    facts = multipassage_fact_labels.filter(pl.col("status") == "labelled")
+    scores = score_track(stored_track_rankings(store.get(), names, questions), labels, facts, questions, names,
+                         s.multipassage, s.evaluation)
     overall = scores.board.filter((pl.col("tier") == "all") & pl.col("track"))
     wide = overall.pivot(on="measure", index="retriever", values="mean", maintain_order=True) if overall.height else overall
     yield dg.Output(scores.board, output_name="multipassage_scoreboard", metadata={
         "questions": questions.height, "retrievers": ", ".join(names),
-        "unlabelled_pairs_dropped": multipassage_labels.height - labels.height,
+        **{f"unlabelled {b.unit}": f"{b.failed} of {b.total} (bound {b.bound:.2%})" for b in bounds},
         "scoreboard": md_table(wide),
     })
     yield dg.Output(scores.per_query, output_name="multipassage_per_query", metadata={"values": scores.per_query.height})
@@ -303,4 +344,4 @@ def multipassage_report(settings: SettingsResource, multipassage_scoreboard: pl.
 
 
 ASSETS = [multipassage_candidates, multipassage_questions, multipassage_rankings, multipassage_pool,
-          multipassage_labels, multipassage_scoreboard, multipassage_report]
+          multipassage_labels, multipassage_fact_labels, multipassage_scoreboard, multipassage_report]

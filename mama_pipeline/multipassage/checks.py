@@ -2,8 +2,11 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.llm.failure_bounds import pair_label_failures
 from mama_pipeline.metadata import md_table
+from mama_pipeline.multipassage.failures import FACTS_UNIT, RELEVANCE_UNIT, failure_listing
 from mama_pipeline.multipassage.ids import ID_RE
+from mama_pipeline.resources import SettingsResource
 from mama_pipeline.shared_inputs import CHUNKS
 
 
@@ -61,7 +64,8 @@ def no_llm_failures(multipassage_decisions: pl.DataFrame) -> dg.AssetCheckResult
 
 @dg.asset_check(
     asset=dg.AssetKey("multipassage_labels"),
-    description="Every required piece of every question is in the pool; judge failures are listed (warning).",
+    description="Every chunk of every question's set is in the pool and was sent to the judge; judge failures "
+    "are counted (warning; their bound is relevance_failures_under_bound).",
     additional_ins={"questions": dg.AssetIn("multipassage_questions")},
 )
 def pieces_pooled_and_labelled(multipassage_labels: pl.DataFrame, questions: pl.DataFrame) -> dg.AssetCheckResult:
@@ -72,6 +76,30 @@ def pieces_pooled_and_labelled(multipassage_labels: pl.DataFrame, questions: pl.
     return dg.AssetCheckResult(passed=missing.is_empty() and failed.is_empty(), severity=severity, metadata={
         "pieces_not_pooled": missing.height, "judge_failures": failed.height,
     })
+
+
+def _bound(settings: SettingsResource, outcomes: pl.DataFrame, unit: str) -> dg.AssetCheckResult:
+    stage = pair_label_failures(outcomes, unit, settings.get().llm.judge.max_failure_rate)
+    return dg.AssetCheckResult(passed=not stage.over, metadata={
+        **stage.metadata(), "summary": stage.describe(), **failure_listing(outcomes)})
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("multipassage_labels"), blocking=True,
+    description="The share of pooled pairs the judge left without a relevance label stays under "
+    "llm.judge.max_failure_rate (failed pairs listed); blocks the scoreboard (the release refuses too).",
+)
+def relevance_failures_under_bound(settings: SettingsResource, multipassage_labels: pl.DataFrame) -> dg.AssetCheckResult:
+    return _bound(settings, multipassage_labels, RELEVANCE_UNIT)
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("multipassage_fact_labels"), blocking=True,
+    description="The share of pooled pairs the judge left without a fact label stays under "
+    "llm.judge.max_failure_rate (failed pairs listed); blocks the scoreboard (the release refuses too).",
+)
+def fact_failures_under_bound(settings: SettingsResource, multipassage_fact_labels: pl.DataFrame) -> dg.AssetCheckResult:
+    return _bound(settings, multipassage_fact_labels, FACTS_UNIT)
 
 
 @dg.asset_check(
@@ -86,4 +114,4 @@ def scoreboard_covers_every_question(multipassage_scoreboard: pl.DataFrame,
 
 
 CHECKS = [candidates_are_well_formed, only_verified_questions, no_llm_failures, pieces_pooled_and_labelled,
-          scoreboard_covers_every_question]
+          relevance_failures_under_bound, fact_failures_under_bound, scoreboard_covers_every_question]

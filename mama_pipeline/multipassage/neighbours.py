@@ -1,5 +1,8 @@
-"""Nearest chunks of each anchor chunk under a dense retriever (embedding cache + exact FAISS search)."""
+"""Nearest chunks of each anchor chunk under an embedding retriever (embedding cache + exact FAISS search)."""
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
 
 import polars as pl
 
@@ -8,6 +11,17 @@ from mama_pipeline.retrieval.exact_search import faiss_hits
 from mama_pipeline.store import Store
 
 NEIGHBOUR_SCHEMA = {"anchor_chunk_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}
+
+
+def embedding_encoder(spec, resolve: Callable[[str], Path]) -> Encoder:
+    """The document encoder of an embedding retriever (``dense``: a local model; ``openai_embeddings``: a served one)."""
+    if spec.kind == "openai_embeddings":
+        from mama_pipeline.retrieval.openai_embeddings import OpenAIEmbeddingsEncoder
+
+        return OpenAIEmbeddingsEncoder(spec.params)
+    from mama_pipeline.retrieval.encoders import load_dense
+
+    return load_dense(spec.params, resolve)
 
 
 def dense_neighbours(

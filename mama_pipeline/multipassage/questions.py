@@ -5,15 +5,21 @@ Each sampled set gets exactly one status, checked in this order:
 - ``writer_failed``: the writer gave no valid answer (parse or transport failure);
 - ``no_question``: the writer answered ``question: null``;
 - ``empty_question`` / ``too_long`` (more than ``max_words`` words; dropped, never cut);
-- ``verifier_failed``: any verification request (a chunk alone, or the set) got no valid answer;
+- ``facts_missing``: some passage of the set got no fact (the writer states, per passage, the facts it
+  supplies to the answer: every passage must supply one);
+- ``verifier_failed``: any verification request (a fact against its chunk, a chunk alone, or the set)
+  got no valid answer;
+- ``fact_not_stated``: the verifier found some fact not stated by the chunk the writer took it from
+  (asked once per chunk: which of the facts taken from it does it state);
 - ``single_chunk_answers``: the verifier found some chunk of the set answering the question completely alone;
 - ``set_incomplete``: the verifier did not find the set as a whole answering it completely;
 - ``duplicate_question``: equal to another kept question up to case, spacing and end
   punctuation (the smallest set id keeps it);
 - ``kept``.
 
-Only ``kept`` questions are released. Verification is asked only for sets with a
-usable question; a failed answer is never read as a verdict.
+Only ``kept`` questions are released, with their facts (each with the chunk that states
+it). Verification is asked only for sets with a usable question and facts; a failed answer
+is never read as a verdict.
 """
 from __future__ import annotations
 
@@ -21,27 +27,33 @@ from typing import Sequence
 
 import polars as pl
 
-from mama_pipeline.llm.client import LLMRequest, LLMResult
+from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, RunReport
 from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline.multipassage.prompts import render_passages
+from mama_pipeline.multipassage.prompts import facts_stated_model, render_facts, render_passages, writer_model
 from mama_pipeline.queries.rules import duplicate_key, normalise_query
 
 STATUSES = (
-    "kept", "writer_failed", "no_question", "empty_question", "too_long", "verifier_failed",
-    "single_chunk_answers", "set_incomplete", "duplicate_question",
+    "kept", "writer_failed", "no_question", "empty_question", "too_long", "facts_missing", "verifier_failed",
+    "fact_not_stated", "single_chunk_answers", "set_incomplete", "duplicate_question",
 )
 SET_ITEM = "set"
+FACT_ITEM = "fact"
 DECISION_SCHEMA = {
     "set_id": pl.String, "kind": pl.String, "size": pl.Int64, "chunk_ids": pl.List(pl.String),
     "source": pl.String, "tier": pl.String, "status": pl.String, "question": pl.String, "raw_question": pl.String,
-    "words": pl.Int64, "writer_reason": pl.String, "set_verdict": pl.String,
+    "words": pl.Int64, "writer_reason": pl.String,
+    "facts": pl.List(pl.String),  # the facts a complete answer needs, passage by passage
+    "fact_chunk_ids": pl.List(pl.String),  # the chunk each fact was taken from, in facts order
+    "fact_verdicts": pl.List(pl.String),  # the verifier's stated / not_stated per fact, in facts order
+    "set_verdict": pl.String,
     "alone_verdicts": pl.List(pl.String),  # one per chunk, in chunk_ids order
     "missing": pl.String, "error": pl.String, "writer_model": pl.String, "writer_prompt_hash": pl.String,
     "verifier_model": pl.String, "verifier_prompt_hash": pl.String, "temperature": pl.Float64,
     "corpus_version": pl.String,
 }
 WRITTEN_SCHEMA = {
-    k: DECISION_SCHEMA[k] for k in ("set_id", "status", "question", "raw_question", "words", "writer_reason", "error")
+    k: DECISION_SCHEMA[k] for k in ("set_id", "status", "question", "raw_question", "words", "writer_reason", "facts",
+                                    "fact_chunk_ids", "error")
 }
 
 
@@ -57,18 +69,38 @@ def writer_requests(sets: pl.DataFrame, chunks: dict[str, dict], template: Promp
     ]
 
 
+def run_writer(
+    client: LLMClient, template: PromptTemplate, reasoning_field: bool, sets: pl.DataFrame, chunks: dict[str, dict]
+) -> dict[int, RunReport]:
+    """The writer's answers per set size, one call of the client each (each size has its own answer schema)."""
+    return {size: client.run(template, writer_model(reasoning_field, size), writer_requests(part, chunks, template))
+            for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)}
+
+
+def _facts(value: dict, chunk_ids: list[str]) -> tuple[list[str], list[str], bool]:
+    """(facts, their chunk ids, every passage supplies a fact) from a writer answer."""
+    facts, owners, every = [], [], True
+    for i, cid in enumerate(chunk_ids, 1):
+        own = [f.strip() for f in value.get(f"facts_passage_{i}") or [] if f.strip()]
+        every = every and bool(own)
+        facts += own
+        owners += [cid] * len(own)
+    return facts, owners, every
+
+
 def written_questions(sets: pl.DataFrame, results: Sequence[LLMResult], max_words: int) -> pl.DataFrame:
-    """The writer's outcome per set: status so far, question, reason, error."""
-    if len(results) != sets.height:
-        raise ValueError(f"{len(results)} writer answers for {sets.height} sets")
+    """The writer's outcome per set: status so far, question, facts, reason, error (``results`` in any order)."""
+    by_id = {r.item_id: r for r in results}
+    if len(by_id) != len(results) or set(by_id) != set(sets["set_id"].to_list()):
+        raise ValueError(f"{len(results)} writer answers do not match the {sets.height} sets one to one")
     rows = []
-    for sid, res in zip(sets["set_id"].to_list(), results):
-        if res.item_id != sid:
-            raise ValueError(f"writer answer for {res.item_id} where {sid} was expected")
+    for sid, chunk_ids in sets.select("set_id", "chunk_ids").iter_rows():
+        res = by_id[sid]
         value = res.value or {}
         raw = value.get("question") if res.ok else None
         text = normalise_query(raw) if raw is not None else None
         words = len(text.split()) if text is not None else None
+        facts, owners, every = _facts(value, chunk_ids) if res.ok else ([], [], False)
         if not res.ok:
             status = "writer_failed"
         elif raw is None:
@@ -77,10 +109,13 @@ def written_questions(sets: pl.DataFrame, results: Sequence[LLMResult], max_word
             status = "empty_question"
         elif words > max_words:
             status = "too_long"
+        elif not every:
+            status = "facts_missing"
         else:
             status = "written"
         rows.append({"set_id": sid, "status": status, "question": text or None, "raw_question": raw, "words": words,
-                     "writer_reason": value.get("reason"), "error": None if res.ok else f"writer {res.status}: {res.error}"})
+                     "writer_reason": value.get("reason"), "facts": facts or None, "fact_chunk_ids": owners or None,
+                     "error": None if res.ok else f"writer {res.status}: {res.error}"})
     return pl.DataFrame(rows, schema=WRITTEN_SCHEMA)
 
 
@@ -98,6 +133,34 @@ def verifier_requests(
     return out
 
 
+def _own_facts(facts: list[str], owners: list[str]) -> dict[str, list[str]]:
+    """The facts taken from each chunk, in facts order."""
+    by_chunk: dict[str, list[str]] = {}
+    for fact, cid in zip(facts, owners):
+        by_chunk.setdefault(cid, []).append(fact)
+    return by_chunk
+
+
+def fact_check_requests(written: pl.DataFrame, chunks: dict[str, dict],
+                        template: PromptTemplate) -> dict[int, list[LLMRequest]]:
+    """Per written set, each chunk with the facts taken from it (``<set_id>|fact|<chunk_id>``), keyed by the number
+    of facts shown (each number has its own answer schema)."""
+    out: dict[int, list[LLMRequest]] = {}
+    ready = written.filter(pl.col("status") == "written").sort("set_id")
+    for sid, facts, owners in ready.select("set_id", "facts", "fact_chunk_ids").iter_rows():
+        for cid, own in _own_facts(facts, owners).items():
+            out.setdefault(len(own), []).append(LLMRequest(f"{sid}|{FACT_ITEM}|{cid}", template.render(
+                facts=render_facts(own), passages=render_passages([chunks[cid]]))))
+    return out
+
+
+def run_fact_checks(client: LLMClient, template: PromptTemplate, reasoning_field: bool, written: pl.DataFrame,
+                    chunks: dict[str, dict]) -> dict[int, RunReport]:
+    """The verifier's fact checks, one call of the client per number of facts shown."""
+    return {n: client.run(template, facts_stated_model(reasoning_field, n), requests)
+            for n, requests in sorted(fact_check_requests(written, chunks, template).items())}
+
+
 def decide(
     sets: pl.DataFrame,
     written: pl.DataFrame,
@@ -107,27 +170,33 @@ def decide(
     verifier: tuple[str, str],
     temperature: float,
 ) -> pl.DataFrame:
-    """One decision row per set (``writer``/``verifier``: model, prompt hash)."""
+    """One decision row per set (``verdicts``: the verifier's answers to the completeness and fact requests;
+    ``writer``/``verifier``: model, prompt hash)."""
     by_item = {r.item_id: r for r in verdicts}
     info = {r["set_id"]: r for r in written.to_dicts()}
     rows = []
     for s in sets.sort("set_id").to_dicts():
         w = info[s["set_id"]]
         status, error = w["status"], w["error"]
-        set_verdict, alone, missing = None, None, None
+        set_verdict, alone, missing, fact_verdicts = None, None, None, None
         if status == "written":
+            own = _own_facts(w["facts"], w["fact_chunk_ids"])
+            checks = {cid: by_item.get(f"{s['set_id']}|{FACT_ITEM}|{cid}") for cid in own}
             answers = [by_item.get(f"{s['set_id']}|{c}") for c in s["chunk_ids"]]
             whole = by_item.get(f"{s['set_id']}|{SET_ITEM}")
-            failed = [a for a in [*answers, whole] if a is None or not a.ok]
+            failed = [a for a in [*checks.values(), *answers, whole] if a is None or not a.ok]
             if failed:
                 status = "verifier_failed"
                 first = failed[0]
                 error = "verifier: no answer" if first is None else f"verifier {first.status}: {first.error}"
             else:
+                fact_verdicts = _fact_verdicts(w["fact_chunk_ids"], {c: a.value["facts"] for c, a in checks.items()})
                 alone = [a.value["verdict"] for a in answers]
                 set_verdict = whole.value["verdict"]
                 missing = whole.value.get("missing") or None
-                if "complete" in alone:
+                if "not_stated" in fact_verdicts:
+                    status = "fact_not_stated"
+                elif "complete" in alone:
                     status = "single_chunk_answers"
                 elif set_verdict != "complete":
                     status = "set_incomplete"
@@ -136,12 +205,24 @@ def decide(
         rows.append({
             **{k: s[k] for k in ("set_id", "kind", "size", "chunk_ids", "source", "tier", "corpus_version")},
             "status": status, "question": w["question"], "raw_question": w["raw_question"], "words": w["words"],
-            "writer_reason": w["writer_reason"], "set_verdict": set_verdict, "alone_verdicts": alone,
+            "writer_reason": w["writer_reason"], "facts": w["facts"], "fact_chunk_ids": w["fact_chunk_ids"],
+            "fact_verdicts": fact_verdicts, "set_verdict": set_verdict, "alone_verdicts": alone,
             "missing": missing, "error": error, "writer_model": writer[0], "writer_prompt_hash": writer[1],
             "verifier_model": verifier[0], "verifier_prompt_hash": verifier[1], "temperature": temperature,
         })
     decisions = pl.DataFrame(rows, schema=DECISION_SCHEMA)
     return _mark_duplicates(decisions)
+
+
+def _fact_verdicts(owners: list[str], stated: dict[str, list[int]]) -> list[str]:
+    """stated / not_stated per fact, in facts order (``stated``: per chunk, the numbers of its own facts it states,
+    numbered from 1 in facts order)."""
+    seen: dict[str, int] = {}
+    verdicts = []
+    for cid in owners:
+        seen[cid] = seen.get(cid, 0) + 1
+        verdicts.append("stated" if seen[cid] in stated[cid] else "not_stated")
+    return verdicts
 
 
 def _mark_duplicates(decisions: pl.DataFrame) -> pl.DataFrame:

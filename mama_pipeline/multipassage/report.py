@@ -39,10 +39,12 @@ def render(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataF
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>mamaretrieval multi-passage track</title>"
              f"<style>{STYLE}</style></head><body><h1>mamaretrieval multi-passage track</h1>"]
     n_questions = int(board.filter(pl.col("tier") == "all")["n_queries"].max() or 0) if board.height else 0
-    parts.append(f"<p>{n_questions} verified questions, each needing two or three chunks (its required pieces). "
-                 "alpha-nDCG@k: one subtopic per piece (ndeval); R@k[pieces]: share of pieces in the top k; "
-                 "AllIn@k[pieces]: share of questions with every piece in the top k. Headline single-chunk "
-                 "measures run on the judge's labels with every piece counted relevant.</p>")
+    parts.append(f"<p>{n_questions} verified questions, each needing two or three chunks, with the facts a "
+                 "complete answer needs (its required pieces); every pooled chunk the judge found stating a fact is "
+                 "relevant to that fact. alpha-nDCG@k: one subtopic per fact (ndeval), a chunk repeating a fact "
+                 "ranked higher gains (1 - alpha) per repeat; R@k[pieces]: share of the facts stated in the top k; "
+                 "AllIn@k[pieces]: share of questions with every fact stated in the top k. Headline single-chunk "
+                 "measures run on the judge's relevance labels with the chunks of each set counted relevant.</p>")
     overall = board.filter(pl.col("tier") == "all")
     for track, caption in ((True, "Track measures (all questions)"), (False, "Single-chunk headline measures")):
         part = overall.filter(pl.col("track") == track)

@@ -1,7 +1,8 @@
 """The multi-passage scoreboard: track measures and the single-chunk headline measures, per tier, paired tests.
 
 Every retriever's ranking of the verified questions is scored on the track's
-qrels (:mod:`mama_pipeline.multipassage.measures`); means per retriever for all
+qrels (:mod:`mama_pipeline.multipassage.measures`: the facts qrels for the track
+measures, the graded relevance labels for the headline measures); means per retriever for all
 questions and per tier; paired tests between every two retrievers
 (:func:`mama_pipeline.evaluation.significance.pairwise_significance`: bootstrap
 CI, randomization test, exact McNemar on 0/1 measures, Holm across pairs), over
@@ -19,7 +20,7 @@ from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoring import PER_QUERY_SCHEMA, evaluate
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
-from mama_pipeline.multipassage.measures import graded_qrels, track_measure_names, track_values
+from mama_pipeline.multipassage.measures import fact_qrels, graded_qrels, track_measure_names, track_values
 from mama_pipeline.multipassage.settings import MultipassageSettings
 
 BOARD_SCHEMA = {
@@ -36,6 +37,7 @@ class TrackScores:
     board: pl.DataFrame  # BOARD_SCHEMA
     significance: pl.DataFrame  # TRACK_SIGNIFICANCE_SCHEMA
     qrels: pl.DataFrame  # the graded qrels
+    facts: pl.DataFrame  # the facts (diversity) qrels
     measures: list[str]
     retrievers: list[str]
 
@@ -55,12 +57,16 @@ def check_measures(mp: MultipassageSettings, ev: EvaluationSettings) -> None:
 def score_track(
     rankings: pl.DataFrame,
     labels: pl.DataFrame,
+    fact_labels: pl.DataFrame,
     questions: pl.DataFrame,
     retrievers: list[str],
     mp: MultipassageSettings,
     ev: EvaluationSettings,
 ) -> TrackScores:
-    """Scores of ``retrievers`` on the verified ``questions`` (query_id, chunk_ids, tier)."""
+    """Scores of ``retrievers`` on the verified ``questions`` (query_id, chunk_ids, fact_chunk_ids, tier).
+
+    ``labels``: relevance labels (query_id, chunk_id, score); ``fact_labels``: facts stated (query_id, chunk_id,
+    facts), both only the pairs labelled."""
     check_measures(mp, ev)
     track, headline = measure_names(mp, ev)
     questions = questions.sort("query_id")
@@ -69,7 +75,8 @@ def score_track(
     qrels = graded_qrels(labels, questions, ev.lenient)
     plan = mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade)
     single = evaluate(run, qrels, qids, plan, retrievers, "multipassage rankings", "multipassage labels").per_query
-    per_query = pl.concat([track_values(run, questions, retrievers, mp.cutoffs, mp.alpha), single])
+    facts = fact_qrels(questions, fact_labels)
+    per_query = pl.concat([track_values(run, facts, qids, retrievers, mp.cutoffs, mp.alpha), single])
     order = {m: i for i, m in enumerate(track + headline)}
     segments = pl.concat([
         questions.select("query_id", tier=pl.lit("all")),
@@ -89,7 +96,7 @@ def score_track(
                                                                  return_dtype=pl.Int64))
         .sort("_t", "_r", "position").select(list(BOARD_SCHEMA)).cast(BOARD_SCHEMA)
     )
-    return TrackScores(per_query, board, _significance(per_query, segments, retrievers, mp, ev), qrels,
+    return TrackScores(per_query, board, _significance(per_query, segments, retrievers, mp, ev), qrels, facts,
                        track + headline, retrievers)
 
 

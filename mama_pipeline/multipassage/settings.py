@@ -7,12 +7,14 @@ from mama_pipeline.llm.settings import LLMSettings
 from mama_pipeline.settings_base import Section
 
 STAGES = tuple(k for k in LLMSettings.model_fields if k != "embedded_server")
+EMBEDDING_KINDS = ("dense", "openai_embeddings")  # retriever kinds whose document vectors give the neighbours
 
 
 class MultipassageSettings(Section):
     # Candidate chunk sets. Section neighbours: runs of consecutive eligible chunks of one source whose
     # breadcrumbs agree on the first ``section_level`` levels. Cross-source sets: an anchor chunk with its
-    # nearest chunks from other sources under ``dense_retriever`` (a kind: dense entry of retrieval.retrievers).
+    # nearest chunks from other sources under ``dense_retriever`` (an embedding retriever of retrieval.retrievers:
+    # kind dense, a local model, or openai_embeddings, a served one).
     set_sizes: list[int] = Field(default_factory=lambda: [2, 3])
     section_level: int = Field(2, ge=1)
     dense_retriever: str = "minilm"
@@ -26,12 +28,14 @@ class MultipassageSettings(Section):
     # LLM stages (names of llm.* sections): the question writer and the verifying judge
     writer_stage: str = "query_writer"
     verifier_stage: str = "judge"
-    # Labels: a pool of the configured retrievers' top ``pool_depth`` plus every required piece
+    # Labels: a pool of the configured retrievers' top ``pool_depth`` plus every chunk of each question's set; the
+    # judge grades each pair's relevance and says which of the question's facts the chunk states
     pool_depth: int = Field(10, ge=1)
     pool_retrievers: list[str] = Field(default_factory=list)  # empty: every retriever
     # Measures
     cutoffs: list[int] = Field(default_factory=lambda: [3, 5, 10, 20])
-    alpha: float = Field(0.5, gt=0.0, lt=1.0)  # alpha-nDCG redundancy penalty
+    # alpha-nDCG: a chunk stating a fact already seen c times higher in the ranking gains (1 - alpha)^c for it
+    alpha: float = Field(0.5, gt=0.0, lt=1.0)
     significance_measures: list[str] = Field(
         default_factory=lambda: ["alpha_nDCG@10", "AllIn@10[pieces]", "R@10[pieces]", "Success(rel=3)@5"]
     )
@@ -63,9 +67,10 @@ class MultipassageSettings(Section):
 def check_against(mp: MultipassageSettings, retrievers: dict[str, str], tiers: list[str]) -> None:
     """Names this section shares with others: ``retrievers`` (name -> kind) and the corpus tiers."""
     kind = retrievers.get(mp.dense_retriever)
-    if kind != "dense":
+    if kind not in EMBEDDING_KINDS:
         found = "is not in retrieval.retrievers" if kind is None else f"is a {kind} retriever"
-        raise ValueError(f"multipassage.dense_retriever {mp.dense_retriever!r} {found}; it must name a dense one")
+        raise ValueError(f"multipassage.dense_retriever {mp.dense_retriever!r} {found}; it must name an embedding "
+                         f"retriever (kind {' or '.join(EMBEDDING_KINDS)})")
     unknown = sorted(set(mp.sets_per_source) - set(tiers))
     if unknown:
         raise ValueError(f"multipassage.sets_per_source names tiers {unknown} that corpus.tiers does not have")

@@ -52,7 +52,7 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration("robustness", ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"),
                   "mama_pipeline.robustness.release_config:robustness_part"),
     Configuration("multipassage", ("multipassage_questions", "multipassage_decisions", "multipassage_labels",
-                                   "multipassage_scoreboard", "multipassage_rankings"),
+                                   "multipassage_fact_labels", "multipassage_scoreboard", "multipassage_rankings"),
                   "mama_pipeline.multipassage.release_config:multipassage_part"),
 )
 

@@ -86,8 +86,8 @@ def main(out_path: str, rounds: int = 1) -> None:
         run(checked("multipassage_candidates", "multipassage_decisions", "multipassage_questions"))
         for name in load_settings().retrieval.retriever_names:
             run(dg.AssetSelection.assets("multipassage_rankings"), name)
-        run(checked("multipassage_pool", "multipassage_labels", "multipassage_scoreboard", "multipassage_per_query",
-                    "multipassage_significance", "multipassage_report"))
+        run(checked("multipassage_pool", "multipassage_labels", "multipassage_fact_labels", "multipassage_scoreboard",
+                    "multipassage_per_query", "multipassage_significance", "multipassage_report"))
         run(checked("mamaretrieval_release"))
     with open(out_path, "w") as fh:
         json.dump(report, fh, indent=1)

@@ -67,6 +67,7 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     checks = {k: v for s in first for k, v in s["checks"].items()}
     assert checks["candidates_are_well_formed"] and checks["only_verified_questions"]
     assert checks["pieces_pooled_and_labelled"] and checks["scoreboard_covers_every_question"]
+    assert checks["relevance_failures_under_bound"] and checks["fact_failures_under_bound"]
     assert checks["mamaretrieval_release_verifies"]
 
     db = Store(tmp_path / "data" / "mama.duckdb")
@@ -77,13 +78,21 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert decisions.height == candidates.filter(pl.col("status") == "sampled").height
     statuses = set(decisions["status"].to_list())
     assert "kept" in statuses and statuses & {"single_chunk_answers", "set_incomplete"}
-    # only verified questions are released, each with its set's chunks as required pieces
+    # only verified questions are released, each with its set's chunks in the pool
     kept = decisions.filter(pl.col("status") == "kept")
     assert sorted(questions["set_id"].to_list()) == sorted(kept["set_id"].to_list())
     assert questions["query_id"].to_list()[0] == "mq_00001"
     labels = db.read_table("multipassage_labels")
     pieces = questions.select("query_id", pl.col("chunk_ids").alias("chunk_id")).explode("chunk_id")
     assert pieces.join(labels.filter(pl.col("required_piece")), on=["query_id", "chunk_id"], how="anti").is_empty()
+    # each kept question carries its facts, each verified against the chunk of the set it came from
+    assert all(len(f) >= 2 and set(c) == set(ids) for f, c, ids in
+               questions.select("facts", "fact_chunk_ids", "chunk_ids").iter_rows())
+    fact_labels = db.read_table("multipassage_fact_labels")
+    assert fact_labels.select("query_id", "chunk_id").sort("query_id", "chunk_id").equals(
+        labels.select("query_id", "chunk_id").sort("query_id", "chunk_id"))  # every pooled pair, once
+    n_facts = dict(questions.select("query_id", pl.col("facts").list.len()).iter_rows())
+    assert all(1 <= f <= n_facts[q] for q, fs in fact_labels.select("query_id", "facts").iter_rows() for f in fs or [])
     rankings = db.read_table("multipassage_rankings")
     assert set(rankings["retriever"].unique()) == {"minilm", "minilm-q", "fused"}
     board = db.read_table("multipassage_scoreboard")
@@ -107,7 +116,9 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert section["figures"]["not_released"] == decisions.height - questions.height
     listed = {rel for rel in manifest["files"] if rel.startswith("multipassage/")}
     on_disk = {str(p.relative_to(folder)) for p in (folder / "multipassage").rglob("*") if p.is_file()}
-    assert listed == on_disk and "multipassage/pieces.diversity.txt" in listed  # the manifest covers every file
+    assert listed == on_disk and "multipassage/facts.diversity.txt" in listed  # the manifest covers every file
+    released = pl.read_parquet(folder / "multipassage" / "questions.parquet")
+    assert released["facts"].to_list() == questions.sort("query_id")["facts"].to_list()
     card = (folder / "README.md").read_text()
     assert "## Multi-passage configuration" in card and "config_name: multipassage_questions" in card
 
@@ -117,6 +128,11 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert all(s["success"] for s in second)
     assert fake_llm.stats()["chat_calls"] == calls
     meta = {k: v for s in second for k, v in s["metadata"].items()}
-    assert meta["multipassage_decisions"]["query_writer/cache_hits"] == meta["multipassage_decisions"]["query_writer/requests"]
+    for asset, calls in (("multipassage_decisions", ["write size 2:query_writer", "write size 3:query_writer",
+                                                     "verify:judge", "check 1 facts:judge"]),
+                         ("multipassage_fact_labels", [k[:-len("/requests")] for k in meta["multipassage_fact_labels"]
+                                                       if k.endswith("/requests")])):
+        assert calls  # every client call of the step was served from the cache
+        assert all(meta[asset][f"{c}/cache_hits"] == meta[asset][f"{c}/requests"] for c in calls)
     assert meta["multipassage_labels"]["new_labels"] == "0"
     assert json.loads((folder / "manifest.json").read_text())["files"] == manifest["files"]

@@ -33,7 +33,7 @@ def test_writer_and_verifier_answer_through_the_embedded_model(store, tmp_path):
                              resolve_urls=lambda: [url], smoke_test=True)
 
         w_tpl = writer_template(30, False)
-        w = client("query_writer").run(w_tpl, writer_model(False), writer_requests(SETS, CHUNKS, w_tpl))
+        w = client("query_writer").run(w_tpl, writer_model(False, 2), writer_requests(SETS, CHUNKS, w_tpl))
         written = written_questions(SETS, w.results, 30).with_columns(
             status=pl.lit("written"), question=pl.lit("Which drugs treat postpartum bleeding, and at what doses?"))
         v_tpl = verifier_template(False)
@@ -41,7 +41,7 @@ def test_writer_and_verifier_answer_through_the_embedded_model(store, tmp_path):
         v = client("judge").run(v_tpl, verifier_model(False), whole_set)
     (wr,), (vr,) = w.results, v.results
     assert w.calls == 1 and v.calls == 1 and vr.item_id == "ms_real|set"
-    for res, model in ((wr, writer_model(False)), (vr, verifier_model(False))):
+    for res, model in ((wr, writer_model(False, 2)), (vr, verifier_model(False))):
         assert res.completion_tokens > 0 and res.status in ("ok", "parse_failed"), res.error
         if res.ok:
             model.model_validate(res.value)

@@ -1,4 +1,4 @@
-"""Track measures against hand-computed values (ir_measures: pyndeval and pytrec_eval)."""
+"""Track measures against hand-computed values (ir_measures: pyndeval for the facts, pytrec_eval for the labels)."""
 from __future__ import annotations
 
 import math
@@ -7,14 +7,21 @@ import polars as pl
 import pytest
 
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.multipassage.measures import graded_qrels, piece_qrels, track_values
+from mama_pipeline.multipassage.measures import fact_qrels, graded_qrels, track_values
 from mama_pipeline.multipassage.scoreboard import score_track
 from mama_pipeline.multipassage.settings import MultipassageSettings
 
+# one fact per chunk of each set (fact n taken from the n-th chunk), unless a test says otherwise
 QUESTIONS = pl.DataFrame(
     {"query_id": ["mq_00001", "mq_00002", "mq_00003"], "chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]],
-     "tier": ["high", "high", "low"]},
+     "fact_chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]], "tier": ["high", "high", "low"]},
 )
+FACT_LABEL_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "facts": pl.List(pl.Int64)}
+NO_FACT_LABELS = pl.DataFrame(schema=FACT_LABEL_SCHEMA)
+
+
+def fact_labels(rows: list[tuple[str, str, list[int]]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=FACT_LABEL_SCHEMA, orient="row")
 
 
 def run_of(rankings: dict[str, list[str]], retriever: str = "r1") -> pl.DataFrame:
@@ -23,8 +30,10 @@ def run_of(rankings: dict[str, list[str]], retriever: str = "r1") -> pl.DataFram
                                       "rank": pl.Int64}, orient="row")
 
 
-def values(run: pl.DataFrame, cutoffs=(2, 4)) -> dict[tuple[str, str], float]:
-    v = track_values(run, QUESTIONS, ["r1"], list(cutoffs), 0.5)
+def values(run: pl.DataFrame, cutoffs=(2, 4), labels: pl.DataFrame = NO_FACT_LABELS,
+           alpha: float = 0.5) -> dict[tuple[str, str], float]:
+    qrels = fact_qrels(QUESTIONS, labels)
+    v = track_values(run, qrels, QUESTIONS["query_id"].to_list(), ["r1"], list(cutoffs), alpha)
     return {(q, m): x for _, q, m, x in v.iter_rows()}
 
 
@@ -48,7 +57,7 @@ def test_hand_computed_values():
         assert got[("mq_00003", m)] == 0.0  # nothing returned scores 0
 
 
-def test_redundant_documents_earn_nothing_and_order_matters():
+def test_a_perfect_ranking_scores_one_and_order_matters():
     perfect = values(run_of({"mq_00001": ["B", "A"]}), cutoffs=(2,))
     assert perfect[("mq_00001", "alpha_nDCG@2")] == pytest.approx(1.0)
     assert perfect[("mq_00001", "AllIn@2[pieces]")] == 1.0
@@ -56,9 +65,45 @@ def test_redundant_documents_earn_nothing_and_order_matters():
     assert late[("mq_00001", "alpha_nDCG@4")] == pytest.approx(dcg([3, 4]) / dcg([1, 2]))
 
 
-def test_piece_and_graded_qrels():
-    pieces = piece_qrels(QUESTIONS)
-    assert pieces.filter(pl.col("query_id") == "mq_00002")["iteration"].to_list() == ["0", "1", "2"]
+def test_alpha_weighs_a_chunk_that_repeats_a_fact():
+    """X states fact 1 as A does: ranked A, X, B, the repeat at rank 2 gains (1 - alpha), so alpha changes the value.
+
+    ndeval: gain of a document = sum over its facts of (1 - alpha)^(times the fact was seen above); DCG with
+    log2(1 + rank); the ideal ranking is built greedily (A or X, then B, then the repeat)."""
+    labels = fact_labels([("mq_00001", "X", [1]), ("mq_00001", "Y", [])])
+    run = run_of({"mq_00001": ["A", "X", "B"]})
+    got = {a: values(run, (2, 3), labels, alpha=a) for a in (0.1, 0.9)}
+    # alpha 0.1: DCG@3 = 1 + 0.9/log2(3) + 1/2 = 2.067837, ideal = 1 + 1/log2(3) + 0.9/2 = 2.080930
+    assert got[0.1][("mq_00001", "alpha_nDCG(alpha=0.1)@3")] == pytest.approx(2.0678368 / 2.0809298, abs=1e-6)
+    # alpha 0.9: DCG@3 = 1 + 0.1/log2(3) + 1/2 = 1.563093, ideal = 1 + 1/log2(3) + 0.1/2 = 1.680930
+    assert got[0.9][("mq_00001", "alpha_nDCG(alpha=0.9)@3")] == pytest.approx(1.5630930 / 1.6809298, abs=1e-6)
+    # @2: DCG = 1 + (1 - alpha)/log2(3), ideal = 1 + 1/log2(3)
+    assert got[0.1][("mq_00001", "alpha_nDCG(alpha=0.1)@2")] == pytest.approx(1.5678368 / 1.6309298, abs=1e-6)
+    assert got[0.9][("mq_00001", "alpha_nDCG(alpha=0.9)@2")] == pytest.approx(1.0630930 / 1.6309298, abs=1e-6)
+    for a in (0.1, 0.9):  # recall over facts: the repeat adds nothing, B brings fact 2 at rank 3
+        assert got[a][("mq_00001", "R@2[pieces]")] == pytest.approx(0.5)
+        assert got[a][("mq_00001", "AllIn@2[pieces]")] == 0.0
+        assert got[a][("mq_00001", "R@3[pieces]")] == 1.0 and got[a][("mq_00001", "AllIn@3[pieces]")] == 1.0
+
+
+def test_a_chunk_outside_the_set_stating_every_fact_covers_the_question():
+    labels = fact_labels([("mq_00001", "Z", [1, 2])])
+    got = values(run_of({"mq_00001": ["Z", "A"]}), (1, 2), labels)
+    assert got[("mq_00001", "R@1[pieces]")] == 1.0 and got[("mq_00001", "AllIn@1[pieces]")] == 1.0
+    assert got[("mq_00001", "alpha_nDCG@1")] == pytest.approx(1.0)  # gain 2 at rank 1, as the ideal's
+    # @2: A repeats fact 1: DCG = 2 + 0.5/log2(3); ideal = Z, then A or B (0.5 each): the same
+    assert got[("mq_00001", "alpha_nDCG@2")] == pytest.approx(1.0)
+
+
+def test_fact_qrels_list_every_chunk_stating_each_fact():
+    labels = fact_labels([("mq_00001", "X", [2]), ("mq_00001", "A", [1, 2]), ("mq_00002", "Q", [])])
+    rows = fact_qrels(QUESTIONS, labels).filter(pl.col("query_id") == "mq_00001").select("iteration", "doc_id")
+    assert sorted(rows.iter_rows()) == [("1", "A"), ("2", "A"), ("2", "B"), ("2", "X")]
+    with pytest.raises(ValueError, match=r"\(mq_00001, X\) names fact 3 of a question with 2 facts"):
+        fact_qrels(QUESTIONS, fact_labels([("mq_00001", "X", [3])]))
+
+
+def test_graded_qrels():
     labels = pl.DataFrame({"query_id": ["mq_00001", "mq_00001", "mq_00001"], "chunk_id": ["A", "B", "X"],
                            "score": [6, 1, 4]})
     graded = {(q, d): r for q, d, r in graded_qrels(labels, QUESTIONS, 3).iter_rows()}
@@ -77,7 +122,7 @@ def test_scoreboard_means_per_tier_and_paired_tests():
     mp = MultipassageSettings(cutoffs=[3], significance_measures=["AllIn@3[pieces]", "alpha_nDCG@3"],
                               headline_measure="AllIn@3[pieces]")
     ev = EvaluationSettings(cutoffs=[3], resamples=200)
-    scores = score_track(rankings, labels, QUESTIONS, ["good", "weak"], mp, ev)
+    scores = score_track(rankings, labels, NO_FACT_LABELS, QUESTIONS, ["good", "weak"], mp, ev)
     board = {(t, r, m): x for t, r, m, x in scores.board.select("tier", "retriever", "measure", "mean").iter_rows()}
     assert board[("all", "good", "AllIn@3[pieces]")] == pytest.approx(1.0)
     assert board[("all", "weak", "AllIn@3[pieces]")] == 0.0
@@ -93,7 +138,7 @@ def test_scoreboard_means_per_tier_and_paired_tests():
 def test_unknown_significance_measure_is_named():
     mp = MultipassageSettings(significance_measures=["nope@3"])
     with pytest.raises(ValueError, match="nope@3"):
-        score_track(pl.DataFrame(), pl.DataFrame(), QUESTIONS, ["a", "b"], mp, EvaluationSettings())
+        score_track(pl.DataFrame(), pl.DataFrame(), NO_FACT_LABELS, QUESTIONS, ["a", "b"], mp, EvaluationSettings())
 
 
 def test_no_verified_questions_gives_an_empty_scoreboard_not_an_error():
@@ -101,5 +146,6 @@ def test_no_verified_questions_gives_an_empty_scoreboard_not_an_error():
     rankings = pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
                                     "chunk_id": pl.String, "score": pl.Float64})
     labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
-    scores = score_track(rankings, labels, empty_q, ["a", "b"], MultipassageSettings(), EvaluationSettings())
+    scores = score_track(rankings, labels, NO_FACT_LABELS, empty_q, ["a", "b"], MultipassageSettings(),
+                         EvaluationSettings())
     assert scores.board.is_empty() and scores.per_query.is_empty() and scores.significance.is_empty()

@@ -7,11 +7,15 @@ CREATE TABLE IF NOT EXISTS multipassage_decisions (
     source                VARCHAR NOT NULL,
     tier                  VARCHAR NOT NULL,
     status                VARCHAR NOT NULL,  -- kept | writer_failed | no_question | empty_question | too_long |
-                                             -- verifier_failed | single_chunk_answers | set_incomplete | duplicate_question
+                                             -- facts_missing | verifier_failed | fact_not_stated |
+                                             -- single_chunk_answers | set_incomplete | duplicate_question
     question              VARCHAR,
     raw_question          VARCHAR,
     words                 BIGINT,
     writer_reason         VARCHAR,
+    facts                 VARCHAR[],         -- the facts a complete answer needs, passage by passage
+    fact_chunk_ids        VARCHAR[],         -- the chunk each fact was taken from, in facts order
+    fact_verdicts         VARCHAR[],         -- stated | not_stated per fact (the verifier, fact against its chunk)
     set_verdict           VARCHAR,           -- complete | partial | none (the set as a whole)
     alone_verdicts        VARCHAR[],         -- one per chunk, in chunk_ids order
     missing               VARCHAR,

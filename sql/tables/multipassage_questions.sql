@@ -3,7 +3,9 @@ CREATE TABLE IF NOT EXISTS multipassage_questions (
     query_id              VARCHAR NOT NULL PRIMARY KEY,  -- mq_NNNNN
     query_text            VARCHAR NOT NULL,
     set_id                VARCHAR NOT NULL UNIQUE,
-    chunk_ids             VARCHAR[] NOT NULL,            -- the required pieces (provenance and labels)
+    chunk_ids             VARCHAR[] NOT NULL,            -- the set (provenance; relevant for the headline measures)
+    facts                 VARCHAR[] NOT NULL,            -- the facts a complete answer needs (the track's subtopics)
+    fact_chunk_ids        VARCHAR[] NOT NULL,            -- the chunk of the set each fact was taken from
     kind                  VARCHAR NOT NULL,
     size                  BIGINT NOT NULL,
     source                VARCHAR NOT NULL,

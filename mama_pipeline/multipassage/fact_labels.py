@@ -1,0 +1,62 @@
+"""Fact labels of the track: for every pooled (question, chunk) pair, which of the question's facts the chunk states.
+
+One request per pair (the question, its numbered facts, the chunk), through the shared
+cached client, with an answer schema per number of facts (fact numbers 1..n only), so
+a re-run asks nothing that was answered before. Every pair ends ``labelled`` with the
+numbers of the facts stated (possibly none) or ``failed`` with its reason; a failed
+answer never becomes a label.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from mama_pipeline.llm.client import LLMClient, LLMRequest, RunReport
+from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.multipassage.prompts import facts_stated_model, render_facts, render_passages
+
+FACT_LABEL_SCHEMA = {
+    "query_id": pl.String, "chunk_id": pl.String, "required_piece": pl.Boolean,
+    "status": pl.String,  # labelled | failed
+    "failure_reason": pl.String,
+    "facts": pl.List(pl.Int64),  # numbers (from 1) of the question's facts the chunk states; null when failed
+    "judge_model": pl.String, "prompt_hash": pl.String,
+}
+
+
+def label_facts(
+    client: LLMClient, template: PromptTemplate, reasoning_field: bool, pool: pl.DataFrame, questions: pl.DataFrame,
+    chunks: dict[str, dict],
+) -> tuple[pl.DataFrame, dict[int, RunReport]]:
+    """Fact labels of every pair of ``pool`` (query_id, chunk_id, is_seed), one client call per number of facts.
+
+    ``questions``: query_id, query_text, facts; ``chunks``: chunk id -> source, section, text.
+    """
+    pairs = pool.select("query_id", "chunk_id", pl.col("is_seed").alias("required_piece")).join(
+        questions.select("query_id", "query_text", "facts"), on="query_id", how="left").sort("query_id", "chunk_id")
+    rows, reports = [], {}
+    unknown = pairs.filter(pl.col("facts").is_null() | ~pl.col("chunk_id").is_in(list(chunks)))
+    for q, c, piece, facts in unknown.select("query_id", "chunk_id", "required_piece", "facts").iter_rows():
+        why = "query_id not in the questions table" if facts is None else "chunk_id not in the current corpus"
+        rows.append(_row(q, c, piece, "failed", why, None, client.model, template.hash))
+    asked = pairs.join(unknown.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti")
+    for (n,), part in asked.with_columns(n=pl.col("facts").list.len()).sort("n", "query_id", "chunk_id").group_by(
+            "n", maintain_order=True):
+        records = part.to_dicts()
+        requests = [LLMRequest(f"{r['query_id']}|{r['chunk_id']}", template.render(
+            question=r["query_text"], facts=render_facts(r["facts"]), passages=render_passages([chunks[r["chunk_id"]]])))
+            for r in records]
+        report = client.run(template, facts_stated_model(reasoning_field, n), requests)
+        reports[n] = report
+        for r, res in zip(records, report.results):
+            if res.ok:
+                rows.append(_row(r["query_id"], r["chunk_id"], r["required_piece"], "labelled", None,
+                                 sorted(set(res.value["facts"])), client.model, template.hash))
+            else:
+                rows.append(_row(r["query_id"], r["chunk_id"], r["required_piece"], "failed",
+                                 f"{res.status}: {res.error}", None, client.model, template.hash))
+    return pl.DataFrame(rows, schema=FACT_LABEL_SCHEMA).sort("query_id", "chunk_id"), reports
+
+
+def _row(q, c, piece, status, reason, facts, model, prompt_hash) -> dict:
+    return {"query_id": q, "chunk_id": c, "required_piece": piece, "status": status, "failure_reason": reason,
+            "facts": facts, "judge_model": model, "prompt_hash": prompt_hash}
