@@ -6,7 +6,8 @@ from pydantic import Field, field_validator
 from mama_pipeline.llm.settings import LLMSettings
 from mama_pipeline.settings_base import Section
 
-STAGES = tuple(k for k in LLMSettings.model_fields if k != "embedded_server")
+# stages that always exist (an optional stage such as cross_model_judge may be unset, so it cannot write or verify)
+STAGES = tuple(k for k, f in LLMSettings.model_fields.items() if k != "embedded_server" and f.default is not None)
 EMBEDDING_KINDS = ("dense", "openai_embeddings")  # retriever kinds whose document vectors give the neighbours
 
 

@@ -50,3 +50,11 @@ def test_neighbours_from_a_served_encoder_are_the_nearest_by_cosine(store, tmp_p
     calls = fake_llm.stats()["embeddings_calls"]
     again, stats = dense_neighbours(store, encoder, chunks, [anchor], 3)
     assert again.equals(got) and stats.cached == len(TEXTS) and fake_llm.stats()["embeddings_calls"] == calls
+
+
+def test_an_optional_llm_stage_cannot_write_or_verify_the_questions():
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError, match="'cross_model_judge' is not an LLM stage"):
+        MultipassageSettings(verifier_stage="cross_model_judge")
+    assert MultipassageSettings(verifier_stage="reference_judge").verifier_stage == "reference_judge"
