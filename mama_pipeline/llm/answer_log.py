@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import polars as pl
 
 from mama_pipeline.store import Store
+from mama_pipeline.store.duckdb_store import ddl_path
 
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
@@ -57,7 +58,8 @@ class LogFile:
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
         while True:  # a recoverer may delete the file between its creation and the lock: then make another
-            self.path = directory / f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+            started = dt.datetime.now(dt.timezone.utc)  # names sort oldest first
+            self.path = directory / f"{started:%Y%m%dT%H%M%S%f}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             if os.fstat(self.fd).st_nlink:
@@ -77,6 +79,10 @@ class LogFile:
     def discard(self) -> None:
         """Delete the file once its rows are in the cache (still locked while it is deleted)."""
         os.unlink(self.path)
+        os.close(self.fd)
+
+    def release(self) -> None:
+        """Give the file up unfolded (its fold failed): the next run's :func:`recover` folds it."""
         os.close(self.fd)
 
 
@@ -116,6 +122,7 @@ def fold(store: Store, rows: list[dict[str, Any]], failures: Sequence[tuple] = (
         return
     with store.connect(write=True) as con:
         for table, frame in frames.items():
+            con.execute(ddl_path(table).read_text())  # CREATE TABLE IF NOT EXISTS: a recoverer may come first
             con.register("_rows", frame.to_arrow())
             verb = "INSERT OR REPLACE" if table == CACHE_TABLE else "INSERT"
             con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _rows")

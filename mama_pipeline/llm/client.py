@@ -387,7 +387,12 @@ class LLMClient:
     def _fold(self, file: LogFile | None, failures: list[tuple]) -> float:
         """Write a log file's rows and the transport failures to the cache, then delete the file; seconds taken."""
         started = time.perf_counter()
-        fold(self.store, file.rows if file else [], failures)
+        try:
+            fold(self.store, file.rows if file else [], failures)
+        except BaseException:
+            if file:
+                file.release()
+            raise
         if file:
             file.discard()
         return time.perf_counter() - started
@@ -439,9 +444,11 @@ class LLMClient:
             # about WRITE_SHARE of the run and at least fold_every_s apart. The last fold is awaited at the end.
             folding: asyncio.Future | None = None
             next_fold = time.perf_counter() + self.fold_every_s
+            next_flush = time.perf_counter() + self.flush_every_s
             while not finished.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(finished.wait(), self.flush_every_s)
+                with contextlib.suppress(TimeoutError):  # a steady cadence: the append's own time is not added
+                    await asyncio.wait_for(finished.wait(), max(0.0, next_flush - time.perf_counter()))
+                next_flush = time.perf_counter() + self.flush_every_s
                 if pending:
                     await asyncio.to_thread(log.append, take(pending))
                 if folding is not None and folding.done():
