@@ -13,8 +13,8 @@ Every ``flush_every_s`` new answers are appended to an fsync'd answer log, a che
 append whose cost does not grow with the cache; the log is folded into the DuckDB
 cache in batches (spaced out when writes grow slow), all before a run returns, and a
 killed process's log is folded by the next run before it looks anything up
-(:mod:`mama_pipeline.llm.answer_log`). A kill thus re-asks what was in flight and at
-most the answers of the last ``flush_every_s``. Plain-http
+(:mod:`mama_pipeline.llm.answer_log`). A kill thus re-asks what was in flight and
+the answers of about the last ``flush_every_s``. Plain-http
 endpoints are reached through a lean transport (:mod:`mama_pipeline.llm.http_transport`).
 """
 from __future__ import annotations
