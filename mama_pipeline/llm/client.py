@@ -318,8 +318,6 @@ class LLMClient:
         report = RunReport(
             self.stage, self.model, self.endpoint, template.id, template.hash, [], smoke_test=self.smoke_test
         )
-        for line in recover(self.store):  # answers a killed process got are in the cache before anything is looked up
-            self._log(f"{self.stage}: {line}")
         cached = self._lookup(set(keys))
         todo: dict[str, LLMRequest] = {}
         for key, req in zip(keys, requests):
@@ -340,6 +338,8 @@ class LLMClient:
 
     # -- cache --------------------------------------------------------------
     def _lookup(self, keys: set[str]) -> dict[str, LLMResult]:
+        for line in recover(self.store):  # what a killed process got is in the cache before anything is looked up
+            self._log(f"{self.stage}: {line}")
         if not keys:
             return {}
         wanted = pl.DataFrame({"cache_key": sorted(keys)}).to_arrow()

@@ -100,3 +100,34 @@ def test_the_last_answer_of_a_key_wins_over_older_logs_and_the_cache(store):
     (folder / "20260101T000002000000-3-cccccccc.jsonl").write_text(json.dumps(row("k2", "re-asked later")) + "\n")
     recover(store)
     assert cached(store)["k2"][0] == "re-asked later"  # as a retried parse failure replaces its cached answer
+
+
+RECOVERER = """
+import sys, time
+from pathlib import Path
+from mama_pipeline.llm.answer_log import recover
+from mama_pipeline.store import Store
+print("ready", flush=True)
+while not Path(sys.argv[2]).exists():
+    time.sleep(0.001)
+print("\\n".join(recover(Store(sys.argv[1]))))
+"""
+
+
+def test_recoverers_racing_on_the_same_logs_fold_each_file_once(store, tmp_path):
+    folder = store.path.parent / "mama.duckdb.answers"
+    folder.mkdir()
+    names = [f"20260101T0000{n:02d}000000-{n}-0000abcd.jsonl" for n in range(20)]
+    for n, name in enumerate(names):
+        (folder / name).write_text(json.dumps(row(f"k{n}", f"answer {n}")) + "\n")
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", RECOVERER, str(store.path), str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    assert [p.stdout.readline() for p in procs] == ["ready\n"] * 4
+    go.touch()  # all four start within a millisecond or so
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    reported = [line.rsplit(" ", 1)[1] for out, _ in outs for line in out.splitlines() if line]
+    assert sorted(reported) == names  # every file recovered, by one recoverer only
+    assert cached(store) == {f"k{n}": (f"answer {n}", "2026-01-02 03:04:05.000006") for n in range(20)}
+    assert not list(folder.iterdir())
