@@ -38,6 +38,9 @@ FAILURE_COLUMNS = {
     "cache_key": pl.String, "stage": pl.String, "item_id": pl.String, "error": pl.String,
     "attempts": pl.Int32, "created_at": pl.Datetime("us"),
 }
+_NOT_NULL = {"cache_key", "stage", "endpoint", "model", "template_id", "template_hash", "schema_hash", "status",
+             "attempts", "created_at"}  # as in sql/tables/llm_responses.sql
+_JSON_TYPES = {pl.String: str, pl.Int64: int, pl.Int32: int, pl.Float64: (int, float)}
 LOG_SUFFIX = ".answers"  # the log folder sits beside the database file: mama.duckdb.answers/
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # created_at in a log line (UTC, as the cache stores it), written by Python
 TIME_PARSE = "%Y-%m-%d %H:%M:%S%.f"  # and read by polars (chrono)
@@ -142,11 +145,30 @@ def read_rows(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[str]]
             row = json.loads(line)
         except ValueError:
             row = None
-        if not isinstance(row, dict) or set(row) != set(CACHE_COLUMNS):
+        if not _is_cache_row(row):
             notes.append(f"{path}:{number}: not a cache row, skipped")
             continue
         rows.append(row)
     return rows, notes
+
+
+def _is_cache_row(row: Any) -> bool:
+    """A JSON value with the cache's columns, each of its type, and a value in each NOT NULL column."""
+    if not isinstance(row, dict) or set(row) != set(CACHE_COLUMNS):
+        return False
+    for name, dtype in CACHE_COLUMNS.items():
+        value = row[name]
+        if value is None:
+            if name in _NOT_NULL:
+                return False
+        elif name == "created_at":
+            try:
+                dt.datetime.strptime(value, TIME_FORMAT)
+            except (TypeError, ValueError):
+                return False
+        elif isinstance(value, bool) or not isinstance(value, _JSON_TYPES[dtype]):
+            return False
+    return True
 
 
 def recover(store: Store) -> list[str]:

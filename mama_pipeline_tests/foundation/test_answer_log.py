@@ -85,17 +85,19 @@ def test_a_live_process_log_is_left_alone_and_folded_once_it_is_killed(store):
     assert recover(store) == []  # nothing is folded twice
 
 
-def test_the_last_answer_of_a_key_wins_over_older_logs_and_the_cache(store):
+def test_the_last_answer_of_a_key_wins_and_lines_that_are_no_cache_rows_are_skipped(store):
     folder = store.path.parent / "mama.duckdb.answers"
     folder.mkdir()
-    (folder / "20260101T000000000000-1-aaaaaaaa.jsonl").write_text(
-        json.dumps(row("k1", "oldest")) + "\n" + "not json at all\n" + json.dumps(row("k2", "only")) + "\n")
+    lines = [json.dumps(row("k1", "oldest")), "not json at all", json.dumps(row("k2", "only")),
+             json.dumps({**row("k3", "bad"), "attempts": "one"}), json.dumps({**row("k4", "bad"), "model": None}),
+             json.dumps({**row("k5", "bad"), "created_at": "yesterday"})]  # lines 2, 4, 5 and 6 are no cache rows
+    (folder / "20260101T000000000000-1-aaaaaaaa.jsonl").write_text("\n".join(lines) + "\n")
     (folder / "20260101T000001000000-2-bbbbbbbb.jsonl").write_text(
         json.dumps(row("k1", "newest", "2026-01-01 00:00:01.000000")) + "\n")
-    lines = recover(store)
-    assert lines == [f"{folder}/20260101T000000000000-1-aaaaaaaa.jsonl:2: not a cache row, skipped",
-                     "2 answers of a killed run recovered from 20260101T000000000000-1-aaaaaaaa.jsonl",
-                     "1 answers of a killed run recovered from 20260101T000001000000-2-bbbbbbbb.jsonl"]
+    skipped = [f"{folder}/20260101T000000000000-1-aaaaaaaa.jsonl:{n}: not a cache row, skipped" for n in (2, 4, 5, 6)]
+    assert recover(store) == skipped + [
+        "2 answers of a killed run recovered from 20260101T000000000000-1-aaaaaaaa.jsonl",
+        "1 answers of a killed run recovered from 20260101T000001000000-2-bbbbbbbb.jsonl"]
     assert cached(store) == {"k1": ("newest", "2026-01-01 00:00:01"), "k2": ("only", "2026-01-02 03:04:05.000006")}
     (folder / "20260101T000002000000-3-cccccccc.jsonl").write_text(json.dumps(row("k2", "re-asked later")) + "\n")
     recover(store)
