@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mama_pipeline.llm.answer_log import fold
 from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, cache_key, decoding_params, schema_of
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
@@ -78,7 +79,7 @@ def prefill(store: Store, client: LLMClient, reqs: list[LLMRequest]) -> None:
                   value={"reasoning": "cached", "d2": 1}, raw_text='{"reasoning": "cached", "d2": 1}', attempts=1)
         for r in reqs
     ]
-    client._persist([(row, TPL, "bench", row.item_id) for row in rows])
+    fold(store, [client._row(row, TPL, "bench") for row in rows])
 
 
 if __name__ == "__main__":

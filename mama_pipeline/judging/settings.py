@@ -9,7 +9,8 @@ from mama_pipeline.settings_base import Section
 class JudgingSettings(Section):
     shards: int = Field(4, ge=1)  # query shards = partitions of the judged_labels asset
     batch_pairs: int = Field(16384, ge=1)  # pairs per client run; labels are committed after each
-    # (answers are cached every half second regardless, so a killed run re-asks nothing it got)
+    # (answers reach the client's answer log every half second regardless: a kill re-asks what was in flight
+    # and at most the last half second or so of answers)
     lenient_cut: int = Field(3, ge=1, le=6)
     strict_cut: int = Field(5, ge=1, le=6)
     pilot_size: int = Field(60, ge=1)  # pairs the reference judge labels

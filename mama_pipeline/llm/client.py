@@ -9,15 +9,18 @@ afterwards unless ``retry_parse_failed``). An HTTP 200 whose body is an error
 object is a transport failure. Endpoints that stop answering are marked down,
 probed and resumed (:mod:`mama_pipeline.llm.endpoints`). A failure is never turned
 into a value: callers get every failure listed in the :class:`RunReport`.
-Answers are written to the cache in batches (every ``flush_every_s``, spaced out
-when writes grow slow) and all are written before a run returns; answers not yet
-written when a process is killed are asked again by the next run. Plain-http
+Every ``flush_every_s`` new answers are appended to an fsync'd answer log, a cheap
+append whose cost does not grow with the cache; the log is folded into the DuckDB
+cache in batches (spaced out when writes grow slow), all before a run returns, and a
+killed process's log is folded by the next run before it looks anything up
+(:mod:`mama_pipeline.llm.answer_log`). A kill thus re-asks what was in flight and
+the answers of about the last ``flush_every_s``. Plain-http
 endpoints are reached through a lean transport (:mod:`mama_pipeline.llm.http_transport`).
 """
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
+import contextlib
 import hashlib
 import json
 import os
@@ -30,6 +33,9 @@ import openai
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
+from mama_pipeline.llm.answer_log import (
+    CACHE_TABLE, FAILURE_TABLE, AnswerLog, LogFile, fold, log_dir, now_utc, recover,
+)
 from mama_pipeline.llm.budget import BudgetExceeded, budget_breach
 from mama_pipeline.llm.endpoints import EndpointPool, EndpointsDown, Outage, backoff_delay
 from mama_pipeline.llm.prompts import PromptTemplate
@@ -37,23 +43,10 @@ from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.llm.tokens import TokenCounter, counter_for
 from mama_pipeline.store import Store
 
-CACHE_TABLE = "llm_responses"
-FAILURE_TABLE = "llm_failures"
-CACHE_COLUMNS = {
-    "cache_key": pl.String, "stage": pl.String, "endpoint": pl.String, "model": pl.String,
-    "template_id": pl.String, "template_hash": pl.String, "schema_hash": pl.String, "status": pl.String,
-    "raw_text": pl.String, "reasoning": pl.String, "parsed_json": pl.String, "error": pl.String,
-    "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cached_tokens": pl.Int64, "attempts": pl.Int32,
-    "latency_s": pl.Float64, "created_at": pl.Datetime("us"),
-}
-FAILURE_COLUMNS = {
-    "cache_key": pl.String, "stage": pl.String, "item_id": pl.String, "error": pl.String,
-    "attempts": pl.Int32, "created_at": pl.Datetime("us"),
-}
 NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
 RETRY_PARSE_FAILED_ENV = "MAMA_RETRY_PARSE_FAILED"  # "1": every stage re-asks cached parse failures
 POOL_SIZE = 8  # concurrent requests per httpx connection pool (https or proxied endpoints)
-WRITE_SHARE = 0.1  # cache writes are spaced so that they take about this share of a run's time at most
+WRITE_SHARE = 0.1  # folds into the DuckDB cache are spaced so that they take about this share of a run's time at most
 
 
 @dataclass(frozen=True)
@@ -285,6 +278,7 @@ class LLMClient:
         log: Callable[[str], None] | None = None,
         progress_every_s: float = 10.0,
         flush_every_s: float = 0.5,
+        fold_every_s: float = 5.0,
         smoke_test: bool = False,
         retry_parse_failed: bool = False,
     ):
@@ -296,7 +290,8 @@ class LLMClient:
         self._resolve_urls = resolve_urls
         self._log = log or (lambda _msg: None)
         self.progress_every_s = progress_every_s
-        self.flush_every_s = flush_every_s
+        self.flush_every_s = flush_every_s  # answers reach the (fsync'd) answer log at least this often
+        self.fold_every_s = fold_every_s  # and are folded into the DuckDB cache at most this often
         self.smoke_test = smoke_test
         # re-ask answers cached as parse_failed: the argument, the stage setting, or the command line's option
         self.retry_parse_failed = (retry_parse_failed or settings.retry_parse_failed
@@ -404,6 +399,8 @@ class LLMClient:
 
     # -- cache --------------------------------------------------------------
     def _lookup(self, keys: set[str]) -> dict[str, LLMResult]:
+        for line in recover(self.store):  # what a killed process got is in the cache before anything is looked up
+            self._log(f"{self.stage}: {line}")
         if not keys:
             return {}
         wanted = pl.DataFrame({"cache_key": sorted(keys)}).to_arrow()
@@ -436,37 +433,30 @@ class LLMClient:
             )
         return out
 
-    def _persist(self, rows: list[tuple[LLMResult, PromptTemplate, str, str]]) -> None:
-        answers = [(r, t, sh) for r, t, sh, _ in rows if r.status != "transport_failed"]
-        failures = [(r, item) for r, _, _, item in rows if r.status == "transport_failed"]
-        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        frames = {}
-        if answers:
-            frames[CACHE_TABLE] = pl.DataFrame(
-                [
-                    (
-                        r.cache_key, self.stage, self.endpoint, self.model, t.id, t.hash, sh,
-                        r.status, r.raw_text, r.reasoning,
-                        None if r.value is None else _canonical(r.value), r.error,
-                        r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.attempts, r.latency_s, now,
-                    )
-                    for r, t, sh in answers
-                ],
-                schema=CACHE_COLUMNS,
-                orient="row",
-            )
-        if failures:
-            frames[FAILURE_TABLE] = pl.DataFrame(
-                [(r.cache_key, self.stage, item, r.error or "", r.attempts, now) for r, item in failures],
-                schema=FAILURE_COLUMNS,
-                orient="row",
-            )
-        with self.store.connect(write=True) as con:
-            for table, frame in frames.items():
-                con.register("_rows", frame.to_arrow())
-                verb = "INSERT OR REPLACE" if table == CACHE_TABLE else "INSERT"
-                con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _rows")
-                con.unregister("_rows")
+    def _row(self, res: LLMResult, template: PromptTemplate, schema_hash: str) -> dict[str, Any]:
+        """The cache row of an answer, as the answer log and ``llm_responses`` hold it."""
+        return {
+            "cache_key": res.cache_key, "stage": self.stage, "endpoint": self.endpoint, "model": self.model,
+            "template_id": template.id, "template_hash": template.hash, "schema_hash": schema_hash,
+            "status": res.status, "raw_text": res.raw_text, "reasoning": res.reasoning,
+            "parsed_json": None if res.value is None else _canonical(res.value), "error": res.error,
+            "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
+            "cached_tokens": res.cached_tokens, "attempts": res.attempts, "latency_s": res.latency_s,
+            "created_at": now_utc(),
+        }
+
+    def _fold(self, file: LogFile | None, failures: list[tuple]) -> float:
+        """Write a log file's rows and the transport failures to the cache, then delete the file; seconds taken."""
+        started = time.perf_counter()
+        try:
+            fold(self.store, file.rows if file else [], failures)
+        except BaseException:
+            if file:
+                file.release()
+            raise
+        if file:
+            file.discard()
+        return time.perf_counter() - started
 
     # -- HTTP ---------------------------------------------------------------
     async def _ask_all(
@@ -486,45 +476,58 @@ class LLMClient:
             "type": "json_schema",
             "json_schema": {"name": output_model.__name__, "schema": schema, "strict": True},
         }
-        pending: list[tuple[LLMResult, PromptTemplate, str, str]] = []
+        pending: list[dict[str, Any]] = []  # cache rows of answers not yet in the log
+        failures: list[tuple] = []  # transport failures, written to the cache with the next fold
         progress = _Progress(total=len(todo))
         results: dict[str, LLMResult] = {}
 
         async def one(key: str, req: LLMRequest) -> None:
             res = await self._ask(endpoints, key, req, output_model, response_format, report)
             results[key] = res
-            pending.append((res, template, schema_hash, req.item_id))
+            if res.status == "transport_failed":
+                failures.append((key, self.stage, req.item_id, res.error or "", res.attempts, now_utc()))
+            else:
+                pending.append(self._row(res, template, schema_hash))
             progress.done += 1
             progress.failed += not res.ok
 
-        last_write_s = 0.0
+        log = AnswerLog(log_dir(self.store))
+        finished = asyncio.Event()
 
-        async def flusher() -> None:
-            while True:
-                # a write's cost grows with the cache (DuckDB checkpoints the table when the connection closes):
-                # waiting longer after a slow write keeps writes to about WRITE_SHARE of the run
-                await asyncio.sleep(max(self.flush_every_s, last_write_s * (1 / WRITE_SHARE - 1)))
-                await flush()
+        def take(rows: list) -> list:
+            batch = rows[:]
+            del rows[: len(batch)]
+            return batch
 
-        writes: list[asyncio.Future] = []  # cache writes: shielded from the flusher's cancel, awaited at the end
-
-        async def flush() -> None:
-            nonlocal last_write_s
-            if pending:
-                batch = pending[:]
-                del pending[: len(batch)]
-                started = time.perf_counter()
-                write = asyncio.ensure_future(asyncio.to_thread(self._persist, batch))
-                writes.append(write)
-                await asyncio.shield(write)
-                last_write_s = time.perf_counter() - started
+        async def keeper() -> None:
+            # every flush_every_s the new answers are appended to the log (durable; the append's cost does not
+            # grow with the cache); a fold into DuckDB (whose cost does) runs beside it, spaced so that folds take
+            # about WRITE_SHARE of the run and at least fold_every_s apart. The last fold is awaited at the end.
+            folding: asyncio.Future | None = None
+            next_fold = time.perf_counter() + self.fold_every_s
+            next_flush = time.perf_counter() + self.flush_every_s
+            while not finished.is_set():
+                with contextlib.suppress(TimeoutError):  # a steady cadence: the append's own time is not added
+                    await asyncio.wait_for(finished.wait(), max(0.0, next_flush - time.perf_counter()))
+                next_flush = time.perf_counter() + self.flush_every_s
+                if pending:
+                    await asyncio.to_thread(log.append, take(pending))
+                if folding is not None and folding.done():
+                    folding, took = None, folding.result()
+                    next_fold = max(next_fold, time.perf_counter() + took * (1 / WRITE_SHARE - 1))
+                if folding is None and time.perf_counter() >= next_fold:
+                    folding = asyncio.ensure_future(asyncio.to_thread(self._fold, log.rotate(), take(failures)))
+                    next_fold = time.perf_counter() + self.fold_every_s
+            if folding is not None:
+                await folding
+            await asyncio.to_thread(self._fold, log.rotate(), take(failures))
 
         async def reporter() -> None:
             while True:
                 await asyncio.sleep(self.progress_every_s)
                 self._log(self._progress_line(progress))
 
-        background = [asyncio.create_task(flusher()), asyncio.create_task(reporter())]
+        keeping, reporting = asyncio.create_task(keeper()), asyncio.create_task(reporter())
         try:
             # a bounded pool of workers, not one task per request: memory stays flat for any run size
             pending_items = iter(todo.items())
@@ -536,13 +539,14 @@ class LLMClient:
             n_workers = min(len(todo), 2 * self.s.concurrency * len(urls))
             await asyncio.gather(*(worker() for _ in range(n_workers)))
         finally:
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
-            await flush()
-            await asyncio.gather(*writes)  # a write still queued when the flusher was cancelled must not be lost
-            await endpoints.close()
-            report.outages += endpoints.outages
+            reporting.cancel()
+            await asyncio.gather(reporting, return_exceptions=True)
+            finished.set()
+            try:
+                await keeping  # every answer is in the cache before the run returns
+            finally:
+                await endpoints.close()
+                report.outages += endpoints.outages
         self._log(self._progress_line(progress))
         return results
 
