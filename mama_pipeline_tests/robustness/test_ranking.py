@@ -42,6 +42,13 @@ def test_a_reranker_whose_base_run_is_not_ranked_is_refused_in_one_line(chosen, 
     assert str(err.value) == message
 
 
+def test_a_fusion_and_a_reranker_reading_each_other_are_refused():
+    r = registry(BM25, {"name": "fused", "kind": "rrf", "params": {"runs": ["bm25", "ce"]}},
+                 {"name": "ce", "kind": "rerank", "params": {"run": "fused", "depth": 4, "backend": CE}})
+    with pytest.raises(ValueError, match=r"^robustness: retrievers \['fused', 'ce'\] read each other's rankings"):
+        retriever_order(r, [])
+
+
 @pytest.mark.slow
 def test_a_reranker_listed_first_reranks_the_variant_ranking_of_its_base(tmp_path):
     r = registry(RERANK, BM25)
