@@ -73,10 +73,11 @@ def rank_variants(
     env = RetrievalEnv(store=store, work_dir=work_dir, resolve=resolve, load_rankings=load, log=log)
     meta: dict[str, Any] = {"skipped_retrievers": ", ".join(skipped) or "none"}
     for name in order:
-        if queries.is_empty():
-            done[name] = empty_rankings()
-            continue
         spec = r.retriever(name)
+        runs = needs(spec)
+        if queries.is_empty() or (runs and all(done[x].is_empty() for x in runs)):
+            done[name] = empty_rankings()  # nothing to fuse or rerank: no variant ranked by its runs
+            continue
         out = run_retriever(spec, chunks, queries, r.depth_of(name), env)
         done[name] = out.rankings
         meta[f"{name}/rows"] = out.rankings.height

@@ -236,15 +236,15 @@ def test_a_retriever_without_clean_rankings_is_refused_naming_it(tmp_path, monke
 
 
 def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, monkeypatch, fake_llm):
-    """Every query word rewritten to a token the corpus lacks: the variants rank nothing, so every hole is in
-    the clean top 3 of bm25-plain, which the pool (bm25 only) never judged."""
+    """Every query word rewritten to a token the corpus lacks: the variants rank nothing (nor does the fusion
+    of their rankings), so every hole is in the clean top 3 of bm25-plain and fused, which the pool (bm25
+    only) never judged."""
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     words = sorted({w for text in queries_frame()["query_text"] for w in text.lower().split()})
     table = tmp_path / "garble.tsv"
     table.write_text("long_form\tshort_form\n" + "".join(f"{w}\tzq{i}\n" for i, w in enumerate(words)))
     config = setup(tmp_path, fake_llm.url, extra=f"  abbreviations: {table}\n"
-                                                 "  kinds: [{name: garbled, steps: [shorthand]}]\n"
-                                                 "  retrievers: [bm25, bm25-plain]\n")
+                                                 "  kinds: [{name: garbled, steps: [shorthand]}]\n")
     store = Store(tmp_path / "data" / "mama.duckdb")
     with dg.instance_for_test() as instance:
         result = dg.materialize([*UPSTREAM, *robustness_defs.assets, *robustness_defs.asset_checks],
@@ -253,7 +253,7 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     assert result.success
     assert store.read_table("query_variants").height == 5 and store.read_table("variant_rankings").is_empty()
     judged = store.read_table("judgments").select(pl.col("query_id").alias("parent_id"), "chunk_id")
-    clean_top = store.read_table("rankings", partitions=["bm25", "bm25-plain"]).filter(pl.col("rank") <= 3).select(
+    clean_top = store.read_table("rankings").filter(pl.col("rank") <= 3).select(
         pl.col("query_id").alias("parent_id"), "chunk_id").unique()
     unjudged = clean_top.join(judged, on=["parent_id", "chunk_id"], how="anti")
     holes = store.read_table("variant_holes")
@@ -261,7 +261,7 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     assert holes.select("parent_id", "chunk_id").sort(pl.all()).equals(unjudged.sort(pl.all()))
     assert set(holes["sides"]) == {"clean"} and set(holes["status"]) == {"judged"}
     board = store.read_table("robustness_scoreboard").filter(pl.col("tier") == "all")
-    assert set(board["retriever"]) == {"bm25", "bm25-plain"}
+    assert set(board["retriever"]) == {"bm25", "bm25-plain", "fused"}
     assert set(board["clean_judged"]) == {1.0} and set(board["clean_ranked"]) == {5}
     assert set(board["variant_ranked"]) == {0} and board["variant_judged"].null_count() == board.height
     assert set(board["variant_mean"]) == {0.0} and board["coverage_differs"].null_count() == board.height
