@@ -11,7 +11,8 @@ Three figures, in one run:
 2. holes: six synthetic retrievers rank every kept variant; each ranking is its parent's clean
    top-20 with a kind-dependent share of slots replaced by nearby unjudged chunks (a synthetic
    model of what a noisier query surfaces, not a measured one); the holes (unlabelled
-   (parent, chunk) pairs in any variant top-20) are judged through ``judge_pairs``: pairs judged, pairs/s;
+   (parent, chunk) pairs in any variant or clean top-20; every clean top-20 is pooled here) are judged
+   through ``judge_pairs``: pairs judged, pairs/s;
 3. scoring: the clean-versus-variant scoreboard of six retrievers on all kinds (ir_measures, BCa
    bootstrap and randomization test at ``--resamples``, Holm, every tier): seconds.
 
@@ -160,13 +161,13 @@ def main() -> None:
         ranked = variant_rankings(variants, clean, index, cids)
         pool = clean.filter(pl.col("rank") <= DEPTH).select("query_id", "chunk_id").unique()
         judgments = synthetic_labels(pool)
-        holes = hole_pairs(variants, ranked, judgments, DEPTH)
+        holes = hole_pairs(variants, ranked, clean, judgments, DEPTH)
         t0 = time.perf_counter()
         judged = judge_pairs(client("judge"), store, holes.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
                              queries, chunks, output_model("json_field"))
         judge_s = time.perf_counter() - t0
         labelled = judged.outcomes.filter(pl.col("status") == "labelled")
-        print(f"holes: {holes.height} (parent, chunk) pairs in {variants.height} variants' top-{DEPTH} of "
+        print(f"holes: {holes.height} (parent, chunk) pairs in {variants.height} variants' (and parents') top-{DEPTH} of "
               f"{len(RETRIEVERS)} retrievers (pool {pool.height} pairs); judged {labelled.height} "
               f"({judged.calls} HTTP calls) in {judge_s:.1f} s = {judged.calls / judge_s:.1f}/s, "
               f"{judged.calls / judge_s / ideal:.1%} of ideal; {load()}")
@@ -174,9 +175,9 @@ def main() -> None:
         labels = variant_labels(variants, judgments, labelled)
         t0 = time.perf_counter()
         result = robustness_board(clean, ranked, variants, labels, EvaluationSettings(resamples=args.resamples),
-                                  list(RETRIEVERS), DEPTH)
+                                  list(RETRIEVERS), DEPTH, r.coverage_tolerance)
         score_s = time.perf_counter() - t0
-        tested = result.board.filter(pl.col("tested")).height
+        tested = result.board.height
         print(f"scoring: {len(RETRIEVERS)} retrievers x {variants['kind'].n_unique()} kinds, {variants.height} "
               f"variants, {tested} tested comparisons (all tiers) at {args.resamples} resamples in {score_s:.1f} s; "
               f"{load()}")

@@ -4,6 +4,11 @@ Pure modules call :func:`track` and never learn where they run: inside a Dagster
 the lines go to that step's log (``label: done/total unit, rate/s, est. Ns left`` every
 ``every_s`` seconds and at the end); in a terminal a tqdm bar shows rate and time left;
 elsewhere (a CI log, a pipe) the same periodic lines go to stderr.
+
+A rate and a time left are extrapolations, so they are shown only for work whose units are
+``alike`` (texts to encode, pairs to judge: the rate so far predicts the rest). Units of
+unlike size (retrievers, benchmarks, steps) show the count and the time elapsed, never an
+estimate; the work inside each of them reports its own progress, with its own estimate.
 """
 from __future__ import annotations
 
@@ -26,15 +31,20 @@ def dagster_log() -> Callable[[str], None] | None:
     return context.log.info if context is not None else None
 
 
-def progress_line(label: str, done: int, total: int | None, unit: str, elapsed: float) -> str:
-    """``label: done/total unit, rate/s, est. Ns left`` (the figures a person waiting needs)."""
-    rate = done / elapsed if elapsed > 0 else 0.0
+def progress_line(label: str, done: int, total: int | None, unit: str, elapsed: float, alike: bool = False) -> str:
+    """``label: done/total unit, rate/s, est. Ns left`` for ``alike`` units (the figures a person waiting
+    needs); ``label: done/total unit, Ns elapsed`` for units of unlike size, whose rate predicts nothing."""
     of = f"/{total}" if total is not None else ""
-    line = f"{label}: {done}{of} {unit}, {rate:.3g}/s"
-    if total is not None and done < total:
+    line = f"{label}: {done}{of} {unit}"
+    if alike:
+        rate = done / elapsed if elapsed > 0 else 0.0
+        line += f", {rate:.3g}/s"
+    if total is not None and done >= total:
+        return line + f", done in {elapsed:.1f}s"
+    if not alike:
+        return line + f", {elapsed:.0f}s elapsed"
+    if total is not None:
         line += f", est. {(total - done) / rate:.0f}s left" if rate > 0 else ", est. unknown left"
-    elif total is not None:
-        line += f", done in {elapsed:.1f}s"
     return line
 
 
@@ -42,8 +52,8 @@ class Progress:
     """Counts work done; shows it as a bar or as periodic lines."""
 
     def __init__(self, label: str, total: int | None, unit: str, log: Callable[[str], None] | None,
-                 stream: TextIO, every_s: float, heartbeat: bool = False):
-        self.label, self.total, self.unit = label, total, unit
+                 stream: TextIO, every_s: float, heartbeat: bool = False, alike: bool = False):
+        self.label, self.total, self.unit, self.alike = label, total, unit, alike
         self.done = 0
         self._log = log
         self._every_s = every_s
@@ -54,7 +64,12 @@ class Progress:
         if log is None and stream.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=stream, dynamic_ncols=True, leave=True)
+            bar_format = None  # tqdm's own: rate and time left
+            if not alike:  # the count and the time elapsed only
+                bar_format = ("{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}]" if total is not None
+                              else "{desc}: {n_fmt}{unit} [{elapsed}]")
+            self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=stream, dynamic_ncols=True, leave=True,
+                             bar_format=bar_format)
         elif log is None:
             self._log = lambda line: print(line, file=stream, flush=True)
         if heartbeat:  # work that reports nothing until it ends (an index build): a line every every_s
@@ -79,7 +94,7 @@ class Progress:
 
     def _line(self, now: float) -> None:
         self._logged = self.done
-        self._log(progress_line(self.label, self.done, self.total, self.unit, now - self._started))
+        self._log(progress_line(self.label, self.done, self.total, self.unit, now - self._started, self.alike))
 
     def close(self, failed: bool = False) -> None:
         """End the bar or write the last line; a failed piece of work leaves its error the last word."""
@@ -93,11 +108,14 @@ class Progress:
 
 @contextmanager
 def track(label: str, total: int | None, unit: str = "items", log: Callable[[str], None] | None = None,
-          stream: TextIO | None = None, every_s: float = EVERY_S, heartbeat: bool = False) -> Iterator[Progress]:
+          stream: TextIO | None = None, every_s: float = EVERY_S, heartbeat: bool = False,
+          alike: bool = False) -> Iterator[Progress]:
     """Progress of one piece of work; ``log`` defaults to the current Dagster step's log.
 
-    ``heartbeat``: also report every ``every_s`` seconds while nothing is counted."""
-    p = Progress(label, total, unit, log or dagster_log(), stream or sys.stderr, every_s, heartbeat)
+    ``heartbeat``: also report every ``every_s`` seconds while nothing is counted.
+    ``alike``: the units are comparable work, so a rate and a time left may be extrapolated from them;
+    left false (the default), neither is shown."""
+    p = Progress(label, total, unit, log or dagster_log(), stream or sys.stderr, every_s, heartbeat, alike)
     try:
         yield p
     except BaseException:

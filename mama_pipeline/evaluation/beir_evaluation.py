@@ -103,6 +103,8 @@ def run_registry(names: list[str], chunks: pl.DataFrame, queries: pl.DataFrame, 
 
     env = env_factory(load_rankings)
     metadata = {}
+    # retrievers differ in cost (BM25 in seconds, an encoder in minutes): a count, no estimate from it; each
+    # encoder reports its own progress and time left
     with track(f"retrievers on {queries.height} queries, {chunks.height} documents", total=len(names),
                unit="retrievers", heartbeat=True) as bar:
         for name in names:

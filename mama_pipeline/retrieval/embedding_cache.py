@@ -69,7 +69,7 @@ def embed_with_cache(
     missing = sorted(set(unique) - _cached_hashes(store, key, list(unique)))
     stats.cached = len(unique) - len(missing)
     missing.sort(key=lambda h: -len(unique[h]))  # similar lengths batch together, as encode() itself does
-    with track(f"encoding {role} texts", total=len(missing), unit="texts") as bar:
+    with track(f"encoding {role} texts", total=len(missing), unit="texts", alike=True) as bar:
         for start in range(0, len(missing), flush_every):
             group = missing[start : start + flush_every]
             parts = []

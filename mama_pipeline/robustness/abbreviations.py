@@ -12,11 +12,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mama_pipeline.input_errors import InputError, read_text
+
 BUNDLED_TABLE = Path(__file__).resolve().parent / "abbreviations.tsv"
 HEADER = ["long_form", "short_form"]
 
 
-class AbbreviationTableError(ValueError):
+class AbbreviationTableError(InputError):
     """A table line that cannot be used, named by file and line."""
 
 
@@ -47,16 +49,13 @@ def _pattern(entries: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
 
 
 def load_table(path: str | Path | None = None) -> AbbreviationTable:
-    """Read and check a table: two tab-separated fields per line, no empty or repeated long form."""
+    """Read and check a UTF-8 table: two tab-separated fields per line, no empty or repeated long form."""
     path = Path(path) if path else BUNDLED_TABLE
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AbbreviationTableError(f"{path}: cannot read the abbreviation table ({exc.strerror})") from None
+    text = read_text(path, "abbreviation table")  # a missing file or a byte that is not UTF-8: one line, named
     entries: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     header_seen = False
-    for lineno, raw in enumerate(data.decode("utf-8").splitlines(), start=1):
+    for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         fields = raw.split("\t")
@@ -80,4 +79,5 @@ def load_table(path: str | Path | None = None) -> AbbreviationTable:
         entries.append((long, short))
     if not header_seen:
         raise AbbreviationTableError(f"{path}: no header line 'long_form<TAB>short_form'")
-    return AbbreviationTable(str(path), hashlib.sha256(data).hexdigest(), tuple(entries))
+    # valid UTF-8 decodes and re-encodes to the same bytes: this is the file's hash
+    return AbbreviationTable(str(path), hashlib.sha256(text.encode("utf-8")).hexdigest(), tuple(entries))

@@ -17,7 +17,7 @@ from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, variant_labels as build_labels, within_budget
-from mama_pipeline.robustness.ranking import rank_variants, retriever_order
+from mama_pipeline.robustness.ranking import clean_rankings_of, rank_variants, retriever_order
 from mama_pipeline.robustness.report_page import write_page
 from mama_pipeline.robustness.scoreboard import robustness_board
 from mama_pipeline.robustness.variants import (
@@ -30,14 +30,22 @@ from mama_pipeline.robustness.variants import (
 )
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.store import Store
 
 GROUP = "robustness"
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 REPORT_DIR = ("reports", "robustness")
 
 def judge_depth(s: PipelineSettings) -> int:
-    """The top-k of each variant ranking whose holes are judged and whose Judged@k is reported."""
+    """The top-k of each clean and variant ranking whose holes are judged and whose Judged@k is reported."""
     return s.robustness.judge_depth or s.retrieval.pool_depth
+
+
+def clean_rankings(s: PipelineSettings, store: Store, variants: pl.DataFrame) -> tuple[list[str], pl.DataFrame]:
+    """(scored retrievers, their stored clean rankings of the variants' parents); one without any is refused."""
+    names, _ = retriever_order(s.retrieval, s.robustness.retrievers)
+    parents = variants.get_column("parent_id").unique().sort().to_list()
+    return names, clean_rankings_of(store.read_table(RANKINGS, partitions=names), names, parents)
 
 @dg.multi_asset(
     group_name=GROUP,
@@ -110,6 +118,7 @@ def variant_rankings(context: dg.AssetExecutionContext, settings: SettingsResour
 
 @dg.multi_asset(
     group_name=GROUP,
+    deps=[RANKINGS],
     ins={"chunks": CHUNKS, "queries": QUERIES, "judgments": dg.AssetIn("judgments"),
          "query_variants": dg.AssetIn("query_variants"), "variant_rankings": dg.AssetIn("variant_rankings")},
     outs={
@@ -117,8 +126,9 @@ def variant_rankings(context: dg.AssetExecutionContext, settings: SettingsResour
             description="Every variant's labels: its parent's judged pairs (origin inherited) and the judged "
             "holes of the parent (origin hole)."),
         "variant_holes": dg.AssetOut(
-            description="(parent, chunk) pairs some variant's top-k surfaced without a label of the parent: "
-            "judged now, reused from the label store, failed (with the reason) or over the budget."),
+            description="(parent, chunk) pairs in the top-k of some variant or of the parent's clean ranking (by a "
+            "scored retriever) without a label of the parent: judged now, reused from the label store, failed "
+            "(with the reason) or over the budget."),
     },
 )
 def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
@@ -126,9 +136,11 @@ def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource
                    query_variants: pl.DataFrame, variant_rankings: pl.DataFrame):
     s = settings.get()
     depth = judge_depth(s)
-    holes = hole_pairs(query_variants, variant_rankings, judgments, depth)
+    _, clean = clean_rankings(s, store.get(), query_variants)
+    holes = hole_pairs(query_variants, variant_rankings, clean, judgments, depth)
     to_judge, over_budget = within_budget(holes, s.robustness.max_hole_pairs)
-    context.log.info(f"robustness: {holes.height} holes in the variants' top-{depth}, {to_judge.height} to judge")
+    context.log.info(f"robustness: {holes.height} holes in the clean and variant top-{depth}, "
+                     f"{to_judge.height} to judge")
     with llm.client("judge", context) as client:
         run = judge_pairs(
             client, store.get(), to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"), queries, chunks,
@@ -148,6 +160,7 @@ def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource
         "judge_depth": depth,
         "max_hole_pairs": "none" if s.robustness.max_hole_pairs is None else s.robustness.max_hole_pairs,
         "holes": holes.height,
+        **{f"holes_in/{side}": holes.filter(pl.col("sides").str.contains(side)).height for side in ("clean", "variant")},
         **{f"holes/{k}": status.get(k, 0) for k in ("judged", "reused", "failed", "over_budget")},
         **{f"judge/{k}": v for k, v in run.metadata().items()},
     })
@@ -159,36 +172,38 @@ def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource
          "variant_labels": dg.AssetIn("variant_labels"), "variant_decisions": dg.AssetIn("variant_decisions"),
          "variant_holes": dg.AssetIn("variant_holes")},
     description="Per tier, kind, retriever and headline measure: clean and variant means, the drop with its "
-    "paired bootstrap interval, the paired randomization test and Holm across the family; Judged@k per kind. "
-    "Also written as an HTML page with the drop plot under <data_dir>/reports/robustness.",
+    "paired bootstrap interval, the paired randomization test and Holm across the family; both sides' Judged@k "
+    "and a flag where they differ beyond robustness.coverage_tolerance. Also written as an HTML page with the "
+    "drop plot under <data_dir>/reports/robustness.",
 )
 def robustness_scoreboard(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
                           query_variants: pl.DataFrame, variant_rankings: pl.DataFrame,
                           variant_labels: pl.DataFrame, variant_decisions: pl.DataFrame,
                           variant_holes: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
-    names, _ = retriever_order(s.retrieval, s.robustness.retrievers)
-    clean = store.get().read_table(RANKINGS, partitions=names)
-    empty = sorted(set(names) - set(clean.get_column("retriever").unique().to_list()))
-    if empty:  # a partition never materialised, or one whose retriever found nothing: every clean value is 0
-        context.log.warning(f"robustness: no clean rankings stored for {empty}; their clean queries score 0")
+    names, clean = clean_rankings(s, store.get(), query_variants)
     stats = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
+    tolerance = s.robustness.coverage_tolerance
     result = robustness_board(clean, variant_rankings, query_variants, variant_labels, stats, names,
-                              judge_depth(s))
+                              judge_depth(s), tolerance)
     board = result.board
     headline = s.evaluation.headline_measure
     smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded or s.llm.judge.embedded
     page = write_page(s.data_path.joinpath(*REPORT_DIR), board, variant_decisions, variant_holes, headline,
-                      result.judged_measure, s.evaluation.alpha, smoke)
-    overall = board.filter((pl.col("tier") == "all") & (pl.col("measure").is_in([headline, result.judged_measure])))
+                      result.judged_measure, tolerance, s.evaluation.alpha, smoke)
+    overall = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline))
     context.log.info(f"robustness: scoreboard of {len(names)} retrievers on {query_variants.height} variants")
     return dg.Output(board, metadata={
         "page": dg.MetadataValue.path(str(page)),
         "retrievers": ", ".join(names),
-        "retrievers_without_clean_rankings": ", ".join(empty) or "none",
         "resamples": stats.resamples,
         "variants": query_variants.height,
+        "judged_measure": result.judged_measure,
+        "coverage_tolerance": tolerance,
+        "comparisons": overall.height,  # (kind, retriever) pairs of the tier "all"
+        "comparisons_coverage_differs": overall.filter(pl.col("coverage_differs")).height,
         "headline": md_table(overall.select("kind", "retriever", "measure", "clean_mean", "variant_mean", "drop",
-                                            "ci_low", "ci_high", "p_holm"), 100),
+                                            "ci_low", "ci_high", "p_holm", "clean_judged", "variant_judged",
+                                            "coverage_differs"), 100),
         "noise_rates_per_letter": dg.MetadataValue.json(json.loads(s.robustness.noise.model_dump_json())),
     })

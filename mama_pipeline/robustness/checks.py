@@ -48,8 +48,8 @@ def no_rewrite_failures(variant_decisions: pl.DataFrame) -> dg.AssetCheckResult:
 
 @dg.asset_check(
     asset=dg.AssetKey("variant_holes"),
-    description="Every hole in the variants' top-k was judged (or reused); failures and holes over the budget "
-    "lower Judged@k and are listed.",
+    description="Every hole in the clean and variant top-k was judged (or reused); failures and holes over the "
+    "budget lower Judged@k and are listed.",
 )
 def holes_judged(variant_holes: pl.DataFrame) -> dg.AssetCheckResult:
     open_holes = variant_holes.filter(pl.col("status").is_in(["failed", "over_budget"]))
@@ -60,4 +60,20 @@ def holes_judged(variant_holes: pl.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-CHECKS = [variants_follow_rules, no_rewrite_failures, holes_judged]
+@dg.asset_check(
+    asset=dg.AssetKey("robustness_scoreboard"),
+    description="In every comparison the clean and the variant top-k were judged alike: their mean Judged@k "
+    "differ by at most robustness.coverage_tolerance; the comparisons that differ more are listed.",
+)
+def coverage_alike(robustness_scoreboard: pl.DataFrame) -> dg.AssetCheckResult:
+    comparisons = robustness_scoreboard.unique(["tier", "kind", "retriever"], keep="first", maintain_order=True)
+    differing = comparisons.filter(pl.col("coverage_differs")).select(
+        "tier", "kind", "retriever", "clean_judged", "variant_judged", "clean_ranked", "variant_ranked")
+    return dg.AssetCheckResult(
+        passed=differing.is_empty(), severity=dg.AssetCheckSeverity.WARN,
+        metadata={"comparisons": comparisons.height, "coverage_differs": differing.height,
+                  "differing": md_table(differing, 50)},
+    )
+
+
+CHECKS = [variants_follow_rules, no_rewrite_failures, holes_judged, coverage_alike]

@@ -2,11 +2,15 @@
 
 A variant asks for the parent's information, so a label belongs to the
 information need, (parent, chunk). The variant inherits every judged pair of its
-parent (``origin = inherited``). A chunk in some variant's top-k that the parent
-never had judged is a hole: it is judged once, for the parent's clean question,
-by the same judge, prompt and label store as the pool (:func:`judge_pairs`, so a
-hole already labelled is reused, never re-asked), and the label then applies to
-the parent and to all its variants (``origin = hole``).
+parent (``origin = inherited``). A chunk that the parent never had judged, in
+the top-k of some variant's ranking or of the parent's own clean ranking by a
+scored retriever, is a hole: both sides are judged to the same depth for the
+same retrievers, so a drop is not an artefact of one side's unjudged chunks
+(a clean ranking outside the pool's retrievers, or deeper than the pool, has
+them too). A hole is judged once, for the parent's clean question, by the same
+judge, prompt and label store as the pool (:func:`judge_pairs`, so a hole
+already labelled is reused, never re-asked), and the label then applies to the
+parent and to all its variants (``origin = hole``).
 """
 from __future__ import annotations
 
@@ -19,24 +23,34 @@ LABEL_SCHEMA = {
     "score": pl.Int8, "origin": pl.String, "judge_model": pl.String, "prompt_hash": pl.String,
 }
 HOLE_SCHEMA = {
-    "parent_id": pl.String, "chunk_id": pl.String, "best_rank": pl.Int32, "kinds": pl.String,
+    "parent_id": pl.String, "chunk_id": pl.String, "best_rank": pl.Int32,
+    "sides": pl.String, "kinds": pl.String,  # sides: clean, variant or clean,variant; kinds: the variants' kinds
     "retrievers": pl.String, "status": pl.String,  # judged | reused | failed | over_budget
     "failure_reason": pl.String,
 }
 
 
-def hole_pairs(variants: pl.DataFrame, rankings: pl.DataFrame, judgments: pl.DataFrame, depth: int) -> pl.DataFrame:
-    """(parent, chunk) pairs in some variant's top ``depth`` without a label of the parent, best rank first."""
-    top = rankings.filter(pl.col("rank") <= depth).join(
+def hole_pairs(variants: pl.DataFrame, variant_rankings: pl.DataFrame, clean_rankings: pl.DataFrame,
+               judgments: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """(parent, chunk) pairs without a label of the parent in the top ``depth`` of some variant's ranking or of
+    the parent's own clean ranking (both sides judged alike), best rank first."""
+    variant_top = variant_rankings.filter(pl.col("rank") <= depth).join(
         variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind"), on="query_id", how="inner"
+    ).with_columns(side=pl.lit("variant"))
+    parents = variants.select(pl.col("parent_id").alias("query_id")).unique()
+    clean_top = clean_rankings.filter(pl.col("rank") <= depth).join(parents, on="query_id", how="inner").with_columns(
+        parent_id=pl.col("query_id"), kind=pl.lit(None, pl.String), side=pl.lit("clean")
     )
+    columns = ["parent_id", "chunk_id", "rank", "kind", "retriever", "side"]
     judged = judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id")
     return (
-        top.join(judged, on=["parent_id", "chunk_id"], how="anti")
+        pl.concat([variant_top.select(columns), clean_top.select(columns)], how="vertical_relaxed")
+        .join(judged, on=["parent_id", "chunk_id"], how="anti")
         .group_by("parent_id", "chunk_id")
         .agg(
             pl.col("rank").min().cast(pl.Int32).alias("best_rank"),
-            pl.col("kind").unique().sort().str.join(",").alias("kinds"),
+            pl.col("side").unique().sort().str.join(",").alias("sides"),
+            pl.col("kind").drop_nulls().unique().sort().str.join(",").alias("kinds"),
             pl.col("retriever").unique().sort().str.join(",").alias("retrievers"),
         )
         .sort("best_rank", "parent_id", "chunk_id")

@@ -1,4 +1,4 @@
-"""The robustness page of the report: drop per retriever and kind (plot and tables), Judged@k per kind."""
+"""The robustness page of the report: drop per retriever and kind (plot and tables), both sides' Judged@k."""
 from __future__ import annotations
 
 import html
@@ -13,11 +13,12 @@ PLOT = "drop_by_retriever_and_kind.png"
 
 
 def write_page(folder: Path, board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame,
-               headline: str, judged: str, alpha: float, smoke_test: bool) -> Path:
+               headline: str, judged: str, tolerance: float, alpha: float, smoke_test: bool) -> Path:
     """Write ``index.html`` and its plot into ``folder`` (replaced atomically); returns the page path."""
     with atomic_folder(folder) as tmp:
         _plot(board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)), headline, tmp / PLOT)
-        (tmp / PAGE).write_text(_page(board, decisions, holes, headline, judged, alpha, smoke_test), encoding="utf-8")
+        (tmp / PAGE).write_text(_page(board, decisions, holes, headline, judged, tolerance, alpha, smoke_test),
+                                encoding="utf-8")
     return folder / PAGE
 
 
@@ -67,20 +68,22 @@ def _fmt(v) -> str:
 
 
 def _page(board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame, headline: str, judged: str,
-          alpha: float, smoke_test: bool) -> str:
-    overall = board.filter((pl.col("tier") == "all") & pl.col("tested")).with_columns(
+          tolerance: float, alpha: float, smoke_test: bool) -> str:
+    overall = board.filter(pl.col("tier") == "all").with_columns(
         significant=(pl.col("p_holm") < alpha)
     ).select("kind", "retriever", "measure", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high",
-             "p_randomization", "p_holm", "significant")
-    judged_rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == judged)).select(
-        "kind", "retriever", "n_queries", pl.col("clean_mean").alias(f"clean {judged}"),
-        pl.col("variant_mean").alias(f"variant {judged}"),
+             "p_randomization", "p_holm", "significant", "coverage_differs")
+    judged_rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)).select(
+        "kind", "retriever", "n_queries", pl.col("clean_judged").alias(f"clean {judged}"),
+        pl.col("clean_ranked").alias("clean rankings"), pl.col("variant_judged").alias(f"variant {judged}"),
+        pl.col("variant_ranked").alias("variant rankings"), "coverage_differs",
     )
     per_tier = board.filter((pl.col("tier") != "all") & (pl.col("measure") == headline)).select(
-        "tier", "kind", "retriever", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high", "p_holm"
+        "tier", "kind", "retriever", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high", "p_holm",
+        "coverage_differs",
     )
     statuses = decisions.group_by("kind", "status").len().sort("kind", "status")
-    hole_status = holes.group_by("status").len().sort("status")
+    hole_status = holes.group_by("sides", "status").len().sort("sides", "status")
     note = ("<p><strong>Smoke test:</strong> rewrites, gate verdicts and hole labels come from the embedded "
             "SmolLM2-135M model; they exercise the pipeline and mean nothing clinically.</p>" if smoke_test else "")
     return f"""<!doctype html>
@@ -88,14 +91,19 @@ def _page(board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame, hea
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}</style></head><body>
 <h1>Robustness track: noisy, abbreviated, telegraphic and code-switched queries</h1>{note}
-<p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes).
+<p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes:
+unlabelled chunks of the clean and of the variant top-k, judged alike).
 Drop = clean - variant, averaged over the parents that have a variant of the kind; interval: paired bootstrap (BCa);
-p: paired randomization test, Holm-adjusted across every (kind, retriever) of one measure and tier.</p>
+p: paired randomization test, Holm-adjusted across every (kind, retriever) of one measure and tier.
+<strong>coverage_differs</strong>: the clean and the variant mean {html.escape(judged)} differ by more than
+{tolerance:g}, so unjudged chunks (scored non-relevant) weigh on one side more than the other; read that drop
+with care.</p>
 <h2>Drop in {html.escape(headline)} per retriever and kind</h2><img src="{PLOT}" alt="drop per retriever and kind">
 <h2>Drops on the headline measures (all tiers)</h2>{_table(overall)}
-<h2>{html.escape(judged)} per kind (label coverage of each top-k)</h2>{_table(judged_rows)}
+<h2>{html.escape(judged)}, clean and variant (label coverage of each top-k, mean over the non-empty rankings)</h2>
+{_table(judged_rows)}
 <h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
 <h2>Variants made, per kind and decision</h2>{_table(statuses)}
-<h2>Hole pairs</h2>{_table(hole_status)}
+<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}
 </body></html>
 """

@@ -6,8 +6,11 @@ drop measures the query change alone. Per (tier, kind, retriever, measure) the
 variant's per-query values are paired with its parent's over the parents that
 have a variant of that kind; the interval and the randomization test come from
 :mod:`mama_pipeline.evaluation.significance`, and Holm runs across the family of
-(kind, retriever) comparisons of one measure and tier. Judged@k (label coverage
-of each top-k) is reported beside them, without a test.
+(kind, retriever) comparisons of one measure and tier. Beside each comparison
+stand both sides' Judged@k (label coverage of each top-k, over the rankings
+that are not empty) and a flag when the two differ by more than
+``robustness.coverage_tolerance``: a drop is read only where both sides were
+judged alike.
 """
 from __future__ import annotations
 
@@ -24,16 +27,22 @@ from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 
 BOARD_SCHEMA = {
-    "tier": pl.String, "kind": pl.String, "retriever": pl.String, "measure": pl.String, "tested": pl.Boolean,
+    "tier": pl.String, "kind": pl.String, "retriever": pl.String, "measure": pl.String,
     "n_queries": pl.Int64, "clean_mean": pl.Float64, "variant_mean": pl.Float64, "drop": pl.Float64,
     "ci_low": pl.Float64, "ci_high": pl.Float64, "p_randomization": pl.Float64, "p_holm": pl.Float64,
+    # label coverage of each side's top-k: mean Judged@k over the n_queries whose ranking on that side is not
+    # empty (clean_ranked, variant_ranked); coverage_differs: the two differ by more than the tolerance
+    "clean_judged": pl.Float64, "variant_judged": pl.Float64, "clean_ranked": pl.Int64, "variant_ranked": pl.Int64,
+    "coverage_differs": pl.Boolean,
 }
+PAIR_SCHEMA = {"retriever": pl.String, "parent_id": pl.String, "kind": pl.String, "measure": pl.String,
+               "clean": pl.Float64, "variant": pl.Float64}
 
 
 @dataclass
 class RobustnessBoard:
     board: pl.DataFrame  # BOARD_SCHEMA
-    per_query: pl.DataFrame  # retriever, parent_id, kind, measure, clean, variant
+    per_query: pl.DataFrame  # PAIR_SCHEMA; Judged@k is null on a side whose ranking is empty
     judged_measure: str
 
 
@@ -50,8 +59,11 @@ def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
 
 def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
                   labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int
-                  ) -> tuple[pl.DataFrame, list[str], str]:
-    """Per (retriever, parent, kind, measure): the clean and the variant value."""
+                  ) -> tuple[pl.DataFrame, str]:
+    """Per (retriever, parent, kind, measure): the clean and the variant value.
+
+    Judged@k is left null on a side whose ranking is empty: it has no chunk, judged or not (every other
+    measure scores an empty ranking 0)."""
     plan = mamaretrieval_plan(sorted({*s.cutoffs, judged_k}), s.lenient, s.strict, s.max_grade)
     check_measures(s.significance_measures, plan.by_name(), "evaluation.significance_measures")
     judged = f"Judged@{judged_k}"
@@ -63,27 +75,31 @@ def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, 
     ]))
     query_ids = parents + variants.get_column("variant_id").sort().to_list()
     evaluation = evaluate(run, need_qrels(labels), query_ids, plan, retrievers, "rankings", "variant labels")
-    measures = [*s.significance_measures, judged]
-    values = evaluation.per_query.filter(pl.col("measure").is_in(measures))
+    ranked = run.select("retriever", "query_id").unique().with_columns(_ranked=pl.lit(True))
+    values = (
+        evaluation.per_query.filter(pl.col("measure").is_in([*s.significance_measures, judged]))
+        .join(ranked, on=["retriever", "query_id"], how="left")
+        .with_columns(value=pl.when((pl.col("measure") != judged) | pl.col("_ranked")).then(pl.col("value")))
+        .drop("_ranked")
+    )
     pairs = (
         variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind")
         .join(values, on="query_id")
         .rename({"value": "variant"})
         .join(values.rename({"query_id": "parent_id", "value": "clean"}), on=["retriever", "parent_id", "measure"])
-        .select("retriever", "parent_id", "kind", "measure", "clean", "variant")
+        .select(list(PAIR_SCHEMA))
         .sort("retriever", "kind", "measure", "parent_id")
     )
-    return pairs, s.significance_measures, judged
+    return pairs, judged
 
 
 def robustness_board(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
-                     labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int
-                     ) -> RobustnessBoard:
+                     labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int,
+                     coverage_tolerance: float) -> RobustnessBoard:
+    """One row per (tier, kind, retriever, significance measure), with both sides' Judged@k beside it."""
     if variants.is_empty():
-        empty = pl.DataFrame(schema={"retriever": pl.String, "parent_id": pl.String, "kind": pl.String,
-                                     "measure": pl.String, "clean": pl.Float64, "variant": pl.Float64})
-        return RobustnessBoard(pl.DataFrame(schema=BOARD_SCHEMA), empty, f"Judged@{judged_k}")
-    pairs, tested, judged = paired_values(clean_rankings, variant_rankings, variants, labels, s, retrievers, judged_k)
+        return RobustnessBoard(pl.DataFrame(schema=BOARD_SCHEMA), pl.DataFrame(schema=PAIR_SCHEMA), f"Judged@{judged_k}")
+    pairs, judged = paired_values(clean_rankings, variant_rankings, variants, labels, s, retrievers, judged_k)
     tiers = variants.select("parent_id", "tier").unique()
     with_tier = pairs.join(tiers, on="parent_id", how="left")
     segments = [("all", pairs)] + [
@@ -91,20 +107,32 @@ def robustness_board(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFram
     ]
     rows = []
     for tier, seg in segments:
-        for (kind, retriever, measure), group in seg.group_by("kind", "retriever", "measure", maintain_order=True):
+        coverage = {key: _coverage(group, coverage_tolerance)
+                    for key, group in seg.filter(pl.col("measure") == judged).group_by("kind", "retriever")}
+        for (kind, retriever, measure), group in seg.filter(pl.col("measure") != judged).group_by(
+                "kind", "retriever", "measure", maintain_order=True):
             a = group.get_column("clean").to_numpy().astype(float)
             b = group.get_column("variant").to_numpy().astype(float)
             row = {"tier": tier, "kind": kind, "retriever": retriever, "measure": measure,
-                   "tested": measure in tested, "n_queries": a.size, "clean_mean": float(a.mean()),
+                   "n_queries": a.size, "clean_mean": float(a.mean()),
                    "variant_mean": float(b.mean()), "drop": float((a - b).mean()),
-                   "ci_low": None, "ci_high": None, "p_randomization": None}
-            if measure in tested and a.size >= 2:
+                   "ci_low": None, "ci_high": None, "p_randomization": None, **coverage[(kind, retriever)]}
+            if a.size >= 2:
                 low, high = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
                 row.update(ci_low=_finite(low), ci_high=_finite(high),
                            p_randomization=paired_randomization_p(a, b, s.resamples, s.seed))
             rows.append(row)
     board = pl.DataFrame(rows, schema={k: v for k, v in BOARD_SCHEMA.items() if k != "p_holm"})
     return RobustnessBoard(_with_holm(board), pairs, judged)
+
+
+def _coverage(judged: pl.DataFrame, tolerance: float) -> dict:
+    """Both sides' mean Judged@k over their non-empty rankings, and whether they differ beyond ``tolerance``."""
+    clean, variant = judged.get_column("clean").drop_nulls(), judged.get_column("variant").drop_nulls()
+    c = float(clean.mean()) if clean.len() else None
+    v = float(variant.mean()) if variant.len() else None
+    return {"clean_judged": c, "variant_judged": v, "clean_ranked": clean.len(), "variant_ranked": variant.len(),
+            "coverage_differs": None if c is None or v is None else round(abs(c - v), 12) > tolerance}
 
 
 def _finite(x: float) -> float | None:

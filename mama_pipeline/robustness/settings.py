@@ -55,8 +55,10 @@ class RobustnessSettings(Section):
     max_rewrite_words: int = Field(40, ge=1)  # a longer rewrite is rejected (too_long)
     keep_when_gate_fails: bool = False  # a rewrite whose gate answer failed is kept only when true
     retrievers: list[str] = Field(default_factory=list)  # empty: every registry retriever
-    judge_depth: int | None = Field(None, ge=1)  # holes judged in each variant top-k; None: retrieval.pool_depth
+    judge_depth: int | None = Field(None, ge=1)  # holes judged in each clean and variant top-k; None: pool_depth
     max_hole_pairs: int | None = Field(None, ge=0)  # None: every hole; N: the N at the best ranks
+    # a comparison is flagged when its clean and variant mean Judged@k differ by more than this
+    coverage_tolerance: float = Field(0.05, ge=0, le=1)
     resamples: int | None = Field(None, ge=100)  # bootstrap / randomization resamples; None: evaluation.resamples
     release: bool = False  # ship the variants as the ``robustness`` configuration of the mamaretrieval release
 

@@ -27,6 +27,7 @@ from mama_pipeline.input_errors import InputError, describe, run_cli
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool
+from mama_pipeline.robustness.abbreviations import load_table
 
 SAMPLE = Path(mama_pipeline.__file__).resolve().parent / "sample_data"
 UP = SAMPLE / "upstream"
@@ -248,6 +249,9 @@ CASES = [
     Case("meta-eval-empty", "meta.jsonl", b"\n", lambda d: (lambda: read_meta_eval(d / "meta.jsonl")), "meta.jsonl: no rows"),
     Case("meta-eval-latin1", "meta.jsonl", b'{"prompt_id": "caf\xe9"}\n', lambda d: (lambda: read_meta_eval(d / "meta.jsonl")),
          "meta.jsonl:1: bytes that are not UTF-8"),
+    # the robustness track's abbreviation table (robustness.abbreviations)
+    Case("abbreviations-latin1", "abbreviations.tsv", b"long_form\tshort_form\nblood pressure\tBP\ncaf\xe9\tcf\n",
+         lambda d: (lambda: load_table(d / "abbreviations.tsv")), "abbreviations.tsv:3: bytes that are not UTF-8"),
     # BEIR folders through `mama-pipeline eval audit`
     Case("beir-missing", "beir", None, audit(), "BEIR folder does not exist"),
     Case("beir-empty-corpus", "beir", beir_with("corpus.jsonl", b""), audit(), "corpus.jsonl: no corpus records"),

@@ -46,17 +46,17 @@ robustness:
   rewrite_queries: 3
   max_hole_pairs: {budget}
   release: true
-release:
+{extra}release:
   mamaretrieval_version: 0.3.0
 """
 UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings",
                                        "query_gate_decisions", "judge_reliability")]
 
 
-def setup(tmp_path: Path, url: str, budget: str = "null") -> Path:
+def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Path:
     data = tmp_path / "data"
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.format(data=data, url=url, budget=budget))
+    config.write_text(CONFIG.format(data=data, url=url, budget=budget, extra=extra))
     s = load_settings(config)
     store = Store(s.db_path)
     chunks = chunks_frame()
@@ -92,14 +92,14 @@ def synthetic_judgments(pairs: pl.DataFrame, prompt_hash: str) -> pl.DataFrame:
     )
 
 
-def materialise(config: Path, instance) -> dg.ExecuteInProcessResult:
+def materialise(config: Path, instance, must_succeed: bool = True) -> dg.ExecuteInProcessResult:
     assets = [*robustness_defs.assets, mamaretrieval_release]
     result = dg.materialize(
         [*UPSTREAM, *assets, *robustness_defs.asset_checks, mamaretrieval_release_verifies],
         resources=shared_resources(str(config)), instance=instance,
-        selection=[k for a in assets for k in a.keys],
+        selection=[k for a in assets for k in a.keys], raise_on_error=must_succeed,
     )
-    assert result.success
+    assert result.success or not must_succeed
     return result
 
 
@@ -122,6 +122,7 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         first = materialise(config, instance)
         checks = {c.check_name: c.passed for c in first.get_asset_check_evaluations()}
         assert checks["variants_follow_rules"] and checks["holes_judged"] and checks["mamaretrieval_release_verifies"]
+        assert checks["coverage_alike"]
         variants = store.read_table("query_variants")
         decisions = store.read_table("variant_decisions")
         assert set(decisions.filter(pl.col("kind").is_in(["typo", "shorthand", "hurried"]))["parent_id"]) == set(
@@ -136,7 +137,9 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         shorthand = set(variants.filter(pl.col("kind") == "shorthand")["variant_id"])
         assert all(shorthand <= ids <= set(variants["variant_id"]) for ids in ranked.values())
         assert ranked["fused"] == ranked["bm25"] | ranked["bm25-plain"]  # the fusion fused the variant rankings
-        # inherited labels are the parent's judged pairs; holes are exactly the unlabelled top-3 pairs
+        # inherited labels are the parent's judged pairs; holes are exactly the unlabelled pairs of the top 3 of
+        # the variants and of their parents' clean rankings, by every scored retriever: bm25-plain and fused are
+        # outside the pool, so their clean top 3 had unjudged chunks, judged now like the variants'
         labels = store.read_table("variant_labels")
         judgments = store.read_table("judgments")
         inherited = labels.filter(pl.col("origin") == "inherited")
@@ -144,22 +147,34 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         holes = store.read_table("variant_holes")
         top = rankings.filter(pl.col("rank") <= 3).join(
             variants.select(pl.col("variant_id").alias("query_id"), "parent_id"), on="query_id")
-        expected = top.select("parent_id", "chunk_id").unique().join(
-            judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id"), on=["parent_id", "chunk_id"], how="anti")
+        clean_top = store.read_table("rankings").filter(
+            (pl.col("rank") <= 3) & pl.col("query_id").is_in(variants["parent_id"].implode())
+        ).select(pl.col("query_id").alias("parent_id"), "chunk_id")
+        unjudged = judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id")
+        expected = pl.concat([top.select("parent_id", "chunk_id"), clean_top]).unique().join(
+            unjudged, on=["parent_id", "chunk_id"], how="anti")
         assert holes.height == expected.height > 0 and set(holes["status"]) == {"judged"}
+        assert clean_top.join(unjudged, on=["parent_id", "chunk_id"], how="anti").height > 0
+        assert clean_top.join(labels.select("parent_id", "chunk_id").unique(), on=["parent_id", "chunk_id"],
+                              how="anti").is_empty()  # every clean top-3 chunk of a scored retriever is labelled
         hole_meta = meta(first, "variant_holes")
         assert hole_meta["judge/asked"] == hole_meta["judge/http_calls"] == holes.height
-        # Judged@3 is complete for every variant with a ranking, as on the judged clean pool (the fake
-        # server's rewrites share no word with the corpus: an empty ranking scores 0)
+        # Judged@3 is complete on both sides of every comparison; the fake server's rewrites share no word
+        # with the corpus, so their rankings are empty and have no Judged@3 (never a 0 read as coverage)
         board = store.read_table("robustness_scoreboard")
-        judged = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Judged@3"))
-        assert judged.height == 3 * variants["kind"].n_unique()
-        assert judged.filter(pl.col("kind").is_in(["typo", "shorthand", "hurried"]))["variant_mean"].min() == 1.0
-        tested = board.filter(pl.col("tested") & (pl.col("tier") == "all"))
-        assert tested.select((pl.col("drop") - (pl.col("clean_mean") - pl.col("variant_mean"))).abs().max()).item() < 1e-12
+        overall = board.filter(pl.col("tier") == "all")
+        assert set(overall["measure"]) == {"Success(rel=3)@3", "RR(rel=3)"}
+        assert overall.height == 2 * 3 * variants["kind"].n_unique()
+        noisy = overall.filter(pl.col("kind").is_in(["typo", "shorthand", "hurried"]))
+        assert noisy.select(pl.min("clean_judged"), pl.min("variant_judged")).row(0) == (1.0, 1.0)
+        assert not noisy["coverage_differs"].any()
+        rewritten = overall.filter(pl.col("kind").is_in(["telegraphic", "codeswitch"]))
+        assert rewritten["variant_judged"].null_count() == rewritten["variant_ranked"].eq(0).sum() == rewritten.height
+        assert overall.select((pl.col("drop") - (pl.col("clean_mean") - pl.col("variant_mean"))).abs().max()).item() < 1e-12
         assert set(board["tier"]) >= {"all", "very_high", "high"}
         page = tmp_path / "data" / "reports" / "robustness"
-        assert "Judged@3 per kind" in (page / "index.html").read_text() and (page / "drop_by_retriever_and_kind.png").exists()
+        html = (page / "index.html").read_text()
+        assert "Judged@3, clean and variant" in html and (page / "drop_by_retriever_and_kind.png").exists()
         folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
         assert verify_release(folder).ok
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -196,6 +211,57 @@ def test_a_hole_budget_leaves_the_rest_unjudged_and_lowers_judged_at_k(tmp_path,
     assert holes["status"].to_list()[0] == "judged" and set(holes["status"].to_list()[1:]) == {"over_budget"}
     assert holes["best_rank"].to_list() == sorted(holes["best_rank"].to_list())
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-    assert checks["holes_judged"] is False
-    board = store.read_table("robustness_scoreboard")
-    assert board.filter((pl.col("measure") == "Judged@3") & (pl.col("tier") == "all"))["variant_mean"].min() < 1.0
+    assert checks["holes_judged"] is False and checks["coverage_alike"] is False
+    board = store.read_table("robustness_scoreboard").filter(pl.col("tier") == "all")
+    flagged = board.filter(pl.col("coverage_differs"))
+    assert flagged.height > 0
+    assert (flagged["clean_judged"] - flagged["variant_judged"]).abs().min() > 0.05  # the default tolerance
+    assert board.filter(pl.col("coverage_differs").not_()).select(
+        (pl.col("clean_judged") - pl.col("variant_judged")).abs().max()).item() <= 0.05
+
+
+def test_a_retriever_without_clean_rankings_is_refused_naming_it(tmp_path, monkeypatch, fake_llm):
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup(tmp_path, fake_llm.url)
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    store.write_table("rankings", store.read_table("rankings").clear(), partition="bm25-plain")
+    with dg.instance_for_test() as instance:
+        result = materialise(config, instance, must_succeed=False)
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert failure.step_key == "variant_labels"
+    message = failure.event_specific_data.error.cause.message
+    assert message.strip() == ("ValueError: robustness: retriever 'bm25-plain' has no clean rankings stored for any "
+                               "of the 5 parent queries; materialise its rankings partition first")
+    assert "robustness_scoreboard" not in {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, monkeypatch, fake_llm):
+    """Every query word rewritten to a token the corpus lacks: the variants rank nothing (nor does the fusion
+    of their rankings), so every hole is in the clean top 3 of bm25-plain and fused, which the pool (bm25
+    only) never judged."""
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    words = sorted({w for text in queries_frame()["query_text"] for w in text.lower().split()})
+    table = tmp_path / "garble.tsv"
+    table.write_text("long_form\tshort_form\n" + "".join(f"{w}\tzq{i}\n" for i, w in enumerate(words)))
+    config = setup(tmp_path, fake_llm.url, extra=f"  abbreviations: {table}\n"
+                                                 "  kinds: [{name: garbled, steps: [shorthand]}]\n")
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    with dg.instance_for_test() as instance:
+        result = dg.materialize([*UPSTREAM, *robustness_defs.assets, *robustness_defs.asset_checks],
+                                resources=shared_resources(str(config)), instance=instance,
+                                selection=[k for a in robustness_defs.assets for k in a.keys])
+    assert result.success
+    assert store.read_table("query_variants").height == 5 and store.read_table("variant_rankings").is_empty()
+    judged = store.read_table("judgments").select(pl.col("query_id").alias("parent_id"), "chunk_id")
+    clean_top = store.read_table("rankings").filter(pl.col("rank") <= 3).select(
+        pl.col("query_id").alias("parent_id"), "chunk_id").unique()
+    unjudged = clean_top.join(judged, on=["parent_id", "chunk_id"], how="anti")
+    holes = store.read_table("variant_holes")
+    assert unjudged.height > 0
+    assert holes.select("parent_id", "chunk_id").sort(pl.all()).equals(unjudged.sort(pl.all()))
+    assert set(holes["sides"]) == {"clean"} and set(holes["status"]) == {"judged"}
+    board = store.read_table("robustness_scoreboard").filter(pl.col("tier") == "all")
+    assert set(board["retriever"]) == {"bm25", "bm25-plain", "fused"}
+    assert set(board["clean_judged"]) == {1.0} and set(board["clean_ranked"]) == {5}
+    assert set(board["variant_ranked"]) == {0} and board["variant_judged"].null_count() == board.height
+    assert set(board["variant_mean"]) == {0.0} and board["coverage_differs"].null_count() == board.height

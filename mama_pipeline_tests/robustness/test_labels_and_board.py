@@ -1,4 +1,4 @@
-"""Inherited labels, holes, and the clean-versus-variant scoreboard on hand-made tables."""
+"""Inherited labels, holes of both sides, and the clean-versus-variant scoreboard on hand-made tables."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,9 +40,10 @@ def test_holes_are_unlabelled_top_k_pairs_once_per_need_and_labels_are_inherited
     rankings = frame(ranking("q_00001~typo", "bm25", ["c3", "c1", "c4", "c9"])
                      + ranking("q_00001~shorthand", "bm25", ["c1", "c3", "c2", "c8"])
                      + ranking("q_00001~shorthand", "dense", ["c5", "c2", "c3"]))
-    holes = hole_pairs(v, rankings, judgments, depth=3)
-    assert holes.select("chunk_id", "best_rank", "kinds", "retrievers").rows() == [
-        ("c3", 1, "shorthand,typo", "bm25,dense"), ("c5", 1, "shorthand", "dense"), ("c4", 3, "typo", "bm25")]
+    holes = hole_pairs(v, rankings, frame([]), judgments, depth=3)
+    assert holes.select("chunk_id", "best_rank", "sides", "kinds", "retrievers").rows() == [
+        ("c3", 1, "variant", "shorthand,typo", "bm25,dense"), ("c5", 1, "variant", "shorthand", "dense"),
+        ("c4", 3, "variant", "typo", "bm25")]
     first, rest = within_budget(holes, 2)
     assert first["chunk_id"].to_list() == ["c3", "c5"] and rest["chunk_id"].to_list() == ["c4"]
     hole_labels = label_rows([("q_00001", "c3", 4), ("q_00001", "c5", 0)])
@@ -62,7 +63,8 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
         short += ranking(f"{p}~shorthand", "bm25", [f"{p}-rel", "x1", "x2"])
     labels = variant_labels(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
     s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
-    result = robustness_board(frame(clean), frame(typo + short), v, labels, s, ["bm25"], judged_k=3)
+    result = robustness_board(frame(clean), frame(typo + short), v, labels, s, ["bm25"], judged_k=3,
+                              coverage_tolerance=0.05)
     board = result.board
     row = board.filter((pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")).row(0, named=True)
     a = np.ones(8)
@@ -72,11 +74,13 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
     assert row["p_randomization"] == pytest.approx(paired_randomization_p(a, b, 500, 0))
     family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1")).sort("kind")
     assert family["p_holm"].to_list() == pytest.approx(holm(family["p_randomization"].to_list()))
-    unchanged = board.filter((pl.col("kind") == "shorthand") & (pl.col("tier") == "all") & pl.col("tested"))
+    unchanged = board.filter((pl.col("kind") == "shorthand") & (pl.col("tier") == "all"))
     assert unchanged["drop"].to_list() == [0.0, 0.0] and unchanged["p_randomization"].to_list() == [1.0, 1.0]
-    judged = board.filter((pl.col("measure") == "Judged@3") & (pl.col("tier") == "all"))
-    assert judged["variant_mean"].to_list() == [1.0, 1.0] and judged["tested"].to_list() == [False, False]
-    assert judged["p_holm"].null_count() == 2
+    assert set(board["measure"]) == {"Success(rel=3)@1", "RR(rel=3)"}  # Judged@3 stands beside each row
+    coverage = board.select("tier", "clean_judged", "variant_judged", "clean_ranked", "variant_ranked",
+                            "coverage_differs").unique().sort("tier")
+    assert coverage.rows() == [("all", 1.0, 1.0, 8, 8, False), ("high", 1.0, 1.0, 4, 4, False),
+                               ("very_high", 1.0, 1.0, 4, 4, False)]
     per_tier = board.filter((pl.col("tier") == "high") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1"))
     assert per_tier["n_queries"].to_list() == [4]
 
@@ -84,5 +88,39 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
 def test_no_variants_give_an_empty_board():
     empty = variants().clear()
     result = robustness_board(frame([]), frame([]), empty, variant_labels(empty, label_rows([]), label_rows([])),
-                              EvaluationSettings(), ["bm25"], judged_k=5)
+                              EvaluationSettings(), ["bm25"], judged_k=5, coverage_tolerance=0.05)
     assert result.board.is_empty() and result.judged_measure == "Judged@5"
+
+
+def test_the_clean_top_k_of_every_scored_retriever_has_its_holes_filled_too():
+    v = variants().filter(pl.col("parent_id") == "q_00001")
+    judgments = label_rows([("q_00001", "c1", 6)])  # the pool judged only c1
+    clean = frame(ranking("q_00001", "bm25", ["c1", "c2", "c7"])  # c2 unjudged at rank 2, c7 below the depth
+                  + ranking("q_00001", "dense", ["c6", "c1"])  # a retriever outside the pool
+                  + ranking("q_00002", "bm25", ["c9"]))  # a query without variants: not asked
+    variant = frame(ranking("q_00001~typo", "bm25", ["c2", "c1"]))
+    holes = hole_pairs(v, variant, clean, judgments, depth=2)
+    assert holes.select("chunk_id", "best_rank", "sides", "kinds", "retrievers").rows() == [
+        ("c2", 1, "clean,variant", "typo", "bm25"), ("c6", 1, "clean", "", "dense")]
+
+
+def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverage():
+    v = variants().filter(pl.col("parent_id").is_in(["q_00001", "q_00002"]) & (pl.col("kind") == "typo"))
+    judgments = label_rows([("q_00001", "a", 6), ("q_00001", "b", 0), ("q_00002", "a", 6), ("q_00002", "b", 0)])
+    clean = frame(ranking("q_00001", "bm25", ["a", "b"]) + ranking("q_00002", "bm25", ["b", "a"]))
+    # q_00001~typo: one of two chunks unjudged (Judged@2 = 0.5); q_00002~typo: an empty ranking (no Judged@2)
+    variant = frame(ranking("q_00001~typo", "bm25", ["a", "x"]))
+    labels = variant_labels(v, judgments, label_rows([]))
+    s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
+
+    def row(tolerance: float) -> dict:
+        board = robustness_board(clean, variant, v, labels, s, ["bm25"], judged_k=2,
+                                 coverage_tolerance=tolerance).board
+        return board.filter(pl.col("tier") == "all").row(0, named=True)
+
+    flagged = row(0.05)
+    assert (flagged["clean_mean"], flagged["variant_mean"], flagged["n_queries"]) == (0.5, 0.5, 2)
+    assert (flagged["clean_judged"], flagged["clean_ranked"]) == (1.0, 2)
+    assert (flagged["variant_judged"], flagged["variant_ranked"]) == (0.5, 1)
+    assert flagged["coverage_differs"] is True
+    assert row(0.5)["coverage_differs"] is False  # a difference of 0.5 is within a tolerance of 0.5

@@ -3,8 +3,7 @@ CREATE TABLE IF NOT EXISTS robustness_scoreboard (
     tier             VARCHAR NOT NULL,  -- all, then each tier
     kind             VARCHAR NOT NULL,
     retriever        VARCHAR NOT NULL,
-    measure          VARCHAR NOT NULL,
-    tested           BOOLEAN NOT NULL,  -- false: Judged@k, reported without a test
+    measure          VARCHAR NOT NULL,  -- one of evaluation.significance_measures
     n_queries        BIGINT NOT NULL,
     clean_mean       DOUBLE NOT NULL,
     variant_mean     DOUBLE NOT NULL,
@@ -13,5 +12,10 @@ CREATE TABLE IF NOT EXISTS robustness_scoreboard (
     ci_high          DOUBLE,
     p_randomization  DOUBLE,            -- paired randomization test
     p_holm           DOUBLE,            -- Holm across (kind, retriever) of one tier and measure
+    clean_judged     DOUBLE,            -- mean Judged@k of the clean rankings that are not empty (NULL: none)
+    variant_judged   DOUBLE,            -- mean Judged@k of the variant rankings that are not empty (NULL: none)
+    clean_ranked     BIGINT NOT NULL,   -- of the n_queries, those with a clean ranking (clean_judged's denominator)
+    variant_ranked   BIGINT NOT NULL,   -- of the n_queries, those with a variant ranking
+    coverage_differs BOOLEAN,           -- |clean_judged - variant_judged| > robustness.coverage_tolerance
     PRIMARY KEY (tier, kind, retriever, measure)
 );
