@@ -165,8 +165,8 @@ def _deltas(r: SystemsReport) -> pl.DataFrame:
 def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
     d = _deltas(r)
     if d.is_empty():
-        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, or "
-                "fewer than two items were scored for both.</p>")
+        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, one of "
+                "the two is refused over its failure bound, or fewer than two items were scored for both.</p>")
     view = d.select("track", "segment", pl.col("system_a").alias("rag"), pl.col("system_b").alias("closed_book"),
                     "n_queries", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_randomization_holm",
                     "p_mcnemar_holm")
@@ -180,8 +180,8 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
 def _significance_section(r: SystemsReport) -> str:
     sig = r.comparisons.filter(pl.col("segment") == "ALL")
     if sig.is_empty():
-        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track, or "
-                "fewer than two items scored for both.</p>")
+        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track that are "
+                "not refused over a failure bound, or fewer than two items scored for both.</p>")
     rows = []
     for row in sig.iter_rows(named=True):
         p = row["p_randomization_holm"]
@@ -192,7 +192,8 @@ def _significance_section(r: SystemsReport) -> str:
                     f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p:.3g}</td><td>{mc}</td></tr>")
     head = ("<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
             "<th>randomization p (Holm)</th><th>exact McNemar p (Holm) (only a/only b)</th></tr>")
-    return (f"<h2>Paired significance</h2><p class='note'>Holm across the pairs of each track; bold: p &lt; "
+    return (f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
+            f"per-item values; exact McNemar on mcq only; Holm across the pairs of each track; bold: p &lt; "
             f"{r.alpha}.</p><table>{head}{''.join(rows)}</table>")
 
 
@@ -256,7 +257,7 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
         ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(segments))], segments,
                       rotation=20, fontsize="small")
         ax.set_ylabel(MEASURE_OF_TRACK[track])
-        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylim(min([0.0, *seg["ci_low"].drop_nulls().to_list(), *seg["mean"].to_list()]) - 0.05, 1.05)
         ax.set_title(track)
         ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
         out[f"bars_{track}"] = _save(fig, folder / f"scores_{track}.png")
