@@ -104,9 +104,10 @@ def scoreboard(grades: pl.DataFrame, harness: pl.DataFrame | None, n_resamples: 
     for (system, track), block in sorted(grades.group_by("system", "track"), key=lambda kv: kv[0]):
         reason = refused.get((system, track))
         for kind, segment, part in _segments(block):
-            figures = _figures(part, track, answer_failures, n_resamples, seed, confidence)
-            if reason is not None:
-                figures = {k: (v if k == "n_scored" else None) for k, v in figures.items()}
+            if reason is None:
+                figures = _figures(part, track, answer_failures, n_resamples, seed, confidence)
+            else:  # counts only: no interval is computed for figures that are not shown
+                figures = {"n_scored": part.filter(pl.col("score").is_not_null()).height}
             rows.append({
                 "system": system, "track": track, "segment_kind": kind, "segment": segment,
                 "n_items": part.height, "n_unanswered": part.filter(pl.col("status") == ANSWER_FAILED).height,
