@@ -13,9 +13,10 @@ Faults are requested inside the last user message:
 - ``[[fault:500x2]]``: the first 2 attempts of this request answer HTTP 500;
 - ``[[fault:429x1:retry_after=1]]``: 429 with a ``Retry-After`` header;
 - ``[[fault:slow=5x1]]``: sleep 5 s before answering (past a client timeout);
-- ``[[fault:malformedx1]]``: content that is not JSON; ``[[fault:schemax1]]``: JSON
-  violating the schema; ``[[fault:errorbodyx1]]``: HTTP 200 whose body is an error
-  object (omit ``xN`` to fault on every attempt);
+- ``[[fault:malformedx1]]``: content that is not JSON, cut off (``finish_reason``
+  ``length``, as an answer stopped at ``max_tokens``); ``[[fault:schemax1]]``: JSON
+  violating the schema; ``[[fault:emptyx1]]``: empty content; ``[[fault:errorbodyx1]]``:
+  HTTP 200 whose body is an error object (omit ``xN`` to fault on every attempt);
 - ``[[answer:{...}]]``: answer exactly this JSON;
 - in a rerank query: the same faults (any status: ``[[fault:400]]``); ``malformed`` answers non-JSON, ``schema`` a results
   list missing a document, ``nan`` a non-numeric score;
@@ -212,7 +213,9 @@ class FakeLLM:
                 return 200, {}, {"error": {"message": "injected error in a 200 body", "code": 500}}
             if kind == "malformed":
                 content = '{"reasoning": "cut off'
-                return 200, {}, self._completion(req, content, messages)
+                return 200, {}, self._completion(req, content, messages, finish_reason="length")
+            if kind == "empty":
+                return 200, {}, self._completion(req, "", messages)
             if kind == "schema":
                 return 200, {}, self._completion(req, json.dumps(violation_of(schema)), messages)
         answer = ANSWER_RE.search(last_user)
@@ -242,14 +245,15 @@ class FakeLLM:
         return None
 
     @staticmethod
-    def _completion(req: dict[str, Any], content: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _completion(req: dict[str, Any], content: str, messages: list[dict[str, Any]],
+                    finish_reason: str = "stop") -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
             "model": req.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": finish_reason,
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
                       "total_tokens": prompt_tokens + len(content.split())},

@@ -3,15 +3,18 @@
 For each measure and each pair (a, b), on the same queries: the paired bootstrap
 confidence interval of mean(a - b) (scipy, seeded), a paired randomization test
 (scipy permutation_test, sign flips within queries) and, for 0/1 measures such as
-hit rate, the exact McNemar test on the discordant queries (statsmodels). Holm
-correction (statsmodels) runs across the pairs of one measure and one test.
+hit rate, the exact McNemar test on the discordant queries (statsmodels). Which
+measures are 0/1 is inferred from the values unless the caller names them
+(``binary_measures``): a graded measure whose sample happens to hold only 0 and 1
+is not 0/1 by definition. Holm correction (statsmodels) runs across the pairs of
+one measure and one test; a missing p is left out of its family and stays missing.
 scipy and statsmodels load inside the functions: loading Dagster definitions stays fast.
 """
 from __future__ import annotations
 
 import gc
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import polars as pl
@@ -102,11 +105,14 @@ def pairwise_significance(
     n_resamples: int = 5000,
     seed: int = 0,
     confidence: float = 0.95,
+    binary_measures: Collection[str] | None = None,
 ) -> pl.DataFrame:
     """One row per (measure, pair of retrievers in the given order).
 
     Pairs are aligned by query id; a query missing for either retriever is an error
-    (per-query tables from ``scoring.evaluate`` hold every benchmark query).
+    (per-query tables from ``scoring.evaluate`` hold every benchmark query). The
+    exact McNemar test runs on the measures in ``binary_measures`` (by default on
+    every measure whose values are all 0 or 1).
     """
     rows = []
     for measure in measures:
@@ -119,7 +125,12 @@ def pairwise_significance(
         if wide.select(pl.col(list(retrievers)).null_count()).sum_horizontal().item():
             raise ValueError(f"per-query values of {measure!r} do not cover the same queries for every retriever")
         values = {r: wide[r].to_numpy().astype(float) for r in retrievers}
-        binary = all(np.isin(v, (0.0, 1.0)).all() for v in values.values())
+        if binary_measures is None:
+            binary = all(np.isin(v, (0.0, 1.0)).all() for v in values.values())
+        else:
+            binary = measure in binary_measures
+            if binary and not all(np.isin(v, (0.0, 1.0)).all() for v in values.values()):
+                raise ValueError(f"{measure!r} is named 0/1 but holds other values")
         block = []
         for ra, rb in itertools.combinations(retrievers, 2):
             a, b = values[ra], values[rb]
@@ -135,16 +146,16 @@ def pairwise_significance(
                 row["only_a"], row["only_b"], row["p_mcnemar"] = exact_mcnemar(a, b)
             block.append(row)
         for test in ("randomization", "mcnemar"):
-            ps = [r[f"p_{test}"] for r in block]
-            adjusted = holm(ps) if ps and ps[0] is not None else [None] * len(ps)
+            adjusted = holm([r[f"p_{test}"] for r in block])
             for r, p in zip(block, adjusted):
                 r[f"p_{test}_holm"] = p
         rows.extend(block)
     return pl.DataFrame(rows, schema=SIGNIFICANCE_SCHEMA)
 
 
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-adjusted p values (statsmodels multipletests).
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p values (statsmodels multipletests); a missing p stays missing, the others are
+    adjusted as the family they form.
 
     statsmodels' Holm branch ends in a full ``gc.collect()``, which takes ~0.5 s on the heap of a
     process that has loaded Dagster and the models (35 s of a 116 s no-op run of the sample); the
@@ -152,10 +163,12 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     """
     from statsmodels.stats.multitest import multipletests
 
-    if len(pvalues) == 0:
-        return []
+    present = [p for p in pvalues if p is not None]
+    if not present:
+        return [None] * len(pvalues)
     gc.freeze()
     try:
-        return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+        adjusted = iter(float(p) for p in multipletests(present, method="holm")[1])
     finally:
         gc.unfreeze()
+    return [None if p is None else next(adjusted) for p in pvalues]

@@ -137,7 +137,10 @@ SMOKE_TEST_NOTE = (
 
 
 class FreeText(BaseModel):
-    """Output model of a free-text answer: no ``response_format`` is sent; the content is the answer."""
+    """Output model of a free-text answer: no ``response_format`` is sent; the content is the answer.
+
+    An empty content, or one cut at max_tokens (finish_reason length), is not an answer.
+    """
 
     text: str
 
@@ -198,11 +201,17 @@ def _strip_fences(text: str) -> str:
     return t.strip()
 
 
-def parse_answer(text: str, model: type[BaseModel]) -> dict[str, Any]:
-    """Validate an answer's JSON against ``model``; raises ValueError with the reason."""
+def parse_answer(text: str, model: type[BaseModel], finish_reason: str | None = None) -> dict[str, Any]:
+    """Validate an answer's JSON against ``model``; raises ValueError with the reason.
+
+    A free text has no schema to break, so the server's ``finish_reason`` tells a whole answer from one cut
+    at ``max_tokens`` (a JSON answer cut there fails to parse on its own).
+    """
     if model is FreeText:
         if not text.strip():
             raise ValueError("empty answer")
+        if finish_reason == "length":
+            raise ValueError("answer cut at max_tokens (finish_reason length)")
         return {"text": text}
     try:
         data = json.loads(_strip_fences(text))
@@ -223,13 +232,14 @@ def _server_reasoning(message: dict[str, Any]) -> str | None:
     return None
 
 
-def _unpack(resp: Any) -> tuple[dict[str, Any], str, dict[str, Any]]:
-    """(message, content, usage) of a chat completion; an odd body becomes the text to parse."""
+def _unpack(resp: Any) -> tuple[dict[str, Any], str, dict[str, Any], str | None]:
+    """(message, content, usage, finish_reason) of a chat completion; an odd body becomes the text to parse."""
     try:
-        message = resp["choices"][0]["message"]
-        return message, message.get("content") or "", resp.get("usage") or {}
+        choice = resp["choices"][0]
+        message = choice["message"]
+        return message, message.get("content") or "", resp.get("usage") or {}, choice.get("finish_reason")
     except (KeyError, IndexError, TypeError, AttributeError):
-        return {}, resp if isinstance(resp, str) else json.dumps(resp)[:2000], {}
+        return {}, resp if isinstance(resp, str) else json.dumps(resp)[:2000], {}, None
 
 
 def error_body(resp: Any) -> str | None:
@@ -641,14 +651,14 @@ class LLMClient:
                     return LLMResult("", key, "transport_failed", error=error, attempts=attempts, latency_s=latency)
                 await asyncio.sleep(self._backoff(transport_failures, wait_at_least))
                 continue
-            message, text, usage = _unpack(resp)
+            message, text, usage, finish_reason = _unpack(resp)
             tokens = dict(
                 prompt_tokens=usage.get("prompt_tokens") or 0,
                 completion_tokens=usage.get("completion_tokens") or 0,
                 cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
             )
             try:
-                value = parse_answer(text, output_model)
+                value = parse_answer(text, output_model, finish_reason)
             except ValueError as exc:
                 parse_failures += 1
                 if parse_failures > self.s.parse_retries:

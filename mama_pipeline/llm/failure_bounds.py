@@ -1,9 +1,11 @@
 """Failure-rate bounds of the LLM stages: a release is refused when a stage failed too often.
 
-Each stage's bound is ``llm.<stage>.max_failure_rate``. A stage's failures are the
-units it had to answer and could not (listed, never defaulted): pooled pairs without
-a label (relevance or, on the multi-passage track, facts), sampled chunks whose gate
-answer failed, items left unclassified.
+Each stage's bound is ``llm.<stage>.max_failure_rate`` (an answering system's:
+``systems.entries[<name>].max_failure_rate``). A stage's failures are the units it
+had to answer and could not (listed, never defaulted): pooled pairs without a label
+(relevance or, on the multi-passage track, facts), sampled chunks whose gate answer
+failed, items left unclassified, items a system did not answer (transport failures)
+or whose answer the grader could not grade.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ class StageFailures:
     failed: int
     total: int
     bound: float
+    setting: str = ""  # the key that sets the bound; default llm.<stage>.max_failure_rate
 
     @property
     def rate(self) -> float:
@@ -34,7 +37,7 @@ class StageFailures:
 
     def describe(self) -> str:
         return (f"stage {self.stage}: {self.failed} of {self.total} {self.unit} failed ({self.rate:.2%}), "
-                f"bound {self.bound:.2%} (llm.{self.stage}.max_failure_rate)")
+                f"bound {self.bound:.2%} ({self.setting or f'llm.{self.stage}.max_failure_rate'})")
 
     def metadata(self) -> dict[str, float | int]:
         return {f"{self.stage}/failed": self.failed, f"{self.stage}/{self.unit.replace(' ', '_')}": self.total,
@@ -66,6 +69,30 @@ def reference_classifier_failures(agreement_pairs: pl.DataFrame, bound: float) -
     """Agreement-sample items the second classifier could not classify (its side ``b`` is null)."""
     failed = int(agreement_pairs.get_column("b").is_null().sum())
     return StageFailures("classifier_reference", "agreement items", failed, agreement_pairs.height, bound)
+
+
+def system_failures(grades: pl.DataFrame, bounds: dict[str, float], grader_bounds: dict[str, tuple[str, float]],
+                    ) -> dict[tuple[str, str], list[StageFailures]]:
+    """Per (system, track) of the grades: the items the system did not answer (status ``answer_failed``, a
+    transport failure) against its bound (``bounds``: system -> bound), and the answers the track's grader
+    could not grade (``grade_failed``) against the grader stage's bound (``grader_bounds``: track ->
+    (stage, bound)). A system's own output that cannot be graded is a wrong answer (``invalid``), not a
+    failure, and is not asked of the grader.
+    """
+    out = {}
+    for (system, track), block in sorted(grades.group_by("system", "track"), key=lambda kv: kv[0]):
+        status = block.get_column("status")
+        unanswered = int((status == "answer_failed").sum())
+        stages = [StageFailures(f"system:{system} {track}", "items", unanswered, block.height, bounds[system],
+                                f"systems.entries[{system}].max_failure_rate")]
+        if track in grader_bounds:
+            stage, grader_bound = grader_bounds[track]
+            ungraded = int((status == "grade_failed").sum())
+            asked = ungraded + int(((status == "graded") & ~block.get_column("invalid").fill_null(False)).sum())
+            stages.append(StageFailures(f"{stage} on system:{system} {track}", "answers", ungraded, asked,
+                                        grader_bound, f"llm.{stage}.max_failure_rate"))
+        out[(system, track)] = stages
+    return out
 
 
 def refuse_over_bound(release: str, version: str, stages: list[StageFailures]) -> None:

@@ -17,15 +17,15 @@ from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVe
 from mama_pipeline.llm.client import RunReport
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
+from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.items import benchmark_items, sample_items
+from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
 from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
-from mama_pipeline.systems.report import SystemsReport, write_report
+from mama_pipeline.systems.report import SystemsReport, sample_note, write_report
 from mama_pipeline.systems.scoreboard import scoreboard
 
 GROUP = "systems"
 REPORT_DIR = ("reports", "systems")
-GRADER_STAGES = {"short_answer": "answer_grader", "rubric": "rubric_judge"}
 HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
 FAILURES_SHOWN = 20
 
@@ -59,9 +59,7 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
         every = benchmark_items(items)
         picked = sample_items(every, cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria)
         counts = picked.group_by("track").len().sort("track")
-        left_out = 0
-        if cfg.max_rubric_criteria:
-            left_out = every.filter((pl.col("track") == "rubric") & (pl.col("n_criteria") > cfg.max_rubric_criteria)).height
+        left_out = over_max_criteria(every, cfg.max_rubric_criteria)
         return dg.Output(picked, metadata={
             "benchmark_items": every.height, "items": picked.height,
             **{f"items/{t}": n for t, n in counts.iter_rows()},
@@ -147,7 +145,7 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
         return dg.Output(grades, metadata={
             **meta, "grades": grades.height,
             **{f"{t}/{st}": n for t, st, n in by_status.iter_rows()},
-            "invalid_mcq_answers": int(grades["invalid"].fill_null(False).sum()),
+            "invalid_answers": int(grades["invalid"].fill_null(False).sum()),
             "answer_failures_policy": s.systems.answer_failures,
             "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
         })
@@ -156,29 +154,36 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
         group_name=GROUP,
         ins={"grades": dg.AssetIn("system_grades"), "harness": dg.AssetIn("calibration_harness_report")},
         description="Per system, track and segment (all, scope category, pool): mean with its bootstrap interval, "
-        "failures and invalid answers; rubric rows carry the rubric grader's agreement with physicians.",
+        "unanswered items with the mean over answered items and the mean with them as 0, invalid answers, grader "
+        "failures; figures over a failure bound refused; rubric rows carry the rubric grader's agreement with "
+        "physicians.",
     )
     def system_scoreboard(settings: SettingsResource, grades: pl.DataFrame, harness: pl.DataFrame) -> dg.Output[pl.DataFrame]:
         cfg = settings.get().systems
-        board = scoreboard(grades, harness, cfg.resamples, cfg.seed, cfg.confidence)
+        refused = refusals(failure_stages(grades, settings.get()))
+        board = scoreboard(grades, harness, cfg.resamples, cfg.seed, cfg.confidence, cfg.answer_failures, refused)
         overall = board.filter(pl.col("segment_kind") == "all").select(
-            "system", "track", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_answer_failed", "n_grade_failed",
-            "n_invalid", "grader_macro_f1")
+            "system", "track", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_unanswered", "mean_answered",
+            "mean_unanswered_as_0", "n_invalid", "n_grade_failed", "grader_macro_f1")
         return dg.Output(board, metadata={"rows": board.height, "resamples": cfg.resamples, "seed": cfg.seed,
-                                          "overall": md_table(overall)})
+                                          "answer_failures": cfg.answer_failures, "overall": md_table(overall),
+                                          "refused": "; ".join(refused.values()) or "none"})
 
     @dg.asset(
         group_name=GROUP,
         ins={"grades": dg.AssetIn("system_grades")},
         description="Paired tests between systems per track (bootstrap CI, randomization, exact McNemar on mcq), "
-        "and each RAG system against its closed-book baseline per scope category; Holm per family.",
+        "and each RAG system against its closed-book baseline per scope category; Holm per family; none for a "
+        "system and track over a failure bound.",
     )
     def system_comparisons(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
         cfg = settings.get().systems
         baselines = {s.name: s.baseline for s in cfg.entries if s.baseline}
-        table = compare_systems(grades, baselines, cfg.resamples, cfg.seed, cfg.confidence)
+        refused = refusals(failure_stages(grades, settings.get()))
+        table = compare_systems(grades, baselines, cfg.resamples, cfg.seed, cfg.confidence, refused)
         significant = table.filter(pl.col("p_randomization_holm") < cfg.alpha).height if table.height else 0
-        return dg.Output(table, metadata={"comparisons": table.height, "significant_after_holm": significant})
+        return dg.Output(table, metadata={"comparisons": table.height, "significant_after_holm": significant,
+                                          "refused": "; ".join(refused.values()) or "none"})
 
     @dg.asset(
         group_name=GROUP,
@@ -189,15 +194,16 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
         "the rubric grader's agreement with physicians, failures) and per-item result files per system.",
     )
     def systems_report(
-        context: dg.AssetExecutionContext, settings: SettingsResource, board: pl.DataFrame,
+        context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, board: pl.DataFrame,
         comparisons: pl.DataFrame, grades: pl.DataFrame, answers: pl.DataFrame, harness: pl.DataFrame,
     ) -> dg.MaterializeResult:
         s = settings.get()
-        notes = _report_notes(context, s, grades)
+        notes = _report_notes(context, s, grades, store)
         page = write_report(SystemsReport(
             board=board, comparisons=comparisons, grades=grades, answers=answers,
             systems=[_describe(c) for c in s.systems.entries], grader=_grader_lines(s), harness=harness,
-            notes=notes, alpha=s.systems.alpha,
+            notes=notes, alpha=s.systems.alpha, answer_failures=s.systems.answer_failures,
+            rubric_parse_retries=s.llm.rubric_judge.parse_retries,
         ), data_path(settings, *REPORT_DIR))
         return dg.MaterializeResult(metadata={
             "report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri()),
@@ -247,12 +253,14 @@ def _grader_lines(s) -> dict[str, str]:
     return out
 
 
-def _report_notes(context, s, grades: pl.DataFrame) -> list[str]:
+def _report_notes(context, s, grades: pl.DataFrame, store: StoreResource) -> list[str]:
     cfg = s.systems
-    notes = [f"{grades['item_id'].n_unique()} items "
-             f"({'all' if not cfg.items_per_track else f'{cfg.items_per_track} per track, seed {cfg.sample_seed}'}); "
-             f"{cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals; failed answers "
-             f"{'are not scored' if cfg.answer_failures == 'exclude' else 'score 0'}."]
+    left_out = 0
+    if cfg.max_rubric_criteria:
+        left_out = over_max_criteria(benchmark_items(store.get().read_table("mamabench_items")), cfg.max_rubric_criteria)
+    notes = [sample_note(grades["item_id"].n_unique(), cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria,
+                         left_out)
+             + f"; {cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals."]
     embedded = [c.name for c in cfg.entries if c.embedded]
     if embedded or any(getattr(s.llm, st).embedded for st in GRADER_STAGES.values()):
         notes.append("Some systems or graders are the embedded SmolLM2-135M smoke-test model "

@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.resources import SettingsResource, StoreResource
+from mama_pipeline.systems.bounds import failure_stages, refusals
 from mama_pipeline.systems.grading import GRADED
 from mama_pipeline.systems.prompts import SHORT_ANSWER_SCORES
 
@@ -41,7 +42,7 @@ def answers_cover_the_sample(
 def grades_are_well_formed(
     context: dg.AssetCheckExecutionContext, settings: SettingsResource, store: StoreResource
 ) -> dg.AssetCheckResult:
-    """Scores only for graded rows (or failed answers under score_zero), in each track's range."""
+    """Scores only for graded rows (or unanswered items under score_zero), in each track's range."""
     grades = store.get().read_table("system_grades", partitions=_partitions(context))
     score_zero = settings.get().systems.answer_failures == "score_zero"
     graded = pl.col("status") == GRADED
@@ -61,4 +62,23 @@ def grades_are_well_formed(
     )
 
 
-CHECKS = [answers_cover_the_sample, grades_are_well_formed]
+@dg.asset_check(
+    asset="system_grades", blocking=True,
+    description="Per track, the items the system left unanswered stay under its max_failure_rate and the answers "
+    "its grader could not grade under the grader stage's; above either, the system's scoreboard rows and comparisons "
+    "on that track are refused.",
+)
+def failures_under_bound(
+    context: dg.AssetCheckExecutionContext, settings: SettingsResource, store: StoreResource
+) -> dg.AssetCheckResult:
+    grades = store.get().read_table("system_grades", partitions=_partitions(context))
+    stages = failure_stages(grades, settings.get())
+    over = refusals(stages)
+    metadata = {k: v for found in stages.values() for f in found for k, v in f.metadata().items()}
+    return dg.AssetCheckResult(
+        passed=not over,
+        metadata={**metadata, "summary": "; ".join(over.values()) or "every system and grader under its bound"},
+    )
+
+
+CHECKS = [answers_cover_the_sample, grades_are_well_formed, failures_under_bound]

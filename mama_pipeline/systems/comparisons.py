@@ -1,16 +1,20 @@
 """Paired comparisons between systems, from per-item scores (``evaluation.significance``).
 
 Per track, every two systems that answered it are compared on the items scored
-for both: the BCa paired bootstrap interval of the mean difference, the paired
-randomization test and, on mcq correctness, the exact McNemar test. A RAG
-system is also compared with its closed-book ``baseline`` within each scope
-category (the closed-book vs RAG deltas). Holm's correction runs across the
-comparisons of one (track, segment) family, per test. A pair with fewer than two
-items scored for both is not tested (and not listed).
+for both (the same per-item values as the scoreboard's ``mean``: invalid answers
+0, unanswered items left out, or 0 under ``answer_failures: score_zero``; rubric
+example scores not clipped): the BCa paired bootstrap interval of the mean
+difference, the paired randomization test and, on mcq only (correctness is 0/1
+by definition), the exact McNemar test. A RAG system is also compared with its
+closed-book ``baseline`` within each scope category (the closed-book vs RAG
+deltas). Holm's correction runs across the comparisons of one (track, segment)
+family, per test. A pair with fewer than two items scored for both is not tested
+(and not listed); nor is a pair with a (system, track) refused over a failure bound.
 """
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 
 import polars as pl
 
@@ -22,6 +26,7 @@ COMPARISON_SCHEMA = {
 }
 MIN_ITEMS = 2  # a paired test needs at least two items scored for both systems
 MEASURE_OF_TRACK = {"mcq": "correct", "short_answer": "grade", "rubric": "example score"}
+BINARY_MEASURES = {"correct"}  # exact McNemar: mcq correctness only
 
 
 def _compare(grades: pl.DataFrame, track: str, a: str, b: str, n_resamples: int, seed: int,
@@ -35,15 +40,17 @@ def _compare(grades: pl.DataFrame, track: str, a: str, b: str, n_resamples: int,
         pl.col("item_id").alias("query_id"), pl.col("score").alias("value"),
     )
     return pairwise_significance(per_query, [MEASURE_OF_TRACK[track]], [a, b], n_resamples=n_resamples, seed=seed,
-                                 confidence=confidence)
+                                 confidence=confidence, binary_measures=BINARY_MEASURES)
 
 
 def compare_systems(grades: pl.DataFrame, baselines: dict[str, str], n_resamples: int, seed: int,
-                    confidence: float) -> pl.DataFrame:
-    """Every pair per track (segment ALL) and each RAG system against its baseline per category."""
+                    confidence: float, refused: Collection[tuple[str, str]] = ()) -> pl.DataFrame:
+    """Every pair per track (segment ALL) and each RAG system against its baseline per category, leaving
+    out the ``refused`` (system, track)s."""
     blocks = []
     for track in sorted(grades["track"].unique().to_list()):
-        systems = sorted(grades.filter(pl.col("track") == track)["system"].unique().to_list())
+        systems = sorted(s for s in grades.filter(pl.col("track") == track)["system"].unique().to_list()
+                         if (s, track) not in refused)
         for a, b in itertools.combinations(systems, 2):
             kind = "rag_vs_baseline" if baselines.get(a) == b or baselines.get(b) == a else "systems"
             # the RAG system first, so a positive difference is what retrieval adds
@@ -67,8 +74,7 @@ def _holm_by_family(table: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for _, family in sorted(table.group_by("track", "segment", maintain_order=True), key=lambda kv: kv[0]):
         for test in ("randomization", "mcnemar"):
-            ps = family[f"p_{test}"].to_list()
-            adjusted = holm(ps) if ps and all(p is not None for p in ps) else [None] * len(ps)
+            adjusted = holm(family[f"p_{test}"].to_list())
             family = family.with_columns(pl.Series(f"p_{test}_holm", adjusted, dtype=pl.Float64))
         parts.append(family)
     return pl.concat(parts).sort("track", "segment", "system_a", "system_b")

@@ -8,9 +8,15 @@
 - rubric: the calibration area's rubric judge, one call per criterion, scored
   with HealthBench's example score (``calibration.rubric_score``).
 
-A failed answer call (``answer_failed``) or grader call (``grade_failed``) keeps
-its reason and gets no score; ``answer_failures: score_zero`` scores failed
-answers 0 instead. A grader answer that cannot be parsed is never a grade.
+A system's own output that cannot be graded (JSON that breaks the schema, an
+empty answer, a free text cut at ``max_tokens``: the client's ``parse_failed``,
+cached ones included) is a wrong answer in every track: graded, score 0,
+``invalid``, its reason kept; it is not sent to a grader. Only a transport
+failure (HTTP errors and timeouts after the client's retries, an endpoint down
+past its patience) leaves the item unanswered (``answer_failed``): no score, its
+reason kept, and ``answer_failures: score_zero`` scores it 0 instead. A grader
+call that fails after the grader stage's ``parse_retries`` and ``max_retries`` is
+listed (``grade_failed``) and never becomes a grade.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from mama_pipeline.llm.client import LLMRequest, RunReport
 from mama_pipeline.systems.prompts import LETTERS, SHORT_ANSWER_GRADER_PROMPT, SHORT_ANSWER_SCORES, extract_letter
 
 GRADED, ANSWER_FAILED, GRADE_FAILED = "graded", "answer_failed", "grade_failed"
+PARSE_FAILED = "parse_failed"  # the LLM client's status of an answer it received and could not use
 GRADES_SCHEMA = {
     "system": pl.String, "item_id": pl.String, "track": pl.String, "pool": pl.String, "category": pl.String,
     "status": pl.String, "score": pl.Float64, "correct": pl.Boolean, "invalid": pl.Boolean, "grade": pl.String,
@@ -42,8 +49,15 @@ def _row(answer: dict[str, Any], item: dict[str, Any], **fields: Any) -> dict[st
     return base
 
 
-def _failed_answer(answer: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    return _row(answer, item, status=ANSWER_FAILED, error=f"{answer['status']}: {answer['error']}")
+def _ungradable(answer: dict[str, Any], item: dict[str, Any]) -> dict[str, Any] | None:
+    """The row of an answer that is not graded on its content: unanswered, or the system's own broken output."""
+    if answer["status"] == "ok":
+        return None
+    error = f"{answer['status']}: {answer['error']}"
+    if answer["status"] == PARSE_FAILED:
+        return _row(answer, item, status=GRADED, score=0.0, correct=False if answer["track"] == "mcq" else None,
+                    invalid=True, grade="invalid", error=error)
+    return _row(answer, item, status=ANSWER_FAILED, error=error)
 
 
 def _joined(answers: pl.DataFrame, items: pl.DataFrame, track: str) -> list[tuple[dict, dict, dict]]:
@@ -61,8 +75,8 @@ def _joined(answers: pl.DataFrame, items: pl.DataFrame, track: str) -> list[tupl
 def mcq_grades(answers: pl.DataFrame, items: pl.DataFrame, mcq_output: str) -> list[dict[str, Any]]:
     rows = []
     for answer, item, parsed in _joined(answers, items, "mcq"):
-        if answer["status"] != "ok":
-            rows.append(_failed_answer(answer, item))
+        if (ungradable := _ungradable(answer, item)) is not None:
+            rows.append(ungradable)
             continue
         letters = LETTERS[: len(parsed["choices"])]
         given = answer["answer"] if mcq_output == "json_schema" else extract_letter(answer["answer"], letters)
@@ -85,8 +99,8 @@ def short_answer_grades(answers: pl.DataFrame, items: pl.DataFrame, report: RunR
     results = {r.item_id: r for r in report.results}
     rows = []
     for answer, item, _ in _joined(answers, items, "short_answer"):
-        if answer["status"] != "ok":
-            rows.append(_failed_answer(answer, item))
+        if (ungradable := _ungradable(answer, item)) is not None:
+            rows.append(ungradable)
             continue
         res = results[answer["item_id"]]
         common = {"grader_prompt_hash": SHORT_ANSWER_GRADER_PROMPT.hash}
@@ -134,8 +148,8 @@ def rubric_grades(
     results = {r.item_id: r for r in report.results}
     rows, scorable, per_item = [], [], {}
     for answer, item, parsed in _joined(answers, items, "rubric"):
-        if answer["status"] != "ok":
-            rows.append(_failed_answer(answer, item))
+        if (ungradable := _ungradable(answer, item)) is not None:
+            rows.append(ungradable)
             continue
         graded, failed = [], None
         for i, (cid, points, _) in enumerate(_criteria(parsed, text, answer["item_id"])):
@@ -162,7 +176,7 @@ def rubric_grades(
 
 
 def grades_frame(rows: list[dict[str, Any]], answer_failures: str) -> pl.DataFrame:
-    """The grade rows, ordered by item; ``score_zero`` scores failed answers 0 (mcq: wrong)."""
+    """The grade rows, ordered by item; ``score_zero`` scores unanswered items 0 (mcq: wrong)."""
     frame = pl.DataFrame(rows, schema=GRADES_SCHEMA)
     if answer_failures == "score_zero":
         failed = pl.col("status") == ANSWER_FAILED

@@ -57,3 +57,10 @@ def sample_items(items: pl.DataFrame, per_track: int, seed: int, max_rubric_crit
     ranked = items.with_columns(pl.Series("_order", order, dtype=pl.String)).sort("_order")
     picked = ranked.filter(pl.int_range(pl.len()).over("track") < per_track)
     return picked.drop("_order").sort("item_id")
+
+
+def over_max_criteria(items: pl.DataFrame, max_rubric_criteria: int) -> int:
+    """How many rubric items ``max_rubric_criteria`` leaves out of the sample (0 when it is 0)."""
+    if not max_rubric_criteria:
+        return 0
+    return items.filter((pl.col("track") == "rubric") & (pl.col("n_criteria") > max_rubric_criteria)).height

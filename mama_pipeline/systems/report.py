@@ -40,6 +40,48 @@ class SystemsReport:
     harness: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
     alpha: float = 0.05
+    answer_failures: str = "exclude"  # systems.answer_failures: which mean is the headline
+    rubric_parse_retries: int = 1  # llm.rubric_judge.parse_retries, stated beside HealthBench's rule
+
+
+def sample_note(n_items: int, items_per_track: int, seed: int, max_rubric_criteria: int, left_out: int) -> str:
+    """Which items the figures are on: all, a per-track sample, and the rubric items left out by their size."""
+    big = f"the {left_out} rubric items with more than {max_rubric_criteria} criteria"
+    if not items_per_track:
+        return f"{n_items} items ({f'all but {big}' if left_out else 'all'})"
+    sample = f"{items_per_track} per track, seed {seed}"
+    return f"{n_items} items ({f'{sample}, after leaving out {big}' if left_out else sample})"
+
+
+def scoreboard_note(answer_failures: str) -> str:
+    """What the scoreboard's figures are, under the failure policy in effect."""
+    unanswered = ("unanswered items (transport failures: HTTP errors and timeouts after the client's retries, an "
+                  "endpoint down past its patience) are listed and ")
+    unanswered += ("left out of mean (answer_failures: exclude); mean_unanswered_as_0 counts them as 0"
+                   if answer_failures == "exclude" else
+                   "count as 0 in mean (answer_failures: score_zero); mean_answered leaves them out")
+    return ("Mean per track with its bootstrap interval over items (mcq: accuracy; short answer: correct 1, "
+            "partially correct 0.5, incorrect 0; rubric: the mean of HealthBench example scores, not clipped, which "
+            "are the values the paired comparisons use, with HealthBench's score, that mean clipped to [0, 1], "
+            "beside it as healthbench_score). A system's own output that cannot be graded (JSON breaking the schema, "
+            "an empty answer, an answer cut at max_tokens, no valid letter) is a wrong answer: score 0, counted in "
+            f"n_invalid. The {unanswered}. Answers the grader could not grade (n_grade_failed) are listed and in "
+            "neither mean. A system whose unanswered items, or whose ungraded answers, exceed the failure bound "
+            "(systems.entries[].max_failure_rate; llm.answer_grader or llm.rubric_judge max_failure_rate) has its "
+            "figures on that track refused, with the reason. Rubric rows show the rubric grader's agreement with "
+            "physicians on the calibration side-file (same grader, same scope category) beside the score.")
+
+
+def healthbench_note(parse_retries: int) -> str:
+    """Where the rubric grading differs from HealthBench's simple-evals."""
+    retries = f"re-asked {parse_retries} time{'s' if parse_retries != 1 else ''}" if parse_retries else "not re-asked"
+    return ("Rubric grading differs from HealthBench's simple-evals (healthbench_eval.py) in three ways: the grader "
+            "prompt is this project's (calibration.rubric_judge, the one the calibration harness checks against "
+            "physicians), not simple-evals' GRADER_TEMPLATE; the grader is given each criterion without its "
+            "\"[points]\" prefix (simple-evals writes \"[5] criterion\"), as the physicians' meta-eval rows the "
+            f"harness grades carry none; a grader answer that does not parse is {retries} "
+            "(llm.rubric_judge.parse_retries) and then listed as a grader failure, where simple-evals asks again "
+            "until it parses. The rubric figures are not directly comparable with published HealthBench scores.")
 
 
 def item_results(answers: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
@@ -72,16 +114,14 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
     parts += [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
     parts.append("<h2>Systems</h2>" + _table(pl.DataFrame(r.systems)))
     parts.append("<h2>Graders</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in r.grader.items()) + "</ul>")
-    parts.append("<h2>Scoreboard</h2><p class='note'>Mean per track with its bootstrap interval over items "
-                 "(mcq: accuracy, invalid answers counted wrong; short answer: correct 1, partially correct 0.5, "
-                 "incorrect 0; rubric: HealthBench score, mean of example scores clipped to [0, 1]). Failed calls "
-                 "are listed, not scored. Rubric rows show the rubric grader's agreement with physicians on the "
-                 "calibration side-file (same grader, same scope category) beside the score.</p>")
+    parts.append(f"<h2>Scoreboard</h2><p class='note'>{_e(scoreboard_note(r.answer_failures))}</p>")
     for track in ("mcq", "short_answer", "rubric"):
         block = r.board.filter(pl.col("track") == track)
         if block.is_empty():
             continue
         parts.append(f"<h3>{track} ({MEASURE_OF_TRACK[track]})</h3>")
+        if track == "rubric":
+            parts.append(f"<p class='note'>{_e(healthbench_note(r.rubric_parse_retries))}</p>")
         overall = block.filter(pl.col("segment_kind") == "all")
         parts.append(_table(_board_view(overall, track)))
         if f"bars_{track}" in figures:
@@ -103,19 +143,19 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
 
 
 def _interval_text() -> pl.Expr:
-    return pl.when(pl.col("mean").is_null()).then(pl.lit("")).otherwise(
+    return pl.when(pl.col("refused").is_not_null()).then(pl.lit("refused")).when(
+        pl.col("mean").is_null()).then(pl.lit("")).otherwise(
         pl.format("{} [{}, {}] n={}", pl.col("mean").round(3), pl.col("ci_low").round(3), pl.col("ci_high").round(3),
                   pl.col("n_scored")))
 
 
 def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
-    cols = ["system", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_answer_failed", "n_grade_failed"]
-    if track == "mcq":
-        cols.append("n_invalid")
+    cols = ["system", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_unanswered", "mean_answered",
+            "mean_unanswered_as_0", "n_invalid", "n_grade_failed"]
     if track == "rubric":
-        cols += ["unclipped_mean", "grader_rows", "grader_macro_f1", "grader_balanced_accuracy",
+        cols += ["healthbench_score", "grader_rows", "grader_macro_f1", "grader_balanced_accuracy",
                  "grader_agree_on_met", "grader_agree_on_not_met"]
-    return board.select(cols)
+    return board.select(*cols, "refused")
 
 
 def _deltas(r: SystemsReport) -> pl.DataFrame:
@@ -125,8 +165,8 @@ def _deltas(r: SystemsReport) -> pl.DataFrame:
 def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
     d = _deltas(r)
     if d.is_empty():
-        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, or "
-                "fewer than two items were scored for both.</p>")
+        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, one of "
+                "the two is refused over its failure bound, or fewer than two items were scored for both.</p>")
     view = d.select("track", "segment", pl.col("system_a").alias("rag"), pl.col("system_b").alias("closed_book"),
                     "n_queries", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_randomization_holm",
                     "p_mcnemar_holm")
@@ -140,8 +180,8 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
 def _significance_section(r: SystemsReport) -> str:
     sig = r.comparisons.filter(pl.col("segment") == "ALL")
     if sig.is_empty():
-        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track, or "
-                "fewer than two items scored for both.</p>")
+        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track that are "
+                "not refused over a failure bound, or fewer than two items scored for both.</p>")
     rows = []
     for row in sig.iter_rows(named=True):
         p = row["p_randomization_holm"]
@@ -152,7 +192,8 @@ def _significance_section(r: SystemsReport) -> str:
                     f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p:.3g}</td><td>{mc}</td></tr>")
     head = ("<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
             "<th>randomization p (Holm)</th><th>exact McNemar p (Holm) (only a/only b)</th></tr>")
-    return (f"<h2>Paired significance</h2><p class='note'>Holm across the pairs of each track; bold: p &lt; "
+    return (f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
+            f"per-item values; exact McNemar on mcq only; Holm across the pairs of each track; bold: p &lt; "
             f"{r.alpha}.</p><table>{head}{''.join(rows)}</table>")
 
 
@@ -169,13 +210,21 @@ def _harness_section(r: SystemsReport) -> str:
 
 
 def _failures_section(r: SystemsReport) -> str:
-    failed = r.grades.filter(pl.col("status") != "graded").select("system", "track", "item_id", "status", "error")
-    if failed.is_empty():
+    columns = ("system", "track", "item_id", "status", "error")
+    failed = r.grades.filter(pl.col("status") != "graded").select(columns)
+    broken = r.grades.filter(pl.col("invalid").fill_null(False) & pl.col("error").is_not_null()).select(columns)
+    if failed.is_empty() and broken.is_empty():
         return "<h2>Failures</h2><p>None.</p>"
-    counts = failed.group_by("system", "track", "status").len().sort("system", "track", "status")
-    shown = failed.sort("system", "track", "item_id").head(FAILURES_SHOWN)
-    return (f"<h2>Failures</h2><p class='note'>Not scored. {failed.height} in all; the first {shown.height} "
-            "are listed.</p>" + _table(counts) + _table(shown))
+    zero = "counted as 0 in mean" if r.answer_failures == "score_zero" else "left out of mean"
+    out = [f"<h2>Failures</h2><p class='note'>answer_failed: not answered (transport failures), {zero}; "
+           "grade_failed: answered, not graded, in neither mean. Graded and invalid: the system's own output could "
+           f"not be graded, scored 0. {failed.height + broken.height} in all; the first {FAILURES_SHOWN} of each "
+           "kind are listed.</p>"]
+    for part in (failed, broken.with_columns(pl.lit("invalid").alias("status"))):
+        if part.height:
+            out.append(_table(part.group_by("system", "track", "status").len().sort("system", "track", "status")))
+            out.append(_table(part.sort("system", "track", "item_id").head(FAILURES_SHOWN)))
+    return "\n".join(out)
 
 
 def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
@@ -208,7 +257,7 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
         ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(segments))], segments,
                       rotation=20, fontsize="small")
         ax.set_ylabel(MEASURE_OF_TRACK[track])
-        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylim(min([0.0, *seg["ci_low"].drop_nulls().to_list(), *seg["mean"].to_list()]) - 0.05, 1.05)
         ax.set_title(track)
         ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
         out[f"bars_{track}"] = _save(fig, folder / f"scores_{track}.png")

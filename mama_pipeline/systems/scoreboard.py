@@ -1,12 +1,18 @@
 """The systems scoreboard: per system, track and segment, a mean with its bootstrap interval.
 
 Segments: ``all``, each scope category (pre-scoped pools under ``PRESCOPED``)
-and each source pool. mcq: accuracy (invalid answers count as wrong); short
-answer: mean grade (1, 0.5, 0); rubric: HealthBench's score, the mean of
-example scores clipped to [0, 1]. Intervals are scipy's BCa bootstrap over
-items (percentile where BCa is undefined). Rubric rows carry the rubric
-grader's agreement with physicians from the calibration harness, for the same
-scope category (overall for ``all`` and pool rows).
+and each source pool. mcq: accuracy; short answer: mean grade (1, 0.5, 0);
+rubric: the mean of HealthBench example scores (not clipped: the per-item values
+the paired comparisons use), with HealthBench's score (that mean clipped to
+[0, 1]) beside it. Invalid answers (the system's own output that cannot be
+graded) score 0 in every track. Side by side: the items left unanswered
+(transport failures), the mean over answered items and the mean with unanswered
+items as 0; ``answer_failures`` picks which of the two is ``mean`` with its
+interval (scipy's BCa bootstrap over items, percentile where BCa is undefined).
+A (system, track) over a failure bound (``systems.bounds``) keeps its counts and
+its figures are refused, with the reason. Rubric rows carry the rubric grader's
+agreement with physicians from the calibration harness, for the same scope
+category (overall for ``all`` and pool rows).
 """
 from __future__ import annotations
 
@@ -14,16 +20,17 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.evaluation.significance import compact
-from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED
+from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED, GRADED
 
 SCOREBOARD_SCHEMA = {
     "system": pl.String, "track": pl.String, "segment_kind": pl.String, "segment": pl.String,
-    "n_items": pl.Int64, "n_scored": pl.Int64, "n_answer_failed": pl.Int64, "n_grade_failed": pl.Int64,
+    "n_items": pl.Int64, "n_scored": pl.Int64, "n_unanswered": pl.Int64, "n_grade_failed": pl.Int64,
     "n_invalid": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "unclipped_mean": pl.Float64, "grader_rows": pl.Int64, "grader_macro_f1": pl.Float64,
+    "mean_answered": pl.Float64, "mean_unanswered_as_0": pl.Float64, "healthbench_score": pl.Float64,
+    "refused": pl.String, "grader_rows": pl.Int64, "grader_macro_f1": pl.Float64,
     "grader_balanced_accuracy": pl.Float64, "grader_agree_on_met": pl.Float64, "grader_agree_on_not_met": pl.Float64,
 }
-MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "HealthBench score"}
+MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "mean example score"}
 BATCH = 1000  # resamples (and jackknife samples) per vectorised call: bounds memory at any item count
 GRADER_FIGURES = ("rows", "macro_f1", "balanced_accuracy", "agree_on_met", "agree_on_not_met")
 
@@ -32,27 +39,18 @@ def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def _clipped_mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.clip(np.mean(x, axis=axis), 0.0, 1.0)
-
-
-def statistic_of(track: str):
-    return _clipped_mean if track == "rubric" else _mean
-
-
-def bootstrap_ci(values: np.ndarray, track: str, n_resamples: int, seed: int,
+def bootstrap_ci(values: np.ndarray, n_resamples: int, seed: int,
                  confidence: float) -> tuple[float | None, float | None]:
-    """Bootstrap interval of the track's statistic over items; a point when the values do not vary."""
+    """Bootstrap interval of the mean over items; a point when the values do not vary."""
     if values.size == 0:
         return None, None
-    stat = statistic_of(track)
     if np.all(values == values[0]):
-        point = float(stat(values))
+        point = float(values[0])
         return point, point
     from scipy import stats
 
     for method in ("BCa", "percentile"):
-        res = stats.bootstrap((compact(values),), stat, vectorized=True, n_resamples=n_resamples,
+        res = stats.bootstrap((compact(values),), _mean, vectorized=True, n_resamples=n_resamples,
                               confidence_level=confidence, method=method, batch=BATCH,
                               rng=np.random.default_rng(seed))
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -81,23 +79,40 @@ def _grader(harness: pl.DataFrame | None, segment_kind: str, segment: str) -> di
     return {f"grader_{f}": r[f] for f in GRADER_FIGURES}
 
 
+def _figures(part: pl.DataFrame, track: str, answer_failures: str, n_resamples: int, seed: int,
+             confidence: float) -> dict[str, float | int | None]:
+    answered = part.filter(pl.col("status") == GRADED)["score"].to_numpy().astype(float)
+    n_unanswered = part.filter(pl.col("status") == ANSWER_FAILED).height
+    with_zero = np.concatenate([answered, np.zeros(n_unanswered)])
+    headline = with_zero if answer_failures == "score_zero" else answered
+    low, high = bootstrap_ci(headline, n_resamples, seed, confidence)
+    mean = float(headline.mean()) if headline.size else None
+    return {
+        "n_scored": int(headline.size), "mean": mean, "ci_low": low, "ci_high": high,
+        "mean_answered": float(answered.mean()) if answered.size else None,
+        "mean_unanswered_as_0": float(with_zero.mean()) if with_zero.size else None,
+        "healthbench_score": float(np.clip(mean, 0.0, 1.0)) if track == "rubric" and mean is not None else None,
+    }
+
+
 def scoreboard(grades: pl.DataFrame, harness: pl.DataFrame | None, n_resamples: int, seed: int,
-               confidence: float) -> pl.DataFrame:
-    """One row per (system, track, segment) present in the grades."""
+               confidence: float, answer_failures: str = "exclude",
+               refused: dict[tuple[str, str], str] | None = None) -> pl.DataFrame:
+    """One row per (system, track, segment) present in the grades; figures of a refused (system, track) null."""
+    refused = refused or {}
     rows = []
     for (system, track), block in sorted(grades.group_by("system", "track"), key=lambda kv: kv[0]):
+        reason = refused.get((system, track))
         for kind, segment, part in _segments(block):
-            scored = part.filter(pl.col("score").is_not_null())["score"].to_numpy().astype(float)
-            low, high = bootstrap_ci(scored, track, n_resamples, seed, confidence)
+            if reason is None:
+                figures = _figures(part, track, answer_failures, n_resamples, seed, confidence)
+            else:  # counts only: no interval is computed for figures that are not shown
+                figures = {"n_scored": part.filter(pl.col("score").is_not_null()).height}
             rows.append({
                 "system": system, "track": track, "segment_kind": kind, "segment": segment,
-                "n_items": part.height, "n_scored": int(scored.size),
-                "n_answer_failed": part.filter(pl.col("status") == ANSWER_FAILED).height,
+                "n_items": part.height, "n_unanswered": part.filter(pl.col("status") == ANSWER_FAILED).height,
                 "n_grade_failed": part.filter(pl.col("status") == GRADE_FAILED).height,
-                "n_invalid": int(part["invalid"].fill_null(False).sum()),
-                "mean": float(statistic_of(track)(scored)) if scored.size else None,
-                "ci_low": low, "ci_high": high,
-                "unclipped_mean": float(scored.mean()) if scored.size else None,
+                "n_invalid": int(part["invalid"].fill_null(False).sum()), **figures, "refused": reason,
                 **(_grader(harness, kind, segment) if track == "rubric" else {f"grader_{f}": None for f in GRADER_FIGURES}),
             })
     return pl.DataFrame(rows, schema=SCOREBOARD_SCHEMA)

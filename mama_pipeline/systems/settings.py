@@ -1,7 +1,8 @@
 """Configuration of the answering systems under evaluation and of how they are scored.
 
 Each entry of ``systems.entries`` is one system: the same endpoint and decoding
-keys as an ``llm.*`` stage, a system prompt, and a mode (``closed_book``, or
+keys as an ``llm.*`` stage (``max_failure_rate`` bounds the share of a track's
+items it may leave unanswered), a system prompt, and a mode (``closed_book``, or
 ``rag`` with a registry retriever of ``retrieval.retrievers`` and ``k``).
 """
 from __future__ import annotations
@@ -52,7 +53,10 @@ class SystemsSettings(Section):
     items_per_track: int = Field(0, ge=0)  # a seeded sample of each track's items (0 = every item)
     max_rubric_criteria: int = Field(0, ge=0)  # rubric items with more criteria are left out (0 = none)
     sample_seed: int = 0
-    answer_failures: Literal["exclude", "score_zero"] = "exclude"  # failed calls are never scored by default
+    # items a system left unanswered (transport failures only; its own output that cannot be graded always
+    # scores 0): the headline mean leaves them out (exclude) or counts them as 0 (score_zero); the board shows
+    # both means, and a system over its max_failure_rate is refused either way
+    answer_failures: Literal["exclude", "score_zero"] = "exclude"
     resamples: int = Field(2000, ge=100)  # bootstrap and randomization resamples
     seed: int = 0
     confidence: float = Field(0.95, gt=0, lt=1)

@@ -76,6 +76,32 @@ def test_holm_known_values():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
+def test_holm_family_with_a_missing_p_keeps_its_other_adjusted_values():
+    # the three present p values form the family: 0.01 * 3, max(0.03 * 2, 0.03), max(0.04 * 1, 0.06)
+    assert holm([0.01, None, 0.04, 0.03]) == [pytest.approx(0.03), None, pytest.approx(0.06), pytest.approx(0.06)]
+    assert holm([None, None]) == [None, None]
+
+
+def test_mcnemar_only_on_the_measures_named_0_1():
+    qids = [f"q{i}" for i in range(6)]
+    per_query = pl.concat([
+        pl.DataFrame({"retriever": "a", "query_id": qids, "measure": m, "value": [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]})
+        for m in ("correct", "grade")
+    ] + [
+        pl.DataFrame({"retriever": "b", "query_id": qids, "measure": m, "value": [0.0, 0.0, 1.0, 0.0, 1.0, 1.0]})
+        for m in ("correct", "grade")
+    ])
+    table = pairwise_significance(per_query, ["correct", "grade"], ["a", "b"], n_resamples=100,
+                                  binary_measures={"correct"})
+    by = {r["measure"]: r for r in table.iter_rows(named=True)}
+    assert (by["correct"]["only_a"], by["correct"]["only_b"]) == (2, 1)
+    assert by["correct"]["p_mcnemar"] == pytest.approx(1.0)  # 2 vs 1 discordant: 2 * P(X <= 1 | 3, 1/2) = 1
+    assert by["grade"]["p_mcnemar"] is None  # all 0/1 here, but not 0/1 by definition
+    with pytest.raises(ValueError, match="'grade' is named 0/1 but holds other values"):
+        pairwise_significance(per_query.with_columns(pl.col("value") / 2), ["grade"], ["a", "b"], n_resamples=100,
+                              binary_measures={"grade"})
+
+
 def test_holm_spares_the_heap_statsmodels_collects_and_leaves_gc_as_it_was(monkeypatch):
     import gc
 

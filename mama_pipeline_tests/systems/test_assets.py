@@ -39,11 +39,11 @@ FAULTY_ITEMS = [
 ]
 
 
-def write_config(tmp_path, url, systems, **extra) -> str:
+def write_config(tmp_path, url, systems, llm: dict | None = None, **extra) -> str:
     fast = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 1.5, "max_retries": 1}
     cfg = {
         "data_dir": str(tmp_path / "data"),
-        "llm": {stage: {"base_urls": [url], "model": f"fake-{stage}", **fast}
+        "llm": {stage: {"base_urls": [url], "model": f"fake-{stage}", **fast, **(llm or {}).get(stage, {})}
                 for stage in ("answer_grader", "rubric_judge")},
         "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25", "params": {"threads": 1, "input_files": 1}}]},
         "systems": {"entries": [{"base_urls": [url], **fast, **s} for s in systems], "resamples": 200, **extra},
@@ -57,7 +57,8 @@ CLOSED = {"name": "closed", "model": "fake-a"}
 RAG = {"name": "rag", "model": "fake-a", "mode": "rag", "retriever": "bm25", "k": 2, "baseline": "closed"}
 
 
-def materialise(config: str, items: list[dict], names: list[str], select: str, partition: str | None = None):
+def materialise(config: str, items: list[dict], names: list[str], select: str, partition: str | None = None,
+                raise_on_error: bool = True):
     @dg.asset(key="mamabench_items")
     def stub_items() -> pl.DataFrame:
         return items_frame(items)
@@ -79,7 +80,7 @@ def materialise(config: str, items: list[dict], names: list[str], select: str, p
     with dg.instance_for_test() as instance:
         return dg.materialize([stub_items, stub_criteria, stub_chunks, stub_harness, *assets, *CHECKS],
                               resources=shared_resources(config), selection=selection, partition_key=partition,
-                              instance=instance, raise_on_error=True)
+                              instance=instance, raise_on_error=raise_on_error)
 
 
 def run_all(config, items, names):
@@ -94,8 +95,10 @@ def calls(server) -> int:
     return server.stats()["chat_calls"]
 
 
-def test_faults_are_listed_never_scored_and_checks_pass(tmp_path, fake_llm):
-    config = write_config(tmp_path, fake_llm.url, [CLOSED])
+def test_faults_are_listed_broken_output_scores_zero_and_checks_pass(tmp_path, fake_llm):
+    # bounds that these faults stay under: 2 of 6 mcq items unanswered, 1 of 3 short answers ungraded
+    config = write_config(tmp_path, fake_llm.url, [{**CLOSED, "max_failure_rate": 0.5}],
+                          llm={"answer_grader": {"max_failure_rate": 0.5}})
     (result,) = run_all(config, CLEAN_ITEMS + FAULTY_ITEMS, ["closed"])
     assert all(c.passed for c in result.get_asset_check_evaluations())
     store = Store(tmp_path / "data" / "mama.duckdb")
@@ -104,8 +107,10 @@ def test_faults_are_listed_never_scored_and_checks_pass(tmp_path, fake_llm):
     assert answers["m-slow"]["status"] == "transport_failed" and "Timeout" in answers["m-slow"]["error"]
     assert answers["m-malformed"]["status"] == "parse_failed" and answers["m-malformed"]["answer"] is None
     grades = {r["item_id"]: r for r in store.read_table("system_grades").iter_rows(named=True)}
-    for item in ("m-500", "m-slow", "m-malformed"):
+    for item in ("m-500", "m-slow"):
         assert grades[item]["status"] == "answer_failed" and grades[item]["score"] is None
+    assert (grades["m-malformed"]["status"], grades["m-malformed"]["score"], grades["m-malformed"]["invalid"]) == (
+        "graded", 0.0, True)
     assert grades["s-bad-grade"]["status"] == "grade_failed" and grades["s-bad-grade"]["score"] is None
     assert (grades["m-invalid"]["invalid"], grades["m-invalid"]["score"]) == (True, 0.0)
     assert (grades["m-clean-1"]["correct"], grades["m-clean-2"]["correct"]) == (True, False)
@@ -114,15 +119,15 @@ def test_faults_are_listed_never_scored_and_checks_pass(tmp_path, fake_llm):
 
     board = store.read_table("system_scoreboard")
     mcq_all = board.filter((pl.col("track") == "mcq") & (pl.col("segment_kind") == "all")).row(0, named=True)
-    # scored: clean-1 right, clean-2 wrong, invalid wrong; three failures left out
-    assert (mcq_all["n_items"], mcq_all["n_scored"], mcq_all["n_answer_failed"], mcq_all["n_invalid"]) == (6, 3, 3, 1)
-    assert mcq_all["mean"] == pytest.approx(1 / 3)
+    # scored: clean-1 right, clean-2 wrong, invalid and malformed wrong; two transport failures left out
+    assert (mcq_all["n_items"], mcq_all["n_scored"], mcq_all["n_unanswered"], mcq_all["n_invalid"]) == (6, 4, 2, 2)
+    assert mcq_all["mean"] == pytest.approx(1 / 4) and mcq_all["mean_unanswered_as_0"] == pytest.approx(1 / 6)
     rubric_all = board.filter((pl.col("track") == "rubric") & (pl.col("segment_kind") == "all")).row(0, named=True)
     assert rubric_all["grader_macro_f1"] == 0.71
 
     page = tmp_path / "data" / "reports" / "systems" / "systems.html"
     text = page.read_text()
-    assert "Failures" in text and "m-500" in text and "HealthBench score" in text and "0.710" in text
+    assert "Failures" in text and "m-500" in text and "healthbench_score" in text and "0.710" in text
     lines = [json.loads(x) for x in (page.parent / "items" / "closed.jsonl").read_text().splitlines()]
     assert {x["item_id"] for x in lines} == {r["item_id"] for r in CLEAN_ITEMS + FAULTY_ITEMS}
     assert {"item_id", "answer", "grade", "score", "chunk_ids"} <= set(lines[0])

@@ -2,6 +2,8 @@
 
 The model's answers are not meaningful; the test checks that each track's request
 reaches a real llama.cpp server and comes back as an answer or a listed failure.
+The system stops at its first full stop (a server-side ``stop``): an answer cut at
+``max_tokens`` would be invalid and never reach the graders.
 """
 from __future__ import annotations
 
@@ -23,14 +25,17 @@ ITEMS = [
 
 @pytest.mark.slow
 def test_embedded_model_answers_and_grades_every_track(tmp_path):
-    patient = {"timeout_s": 1200, "max_retries": 0}  # a loaded 2-core machine can take minutes per answer
+    # a loaded 2-core machine can take minutes per answer; the smoke model's graders often break their JSON, and
+    # this test checks the path, not the figures: no failure bound refuses them here
+    patient = {"timeout_s": 1200, "max_retries": 0, "max_failure_rate": 1.0}
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "data_dir": str(tmp_path / "data"),
         "llm": {"embedded_server": {"n_parallel": 2, "n_ctx": 8192},
                 "answer_grader": {"max_tokens": 64, **patient},
                 "rubric_judge": {"max_tokens": 64, **patient}},
-        "systems": {"entries": [{"name": "smollm", "max_tokens": 16, **patient}], "resamples": 100},
+        "systems": {"entries": [{"name": "smollm", "max_tokens": 64, "extra_body": {"stop": ["."]}, **patient}],
+                    "resamples": 100},
     }))
     names = ["smollm"]
     materialise(str(config), ITEMS, names, "mamabench_items mamabench_criteria corpus_chunks "

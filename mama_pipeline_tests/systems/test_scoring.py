@@ -77,7 +77,8 @@ def test_short_answer_grades_map_and_grader_failures_are_never_grades():
     by = {r["item_id"]: r for r in g.iter_rows(named=True)}
     assert by["s1"]["score"] == 1.0 and by["s2"]["score"] == 0.5
     assert by["s3"]["status"] == "grade_failed" and by["s3"]["score"] is None
-    assert by["s4"]["status"] == "answer_failed" and by["s4"]["score"] is None
+    # the system's own unparseable answer is a wrong answer, not an unanswered item
+    assert (by["s4"]["status"], by["s4"]["score"], by["s4"]["invalid"]) == ("graded", 0.0, True)
 
 
 def test_healthbench_rubric_score_negative_points_and_clipping():
@@ -101,8 +102,8 @@ def test_healthbench_rubric_score_negative_points_and_clipping():
     assert [c["criteria_met"] for c in json.loads(by["r1"]["criteria"])] == [True, False, True]
     board = scoreboard(g, harness_frame(), 200, 0, 0.95)
     overall = board.filter(pl.col("segment_kind") == "all").row(0, named=True)
-    assert overall["unclipped_mean"] == pytest.approx((1 / 8 - 5) / 2)
-    assert overall["mean"] == 0.0  # the mean is clipped to [0, 1]
+    assert overall["mean"] == pytest.approx((1 / 8 - 5) / 2)  # the values the comparisons use
+    assert overall["healthbench_score"] == 0.0  # HealthBench's score: that mean clipped to [0, 1]
     assert overall["grader_macro_f1"] == 0.71  # the harness's overall judge row
     neonatal = board.filter(pl.col("segment") == "NEONATAL").row(0, named=True)
     assert neonatal["grader_macro_f1"] == 0.64  # same scope category
@@ -135,7 +136,7 @@ def test_scoreboard_segments_counts_and_intervals():
     g = pl.DataFrame(rows)
     board = scoreboard(g, None, 500, 0, 0.95)
     overall = board.filter(pl.col("segment_kind") == "all").row(0, named=True)
-    assert (overall["n_items"], overall["n_scored"], overall["n_answer_failed"], overall["n_invalid"]) == (5, 4, 1, 1)
+    assert (overall["n_items"], overall["n_scored"], overall["n_unanswered"], overall["n_invalid"]) == (5, 4, 1, 1)
     assert overall["mean"] == 0.75 and overall["ci_low"] <= 0.75 <= overall["ci_high"]
     pre = board.filter(pl.col("segment") == "PRESCOPED").row(0, named=True)
     assert (pre["mean"], pre["ci_low"], pre["ci_high"]) == (1.0, 1.0, 1.0)  # no spread: a point

@@ -1,6 +1,7 @@
 -- Asset system_comparisons: paired tests between two systems on the items scored for both.
 -- comparison: systems | rag_vs_baseline (system_a = the RAG system); segment: ALL or a scope category.
--- diff = mean_a - mean_b with its paired bootstrap interval; Holm across each (track, segment) family.
+-- diff = mean_a - mean_b with its paired bootstrap interval; Holm across each (track, segment) family;
+-- exact McNemar (p_mcnemar) on mcq only. A (system, track) over its failure bound is in no comparison.
 CREATE TABLE IF NOT EXISTS system_comparisons (
     track                  VARCHAR NOT NULL,
     segment                VARCHAR NOT NULL,
