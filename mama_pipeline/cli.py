@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mama_pipeline.input_errors import run_cli
+from mama_pipeline.input_errors import InputError, run_cli
 from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
@@ -36,10 +36,17 @@ def dagster_home(data_path: Path) -> Path:
 
 
 def _selected_keys(defs, select: str):
+    """The asset keys of a ``--select`` (Dagster's selection syntax); a bad one is a one-line error."""
     import dagster as dg
+    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
 
     graph = defs.resolve_asset_graph()
-    return graph.materializable_asset_keys if select == "*" else dg.AssetSelection.from_coercible(select).resolve(graph)
+    if select == "*":
+        return graph.materializable_asset_keys
+    try:
+        return dg.AssetSelection.from_coercible(select).resolve(graph)
+    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
+        raise InputError(f"--select {select!r}: {exc}") from None
 
 
 def materialize(select: str, executor: str = "multiprocess") -> int:

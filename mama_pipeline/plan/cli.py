@@ -11,7 +11,6 @@ def plan(select: str, latency_s: float | None = None) -> int:
         raise InputError(f"--latency-s {latency_s:g}: must be a positive number of seconds")
     load_settings()  # a bad configuration file is reported before anything else
     import dagster as dg
-    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
 
     from mama_pipeline.cli import _selected_keys
     from mama_pipeline.definitions import defs
@@ -19,9 +18,10 @@ def plan(select: str, latency_s: float | None = None) -> int:
     from mama_pipeline.release.run_plan import expand_selection
 
     graph = defs.resolve_asset_graph()
+    selected_keys = _selected_keys(defs, select)
     try:
-        keys = expand_selection(graph, _selected_keys(defs, select))
-    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
+        keys = expand_selection(graph, selected_keys)
+    except dg.DagsterInvalidSubsetError as exc:
         raise InputError(f"--select {select!r}: {exc}") from None
     selected = {k.to_user_string() for k in keys}
     rebuilt = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys} & selected for k in keys}

@@ -373,6 +373,15 @@ def test_materialize_reports_a_bad_configuration_before_running_anything(tmp_pat
     assert err.startswith(f"mama-pipeline: error: {config}:2: configuration file is not valid YAML") and "\n" not in err
 
 
+@pytest.mark.parametrize("select, reason", [("a,b", "Invalid selection string"),
+                                             ("no_such_asset", "['no_such_asset'] were selected")])
+def test_materialize_refuses_a_bad_selection_in_one_line(tmp_path, monkeypatch, capsys, select, reason):
+    monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
+    assert cli_main(["materialize", "--select", select, "--executor", "in_process"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"mama-pipeline: error: --select {select!r}: ") and reason in err and "\n" not in err
+
+
 def test_run_cli_names_the_file_of_an_os_error_and_lets_bugs_through(capsys):
     def missing() -> int:
         raise FileNotFoundError(2, "No such file or directory", "/data/x.parquet")
