@@ -171,7 +171,8 @@ def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[
     lookup = chunk_lookup(inp.table("corpus_chunks"), set(sets["chunk_ids"].explode().drop_nulls().to_list()))
     reasoning = getattr(inp.s.llm, stage).reasoning == "json_field"
     template = writer_template(mp.max_words, reasoning)
-    return [PlannedRun(template, writer_model(reasoning), writer_requests(sets, lookup, template))]
+    return [PlannedRun(template, writer_model(reasoning, size), writer_requests(part, lookup, template))
+            for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)]
 
 
 def _multipassage_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:

@@ -236,3 +236,32 @@ def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for
     grader = one(bills, "system_grades", "answer_grader")
     assert grader.requests is None and grader.note == "inputs not yet built: system_answers"
     assert fake_llm.stats()["chat_calls"] == before
+
+
+def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_set_size(tmp_path, fake_llm):
+    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.prompts import writer_template
+    from mama_pipeline.multipassage.questions import run_writer
+
+    config = write_config(tmp_path, fake_llm)
+    store = store_of(config)
+    store.write_table("corpus_chunks", CHUNKS.drop("section", "tier"))
+    rows = [("ms_a", 2, ["c1", "c2"], "sampled"), ("ms_b", 3, ["c1", "c2", "c3"], "sampled"),
+            ("ms_c", 2, ["c2", "c3"], "sampled"), ("ms_d", 2, ["c1", "c3"], "not_sampled")]
+    store.write_table("multipassage_candidates", pl.DataFrame({
+        "set_id": [r[0] for r in rows], "kind": ["section"] * 4, "size": [r[1] for r in rows],
+        "chunk_ids": [r[2] for r in rows], "anchor_chunk_id": [r[2][0] for r in rows], "source": ["who"] * 4,
+        "tier": ["high"] * 4, "sources": [["who"]] * 4, "section": [None] * 4, "min_similarity": [None] * 4,
+        "status": [r[3] for r in rows], "drop_reason": [None] * 4, "corpus_version": ["v1"] * 4,
+    }, schema_overrides={"section": pl.String, "min_similarity": pl.Float64}))
+    b = one(plan_bills(config, ["multipassage_questions"]), "multipassage_questions", "query_writer")
+    assert (b.requests, b.cached, b.to_send) == (3, 0, 3)  # the three sampled sets, two schemas (sizes 2 and 3)
+
+    s = load_settings(config)
+    reasoning = s.llm.query_writer.reasoning == "json_field"
+    sampled = store.read_table("multipassage_candidates").filter(pl.col("status") == "sampled")
+    with LLMResource(settings=SettingsResource(config_path=config)).client("query_writer") as client:
+        run_writer(client, writer_template(s.multipassage.max_words, reasoning), reasoning, sampled,
+                   chunk_lookup(store.read_table("corpus_chunks"), {"c1", "c2", "c3"}))
+    b = one(plan_bills(config, ["multipassage_questions"]), "multipassage_questions", "query_writer")
+    assert (b.requests, b.cached, b.to_send) == (3, 3, 0)  # the plan's cache keys are the ones the writer used
