@@ -87,7 +87,8 @@ def release_files(inp: ReleaseInputs) -> dict[str, bytes]:
     for c in inp.extra:
         files[c.path] = _jsonl(_records(c.frame))
     files["schema/canonical_item.schema.json"] = _json(item_json_schema())
-    files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id")))
+    # whether a verdict came from the cache says how a build ran, not what it found: a warm rebuild is the same release
+    files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id").drop("from_cache", strict=False)))
     files["audit/accounting.jsonl"] = _jsonl(_records(inp.accounting.sort("pool", "origin", "upstream_index")))
     if inp.agreement is not None:
         files["audit/agreement.json"] = _json({**(inp.agreement_info or {}), **inp.agreement.to_dict()})

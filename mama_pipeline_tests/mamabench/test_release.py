@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -69,6 +70,9 @@ def test_layout_and_items(inputs: ReleaseInputs) -> None:
     assert json.loads(files["schema/canonical_item.schema.json"]) == item_json_schema()
     verdict_lines = files["audit/scope_verdicts.jsonl"].decode().splitlines()
     assert len(verdict_lines) == inputs.verdicts.height and "rationale" in json.loads(verdict_lines[0])
+    assert "from_cache" not in json.loads(verdict_lines[0])  # a warm rebuild from the same answers: same bytes
+    warm = replace(inputs, verdicts=inputs.verdicts.with_columns(from_cache=~pl.col("from_cache")))
+    assert release_files(warm)["audit/scope_verdicts.jsonl"] == files["audit/scope_verdicts.jsonl"]
     assert len(files["audit/accounting.jsonl"].decode().splitlines()) == inputs.accounting.height
     assert files["audit/scope_classifier_prompt.txt"].decode() == SCOPE_TEMPLATE.text
 
