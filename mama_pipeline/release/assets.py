@@ -25,6 +25,7 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
+from mama_pipeline.release.held_out import held_out_path
 from mama_pipeline.release.configurations import CONFIGURATIONS, configuration_assets, extra_configurations
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
@@ -159,8 +160,10 @@ def mamaretrieval_release(
     folder = s.release_path(NAME, inputs.version)
     parts = [p for c in CONFIGURATIONS if (p := c.builder()(s, store.get(), inputs)) is not None]
     parts += [c.as_part() for c in extra_configurations(NAME, store.get(), s)]
-    manifest = write_mamaretrieval_release(folder, inputs, parts)
+    manifest = write_mamaretrieval_release(folder, inputs, parts, s.release.held_out.rule("query_id"))
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
+    held = {"held_out": dg.MetadataValue.json(manifest["held_out"]),
+            "held_out_path": dg.MetadataValue.path(str(held_out_path(folder, NAME)))} if "held_out" in manifest else {}
     f = manifest["figures"]
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(folder)),
@@ -174,6 +177,7 @@ def mamaretrieval_release(
         "chunks": f["chunks"],
         "queries_without_strict_chunk": f["queries_without_strict_chunk"],
         **{k: v for st in stages for k, v in st.metadata().items()},
+        **held,
         "manifest": dg.MetadataValue.json({k: v for k, v in manifest.items() if k != "files"}),
     })
 
