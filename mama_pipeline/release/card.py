@@ -67,14 +67,15 @@ def _reliability_section(audits: list[dict[str, Any]] | None) -> str:
     return head + "\n".join(lines) + "\n\n" + _table(header, rows) + "\n"
 
 
-def held_out_section(split: dict[str, Any], items: str) -> str:
-    """The card's statement of the declared held-out split (release/held_out.py)."""
+def held_out_section(split: dict[str, Any], items: str, figures: str, heading: str = "###") -> str:
+    """The card's statement of the declared held-out split (release/held_out.py); ``figures``: which of the
+    card's figures count the public part only."""
     total = split["public_items"] + split["held_out_items"]
-    return (f"### Held-out split\n\n{split['held_out_items']} of {total} {items} are held out and not in this "
-            f"folder: a {items} is held out when its `{split['id']}` hashes below the share, by the declared rule "
-            f"`{split['rule']}` with share {split['share']} and salt `{split['salt']}` (also in `manifest.json`). "
-            f"Every figure of this card is of the {split['public_items']} public {items}; the maintainer scores "
-            "the held-out part privately, so a model trained on the public part shows a gap.\n")
+    return (f"{heading} Held-out split\n\n{split['held_out_items']} of {total} {items} are held out and not in "
+            f"this folder: an item is held out when its `{split['id']}` hashes below the share, by the declared "
+            f"rule `{split['rule']}` with share {split['share']} and salt `{split['salt']}` (also in the manifest). "
+            f"{figures} The maintainer scores the held-out part privately, so a model trained on the public part "
+            "shows a gap.\n")
 
 
 def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) -> str:
@@ -115,7 +116,9 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
         ("labels that broke the D3 >= 1 => D2 >= 1 rule (D3 capped)", f["structural_violations"]),
     ]) + "\n")
     if manifest.get("held_out"):
-        parts.append(held_out_section(manifest["held_out"], "queries"))
+        parts.append(held_out_section(manifest["held_out"], "queries",
+                                      f"Every figure of this card is of the {manifest['held_out']['public_items']} "
+                                      "public queries."))
     parts.append("### Score distribution\n\n" + _table(
         ("score", *f["score_distribution"].keys()), [("pairs", *f["score_distribution"].values())]
     ) + "\n")
