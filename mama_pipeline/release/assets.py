@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE, circularity_flags, flag_record
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.llm.failure_bounds import FailureBoundError, judge_failures, query_writer_failures, refuse_over_bound
 from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
@@ -117,6 +118,7 @@ def mamaretrieval_inputs(
         producer=producer(),
         reliability=reliability,
         reference_decoding={stage: decoding_text(s.llm, stage) for stage in reference_judge_stages(s.llm)},
+        circularity=[flag_record(f) for f in circularity_flags(s) if f.judge == JUDGE_STAGE],
     )
 
 

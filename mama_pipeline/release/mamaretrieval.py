@@ -105,6 +105,7 @@ class MamaretrievalInputs:
     producer: dict[str, Any] = field(default_factory=dict)
     reliability: pl.DataFrame | None = None  # judge_reliability (reference_stage, audit, ..., note): on the card
     reference_decoding: dict[str, str] = field(default_factory=dict)  # reference stage -> its decoding, as stated
+    circularity: list[dict[str, str]] = field(default_factory=list)  # the relevance judge's flags (circularity/)
 
     @property
     def retriever_names(self) -> list[str]:
@@ -360,6 +361,7 @@ def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], wr
         "thresholds": {"lenient": inp.lenient, "strict": inp.strict},
         "figures": figures(inp, tables),
         "judge_reliability": reliability_summary(inp),
+        **({"circularity": inp.circularity} if inp.circularity else {}),
         "producer": inp.producer,
     }
 
