@@ -129,6 +129,11 @@ def circularity_flags(s: "PipelineSettings") -> list[Flag]:
     return flags
 
 
+def system_flags(s: "PipelineSettings") -> list[Flag]:
+    """The answer grader's and the rubric judge's flags against the answering systems."""
+    return [f for f in circularity_flags(s) if f.judge in SYSTEM_JUDGES]
+
+
 def retriever_notes(flags: list[Flag], retrievers: list[str]) -> dict[str, str]:
     """Retriever -> the flags next to its figures: its own, and the query writer's (which touches every one)."""
     common = [f.note for f in flags if f.part == QUERY_WRITER]

@@ -17,6 +17,7 @@ from mama_pipeline.llm.failure_bounds import (
 )
 from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.circularity.flags import flag_record, system_flags
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.agreement import (
     agreement_rows,
@@ -228,6 +229,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
     inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
     inputs.widely_trained = s.mamabench.widely_trained_pools
+    inputs.circularity = [flag_record(f) for f in system_flags(s)]
     rule = s.release.held_out.rule("item_id")
     hashes = write_release(out_dir, inputs, rule)
     return dg.MaterializeResult(metadata={

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mama_pipeline.circularity.flags import circularity_notes_of
 from mama_pipeline.release.card import held_out_section
 
 if TYPE_CHECKING:
@@ -141,6 +142,10 @@ def _training_section(m: dict[str, Any]) -> list[str]:
                    "the others reads as possible contamination, not skill.")
     else:
         out.append("None listed (setting `mamabench.widely_trained_pools`).")
+    if m.get("circularity"):
+        out += ["## Circularity", "Answering systems are graded by LLM stages: where a grader shares a system's model "
+                "or model family, that system's grades (in the systems report, not in this folder) are flagged.",
+                "\n".join(f"- {n}" for n in circularity_notes_of(m["circularity"]))]
     if m.get("held_out"):
         out.append(held_out_section(m["held_out"], "items", "The configuration and category counts are of the "
                                     "public items; the sources and yield table counts every kept item, public and "

@@ -63,6 +63,7 @@ class ReleaseInputs:
     extra: list[Any] = field(default_factory=list)  # other areas' release configurations
     widely_trained: list[str] = field(default_factory=list)  # pools widely used for training (card, manifest)
     held_out: dict[str, Any] | None = None  # the split's manifest entry when a held-out part was taken out
+    circularity: list[dict[str, str]] = field(default_factory=list)  # graders' flags against systems (circularity/)
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -152,6 +153,7 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
         "calibration_rows": None if inp.calibration is None else inp.calibration.height,
         "widely_trained_pools": inp.widely_trained,
         **({"held_out": inp.held_out} if inp.held_out else {}),
+        **({"circularity": inp.circularity} if inp.circularity else {}),
         "files": file_hashes,
     }
 

@@ -204,3 +204,19 @@ def test_share_zero_and_no_rule_write_the_same_bytes(inputs: ReleaseInputs, tmp_
     a = write_release(tmp_path / "a" / "mamabench", inputs)
     b = write_release(tmp_path / "b" / "mamabench", inputs, HeldOutRule(0.0, "x", "item_id"))
     assert a == b and not (tmp_path / "b" / "mamabench-held-out").exists()
+
+
+def test_card_names_the_graders_circularity_flags_and_says_when_none_are_trained_pools(inputs: ReleaseInputs) -> None:
+    from dataclasses import replace
+
+    flag = {"judge": "llm.rubric_judge", "judge_model": "openai/gpt-oss-120b", "part": "systems.gpt",
+            "model": "openai/gpt-oss-20b", "shared": "family", "family": "openai/gpt",
+            "note": "circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share "
+                    "the model family openai/gpt"}
+    files = release_files(replace(inputs, circularity=[flag]))
+    assert json.loads(files["manifests/manifest.json"])["circularity"] == [flag]
+    card = files["README.md"].decode()
+    assert ("- Circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share the model "
+            "family openai/gpt: the grades of gpt (a grader may favour its own model family).") in card
+    plain = release_files(inputs)["README.md"].decode()
+    assert "## Circularity" not in plain and "None listed (setting `mamabench.widely_trained_pools`)." in plain
