@@ -92,3 +92,16 @@ def test_a_configuration_is_refused_with_a_held_out_share(tmp_path):
         write_mamaretrieval_release(tmp_path / "r" / "mamaretrieval" / "v", fx.inputs(), [part],
                                     HeldOutRule(0.5, "x", "query_id"))
     assert not (tmp_path / "r").exists()
+
+
+def test_settings_refuse_a_share_of_one_and_an_unknown_trained_pool():
+    from pydantic import ValidationError
+
+    from mama_pipeline.settings import PipelineSettings
+
+    assert PipelineSettings().release.held_out.share == 0.0
+    assert PipelineSettings().mamabench.widely_trained_pools == ["medmcqa", "medqa_usmle"]
+    with pytest.raises(ValidationError, match="held_out.share"):
+        PipelineSettings.model_validate({"release": {"held_out": {"share": 1.0}}})
+    with pytest.raises(ValidationError, match=r"widely_trained_pools \['medqa'\]: not mamabench pools"):
+        PipelineSettings.model_validate({"mamabench": {"widely_trained_pools": ["medqa"]}})
