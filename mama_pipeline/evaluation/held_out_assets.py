@@ -20,6 +20,11 @@ def held_out_scoreboard(settings: SettingsResource, per_query_results: pl.DataFr
     values = per_query_results.filter(pl.col("measure").is_in(ev.significance_measures))
     board = part_gaps(values, ["retriever", "measure"], "query_id", s.release.held_out.rule("query_id"),
                       ev.resamples, ev.seed)
+    return gap_output(s, board)
+
+
+def gap_output(s, board: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """A public vs held-out table with the split's settings, the test and the table in its metadata."""
     return dg.Output(board, metadata={
         "share": s.release.held_out.share, "salt": s.release.held_out.salt, "test": TEST,
         "gaps": md_table(board.drop("test")),

@@ -148,8 +148,9 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
         ("seed chunk added to the pool", retrieval["include_seed_chunk"]),
     ]) + "\n")
     parts.append(_reliability_section(manifest.get("judge_reliability")))
-    flagged = any(x["part"].startswith("retrieval.") for x in flags)
-    parts.append("### Pooled retrievers\n\n" + _table(("retriever", "kind", "rankings", *(("circularity",) * flagged)), [
+    flagged = any(x["part"].startswith("retrieval.") for x in flags)  # a column only when a retriever is flagged
+    header = ("retriever", "kind", "rankings", *(("circularity",) * flagged))
+    parts.append("### Pooled retrievers\n\n" + _table(header, [
         (r["name"], r.get("kind"), f["rankings_by_retriever"].get(r["name"], 0),
          *((_flag(flags, f"retrieval.{r['name']}").strip(" ()") or "none",) * flagged))
         for r in retrieval["retrievers"]

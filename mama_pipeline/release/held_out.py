@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -57,6 +58,6 @@ class HeldOutRule:
                 "public_items": public, "held_out_items": held_out}
 
 
-def held_out_path(public_folder, name: str):
+def held_out_path(public_folder: Path, name: str) -> Path:
     """``<releases>/<name>/<version>`` -> ``<releases>/<name>-held-out/<version>``."""
     return public_folder.parent.parent / f"{name}-held-out" / public_folder.name

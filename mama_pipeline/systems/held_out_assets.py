@@ -2,9 +2,9 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.evaluation.held_out_assets import gap_output
 from mama_pipeline.mamabench.release import split_key
-from mama_pipeline.metadata import md_table
-from mama_pipeline.release.held_out_gaps import TEST, part_gaps
+from mama_pipeline.release.held_out_gaps import part_gaps
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.systems.scoreboard import statistic_of
 
@@ -23,10 +23,7 @@ def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame)
                                                                  .cast(pl.Float64).alias("value"))
     board = part_gaps(scored, ["system", "track"], "item_id", s.release.held_out.rule("item_id"), cfg.resamples,
                       cfg.seed, key=split_key(), statistic=lambda group: statistic_of(group[1]))
-    return dg.Output(board, metadata={
-        "share": s.release.held_out.share, "salt": s.release.held_out.salt, "test": TEST,
-        "gaps": md_table(board.drop("test")),
-    })
+    return gap_output(s, board)
 
 
 ASSETS = [system_held_out_scoreboard]

@@ -183,7 +183,8 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
     assert cal == {held_prompt}
     used = {r["criterion_id"] for line in (public / "data/open_ended_rubric/test.jsonl").read_text().splitlines()
             for r in json.loads(line).get("rubrics") or []}
-    assert {json.loads(x)["criterion_id"] for x in (public / "data/criteria/test.jsonl").read_text().splitlines()} == used
+    criteria = (public / "data/criteria/test.jsonl").read_text().splitlines()
+    assert {json.loads(x)["criterion_id"] for x in criteria} == used
     m = json.loads((public / "manifests/manifest.json").read_text())
     pm = json.loads((private / "manifests/manifest.json").read_text())
     assert m["held_out"] == pm["held_out"] and m["held_out"]["salt"] == "salt-a" and m["held_out"]["share"] == 0.3
