@@ -129,6 +129,11 @@ def circularity_flags(s: "PipelineSettings") -> list[Flag]:
     return flags
 
 
+def system_flags(s: "PipelineSettings") -> list[Flag]:
+    """The answer grader's and the rubric judge's flags against the answering systems."""
+    return [f for f in circularity_flags(s) if f.judge in SYSTEM_JUDGES]
+
+
 def retriever_notes(flags: list[Flag], retrievers: list[str]) -> dict[str, str]:
     """Retriever -> the flags next to its figures: its own, and the query writer's (which touches every one)."""
     common = [f.note for f in flags if f.part == QUERY_WRITER]
@@ -141,19 +146,31 @@ def retriever_notes(flags: list[Flag], retrievers: list[str]) -> dict[str, str]:
 
 
 def flag_table(flags: list[Flag]) -> pl.DataFrame:
-    return pl.DataFrame([{"judge": f.judge, "judge_model": f.judge_model, "part": f.part, "model": f.model,
-                          "shared": f.shared, "family": f.family} for f in flags], schema=FLAG_SCHEMA)
+    return pl.DataFrame([{k: v for k, v in flag_record(f).items() if k in FLAG_SCHEMA} for f in flags],
+                        schema=FLAG_SCHEMA)
 
 
 def circularity_notes(flags: list[Flag]) -> list[str]:
     """One sentence per flag for report headers, naming the figures it touches."""
+    return circularity_notes_of([flag_record(f) for f in flags])
+
+
+def flag_record(f: Flag) -> dict[str, str]:
+    """A flag as a manifest records it: its fields and its note."""
+    return {"judge": f.judge, "judge_model": f.judge_model, "part": f.part, "model": f.model, "shared": f.shared,
+            "family": f.family, "note": f.note}
+
+
+def circularity_notes_of(records: list[dict[str, str]]) -> list[str]:
+    """:func:`circularity_notes` of flags as manifests record them (:func:`flag_record`)."""
     out = []
-    for f in flags:
-        if f.part == QUERY_WRITER:
+    for f in records:
+        part, note = f["part"], f["note"]
+        if part == QUERY_WRITER:
             touched = "every retriever's figures (the judge labels pairs for queries its own model family wrote)"
-        elif f.part.startswith("retrieval."):
-            touched = f"the figures of {f.part.split('.', 1)[1]} (a judge may favour its own model family)"
+        elif part.startswith("retrieval."):
+            touched = f"the figures of {part.split('.', 1)[1]} (a judge may favour its own model family)"
         else:
-            touched = f"the grades of {f.part.split('.', 1)[1]} (a grader may favour its own model family)"
-        out.append(f"{f.note[0].upper()}{f.note[1:]}: {touched}.")
+            touched = f"the grades of {part.split('.', 1)[1]} (a grader may favour its own model family)"
+        out.append(f"{note[0].upper()}{note[1:]}: {touched}.")
     return out

@@ -17,6 +17,7 @@ from mama_pipeline.llm.failure_bounds import (
 )
 from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.circularity.flags import flag_record, system_flags
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.agreement import (
     agreement_rows,
@@ -33,6 +34,7 @@ from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, 
 from mama_pipeline.mamabench.sources import load_pool, provenance_table
 from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
 from mama_pipeline.release.configurations import DEPS as EXTRA_DEPS, extra_configurations
+from mama_pipeline.release.held_out import held_out_path
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 
 GROUP = "mamabench"
@@ -226,12 +228,17 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
     inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
     inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
-    hashes = write_release(out_dir, inputs)
+    inputs.widely_trained = s.mamabench.widely_trained_pools
+    inputs.circularity = [flag_record(f) for f in system_flags(s)]
+    rule = s.release.held_out.rule("item_id")
+    hashes = write_release(out_dir, inputs, rule)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(out_dir)),
         "files": len(hashes),
         "items": inputs.items.height,
         "manifest_sha256": hashes["manifests/manifest.json"],
+        **({"held_out_path": dg.MetadataValue.path(str(held_out_path(out_dir, "mamabench"))),
+            "held_out_share": rule.share} if rule.active else {}),
         **{k: v for st in stages for k, v in st.metadata().items()},
     })
 

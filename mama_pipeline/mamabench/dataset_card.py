@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mama_pipeline.circularity.flags import circularity_notes_of
+from mama_pipeline.release.card import held_out_section
+
 if TYPE_CHECKING:
     from mama_pipeline.mamabench.release import ReleaseInputs
 
@@ -82,6 +85,7 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
               s["unclassified"], s["yield_pct"]] for s in m["sources"]],
         ),
         f"**Total kept: {sum(s['kept'] for s in m['sources']):,}.**",
+        *_training_section(m),
         "## Items by scope category",
         _table(["set type", "category", "items"],
                [[r["set_type"], r["category"] or "pre-scoped", r["items"]] for r in m["items_by_category"]]),
@@ -123,6 +127,32 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
     ]
     parts += [c.card_section.strip() for c in inp.extra if c.card_section]
     return "\n\n".join(parts) + "\n"
+
+
+def _training_section(m: dict[str, Any]) -> list[str]:
+    """Which pools are widely used for training, and the held-out split when one was taken out."""
+    out = ["## Pools widely used for training"]
+    pools = m.get("widely_trained_pools") or []
+    if pools:
+        datasets = {s["pool"]: s["dataset"] for s in m["sources"] if "dataset" in s}
+        named = ", ".join(f"{p} ({datasets[p]})" if p in datasets else p for p in pools)
+        out.append(f"{named} sit in many models' training data (setting `mamabench.widely_trained_pools`): a "
+                   "system may have seen these items, or their upstream source, in training. The systems report "
+                   "scores every pool separately, so a score on these pools well above the same system's score on "
+                   "the others reads as possible contamination, not skill.")
+    else:
+        out.append("None listed (setting `mamabench.widely_trained_pools`).")
+    if m.get("circularity"):
+        out += ["## Circularity", "Answering systems are graded by LLM stages: where a grader shares a system's model "
+                "or model family, that system's grades (in the systems report, not in this folder) are flagged.",
+                "\n".join(f"- {n}" for n in circularity_notes_of(m["circularity"]))]
+    if m.get("held_out"):
+        out.append(held_out_section(m["held_out"], "items", "The configuration and category counts are of the "
+                                    "public items; the sources and yield table counts every kept item, public and "
+                                    "held out. Held-out items of public upstream pools can be re-assembled from "
+                                    "the upstream files: the split guards against training on this release, not "
+                                    "on the upstream.", heading="##").strip())
+    return out
 
 
 def _classifier_section(m: dict[str, Any]) -> list[str]:

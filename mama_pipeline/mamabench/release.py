@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from mama_pipeline.mamabench.dataset_card import render_card
 from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
 from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
 from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.release.held_out import HeldOutRule, held_out_path
 
 SET_TYPES = ("mcq", "open_ended", "open_ended_rubric")
 
@@ -60,6 +61,9 @@ class ReleaseInputs:
     parity: AgreementStats | None = None
     calibration: pl.DataFrame | None = None
     extra: list[Any] = field(default_factory=list)  # other areas' release configurations
+    widely_trained: list[str] = field(default_factory=list)  # pools widely used for training (card, manifest)
+    held_out: dict[str, Any] | None = None  # the split's manifest entry when a held-out part was taken out
+    circularity: list[dict[str, str]] = field(default_factory=list)  # graders' flags against systems (circularity/)
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -148,16 +152,101 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
             "agreement_ci95": inp.parity.agreement_ci95,
         },
         "calibration_rows": None if inp.calibration is None else inp.calibration.height,
+        "widely_trained_pools": inp.widely_trained,
+        **({"held_out": inp.held_out} if inp.held_out else {}),
+        **({"circularity": inp.circularity} if inp.circularity else {}),
         "files": file_hashes,
     }
 
 
-def write_release(out_dir: Path, inp: ReleaseInputs) -> dict[str, str]:
-    """Write the release folder atomically; returns path -> sha256 of every file."""
-    files = release_files(inp)
+def _referenced_criteria(items: pl.DataFrame) -> set[str]:
+    return {r["criterion_id"] for raw in items["item_json"] for r in json.loads(raw).get("rubrics") or []}
+
+
+SPLIT_ID = "item_id; a HealthBench item by healthbench:<prompt_id>"
+SHARED_PROMPT = r"^healthbench_[a-z_]+:"  # oss_eval, consensus and hard share prompt ids: one side per prompt
+
+
+def split_key(column: str = "item_id") -> pl.Expr:
+    """The id the held-out rule hashes: the item id, or ``healthbench:<prompt_id>`` for the HealthBench pools, so
+    a conversation in several of them falls on one side."""
+    return pl.col(column).str.replace(SHARED_PROMPT, "healthbench:")
+
+
+def split_inputs(inp: ReleaseInputs, rule: HeldOutRule) -> tuple[ReleaseInputs, ReleaseInputs]:
+    """(public inputs, held-out inputs) by the rule on :func:`split_key`: items, their verdicts and accounting
+    rows, the criteria only held-out items use, the calibration rows of held-out HealthBench prompts and the rows
+    of other areas' configurations (which must carry item_id)."""
+    unsplit = [c.name for c in inp.extra if "item_id" not in c.frame.columns]
+    if unsplit:
+        raise ValueError(f"release {inp.name} {inp.version}: release.held_out.share > 0, but configuration(s) "
+                         f"{unsplit} have no item_id to split by; switch them off or set release.held_out.share: 0")
+    held = sorted(rule.held_ids(inp.items.select(split_key()).to_series()))
+
+    def sides(df: pl.DataFrame | None, key: pl.Expr = split_key()) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+        if df is None:
+            return None, None
+        mask = key.is_in(held).fill_null(False)
+        return df.filter(~mask), df.filter(mask)
+
+    items, held_items = sides(inp.items)
+    verdicts, held_verdicts = sides(inp.verdicts)
+    accounting, held_accounting = sides(inp.accounting)
+    calibration, held_calibration = sides(inp.calibration, pl.lit("healthbench:") + pl.col("prompt_id"))
+    public_criteria = _referenced_criteria(items)
+    criteria = inp.criteria.filter(pl.col("criterion_id").is_in(sorted(public_criteria)))
+    held_criteria = inp.criteria.filter(pl.col("criterion_id").is_in(sorted(_referenced_criteria(held_items)
+                                                                             - public_criteria)))
+    extra = [(c, *sides(c.frame)) for c in inp.extra]
+    split = {**rule.manifest(items.height, held_items.height), "id": SPLIT_ID}
+    public = replace(inp, items=items, verdicts=verdicts, accounting=accounting, criteria=criteria,
+                     calibration=calibration, extra=[replace(c, frame=f) for c, f, _ in extra], held_out=split)
+    private = replace(inp, items=held_items, verdicts=held_verdicts, accounting=held_accounting, criteria=held_criteria,
+                      calibration=held_calibration, extra=[replace(c, frame=f) for c, _, f in extra], held_out=split)
+    return public, private
+
+
+def held_out_files(inp: ReleaseInputs) -> dict[str, bytes]:
+    """The held-out folder: its items, criteria, calibration rows, verdicts, accounting, configuration rows and a
+    manifest with the rule and every file's sha256 (no card: the folder is private)."""
+    files: dict[str, bytes] = {}
+    items = inp.items.sort("item_id")
+    for set_type in SET_TYPES:
+        files[f"data/{set_type}/test.jsonl"] = "".join(
+            j + "\n" for j in items.filter(pl.col("set_type") == set_type)["item_json"]).encode()
+    files["data/criteria/test.jsonl"] = _jsonl(_records(inp.criteria.sort("criterion_id")))
+    if inp.calibration is not None:
+        files["data/calibration/test.jsonl"] = _jsonl(_records(inp.calibration))
+    for c in inp.extra:
+        files[c.path] = _jsonl(_records(c.frame))
+    files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id")))
+    files["audit/accounting.jsonl"] = _jsonl(_records(inp.accounting.sort("pool", "origin", "upstream_index")))
+    files["manifests/manifest.json"] = _json({
+        "name": f"{inp.name}-held-out", "version": inp.version,
+        "private": "the held-out part of the release: keep this folder private; never publish it",
+        "held_out": inp.held_out,
+        "items": {"total": items.height, **{s: int((items["set_type"] == s).sum()) for s in SET_TYPES}},
+        "items_by_pool": dict(items.group_by("pool").len().sort("pool").iter_rows()),
+        "files": {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())},
+    })
+    return files
+
+
+def _write_folder(out_dir: Path, files: dict[str, bytes]) -> dict[str, str]:
     with atomic_folder(Path(out_dir)) as tmp:
         for rel, data in files.items():
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
     return {rel: hashlib.sha256(data).hexdigest() for rel, data in sorted(files.items())}
+
+
+def write_release(out_dir: Path, inp: ReleaseInputs, held_out: HeldOutRule | None = None) -> dict[str, str]:
+    """Write the release folder atomically; returns path -> sha256 of every file. With an active ``held_out``
+    rule the held-out part goes to :func:`held_out_path` instead (its own manifest), and the public card says so."""
+    if held_out is None or not held_out.active:
+        return _write_folder(out_dir, release_files(inp))
+    public, private = split_inputs(inp, held_out)
+    hashes = _write_folder(out_dir, release_files(public))
+    _write_folder(held_out_path(Path(out_dir), inp.name), held_out_files(private))
+    return hashes

@@ -67,6 +67,16 @@ class MamabenchSettings(Section):
     agreement_pools: list[str] = Field(default_factory=lambda: ["healthbench_oss_eval"])
     agreement_sample_size: int = Field(50, ge=0)  # 0 = every classified item of those pools
     agreement_seed: int = 0
+    # pools that sit in many models' training data: named on the card, marked in the systems report's per-pool scores
+    widely_trained_pools: list[str] = Field(default_factory=lambda: ["medmcqa", "medqa_usmle"])
+
+    @field_validator("widely_trained_pools")
+    @classmethod
+    def _known_pools(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if n not in POOL_BY_NAME]
+        if bad:
+            raise ValueError(f"widely_trained_pools {bad}: not mamabench pools; known: {sorted(POOL_BY_NAME)}")
+        return v
 
     @field_validator("agreement_pools")
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE, circularity_flags, flag_record
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.llm.failure_bounds import FailureBoundError, judge_failures, query_writer_failures, refuse_over_bound
 from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
@@ -25,6 +26,7 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
+from mama_pipeline.release.held_out import held_out_path
 from mama_pipeline.release.configurations import CONFIGURATIONS, configuration_assets, extra_configurations
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
@@ -116,6 +118,7 @@ def mamaretrieval_inputs(
         producer=producer(),
         reliability=reliability,
         reference_decoding={stage: decoding_text(s.llm, stage) for stage in reference_judge_stages(s.llm)},
+        circularity=[flag_record(f) for f in circularity_flags(s) if f.judge == JUDGE_STAGE],
     )
 
 
@@ -159,8 +162,10 @@ def mamaretrieval_release(
     folder = s.release_path(NAME, inputs.version)
     parts = [p for c in CONFIGURATIONS if (p := c.builder()(s, store.get(), inputs)) is not None]
     parts += [c.as_part() for c in extra_configurations(NAME, store.get(), s)]
-    manifest = write_mamaretrieval_release(folder, inputs, parts)
+    manifest = write_mamaretrieval_release(folder, inputs, parts, s.release.held_out.rule("query_id"))
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
+    held = {"held_out": dg.MetadataValue.json(manifest["held_out"]),
+            "held_out_path": dg.MetadataValue.path(str(held_out_path(folder, NAME)))} if "held_out" in manifest else {}
     f = manifest["figures"]
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(folder)),
@@ -174,6 +179,7 @@ def mamaretrieval_release(
         "chunks": f["chunks"],
         "queries_without_strict_chunk": f["queries_without_strict_chunk"],
         **{k: v for st in stages for k, v in st.metadata().items()},
+        **held,
         "manifest": dg.MetadataValue.json({k: v for k, v in manifest.items() if k != "files"}),
     })
 

@@ -5,6 +5,8 @@ from typing import Any, Sequence
 
 import yaml
 
+from mama_pipeline.circularity.flags import QUERY_WRITER, circularity_notes_of
+
 CONFIGS = (  # viewer config -> file, description
     ("judgments", "data/judgments.parquet", "graded relevance labels (D1-D4 and score 0-6) of the pooled pairs"),
     ("queries", "data/queries.parquet", "the questions, with the chunk each was written from (provenance, not a label)"),
@@ -67,9 +69,27 @@ def _reliability_section(audits: list[dict[str, Any]] | None) -> str:
     return head + "\n".join(lines) + "\n\n" + _table(header, rows) + "\n"
 
 
+def _flag(flags: list[dict[str, str]], part: str) -> str:
+    """`` (circular: ...)`` after a figure whose part shares the judge's model or family; empty otherwise."""
+    notes = [x["note"] for x in flags if x["part"] == part]
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def held_out_section(split: dict[str, Any], items: str, figures: str, heading: str = "###") -> str:
+    """The card's statement of the declared held-out split (release/held_out.py); ``figures``: which of the
+    card's figures count the public part only."""
+    total = split["public_items"] + split["held_out_items"]
+    return (f"{heading} Held-out split\n\n{split['held_out_items']} of {total} {items} are held out and not in "
+            f"this folder: an item is held out when its `{split['id']}` hashes below the share, by the declared "
+            f"rule `{split['rule']}` with share {split['share']} and salt `{split['salt']}` (also in the manifest). "
+            f"{figures} The maintainer scores the held-out part privately, so a model trained on the public part "
+            "shows a gap.\n")
+
+
 def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) -> str:
     """The card; ``configurations`` (release ConfigurationPart) add viewer configs and a section each."""
     f = manifest["figures"]
+    flags = manifest.get("circularity", [])
     corpus, judge, writer, retrieval = manifest["corpus"], manifest["judge"], manifest["query_writer"], manifest["retrieval"]
     cuts = manifest["thresholds"]
     parts = [front_matter(manifest, [c for p in configurations for c in p.viewer_configs]),
@@ -104,6 +124,10 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
         ("queries with no strict relevant chunk in the pool", f["queries_without_strict_chunk"]),
         ("labels that broke the D3 >= 1 => D2 >= 1 rule (D3 capped)", f["structural_violations"]),
     ]) + "\n")
+    if manifest.get("held_out"):
+        parts.append(held_out_section(manifest["held_out"], "queries",
+                                      f"Every figure of this card is of the {manifest['held_out']['public_items']} "
+                                      "public queries."))
     parts.append("### Score distribution\n\n" + _table(
         ("score", *f["score_distribution"].keys()), [("pairs", *f["score_distribution"].values())]
     ) + "\n")
@@ -115,7 +139,7 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
         ("corpus source", f"`{corpus['source']}`" + (f" at commit `{corpus['commit']}`" if corpus["commit"] else "")),
         ("corpus bundle sha256", f"`{corpus['bundle_sha256']}`" if corpus["bundle_sha256"] else "(unknown)"),
         ("canonical chunk text", corpus["canonical_text"]),
-        ("query writer", f"{writer['model']} (temperature {writer['temperature']})"),
+        ("query writer", f"{writer['model']} (temperature {writer['temperature']})" + _flag(flags, QUERY_WRITER)),
         ("query writer prompt hash", f"`{writer['prompt_hash']}` ({writer['prompt_file']})"),
         ("judge", f"{judge['model']} (temperature {judge['temperature']})"),
         ("judge prompt hash (template + answer schema)", f"`{judge['prompt_hash']}` ({judge['prompt_file']})"),
@@ -124,9 +148,15 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
         ("seed chunk added to the pool", retrieval["include_seed_chunk"]),
     ]) + "\n")
     parts.append(_reliability_section(manifest.get("judge_reliability")))
-    parts.append("### Pooled retrievers\n\n" + _table(("retriever", "kind", "rankings"), [
-        (r["name"], r.get("kind"), f["rankings_by_retriever"].get(r["name"], 0)) for r in retrieval["retrievers"]
+    flagged = any(x["part"].startswith("retrieval.") for x in flags)  # a column only when a retriever is flagged
+    header = ("retriever", "kind", "rankings", *(("circularity",) * flagged))
+    parts.append("### Pooled retrievers\n\n" + _table(header, [
+        (r["name"], r.get("kind"), f["rankings_by_retriever"].get(r["name"], 0),
+         *((_flag(flags, f"retrieval.{r['name']}").strip(" ()") or "none",) * flagged))
+        for r in retrieval["retrievers"]
     ]) + "\n\nTheir full configurations are in `manifest.json`.\n")
+    if flags:
+        parts.append("### Circularity\n\n" + "".join(f"- {n}\n" for n in circularity_notes_of(flags)))
     parts.append(
         "## Caveats\n\n"
         "- Labels come from an LLM judge, not from clinicians; the judge's reasoning for every label is in "

@@ -34,12 +34,15 @@ from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.release.card import render_card
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, write_release_folder
+from mama_pipeline.release.held_out import HeldOutRule, held_out_path
 
 NAME = "mamaretrieval"
 CARD = "README.md"
 JUDGE_PROMPT_FILE = "audit/judge_relevance_prompt.txt"
 QUERY_PROMPT_FILE = "audit/query_writer_prompt.txt"
 EXAMPLES_SHOWN = 5
+REASONING = "audit/judgment_reasoning.parquet"
+HELD_OUT_TABLES = ("data/queries.parquet", "data/rankings.parquet", "data/judgments.parquet", REASONING)
 
 REQUIRED = {
     "chunks": ["chunk_id", "source", "page", "breadcrumb", "text", "corpus_version"],
@@ -102,6 +105,7 @@ class MamaretrievalInputs:
     producer: dict[str, Any] = field(default_factory=dict)
     reliability: pl.DataFrame | None = None  # judge_reliability (reference_stage, audit, ..., note): on the card
     reference_decoding: dict[str, str] = field(default_factory=dict)  # reference stage -> its decoding, as stated
+    circularity: list[dict[str, str]] = field(default_factory=list)  # the relevance judge's flags (circularity/)
 
     @property
     def retriever_names(self) -> list[str]:
@@ -240,7 +244,7 @@ def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
             pl.col("chunk_id", "source").cast(pl.String), pl.col("page").cast(pl.Int64),
             pl.col("breadcrumb").cast(pl.List(pl.String)), pl.col("text").cast(pl.String),
         ).sort("chunk_id"),
-        "audit/judgment_reasoning.parquet": inp.judgments.select(
+        REASONING: inp.judgments.select(
             pl.col("query_id", "chunk_id", "judge_model").cast(pl.String),
             pl.col("prompt_hash").cast(pl.String).alias("label_prompt_hash"),
             pl.col("d1_topic").cast(pl.Boolean),
@@ -257,7 +261,8 @@ def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[s
     queries = tables["data/queries.parquet"]
     judgments = tables["data/judgments.parquet"]
     rankings = tables["data/rankings.parquet"]
-    pool = inp.pooled_pairs.select("query_id", "chunk_id").unique()
+    pool = inp.pooled_pairs.select("query_id", "chunk_id").unique().join(queries.select("query_id"), on="query_id",
+                                                                          how="semi")
     best = judgments.group_by("query_id").agg(pl.col("score").max().alias("best"))
     best = queries.select("query_id").join(best, on="query_id", how="left").with_columns(pl.col("best").fill_null(-1))
     scores = judgments.get_column("score").value_counts().sort("score")
@@ -281,7 +286,7 @@ def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[s
         "strict_relevant_pairs": int((judgments.get_column("score") >= inp.strict).sum()),
         "queries_without_lenient_chunk": int((best.get_column("best") < inp.lenient).sum()),
         "queries_without_strict_chunk": int((best.get_column("best") < inp.strict).sum()),
-        "structural_violations": int(inp.judgments.get_column("structural_violation").sum()),
+        "structural_violations": int(tables[REASONING].get_column("structural_violation").sum()),
     }
 
 
@@ -356,16 +361,54 @@ def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], wr
         "thresholds": {"lenient": inp.lenient, "strict": inp.strict},
         "figures": figures(inp, tables),
         "judge_reliability": reliability_summary(inp),
+        **({"circularity": inp.circularity} if inp.circularity else {}),
         "producer": inp.producer,
     }
 
 
-def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs,
-                                parts: Sequence[ConfigurationPart] = ()) -> dict[str, Any]:
-    """Check the inputs, write the release folder (with extra configurations) atomically; return its manifest."""
+def split_tables(tables: dict[str, pl.DataFrame], rule: HeldOutRule) -> tuple[dict[str, pl.DataFrame],
+                                                                               dict[str, pl.DataFrame]]:
+    """(public tables, held-out tables): the query-keyed tables split by the rule on query_id; chunks stay public."""
+    public, held = dict(tables), {}
+    for path in HELD_OUT_TABLES:
+        public[path], held[path] = rule.split(tables[path], "query_id")
+    return public, held
+
+
+def _held_out_manifest(inp: MamaretrievalInputs, rule: HeldOutRule, public: dict[str, Any],
+                       tables: dict[str, pl.DataFrame], split: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": f"{NAME}-held-out",
+        "version": inp.version,
+        "private": "the held-out part of the release: keep this folder private; never publish it",
+        "public_release": {"name": NAME, "version": inp.version, "corpus_version": public["corpus"]["version"],
+                           "chunks": "data/chunks.parquet of the public release"},
+        "held_out": split,
+        "figures": figures(inp, tables),
+        "producer": inp.producer,
+    }
+
+
+def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: Sequence[ConfigurationPart] = (),
+                                held_out: HeldOutRule | None = None) -> dict[str, Any]:
+    """Check the inputs, write the release folder (with extra configurations) atomically; return its manifest.
+
+    With an active ``held_out`` rule, the held-out queries' rows (queries, rankings, labels, reasoning) are
+    written to :func:`held_out_path` instead, with their own manifest, and the public manifest and card record
+    the rule; configurations are refused then (their rows are not split)."""
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
+    held: dict[str, pl.DataFrame] = {}
+    if held_out is not None and held_out.active:
+        if parts:
+            raise ReleaseError(f"release {NAME} {inp.version} refused: release.held_out.share > 0 with "
+                               f"configuration(s) {sorted(p.name for p in parts)}, whose rows are not split by the "
+                               "held-out rule; switch them off or set release.held_out.share: 0")
+        tables, held = split_tables(tables, held_out)
     manifest = build_manifest(inp, tables, writer_model, judge_model)
+    if held:
+        manifest["held_out"] = held_out.manifest(tables["data/queries.parquet"].height,
+                                                 held["data/queries.parquet"].height)
     if parts:
         manifest["configurations"] = {p.name: p.manifest for p in parts}
     texts = {
@@ -381,4 +424,10 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs,
             raise ReleaseError(f"release configuration {part.name!r} writes files the release already has: {sorted(clash)}")
         tables = {**tables, **part.tables}
         texts = {**texts, **part.texts}
-    return write_release_folder(out_dir, tables, texts, manifest)
+    written = write_release_folder(out_dir, tables, texts, manifest)
+    if held:
+        held_manifest = _held_out_manifest(inp, held_out, manifest, {**held, "data/chunks.parquet":
+                                                                     tables["data/chunks.parquet"]},
+                                           manifest["held_out"])
+        write_release_folder(held_out_path(Path(out_dir), NAME), held, {}, held_manifest)
+    return written

@@ -47,12 +47,26 @@ class PublishSettings(Section):
         return self
 
 
+class HeldOutSettings(Section):
+    """The declared held-out split (release/held_out.py): ``share`` of each benchmark's items, by a hash of their
+    stable id and ``salt``, go to a private folder; 0 holds nothing out."""
+
+    share: float = Field(0.0, ge=0.0, lt=1.0)
+    salt: str = Field("mama-held-out-v1", min_length=1)
+
+    def rule(self, id_field: str):
+        from mama_pipeline.release.held_out import HeldOutRule
+
+        return HeldOutRule(self.share, self.salt, id_field)
+
+
 class ReleaseSettings(Section):
     mamabench_version: str = "0.0.0-sample"
     mamaretrieval_version: str = "0.0.0-sample"
     mamaretrieval_previous_version: str | None = None  # recorded in the manifest and card
     licence: str = "other"  # dataset card licence tag of mamaretrieval (guideline texts keep their owners' terms)
     publish: PublishSettings = PublishSettings()
+    held_out: HeldOutSettings = HeldOutSettings()
     corpus_sensor_interval_s: int = Field(300, ge=30)  # how often the corpus bundle is hashed
     mamabench_sources_cron: str = "0 6 * * *"  # when mamabench's upstream files are checked
 

@@ -14,6 +14,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
+from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
 from mama_pipeline.llm.client import RunReport
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
@@ -167,7 +168,8 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
             "mean_unanswered_as_0", "n_invalid", "n_grade_failed", "grader_macro_f1")
         return dg.Output(board, metadata={"rows": board.height, "resamples": cfg.resamples, "seed": cfg.seed,
                                           "answer_failures": cfg.answer_failures, "overall": md_table(overall),
-                                          "refused": "; ".join(refused.values()) or "none"})
+                                          "refused": "; ".join(refused.values()) or "none",
+                                          "circularity": md_table(flag_table(system_flags(settings.get())))})
 
     @dg.asset(
         group_name=GROUP,
@@ -267,6 +269,11 @@ def _report_notes(context, s, grades: pl.DataFrame, store: StoreResource) -> lis
                      f"({', '.join(embedded) or 'graders'}): the figures exercise the pipeline and say nothing "
                      "about clinical quality.")
     notes.append(_harness_match(context, grades))
+    notes += circularity_notes(system_flags(s))
+    if s.mamabench.widely_trained_pools:
+        notes.append(f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (setting "
+                     "mamabench.widely_trained_pools). A system may have seen their items in training: compare its "
+                     "score on them with its score on the other pools in the 'by pool' tables.")
     return notes
 
 

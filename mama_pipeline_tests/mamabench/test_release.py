@@ -131,3 +131,97 @@ def test_smoke_test_builds_say_so(inputs: ReleaseInputs) -> None:
     files = release_files(smoke)
     assert "Smoke-test build" in files["README.md"].decode()
     assert "data/calibration/test.jsonl" not in files
+
+
+def _held_by_hand(item_id: str, salt: str, share: float) -> bool:
+    import hashlib
+
+    return int(hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()[:16], 16) / 16 ** 16 < share
+
+
+def _ids(path: Path) -> set[str]:
+    return {json.loads(line)["id"] for line in path.read_text().splitlines()}
+
+
+def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_none(
+        inputs: ReleaseInputs, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from mama_pipeline.release.held_out import HeldOutRule
+
+    every = set(inputs.items["item_id"].to_list())
+
+    def key(i: str) -> str:  # HealthBench pools share prompts: the rule hashes healthbench:<prompt_id>
+        pool, _, uid = i.partition(":")
+        return f"healthbench:{uid}" if pool.startswith("healthbench") else i
+
+    held = {i for i in every if _held_by_hand(key(i), "salt-a", 0.3)}
+    assert 0 < len(held) < len(every)
+    held_prompt = next(key(i) for i in sorted(held) if i.startswith("healthbench"))[len("healthbench:"):]
+    # the same prompt in two pools falls on one side
+    shared = [i for i in every if i.startswith("healthbench") and key(i) == f"healthbench:{held_prompt}"]
+    assert set(shared) <= held
+    calibration = pl.concat([inputs.calibration, pl.DataFrame({"prompt_id": [held_prompt], "binary_labels": [[True]],
+                                                               "scope_category": ["MATERNAL"]})])
+    inp = replace(inputs, calibration=calibration, widely_trained=["medmcqa", "medqa_usmle"])
+    public = tmp_path / "releases" / "mamabench" / "9.9.9"
+    write_release(public, inp, HeldOutRule(0.3, "salt-a", "item_id"))
+    private = tmp_path / "releases" / "mamabench-held-out" / "9.9.9"
+    sets = ("mcq", "open_ended", "open_ended_rubric")
+    public_ids = set().union(*(_ids(public / f"data/{s}/test.jsonl") for s in sets))
+    private_ids = set().union(*(_ids(private / f"data/{s}/test.jsonl") for s in sets))
+    assert private_ids == held and public_ids == every - held
+    def audit_ids(folder: Path, audit: str) -> set[str]:
+        return {json.loads(x)["item_id"] for x in (folder / f"audit/{audit}.jsonl").read_text().splitlines()}
+
+    # audit rows go with their key, rows of upstream rows never kept included (a HealthBench prompt's rows together)
+    held_keys = {key(i) for i in held}
+    for audit, table in (("scope_verdicts", inputs.verdicts), ("accounting", inputs.accounting)):
+        ids = set(table["item_id"].to_list())
+        assert audit_ids(private, audit) == {i for i in ids if key(i) in held_keys}, audit
+        assert audit_ids(public, audit) == {i for i in ids if key(i) not in held_keys}, audit
+    for p in public.rglob("*"):
+        if p.is_file():
+            assert not any(f'"{i}"' in p.read_text() for i in held), p
+    cal = {json.loads(x)["prompt_id"] for x in (private / "data/calibration/test.jsonl").read_text().splitlines()}
+    assert cal == {held_prompt}
+    used = {r["criterion_id"] for line in (public / "data/open_ended_rubric/test.jsonl").read_text().splitlines()
+            for r in json.loads(line).get("rubrics") or []}
+    criteria = (public / "data/criteria/test.jsonl").read_text().splitlines()
+    assert {json.loads(x)["criterion_id"] for x in criteria} == used
+    m = json.loads((public / "manifests/manifest.json").read_text())
+    pm = json.loads((private / "manifests/manifest.json").read_text())
+    assert m["held_out"] == pm["held_out"] and m["held_out"]["salt"] == "salt-a" and m["held_out"]["share"] == 0.3
+    assert m["held_out"]["held_out_items"] == len(held) == pm["items"]["total"]
+    assert m["items"]["total"] == len(every) - len(held)
+    card = (public / "README.md").read_text()
+    assert f"{len(held)} of {len(every)} items are held out" in card
+    assert "medmcqa (openlifescienceai/medmcqa), medqa_usmle (GBaker/MedQA-USMLE-4-options) sit in many" in card
+    import hashlib
+
+    for rel, digest in pm["files"].items():
+        assert hashlib.sha256((private / rel).read_bytes()).hexdigest() == digest
+
+
+def test_share_zero_and_no_rule_write_the_same_bytes(inputs: ReleaseInputs, tmp_path: Path) -> None:
+    from mama_pipeline.release.held_out import HeldOutRule
+
+    a = write_release(tmp_path / "a" / "mamabench", inputs)
+    b = write_release(tmp_path / "b" / "mamabench", inputs, HeldOutRule(0.0, "x", "item_id"))
+    assert a == b and not (tmp_path / "b" / "mamabench-held-out").exists()
+
+
+def test_card_names_the_graders_circularity_flags_and_says_when_none_are_trained_pools(inputs: ReleaseInputs) -> None:
+    from dataclasses import replace
+
+    flag = {"judge": "llm.rubric_judge", "judge_model": "openai/gpt-oss-120b", "part": "systems.gpt",
+            "model": "openai/gpt-oss-20b", "shared": "family", "family": "openai/gpt",
+            "note": "circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share "
+                    "the model family openai/gpt"}
+    files = release_files(replace(inputs, circularity=[flag]))
+    assert json.loads(files["manifests/manifest.json"])["circularity"] == [flag]
+    card = files["README.md"].decode()
+    assert ("- Circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share the model "
+            "family openai/gpt: the grades of gpt (a grader may favour its own model family).") in card
+    plain = release_files(inputs)["README.md"].decode()
+    assert "## Circularity" not in plain and "None listed (setting `mamabench.widely_trained_pools`)." in plain

@@ -182,3 +182,28 @@ def test_card_shows_self_consistency_and_cross_model_agreement_side_by_side_each
             "|---|---|---|\n| lenient_agreement | 0.75 | 0.5 |\n| strict_agreement | 0.5 | 0.25 |\n"
             "| weighted_kappa_linear | 0.4 | 0.1 |") in card
     assert "different reference judge" not in card
+
+
+def test_circularity_flags_stand_next_to_the_query_writer_and_the_retrievers_they_touch(tmp_path):
+    flags = [
+        {"judge": "llm.judge", "judge_model": "Qwen/Qwen3-8B", "part": "llm.query_writer", "model": "Qwen/Qwen3-8B",
+         "shared": "model", "family": "qwen/qwen3",
+         "note": "circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer (Qwen/Qwen3-8B) share the model"},
+        {"judge": "llm.judge", "judge_model": "Qwen/Qwen3-8B", "part": "retrieval.dense", "model": "Qwen/Qwen3-Emb",
+         "shared": "family", "family": "qwen/qwen3",
+         "note": "circular: llm.judge (Qwen/Qwen3-8B) and retrieval.dense (Qwen/Qwen3-Emb) share the model family "
+                 "qwen/qwen3"},
+    ]
+    manifest = write_mamaretrieval_release(tmp_path / "rel", fx.inputs(circularity=flags))
+    assert manifest["circularity"] == flags
+    card = (tmp_path / "rel" / "README.md").read_text()
+    assert ("| query writer | qwen-test (temperature 0.0) (circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer "
+            "(Qwen/Qwen3-8B) share the model) |") in card
+    assert "| retriever | kind | rankings | circularity |" in card
+    assert "| bm25 | bm25 | 6 | none |" in card
+    assert ("| dense | dense | 6 | circular: llm.judge (Qwen/Qwen3-8B) and retrieval.dense (Qwen/Qwen3-Emb) share "
+            "the model family qwen/qwen3 |") in card
+    assert "### Circularity\n\n- Circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer" in card
+    plain = write_mamaretrieval_release(tmp_path / "plain", fx.inputs())
+    assert "circularity" not in plain
+    assert "| retriever | kind | rankings |\n" in (tmp_path / "plain" / "README.md").read_text()

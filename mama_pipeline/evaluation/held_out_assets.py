@@ -1,0 +1,34 @@
+"""Dagster asset of the mamaretrieval scoreboard on the public and the held-out queries (group ``evaluation``)."""
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.metadata import md_table
+from mama_pipeline.release.held_out_gaps import TEST, part_gaps
+from mama_pipeline.resources import SettingsResource
+
+
+@dg.asset(
+    group_name="evaluation",
+    ins={"per_query_results": dg.AssetIn("per_query_results")},
+    description="Per retriever and tested measure (evaluation.significance_measures): the mean on the public and "
+    "on the held-out queries (release.held_out's rule on query_id), the gap (public - held out) and an unpaired "
+    "permutation test; no figures without a held-out part.",
+)
+def held_out_scoreboard(settings: SettingsResource, per_query_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    ev = s.evaluation
+    values = per_query_results.filter(pl.col("measure").is_in(ev.significance_measures))
+    board = part_gaps(values, ["retriever", "measure"], "query_id", s.release.held_out.rule("query_id"),
+                      ev.resamples, ev.seed)
+    return gap_output(s, board)
+
+
+def gap_output(s, board: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """A public vs held-out table with the split's settings, the test and the table in its metadata."""
+    return dg.Output(board, metadata={
+        "share": s.release.held_out.share, "salt": s.release.held_out.salt, "test": TEST,
+        "gaps": md_table(board.drop("test")),
+    })
+
+
+ASSETS = [held_out_scoreboard]

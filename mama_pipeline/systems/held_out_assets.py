@@ -1,0 +1,29 @@
+"""Dagster asset of the systems scoreboard on the public and the held-out items (group ``systems``)."""
+import dagster as dg
+import polars as pl
+
+from mama_pipeline.evaluation.held_out_assets import gap_output
+from mama_pipeline.mamabench.release import split_key
+from mama_pipeline.release.held_out_gaps import part_gaps
+from mama_pipeline.resources import SettingsResource
+from mama_pipeline.systems.scoreboard import statistic_of
+
+
+@dg.asset(
+    group_name="systems",
+    ins={"grades": dg.AssetIn("system_grades")},
+    description="Per system and track: the score on the public and on the held-out items (release.held_out's rule "
+    "on item_id; a HealthBench prompt by its prompt id), the gap (public - held out) and an unpaired permutation "
+    "test, over scored items; no figures without a held-out part.",
+)
+def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    cfg = s.systems
+    scored = grades.filter(pl.col("score").is_not_null()).select("system", "track", "item_id", pl.col("score")
+                                                                 .cast(pl.Float64).alias("value"))
+    board = part_gaps(scored, ["system", "track"], "item_id", s.release.held_out.rule("item_id"), cfg.resamples,
+                      cfg.seed, key=split_key(), statistic=lambda group: statistic_of(group[1]))
+    return gap_output(s, board)
+
+
+ASSETS = [system_held_out_scoreboard]

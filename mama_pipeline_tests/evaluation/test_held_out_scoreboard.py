@@ -1,0 +1,55 @@
+"""The mamaretrieval scoreboard on the public and the held-out queries, as an asset."""
+from __future__ import annotations
+
+import hashlib
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.evaluation.held_out_assets import held_out_scoreboard
+from mama_pipeline.resources import shared_resources
+from mama_pipeline.store import Store
+
+SALT = "eval-split"
+
+
+def _held(q: str) -> bool:
+    return int(hashlib.sha256(f"{SALT}:{q}".encode()).hexdigest()[:16], 16) / 16 ** 16 < 0.4
+
+
+QUERIES = [f"q_{i:05d}" for i in range(1, 11)]
+# bm25 finds the answer on odd-numbered queries, dense on every query; "P@3" is not a tested measure
+VALUES = [(r, q, m, v) for q in QUERIES for r, v in (("bm25", float(int(q[-1]) % 2)), ("dense", 1.0))
+          for m in ("RR(rel=3)", "P@3")]
+
+
+def test_public_and_held_out_side_by_side_per_retriever(tmp_path):
+    cfg = {"data_dir": str(tmp_path / "data"), "release": {"held_out": {"share": 0.4, "salt": SALT}},
+           "evaluation": {"significance_measures": ["RR(rel=3)"], "resamples": 200}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+
+    @dg.asset(key="per_query_results")
+    def stub() -> pl.DataFrame:
+        return pl.DataFrame(VALUES, schema=["retriever", "query_id", "measure", "value"], orient="row")
+
+    with dg.instance_for_test() as instance:
+        dg.materialize([stub, held_out_scoreboard], resources=shared_resources(str(tmp_path / "c.yaml")),
+                       instance=instance, raise_on_error=True)
+    board = Store(tmp_path / "data" / "mama.duckdb").read_table("held_out_scoreboard").sort("retriever")
+    held = [q for q in QUERIES if _held(q)]
+    public = [q for q in QUERIES if not _held(q)]
+    assert len(held) >= 2 and len(public) >= 2
+    assert board["measure"].to_list() == ["RR(rel=3)", "RR(rel=3)"]
+    bm25, dense = board.rows(named=True)
+
+    def odd_share(qs: list[str]) -> float:
+        return sum(int(q[-1]) % 2 for q in qs) / len(qs)
+
+    assert (bm25["n_public"], bm25["n_held_out"]) == (len(public), len(held))
+    assert bm25["mean_public"] == pytest.approx(odd_share(public))
+    assert bm25["mean_held_out"] == pytest.approx(odd_share(held))
+    assert bm25["gap"] == pytest.approx(odd_share(public) - odd_share(held))
+    # dense scores 1 everywhere: no gap, and every permutation gives the same difference, so p = 1
+    assert (dense["gap"], dense["p_permutation"]) == (0.0, 1.0)

@@ -1,0 +1,67 @@
+"""Public vs held-out scoreboard figures, hand-checked on a tiny fixture."""
+from __future__ import annotations
+
+import hashlib
+
+import polars as pl
+import pytest
+
+from mama_pipeline.mamabench.release import split_key
+from mama_pipeline.release.held_out import HeldOutRule
+from mama_pipeline.release.held_out_gaps import part_gaps
+from mama_pipeline.systems.scoreboard import statistic_of
+
+
+def _held(i: str, salt: str, share: float = 0.5) -> bool:
+    return int(hashlib.sha256(f"{salt}:{i}".encode()).hexdigest()[:16], 16) / 16 ** 16 < share
+
+
+def _ids_and_salt(n_public: int, n_held: int, key=lambda i: i, prefix: str = "q") -> tuple[list[str], list[str], str]:
+    """A salt and ids of which exactly the first ``n_held`` are held out at share 0.5 (checked by the hash)."""
+    for k in range(500):
+        salt = f"s{k}"
+        ids = [f"{prefix}{i}" for i in range(40)]
+        held = [i for i in ids if _held(key(i), salt)][:n_held]
+        public = [i for i in ids if not _held(key(i), salt)][:n_public]
+        if len(held) == n_held and len(public) == n_public:
+            return public, held, salt
+    raise AssertionError("no salt")
+
+
+def test_retriever_gap_and_unpaired_permutation_p_by_hand():
+    public, held, salt = _ids_and_salt(3, 2)
+    values = pl.DataFrame({"retriever": ["bm25"] * 5, "measure": ["RR"] * 5, "query_id": public + held,
+                           "value": [1.0, 1.0, 0.0, 0.0, 0.0]})
+    board = part_gaps(values, ["retriever", "measure"], "query_id", HeldOutRule(0.5, salt, "query_id"), 1000, 0)
+    row = board.row(0, named=True)
+    assert (row["n_public"], row["n_held_out"]) == (3, 2)
+    assert row["mean_public"] == pytest.approx(2 / 3) and row["mean_held_out"] == 0.0
+    assert row["gap"] == pytest.approx(2 / 3)
+    # exact over the 10 ways to choose the 2 held-out items of [1,1,0,0,0]: diff >= 2/3 in 3 of them (no 1 held),
+    # diff <= 2/3 in all 10; two-sided p = 2 x min(3/10, 1) = 0.6
+    assert row["p_permutation"] == pytest.approx(0.6)
+    assert "independent" in row["test"] and row["note"] is None
+
+
+def test_no_held_out_part_gives_no_figures_and_says_why():
+    values = pl.DataFrame({"retriever": ["bm25"] * 3, "measure": ["RR"] * 3, "query_id": ["a", "b", "c"],
+                           "value": [1.0, 0.0, 1.0]})
+    row = part_gaps(values, ["retriever", "measure"], "query_id", HeldOutRule(0.0, "x", "query_id"), 100, 0).row(
+        0, named=True)
+    assert row["n_held_out"] == 0 and row["gap"] is None and row["p_permutation"] is None
+    assert "share is 0" in row["note"] and row["mean_public"] is None
+
+
+def test_system_gap_uses_the_tracks_statistic_and_the_healthbench_prompt_key():
+    key = lambda i: "healthbench:" + i.split(":", 1)[1]  # noqa: E731
+    public, held, salt = _ids_and_salt(2, 2, key, prefix="healthbench_consensus:p")
+    grades = pl.DataFrame({"system": ["a"] * 4, "track": ["rubric"] * 4, "item_id": public + held,
+                           "value": [1.5, 1.5, 0.25, 0.75]})
+    board = part_gaps(grades, ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
+                      key=split_key(), statistic=lambda g: statistic_of(g[1]))
+    row = board.row(0, named=True)
+    # rubric: the mean clipped to [0, 1]: public mean 1.5 -> 1.0; held out (0.25 + 0.75) / 2 = 0.5
+    assert (row["mean_public"], row["mean_held_out"], row["gap"]) == (1.0, 0.5, 0.5)
+    one = part_gaps(grades.head(3), ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
+                    key=split_key(), statistic=lambda g: statistic_of(g[1])).row(0, named=True)
+    assert one["n_held_out"] == 1 and one["gap"] is None and "fewer than 2" in one["note"]
