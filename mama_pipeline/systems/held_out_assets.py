@@ -6,7 +6,6 @@ from mama_pipeline.evaluation.held_out_assets import gap_output
 from mama_pipeline.mamabench.release import split_key
 from mama_pipeline.release.held_out_gaps import part_gaps
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.systems.scoreboard import statistic_of
 
 
 @dg.asset(
@@ -14,7 +13,8 @@ from mama_pipeline.systems.scoreboard import statistic_of
     ins={"grades": dg.AssetIn("system_grades")},
     description="Per system and track: the score on the public and on the held-out items (release.held_out's rule "
     "on item_id; a HealthBench prompt by its prompt id), the gap (public - held out) and an unpaired permutation "
-    "test, over scored items; no figures without a held-out part.",
+    "test, over scored items (the rubric track's unclipped example scores, as the scoreboard's mean); no figures "
+    "without a held-out part.",
 )
 def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
@@ -22,7 +22,7 @@ def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame)
     scored = grades.filter(pl.col("score").is_not_null()).select("system", "track", "item_id", pl.col("score")
                                                                  .cast(pl.Float64).alias("value"))
     board = part_gaps(scored, ["system", "track"], "item_id", s.release.held_out.rule("item_id"), cfg.resamples,
-                      cfg.seed, key=split_key(), statistic=lambda group: statistic_of(group[1]))
+                      cfg.seed, key=split_key())
     return gap_output(s, board)
 
 

@@ -9,7 +9,6 @@ import pytest
 from mama_pipeline.mamabench.release import split_key
 from mama_pipeline.release.held_out import HeldOutRule
 from mama_pipeline.release.held_out_gaps import part_gaps
-from mama_pipeline.systems.scoreboard import statistic_of
 
 
 def _held(i: str, salt: str, share: float = 0.5) -> bool:
@@ -52,16 +51,16 @@ def test_no_held_out_part_gives_no_figures_and_says_why():
     assert "share is 0" in row["note"] and row["mean_public"] is None
 
 
-def test_system_gap_uses_the_tracks_statistic_and_the_healthbench_prompt_key():
+def test_system_gap_uses_the_scoreboards_mean_and_the_healthbench_prompt_key():
     key = lambda i: "healthbench:" + i.split(":", 1)[1]  # noqa: E731
     public, held, salt = _ids_and_salt(2, 2, key, prefix="healthbench_consensus:p")
     grades = pl.DataFrame({"system": ["a"] * 4, "track": ["rubric"] * 4, "item_id": public + held,
                            "value": [1.5, 1.5, 0.25, 0.75]})
     board = part_gaps(grades, ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
-                      key=split_key(), statistic=lambda g: statistic_of(g[1]))
+                      key=split_key())
     row = board.row(0, named=True)
-    # rubric: the mean clipped to [0, 1]: public mean 1.5 -> 1.0; held out (0.25 + 0.75) / 2 = 0.5
-    assert (row["mean_public"], row["mean_held_out"], row["gap"]) == (1.0, 0.5, 0.5)
+    # rubric: the unclipped mean, as the scoreboard's mean and its comparisons: 1.5 public, (0.25 + 0.75) / 2 held out
+    assert (row["mean_public"], row["mean_held_out"], row["gap"]) == (1.5, 0.5, 1.0)
     one = part_gaps(grades.head(3), ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
-                    key=split_key(), statistic=lambda g: statistic_of(g[1])).row(0, named=True)
+                    key=split_key()).row(0, named=True)
     assert one["n_held_out"] == 1 and one["gap"] is None and "fewer than 2" in one["note"]
