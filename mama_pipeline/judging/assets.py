@@ -136,13 +136,14 @@ def reference_judgments(
     queries: pl.DataFrame,
     chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    frames, meta = [], {}
+    frames, meta, calls = [], {}, 0
     for stage in reference_judge_stages(settings.get().llm):
         run = _judge(context, llm, settings, store, stage, judge_pilot_sample, queries, chunks)
         frames.append(_with_tier(run.outcomes, queries).with_columns(
             reference_stage=pl.lit(stage), reference_model=pl.lit(run.judge_model)))
         meta.update({f"{stage}/{k}": v for k, v in run.metadata().items()})
-    meta["http_calls"] = sum(v for k, v in meta.items() if k.endswith("/http_calls"))
+        calls += run.calls
+    meta["http_calls"] = calls  # every reference stage's, each counted once
     return dg.Output(pl.concat(frames), metadata=meta)
 
 

@@ -95,6 +95,8 @@ def test_self_consistency_and_cross_model_agreement_are_measured_side_by_side(tm
     sums = {s: confusion.filter(pl.col("reference_stage") == s).select(pl.col("^ref_.*$")).to_numpy().sum()
             for s in ("reference_judge", "cross_model_judge")}
     assert sums == {"reference_judge": 10, "cross_model_judge": 10}
+    asked = result.asset_materializations_for_node("reference_judgments")[0].metadata
+    assert asked["http_calls"].value == 20  # 10 pilot pairs asked of each reference, each request counted once
     meta = result.asset_materializations_for_node("judge_reliability")[0].metadata
     assert meta["cross_model_judge/audit"].value == "cross-model agreement"
     assert meta["reference_judge/audit"].value == "self-consistency (test-retest)"

@@ -54,13 +54,15 @@ def judge_metadata(instance: dg.DagsterInstance, run_ids: list[str]) -> dict[str
 
 
 def stage_calls(instance: dg.DagsterInstance, run_ids: list[str], asset: str, key: str) -> int:
-    """HTTP calls recorded under metadata ``key`` by ``asset``'s materialisations in these runs."""
+    """HTTP calls recorded under metadata ``key`` (or, for ``*suffix``, every key ending in it) by ``asset``'s
+    materialisations in these runs."""
     calls = 0
     for run_id in run_ids:
         for record in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
             mat = record.event_log_entry.asset_materialization
             if mat.asset_key == dg.AssetKey(asset):
-                calls += int(mat.metadata[key].value)
+                calls += sum(int(v.value) for k, v in mat.metadata.items()
+                             if (k.endswith(key[1:]) if key.startswith("*") else k == key))
     return calls
 
 
@@ -136,6 +138,10 @@ def main(module: str, work: Path, fake_url: str) -> None:
         # the release states the judge reliability: the reference judge (another judge) labels pilot pairs it lacks
         out["reference_calls"] = stage_calls(instance, run_ids, "reference_judgments", "http_calls")
         out["hole_calls"] = stage_calls(instance, run_ids, "variant_holes", "judge/http_calls")
+        # the multi-passage track labels its pooled pairs that hold the new chunk: relevance and facts
+        out["multipassage_calls"] = (stage_calls(instance, run_ids, "multipassage_labels", "http_calls")
+                                     + stage_calls(instance, run_ids, "multipassage_fact_labels",
+                                                   "* facts:judge/http_calls"))
         pool_after = store.read_table("pooled_pairs").select("query_id", "chunk_id")
         new_pairs = pool_after.join(labels_before, on=["query_id", "chunk_id"], how="anti")
         out["new_pairs"] = new_pairs.height

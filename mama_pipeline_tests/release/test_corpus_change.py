@@ -56,7 +56,9 @@ def test_edited_chunk_triggers_sensor_and_only_new_pairs_are_judged(tmp_path, fa
     assert r["judge"]["new_labels"] == r["new_pairs"], "exactly the pairs without a stored label are labelled"
     assert r["judge"]["asked"] == r["new_pairs"], "the judge is asked for the new pairs only"
     # the reference judge labels pilot pairs it lacks; the robustness track judges the (parent, new chunk)
-    # holes its clean and variant rankings surface; nothing else is asked
-    assert r["calls_after_edit"] == r["new_pairs"] + r["writer_calls"] + r["reference_calls"] + r["hole_calls"]
+    # holes its clean and variant rankings surface; the multi-passage track labels the facts of its pooled pairs
+    # that hold the new chunk; nothing else is asked
+    assert r["calls_after_edit"] == (r["new_pairs"] + r["writer_calls"] + r["reference_calls"] + r["hole_calls"]
+                                     + r["multipassage_calls"])
     assert r["old_id_released"] == 0 and r["new_id_released"] > 0
     assert r["corpus_version_changed"] and r["smoke_test"] is False
