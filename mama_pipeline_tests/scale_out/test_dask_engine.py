@@ -8,18 +8,25 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
+import yaml
 
+from mama_pipeline.cli import DASK_MODULE
+from mama_pipeline.store import Store
+from mama_pipeline_tests.fake_llm_server import running_server
 from mama_pipeline_tests.release.test_corpus_change import write_config
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
+DAGSTER = str(Path(sys.executable).with_name("dagster"))
 CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
 
 
@@ -46,6 +53,16 @@ def step_pids(home: Path) -> dict[str, set[int]]:
     return pids
 
 
+def sample_config(root: Path, llm_url: str) -> Path:
+    """The bundled sample's settings (as the corpus-change test writes them) with every LLM stage on ``llm_url``."""
+    config = write_config(root, llm_url)
+    raw = yaml.safe_load(config.read_text())
+    for stage in ("query_rewriter", "rewrite_gate", "answer_grader"):
+        raw["llm"].setdefault(stage, {}).update(base_urls=[llm_url], model="fake-model")
+    config.write_text(yaml.safe_dump(raw))
+    return config
+
+
 def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
     return {**os.environ, "MAMA_CONFIG": str(config), "MAMA_DATA_DIR": str(tmp_path / name / "data"),
             "DAGSTER_HOME": str(tmp_path / name / "dagster_home"), "OPENAI_API_KEY": "unused"}
@@ -53,7 +70,7 @@ def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
-    config = write_config(tmp_path / "sample", fake_llm.url)
+    config = sample_config(tmp_path / "sample", fake_llm.url)
     here = env_for(tmp_path, config, "in_process")
     out = subprocess.run([CLI, "materialize", "--select", "*", "--executor", "in_process"], cwd=REPO, env=here,
                          capture_output=True, text=True, timeout=1500)
@@ -87,3 +104,71 @@ def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
     assert sorted(on_dask) == sorted(in_process)
     differing = sorted(t for t in in_process if in_process[t] != on_dask[t])
     assert differing == [], differing
+
+
+def judge_starts(home: Path) -> list[tuple[str, int, float]]:
+    """(partition, worker pid, time) of every judged_labels step start on the instance at ``home``."""
+    starts = []
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for run in instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": ["shard_000", "shard_001"]})):
+            for rec in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_START).records:
+                entry = rec.event_log_entry
+                if entry.step_key == "judged_labels":
+                    starts.append((run.tags["dagster/partition"], entry.pid, entry.timestamp))
+    return sorted(starts, key=lambda s: s[2])
+
+
+@pytest.mark.slow
+def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_nothing(tmp_path):
+    with running_server(delay=0.25) as server:
+        config = sample_config(tmp_path / "sample", server.url)
+        raw = yaml.safe_load(config.read_text())
+        raw["llm"]["judge"]["concurrency"] = 2  # about 8 answers a second per shard: judging lasts long enough to kill
+        config.write_text(yaml.safe_dump(raw))
+        env = env_for(tmp_path, config, "dask")
+        home, db = tmp_path / "dask" / "dagster_home", tmp_path / "dask" / "data" / "mama.duckdb"
+        cluster = tmp_path / "cluster"
+        started = subprocess.run([CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=env, capture_output=True,
+                                 text=True, timeout=600)
+        try:
+            assert started.returncode == 0, started.stderr[-3000:]
+            workers = [int(p) for p in (cluster / "worker_pids").read_text().split()]
+            run_config = str(cluster / "run-config.yaml")
+            upstream = subprocess.run([CLI, "materialize", "--select", "*pooled_pairs", "--executor", "dask",
+                                       "--run-config", run_config], cwd=REPO, env=env, capture_output=True,
+                                      text=True, timeout=1500)
+            assert upstream.returncode == 0, upstream.stdout[-4000:] + upstream.stderr[-2000:]
+            pairs = Store(db).read_table("pooled_pairs").height
+            server.reset()
+            # docs/scale-out.md: one run per shard, started together
+            shards = [subprocess.Popen([DAGSTER, "asset", "materialize", "-m", DASK_MODULE, "--select", "judged_labels",
+                                        "--partition", shard, "-c", run_config], cwd=REPO, env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                      for shard in ("shard_000", "shard_001")]
+            deadline = time.monotonic() + 600
+            while (len(judge_starts(home)) < 2 or server.stats()["chat_calls"] < 10) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            first = judge_starts(home)
+            assert len(first) == 2 and {pid for _, pid, _ in first} == set(workers), first  # one shard per worker
+            victim = next(pid for shard, pid, _ in first if shard == "shard_000")
+            os.kill(victim, signal.SIGKILL)
+            while Path(f"/proc/{victim}").exists():
+                time.sleep(0.05)
+            with Store(db).connect() as con:
+                stored_at_kill = con.execute("SELECT count(*) FROM llm_responses WHERE stage = 'judge'").fetchone()[0]
+            asked_at_kill = server.stats()["chat_calls"]
+            logs = [p.communicate(timeout=1500)[0] for p in shards]
+            codes = [p.returncode for p in shards]
+            starts = judge_starts(home)
+        finally:
+            subprocess.run([CLUSTER, "stop", str(cluster)], cwd=REPO, timeout=120)
+        stats = server.stats()
+    assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+    survivor = next(pid for pid in workers if pid != victim)
+    assert [(s, p) for s, p, _ in starts[2:]] == [("shard_000", survivor)], starts  # the other worker took it over
+    labels = Store(db).query("SELECT query_id, chunk_id FROM judgment_labels")
+    assert labels.height == pairs and labels.unique().height == pairs, "every pooled pair labelled once"
+    asked_twice = stats["chat_calls"] - stats["distinct_requests"]
+    assert stats["distinct_requests"] == pairs
+    assert 0 <= asked_twice <= asked_at_kill - stored_at_kill, (asked_twice, asked_at_kill, stored_at_kill)
+    print(f"pairs {pairs}; asked at the kill {asked_at_kill}, stored {stored_at_kill}; asked twice {asked_twice}")
