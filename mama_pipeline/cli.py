@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mama_pipeline.input_errors import run_cli
+from mama_pipeline.input_errors import EXIT_BAD_INPUT, run_cli
 from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
@@ -175,8 +175,9 @@ def _dispatch(argv: list[str] | None) -> int:
 
         os.environ[RETRY_PARSE_FAILED_ENV] = "1"
     if args.executor == "dask" and not args.run_config:
-        m.error("--executor dask needs --run-config naming the scheduler (scripts/dask_cluster.sh start writes "
-                "one; docs/scale-out.md)")
+        print("mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
+              "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return materialize(args.select, args.executor, args.run_config)
 
 

@@ -53,6 +53,28 @@ def step_pids(home: Path) -> dict[str, set[int]]:
     return pids
 
 
+def test_dask_executor_without_a_run_config_is_refused_in_one_line(tmp_path):
+    out = subprocess.run([CLI, "materialize", "--executor", "dask"], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data")}, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
+        "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)"]
+    assert not (tmp_path / "data").exists(), "nothing is started or written"
+
+
+def test_dask_definitions_run_every_step_on_the_dask_executor(tmp_path):
+    probe = ("import json; from mama_pipeline.scale_out.dask_definitions import defs; "
+             "from mama_pipeline.definitions import defs as base; import dagster as dg; "
+             "job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey('judged_labels')]); "
+             "print(json.dumps([job.executor_def.name, sorted(map(str, defs.resolve_asset_graph().get_all_asset_keys())) "
+             "== sorted(map(str, base.resolve_asset_graph().get_all_asset_keys()))]))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == '["dask", true]'
+
+
 def sample_config(root: Path, llm_url: str) -> Path:
     """The bundled sample's settings (as the corpus-change test writes them) with every LLM stage on ``llm_url``."""
     config = write_config(root, llm_url)
