@@ -1,6 +1,6 @@
-"""The bundled sample on a real dask.distributed cluster (dagster-dask), run with docs/scale-out.md's commands.
+"""The demo cut of the bundled sample on a real dask.distributed cluster (dagster-dask).
 
-A scheduler and two worker processes are started by scripts/dask_cluster.sh; `mama-pipeline materialize
+The commands are docs/scale-out.md's recipe. A scheduler and two worker processes are started by scripts/dask_cluster.sh; `mama-pipeline materialize
 --executor dask` sends every step to them. The same sample, run in process, must give byte-identical
 releases and the same rows in every table of the DuckDB store; every step must have run in a worker.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,10 +20,10 @@ import duckdb
 import pytest
 import yaml
 
-from mama_pipeline.cli import DASK_MODULE
+from mama_pipeline.cli import DASK_MODULE, DEMO_CONFIG
+from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.fake_llm_server import running_server
-from mama_pipeline_tests.release.test_corpus_change import write_config
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
@@ -75,12 +76,24 @@ def test_dask_definitions_run_every_step_on_the_dask_executor(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == '["dask", true]'
 
 
-def sample_config(root: Path, llm_url: str) -> Path:
-    """The bundled sample's settings (as the corpus-change test writes them) with every LLM stage on ``llm_url``."""
-    config = write_config(root, llm_url)
-    raw = yaml.safe_load(config.read_text())
-    for stage in ("query_rewriter", "rewrite_gate", "answer_grader"):
-        raw["llm"].setdefault(stage, {}).update(base_urls=[llm_url], model="fake-model")
+def demo_config(root: Path, llm_url: str) -> Path:
+    """The demo configuration (the demo-sized cut of the bundled sample) with every LLM stage and answering
+    system on ``llm_url``: the full sample's BEIR, SPLADE and LLM work is too slow to run three times in the suite
+    on two cores."""
+    shutil.copytree(DEMO_CONFIG.parent / "sample_data", root / "sample_data")
+    raw = yaml.safe_load(DEMO_CONFIG.read_text())
+    for stage, field in LLMSettings.model_fields.items():
+        if isinstance(field.default, StageSettings):
+            raw["llm"].setdefault(stage, {}).update(base_urls=[llm_url], model="fake-model")
+    for entry in raw["systems"]["entries"]:
+        entry.update(base_urls=[llm_url], model="fake-model")
+        if entry.get("retriever") == "bm25":
+            entry["retriever"] = "minilm"
+    # dense retrieval only: the fake writer's queries share no words with the corpus, so BM25 would rank nothing
+    raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["kind"] != "bm25"]
+    for beir in raw["evaluation"]["beir"]:
+        beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
+    config = root / "config.yaml"
     config.write_text(yaml.safe_dump(raw))
     return config
 
@@ -92,7 +105,7 @@ def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
-    config = sample_config(tmp_path / "sample", fake_llm.url)
+    config = demo_config(tmp_path / "sample", fake_llm.url)
     here = env_for(tmp_path, config, "in_process")
     out = subprocess.run([CLI, "materialize", "--select", "*", "--executor", "in_process"], cwd=REPO, env=here,
                          capture_output=True, text=True, timeout=1500)
@@ -142,10 +155,11 @@ def judge_starts(home: Path) -> list[tuple[str, int, float]]:
 
 @pytest.mark.slow
 def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_nothing(tmp_path):
-    with running_server(delay=0.25) as server:
-        config = sample_config(tmp_path / "sample", server.url)
+    with running_server(delay=0.5) as server:
+        config = demo_config(tmp_path / "sample", server.url)
         raw = yaml.safe_load(config.read_text())
-        raw["llm"]["judge"]["concurrency"] = 2  # about 8 answers a second per shard: judging lasts long enough to kill
+        raw["llm"]["judge"]["concurrency"] = 2  # about 4 answers a second per shard: judging lasts long enough to kill
+        raw["retrieval"]["pool_depth"] = 5  # more pairs per shard than the demo's top 1
         config.write_text(yaml.safe_dump(raw))
         env = env_for(tmp_path, config, "dask")
         home, db = tmp_path / "dask" / "dagster_home", tmp_path / "dask" / "data" / "mama.duckdb"
