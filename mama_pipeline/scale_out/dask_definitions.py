@@ -7,6 +7,6 @@ same code, ``MAMA_CONFIG`` and ``MAMA_DATA_DIR`` as the launching process (docs/
 import dagster as dg
 from dagster_dask import dask_executor
 
-from mama_pipeline.definitions import defs as _project_defs
+from mama_pipeline import definitions as project  # a module, not a second Definitions object at module scope
 
-defs = dg.Definitions.merge(_project_defs, dg.Definitions(executor=dask_executor))
+defs = dg.Definitions.merge(project.defs, dg.Definitions(executor=dask_executor))

@@ -6,7 +6,6 @@ releases and the same rows in every table of the DuckDB store; every step must h
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -24,16 +23,12 @@ from mama_pipeline.cli import DASK_MODULE, DEMO_CONFIG
 from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
 CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
-
-
-def tree_hashes(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def table_rows(db: Path) -> dict[str, list[tuple]]:
