@@ -45,7 +45,7 @@ def step_pids(home: Path) -> dict[str, set[int]]:
         for run in instance.get_runs():
             for rec in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_START).records:
                 entry = rec.event_log_entry
-                pids.setdefault(entry.step_key, set()).add(entry.pid)
+                pids.setdefault(entry.step_key, set()).add(entry.dagster_event.pid)
     return pids
 
 
@@ -144,7 +144,7 @@ def judge_starts(home: Path) -> list[tuple[str, int, float]]:
             for rec in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_START).records:
                 entry = rec.event_log_entry
                 if entry.step_key == "judged_labels":
-                    starts.append((run.tags["dagster/partition"], entry.pid, entry.timestamp))
+                    starts.append((run.tags["dagster/partition"], entry.dagster_event.pid, entry.timestamp))
     return sorted(starts, key=lambda s: s[2])
 
 
