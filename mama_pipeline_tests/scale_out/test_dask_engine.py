@@ -136,6 +136,14 @@ def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
     assert differing == [], differing
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a killed worker is not this process's child: it may stay a zombie of init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def judge_starts(home: Path) -> list[tuple[str, int, float]]:
     """(partition, worker pid, time) of every judged_labels step start on the instance at ``home``."""
     starts = []
@@ -183,7 +191,7 @@ def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_no
             assert len(first) == 2 and {pid for _, pid, _ in first} == set(workers), first  # one shard per worker
             victim = next(pid for shard, pid, _ in first if shard == "shard_000")
             os.kill(victim, signal.SIGKILL)
-            while Path(f"/proc/{victim}").exists():
+            while alive(victim):
                 time.sleep(0.05)
             with Store(db).connect() as con:
                 stored_at_kill = con.execute("SELECT count(*) FROM llm_responses WHERE stage = 'judge'").fetchone()[0]
