@@ -4,8 +4,8 @@
 partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
 this process. ``demo`` does the latter for every asset on the demo configuration.
-``--executor dask`` runs every step on the
-``dask.distributed`` cluster named by ``--run-config`` (docs/scale-out.md).
+``--executor dask`` runs every step on the ``dask.distributed`` cluster named by
+``--run-config`` (docs/scale-out.md).
 ``plan`` prints what a selection's LLM stages would send, sending nothing.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
@@ -147,7 +147,8 @@ def _dispatch(argv: list[str] | None) -> int:
                         "this process, one line per step (small runs, no process start per step); dask: each "
                         "step on a dask.distributed worker (needs --run-config naming the scheduler)")
     m.add_argument("--run-config", default=None,
-                   help="Dagster run config file passed to every run (required with --executor dask)")
+                   help="Dagster run config file passed to every run of the multiprocess or dask executor "
+                        "(required with --executor dask)")
     p = sub.add_parser("plan", help="print the requests, cache hits, prompt tokens and expected time of a "
                                     "selection's LLM stages, sending nothing")
     p.add_argument("--select", default="*")
@@ -174,6 +175,10 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
 
         os.environ[RETRY_PARSE_FAILED_ENV] = "1"
+    if args.executor == "in_process" and args.run_config:
+        print("mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs "
+              "take none", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.executor == "dask" and not args.run_config:
         print("mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
               "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)", file=sys.stderr)

@@ -66,6 +66,12 @@ def test_dask_executor_without_a_run_config_is_refused_in_one_line(tmp_path):
         "mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
         "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)"]
     assert not (tmp_path / "data").exists(), "nothing is started or written"
+    ignored = subprocess.run([CLI, "materialize", "--executor", "in_process", "--run-config", "rc.yaml"], cwd=REPO,
+                             capture_output=True, text=True, env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data")},
+                             timeout=120)
+    assert ignored.returncode == 2 and ignored.stderr.strip().splitlines() == [
+        "mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs take none"]
+    assert not (tmp_path / "data").exists()
 
 
 def test_dask_definitions_run_every_step_on_the_dask_executor(tmp_path):
