@@ -4,6 +4,8 @@
 partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
 this process. ``demo`` does the latter for every asset on the demo configuration.
+``--executor dask`` runs every step on the ``dask.distributed`` cluster named by
+``--run-config`` (docs/scale-out.md).
 ``plan`` prints what a selection's LLM stages would send, sending nothing.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
@@ -17,13 +19,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mama_pipeline.input_errors import InputError, run_cli
+from mama_pipeline.input_errors import EXIT_BAD_INPUT, InputError, run_cli
 from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
 MODULE = "mama_pipeline.definitions"
 DEMO_CONFIG = Path(__file__).resolve().parent / "demo_config.yaml"
 RUN_CONFIG = Path(__file__).resolve().parents[1] / "config" / "materialize-run-config.yaml"  # forkserver starts
+DASK_MODULE = "mama_pipeline.scale_out.dask_definitions"
 
 
 def dagster_home(data_path: Path) -> Path:
@@ -49,12 +52,13 @@ def _selected_keys(defs, select: str):
         raise InputError(f"--select {select!r}: {exc}") from None
 
 
-def materialize(select: str, executor: str = "multiprocess") -> int:
+def materialize(select: str, executor: str = "multiprocess", run_config: str | None = None) -> int:
     """Materialise the selection; stops at the first failed run and returns its exit code.
 
     ``in_process``: every run in this process (one line per step, events to a log file, a summary).
     ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process, forked from a
     forkserver with the definitions preloaded (config/materialize-run-config.yaml).
+    ``dask``: the same runs with the dask executor; ``run_config`` names the scheduler (docs/scale-out.md).
     """
     settings = load_settings()  # a bad configuration file is reported before anything runs
     home = dagster_home(settings.data_path)
@@ -65,8 +69,12 @@ def materialize(select: str, executor: str = "multiprocess") -> int:
         return run_here(defs, _selected_keys(defs, select), home)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
-    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), MODULE,
-                                    str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
+    if executor == "dask":
+        module, config = DASK_MODULE, run_config
+    else:
+        module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
+    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), module,
+                                    config)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
@@ -141,9 +149,13 @@ def _dispatch(argv: list[str] | None) -> int:
     m.add_argument("--select", default="*")
     m.add_argument("--retry-parse-failed", action="store_true",
                    help="re-ask every LLM answer cached as parse_failed (otherwise served from the cache as failed)")
-    m.add_argument("--executor", choices=["multiprocess", "in_process"], default="multiprocess",
+    m.add_argument("--executor", choices=["multiprocess", "in_process", "dask"], default="multiprocess",
                    help="multiprocess: each step in its own process (real runs); in_process: every run in "
-                        "this process, one line per step (small runs, no process start per step)")
+                        "this process, one line per step (small runs, no process start per step); dask: each "
+                        "step on a dask.distributed worker (needs --run-config naming the scheduler)")
+    m.add_argument("--run-config", default=None,
+                   help="Dagster run config file passed to every run of the multiprocess or dask executor "
+                        "(required with --executor dask)")
     p = sub.add_parser("plan", help="print the requests, cache hits, prompt tokens and expected time of a "
                                     "selection's LLM stages, sending nothing")
     p.add_argument("--select", default="*")
@@ -170,7 +182,15 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
 
         os.environ[RETRY_PARSE_FAILED_ENV] = "1"
-    return materialize(args.select, args.executor)
+    if args.executor == "in_process" and args.run_config:
+        print("mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs "
+              "take none", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.executor == "dask" and not args.run_config:
+        print("mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
+              "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return materialize(args.select, args.executor, args.run_config)
 
 
 if __name__ == "__main__":
