@@ -48,9 +48,13 @@ def front_matter(manifest: dict[str, Any], configs: Sequence[ViewerConfig]) -> s
 def listed_configs(configurations: Sequence[Any], rows: Mapping[str, int]) -> tuple[list[ViewerConfig],
                                                                                     list[ViewerConfig]]:
     """(listed, left out): a configuration whose file has no rows is left out of the card's config list, since
-    ``load_dataset`` refuses it ("corresponds to no data")."""
+    ``load_dataset`` refuses it ("corresponds to no data"), and so is a track's ``<track>-corpus`` when the track
+    has no queries."""
     every = [*CONFIGS, *(ViewerConfig(*c) for p in configurations for c in p.viewer_configs)]
-    return [c for c in every if rows[c.path]], [c for c in every if not rows[c.path]]
+    no_rows = {c.name for c in every if not rows[c.path]}
+    left_out = [c for c in every if c.name in no_rows
+                or (c.name.endswith("-corpus") and c.name.removesuffix("corpus") + "queries" in no_rows)]
+    return [c for c in every if c not in left_out], left_out
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
