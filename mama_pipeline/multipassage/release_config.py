@@ -303,7 +303,10 @@ def card_section(manifest: dict[str, Any]) -> str:
         lines.append("### Multi-passage scoreboard (all questions)\n")
         lines.append("| retriever | measure | mean |\n|---|---|---|\n" + "\n".join(
             f"| {r['retriever']} | {r['measure']} | {r['mean']:.4f} |" for r in manifest["scoreboard"]) + "\n")
-    lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval.\n")
+    lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval."
+                 + (" The configs `multipassage-queries` and `multipassage-qrels` (with `multipassage-corpus`) are the "
+                    "questions and their graded relevance labels in the BEIR/MTEB layout; they carry no facts, so "
+                    f"alpha-nDCG needs `{QRELS}`." if f["questions"] else "") + "\n")
     return "\n".join(lines)
 
 

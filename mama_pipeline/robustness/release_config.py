@@ -182,7 +182,9 @@ def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: Robust
         "for its parent's information, so it inherits the parent's labels (`origin = inherited`); chunks a "
         "variant's ranking surfaced that the parent never had judged were judged by the same judge and prompt for "
         f"the parent's question (`origin = hole`). Labels: {figures['labels_inherited']} inherited, "
-        f"{figures['labels_from_holes']} from holes; {figures['variants']} variants.\n\n"
+        f"{figures['labels_from_holes']} from holes; {figures['variants']} variants. `robustness-queries` and "
+        "`robustness-qrels` (with `robustness-corpus`) are the variants and all their labels in the BEIR/MTEB "
+        "layout.\n\n"
         + "\n".join(rows) + "\n"
         + ("\nA rewrite whose gate answer failed is kept (robustness.keep_when_gate_fails).\n"
            if r.keep_when_gate_fails else "")
