@@ -53,11 +53,49 @@ def _front_matter(configs: list[str]) -> str:
     return "\n".join(lines)
 
 
+SCORING_SNIPPET = '''```python
+from datasets import load_dataset
+
+folder = "{folder}"  # this folder, or the repo id it is published under
+mcq = load_dataset(folder, "mcq", split="test")
+
+
+def answer(question: str, choices: list[str]) -> int:
+    """Your model: the index of the option it chooses."""
+    return 0
+
+
+correct = [answer(item["question"], item["choices"]) == item["answer_index"] for item in mcq]
+accuracy = sum(correct) / len(correct)
+print(f"accuracy {{accuracy:.3f}} on {{len(correct)}} items")
+```'''
+
+
+def _scoring_section(m: dict[str, Any], listed: list[str]) -> list[str]:
+    out = ["## Scoring a model",
+           "Each track loads with `datasets.load_dataset(folder, track, split=\"test\")`. "
+           "Multiple choice (`mcq`) is scored by the chosen option's index against `answer_index`:"]
+    if "mcq" in listed:
+        out.append(SCORING_SNIPPET.format(folder=f"{m['name']}-{m['version']}"))
+    out.append(
+        "`open_ended` items carry the clinician reference `answer`; mama_pipeline grades a short answer with its "
+        "`llm.answer_grader` stage against it (correct 1, partially correct 0.5, incorrect 0). "
+        "`open_ended_rubric` items are conversations (`question`: messages) with `rubrics` (`criterion_id`, "
+        "`points`) whose text is in `criteria`; each criterion is judged met or not and the item scores "
+        "HealthBench's way: met points over positive points, the mean clipped to [0, 1]. To score a model on "
+        "every track as the project does, add it to `systems.entries` of the configuration "
+        "(README: Answering systems).")
+    return out
+
+
 def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
-    configs = ["mcq", "open_ended", "open_ended_rubric", "criteria"] + (["calibration"] if inp.calibration is not None else [])
-    configs += [c.name for c in inp.extra]
+    every = ["mcq", "open_ended", "open_ended_rubric", "criteria"] + (["calibration"] if inp.calibration is not None else [])
+    every += [c.name for c in inp.extra]
     counts = {**m["items"], "criteria": m["criteria"], "calibration": m["calibration_rows"],
               **{c.name: c.frame.height for c in inp.extra}}
+    # a track with no rows is an empty file, which load_dataset refuses ("corresponds to no data"): not listed
+    configs = [c for c in every if counts.get(c)]
+    empty = [c for c in every if not counts.get(c)]
     texts = {**CONFIG_TEXT, **{c.name: c.description for c in inp.extra}}
     parts = [
         _front_matter(configs),
@@ -75,7 +113,9 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         )
     parts += [
         "## Configurations",
-        _table(["config", "rows", "contents"], [[c, counts.get(c), texts[c]] for c in configs]),
+        _table(["config", "rows", "contents"], [[c, counts.get(c), texts[c]] for c in configs])
+        + (f"\n\nNot listed, no rows: {', '.join(f'`{c}`' for c in empty)}." if empty else ""),
+        *_scoring_section(m, configs),
         "## Sources and yield",
         "Every upstream row is accounted for: upstream rows = kept + refused + out of scope + unclassified. "
         "Yield is kept / upstream rows.",

@@ -10,6 +10,7 @@ Files (hub layout, beside the main configuration; the chunks are the release's
     multipassage/fact_judgments.parquet     query_id, chunk_id, required_piece, facts (numbers of the facts it states)
     multipassage/facts.diversity.txt        ndeval diversity qrels: query fact chunk 1, every chunk stating each fact
     multipassage/decisions.parquet          every sampled chunk set: status, verdicts (question and facts only when kept)
+    multipassage/beir/                      BEIR/MTEB queries and qrels (configs multipassage-corpus/-queries/-qrels)
     multipassage/prompts/*.txt, multipassage/schema/*.json   the writer's, verifier's, fact checker's and fact
                                             judge's prompts and answer schemas (keyed by set size / number of facts)
 
@@ -38,6 +39,7 @@ from mama_pipeline.multipassage.prompts import (
     writer_model,
     writer_template,
 )
+from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, PromptInfo, ReleaseError
@@ -267,6 +269,10 @@ def card_section(manifest: dict[str, Any]) -> str:
     """The card's multi-passage section (Markdown)."""
     f = manifest["figures"]
     lines = ["## Multi-passage configuration\n"]
+    if not f["questions"]:
+        lines.append(f"**This track produced nothing**: none of the {f['sets_written']} chunk sets written became a "
+                     f"verified question ({_outcomes(f['sets_by_status'])}), so its configurations are not listed."
+                     "\n")
     if manifest["smoke_test"]:
         lines.append("> **Smoke test.** The questions, verdicts or labels of this configuration come from the "
                      "embedded smoke-test model: they exercise the pipeline and are not meaningful.\n")
@@ -297,13 +303,21 @@ def card_section(manifest: dict[str, Any]) -> str:
         lines.append("### Multi-passage scoreboard (all questions)\n")
         lines.append("| retriever | measure | mean |\n|---|---|---|\n" + "\n".join(
             f"| {r['retriever']} | {r['measure']} | {r['mean']:.4f} |" for r in manifest["scoreboard"]) + "\n")
-    lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval.\n")
+    lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval."
+                 + (" The configs `multipassage-queries` and `multipassage-qrels` (with `multipassage-corpus`) are the "
+                    "questions and their graded relevance labels in the BEIR/MTEB layout; they carry no facts, so "
+                    f"alpha-nDCG needs `{QRELS}`." if f["questions"] else "") + "\n")
     return "\n".join(lines)
+
+
+def _outcomes(by_status: dict[str, int]) -> str:
+    return ", ".join(f"{status}: {n}" for status, n in by_status.items()) or "no set was sampled"
 
 
 def build_part(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
     check(inp, t)
     tables = release_tables(t)
+    tables |= triple_tables(NAME, tables[f"{FOLDER}/questions.parquet"], tables[f"{FOLDER}/judgments.parquet"])
     manifest = build_manifest(inp, t, tables)
     texts = {PROMPTS[k]: t.prompts[k].template.text.encode() for k in STAGES}
     texts |= {SCHEMAS[k]: json_bytes(t.prompts[k].answer_schema) for k in STAGES}
@@ -316,6 +330,7 @@ def build_part(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
             ("multipassage_fact_judgments", f"{FOLDER}/fact_judgments.parquet",
              "facts of the multi-passage questions each pooled chunk states"),
             ("multipassage_rankings", f"{FOLDER}/rankings.parquet", "pooled retrievers' rankings of the questions"),
+            *triple_configs(NAME, "multi-passage questions"),
         ),
         card_section=card_section(manifest),
         manifest=manifest,

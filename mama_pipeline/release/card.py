@@ -1,18 +1,24 @@
 """The mamaretrieval dataset card (README.md), generated from the manifest's figures."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 
 from mama_pipeline.circularity.flags import QUERY_WRITER, circularity_notes_of
+from mama_pipeline.release.beir_layout import triple_configs
+from mama_pipeline.release.configurations import ViewerConfig
 
 CONFIGS = (  # viewer config -> file, description
-    ("judgments", "data/judgments.parquet", "graded relevance labels (D1-D4 and score 0-6) of the pooled pairs"),
-    ("queries", "data/queries.parquet", "the questions, with the chunk each was written from (provenance, not a label)"),
-    ("rankings", "data/rankings.parquet", "each pooled retriever's ranking down to the pool depth"),
-    ("chunks", "data/chunks.parquet", "the corpus: the canonical chunk text that was retrieved and judged"),
-    ("judgment_reasoning", "audit/judgment_reasoning.parquet", "every label with the judge's reasoning (audit)"),
+    ViewerConfig("judgments", "data/judgments.parquet",
+                 "graded relevance labels (D1-D4 and score 0-6) of the pooled pairs"),
+    ViewerConfig("query_details", "data/queries.parquet",
+                 "the questions, with the chunk each was written from (provenance, not a label)"),
+    ViewerConfig("rankings", "data/rankings.parquet", "each pooled retriever's ranking down to the pool depth"),
+    ViewerConfig("chunks", "data/chunks.parquet", "the corpus: the canonical chunk text that was retrieved and judged"),
+    ViewerConfig("judgment_reasoning", "audit/judgment_reasoning.parquet",
+                 "every label with the judge's reasoning (audit)"),
+    *triple_configs(None, "main track"),
 )
 
 
@@ -23,7 +29,7 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def front_matter(manifest: dict[str, Any], extra_configs: Sequence[tuple[str, str, str]] = ()) -> str:
+def front_matter(manifest: dict[str, Any], configs: Sequence[ViewerConfig]) -> str:
     meta = {
         "pretty_name": f"mamaretrieval {manifest['version']}",
         "license": manifest["licence"],
@@ -32,11 +38,24 @@ def front_matter(manifest: dict[str, Any], extra_configs: Sequence[tuple[str, st
         "tags": ["medical", "maternal-health", "midwifery", "relevance-judgments", "rag"],
         "size_categories": [size_category(manifest["figures"]["judged_pairs"])],
         "configs": [
-            {"config_name": name, "data_files": [{"split": "test", "path": path}], **({"default": True} if i == 0 else {})}
-            for i, (name, path, _) in enumerate((*CONFIGS, *extra_configs))
+            {"config_name": c.name, "data_files": [{"split": c.split, "path": c.path}],
+             **({"default": True} if i == 0 else {})}
+            for i, c in enumerate(configs)
         ],
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def listed_configs(configurations: Sequence[Any], rows: Mapping[str, int]) -> tuple[list[ViewerConfig],
+                                                                                    list[ViewerConfig]]:
+    """(listed, left out): a configuration whose file has no rows is left out of the card's config list, since
+    ``load_dataset`` refuses it ("corresponds to no data"), and so is a track's ``<track>-corpus`` when the track
+    has no queries."""
+    every = [*CONFIGS, *(ViewerConfig(*c) for p in configurations for c in p.viewer_configs)]
+    no_rows = {c.name for c in every if not rows[c.path]}
+    left_out = [c for c in every if c.name in no_rows
+                or (c.name.endswith("-corpus") and c.name.removesuffix("corpus") + "queries" in no_rows)]
+    return [c for c in every if c not in left_out], left_out
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
@@ -86,14 +105,15 @@ def held_out_section(split: dict[str, Any], items: str, figures: str, heading: s
             "shows a gap.\n")
 
 
-def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) -> str:
-    """The card; ``configurations`` (release ConfigurationPart) add viewer configs and a section each."""
+def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: Mapping[str, int]) -> str:
+    """The card; ``configurations`` (release ConfigurationPart) add viewer configs and a section each; ``rows``
+    (release path -> rows) decides which configs are listed."""
     f = manifest["figures"]
     flags = manifest.get("circularity", [])
     corpus, judge, writer, retrieval = manifest["corpus"], manifest["judge"], manifest["query_writer"], manifest["retrieval"]
     cuts = manifest["thresholds"]
-    parts = [front_matter(manifest, [c for p in configurations for c in p.viewer_configs]),
-             f"# mamaretrieval {manifest['version']}\n"]
+    listed, empty = listed_configs(configurations, rows)
+    parts = [front_matter(manifest, listed), f"# mamaretrieval {manifest['version']}\n"]
     if manifest["smoke_test"]:
         parts.append(f"> **Smoke test, not a benchmark.** {manifest['note']}\n")
     parts.append(
@@ -103,12 +123,10 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
         "clinical content (0-2), D3 actionable guidance (0-2), D4 density for the query (0-2). "
         "score = D1 x (D2 + D3 + D4), 0 to 6; D2-D4 are null when D1 is false.\n"
     )
-    parts.append("## Data\n\n" + _table(("config", "file", "rows", "content"), [
-        (name, f"`{path}`", f.get(key), text)
-        for (name, path, text), key in zip(CONFIGS, ("judged_pairs", "queries", "rankings", "chunks", "judged_pairs"))
-    ] + [(name, f"`{path}`", p.tables[path].height if path in p.tables else None, text)
-         for p in configurations for name, path, text in p.viewer_configs]
-    ) + "\n")
+    parts.append("## Data\n\n" + _table(("config", "split", "file", "rows", "content"), [
+        (c.name, c.split, f"`{c.path}`", rows[c.path], c.description) for c in listed
+    ]) + "\n" + (f"\nNot listed, no rows: {', '.join(f'`{c.name}`' for c in empty)}.\n" if empty else ""))
+    parts.append(benchmark_section(manifest, [c.name for c in listed]))
     parts.append("## Figures\n\n" + _table(("figure", "value"), [
         ("queries", f["queries"]),
         ("sources that seeded queries", f["sources_with_queries"]),
@@ -169,3 +187,89 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any] = ()) ->
     )
     parts += [p.card_section for p in configurations if p.card_section]
     return "\n".join(parts)
+
+
+ST_SNIPPET = '''```python
+from datasets import load_dataset
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.evaluation import InformationRetrievalEvaluator
+
+folder = "{folder}"  # this folder, or the repo id it is published under
+corpus = load_dataset(folder, "corpus", split="corpus")
+queries = load_dataset(folder, "queries", split="queries")
+qrels = load_dataset(folder, "qrels", split="test")
+
+# relevant: score >= {lenient} (the lenient cut); {strict} for the strict cut
+relevant_docs = {{}}
+for row in qrels:
+    if row["score"] >= {lenient}:
+        relevant_docs.setdefault(row["query-id"], set()).add(row["corpus-id"])
+
+evaluator = InformationRetrievalEvaluator(
+    queries=dict(zip(queries["_id"], queries["text"])),
+    corpus=dict(zip(corpus["_id"], corpus["text"])),
+    relevant_docs=relevant_docs,
+    name="mamaretrieval",
+)
+model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+results = evaluator(model)
+print(results[evaluator.primary_metric])  # nDCG@10, binary relevance at the lenient cut
+```'''
+
+MTEB_SNIPPET = '''```python
+import mteb
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.task_metadata import TaskMetadata
+from sentence_transformers import SentenceTransformer
+
+folder = "{folder}"  # this folder, or the repo id it is published under
+
+
+class Mamaretrieval(AbsTaskRetrieval):
+    metadata = TaskMetadata(
+        name="mamaretrieval",
+        description="Maternal and newborn health guideline retrieval, graded LLM relevance labels",
+        dataset={{"path": folder, "revision": "{version}"}},
+        type="Retrieval",
+        category="t2t",
+        modalities=["text"],
+        eval_splits=["test"],
+        eval_langs={{{subsets}}},
+        main_score="ndcg_at_10",
+    )
+
+
+model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+result = mteb.evaluate(model, Mamaretrieval(), cache=None)
+for scores in result.task_results[0].scores["test"]:
+    print(scores["hf_subset"], scores["ndcg_at_10"])  # nDCG@10 with the graded 0-6 labels as gains
+```'''
+
+
+def benchmark_section(manifest: dict[str, Any], listed: Sequence[str]) -> str:
+    """How to load the BEIR/MTEB triple and score a model on it: the sentence-transformers and MTEB snippets."""
+    cuts = manifest["thresholds"]
+    folder = f"mamaretrieval-{manifest['version']}"
+    subsets = ["default", *(t for t in ("robustness", "multipassage") if f"{t}-qrels" in listed)]
+    tracks = {"default": "the main track", "robustness": "the query variants", "multipassage":
+              "the multi-passage questions"}
+    return (
+        "## As a retrieval benchmark (BEIR / MTEB layout)\n\n"
+        "The configs `corpus` (`_id`, `title`, `text`; split `corpus`), `queries` (`_id`, `text`; split "
+        "`queries`) and `qrels` (`query-id`, `corpus-id`, `score`; split `test`) are the main track in the layout "
+        "of BEIR and MIRIAD-200k; " + (
+            ", ".join(f"`{t}-corpus`, `{t}-queries` and `{t}-qrels` are {tracks[t]}" for t in subsets[1:]) + " "
+            "(the same corpus file); " if len(subsets) > 1 else "") +
+        "MTEB reads each as an `hf_subset`. `text` is the canonical chunk text the retrievers searched and the "
+        "judge read; `title` is empty, so no tool prepends anything to it. `score` is the judge's graded label "
+        f"(0-6) of every judged pair, 0 included: relevant is score >= {cuts['lenient']} at the lenient cut and "
+        f"score >= {cuts['strict']} at the strict cut. A chunk outside the pool is unjudged and counts as "
+        "not relevant (pool bias; see the caveats).\n\n"
+        f"sentence-transformers, with the relevance binarised at the lenient cut (score >= {cuts['lenient']}); "
+        "queries without a lenient relevant chunk are left out by the evaluator:\n\n"
+        + ST_SNIPPET.format(folder=folder, lenient=cuts["lenient"], strict=cuts["strict"]) + "\n\n"
+        "MTEB, with the graded labels as gains, over every query with a judged pair (one without a relevant "
+        "chunk scores 0):\n\n"
+        + MTEB_SNIPPET.format(folder=folder, version=manifest["version"],
+                              subsets=", ".join(f'"{s}": ["eng-Latn"]' for s in subsets)) + "\n"
+    )

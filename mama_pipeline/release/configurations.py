@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
 
@@ -27,12 +27,21 @@ if TYPE_CHECKING:
     from mama_pipeline.settings import PipelineSettings
 
 
+class ViewerConfig(NamedTuple):
+    """One hub configuration of a card: ``load_dataset(folder, name, split=split)`` reads ``path``."""
+
+    name: str
+    path: str
+    description: str
+    split: str = "test"
+
+
 @dataclass(frozen=True)
 class ConfigurationPart:
     name: str
     tables: dict[str, pl.DataFrame]  # release path -> frame (written as deterministic parquet)
     texts: dict[str, bytes] = field(default_factory=dict)  # release path -> bytes
-    viewer_configs: tuple[tuple[str, str, str], ...] = ()  # (config name, release path, description)
+    viewer_configs: tuple[tuple[str, ...], ...] = ()  # ViewerConfig fields: (name, release path, description[, split])
     card_section: str = ""  # Markdown appended to the dataset card
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest["configurations"][name]
 
@@ -68,7 +77,7 @@ class ReleaseConfiguration:
     def as_part(self) -> ConfigurationPart:
         """The same table as a mamaretrieval release part."""
         return ConfigurationPart(
-            self.name, {self.path: self.frame}, viewer_configs=((self.name, self.path, self.description),),
+            self.name, {self.path: self.frame}, viewer_configs=(ViewerConfig(self.name, self.path, self.description),),
             card_section=self.card_section,
             manifest={"path": self.path, "rows": self.frame.height, "description": self.description})
 

@@ -8,6 +8,7 @@ Layout (deterministic bytes: rows sorted, fixed parquet settings, no timestamps)
     data/rankings.parquet                  query_id, retriever, rank, chunk_id, score (pooled retrievers, pool depth)
     data/judgments.parquet                 query_id, chunk_id, d1_topic, d2_meaningful, d3_actionable, d4_density, score
     data/chunks.parquet                    chunk_id, source, page, breadcrumb, text (the canonical text judged)
+    corpus/, queries/, qrels/              the BEIR/MTEB triple (release/beir_layout.py): corpus, queries, qrels
     audit/judgment_reasoning.parquet       every label with the judge's reasoning, model and prompt hash
     audit/judge_relevance_prompt.txt       the judge's prompt template
     audit/query_writer_prompt.txt          the query writer's prompt template
@@ -31,6 +32,7 @@ import polars as pl
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.llm.reference_audit import audit_title
+from mama_pipeline.release.beir_layout import QRELS as BEIR_QRELS, QUERIES as BEIR_QUERIES, triple_tables
 from mama_pipeline.release.card import render_card
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, write_release_folder
@@ -42,7 +44,10 @@ JUDGE_PROMPT_FILE = "audit/judge_relevance_prompt.txt"
 QUERY_PROMPT_FILE = "audit/query_writer_prompt.txt"
 EXAMPLES_SHOWN = 5
 REASONING = "audit/judgment_reasoning.parquet"
-HELD_OUT_TABLES = ("data/queries.parquet", "data/rankings.parquet", "data/judgments.parquet", REASONING)
+# query-keyed tables (path -> query id column) that a held-out split divides: the BEIR/MTEB triple's too
+HELD_OUT_TABLES = {"data/queries.parquet": "query_id", "data/rankings.parquet": "query_id",
+                   "data/judgments.parquet": "query_id", REASONING: "query_id", BEIR_QUERIES: "_id",
+                   BEIR_QRELS: "query-id"}
 
 REQUIRED = {
     "chunks": ["chunk_id", "source", "page", "breadcrumb", "text", "corpus_version"],
@@ -253,6 +258,7 @@ def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
             pl.col("reasoning").cast(pl.String),
             pl.col("corpus_version").cast(pl.String).alias("judged_in_corpus_version"),
         ).sort("query_id", "chunk_id"),
+        **triple_tables(None, inp.queries, inp.judgments, inp.chunks),
     }
 
 
@@ -370,8 +376,8 @@ def split_tables(tables: dict[str, pl.DataFrame], rule: HeldOutRule) -> tuple[di
                                                                                dict[str, pl.DataFrame]]:
     """(public tables, held-out tables): the query-keyed tables split by the rule on query_id; chunks stay public."""
     public, held = dict(tables), {}
-    for path in HELD_OUT_TABLES:
-        public[path], held[path] = rule.split(tables[path], "query_id")
+    for path, column in HELD_OUT_TABLES.items():
+        public[path], held[path] = rule.split(tables[path], column)
     return public, held
 
 
@@ -416,14 +422,15 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
         QUERY_PROMPT_FILE: inp.query_writer.template.text.encode(),
         "schema/judge_answer.schema.json": json_bytes(inp.judge.answer_schema),
         "schema/query_answer.schema.json": json_bytes(inp.query_writer.answer_schema),
-        CARD: render_card(manifest, parts).encode(),
     }
     for part in parts:
-        clash = (set(part.tables) | set(part.texts)) & (set(tables) | set(texts))
+        clash = (set(part.tables) | set(part.texts)) & (set(tables) | set(texts) | {CARD})
         if clash:
             raise ReleaseError(f"release configuration {part.name!r} writes files the release already has: {sorted(clash)}")
         tables = {**tables, **part.tables}
         texts = {**texts, **part.texts}
+    rows = {path: df.height for path, df in tables.items()}
+    texts[CARD] = render_card(manifest, parts, rows).encode()
     written = write_release_folder(out_dir, tables, texts, manifest)
     if held:
         held_manifest = _held_out_manifest(inp, held_out, manifest, {**held, "data/chunks.parquet":

@@ -6,6 +6,7 @@ Files (hub layout, beside the main configuration)::
     robustness/judgments.parquet    query_id, chunk_id, d1..d4, score, origin (inherited | hole)
     robustness/rankings.parquet     the pooled retrievers' rankings of the variants, to the pool depth
     robustness/decisions.parquet    every attempted variant with its status, gate verdict and recipe (audit)
+    robustness/beir/                the variants' BEIR/MTEB queries and qrels (configs robustness-corpus/-queries/-qrels)
     robustness/abbreviations.tsv    the shorthand table used
     robustness/prompts/*.txt        the rewrite and gate prompts
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
@@ -130,6 +132,7 @@ def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviat
             pl.col("seed").cast(pl.Int64), "recipe", "model", "prompt_hash", "gate_model", "gate_prompt_hash",
         ).sort("variant_id"),
     }
+    tables |= triple_tables(NAME, tables[f"{FOLDER}/queries.parquet"], tables[f"{FOLDER}/judgments.parquet"])
     texts = {f"{FOLDER}/abbreviations.tsv": Path(table.path).read_bytes(), **prompts}
     counts = {k: dict(sorted(g.group_by("status").len().iter_rows()))
               for (k,), g in decisions.group_by("kind", maintain_order=True)}
@@ -158,6 +161,7 @@ def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviat
             ("robustness_queries", f"{FOLDER}/queries.parquet", "query variants"),
             ("robustness_judgments", f"{FOLDER}/judgments.parquet", "labels of the query variants"),
             ("robustness_rankings", f"{FOLDER}/rankings.parquet", "pooled retrievers' rankings of the variants"),
+            *triple_configs(NAME, "query variants"),
         ),
         card_section=card_section(kinds, manifest["figures"], r, smoke_test),
         manifest=manifest,
@@ -179,7 +183,9 @@ def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: Robust
         "parent never had judged, in the top-k of a variant's ranking or of the parent's own clean ranking, were "
         "judged by the same judge and prompt for the parent's question (`origin = hole`), so both sides of a "
         f"comparison are judged to the same depth. Labels: {figures['labels_inherited']} inherited, "
-        f"{figures['labels_from_holes']} from holes; {figures['variants']} variants.\n\n"
+        f"{figures['labels_from_holes']} from holes; {figures['variants']} variants. `robustness-queries` and "
+        "`robustness-qrels` (with `robustness-corpus`) are the variants and all their labels in the BEIR/MTEB "
+        "layout.\n\n"
         + "\n".join(rows) + "\n"
         + ("\nA rewrite whose gate answer failed is kept (robustness.keep_when_gate_fails).\n"
            if r.keep_when_gate_fails else "")

@@ -225,3 +225,29 @@ def test_card_names_the_graders_circularity_flags_and_says_when_none_are_trained
             "family openai/gpt: the grades of gpt (a grader may favour its own model family).") in card
     plain = release_files(inputs)["README.md"].decode()
     assert "## Circularity" not in plain and "None listed (setting `mamabench.widely_trained_pools`)." in plain
+
+
+def test_every_listed_track_loads_an_empty_one_is_not_listed_and_the_scoring_snippet_runs(
+        inputs: ReleaseInputs, tmp_path: Path, monkeypatch) -> None:
+    import re
+
+    import datasets
+
+    from mama_pipeline_tests.release.test_hub_loading import listed, load_every_listed_config
+
+    no_short_answers = ReleaseInputs(**{**inputs.__dict__,
+                                        "items": inputs.items.filter(pl.col("set_type") != "open_ended")})
+    out = tmp_path / "mb"
+    write_release(out, no_short_answers)
+    card = (out / "README.md").read_text()
+    names = [c["config_name"] for c in listed(out)]
+    assert "open_ended" not in names and "Not listed, no rows: `open_ended`." in card
+    rows = load_every_listed_config(out, tmp_path / "cache")
+    assert rows["mcq"] == int((inputs.items["set_type"] == "mcq").sum()) > 0
+    # the card's snippet, pointed at this folder, with its placeholder model (always the first option)
+    [snippet] = re.findall(r"```python\n(.*?)```", card, re.S)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    scope: dict = {}
+    exec(re.sub(r"^folder = .*$", f"folder = {str(out)!r}", snippet, count=1, flags=re.M), scope)
+    mcq = [json.loads(line) for line in (out / "data" / "mcq" / "test.jsonl").read_text().splitlines()]
+    assert scope["accuracy"] == sum(item["answer_index"] == 0 for item in mcq) / len(mcq)

@@ -77,7 +77,8 @@ def test_configuration_is_verified_reproducible_and_ships_no_failed_question(tmp
     stages = ("writer", "verifier", "fact_check", "fact_judge")
     assert mp == {"multipassage/questions.parquet", "multipassage/rankings.parquet", "multipassage/judgments.parquet",
                   "multipassage/fact_judgments.parquet", "multipassage/decisions.parquet",
-                  "multipassage/facts.diversity.txt",
+                  "multipassage/facts.diversity.txt", "multipassage/beir/queries/queries-00000-of-00001.parquet",
+                  "multipassage/beir/qrels/test-00000-of-00001.parquet",
                   *(f"multipassage/prompts/multipassage_{k}.txt" for k in stages),
                   *(f"multipassage/schema/{k}_answer.schema.json" for k in stages)}
     audit = pl.read_parquet(tmp_path / "a" / "multipassage" / "decisions.parquet")

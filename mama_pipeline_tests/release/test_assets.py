@@ -116,7 +116,7 @@ def test_publication_asset_dry_run_records_both_releases(tmp_path, monkeypatch):
     assert meta["dry_run"].value is True
     ops = meta["mamaretrieval/operations"].value
     assert ops[0]["repo_id"] == "<release.publish.mamaretrieval_repo_id>" and ops[1]["tag"] == "0.3.0"
-    assert len(ops[0]["add"]) == 11
+    assert len(ops[0]["add"]) == 14  # 11 files + the BEIR/MTEB corpus, queries and qrels
     mb = meta["mamabench/operations"].value
     assert mb[0]["repo_id"] == "org/mb" and mb[1]["tag"] == "1.0.0"
     assert {a["path_in_repo"] for a in mb[0]["add"]} == {"README.md", "manifests/manifest.json"}

@@ -64,6 +64,13 @@ def test_held_out_folder_holds_exactly_the_held_out_queries_and_the_public_folde
     assert not (held / "data/chunks.parquet").exists()
     assert "q_00001" not in (public / "README.md").read_text()
     assert not any("q_00001" in p.read_bytes().decode("latin-1") for p in public.rglob("*.json"))
+    for p in public.rglob("*.parquet"):  # no table of the public folder names a held-out query, the BEIR triple's too
+        frame = pl.read_parquet(p)
+        assert not any("q_00001" in str(v) for c in frame.columns for v in frame[c].to_list()), p
+    for rel, column in (("queries/queries-00000-of-00001.parquet", "_id"),
+                        ("qrels/test-00000-of-00001.parquet", "query-id")):
+        assert set(pl.read_parquet(public / rel)[column].to_list()) == {"q_00002"}, rel
+        assert set(pl.read_parquet(held / rel)[column].to_list()) == {"q_00001"}, rel
     split = {"rule": 'held out iff int(sha256(salt + ":" + id).hexdigest()[:16], 16) / 16**16 < share',
              "share": 0.5, "salt": salt, "id": "query_id", "public_items": 1, "held_out_items": 1}
     assert manifest["held_out"] == split

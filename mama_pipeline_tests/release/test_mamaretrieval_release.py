@@ -18,6 +18,7 @@ EXPECTED_FILES = {
     "README.md", "manifest.json", "data/queries.parquet", "data/rankings.parquet", "data/judgments.parquet",
     "data/chunks.parquet", "audit/judgment_reasoning.parquet", "audit/judge_relevance_prompt.txt",
     "audit/query_writer_prompt.txt", "schema/judge_answer.schema.json", "schema/query_answer.schema.json",
+    "corpus/corpus-00000-of-00001.parquet", "queries/queries-00000-of-00001.parquet", "qrels/test-00000-of-00001.parquet",
 }
 
 

@@ -23,7 +23,7 @@ def release(tmp_path):
 def test_a_fresh_release_verifies(release, capsys):
     result = verify_release(release)
     assert result.ok and result.problems == [] and result.unlisted == []
-    assert len(result.checked) == 10 and result.manifest == "manifest.json"
+    assert len(result.checked) == 13 and result.manifest == "manifest.json"
     assert main([str(release)]) == 0
     assert "OK" in capsys.readouterr().out
 
@@ -38,7 +38,7 @@ def test_one_flipped_byte_is_detected(release, capsys):
     assert len(result.problems) == 1 and result.problems[0].startswith("data/judgments.parquet: sha256")
     assert main([str(release)]) == 1
     out = capsys.readouterr().out
-    assert "FAIL" in out and "data/judgments.parquet" in out and "9/10 files match" in out
+    assert "FAIL" in out and "data/judgments.parquet" in out and "12/13 files match" in out
 
 
 def test_edited_text_missing_file_and_wrong_row_count_are_detected(release):
