@@ -162,5 +162,5 @@ def test_definitions_load_without_heavy_imports():
     keys = {k.to_user_string() for a in defs.assets for k in a.keys}
     assert keys == {"scoreboard", "per_query_results", "significance", "evaluation_report", "beir_scoreboard",
                     "beir_significance", "beir_audits", "segment_scoreboard", "segment_significance",
-                    "beir_segment_scoreboard", "beir_segment_significance"}
+                    "beir_segment_scoreboard", "beir_segment_significance", "held_out_scoreboard"}
     assert {a.group_names_by_key[k] for a in defs.assets for k in a.keys} == {"evaluation"}

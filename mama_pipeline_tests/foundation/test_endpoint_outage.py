@@ -116,7 +116,7 @@ def test_the_command_option_makes_the_runs_reask_parse_failures(monkeypatch):
     seen: list[tuple[str, str | None]] = []
     monkeypatch.setenv(RETRY_PARSE_FAILED_ENV, "0")  # recorded, so the variable the command sets is undone afterwards
     monkeypatch.delenv(RETRY_PARSE_FAILED_ENV)
-    monkeypatch.setattr(cli, "materialize", lambda select, executor="multiprocess": seen.append((select, os.environ.get(RETRY_PARSE_FAILED_ENV))) or 0)
+    monkeypatch.setattr(cli, "materialize", lambda select, executor="multiprocess", run_config=None: seen.append((select, os.environ.get(RETRY_PARSE_FAILED_ENV))) or 0)
     assert cli.main(["materialize", "--select", "judged_labels"]) == 0
     assert cli.main(["materialize", "--select", "judged_labels", "--retry-parse-failed"]) == 0
     assert seen == [("judged_labels", None), ("judged_labels", "1")]
