@@ -15,9 +15,16 @@ from mama_pipeline.metadata import md_table
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
 from mama_pipeline.multipassage.ids import assign_question_ids
-from mama_pipeline.multipassage.prompts import fact_check_template, verifier_model, verifier_template, writer_template
+from mama_pipeline.multipassage.prompts import (
+    fact_check_template,
+    facts_stated_model,
+    verifier_model,
+    verifier_template,
+    writer_template,
+)
 from mama_pipeline.multipassage.questions import (
     decide,
+    fact_check_requests,
     run_fact_checks,
     run_writer,
     status_counts,
@@ -139,6 +146,10 @@ def multipassage_questions(
     v_requests = verifier_requests(written, sets, lookup, v_tpl)
     verdicts = []
     with llm.client(mp.verifier_stage, context) as client:
+        # the verifier's two kinds of request, against the stage's budget before the first is sent
+        client.check_budget([(v_tpl, verifier_model(v_reasoning), v_requests)] + [
+            (f_tpl, facts_stated_model(v_reasoning, n), r)
+            for n, r in fact_check_requests(written, lookup, f_tpl).items()])
         if v_requests:
             report = client.run(v_tpl, verifier_model(v_reasoning), v_requests)
             verdicts += report.results

@@ -39,13 +39,17 @@ def label_facts(
         why = "query_id not in the questions table" if facts is None else "chunk_id not in the current corpus"
         rows.append(_row(q, c, piece, "failed", why, None, client.model, template.hash))
     asked = pairs.join(unknown.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti")
+    runs = []
     for (n,), part in asked.with_columns(n=pl.col("facts").list.len()).sort("n", "query_id", "chunk_id").group_by(
             "n", maintain_order=True):
         records = part.to_dicts()
         requests = [LLMRequest(f"{r['query_id']}|{r['chunk_id']}", template.render(
             question=r["query_text"], facts=render_facts(r["facts"]), passages=render_passages([chunks[r["chunk_id"]]])))
             for r in records]
-        report = client.run(template, facts_stated_model(reasoning_field, n), requests)
+        runs.append((n, records, facts_stated_model(reasoning_field, n), requests))
+    client.check_budget((template, model, requests) for _, _, model, requests in runs)  # all, before the first
+    for n, records, model, requests in runs:
+        report = client.run(template, model, requests)
         reports[n] = report
         for r, res in zip(records, report.results):
             if res.ok:

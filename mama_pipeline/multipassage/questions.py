@@ -72,9 +72,12 @@ def writer_requests(sets: pl.DataFrame, chunks: dict[str, dict], template: Promp
 def run_writer(
     client: LLMClient, template: PromptTemplate, reasoning_field: bool, sets: pl.DataFrame, chunks: dict[str, dict]
 ) -> dict[int, RunReport]:
-    """The writer's answers per set size, one call of the client each (each size has its own answer schema)."""
-    return {size: client.run(template, writer_model(reasoning_field, size), writer_requests(part, chunks, template))
+    """The writer's answers per set size, one call of the client each (each size has its own answer schema); the
+    stage's budget is checked over every size before the first is sent."""
+    runs = {size: (writer_model(reasoning_field, size), writer_requests(part, chunks, template))
             for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)}
+    client.check_budget((template, model, requests) for model, requests in runs.values())
+    return {size: client.run(template, model, requests) for size, (model, requests) in runs.items()}
 
 
 def _facts(value: dict, chunk_ids: list[str]) -> tuple[list[str], list[str], bool]:

@@ -108,12 +108,15 @@ def rewrite_decisions(
     rows: dict[str, dict[str, Any]] = {}
     to_gate: list[LLMRequest] = []
     meta: dict[str, Any] = {}
+    answer_model = rewrite_model(rewriter_reasoning)
+    runs = []
+    for kind in kinds:
+        template = rewrite_template(kind.rewrite, r.max_rewrite_words, rewriter_reasoning)
+        runs.append((kind, template, [LLMRequest(variant_id(q, kind.name), template.render(query=t))
+                                      for q, t in sorted(texts.items())]))
     with open_client("query_rewriter") as rewriter:
-        reports = []
-        for kind in kinds:
-            template = rewrite_template(kind.rewrite, r.max_rewrite_words, rewriter_reasoning)
-            requests = [LLMRequest(variant_id(q, kind.name), template.render(query=t)) for q, t in sorted(texts.items())]
-            reports.append((kind, template, rewriter.run(template, rewrite_model(rewriter_reasoning), requests)))
+        rewriter.check_budget((t, answer_model, reqs) for _, t, reqs in runs)  # every kind, before the first is sent
+        reports = [(kind, t, rewriter.run(t, answer_model, reqs)) for kind, t, reqs in runs]
         decoding = (rewriter.s.seed, rewriter.s.temperature)
     for kind, template, report in reports:
         meta.update({f"{kind.name}/{k}": v for k, v in report.metadata().items()})

@@ -61,3 +61,14 @@ def test_judge_failures_on_the_track_are_bounded():
     assert over_bound(stages) == ("stage judge: 1 of 10 multi-passage pooled pairs (facts) failed (10.00%), "
                                   "bound 5.00% (llm.judge.max_failure_rate)")
     assert over_bound(label_bounds(labels, facts, 0.1)) is None
+
+
+def test_the_budget_covers_every_number_of_facts_before_the_first_is_sent(make_client, fake_llm):
+    from mama_pipeline.llm.budget import BudgetExceeded
+
+    # 4 pairs asked, 2 with two facts and 2 with three (two runs); each run alone fits a budget of 3, both do not
+    before = fake_llm.stats()["chat_calls"]
+    with pytest.raises(BudgetExceeded, match=r"^stage judge: .*: 4 new requests > max_new_requests 3$"):
+        label_facts(make_client(stage="judge", parse_retries=0, max_new_requests=3), fact_judge_template(False),
+                    False, POOL, QUESTIONS, CHUNKS)
+    assert fake_llm.stats()["chat_calls"] == before

@@ -180,3 +180,21 @@ def test_writer_and_verifier_through_the_fault_injecting_server(make_client):
             and first["set_verdict"] == "complete")
     assert (first["status"] == "kept") == kept
     assert json.loads(json.dumps(status_counts(decisions)))["writer_failed"] == 1
+
+
+def test_the_writer_budget_covers_every_set_size_before_the_first_is_sent(make_client, fake_llm):
+    from mama_pipeline.llm.budget import BudgetExceeded
+
+    chunks = {c: {"source": "s", "section": "S", "text": f"passage {c}"} for c in ("c1", "c2", "c3", "c4", "c5")}
+    sets = pl.DataFrame({"set_id": ["ms_1", "ms_2", "ms_3", "ms_4"], "kind": ["section"] * 4, "size": [2, 2, 3, 3],
+                         "chunk_ids": [["c1", "c2"], ["c2", "c3"], ["c1", "c2", "c3"], ["c3", "c4", "c5"]],
+                         "source": ["s"] * 4, "tier": ["t"] * 4, "corpus_version": ["v"] * 4})
+    before = fake_llm.stats()["chat_calls"]
+    # two sizes of two sets each: each size alone fits a budget of 3, both together do not
+    with pytest.raises(BudgetExceeded, match=r"^stage query_writer: .*: 4 new requests > max_new_requests 3$"):
+        run_writer(make_client(stage="query_writer", max_new_requests=3), writer_template(30, False), False, sets,
+                   chunks)
+    assert fake_llm.stats()["chat_calls"] == before
+    reports = run_writer(make_client(stage="query_writer", max_new_requests=4), writer_template(30, False), False,
+                         sets, chunks)
+    assert sorted(reports) == [2, 3] and fake_llm.stats()["chat_calls"] - before == 4

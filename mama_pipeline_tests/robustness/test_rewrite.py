@@ -5,6 +5,7 @@ import contextlib
 import json
 
 import polars as pl
+import pytest
 
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
 from mama_pipeline.robustness.variants import SEPARATOR, decisions_frame, kept_variants, rewrite_decisions
@@ -77,3 +78,44 @@ def test_rewrites_are_answered_from_the_cache_on_a_second_run(make_client, fake_
     second = decisions_frame(run(make_client, RobustnessSettings()).decisions)
     assert second.equals(first)
     assert fake_llm.stats()["chat_calls"] - before == 4  # only the transport failures are asked again (2 x 2 attempts)
+
+
+def budget_run(make_client, **budget):
+    def open_client(stage):
+        return contextlib.nullcontext(make_client(stage=stage, max_retries=1, parse_retries=0, **budget))
+
+    return rewrite_decisions(open_client, QUERIES, KINDS, RobustnessSettings(), rewriter_reasoning=False,
+                             gate_reasoning=False)
+
+
+def prompt_chars_per_kind() -> list[int]:
+    """Estimated prompt tokens of each kind's 6 rewrite requests: characters / 4, rounded up per request."""
+    from mama_pipeline.robustness.rewrite_prompt import rewrite_template
+
+    out = []
+    for kind in KINDS:
+        template = rewrite_template(kind.rewrite, RobustnessSettings().max_rewrite_words, False)
+        out.append(sum(-(-sum(len(m["content"]) for m in template.render(query=t)) // 4)
+                       for t in QUERIES["query_text"]))
+    return out
+
+
+def test_the_rewriter_budget_covers_every_kind_before_the_first_is_sent(make_client, fake_llm):
+    from mama_pipeline.llm.budget import BudgetExceeded
+
+    # 6 queries x 2 kinds = 12 new requests; each kind alone (6) fits a budget of 8, both together do not
+    before = fake_llm.stats()["chat_calls"]
+    with pytest.raises(BudgetExceeded, match=r"^stage query_rewriter: .*12 new requests > max_new_requests 8$"):
+        budget_run(make_client, max_new_requests=8)
+    assert fake_llm.stats()["chat_calls"] == before  # not even the first kind was sent
+    tokens = prompt_chars_per_kind()
+    limit = max(tokens) + 1  # each kind alone fits, the sum does not
+    assert sum(tokens) > limit
+    with pytest.raises(BudgetExceeded, match=rf"^stage query_rewriter: .*: {sum(tokens)} new prompt tokens "
+                                             rf"\(estimate .*\) > max_new_prompt_tokens {limit}$"):
+        budget_run(make_client, max_new_prompt_tokens=limit)
+    assert fake_llm.stats()["chat_calls"] == before
+    # the whole stage within its budget is sent: 12 rewrites (+2 retried 500s), then the gate's 3 distinct prompts
+    out = budget_run(make_client, max_new_requests=12)
+    assert out.metadata["codeswitch/query_rewriter/requests"] == 6
+    assert fake_llm.stats()["chat_calls"] - before == 12 + 2 + 3
