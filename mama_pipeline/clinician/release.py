@@ -13,6 +13,7 @@ import polars as pl
 from mama_pipeline.clinician.agreement import METRIC_SCHEMA
 from mama_pipeline.clinician.report import annotators, markdown_section
 from mama_pipeline.release.configurations import ReleaseConfiguration
+from mama_pipeline.release.held_out import configuration_split
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.store import Store
 
@@ -65,8 +66,17 @@ def configurations(release: str, store: Store, settings: "PipelineSettings") -> 
     synthetic = is_synthetic(frame)
     n = settings.clinician.min_annotations
     estimates = store.read_table("clinician_estimates") if store.table_exists("clinician_estimates") else None
-    section = markdown_section(metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA), validated,
+    held, split, shown = None, None, validated
+    rule = settings.release.held_out.rule("query_id")
+    if release == "mamaretrieval" and rule.active:  # mamabench splits its configurations by item_id itself
+        frame, held = rule.split(frame)
+        split = configuration_split("tasks", "the query_id of the task's pair", frame.height, held.height)
+        shown = validated.filter((pl.col("kind") != kind) | pl.col("query_id").is_in(frame["query_id"].implode()))
+    section = markdown_section(metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA), shown,
                                kind, synthetic, n, estimates)
+    if split:
+        section += (f"\nThe {held.height} tasks whose query is held out are not in this folder (held-out split); "
+                    f"the agreement and estimate figures above are of all {frame.height + held.height} tasks.\n")
     what = "(query, chunk) pairs" if kind == "relevance" else "items' scope categories"
     return [ReleaseConfiguration(NAME, path, f"{what} labelled by at least {annotators(n, synthetic)}, majority "
-                                 "label; ties listed", frame, section)]
+                                 "label; ties listed", frame, section, held_out_frame=held, split=split)]

@@ -22,7 +22,7 @@ the judge left more pooled pairs unlabelled (relevance or facts) than
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -42,6 +42,7 @@ from mama_pipeline.multipassage.prompts import (
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes
+from mama_pipeline.release.held_out import HeldOutRule, configuration_split
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, PromptInfo, ReleaseError
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
@@ -69,6 +70,7 @@ class TrackInputs:
     pool_depth: int
     max_failure_rate: float  # llm.judge.max_failure_rate
     scoreboard: pl.DataFrame | None = None  # tier 'all' means, reported in the card
+    scoreboard_scope: str = "all questions"  # which questions the scoreboard's means are over, as the card says
 
 
 def prompt_infos(max_words: int, set_sizes: list[int], writer, verifier, judge) -> dict[str, PromptInfo]:
@@ -109,7 +111,8 @@ def multipassage_part(s: PipelineSettings, store: Store, inp: MamaretrievalInput
         questions=questions, decisions=tables["multipassage_decisions"],
         rankings=stored_track_rankings(store, pooled, questions), labels=tables["multipassage_labels"],
         fact_labels=tables["multipassage_fact_labels"], prompts=prompts, retrievers=pooled, pool_depth=mp.pool_depth,
-        max_failure_rate=s.llm.judge.max_failure_rate, scoreboard=tables["multipassage_scoreboard"]))
+        max_failure_rate=s.llm.judge.max_failure_rate, scoreboard=tables["multipassage_scoreboard"]),
+        s.release.held_out.rule("query_id"))
 
 
 def _refuse(why: str) -> None:
@@ -261,6 +264,7 @@ def build_manifest(inp: MamaretrievalInputs, t: TrackInputs, tables: dict[str, p
                     "in the top k); single-chunk headline measures on the relevance labels with the set's chunks "
                     "relevant",
         "scoreboard": board,
+        "scoreboard_scope": t.scoreboard_scope,
         "figures": figures(inp, t, tables),
     }
 
@@ -300,7 +304,7 @@ def card_section(manifest: dict[str, Any]) -> str:
              f"{f['fact_unlabelled_pairs']} of {f['fact_unlabelled_pairs'] + f['fact_judged_pairs']}")]
     lines.append("| figure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n")
     if manifest["scoreboard"]:
-        lines.append("### Multi-passage scoreboard (all questions)\n")
+        lines.append(f"### Multi-passage scoreboard ({manifest['scoreboard_scope']})\n")
         lines.append("| retriever | measure | mean |\n|---|---|---|\n" + "\n".join(
             f"| {r['retriever']} | {r['measure']} | {r['mean']:.4f} |" for r in manifest["scoreboard"]) + "\n")
     lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval."
@@ -314,8 +318,41 @@ def _outcomes(by_status: dict[str, int]) -> str:
     return ", ".join(f"{status}: {n}" for status, n in by_status.items()) or "no set was sampled"
 
 
-def build_part(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
+def split_track(t: TrackInputs, rule: HeldOutRule) -> tuple[TrackInputs, TrackInputs]:
+    """(public, held-out) track inputs by the rule on each question's own id: its set's decision, rankings and
+    labels go with it; decisions of sets that became no question stay public. The scoreboard (means over all
+    questions) is reported with the public part only, saying it covers both."""
+    held_ids = sorted(rule.held_ids(t.questions["query_id"]))
+    held_sets = t.questions.filter(pl.col("query_id").is_in(held_ids))["set_id"].to_list()
+
+    def side(held: bool) -> TrackInputs:
+        by_id = pl.col("query_id").is_in(held_ids)
+        keep = by_id if held else ~by_id
+        in_sets = pl.col("set_id").is_in(held_sets)
+        return replace(t, questions=t.questions.filter(keep), decisions=t.decisions.filter(in_sets if held else ~in_sets),
+                       rankings=t.rankings.filter(keep), labels=t.labels.filter(keep),
+                       fact_labels=t.fact_labels.filter(keep), scoreboard=None if held else t.scoreboard,
+                       scoreboard_scope=f"all {t.questions.height} questions, the {len(held_ids)} held-out ones "
+                       "included")
+
+    return side(False), side(True)
+
+
+def build_part(inp: MamaretrievalInputs, t: TrackInputs, held_out: HeldOutRule | None = None) -> ConfigurationPart:
+    """The configuration; under an active ``held_out`` rule the public part carries the public questions and
+    ``held_out`` the others (by :func:`split_track`)."""
     check(inp, t)
+    if held_out is None or not held_out.active:
+        return _assemble(inp, t)
+    public_t, held_t = split_track(t, held_out)
+    public, held = _assemble(inp, public_t), _assemble(inp, held_t)
+    split = configuration_split("questions", "their own query_id (mq_NNNNN)", public_t.questions.height,
+                                held_t.questions.height)
+    return replace(public, split=split, held_out=ConfigurationPart(NAME, held.tables, {QRELS: held.texts[QRELS]},
+                                                                   manifest=held.manifest))
+
+
+def _assemble(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
     tables = release_tables(t)
     tables |= triple_tables(NAME, tables[f"{FOLDER}/questions.parquet"], tables[f"{FOLDER}/judgments.parquet"])
     manifest = build_manifest(inp, t, tables)

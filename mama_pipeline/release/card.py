@@ -105,6 +105,12 @@ def held_out_section(split: dict[str, Any], items: str, figures: str, heading: s
             "shows a gap.\n")
 
 
+def _held_out_configurations(split: dict[str, Any]) -> str:
+    """How the configurations were split, one sentence each (empty without configurations)."""
+    return "".join(f" Configuration `{name}`: {c['held_out_items']} of {c['public_items'] + c['held_out_items']} "
+                   f"{c['items']} held out, by {c['id']}." for name, c in sorted(split.get("configurations", {}).items()))
+
+
 def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: Mapping[str, int]) -> str:
     """The card; ``configurations`` (release ConfigurationPart) add viewer configs and a section each; ``rows``
     (release path -> rows) decides which configs are listed."""
@@ -145,7 +151,7 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
     if manifest.get("held_out"):
         parts.append(held_out_section(manifest["held_out"], "queries",
                                       f"Every figure of this card is of the {manifest['held_out']['public_items']} "
-                                      "public queries."))
+                                      "public queries." + _held_out_configurations(manifest["held_out"])))
     parts.append("### Score distribution\n\n" + _table(
         ("score", *f["score_distribution"].keys()), [("pairs", *f["score_distribution"].values())]
     ) + "\n")

@@ -44,6 +44,10 @@ class ConfigurationPart:
     viewer_configs: tuple[tuple[str, ...], ...] = ()  # ViewerConfig fields: (name, release path, description[, split])
     card_section: str = ""  # Markdown appended to the dataset card
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest["configurations"][name]
+    # under an active held-out rule: the held-out rows (tables, item-bearing texts, manifest) written to the
+    # held-out folder, and the split's statement (id hashed, public_items, held_out_items); None: not split
+    held_out: "ConfigurationPart | None" = None
+    split: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -73,13 +77,21 @@ class ReleaseConfiguration:
     description: str
     frame: pl.DataFrame
     card_section: str = ""  # Markdown appended to the dataset card
+    # mamaretrieval under an active held-out rule: the held-out rows (``frame`` holds the public ones) and the split
+    held_out_frame: pl.DataFrame | None = None
+    split: dict[str, Any] | None = None
 
     def as_part(self) -> ConfigurationPart:
-        """The same table as a mamaretrieval release part."""
+        """The same table as a mamaretrieval release part (with its held-out rows when split)."""
+        held = None
+        if self.held_out_frame is not None:
+            held = ConfigurationPart(self.name, {self.path: self.held_out_frame}, manifest={
+                "path": self.path, "rows": self.held_out_frame.height, "description": self.description})
         return ConfigurationPart(
             self.name, {self.path: self.frame}, viewer_configs=(ViewerConfig(self.name, self.path, self.description),),
             card_section=self.card_section,
-            manifest={"path": self.path, "rows": self.frame.height, "description": self.description})
+            manifest={"path": self.path, "rows": self.frame.height, "description": self.description},
+            held_out=held, split=self.split)
 
 
 PROVIDERS: dict[str, tuple[str, ...]] = {

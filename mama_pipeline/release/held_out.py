@@ -58,6 +58,12 @@ class HeldOutRule:
                 "public_items": public, "held_out_items": held_out}
 
 
+def configuration_split(items: str, by: str, public: int, held_out: int) -> dict[str, Any]:
+    """A configuration's statement of its split (``ConfigurationPart.split``): what its items are, which id the
+    rule hashed, and the item counts on each side."""
+    return {"items": items, "id": by, "public_items": public, "held_out_items": held_out}
+
+
 def held_out_path(public_folder: Path, name: str) -> Path:
     """``<releases>/<name>/<version>`` -> ``<releases>/<name>-held-out/<version>``."""
     return public_folder.parent.parent / f"{name}-held-out" / public_folder.name

@@ -401,20 +401,23 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
 
     With an active ``held_out`` rule, the held-out queries' rows (queries, rankings, labels, reasoning) are
     written to :func:`held_out_path` instead, with their own manifest, and the public manifest and card record
-    the rule; configurations are refused then (their rows are not split)."""
+    the rule; so are each configuration's held-out rows (``ConfigurationPart.held_out``, split by its builder
+    with the same rule); a configuration that was not split is refused."""
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
     held: dict[str, pl.DataFrame] = {}
     if held_out is not None and held_out.active:
-        if parts:
+        unsplit = sorted(p.name for p in parts if p.split is None)
+        if unsplit:
             raise ReleaseError(f"release {NAME} {inp.version} refused: release.held_out.share > 0 with "
-                               f"configuration(s) {sorted(p.name for p in parts)}, whose rows are not split by the "
-                               "held-out rule; switch them off or set release.held_out.share: 0")
+                               f"configuration(s) {unsplit}, whose rows were not split by the held-out rule")
         tables, held = split_tables(tables, held_out)
     manifest = build_manifest(inp, tables, writer_model, judge_model)
     if held:
         manifest["held_out"] = held_out.manifest(tables["data/queries.parquet"].height,
                                                  held["data/queries.parquet"].height)
+        if parts:
+            manifest["held_out"]["configurations"] = {p.name: p.split for p in parts}
     if parts:
         manifest["configurations"] = {p.name: p.manifest for p in parts}
     texts = {
@@ -436,5 +439,10 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
         held_manifest = _held_out_manifest(inp, held_out, manifest, {**held, "data/chunks.parquet":
                                                                      tables["data/chunks.parquet"]},
                                            manifest["held_out"])
-        write_release_folder(held_out_path(Path(out_dir), NAME), held, {}, held_manifest)
+        held_texts: dict[str, bytes] = {}
+        for part in parts:
+            if part.held_out is not None:
+                held, held_texts = {**held, **part.held_out.tables}, {**held_texts, **part.held_out.texts}
+                held_manifest.setdefault("configurations", {})[part.name] = part.held_out.manifest
+        write_release_folder(held_out_path(Path(out_dir), NAME), held, held_texts, held_manifest)
     return written

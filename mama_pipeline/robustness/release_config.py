@@ -16,6 +16,7 @@ or labels come from a judge prompt other than the one shipped.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,12 @@ import polars as pl
 
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
+from mama_pipeline.release.held_out import HeldOutRule, configuration_split
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
 from mama_pipeline.robustness.rewrite_prompt import gate_template, rewrite_template
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
+from mama_pipeline.robustness.variants import SEPARATOR
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 
@@ -57,7 +60,8 @@ def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs)
     }
     smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded
     return build_part(inp, r, table, tables["query_variants"], tables["variant_decisions"],
-                      tables["variant_labels"], tables["variant_rankings"], prompts, smoke)
+                      tables["variant_labels"], tables["variant_rankings"], prompts, smoke,
+                      s.release.held_out.rule("query_id"))
 
 
 def _refuse(what: str, bad: pl.DataFrame, why: str) -> None:
@@ -111,8 +115,32 @@ def how_made(kind: KindSettings, r: RobustnessSettings, table: AbbreviationTable
 
 def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: AbbreviationTable, variants: pl.DataFrame,
                decisions: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame,
-               prompts: dict[str, bytes], smoke_test: bool = False) -> ConfigurationPart:
+               prompts: dict[str, bytes], smoke_test: bool = False,
+               held_out: HeldOutRule | None = None) -> ConfigurationPart:
+    """The configuration; under an active ``held_out`` rule a variant (its decision, labels and rankings) follows
+    its source query's side: the public part carries the public ones, ``held_out`` the others."""
     check(inp, variants, labels, rankings)
+    if held_out is None or not held_out.active:
+        return _assemble(inp, r, table, variants, decisions, labels, rankings, prompts, smoke_test)
+    public, held = (
+        _assemble(inp, r, table, _side(variants, "variant_id", held_out, h), _side(decisions, "variant_id", held_out, h),
+                  _side(labels, "variant_id", held_out, h), _side(rankings, "query_id", held_out, h), prompts,
+                  smoke_test)
+        for h in (False, True))
+    split = configuration_split("variants", "the query_id of their source query (the variant id before `~`)",
+                                public.manifest["figures"]["variants"], held.manifest["figures"]["variants"])
+    return replace(public, held_out=ConfigurationPart(NAME, held.tables, manifest=held.manifest), split=split)
+
+
+def _side(df: pl.DataFrame, column: str, rule: HeldOutRule, held: bool) -> pl.DataFrame:
+    """The rows of ``df`` whose variant id (``column``) has a source query on the held-out side (``held``) or not."""
+    parent = pl.col(column).str.split(SEPARATOR).list.first()
+    return df.filter(parent.map_elements(rule.is_held_out, return_dtype=pl.Boolean) == held)
+
+
+def _assemble(inp: MamaretrievalInputs, r: RobustnessSettings, table: AbbreviationTable, variants: pl.DataFrame,
+              decisions: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame,
+              prompts: dict[str, bytes], smoke_test: bool) -> ConfigurationPart:
     pooled = rankings.filter(pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth))
     tables = {
         f"{FOLDER}/queries.parquet": variants.select(

@@ -93,7 +93,7 @@ def test_share_zero_writes_what_no_rule_writes(tmp_path):
     assert not (tmp_path / "b" / "mamaretrieval-held-out").exists()
 
 
-def test_a_configuration_is_refused_with_a_held_out_share(tmp_path):
+def test_a_configuration_not_split_is_refused_with_a_held_out_share(tmp_path):
     part = ConfigurationPart("robustness", {"robustness/queries.parquet": pl.DataFrame({"query_id": ["q_00001"]})})
     with pytest.raises(ReleaseError, match=r"configuration\(s\) \['robustness'\].*not split"):
         write_mamaretrieval_release(tmp_path / "r" / "mamaretrieval" / "v", fx.inputs(), [part],
