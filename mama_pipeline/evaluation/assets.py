@@ -24,6 +24,7 @@ from mama_pipeline.evaluation.beir_evaluation import (
 from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
 from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
+from mama_pipeline.release.held_out_gaps import retrieval_gaps
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoring import wide_scoreboard
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
@@ -144,6 +145,9 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
                               chunks.select(pl.col("chunk_id").alias("doc_id"), "text"), qrels, ev.lenient)
     mix_k = min(10, max(ev.cutoffs))
     audits = {name: db.read_table(name) if db.table_exists(name) else None for name in JUDGING_AUDITS}
+    rule = s.release.held_out.rule("query_id")  # the held_out_scoreboard's figures, computed the same way
+    gaps = retrieval_gaps(per_query_results, ev.significance_measures, rule, ev.resamples, ev.seed) \
+        if rule.active else None
     page = write_report(ReportInputs(
         title="mamaretrieval retriever scoreboard",
         board=scoreboard, significance=significance, headline=ev.headline_measure,
@@ -160,6 +164,7 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
         reliability=audits["judge_reliability"], confusion=audits["judge_confusion"],
         completeness=audits["pool_completeness"],
         alpha=ev.alpha, confidence=ev.confidence, resamples=ev.resamples, seed=ev.seed,
+        held_out=gaps, held_out_rule=rule,
     ), data_path(settings, *REPORT_DIR))
     return dg.MaterializeResult(metadata={
         "report": dg.MetadataValue.path(str(page)),

@@ -3,7 +3,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.metadata import md_table
-from mama_pipeline.release.held_out_gaps import TEST, part_gaps
+from mama_pipeline.release.held_out_gaps import TEST, retrieval_gaps
 from mama_pipeline.resources import SettingsResource
 
 
@@ -17,9 +17,8 @@ from mama_pipeline.resources import SettingsResource
 def held_out_scoreboard(settings: SettingsResource, per_query_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     ev = s.evaluation
-    values = per_query_results.filter(pl.col("measure").is_in(ev.significance_measures))
-    board = part_gaps(values, ["retriever", "measure"], "query_id", s.release.held_out.rule("query_id"),
-                      ev.resamples, ev.seed)
+    board = retrieval_gaps(per_query_results, ev.significance_measures, s.release.held_out.rule("query_id"),
+                           ev.resamples, ev.seed)
     return gap_output(s, board)
 
 

@@ -21,6 +21,8 @@ from mama_pipeline.evaluation.scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_report import segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
+from mama_pipeline.release.held_out import HeldOutRule
+from mama_pipeline.release.held_out_gaps import gaps_html
 
 PAGE = "scoreboard.html"
 CSS = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}
@@ -50,6 +52,8 @@ class ReportInputs:
     completeness: pl.DataFrame | None = None  # scope, cut, ..., recall_micro, recall_macro
     audits: list[tuple[str, pl.DataFrame]] = field(default_factory=list)  # (heading, table)
     segment_tests: SegmentResult | None = None  # per-segment means and paired tests (evaluation/segments.py)
+    held_out: pl.DataFrame | None = None  # retrieval_gaps under the declared held-out rule (release/held_out_gaps.py)
+    held_out_rule: HeldOutRule | None = None
     alpha: float = 0.05
     confidence: float = 0.95
     resamples: int = 2000
@@ -236,7 +240,14 @@ def segment_tests_section(inputs: ReportInputs, folder: Path) -> str:
     return segments_html(inputs.segment_tests, inputs.headline, inputs.alpha, figure)
 
 
-SECTIONS: list[Section] = [header_section, scoreboard_section, significance_section, cutoff_section,
+def held_out_section(inputs: ReportInputs, _folder: Path) -> str:
+    if inputs.held_out is None or inputs.held_out_rule is None:
+        return ""
+    return gaps_html(inputs.held_out, ["retriever", "measure"], inputs.held_out_rule, "queries", inputs.resamples,
+                     inputs.seed)
+
+
+SECTIONS: list[Section] = [header_section, scoreboard_section, significance_section, held_out_section, cutoff_section,
                            segments_section, segment_tests_section, labels_section, reliability_section,
                            completeness_section, audits_section]
 

@@ -4,6 +4,7 @@ The parts are disjoint item sets, so no paired test applies: the p value is scip
 of the difference of the two parts' means, items permuted between the parts
 (``permutation_type="independent"``), seeded. A group with fewer than ``MIN_ITEMS`` items in a part gets no
 figures for that part's comparison, with the reason; with no held-out part (share 0) there is nothing to compare.
+:data:`WHY_THIS_TEST` is what the reports say of the choice.
 """
 from __future__ import annotations
 
@@ -12,9 +13,17 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from mama_pipeline.release.held_out import HELD_OUT, PUBLIC, HeldOutRule
+from mama_pipeline.release.held_out import HELD_OUT, PUBLIC, RULE, HeldOutRule
 
 TEST = "two-sided permutation test of the difference (independent samples, scipy)"
+WHY_THIS_TEST = (
+    "The two parts are disjoint sets of items, so no item has a score on both sides and an entry's public and "
+    "held-out scores cannot be paired. The hash rule puts an item in a part whatever its content, so for an entry "
+    "that has not seen the public items its item scores are exchangeable between the parts; that is the null "
+    "hypothesis the permutation test (items permuted between the parts) tests, exactly. A test paired across "
+    "entries (each entry's public mean against its held-out mean) is not used: the entries are scored on the "
+    "same items, so they are not independent samples, and it would ask whether the public part is easier for the "
+    "entries at large, not whether one entry has seen it.")
 MIN_ITEMS = 2  # per part: fewer gives no gap and no test
 GAP_SCHEMA = {
     "n_public": pl.Int64, "n_held_out": pl.Int64, "mean_public": pl.Float64, "mean_held_out": pl.Float64,
@@ -56,3 +65,52 @@ def part_gaps(values: pl.DataFrame, by: Sequence[str], id_column: str, rule: Hel
         rows.append({**dict(zip(by, group)), **_gap(public, held, resamples, seed)})
     schema = {**{c: values.schema[c] for c in by}, **GAP_SCHEMA}
     return pl.DataFrame(rows, schema=schema)
+
+
+def retrieval_gaps(per_query: pl.DataFrame, measures: Sequence[str], rule: HeldOutRule, resamples: int,
+                   seed: int) -> pl.DataFrame:
+    """Per retriever and measure of ``measures``: the parts' means over queries (``per_query_results``)."""
+    values = per_query.filter(pl.col("measure").is_in(list(measures)))
+    return part_gaps(values, ["retriever", "measure"], "query_id", rule, resamples, seed)
+
+
+def system_gaps(grades: pl.DataFrame, rule: HeldOutRule, resamples: int, seed: int) -> pl.DataFrame:
+    """Per system and track: the parts' means over scored items (``system_grades``; the rubric track's unclipped
+    example scores, as the scoreboard's mean), a HealthBench prompt split by its prompt id."""
+    from mama_pipeline.mamabench.release import split_key
+
+    scored = grades.filter(pl.col("score").is_not_null()).select(
+        "system", "track", "item_id", pl.col("score").cast(pl.Float64).alias("value"))
+    return part_gaps(scored, ["system", "track"], "item_id", rule, resamples, seed, key=split_key())
+
+
+def _cell(v) -> str:
+    import html
+
+    if v is None:
+        return ""
+    return f"{v:.3f}" if isinstance(v, float) else html.escape(str(v))
+
+
+def gaps_html(board: pl.DataFrame, entry: Sequence[str], rule: HeldOutRule, items: str, resamples: int,
+              seed: int) -> str:
+    """The reports' section: each entry's public and held-out mean with its n, the gap and the test, the rule and
+    why this test; empty when the rule holds nothing out."""
+    import html
+
+    if not rule.active:
+        return ""
+    head = [*entry, "public mean", "n public", "held-out mean", "n held out", "gap (public - held out)",
+            "p (permutation)", "note"]
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_cell(r[c])}</td>" for c in (*entry, "mean_public", "n_public", "mean_held_out",
+                                                              "n_held_out", "gap", "p_permutation", "note")) + "</tr>"
+        for r in board.iter_rows(named=True))
+    table = "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{rows}</table>"
+    return (
+        "<h2>Public and held-out parts</h2>"
+        f"<p class='note'>The declared held-out split holds out the {items} whose id hashes below share "
+        f"{rule.share} (salt <code>{html.escape(rule.salt)}</code>; rule <code>{html.escape(RULE)}</code>). Each "
+        f"mean is over the {items} of its part (n beside it). A model trained on the public part scores higher "
+        f"there than on the held-out part. p: {html.escape(TEST)}, {resamples} resamples, seed {seed}; no gap or "
+        f"test with fewer than {MIN_ITEMS} {items} in a part. {html.escape(WHY_THIS_TEST)}</p>" + table)

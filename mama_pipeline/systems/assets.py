@@ -16,6 +16,7 @@ import polars as pl
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
 from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
 from mama_pipeline.llm.client import RunReport
+from mama_pipeline.release.held_out_gaps import system_gaps
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
@@ -201,11 +202,14 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
     ) -> dg.MaterializeResult:
         s = settings.get()
         notes = _report_notes(context, s, grades, store)
+        rule = s.release.held_out.rule("item_id")  # the system_held_out_scoreboard's figures, computed the same way
         page = write_report(SystemsReport(
             board=board, comparisons=comparisons, grades=grades, answers=answers,
             systems=[_describe(c) for c in s.systems.entries], grader=_grader_lines(s), harness=harness,
             notes=notes, alpha=s.systems.alpha, answer_failures=s.systems.answer_failures,
             rubric_parse_retries=s.llm.rubric_judge.parse_retries,
+            held_out=system_gaps(grades, rule, s.systems.resamples, s.systems.seed) if rule.active else None,
+            held_out_rule=rule, resamples=s.systems.resamples, seed=s.systems.seed,
         ), data_path(settings, *REPORT_DIR))
         return dg.MaterializeResult(metadata={
             "report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri()),

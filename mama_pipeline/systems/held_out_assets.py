@@ -3,8 +3,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.evaluation.held_out_assets import gap_output
-from mama_pipeline.mamabench.release import split_key
-from mama_pipeline.release.held_out_gaps import part_gaps
+from mama_pipeline.release.held_out_gaps import system_gaps
 from mama_pipeline.resources import SettingsResource
 
 
@@ -18,11 +17,7 @@ from mama_pipeline.resources import SettingsResource
 )
 def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
-    cfg = s.systems
-    scored = grades.filter(pl.col("score").is_not_null()).select("system", "track", "item_id", pl.col("score")
-                                                                 .cast(pl.Float64).alias("value"))
-    board = part_gaps(scored, ["system", "track"], "item_id", s.release.held_out.rule("item_id"), cfg.resamples,
-                      cfg.seed, key=split_key())
+    board = system_gaps(grades, s.release.held_out.rule("item_id"), s.systems.resamples, s.systems.seed)
     return gap_output(s, board)
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.release.held_out import HeldOutRule
+from mama_pipeline.release.held_out_gaps import gaps_html
 from mama_pipeline.systems.scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
@@ -42,6 +44,10 @@ class SystemsReport:
     alpha: float = 0.05
     answer_failures: str = "exclude"  # systems.answer_failures: which mean is the headline
     rubric_parse_retries: int = 1  # llm.rubric_judge.parse_retries, stated beside HealthBench's rule
+    held_out: pl.DataFrame | None = None  # system_gaps under the declared held-out rule (release/held_out_gaps.py)
+    held_out_rule: HeldOutRule | None = None
+    resamples: int = 2000  # of the held-out permutation test
+    seed: int = 0
 
 
 def sample_note(n_items: int, items_per_track: int, seed: int, max_rubric_criteria: int, left_out: int) -> str:
@@ -134,6 +140,8 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
                 parts.append(f"<h4>by {kind}</h4>" + _table(wide))
     parts.append(_deltas_section(r, figures))
     parts.append(_significance_section(r))
+    if r.held_out is not None and r.held_out_rule is not None:
+        parts.append(gaps_html(r.held_out, ["system", "track"], r.held_out_rule, "items", r.resamples, r.seed))
     parts.append(_harness_section(r))
     parts.append(_failures_section(r))
     files = ", ".join(f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>"

@@ -53,3 +53,40 @@ def test_public_and_held_out_side_by_side_per_retriever(tmp_path):
     assert bm25["gap"] == pytest.approx(odd_share(public) - odd_share(held))
     # dense scores 1 everywhere: no gap, and every permutation gives the same difference, so p = 1
     assert (dense["gap"], dense["p_permutation"]) == (0.0, 1.0)
+
+
+def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rule_is_on(tmp_path, monkeypatch):
+    from mama_pipeline_tests.evaluation.test_assets import _config, _inputs, _materialize
+
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    queries, rankings, judgments = _inputs()
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    for name in ("alpha", "beta"):
+        store.write_table("rankings", rankings.filter(pl.col("retriever") == name), partition=name)
+    cfg = _config(tmp_path)
+    raw = yaml.safe_load(cfg.read_text())
+    raw["release"] = {"held_out": {"share": 0.4, "salt": SALT}}
+    cfg.write_text(yaml.safe_dump(raw))
+    _materialize(cfg, queries, judgments, dg.AssetSelection.assets(
+        "generated_queries", "corpus_chunks", "judgments", "scoreboard", "per_query_results", "significance",
+        "evaluation_report", "segment_scoreboard", "segment_significance", "held_out_scoreboard"))
+    page = (tmp_path / "data" / "reports" / "evaluation" / "scoreboard.html").read_text()
+    section = page.split("<h2>Public and held-out parts</h2>")[1].split("<h2>")[0]
+    assert "share 0.4" in section and f"<code>{SALT}</code>" in section and "independent samples" in section
+    assert "cannot be paired" in section  # why this test, stated
+    # the section's rows are the held_out_scoreboard's, each with both parts' n (queries 1..30 by the hash)
+    held = [q for q in (f"q_{i:05d}" for i in range(1, 31)) if _held(q)]
+    board = store.read_table("held_out_scoreboard")
+    assert set(board["n_held_out"]) == {len(held)} and set(board["n_public"]) == {30 - len(held)}
+    for r in board.iter_rows(named=True):
+        cells = (f"<td>{r['retriever']}</td><td>{r['measure']}</td><td>{r['mean_public']:.3f}</td>"
+                 f"<td>{r['n_public']}</td><td>{r['mean_held_out']:.3f}</td><td>{r['n_held_out']}</td>"
+                 f"<td>{r['gap']:.3f}</td><td>{r['p_permutation']:.3f}</td>")
+        assert cells in section, cells
+    assert board.height == 2 * 5  # two retrievers x the five tested measures
+    # without a held-out share the report has no such section
+    raw["release"] = {"held_out": {"share": 0.0}}
+    cfg.write_text(yaml.safe_dump(raw))
+    _materialize(cfg, queries, judgments, dg.AssetSelection.assets("evaluation_report"))
+    assert "Public and held-out parts" not in (tmp_path / "data" / "reports" / "evaluation" / "scoreboard.html"
+                                               ).read_text()
