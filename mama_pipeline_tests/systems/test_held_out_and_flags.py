@@ -84,6 +84,7 @@ def test_held_out_gap_per_system_and_track_and_the_graders_flags(tmp_path, fake_
     assert "Circular: llm.answer_grader (fake-a) and systems.closed (fake-a) share the model: the grades of closed" \
         in page
     assert "Pools widely used for training: medmcqa, medqa_usmle" in page
+    assert "<h4>by pool</h4>" in page and "<td>medmcqa</td>" in page  # the items' pool scored on its own
     # the report shows both parts with their n, the gap and the test, as the held-out scoreboard has them
     section = page.split("<h2>Public and held-out parts</h2>")[1].split("<h2>")[0]
     assert (f"<td>closed</td><td>mcq</td><td>{mean_public:.3f}</td><td>{len(public)}</td><td>{mean_held:.3f}</td>"

@@ -141,6 +141,10 @@ def test_scoreboard_segments_counts_and_intervals():
     pre = board.filter(pl.col("segment") == "PRESCOPED").row(0, named=True)
     assert (pre["mean"], pre["ci_low"], pre["ci_high"]) == (1.0, 1.0, 1.0)  # no spread: a point
     assert set(board["segment"]) == {"ALL", "MATERNAL", "PRESCOPED", "medqa", "medmcqa"}
+    # every pool scored on its own, so a widely trained pool's score can be read beside the others'
+    pools = {r["segment"]: (r["mean"], r["n_items"], r["n_scored"]) for r in
+             board.filter(pl.col("segment_kind") == "pool").iter_rows(named=True)}
+    assert pools == {"medqa": (0.5, 2, 2), "medmcqa": (1.0, 3, 2)}
 
 
 def test_comparisons_exact_mcnemar_holm_and_rag_first():
