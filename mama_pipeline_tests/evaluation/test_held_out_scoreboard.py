@@ -81,8 +81,13 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
     for r in board.iter_rows(named=True):
         cells = (f"<td>{r['retriever']}</td><td>{r['measure']}</td><td>{r['mean_public']:.3f}</td>"
                  f"<td>{r['n_public']}</td><td>{r['mean_held_out']:.3f}</td><td>{r['n_held_out']}</td>"
-                 f"<td>{r['gap']:.3f}</td><td>{r['p_permutation']:.3f}</td>")
+                 f"<td>{r['gap']:.3f}</td><td>{r['p_permutation']:.3f}</td><td>{r['relative_gap']:.3f}</td>"
+                 f"<td>{r['p_relative']:.3f}</td>")
         assert cells in section, cells
+    # two retrievers on the same queries: each one's relative gap is the other's, negated
+    for m in board["measure"].unique().to_list():
+        alpha, beta = board.filter(pl.col("measure") == m).sort("retriever").rows(named=True)
+        assert alpha["relative_gap"] == pytest.approx(-beta["relative_gap"])
     assert board.height == 2 * 5  # two retrievers x the five tested measures
     # without a held-out share the report has no such section
     raw["release"] = {"held_out": {"share": 0.0}}

@@ -64,3 +64,31 @@ def test_system_gap_uses_the_scoreboards_mean_and_the_healthbench_prompt_key():
     one = part_gaps(grades.head(3), ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
                     key=split_key()).row(0, named=True)
     assert one["n_held_out"] == 1 and one["gap"] is None and "fewer than 2" in one["note"]
+
+
+def test_relative_gap_pairs_on_the_item_across_entries_by_hand():
+    public, held, salt = _ids_and_salt(3, 2)
+    items = public + held
+    a = {"RR": [1.0, 1.0, 0.0, 0.0, 0.0], "nDCG": [1.0, 1.0, 1.0, 0.0, 0.0], "P@1": [1.0, 0.0, 1.0, 0.0, 1.0]}
+    b = {"RR": [1.0, 0.0, 0.0, 0.0, 1.0], "nDCG": [1.0, 1.0, 1.0, 0.0, 0.0]}
+    rows = [("a", m, i, v) for m, vs in a.items() for i, v in zip(items, vs)]
+    rows += [("b", m, i, v) for m, vs in b.items() for i, v in zip(items, vs)]
+    values = pl.DataFrame(rows, schema=["retriever", "measure", "query_id", "value"], orient="row")
+    board = part_gaps(values, ["retriever", "measure"], "query_id", HeldOutRule(0.5, salt, "query_id"), 1000, 0,
+                      entry="retriever")
+    got = {(r["retriever"], r["measure"]): r for r in board.iter_rows(named=True)}
+    # RR, a minus b per item: public (0, 1, 0), held (0, -1): relative gap 1/3 + 1/2 = 5/6. Exact over the 10 ways
+    # to hold out 2 of (0, 1, 0, 0, -1): the held-out sum h gives a difference -5h/6; >= 5/6 when h = -1 (3 ways),
+    # <= 5/6 always: two-sided p = 2 x 3/10 = 0.6. b is the mirror image.
+    ra, rb = got[("a", "RR")], got[("b", "RR")]
+    assert ra["relative_gap"] == pytest.approx(5 / 6) and ra["p_relative"] == pytest.approx(0.6)
+    assert rb["relative_gap"] == pytest.approx(-5 / 6) and rb["p_relative"] == pytest.approx(0.6)
+    assert ra["gap"] == pytest.approx(2 / 3) and rb["gap"] == pytest.approx(1 / 3 - 1 / 2)  # the unpaired gaps
+    # nDCG: the held-out part is harder for both alike: each has a gap of 1, but no gap relative to the other
+    for name in ("a", "b"):
+        row = got[(name, "nDCG")]
+        assert row["gap"] == 1.0 and row["relative_gap"] == 0.0 and row["p_relative"] == 1.0
+    # P@1: b was not scored, so a has nothing to pair with
+    lone = got[("a", "P@1")]
+    assert lone["relative_gap"] is None and "no other retriever scored on the same items" in lone["relative_note"]
+    assert lone["gap"] == pytest.approx(2 / 3 - 1 / 2)
