@@ -12,7 +12,8 @@ from mama_pipeline.resources import SettingsResource
     ins={"per_query_results": dg.AssetIn("per_query_results")},
     description="Per retriever and tested measure (evaluation.significance_measures): the mean on the public and "
     "on the held-out queries (release.held_out's rule on query_id), the gap (public - held out) and an unpaired "
-    "permutation test; no figures without a held-out part.",
+    "permutation test, and the relative gap (paired on the query: the retriever's value minus the others' mean) "
+    "with the same test; no figures without a held-out part.",
 )
 def held_out_scoreboard(settings: SettingsResource, per_query_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()

@@ -12,8 +12,9 @@ from mama_pipeline.resources import SettingsResource
     ins={"grades": dg.AssetIn("system_grades")},
     description="Per system and track: the score on the public and on the held-out items (release.held_out's rule "
     "on item_id; a HealthBench prompt by its prompt id), the gap (public - held out) and an unpaired permutation "
-    "test, over scored items (the rubric track's unclipped example scores, as the scoreboard's mean); no figures "
-    "without a held-out part.",
+    "test, over scored items (the rubric track's unclipped example scores, as the scoreboard's mean), and the "
+    "relative gap (paired on the item: the system's score minus the other systems' mean) with the same test; no "
+    "figures without a held-out part.",
 )
 def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
