@@ -47,6 +47,12 @@ def _salt() -> str:
 
 
 def _robustness(rule: HeldOutRule):
+    return robustness_part(fx.inputs(), RobustnessSettings(), load_table(), *_variant_tables(),
+                           {"robustness/prompts/x.txt": b"p"}, held_out=rule)
+
+
+def _variant_tables():
+    """query_variants, variant_decisions, variant_labels and variant_rankings of one variant of each query."""
     queries = fx.queries().sort("query_id")
     variants = pl.DataFrame([{
         "variant_id": f"{q}~shorthand", "parent_id": q, "kind": "shorthand", "method": "shorthand",
@@ -64,8 +70,7 @@ def _robustness(rule: HeldOutRule):
                            for v in VARIANT_IDS for c in fx.IDS[:2]])
     rankings = pl.DataFrame([{"query_id": v, "retriever": "bm25", "rank": r, "chunk_id": fx.IDS[r - 1],
                               "score": 3.0 - r} for v in VARIANT_IDS for r in (1, 2)])
-    return robustness_part(fx.inputs(), RobustnessSettings(), load_table(), variants, decisions, labels, rankings,
-                           {"robustness/prompts/x.txt": b"p"}, held_out=rule)
+    return variants, decisions, labels, rankings
 
 
 def _multipassage(rule: HeldOutRule):
@@ -173,3 +178,22 @@ def test_a_release_with_every_configuration_holds_no_held_out_id_in_any_public_f
     assert "### Multi-passage scoreboard (all 2 questions, the 1 held-out ones included)" in card
     assert held_manifest["configurations"]["multipassage"]["scoreboard"] is None
     assert verify_release(public).ok and verify_release(held).ok
+
+
+def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path):
+    from mama_pipeline.robustness.release_config import robustness_part as from_store
+
+    salt = _salt()
+    store = Store(tmp_path / "mama.duckdb")
+    for name, frame in zip(("query_variants", "variant_decisions", "variant_labels", "variant_rankings"),
+                           _variant_tables()):
+        store.write_table(name, frame)
+    s = PipelineSettings.model_validate({"robustness": {"release": True},
+                                         "release": {"held_out": {"share": SHARE, "salt": salt}}})
+    part = from_store(s, store, fx.inputs())
+    assert (part.split["public_items"], part.split["held_out_items"]) == (1, 1)
+    assert part.tables["robustness/queries.parquet"]["query_id"].to_list() == ["q_00002~shorthand"]
+    assert part.held_out.tables["robustness/queries.parquet"]["query_id"].to_list() == ["q_00001~shorthand"]
+    off = PipelineSettings.model_validate({"robustness": {"release": True}})  # share 0: one part, not split
+    whole = from_store(off, store, fx.inputs())
+    assert whole.split is None and whole.held_out is None and whole.tables["robustness/queries.parquet"].height == 2
