@@ -74,6 +74,11 @@ def _variant_tables():
 
 
 def _multipassage(rule: HeldOutRule):
+    return multipassage_part(fx.inputs(), _multipassage_track(), rule)
+
+
+def _multipassage_track():
+    """The fixture track's question mq_00001 (set ms_a; ms_b failed) and a second, mq_00002 (set ms_c)."""
     one = track()
     c1, c2, c3 = fx.IDS[:3]
     second = {  # mq_00002 from set ms_c, beside the fixture's mq_00001 (ms_a) and the failed set ms_b
@@ -89,9 +94,8 @@ def _multipassage(rule: HeldOutRule):
     }
     board = pl.DataFrame({"tier": ["all"], "track": [True], "retriever": ["bm25"], "measure": ["alpha_nDCG@10"],
                           "mean": [0.5]})
-    t = track(scoreboard=board,
-              **{k: pl.concat([getattr(one, k), v], how="vertical_relaxed") for k, v in second.items()})
-    return multipassage_part(fx.inputs(), t, rule)
+    return track(scoreboard=board,
+                 **{k: pl.concat([getattr(one, k), v], how="vertical_relaxed") for k, v in second.items()})
 
 
 def _clinician(tmp_path: Path, salt: str):
@@ -197,3 +201,28 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
     off = PipelineSettings.model_validate({"robustness": {"release": True}})  # share 0: one part, not split
     whole = from_store(off, store, fx.inputs())
     assert whole.split is None and whole.held_out is None and whole.tables["robustness/queries.parquet"].height == 2
+
+
+def test_the_multipassage_configuration_reads_the_rule_from_the_settings(tmp_path):
+    from mama_pipeline.multipassage.release_config import multipassage_part as from_store
+
+    salt = _salt()
+    t = _multipassage_track()
+    made = {"writer_model": "w", "writer_prompt_hash": "h", "verifier_model": "v", "verifier_prompt_hash": "h",
+            "temperature": 0.0, "corpus_version": fx.CORPUS_VERSION}
+    store = Store(tmp_path / "mama.duckdb")
+    store.write_table("multipassage_questions", t.questions.with_columns(**{k: pl.lit(v) for k, v in made.items()}))
+    store.write_table("multipassage_decisions", t.decisions.with_columns(
+        **{k: pl.lit(v) for k, v in made.items() if k not in ("writer_model", "verifier_model")}))
+    store.write_table("multipassage_labels", t.labels.with_columns(reused=pl.lit(False)))
+    store.write_table("multipassage_fact_labels", t.fact_labels)
+    store.write_table("multipassage_scoreboard", t.scoreboard.with_columns(position=pl.lit(1), n_queries=pl.lit(2)))
+    store.write_table("multipassage_rankings", t.rankings, partition="bm25")
+    s = PipelineSettings.model_validate({
+        "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]}, "llm": {"judge": {"max_failure_rate": 0.5}},
+        "multipassage": {"release": True, "pool_depth": 2},
+        "release": {"held_out": {"share": SHARE, "salt": salt}}})
+    part = from_store(s, store, fx.inputs())
+    assert (part.split["public_items"], part.split["held_out_items"]) == (1, 1)
+    assert part.tables["multipassage/questions.parquet"]["query_id"].to_list() == ["mq_00002"]
+    assert part.held_out.tables["multipassage/questions.parquet"]["query_id"].to_list() == ["mq_00001"]
