@@ -46,7 +46,7 @@ class ConfigurationPart:
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest["configurations"][name]
     # under an active held-out rule: the held-out rows (tables, item-bearing texts, manifest) written to the
     # held-out folder, and the split's statement (id hashed, public_items, held_out_items); None: not split
-    held_out: "ConfigurationPart | None" = None
+    held_out: ConfigurationPart | None = None
     split: dict[str, Any] | None = None
 
 

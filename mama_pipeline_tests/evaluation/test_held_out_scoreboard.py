@@ -56,7 +56,11 @@ def test_public_and_held_out_side_by_side_per_retriever(tmp_path):
 
 
 def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rule_is_on(tmp_path, monkeypatch):
-    from mama_pipeline_tests.evaluation.test_assets import _config, _inputs, _materialize
+    from mama_pipeline_tests.evaluation.test_assets import (
+        _config,
+        _inputs,
+        _materialize,
+    )
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     queries, rankings, judgments = _inputs()

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.clinician.release import configurations as clinician_configurations
+from mama_pipeline.multipassage.release_config import build_part as multipassage_part
 from mama_pipeline.release.held_out import HeldOutRule, held_out_path
 from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
@@ -18,7 +19,6 @@ from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.release_config import build_part as robustness_part
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import DECISION_SCHEMA, VARIANT_COLUMNS
-from mama_pipeline.multipassage.release_config import build_part as multipassage_part
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.multipassage.test_release_and_report import track
@@ -80,7 +80,7 @@ def _multipassage(rule: HeldOutRule):
 def _multipassage_track():
     """The fixture track's question mq_00001 (set ms_a; ms_b failed) and a second, mq_00002 (set ms_c)."""
     one = track()
-    c1, c2, c3 = fx.IDS[:3]
+    c2, c3 = fx.IDS[1:3]
     second = {  # mq_00002 from set ms_c, beside the fixture's mq_00001 (ms_a) and the failed set ms_b
         "questions": pl.DataFrame({"query_id": ["mq_00002"], "query_text": ["Q2?"], "set_id": ["ms_c"],
                                    "chunk_ids": [[c2, c3]], "facts": [["fact three", "fact four"]],
@@ -204,7 +204,9 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
 
 
 def test_the_multipassage_configuration_reads_the_rule_from_the_settings(tmp_path):
-    from mama_pipeline.multipassage.release_config import multipassage_part as from_store
+    from mama_pipeline.multipassage.release_config import (
+        multipassage_part as from_store,
+    )
 
     salt = _salt()
     t = _multipassage_track()
