@@ -63,6 +63,8 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     """
     settings = load_settings()  # a bad configuration file is reported before anything runs
     home = dagster_home(settings.data_path)
+    import dagster as dg
+
     from mama_pipeline.definitions import defs
     from mama_pipeline.release.run_plan import materialize_commands, plan_runs
 
@@ -74,8 +76,9 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
         module, config = DASK_MODULE, run_config
     else:
         module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
-    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), module,
-                                    config)
+    with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
+        commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)),
+                                        module, config, instance)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)

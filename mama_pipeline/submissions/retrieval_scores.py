@@ -5,14 +5,17 @@ are its parent's, as in :mod:`mama_pipeline.robustness.labels`) and ``multipassa
 A track is scored when the run covers at least one of its queries, on every query of the track (a query the
 run returned nothing for scores 0, as for the configured retrievers).
 
-Holes: (information need, chunk) pairs in the run's top-k of a track that no label covers; k is the depth to
+Holes: (information need, chunk) pairs in the run's top-k of a track outside the labels of the track's pool
+(and, on the robustness track, of the holes the configured retrievers opened); k is the depth to
 which the configured retrievers of that track are judged (``retrieval.pool_depth``, the robustness track's
 ``judge_depth``, ``multipassage.pool_depth``). They are judged with the configured judge and prompt
 (:func:`mama_pipeline.judging.judge.judge_pairs`, which reuses the label store; on the multi-passage track
 also :func:`mama_pipeline.multipassage.fact_labels.label_facts`), and the run is then scored on the labels that
 exist with the configured measures (``evaluation`` cutoffs and cuts, Judged@k at every cutoff). A track whose
 holes the judge failed on more often than ``llm.judge.max_failure_rate`` is refused: unlabelled pairs would count
-as non-relevant.
+as non-relevant. Counted per track: ``n_holes_judged``, the holes labelled (asked now, or taken from the label
+store where an earlier submission or a re-score had them judged, so the count does not change on re-scoring);
+``n_grade_failed``, the holes the judge could not label; ``n_unanswered``, queries the run returned nothing for.
 """
 from __future__ import annotations
 
@@ -75,7 +78,6 @@ def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFra
     ``relevance``: judge outcomes (query_id, chunk_id, status, score) of the track's holes; ``facts``: fact-label
     outcomes of the multi-passage holes (query_id, chunk_id, status, facts).
     """
-    asked = relevance.filter(~pl.col("reused")) if "reused" in relevance.columns else relevance
     new = relevance.filter(pl.col("status") == "labelled").select(*PAIR, "score")
     labels = pl.concat([track.labels.select(*PAIR, "score"), new], how="vertical_relaxed").unique(PAIR, keep="first")
     mine = run.filter(pl.col("query_id").is_in(track.query_ids))
@@ -102,7 +104,8 @@ def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFra
         "track": track.name, "n_items": len(track.query_ids), "n_scored": answered,
         "n_unanswered": len(track.query_ids) - answered, "n_invalid": 0,
         "n_grade_failed": int((relevance["status"] == "failed").sum()) if relevance.height else 0,
-        "n_holes_judged": asked.height, "refused": refused,
+        "n_holes_judged": int((relevance["status"] == "labelled").sum()) if relevance.height else 0,
+        "refused": refused,
     }, failures)
 
 

@@ -118,6 +118,12 @@ def test_a_run_is_validated_its_holes_judged_once_and_scored_with_judged_at_k(tm
     assert fake_llm.stats()["chat_calls"] == calls and partitions(tmp_path) == [sid]
     for name, frame in tables.items():
         assert store.read_table(name).equals(frame), name  # the first record (name, date) is kept
+    # every submission re-scored by the ordinary command (the partitions are read from the instance): the holes'
+    # labels come from the label store, nothing is asked
+    assert main(["materialize", "--select", "submission_scores", "--executor", "in_process"]) == 0
+    assert fake_llm.stats()["chat_calls"] == calls
+    for name, frame in tables.items():
+        assert store.read_table(name).equals(frame), name
 
 
 def test_a_bad_run_file_ends_in_one_line_naming_file_and_line_and_adds_nothing(tmp_path, env, fake_llm, capsys):
@@ -218,3 +224,34 @@ def test_a_beir_results_file_ranks_like_trec_eval(tmp_path):
     path.write_text(json.dumps({"q1": {"a": 0.5, "b": 0.9, "c": 0.5}}))
     run = read_run_file(path, {"q1"}, {"a", "b", "c"})
     assert run.select("doc_id", "rank").rows() == [("b", 1), ("c", 2), ("a", 3)]  # ties: doc id descending
+
+
+def test_a_run_on_the_multipassage_track_has_its_holes_judged_for_relevance_and_facts(tmp_path, env, fake_llm):
+    store, ids, _ = retrieval_store(tmp_path, fake_llm.url, env)
+    config = tmp_path / "config.yaml"
+    config.write_text(config.read_text() + "multipassage: {pool_depth: 2}\n")
+    question = {
+        "query_id": "mq_00001", "query_text": "oxytocin and magnesium: doses", "set_id": "s1",
+        "chunk_ids": ids[:2], "facts": ["oxytocin 10 IU IM", "magnesium 4 g IV"], "fact_chunk_ids": ids[:2],
+        "kind": "cross_source", "size": 2, "source": "sample-guideline", "tier": "very_high", "writer_model": "w",
+        "writer_prompt_hash": "0" * 16, "verifier_model": "v", "verifier_prompt_hash": "0" * 16,
+        "temperature": 0.0, "corpus_version": "v1"}
+    store.write_table("multipassage_questions", pl.DataFrame([question]))
+    pool = [{"query_id": "mq_00001", "chunk_id": c, "status": "labelled", "reused": False, "score": 5,
+             "required_piece": True} for c in ids[:2]]
+    store.write_table("multipassage_labels", pl.DataFrame(pool))
+    store.write_table("multipassage_fact_labels", pl.DataFrame([
+        {"query_id": "mq_00001", "chunk_id": c, "required_piece": True, "status": "labelled", "facts": [n],
+         "judge_model": "fake-judge", "prompt_hash": "0" * 16} for n, c in enumerate(ids[:2], start=1)]))
+    run = tmp_path / "mp.trec"
+    run.write_text(f"mq_00001 Q0 {ids[0]} 1 2.0 x\nmq_00001 Q0 {ids[2]} 2 1.0 x\nmq_00001 Q0 {ids[3]} 3 0.5 x\n")
+    before = fake_llm.stats()["chat_calls"]
+    assert main(["submit", str(run), "--kind", "retrieval", "--name", "mp"]) == 0
+    assert fake_llm.stats()["chat_calls"] - before == 2  # one hole (rank 2; rank 3 is below the depth): relevance + facts
+    per_query = store.read_table("submission_per_query")
+    assert set(per_query["track"]) == {"multipassage"}
+    values = dict(per_query.select("measure", "value").iter_rows())
+    assert values["Judged@1"] == 1.0 and values["Judged@3"] == pytest.approx(2 / 3)
+    assert {"AllIn@10[pieces]", "R@10[pieces]", "alpha_nDCG@10"} <= set(values)
+    (track,) = store.read_table("submission_tracks").to_dicts()
+    assert (track["track"], track["n_items"], track["n_holes_judged"], track["refused"]) == ("multipassage", 1, 1, None)
