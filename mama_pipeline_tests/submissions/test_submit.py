@@ -255,3 +255,19 @@ def test_a_run_on_the_multipassage_track_has_its_holes_judged_for_relevance_and_
     assert {"AllIn@10[pieces]", "R@10[pieces]", "alpha_nDCG@10"} <= set(values)
     (track,) = store.read_table("submission_tracks").to_dicts()
     assert (track["track"], track["n_items"], track["n_holes_judged"], track["refused"]) == ("multipassage", 1, 1, None)
+
+
+def test_holes_the_judge_cannot_label_refuse_the_track_instead_of_counting_as_non_relevant(tmp_path, env, fake_llm):
+    store, ids, _ = retrieval_store(tmp_path, fake_llm.url, env)
+    queries = store.read_table("generated_queries").with_columns(
+        pl.when(pl.col("query_id") == "q_00005").then(pl.col("query_text") + " [[fault:500]]")
+        .otherwise(pl.col("query_text")).alias("query_text"))
+    store.write_table("generated_queries", queries)  # every request about q_00005 answers HTTP 500
+    run = tmp_path / "run.trec"
+    run.write_text(f"q_00001 Q0 {ids[2]} 1 2.0 x\nq_00005 Q0 {ids[3]} 1 2.0 x\nq_00005 Q0 {ids[4]} 2 1.0 x\n")
+    assert main(["submit", str(run), "--kind", "retrieval", "--name", "faulty"]) == 0
+    (track,) = store.read_table("submission_tracks").to_dicts()
+    assert (track["n_holes_judged"], track["n_grade_failed"]) == (1, 2)
+    assert "stage judge: 2 of 3 main holes of this submission failed" in track["refused"]
+    values = store.read_table("submission_per_query")["value"]
+    assert values.len() == values.null_count() > 0  # every figure refused, the rows kept
