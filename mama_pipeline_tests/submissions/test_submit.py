@@ -271,3 +271,32 @@ def test_holes_the_judge_cannot_label_refuse_the_track_instead_of_counting_as_no
     assert "stage judge: 2 of 3 main holes of this submission failed" in track["refused"]
     values = store.read_table("submission_per_query")["value"]
     assert values.len() == values.null_count() > 0  # every figure refused, the rows kept
+
+
+@pytest.mark.parametrize("lines, line, reason", [
+    (['{"item_id": "m-1", "answer": "B"}', '{"item_id": "m-9", "answer": "A"}'], 2, "unknown item id 'm-9'"),
+    (['{"item_id": "m-1", "answer": "B"}', '{"item_id": "m-1", "answer": "A"}'], 2, "answered twice (first on line 1)"),
+    (['{"item_id": "m-1", "answer": 2}'], 1, "answer must be a string"),
+    (['{"item_id": "m-1", "answer": "B", "cited_chunk_ids": ["zz"]}'], 1, "unknown chunk id 'zz'"),
+    (['{"item_id": "m-1", "answer": "B", "confidence": 1}'], 1, "keys must be item_id, answer"),
+    (['', '{"item_id": "m-1", "answer": "B"'], 2, "not JSON"),
+])
+def test_answers_file_errors_name_the_line(tmp_path, lines, line, reason):
+    from mama_pipeline.input_errors import InputError
+    from mama_pipeline.submissions.files import read_answers_file
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as exc:
+        read_answers_file(path, {"m-1"}, {"c1"})
+    assert str(exc.value).startswith(f"{path}:{line}: ") and reason in str(exc.value)
+
+
+def test_a_run_made_on_another_corpus_version_is_refused_before_anything_is_stored(tmp_path, env, fake_llm, capsys):
+    store, ids, _ = retrieval_store(tmp_path, fake_llm.url, env)
+    run = tmp_path / "run.trec"
+    run.write_text(f"q_00001 Q0 {ids[0]} 1 1.0 x\n")
+    assert main(["submit", str(run), "--kind", "retrieval", "--name", "old", "--corpus-version", "v0"]) == 2
+    assert capsys.readouterr().err.strip() == (f"mama-pipeline: error: {run}: made on corpus version v0, the store "
+                                               "holds v1")
+    assert not store.table_exists("submissions") and partitions(tmp_path) == []
