@@ -85,7 +85,7 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
     chunks = db.read_table("corpus_chunks")
     queries = db.read_table("generated_queries").select("query_id", "query_text")
     reasoning = s.llm.judge.reasoning == "json_field"
-    runs = []
+    runs, fact_reports = [], []
     with llm.client("judge", context) as client:
         def judge(track, pairs: pl.DataFrame) -> pl.DataFrame:
             asked = queries if track.name != "multipassage" else track.questions.select("query_id", "query_text")
@@ -96,8 +96,9 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
 
         def facts(track, pairs: pl.DataFrame) -> pl.DataFrame:
             lookup = chunk_lookup(chunks, set(pairs["chunk_id"].to_list()))
-            labels, _ = label_facts(client, fact_judge_template(reasoning), reasoning,
-                                    pairs.with_columns(is_seed=pl.lit(False)), track.questions, lookup)
+            labels, reports = label_facts(client, fact_judge_template(reasoning), reasoning,
+                                          pairs.with_columns(is_seed=pl.lit(False)), track.questions, lookup)
+            fact_reports.extend(reports.values())
             return labels
 
         outcomes = judge_track_holes(run, covered, judge, facts)
@@ -107,6 +108,8 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
     meta = {"run_rows": run.height, "run_queries": run["query_id"].n_unique(),
             "judge/asked": sum(r.asked for r in runs), "judge/http_calls": sum(r.calls for r in runs),
             "judge/new_labels": sum(r.new_labels for r in runs),
+            "fact_judge/asked": sum(len(r.results) for r in fact_reports),
+            "fact_judge/http_calls": sum(r.calls for r in fact_reports),
             "depths": ", ".join(f"{t.name}={t.depth}" for t in covered)}
     return per_query, pl.DataFrame([r.counts for r in results]), meta
 

@@ -19,7 +19,7 @@ store where an earlier submission or a re-score had them judged, so the count do
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import polars as pl
@@ -27,7 +27,7 @@ import polars as pl
 from mama_pipeline.evaluation.judged_scoreboard import judged_qrels
 from mama_pipeline.evaluation.measures import mamaretrieval_plan
 from mama_pipeline.evaluation.scoring import evaluate
-from mama_pipeline.llm.failure_bounds import StageFailures, pair_label_failures
+from mama_pipeline.llm.failure_bounds import pair_label_failures
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
 from mama_pipeline.multipassage.scoreboard import score_track
 
@@ -53,7 +53,6 @@ class TrackInputs:
 class TrackResult:
     per_query: pl.DataFrame  # (track, query_id, measure, value)
     counts: dict[str, int | str | None]
-    failures: list[StageFailures] = field(default_factory=list)
 
 
 def tracks_covered(run: pl.DataFrame, tracks: list[TrackInputs]) -> list[TrackInputs]:
@@ -97,16 +96,17 @@ def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFra
         failures = [pair_label_failures(relevance, f"{track.name} holes of this submission", bound)]
     answered = mine["query_id"].n_unique()
     refused = over_bound(failures)
+    failed = [o.filter(pl.col("status") == "failed").select(PAIR) for o in (relevance, facts) if o is not None]
     per_query = per_query.select(pl.lit(track.name).alias("track"), "query_id", "measure", "value")
     if refused:  # counts stay; the figures are refused, not biased by unlabelled pairs
         per_query = per_query.with_columns(pl.lit(None, pl.Float64).alias("value"))
     return TrackResult(per_query, {
         "track": track.name, "n_items": len(track.query_ids), "n_scored": answered,
         "n_unanswered": len(track.query_ids) - answered, "n_invalid": 0,
-        "n_grade_failed": int((relevance["status"] == "failed").sum()) if relevance.height else 0,
+        "n_grade_failed": pl.concat(failed).unique().height,  # holes without a label (relevance or facts)
         "n_holes_judged": int((relevance["status"] == "labelled").sum()) if relevance.height else 0,
         "refused": refused,
-    }, failures)
+    })
 
 
 def judge_track_holes(run: pl.DataFrame, tracks: list[TrackInputs],
