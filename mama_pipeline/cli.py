@@ -167,8 +167,10 @@ def _dispatch(argv: list[str] | None) -> int:
                    help="seconds a request, for stages whose latencies the cache has not recorded")
     sb = sub.add_parser("submit", help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
                                        "mamaretrieval or a new system's answers file (JSONL) on mamabench")
-    sb.add_argument("file")
-    sb.add_argument("--kind", choices=["retrieval", "answers"], required=True)
+    sb.add_argument("file", help="a TREC run or a BEIR-layout results JSON {query_id: {doc_id: score}} (--kind "
+                                 "retrieval), or a JSONL of {item_id, answer, cited_chunk_ids} (--kind answers)")
+    sb.add_argument("--kind", choices=["retrieval", "answers"], required=True,
+                    help="retrieval: a run on mamaretrieval; answers: an answering system on mamabench")
     sb.add_argument("--name", required=True, help="the entry's name on the leaderboard")
     sb.add_argument("--model", default=None, help="the model behind the entry")
     sb.add_argument("--link", default=None, help="a link to the entry's paper or code")
