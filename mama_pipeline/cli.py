@@ -1,4 +1,4 @@
-"""Command line: ``mama-pipeline demo|materialize|plan|eval|verify``.
+"""Command line: ``mama-pipeline demo|materialize|plan|submit|eval|verify``.
 
 ``materialize`` runs an asset selection on the project's instance, one run per
 partitions definition and partition key, in dependency order: with ``dagster asset
@@ -7,6 +7,7 @@ this process. ``demo`` does the latter for every asset on the demo configuration
 ``--executor dask`` runs every step on the ``dask.distributed`` cluster named by
 ``--run-config`` (docs/scale-out.md).
 ``plan`` prints what a selection's LLM stages would send, sending nothing.
+``submit`` checks a run file or an answers file, stores it as a submission (a dynamic partition) and scores it.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
 """
@@ -62,6 +63,8 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     """
     settings = load_settings()  # a bad configuration file is reported before anything runs
     home = dagster_home(settings.data_path)
+    import dagster as dg
+
     from mama_pipeline.definitions import defs
     from mama_pipeline.release.run_plan import materialize_commands, plan_runs
 
@@ -73,8 +76,9 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
         module, config = DASK_MODULE, run_config
     else:
         module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
-    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), module,
-                                    config)
+    with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
+        commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)),
+                                        module, config, instance)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
@@ -161,6 +165,19 @@ def _dispatch(argv: list[str] | None) -> int:
     p.add_argument("--select", default="*")
     p.add_argument("--latency-s", type=float, default=None,
                    help="seconds a request, for stages whose latencies the cache has not recorded")
+    sb = sub.add_parser("submit", help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
+                                       "mamaretrieval or a new system's answers file (JSONL) on mamabench")
+    sb.add_argument("file", help="a TREC run or a BEIR-layout results JSON {query_id: {doc_id: score}} (--kind "
+                                 "retrieval), or a JSONL of {item_id, answer, cited_chunk_ids} (--kind answers)")
+    sb.add_argument("--kind", choices=["retrieval", "answers"], required=True,
+                    help="retrieval: a run on mamaretrieval; answers: an answering system on mamabench")
+    sb.add_argument("--name", required=True, help="the entry's name on the leaderboard")
+    sb.add_argument("--model", default=None, help="the model behind the entry")
+    sb.add_argument("--link", default=None, help="a link to the entry's paper or code")
+    sb.add_argument("--date", default=None, help="YYYY-MM-DD of the submission (default: today, UTC); "
+                                                 "stored once, kept on re-submission")
+    sb.add_argument("--corpus-version", default=None,
+                    help="the corpus version the run was made on; refused when it is not the store's")
     sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
     sub.add_parser("verify", help="check release folders against their manifests' hashes", add_help=False)
     args, rest = ap.parse_known_args(argv)
@@ -174,6 +191,10 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.release.cli import main as verify_main
 
         return verify_main(rest)
+    if args.cmd == "submit":
+        from mama_pipeline.submissions.cli import submit
+
+        return submit(args.file, args.kind, args.name, args.model, args.link, args.date, args.corpus_version)
     if args.cmd == "plan":
         from mama_pipeline.plan.cli import plan
 

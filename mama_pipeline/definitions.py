@@ -14,6 +14,7 @@ from mama_pipeline.queries import definitions as queries
 from mama_pipeline.release import definitions as release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval import definitions as retrieval
+from mama_pipeline.submissions import definitions as submissions
 from mama_pipeline.robustness import definitions as robustness
 from mama_pipeline.systems import definitions as systems
 
@@ -33,5 +34,6 @@ defs = dg.Definitions.merge(
     robustness.defs,
     systems.defs,
     plan.defs,
+    submissions.defs,
     dg.Definitions(resources=shared_resources()),
 )

@@ -165,7 +165,7 @@ def run_in_process(defs: dg.Definitions, keys: set[dg.AssetKey] | None, instance
             tally.failed = True
             return tally
     tally.runs = len(results)
-    tally.failed = not all(r.success for r in results) or len(results) < sum(len(s.partition_keys()) for s in steps)
+    tally.failed = not all(r.success for r in results) or len(results) < sum(len(s.partition_keys(instance)) for s in steps)
     return tally
 
 

@@ -20,8 +20,11 @@ class RunStep:
     asset_keys: tuple[dg.AssetKey, ...]
     partitions_def: dg.PartitionsDefinition | None
 
-    def partition_keys(self) -> list[str | None]:
-        return list(self.partitions_def.get_partition_keys()) if self.partitions_def else [None]
+    def partition_keys(self, instance: dg.DagsterInstance | None = None) -> list[str | None]:
+        """The step's partition keys; a dynamic definition's (the submissions) are read from ``instance``."""
+        if self.partitions_def is None:
+            return [None]
+        return list(self.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
 
 
 def _units(graph: Any, keys: set[dg.AssetKey]) -> dict[dg.AssetKey, frozenset[dg.AssetKey]]:
@@ -73,14 +76,15 @@ def _step(units: list[frozenset], partitions_def: dg.PartitionsDefinition | None
     return RunStep(tuple(keys), partitions_def)
 
 
-def materialize_commands(steps: list[RunStep], module: str, run_config: str | None = None) -> list[list[str]]:
+def materialize_commands(steps: list[RunStep], module: str, run_config: str | None = None,
+                         instance: dg.DagsterInstance | None = None) -> list[list[str]]:
     """``dagster asset materialize`` arguments for every run of the plan (multiprocess runs on the instance);
     ``run_config``: a run config file passed to each (``-c``)."""
     commands = []
     config = ["-c", run_config] if run_config else []
     for step in steps:
         select = ",".join(k.to_user_string() for k in step.asset_keys)
-        for partition_key in step.partition_keys():
+        for partition_key in step.partition_keys(instance):
             extra = ["--partition", partition_key] if partition_key is not None else []
             commands.append(["asset", "materialize", "-m", module, "--select", select, *extra, *config])
     return commands
@@ -100,14 +104,14 @@ def execute_plan(
     ``logger_defs`` replace the jobs' loggers (every logger gets every event);
     ``on_run(n, total, step, partition_key)`` is called before each run.
     """
-    total = sum(len(step.partition_keys()) for step in steps)
+    total = sum(len(step.partition_keys(instance)) for step in steps)
     run_config = {"loggers": {name: {} for name in logger_defs}} if logger_defs else None
     results = []
     for step in steps:
         job = defs.resolve_implicit_job_def_def_for_assets(list(step.asset_keys))
         if logger_defs is not None:
             job = job.with_logger_defs(dict(logger_defs))
-        for partition_key in step.partition_keys():
+        for partition_key in step.partition_keys(instance):
             if on_run is not None:
                 on_run(len(results) + 1, total, step, partition_key)
             result = job.execute_in_process(

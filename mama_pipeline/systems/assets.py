@@ -13,16 +13,16 @@ from typing import Any, Sequence
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
+from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT
 from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
-from mama_pipeline.llm.client import RunReport
 from mama_pipeline.release.held_out_gaps import system_gaps
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
+from mama_pipeline.systems.graders import grade_answers
 from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
-from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.report import SystemsReport, sample_note, write_report
 from mama_pipeline.systems.scoreboard import scoreboard
 
@@ -120,28 +120,8 @@ def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition]
     ) -> dg.Output[pl.DataFrame]:
         s = settings.get()
         cfg = s.systems.system(context.partition_key)
-        rows = grading.mcq_grades(answers, items, cfg.mcq_output)
-        meta: dict[str, Any] = {}
-        graders: dict[str, str] = {}
-        for track, build, grade, template, model in (
-            ("short_answer", lambda: grading.short_answer_requests(answers, items),
-             lambda rep: grading.short_answer_grades(answers, items, rep), SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade),
-            ("rubric", lambda: grading.rubric_requests(answers, items, criteria),
-             lambda rep: grading.rubric_grades(answers, items, criteria, rep), RUBRIC_JUDGE_PROMPT, RubricVerdict),
-        ):
-            if answers.filter(pl.col("track") == track).is_empty():
-                continue
-            requests = build()
-            if requests:
-                with llm.client(GRADER_STAGES[track], context) as client:
-                    report = client.run(template, model, requests)
-                meta.update(report.metadata())
-                graders[track] = f"{report.model} @ {report.endpoint}"
-            else:
-                report = RunReport(GRADER_STAGES[track], "", "", template.id, template.hash, [])
-            rows += grade(report)
-        grades = grading.grades_frame(rows, s.systems.answer_failures)
-        grades = grades.with_columns(pl.Series("grader", [graders.get(t) for t in grades["track"]], dtype=pl.String))
+        grades, meta = grade_answers(answers, items, criteria, lambda stage: llm.client(stage, context),
+                                     cfg.mcq_output, s.systems.answer_failures)
         by_status = grades.group_by("track", "status").len().sort("track", "status")
         failed = grades.filter(pl.col("status") != grading.GRADED)
         return dg.Output(grades, metadata={

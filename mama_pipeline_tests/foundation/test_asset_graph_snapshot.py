@@ -23,7 +23,7 @@ def graph_summary() -> dict:
         assets[key.to_user_string()] = {
             "group": node.group_name,
             "inputs": sorted(k.to_user_string() for k in node.parent_keys),
-            "partitions": sorted(pdef.get_partition_keys()) if pdef is not None else None,
+            "partitions": _partitions(pdef),
             "checks": sorted(c.name for c in node.check_keys),
         }
     return {
@@ -32,6 +32,17 @@ def graph_summary() -> dict:
         "schedules": sorted(s.name for s in repo.schedule_defs),
         "resources": sorted(repo.get_top_level_resources()),
     }
+
+
+def _partitions(pdef) -> list[str] | str | None:
+    """A static definition's keys; a dynamic one by its name (its keys live on the instance)."""
+    import dagster as dg
+
+    if pdef is None:
+        return None
+    if isinstance(pdef, dg.DynamicPartitionsDefinition):
+        return f"dynamic:{pdef.name}"
+    return sorted(pdef.get_partition_keys())
 
 
 def test_asset_graph_matches_snapshot():
@@ -46,7 +57,7 @@ def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
     assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release",
-                      "multipassage", "clinician", "robustness", "systems", "plan"}
+                      "multipassage", "clinician", "robustness", "systems", "plan", "submissions"}
     chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
              ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
              ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),
@@ -58,6 +69,8 @@ def test_every_area_group_is_present_and_stages_are_chained():
              ("generated_queries", "query_variants"), ("query_variants", "variant_rankings"),
              ("judgments", "variant_labels"), ("variant_labels", "robustness_scoreboard"),
              ("variant_labels", "mamaretrieval_release"),
-             ("mamabench_items", "systems_items"), ("calibration_harness_report", "system_scoreboard")]
+             ("mamabench_items", "systems_items"), ("calibration_harness_report", "system_scoreboard"),
+             ("judgments", "submission_scores"), ("variant_labels", "submission_scores"),
+             ("multipassage_fact_labels", "submission_scores"), ("mamabench_items", "submission_scores")]
     for upstream, downstream in chain:
         assert upstream in assets[downstream]["inputs"], (upstream, downstream)

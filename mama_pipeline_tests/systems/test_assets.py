@@ -12,6 +12,7 @@ from mama_pipeline.llm.prompts import PromptTemplate
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline.systems import assets as systems_assets
+from mama_pipeline.systems import graders as systems_graders
 from mama_pipeline.systems import grading
 from mama_pipeline.systems.assets import build_assets
 from mama_pipeline.systems.checks import CHECKS
@@ -170,6 +171,7 @@ def test_rag_gets_chunk_ids_a_second_system_asks_only_itself_and_a_new_grader_pr
                                 user=grading.SHORT_ANSWER_GRADER_PROMPT.user)
     monkeypatch.setattr(grading, "SHORT_ANSWER_GRADER_PROMPT", new_prompt)
     monkeypatch.setattr(systems_assets, "SHORT_ANSWER_GRADER_PROMPT", new_prompt)
+    monkeypatch.setattr(systems_graders, "SHORT_ANSWER_GRADER_PROMPT", new_prompt)
     before = calls(fake_llm)
     materialise(config, CLEAN_ITEMS, ["closed", "rag"], "system_answers system_grades", "closed")
     assert calls(fake_llm) - before == 2  # only the two short answers are graded again
