@@ -44,6 +44,7 @@ class ConfigurationPart:
     viewer_configs: tuple[tuple[str, ...], ...] = ()  # ViewerConfig fields: (name, release path, description[, split])
     card_section: str = ""  # Markdown appended to the dataset card
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest["configurations"][name]
+    public_only: bool = False  # its files hold no held-out query's rows: allowed beside a held-out split
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration("multipassage", ("multipassage_questions", "multipassage_decisions", "multipassage_labels",
                                    "multipassage_fact_labels", "multipassage_scoreboard", "multipassage_rankings"),
                   "mama_pipeline.multipassage.release_config:multipassage_part"),
+    Configuration("leaderboard", ("mamaretrieval_leaderboard",), "mama_pipeline.leaderboard.release:mamaretrieval_part"),
 )
 
 

@@ -401,14 +401,16 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
 
     With an active ``held_out`` rule, the held-out queries' rows (queries, rankings, labels, reasoning) are
     written to :func:`held_out_path` instead, with their own manifest, and the public manifest and card record
-    the rule; configurations are refused then (their rows are not split)."""
+    the rule; configurations are refused then (their rows are not split), except those whose files hold public
+    rows only (``public_only``, the leaderboard)."""
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
     held: dict[str, pl.DataFrame] = {}
     if held_out is not None and held_out.active:
-        if parts:
+        unsplit = sorted(p.name for p in parts if not p.public_only)
+        if unsplit:
             raise ReleaseError(f"release {NAME} {inp.version} refused: release.held_out.share > 0 with "
-                               f"configuration(s) {sorted(p.name for p in parts)}, whose rows are not split by the "
+                               f"configuration(s) {unsplit}, whose rows are not split by the "
                                "held-out rule; switch them off or set release.held_out.share: 0")
         tables, held = split_tables(tables, held_out)
     manifest = build_manifest(inp, tables, writer_model, judge_model)
