@@ -95,7 +95,7 @@ def render_page(title: str, sections: list[tuple[str, str]]) -> str:
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html.escape(title)
             + "</title><style>body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;"
             "margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.25em .5em;text-align:right}"
-            "td:first-child,th:first-child{text-align:left}tr.best,tr.tied{background:#e6f4e6}"
+            "td:nth-child(2),th:nth-child(2){text-align:left}tr.best,tr.tied{background:#e6f4e6}"
             "tr.refused{color:#888}.note{color:#444;font-size:.9em}</style></head><body><h1>"
             + html.escape(title) + "</h1>" + body + "</body></html>\n")
 
@@ -145,10 +145,11 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool) -> str:
              + "".join(rows) + "</tbody></table>")
     note = (f"<p class=\"note\">Shaded: the best entry on {html.escape(track['headline'])} and the entries tied with "
             f"it (Holm-adjusted paired randomization p &gt;= {alpha} against the best on the {track['unit']} both "
-            "have; Holm across every pair of this board). Entries below the shading are not ordered among "
-            f"themselves by this table beyond their means; every pair's test is in leaderboard.json. n: "
-            f"{track['unit']} with a value; Judged: label coverage of the same top k.</p>")
-    return table + note if track["entries"] else "<p>No entry on this track.</p>"
+            "have, Holm across every pair of this board): the data do not order the shaded entries. Rows are listed "
+            "by mean; that order is not a finding between two entries whose own test (leaderboard.json, every pair "
+            f"with its n shared) is not significant. n: {track['unit']} with a value; Judged: label coverage of the "
+            "same top k (Judged@k).</p>")
+    return table + note if track["entries"] else "<p>No entry on this track: nothing was scored on it.</p>"
 
 
 def page(title: str, doc: dict[str, Any]) -> str:
