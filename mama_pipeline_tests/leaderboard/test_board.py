@@ -94,3 +94,32 @@ def test_refused_entry_has_no_figure_and_too_few_shared_queries_are_not_compared
     assert "submission/bad" not in set(comps["entry_a"]) | set(comps["entry_b"])
     lone = comps.filter(pl.col("entry_b") == "submission/lone")
     assert lone["n_shared"].to_list() == [1, 1] and lone["p_holm"].null_count() == 2
+
+
+def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_keyed_by_variant_id():
+    from mama_pipeline.evaluation.settings import EvaluationSettings
+    from mama_pipeline.leaderboard.inputs import configured, robustness_per_query
+    from mama_pipeline.robustness.labels import variant_labels
+    from mama_pipeline.robustness.scoreboard import paired_values
+    from mama_pipeline_tests.robustness.test_labels_and_board import frame, label_rows, ranking, variants
+
+    v = variants().filter(pl.col("parent_id").is_in(["q_00001", "q_00002"]) & (pl.col("kind") == "typo"))
+    judgments = label_rows([("q_00001", "a", 6), ("q_00001", "b", 0), ("q_00002", "a", 6), ("q_00002", "b", 0)])
+    clean = frame(ranking("q_00001", "bm25", ["a", "b"]) + ranking("q_00002", "bm25", ["b", "a"]))
+    variant = frame(ranking("q_00001~typo", "bm25", ["a", "x"]))  # q_00002~typo: an empty ranking
+    s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
+    pairs, _ = paired_values(clean, variant, v, variant_labels(v, judgments, label_rows([])), s, ["bm25"], 2,
+                             also=["Judged@1"])
+    values = robustness_per_query(pairs, v).sort("query_id", "measure")
+    assert values.rows() == [
+        ("bm25", "q_00001~typo", "Judged@1", 1.0), ("bm25", "q_00001~typo", "Judged@2", 0.5),
+        ("bm25", "q_00001~typo", "Success(rel=3)@1", 1.0),
+        # an empty ranking scores 0 and has no label coverage at all
+        ("bm25", "q_00002~typo", "Judged@1", None), ("bm25", "q_00002~typo", "Judged@2", None),
+        ("bm25", "q_00002~typo", "Success(rel=3)@1", 0.0)]
+    got = configured(values, "retriever")
+    table, _ = build_track("robustness", got.entries, got.values.filter(pl.col("value").is_not_null()),
+                           ["Success(rel=3)@1"], {"Success(rel=3)@1"}, STATS, {"Success(rel=3)@1": "Judged@1"})
+    row = table.row(0, named=True)
+    assert (row["entry_id"], row["n"], row["mean"]) == ("configured/bm25", 2, 0.5)
+    assert (row["judged_measure"], row["judged_n"], row["judged_mean"]) == ("Judged@1", 1, 1.0)
