@@ -15,7 +15,7 @@ import polars as pl
 
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.leaderboard import inputs as lb_inputs
-from mama_pipeline.leaderboard.board import Stats
+from mama_pipeline.leaderboard.board import Entry, Stats
 from mama_pipeline.leaderboard.build import (
     Leaderboard,
     answer_specs,
@@ -126,7 +126,7 @@ def mamabench_leaderboard(settings: SettingsResource, store: StoreResource,
         configured = lb_inputs.configured(lb_inputs.system_per_query(grades, track), "system", mine)
         # a refused (system, track) may have no scored item left at all: it is still listed, with its reason
         listed = {e.name for e in configured.entries}
-        configured.entries += [lb_inputs.Entry(f"{lb_inputs.CONFIGURED}/{n}", lb_inputs.CONFIGURED, n, why)
+        configured.entries += [Entry(f"{lb_inputs.CONFIGURED}/{n}", lb_inputs.CONFIGURED, n, why)
                                for n, why in sorted(mine.items()) if n not in listed]
         got[track] = lb_inputs.combine(configured, lb_inputs.submissions(db, track))
     stats, rule = _stats(s.systems), s.release.held_out.rule("item_id")

@@ -10,6 +10,7 @@ import polars as pl
 from mama_pipeline.evaluation.measures import mamaretrieval_plan
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
 from mama_pipeline.leaderboard.inputs import BENCHMARK_TRACKS, TrackInput
+from mama_pipeline.progress import track as track_progress
 from mama_pipeline.release.held_out import RULE, HeldOutRule
 
 PER_QUERY_SCHEMA = {"track": pl.String, "entry_id": pl.String, "query_id": pl.String, "measure": pl.String,
@@ -62,16 +63,20 @@ def build_benchmark(benchmark: str, inputs: dict[str, TrackInput], specs: dict[s
     """Every track of the benchmark (in BENCHMARK_TRACKS order), side by side; ``split_keys``: per track, the id
     the held-out rule hashes (default the query id)."""
     entries, comps, values = [], [], []
-    for track in BENCHMARK_TRACKS[benchmark]:
-        got, spec = inputs[track], specs[track]
-        split_key = (split_keys or {}).get(track)
-        e, c = build_track(track, got.entries, got.values, spec.measures, spec.binary, stats, spec.judged, rule,
-                           split_key)
-        entries.append(e)
-        comps.append(c)
-        used = got.values.filter(pl.col("measure").is_in([*spec.measures, *spec.judged.values()])
-                                 & pl.col("entry_id").is_in([x.entry_id for x in got.entries if x.refused is None]))
-        values.append(used.with_columns(pl.lit(track).alias("track"), part_of_values(used, rule, split_key)))
+    tracks = BENCHMARK_TRACKS[benchmark]
+    with track_progress(f"{benchmark} leaderboards", total=len(tracks), unit="tracks", heartbeat=True) as bar:
+        for track in tracks:
+            got, spec = inputs[track], specs[track]
+            split_key = (split_keys or {}).get(track)
+            e, c = build_track(track, got.entries, got.values, spec.measures, spec.binary, stats, spec.judged,
+                               rule, split_key)
+            entries.append(e)
+            comps.append(c)
+            used = got.values.filter(pl.col("measure").is_in([*spec.measures, *spec.judged.values()])
+                                     & pl.col("entry_id").is_in([x.entry_id for x in got.entries
+                                                                 if x.refused is None]))
+            values.append(used.with_columns(pl.lit(track).alias("track"), part_of_values(used, rule, split_key)))
+            bar.update()
     per_query = pl.concat(values).select(list(PER_QUERY_SCHEMA)).cast(PER_QUERY_SCHEMA).sort(
         "track", "entry_id", "query_id", "measure")
     return Leaderboard(pl.concat(entries), pl.concat(comps), per_query)

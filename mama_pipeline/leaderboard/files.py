@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.evaluation.per_query_files import SAFE_NAME
 from mama_pipeline.release.held_out import PUBLIC
 
 PER_QUERY_HEADER = "query_id\tmeasure\tvalue\n"
@@ -28,7 +29,12 @@ UNITS = {"main": "queries", "robustness": "query variants", "multipassage": "que
 
 
 def per_query_path(track: str, entry_id: str) -> str:
-    return f"per_query/{track}/{entry_id}.tsv"
+    """``per_query/<track>/<source>/<name>.tsv``; a name that cannot be a file name is an error."""
+    source, _, name = entry_id.partition("/")
+    if not SAFE_NAME.match(name):
+        raise ValueError(f"leaderboard entry {entry_id!r} of track {track}: {name!r} cannot be a file name "
+                         "(letters, digits, '_', '.', '-')")
+    return f"per_query/{track}/{source}/{name}.tsv"
 
 
 def per_query_tsv(values: pl.DataFrame) -> bytes:
