@@ -6,8 +6,9 @@ Per entry and measure: the mean over the entry's queries (items) with scipy's BC
 entries are compared on the queries both have a value for (:func:`mama_pipeline.evaluation.significance.
 pairwise_significance`: paired bootstrap interval of the difference, paired randomization test, exact McNemar on
 0/1 measures), and Holm's correction runs across every comparison of the track and measure (the whole board). The
-best entry is the one with the highest mean (ties in the mean broken by entry id); an entry is *tied with the best*
-when its Holm-adjusted randomization p against the best, on their shared queries, is >= alpha. An entry sharing
+best entries are those with the highest mean (the first of them by entry id is *the* best the others are tested
+against); an entry is *tied with the best* when its Holm-adjusted randomization p against the best, on their shared
+queries, is >= alpha. An entry sharing
 fewer than two queries with the best is not compared (no order is implied). A refused entry (a track refused for a
 failure bound) has no figures, only its reason.
 
@@ -119,7 +120,7 @@ def _standings(rows: list[dict], comps: pl.DataFrame, measure: str, alpha: float
     mine = comps.filter(pl.col("measure") == measure)
     for r in scored:
         r["best_entry_id"] = best["entry_id"]
-        if r is best:
+        if r["mean"] == best["mean"]:  # every entry sharing the top mean is a best one
             r["standing"] = BEST
             continue
         a, b = sorted([r["entry_id"], best["entry_id"]])

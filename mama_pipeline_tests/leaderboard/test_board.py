@@ -123,3 +123,13 @@ def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_
     row = table.row(0, named=True)
     assert (row["entry_id"], row["n"], row["mean"]) == ("configured/bm25", 2, 0.5)
     assert (row["judged_measure"], row["judged_n"], row["judged_mean"]) == ("Judged@1", 1, 1.0)
+
+
+def test_entries_sharing_the_top_mean_are_all_best():
+    same = np.linspace(0.1, 0.9, len(QUERIES))
+    arrays = {"configured/x": same, "configured/y": same[::-1].copy(), "configured/z": same - 0.05}
+    table, _ = build_track("main", [Entry(e, "configured", e[11:]) for e in arrays], _values(arrays), ["nDCG@10"],
+                           set(), STATS)
+    standing = dict(table.select("entry_id", "standing").iter_rows())
+    assert standing["configured/x"] == standing["configured/y"] == "best"  # equal means: no order between them
+    assert standing["configured/z"] in ("tied with best", "below best")

@@ -1,9 +1,10 @@
 -- Assets mamaretrieval_leaderboard / mamabench_leaderboard (_partition = benchmark): one row per (track, measure,
 -- entry). entry_id: configured/<retriever or system> | submission/<submission_id>. n: queries (items) with a value;
 -- mean with its 95% BCa bootstrap interval; judged_*: Judged@k beside a retrieval measure (mean over judged_n).
--- standing: best | tied with best (Holm-adjusted paired randomization p >= alpha against the best on the shared
--- queries, Holm across every pair of the track and measure) | below best | not compared with best (fewer than 2
--- shared) | refused (no figure; refused says why) | no values. position: display order (mean, then entry id).
+-- standing: best (the highest mean; every entry sharing it) | tied with best (Holm-adjusted paired randomization
+-- p >= alpha against the best on the shared queries, Holm across every pair of the track and measure) | below best
+-- | not compared with best (fewer than 2 shared) | refused (no figure; refused says why) | no values.
+-- position: display order (mean, then entry id).
 -- With release.held_out active every figure is of the public part; *_held_out, gap (public - held out) and p_gap
 -- (unpaired permutation test) stand beside it.
 CREATE TABLE IF NOT EXISTS leaderboard (
