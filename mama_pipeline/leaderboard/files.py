@@ -112,7 +112,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else html.escape(str(v))
 
 
-def track_section(track: dict[str, Any], alpha: float, held_out: bool) -> str:
+def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe: str | None = None) -> str:
     """One track's table (headline measure and the others, intervals, Judged@k, standing) and its notes."""
     measures = track["measures"]
     head = ["#", "entry", "source", f"n {track['unit']}"]
@@ -149,12 +149,13 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool) -> str:
         rows.append(f"<tr class=\"{cls}\">" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
              + "".join(rows) + "</tbody></table>")
-    note = (f"<p class=\"note\">Shaded: the best entry on {html.escape(track['headline'])} and the entries tied with "
-            f"it (Holm-adjusted paired randomization p &gt;= {alpha} against the best on the {track['unit']} both "
+    note = (f"<p class=\"note\">Shaded: the best entries on {html.escape(track['headline'])} and the entries tied "
+            f"with them (Holm-adjusted paired randomization p &gt;= {alpha} against the best on the {track['unit']} both "
             "have, Holm across every pair of this board): the data do not order the shaded entries. Rows are listed "
             "by mean; that order is not a finding between two entries whose own test (leaderboard.json, every pair "
-            f"with its n shared) is not significant. n: {track['unit']} with a value; Judged: label coverage of the "
-            "same top k (Judged@k).</p>")
+            f"with its n shared) is not significant. n: {track['unit']} with a value"
+            + ("; Judged: label coverage of the same top k (Judged@k)" if any(judged.values()) else "")
+            + (f". {html.escape(describe)}" if describe else "") + ".</p>")
     return table + note if track["entries"] else "<p>No entry on this track: nothing was scored on it.</p>"
 
 
@@ -162,7 +163,9 @@ def page(title: str, doc: dict[str, Any]) -> str:
     held = doc.get("held_out") is not None
     intro = ("<p>" + html.escape(doc["statistics"]) + "</p>"
              + (f"<p>{html.escape(doc['held_out_note'])}</p>" if held else ""))
-    sections = [("About", intro)] + [(f"{doc['benchmark']}: {t['track']}", track_section(t, doc["alpha"], held))
+    described = {t: m for t, m in doc["measures"].items() if isinstance(m, str)}  # mamabench: what score means
+    sections = [("About", intro)] + [(f"{doc['benchmark']}: {t['track']}",
+                                      track_section(t, doc["alpha"], held, described.get(t["track"])))
                                      for t in doc["tracks"]]
     return render_page(title, sections)
 
