@@ -62,6 +62,7 @@ def released_leaderboard(s, store: Store, benchmark: str) -> ReleasedLeaderboard
         "robustness, multi-passage; mamabench: mcq, short answer, rubric)."
         + (" Under the held-out split its figures and files are of the public part, with the held-out mean and "
            "the gap beside them." if rule.active else "")
+        + "\n"
     )
     return ReleasedLeaderboard({f"{FOLDER}/{p}": b for p, b in files.items()}, section,
                                {"path": FOLDER, "entries_per_track": per_track, "submissions": submissions})
