@@ -26,7 +26,7 @@ from mama_pipeline.leaderboard.build import (
 )
 from mama_pipeline.leaderboard.files import PAGE_FILE, folder_files
 from mama_pipeline.metadata import md_table
-from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
 SUBMISSION_SCORES = dg.AssetKey("submission_scores")  # the submissions area's asset (dynamic partitions)

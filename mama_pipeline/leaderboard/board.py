@@ -32,7 +32,8 @@ from mama_pipeline.systems.scoreboard import bootstrap_ci
 
 VALUES_SCHEMA = {"entry_id": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 ENTRY_SCHEMA = {
-    "track": pl.String, "measure": pl.String, "measure_position": pl.Int64, "headline": pl.Boolean, "entry_id": pl.String, "source": pl.String,
+    "track": pl.String, "measure": pl.String, "measure_position": pl.Int64, "headline": pl.Boolean,
+    "entry_id": pl.String, "source": pl.String,
     "name": pl.String, "position": pl.Int64, "n": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,
     "ci_high": pl.Float64, "judged_measure": pl.String, "judged_n": pl.Int64, "judged_mean": pl.Float64,
     "standing": pl.String, "best_entry_id": pl.String, "n_shared_with_best": pl.Int64, "p_holm_vs_best": pl.Float64,
@@ -157,8 +158,8 @@ def build_track(track: str, entries: Sequence[Entry], values: pl.DataFrame, meas
     for i, measure in enumerate(measures):
         block = []
         for e in entries:
-            row = {"track": track, "measure": measure, "measure_position": i, "headline": i == 0, "entry_id": e.entry_id,
-                   "source": e.source, "name": e.name, "refused": e.refused, "n": 0,
+            row = {"track": track, "measure": measure, "measure_position": i, "headline": i == 0,
+                   "entry_id": e.entry_id, "source": e.source, "name": e.name, "refused": e.refused, "n": 0,
                    "standing": REFUSED if e.refused else NO_VALUES}
             if e.refused is None:
                 mine = values.filter((pl.col("entry_id") == e.entry_id) & (pl.col("measure") == measure))
@@ -176,7 +177,8 @@ def build_track(track: str, entries: Sequence[Entry], values: pl.DataFrame, meas
                                p_gap=g["p_permutation"], gap_note=g["note"])
             block.append(row)
         _standings(block, comps, measure, stats.alpha)
-        order = sorted(block, key=lambda r: (r["refused"] is not None, not r["n"], -(r.get("mean") or 0.0), r["entry_id"]))
+        order = sorted(block, key=lambda r: (r["refused"] is not None, not r["n"], -(r.get("mean") or 0.0),
+                                             r["entry_id"]))
         for pos, r in enumerate(order, 1):
             r["position"] = pos
         rows += order

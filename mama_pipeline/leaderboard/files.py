@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any
 
 import polars as pl
@@ -56,7 +57,8 @@ def read_per_query(data: bytes | str) -> pl.DataFrame:
 
 
 def _clean(v: Any) -> Any:
-    return None if isinstance(v, float) and v != v else v
+    """A value for JSON: NaN (an undefined figure) as null."""
+    return None if isinstance(v, float) and math.isnan(v) else v
 
 
 def leaderboard_json(benchmark: str, measures_of: dict[str, list[str]], entries: pl.DataFrame,
@@ -137,7 +139,8 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
         cells = [str(top["position"]), _fmt(e["name"]), e["source"], str(top["n"])]
         for m in measures:
             f = fig[m]
-            cells += [_fmt(f["mean"]), f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]" if f["ci_low"] is not None else ""]
+            interval = f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]" if f["ci_low"] is not None else ""
+            cells += [_fmt(f["mean"]), interval]
             if judged[m]:
                 cells.append(f"{f['judged_measure']} {_fmt(f['judged_mean'])}" if f.get("judged_measure") else "")
             if held_out:
@@ -150,7 +153,8 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
     table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
              + "".join(rows) + "</tbody></table>")
     note = (f"<p class=\"note\">Shaded: the best entries on {html.escape(track['headline'])} and the entries tied "
-            f"with them (Holm-adjusted paired randomization p &gt;= {alpha} against the best on the {track['unit']} both "
+            f"with them (Holm-adjusted paired randomization p &gt;= {alpha} against the best on the {track['unit']} "
+            "both "
             "have, Holm across every pair of this board): the data do not order the shaded entries. Rows are listed "
             "by mean; that order is not a finding between two entries whose own test (leaderboard.json, every pair "
             f"with its n shared) is not significant. n: {track['unit']} with a value"

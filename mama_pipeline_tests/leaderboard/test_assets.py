@@ -166,7 +166,7 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     # refused tracks: listed with the reason, no figure, in the table, the JSON and the page
     mp = board.filter((pl.col("track") == "multipassage") & (pl.col("entry_id") == "submission/r1")).row(0, named=True)
     assert (mp["standing"], mp["mean"], mp["ci_low"], mp["n"]) == ("refused", None, None, 0)
-    sa = board.filter((pl.col("track") == "short_answer")).sort("entry_id")
+    sa = board.filter(pl.col("track") == "short_answer").sort("entry_id")
     assert sa.filter(pl.col("standing") == "refused")["entry_id"].to_list() == ["configured/sys-b", "submission/a1"]
     assert sa.filter(pl.col("standing") == "refused")["mean"].null_count() == 2
     mcq = board.filter(pl.col("track") == "mcq")
@@ -179,7 +179,8 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     doc = json.loads((folder / "leaderboard.json").read_text())
     track = {t["track"]: t for t in doc["tracks"]}
     refused = next(e for e in track["multipassage"]["entries"] if e["entry_id"] == "submission/r1")
-    assert refused["refused"].startswith("judge failed") and "figures" not in refused and "per_query_file" not in refused
+    assert refused["refused"].startswith("judge failed")
+    assert "figures" not in refused and "per_query_file" not in refused
     page = (folder / "leaderboard.html").read_text()
     assert "refused: judge failed on 5 of 9 holes (bound 5%)" in page
 
@@ -262,5 +263,6 @@ def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_besid
     # the release accepts the leaderboard beside its held-out split
     s = load_settings(str(config))
     rule = s.release.held_out.rule("query_id")
-    write_mamaretrieval_release(tmp_path / "rel", fx.inputs(), [mamaretrieval_part(s, Store(tmp_path / "data" / "mama.duckdb"), None)], rule)
+    part = mamaretrieval_part(s, Store(tmp_path / "data" / "mama.duckdb"), None)
+    write_mamaretrieval_release(tmp_path / "rel", fx.inputs(), [part], rule)
     assert (tmp_path / "rel" / "leaderboard" / "leaderboard.json").exists()
