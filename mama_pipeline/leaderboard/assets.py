@@ -59,6 +59,15 @@ def write_leaderboard(s, store, benchmark: str, board: Leaderboard, specs, stats
     }
 
 
+def configured_grades(s, db) -> pl.DataFrame:
+    """The configured systems' grades (``system_grades``, one partition per system); none when no system is
+    configured, so the boards then hold the submissions only."""
+    if not s.systems.names:
+        return pl.DataFrame(schema={"system": pl.String, "item_id": pl.String, "track": pl.String,
+                                    "status": pl.String, "score": pl.Float64, "invalid": pl.Boolean})
+    return db.read_table("system_grades", partitions=s.systems.names)
+
+
 def _stats(cfg) -> Stats:
     return Stats(cfg.resamples, cfg.seed, cfg.confidence, cfg.alpha)
 
@@ -103,21 +112,20 @@ def mamaretrieval_leaderboard(settings: SettingsResource, store: StoreResource, 
 
 @dg.asset(
     group_name=GROUP,
-    deps=[SUBMISSION_SCORES],
-    ins={"grades": dg.AssetIn("system_grades")},
+    deps=["system_grades", SUBMISSION_SCORES],
     description="Leaderboards of mamabench's mcq, short-answer and rubric tracks: configured systems and every "
     "submission side by side (the systems scoreboard's per-item scores; a (system, track) over a failure bound "
     "shows its refusal, no figure), 95% bootstrap intervals, paired tests of every two entries (Holm across the "
     "board) and the entries tied with the best; public vs held-out gap when release.held_out is on. Tables "
     "leaderboard*, <data_dir>/leaderboard/mamabench, <data_dir>/reports/leaderboard/mamabench.html.",
 )
-def mamabench_leaderboard(settings: SettingsResource, store: StoreResource,
-                          grades: pl.DataFrame) -> dg.MaterializeResult:
+def mamabench_leaderboard(settings: SettingsResource, store: StoreResource) -> dg.MaterializeResult:
     from mama_pipeline.mamabench.release import split_key
     from mama_pipeline.systems.bounds import failure_stages, refusals
 
     s = settings.get()
     db = store.get()
+    grades = configured_grades(s, db)
     refused = refusals(failure_stages(grades, s)) if grades.height else {}
     specs = answer_specs()
     got = {}

@@ -2,8 +2,9 @@
 
 Configured entries: retrievers from ``per_query_results`` (main), the robustness area's per-variant values
 (:func:`mama_pipeline.robustness.scoreboard.paired_values`, the variant side, keyed by variant id), and
-``multipassage_per_query``; systems from ``system_grades`` (the scored items' ``score``, the values the systems
-scoreboard's mean uses), refused per (system, track) over a failure bound as the systems scoreboard refuses them.
+``multipassage_per_query``; systems from ``system_grades`` of the configured systems (the scored items' ``score``,
+the values the systems scoreboard's mean uses; none when no system is configured), refused per (system, track)
+over a failure bound as the systems scoreboard refuses them.
 Submissions: the submissions area's tables ``submissions``, ``submission_per_query`` and ``submission_tracks``
 (none when no submission was ever scored: zero rows).
 """
