@@ -266,3 +266,16 @@ def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_besid
     part = mamaretrieval_part(s, Store(tmp_path / "data" / "mama.duckdb"), None)
     write_mamaretrieval_release(tmp_path / "rel", fx.inputs(), [part], rule)
     assert (tmp_path / "rel" / "leaderboard" / "leaderboard.json").exists()
+
+
+def test_without_configured_systems_the_mamabench_boards_hold_the_submissions(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "systems": {"resamples": RESAMPLES}}))
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    _submit(store)
+    with dg.instance_for_test() as instance:
+        dg.materialize([mamabench_leaderboard], resources=shared_resources(str(config)), instance=instance,
+                       raise_on_error=True)
+    board = store.read_table("leaderboard").filter(pl.col("headline"))
+    assert board.sort("track")[["track", "entry_id", "standing"]].rows() == [
+        ("mcq", "submission/a1", "best"), ("short_answer", "submission/a1", "refused")]
