@@ -7,6 +7,7 @@ from mama_pipeline.clinician import definitions as clinician
 from mama_pipeline.corpus import definitions as corpus
 from mama_pipeline.evaluation import definitions as evaluation
 from mama_pipeline.judging import definitions as judging
+from mama_pipeline.leaderboard import definitions as leaderboard
 from mama_pipeline.mamabench import definitions as mamabench
 from mama_pipeline.multipassage import definitions as multipassage
 from mama_pipeline.plan import definitions as plan
@@ -35,5 +36,6 @@ defs = dg.Definitions.merge(
     systems.defs,
     plan.defs,
     submissions.defs,
+    leaderboard.defs,
     dg.Definitions(resources=shared_resources()),
 )

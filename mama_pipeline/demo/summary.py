@@ -209,7 +209,8 @@ def result_paths(data: Path) -> dict[str, Path]:
     for folder in sorted((data / "releases").glob("*/*")):
         found[f"release {folder.parent.name} {folder.name}"] = folder
     for report in sorted((data / "reports").glob("*/*.html")):
-        found[f"report {report.parent.name}"] = report
+        several = len(list(report.parent.glob("*.html"))) > 1  # e.g. leaderboard/: one page per benchmark
+        found[f"report {report.parent.name}" + (f" {report.stem}" if several else "")] = report
     return found
 
 

@@ -33,6 +33,7 @@ from mama_pipeline.mamabench.scope_prompt import verdict_model
 from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.sources import load_pool, provenance_table
 from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
+from mama_pipeline.leaderboard.release import mamabench_files
 from mama_pipeline.release.configurations import DEPS as EXTRA_DEPS, extra_configurations
 from mama_pipeline.release.held_out import held_out_path
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
@@ -40,6 +41,7 @@ from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 GROUP = "mamabench"
 CALIBRATION_SIDE_FILE = dg.AssetKey("calibration_side_file")
 PARITY_POOL = "kenya_vignettes"
+LEADERBOARD = dg.AssetKey("mamabench_leaderboard")  # its folder is released as leaderboard/
 
 
 def raw_key(pool: Pool) -> str:
@@ -212,7 +214,7 @@ def mamabench_kenya_parity(
         "parity": dg.AssetIn("mamabench_kenya_parity"),
         "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
     },
-    deps=list(EXTRA_DEPS),
+    deps=[*EXTRA_DEPS, LEADERBOARD],
     description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>; "
     "refused when the classifier or the reference classifier failed more often than llm.<stage>.max_failure_rate.",
 )
@@ -228,6 +230,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
     inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
     inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
+    inputs.extra_files, inputs.card_sections = mamabench_files(s, StoreResource(settings=settings).get())
     inputs.widely_trained = s.mamabench.widely_trained_pools
     inputs.circularity = [flag_record(f) for f in system_flags(s)]
     rule = s.release.held_out.rule("item_id")

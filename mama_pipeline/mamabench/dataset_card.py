@@ -166,6 +166,7 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         "of every file.",
     ]
     parts += [c.card_section.strip() for c in inp.extra if c.card_section]
+    parts += [section.strip() for section in inp.card_sections]
     return "\n\n".join(parts) + "\n"
 
 

@@ -64,6 +64,8 @@ class ReleaseInputs:
     widely_trained: list[str] = field(default_factory=list)  # pools widely used for training (card, manifest)
     held_out: dict[str, Any] | None = None  # the split's manifest entry when a held-out part was taken out
     circularity: list[dict[str, str]] = field(default_factory=list)  # graders' flags against systems (circularity/)
+    extra_files: dict[str, bytes] = field(default_factory=dict)  # other areas' files (the leaderboard), public only
+    card_sections: list[str] = field(default_factory=list)  # their card sections
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -90,6 +92,7 @@ def release_files(inp: ReleaseInputs) -> dict[str, bytes]:
         files["data/calibration/test.jsonl"] = _jsonl(_records(inp.calibration))
     for c in inp.extra:
         files[c.path] = _jsonl(_records(c.frame))
+    files.update(inp.extra_files)
     files["schema/canonical_item.schema.json"] = _json(item_json_schema())
     # whether a verdict came from the cache says how a build ran, not what it found: a warm rebuild is the same release
     files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id").drop("from_cache", strict=False)))

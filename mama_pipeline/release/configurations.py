@@ -48,6 +48,7 @@ class ConfigurationPart:
     # held-out folder, and the split's statement (id hashed, public_items, held_out_items); None: not split
     held_out: ConfigurationPart | None = None
     split: dict[str, Any] | None = None
+    public_only: bool = False  # its files hold no held-out query's rows: allowed beside a held-out split
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration("multipassage", ("multipassage_questions", "multipassage_decisions", "multipassage_labels",
                                    "multipassage_fact_labels", "multipassage_scoreboard", "multipassage_rankings"),
                   "mama_pipeline.multipassage.release_config:multipassage_part"),
+    Configuration("leaderboard", ("mamaretrieval_leaderboard",), "mama_pipeline.leaderboard.release:mamaretrieval_part"),
 )
 
 

@@ -402,12 +402,13 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
     With an active ``held_out`` rule, the held-out queries' rows (queries, rankings, labels, reasoning) are
     written to :func:`held_out_path` instead, with their own manifest, and the public manifest and card record
     the rule; so are each configuration's held-out rows (``ConfigurationPart.held_out``, split by its builder
-    with the same rule); a configuration that was not split is refused."""
+    with the same rule); a configuration that was not split is refused, except one whose files hold public rows
+    only (``public_only``, the leaderboard)."""
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
     held: dict[str, pl.DataFrame] = {}
     if held_out is not None and held_out.active:
-        unsplit = sorted(p.name for p in parts if p.split is None)
+        unsplit = sorted(p.name for p in parts if p.split is None and not p.public_only)
         if unsplit:
             raise ReleaseError(f"release {NAME} {inp.version} refused: release.held_out.share > 0 with "
                                f"configuration(s) {unsplit}, whose rows were not split by the held-out rule")
@@ -417,7 +418,7 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
         manifest["held_out"] = held_out.manifest(tables["data/queries.parquet"].height,
                                                  held["data/queries.parquet"].height)
         if parts:
-            manifest["held_out"]["configurations"] = {p.name: p.split for p in parts}
+            manifest["held_out"]["configurations"] = {p.name: p.split for p in parts if p.split is not None}
     if parts:
         manifest["configurations"] = {p.name: p.manifest for p in parts}
     texts = {

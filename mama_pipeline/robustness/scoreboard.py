@@ -14,6 +14,7 @@ judged alike.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,9 +59,10 @@ def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
 
 
 def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
-                  labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int
-                  ) -> tuple[pl.DataFrame, str]:
-    """Per (retriever, parent, kind, measure): the clean and the variant value.
+                  labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int,
+                  also: Sequence[str] = ()) -> tuple[pl.DataFrame, str]:
+    """Per (retriever, parent, kind, measure): the clean and the variant value, for the significance measures,
+    Judged@``judged_k`` and the measures named in ``also`` (measures of the plan, e.g. other Judged@k).
 
     Judged@k is left null on a side whose ranking is empty: it has no chunk, judged or not (every other
     measure scores an empty ranking 0)."""
@@ -77,9 +79,10 @@ def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, 
     evaluation = evaluate(run, need_qrels(labels), query_ids, plan, retrievers, "rankings", "variant labels")
     ranked = run.select("retriever", "query_id").unique().with_columns(_ranked=pl.lit(True))
     values = (
-        evaluation.per_query.filter(pl.col("measure").is_in([*s.significance_measures, judged]))
+        evaluation.per_query.filter(pl.col("measure").is_in([*s.significance_measures, judged, *also]))
         .join(ranked, on=["retriever", "query_id"], how="left")
-        .with_columns(value=pl.when((pl.col("measure") != judged) | pl.col("_ranked")).then(pl.col("value")))
+        .with_columns(value=pl.when(~pl.col("measure").str.starts_with("Judged@") | pl.col("_ranked"))
+                      .then(pl.col("value")))
         .drop("_ranked")
     )
     pairs = (

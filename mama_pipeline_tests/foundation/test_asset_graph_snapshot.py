@@ -57,7 +57,7 @@ def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
     assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release",
-                      "multipassage", "clinician", "robustness", "systems", "plan", "submissions"}
+                      "multipassage", "clinician", "robustness", "systems", "plan", "submissions", "leaderboard"}
     chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
              ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
              ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),
@@ -71,6 +71,9 @@ def test_every_area_group_is_present_and_stages_are_chained():
              ("variant_labels", "mamaretrieval_release"),
              ("mamabench_items", "systems_items"), ("calibration_harness_report", "system_scoreboard"),
              ("judgments", "submission_scores"), ("variant_labels", "submission_scores"),
-             ("multipassage_fact_labels", "submission_scores"), ("mamabench_items", "submission_scores")]
+             ("multipassage_fact_labels", "submission_scores"), ("mamabench_items", "submission_scores"),
+             ("per_query_results", "mamaretrieval_leaderboard"), ("system_grades", "mamabench_leaderboard"),
+             ("submission_scores", "mamaretrieval_leaderboard"), ("submission_scores", "mamabench_leaderboard"),
+             ("mamaretrieval_leaderboard", "mamaretrieval_release"), ("mamabench_leaderboard", "mamabench_release")]
     for upstream, downstream in chain:
         assert upstream in assets[downstream]["inputs"], (upstream, downstream)

@@ -1,6 +1,7 @@
 """The release folder: hub layout, figures, determinism, and atomic replacement."""
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -251,3 +252,20 @@ def test_every_listed_track_loads_an_empty_one_is_not_listed_and_the_scoring_sni
     exec(re.sub(r"^folder = .*$", f"folder = {str(out)!r}", snippet, count=1, flags=re.M), scope)
     mcq = [json.loads(line) for line in (out / "data" / "mcq" / "test.jsonl").read_text().splitlines()]
     assert scope["accuracy"] == sum(item["answer_index"] == 0 for item in mcq) / len(mcq)
+
+
+def test_other_areas_files_are_released_hashed_and_described_in_the_public_folder_only(inputs, tmp_path) -> None:
+    from mama_pipeline.release.held_out import HeldOutRule
+
+    board = b'{"benchmark": "mamabench"}\n'
+    with_board = replace(inputs, extra_files={"leaderboard/leaderboard.json": board},
+                         card_sections=["## Leaderboard\n\nThe leaderboard folder."])
+    files = release_files(with_board)
+    assert files["leaderboard/leaderboard.json"] == board
+    manifest = json.loads(files["manifests/manifest.json"])
+    assert manifest["files"]["leaderboard/leaderboard.json"] == hashlib.sha256(board).hexdigest()
+    assert "## Leaderboard\n\nThe leaderboard folder." in files["README.md"].decode()
+    write_release(tmp_path / "rel" / "9.9.9", with_board, HeldOutRule(0.3, "s", "item_id"))
+    assert (tmp_path / "rel" / "9.9.9" / "leaderboard" / "leaderboard.json").read_bytes() == board
+    private = tmp_path / "mamabench-held-out" / "9.9.9"
+    assert (private / "manifests" / "manifest.json").exists() and not list(private.rglob("leaderboard*"))

@@ -1,0 +1,281 @@
+"""The leaderboard assets on stub upstream tables, with submissions inserted into the submissions area's tables
+as its asset writes them: side by side with the configured entries, refusals without figures, per-query files that
+reproduce a paired test with scipy, byte-identical rebuilds and releases, the held-out gap, and the page in
+headless Chromium."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from mama_pipeline.leaderboard.assets import mamabench_leaderboard, mamaretrieval_leaderboard
+from mama_pipeline.leaderboard.files import read_per_query
+from mama_pipeline.leaderboard.release import mamaretrieval_part, released_leaderboard
+from mama_pipeline.release.held_out import hash_position
+from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.resources import shared_resources
+from mama_pipeline.settings import load_settings
+from mama_pipeline.store import Store
+from mama_pipeline_tests.release import fixtures as fx
+
+SCREENSHOT = Path("/work/wt/lb26_leaderboard.png")
+QUERIES = [f"q_{i:05d}" for i in range(1, 25)]
+ITEMS = [f"medmcqa:{i}" for i in range(20)]
+RESAMPLES = 300
+
+
+def _per_query() -> pl.DataFrame:
+    rows = []
+    for i, q in enumerate(QUERIES):
+        for r, hit, ndcg in (("bm25", float(i % 2), 0.3 + 0.01 * (i % 7)), ("dense", float(i not in (3, 8)),
+                                                                              0.6 + 0.01 * (i % 5))):
+            rows += [(r, q, "Success(rel=3)@5", hit), (r, q, "nDCG@10", ndcg), (r, q, "Judged@5", 1.0),
+                     (r, q, "Judged@10", 0.9 if r == "bm25" else 1.0), (r, q, "P@5", 0.2)]
+    return pl.DataFrame(rows, schema=["retriever", "query_id", "measure", "value"], orient="row")
+
+
+def _grades() -> pl.DataFrame:
+    rows = []
+    for i, item in enumerate(ITEMS):
+        for system, correct in (("sys-a", i % 4 != 0), ("sys-b", i % 2 == 0)):
+            rows.append((system, item, "mcq", "medmcqa", "MATERNAL", "graded", float(correct), correct, False))
+        # sys-b leaves most short answers unanswered: over its failure bound, refused
+        item_sa = f"kenya_vignettes:{i}"
+        rows.append(("sys-a", item_sa, "short_answer", "kenya_vignettes", "MATERNAL", "graded", 0.5, None, False))
+        rows.append(("sys-b", item_sa, "short_answer", "kenya_vignettes", "MATERNAL",
+                     "answer_failed" if i % 2 else "graded", None if i % 2 else 1.0, None, False))
+    df = pl.DataFrame(rows, schema=["system", "item_id", "track", "pool", "category", "status", "score", "correct",
+                                    "invalid"], orient="row")
+    return df.with_columns(pl.col("system").alias("_partition"))
+
+
+def _stubs():
+    @dg.asset(key="per_query_results")
+    def per_query_results() -> pl.DataFrame:
+        return _per_query()
+
+    @dg.asset(key="multipassage_per_query")
+    def multipassage_per_query() -> pl.DataFrame:
+        return pl.DataFrame([(r, f"mp_{i:03d}", m, float((i + (r == "dense")) % 2)) for r in ("bm25", "dense")
+                             for i in range(6) for m in ("AllIn@10[pieces]", "Judged@10")],
+                            schema=["retriever", "query_id", "measure", "value"], orient="row")
+
+    @dg.asset(key="query_variants")
+    def query_variants() -> pl.DataFrame:
+        return pl.DataFrame(schema={"variant_id": pl.String, "parent_id": pl.String, "kind": pl.String})
+
+    @dg.asset(key="variant_rankings")
+    def variant_rankings() -> pl.DataFrame:
+        return pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
+                                    "chunk_id": pl.String, "score": pl.Float64})
+
+    @dg.asset(key="variant_labels")
+    def variant_labels() -> pl.DataFrame:
+        return pl.DataFrame(schema={"variant_id": pl.String, "parent_id": pl.String, "kind": pl.String,
+                                    "chunk_id": pl.String, "score": pl.Int8})
+
+    @dg.asset(key="system_grades")
+    def system_grades() -> pl.DataFrame:
+        return _grades()
+
+    return [per_query_results, multipassage_per_query, query_variants, variant_rankings, variant_labels,
+            system_grades]
+
+
+def _config(tmp: Path, **extra) -> Path:
+    cfg = {"data_dir": str(tmp / "data"),
+           "evaluation": {"cutoffs": [5, 10], "significance_measures": ["Success(rel=3)@5", "nDCG@10"],
+                          "headline_measure": "Success(rel=3)@5", "resamples": RESAMPLES},
+           "multipassage": {"significance_measures": ["AllIn@10[pieces]"], "headline_measure": "AllIn@10[pieces]",
+                            "cutoffs": [10]},
+           "systems": {"entries": [{"name": "sys-a"}, {"name": "sys-b"}], "resamples": RESAMPLES},
+           **extra}
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _submit(store: Store) -> None:
+    """Two submissions as the submissions area stores them: a retrieval run (its multi-passage track refused) and
+    an answers file (its short-answer track refused)."""
+    store.ensure_tables("submissions", "submission_per_query", "submission_tracks")
+    with store.connect(write=True) as con:
+        for sid, kind, name in (("r1", "retrieval", "new-retriever"), ("a1", "answers", "new-system")):
+            con.execute("INSERT INTO submissions VALUES (?, ?, ?, 'm', 'https://x', '2026-12-01', '[]', 'j', 'h', "
+                        "'c0ffee')", [sid, kind, name])
+        for i, q in enumerate(QUERIES):
+            hit = float(i not in (3, 8, 11))  # close to dense
+            ndcg = 0.62 + 0.01 * (i % 3)
+            for m, v in (("Success(rel=3)@5", hit), ("nDCG@10", ndcg), ("Judged@5", 0.8), ("Judged@10", 0.7)):
+                con.execute("INSERT INTO submission_per_query VALUES ('r1', 'main', ?, ?, ?)", [q, m, v])
+        con.execute("INSERT INTO submission_per_query VALUES ('r1', 'multipassage', 'mp_000', 'AllIn@10[pieces]', 1)")
+        for i, item in enumerate(ITEMS):
+            con.execute("INSERT INTO submission_per_query VALUES ('a1', 'mcq', ?, 'score', ?)",
+                        [item, None if i == 0 else float(i % 3 != 0)])  # item 0 left out (null)
+        rows = [("r1", "main", 24, 24, 0, 0, 0, 30, None), ("r1", "multipassage", 6, 0, 0, 0, 0, 0,
+                                                            "judge failed on 5 of 9 holes (bound 5%)"),
+                ("a1", "mcq", 20, 19, 1, 0, 0, 0, None),
+                ("a1", "short_answer", 20, 2, 0, 0, 18, 0, "answer_grader failed on 18 of 20 answers")]
+        con.executemany("INSERT INTO submission_tracks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _materialize(config: Path) -> None:
+    with dg.instance_for_test() as instance:
+        dg.materialize([*_stubs(), mamaretrieval_leaderboard, mamabench_leaderboard],
+                       resources=shared_resources(str(config)), instance=instance, raise_on_error=True)
+
+
+def _folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_without_any_submission_the_boards_hold_the_configured_entries(tmp_path):
+    config = _config(tmp_path)
+    _materialize(config)
+    board = Store(tmp_path / "data" / "mama.duckdb").read_table("leaderboard")
+    assert set(board["source"]) == {"configured"}
+    heads = board.filter(pl.col("headline"))
+    assert sorted(heads.filter(pl.col("track") == "main")["name"]) == ["bm25", "dense"]
+    assert heads.filter(pl.col("track") == "robustness").height == 0  # no variant: an empty board
+    doc = json.loads((tmp_path / "data" / "leaderboard" / "mamaretrieval" / "leaderboard.json").read_text())
+    assert [t["track"] for t in doc["tracks"]] == ["main", "robustness", "multipassage"]
+    assert doc["tracks"][1]["entries"] == []
+
+
+def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_release_and_page(tmp_path):
+    config = _config(tmp_path)
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    _submit(store)
+    _materialize(config)
+    board = store.read_table("leaderboard")
+    main = board.filter((pl.col("track") == "main") & pl.col("headline")).sort("position")
+    assert set(main["entry_id"]) == {"configured/bm25", "configured/dense", "submission/r1"}
+    sub = main.filter(pl.col("entry_id") == "submission/r1").row(0, named=True)
+    assert (sub["name"], sub["n"], sub["judged_measure"]) == ("new-retriever", len(QUERIES), "Judged@5")
+    assert sub["mean"] == pytest.approx(21 / 24) and sub["judged_mean"] == pytest.approx(0.8)
+    ndcg = board.filter((pl.col("track") == "main") & (pl.col("measure") == "nDCG@10")
+                        & (pl.col("entry_id") == "configured/bm25")).row(0, named=True)
+    assert ndcg["judged_measure"] == "Judged@10" and ndcg["judged_mean"] == pytest.approx(0.9)
+
+    # refused tracks: listed with the reason, no figure, in the table, the JSON and the page
+    mp = board.filter((pl.col("track") == "multipassage") & (pl.col("entry_id") == "submission/r1")).row(0, named=True)
+    assert (mp["standing"], mp["mean"], mp["ci_low"], mp["n"]) == ("refused", None, None, 0)
+    sa = board.filter(pl.col("track") == "short_answer").sort("entry_id")
+    assert sa.filter(pl.col("standing") == "refused")["entry_id"].to_list() == ["configured/sys-b", "submission/a1"]
+    assert sa.filter(pl.col("standing") == "refused")["mean"].null_count() == 2
+    mcq = board.filter(pl.col("track") == "mcq")
+    assert set(mcq["entry_id"]) == {"configured/sys-a", "configured/sys-b", "submission/a1"}
+    a1 = mcq.filter(pl.col("entry_id") == "submission/a1").row(0, named=True)
+    kept = [float(i % 3 != 0) for i in range(1, 20)]
+    assert (a1["n"], a1["mean"]) == (19, pytest.approx(sum(kept) / 19))  # the null item is left out, n says so
+
+    folder = tmp_path / "data" / "leaderboard" / "mamaretrieval"
+    doc = json.loads((folder / "leaderboard.json").read_text())
+    track = {t["track"]: t for t in doc["tracks"]}
+    refused = next(e for e in track["multipassage"]["entries"] if e["entry_id"] == "submission/r1")
+    assert refused["refused"].startswith("judge failed")
+    assert "figures" not in refused and "per_query_file" not in refused
+    page = (folder / "leaderboard.html").read_text()
+    assert "refused: judge failed on 5 of 9 holes (bound 5%)" in page
+
+    # the per-query files of two entries reproduce their paired test with scipy alone
+    from scipy import stats
+
+    entries = {e["entry_id"]: e for e in track["main"]["entries"]}
+    a = read_per_query((folder / entries["configured/dense"]["per_query_file"]).read_bytes())
+    b = read_per_query((folder / entries["submission/r1"]["per_query_file"]).read_bytes())
+    pair = a.filter(pl.col("measure") == "nDCG@10").join(b.filter(pl.col("measure") == "nDCG@10"), on="query_id"
+                                                          ).sort("query_id")
+    x, y = pair["value"].to_numpy(), pair["value_right"].to_numpy()
+    p = stats.permutation_test((x, y), lambda u, v, axis=-1: np.mean(u - v, axis=axis), permutation_type="samples",
+                               vectorized=True, n_resamples=RESAMPLES, alternative="two-sided", batch=1000,
+                               rng=np.random.default_rng(0)).pvalue
+    listed = next(c for c in track["main"]["comparisons"]["nDCG@10"]
+                  if (c["entry_a"], c["entry_b"]) == ("configured/dense", "submission/r1"))
+    assert listed["n_shared"] == len(QUERIES) == pair.height
+    assert listed["p_randomization"] == pytest.approx(float(p), abs=1e-12)
+
+    # a rebuild is byte-identical, and the release carries the same bytes under leaderboard/
+    first = _folder_bytes(folder)
+    _materialize(config)
+    assert _folder_bytes(folder) == first
+    s = load_settings(str(config))
+    part = mamaretrieval_part(s, store, None)
+    assert part.texts == {f"leaderboard/{k}": v for k, v in first.items()}
+    write_mamaretrieval_release(tmp_path / "rel1", fx.inputs(), [part])
+    write_mamaretrieval_release(tmp_path / "rel2", fx.inputs(), [mamaretrieval_part(s, store, None)])
+    rel = _folder_bytes(tmp_path / "rel1")
+    assert rel == _folder_bytes(tmp_path / "rel2")
+    assert {k: v for k, v in rel.items() if k.startswith("leaderboard/")} == part.texts
+    assert "## Leaderboard" in rel["README.md"].decode()
+    manifest = json.loads(rel["manifest.json"])
+    assert "leaderboard/leaderboard.json" in manifest["files"]
+    bench = released_leaderboard(s, store, "mamabench")
+    assert "leaderboard/per_query/mcq/submission/a1.tsv" in bench.files
+    assert bench.files == {f"leaderboard/{k}": v for k, v in
+                           _folder_bytes(tmp_path / "data" / "leaderboard" / "mamabench").items()}
+
+    _screenshot(tmp_path / "data" / "reports" / "leaderboard" / "mamaretrieval.html")
+
+
+def _screenshot(page: Path) -> None:
+    from mama_pipeline_tests.headless_browser import check_page, find_chromium
+
+    chromium = find_chromium()
+    check = check_page(page, chromium)
+    assert check.errors == [] and check.title == "mamaretrieval leaderboard"
+    assert check.headings[:2] == ["About", "mamaretrieval: main"]
+    SCREENSHOT.unlink(missing_ok=True)
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--screenshot={SCREENSHOT}", "--window-size=1400,1100", page.resolve().as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_beside(tmp_path):
+    salt, share = "lb-split", 0.3
+    config = _config(tmp_path, release={"held_out": {"share": share, "salt": salt}})
+    _materialize(config)
+    held = {q for q in QUERIES if hash_position(q, salt) < share}
+    assert 2 <= len(held) <= len(QUERIES) - 2
+    board = Store(tmp_path / "data" / "mama.duckdb").read_table("leaderboard")
+    bm25 = board.filter((pl.col("track") == "main") & (pl.col("entry_id") == "configured/bm25")
+                        & pl.col("headline")).row(0, named=True)
+    hits = {q: float(i % 2) for i, q in enumerate(QUERIES)}
+    public = [hits[q] for q in QUERIES if q not in held]
+    held_out = [hits[q] for q in QUERIES if q in held]
+    assert (bm25["n"], bm25["n_held_out"]) == (len(public), len(held_out))
+    assert bm25["mean"] == pytest.approx(np.mean(public))
+    assert bm25["mean_held_out"] == pytest.approx(np.mean(held_out))
+    assert bm25["gap"] == pytest.approx(np.mean(public) - np.mean(held_out))
+    assert 0 <= bm25["p_gap"] <= 1
+    folder = tmp_path / "data" / "leaderboard" / "mamaretrieval"
+    files = read_per_query((folder / "per_query" / "main" / "configured" / "bm25.tsv").read_bytes())
+    assert set(files["query_id"]) == set(QUERIES) - held  # public queries only
+    doc = json.loads((folder / "leaderboard.json").read_text())
+    assert doc["held_out"]["share"] == share and "held_out_note" in doc
+    # the release accepts the leaderboard beside its held-out split
+    s = load_settings(str(config))
+    rule = s.release.held_out.rule("query_id")
+    part = mamaretrieval_part(s, Store(tmp_path / "data" / "mama.duckdb"), None)
+    write_mamaretrieval_release(tmp_path / "rel", fx.inputs(), [part], rule)
+    assert (tmp_path / "rel" / "leaderboard" / "leaderboard.json").exists()
+
+
+def test_without_configured_systems_the_mamabench_boards_hold_the_submissions(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "systems": {"resamples": RESAMPLES}}))
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    _submit(store)
+    with dg.instance_for_test() as instance:
+        dg.materialize([mamabench_leaderboard], resources=shared_resources(str(config)), instance=instance,
+                       raise_on_error=True)
+    board = store.read_table("leaderboard").filter(pl.col("headline"))
+    assert board.sort("track")[["track", "entry_id", "standing"]].rows() == [
+        ("mcq", "submission/a1", "best"), ("short_answer", "submission/a1", "refused")]
