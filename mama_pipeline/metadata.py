@@ -2,15 +2,11 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.markdown import METADATA, Cells, frame_table
 
-def md_table(df: pl.DataFrame, limit: int = 50, digits: int = 3) -> dg.MetadataValue:
-    """A small table as Markdown metadata (first ``limit`` rows)."""
-    if df.is_empty():
-        return dg.MetadataValue.md("(none)")
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
-    for row in df.head(limit).iter_rows():
-        cells = ["" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v)) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
-    if df.height > limit:
-        lines.append(f"\n({df.height - limit} more rows)")
-    return dg.MetadataValue.md("\n".join(lines))
+
+def md_table(df: pl.DataFrame, limit: int | None = 50, cells: Cells = METADATA,
+             empty: str | None = "(none)") -> dg.MetadataValue:
+    """A small table as Markdown metadata: the first ``limit`` rows (None: all), cells written by ``cells``,
+    ``empty`` for a frame without rows (None: just the header)."""
+    return dg.MetadataValue.md(frame_table(df, cells, limit=limit, empty=empty))

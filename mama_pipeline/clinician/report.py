@@ -13,6 +13,7 @@ import polars as pl
 
 from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
+from mama_pipeline.common.markdown import VERBATIM, frame_table
 from mama_pipeline.file_ops import atomic_folder
 
 if TYPE_CHECKING:
@@ -76,12 +77,6 @@ def alpha_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
         _fmt, return_dtype=pl.String).alias("krippendorff_alpha"), pl.col("pairs").alias("units_coded_twice"))
 
 
-def _md(df: pl.DataFrame) -> str:
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
-    return "\n".join(lines)
-
-
 def synthetic_note(k: int, n: int, what: str) -> str:
     return f"{k} of the {n} {what} are SYNTHETIC ({SYNTHETIC_NOTE})"
 
@@ -108,11 +103,11 @@ def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, 
         f"majority; {int(v['tie'].sum())} ties are listed (`tie` true, `tied_on` names the dimension) with no "
         "label.\n")
     if metrics.filter(pl.col("kind") == kind).height:
-        parts.append(_md(comparison_table(metrics, kind)) + "\n")
-        parts.append("Agreement between clinicians (Krippendorff's alpha):\n\n" + _md(alpha_table(metrics, kind)) + "\n")
+        parts.append(frame_table(comparison_table(metrics, kind), VERBATIM) + "\n")
+        parts.append("Agreement between clinicians (Krippendorff's alpha):\n\n" + frame_table(alpha_table(metrics, kind), VERBATIM) + "\n")
     if kind == "relevance" and estimates is not None and (estimates["design"] == UNIFORM).any():
         parts.append("### Judge-only and corrected figures\n\n" + estimates_intro(estimates) + "\n")
-        parts.append(_md(estimates_table(estimates)) + "\n")
+        parts.append(frame_table(estimates_table(estimates), VERBATIM) + "\n")
     return "\n".join(parts)
 
 

@@ -9,6 +9,8 @@ area's side-file, and the release folder takes that side-file back in.
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.markdown import VERBATIM
+from mama_pipeline.metadata import md_table as metadata_table
 from mama_pipeline.llm.failure_bounds import (
     FailureBoundError,
     classifier_failures,
@@ -47,9 +49,8 @@ def raw_key(pool: Pool) -> str:
 
 
 def md_table(df: pl.DataFrame) -> dg.MetadataValue:
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
-    return dg.MetadataValue.md("\n".join(lines))
+    """Every row, values as they are."""
+    return metadata_table(df, limit=None, cells=VERBATIM, empty=None)
 
 
 def _raw_asset(pool: Pool) -> dg.AssetsDefinition:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mama_pipeline.common.markdown import Cells, table
 from mama_pipeline.circularity.flags import circularity_notes_of
 from mama_pipeline.release.card import held_out_section
 
@@ -18,17 +19,11 @@ CONFIG_TEXT = {
 }
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    def cell(v: Any) -> str:
-        if v is None:
-            return "–"
-        if isinstance(v, float):
-            return f"{v:.1f}"
-        return str(v).replace("|", "\\|")
+CELLS = Cells(none="–", digits=1, pipe="\\|")  # the dataset card's cells: a dash for none, pipes escaped
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
-    return "\n".join(lines)
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    return table(header, rows, CELLS)
 
 
 def _front_matter(configs: list[str]) -> str:

@@ -22,11 +22,12 @@ the judge left more pooled pairs unlabelled (relevance or facts) than
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.markdown import VERBATIM, table
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
 from mama_pipeline.multipassage.measures import fact_qrels
 from mama_pipeline.multipassage.prompts import (
@@ -298,11 +299,12 @@ def card_section(manifest: dict[str, Any]) -> str:
             ("pairs without a relevance label", f"{f['unlabelled_pairs']} of {f['unlabelled_pairs'] + f['judged_pairs']}"),
             ("pairs without a fact label",
              f"{f['fact_unlabelled_pairs']} of {f['fact_unlabelled_pairs'] + f['fact_judged_pairs']}")]
-    lines.append("| figure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n")
+    lines.append(table(("figure", "value"), rows, VERBATIM) + "\n")
     if manifest["scoreboard"]:
         lines.append("### Multi-passage scoreboard (all questions)\n")
-        lines.append("| retriever | measure | mean |\n|---|---|---|\n" + "\n".join(
-            f"| {r['retriever']} | {r['measure']} | {r['mean']:.4f} |" for r in manifest["scoreboard"]) + "\n")
+        lines.append(table(("retriever", "measure", "mean"), [(r["retriever"], r["measure"], r["mean"])
+                                                               for r in manifest["scoreboard"]],
+                           replace(VERBATIM, digits=4)) + "\n")
     lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval."
                  + (" The configs `multipassage-queries` and `multipassage-qrels` (with `multipassage-corpus`) are the "
                     "questions and their graded relevance labels in the BEIR/MTEB layout; they carry no facts, so "

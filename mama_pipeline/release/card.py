@@ -5,6 +5,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from mama_pipeline.common.markdown import table
 from mama_pipeline.circularity.flags import QUERY_WRITER, circularity_notes_of
 from mama_pipeline.release.beir_layout import triple_configs
 from mama_pipeline.release.configurations import ViewerConfig
@@ -58,12 +59,6 @@ def listed_configs(configurations: Sequence[Any], rows: Mapping[str, int]) -> tu
     return [c for c in every if c not in left_out], left_out
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join("" if v is None else str(v).replace("|", "/") for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 AUDIT_SENTENCES = {  # what each kind of reference measures, as the card states it
     "self_consistency": "the judge's own model `{model}` asked again ({decoding}): how stable its labels are, "
     "not whether another judge would give them",
@@ -85,7 +80,7 @@ def _reliability_section(audits: list[dict[str, Any]] | None) -> str:
     metrics = list(dict.fromkeys(m for a in shown for m in a["figures"]))
     header = ("measure", *(f"{a['title']}: {a['reference_judge']}" for a in shown))
     rows = [(m, *("n/a" if a["figures"].get(m) is None else a["figures"][m] for a in shown)) for m in metrics]
-    return head + "\n".join(lines) + "\n\n" + _table(header, rows) + "\n"
+    return head + "\n".join(lines) + "\n\n" + table(header, rows) + "\n"
 
 
 def _flag(flags: list[dict[str, str]], part: str) -> str:
@@ -123,11 +118,11 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
         "clinical content (0-2), D3 actionable guidance (0-2), D4 density for the query (0-2). "
         "score = D1 x (D2 + D3 + D4), 0 to 6; D2-D4 are null when D1 is false.\n"
     )
-    parts.append("## Data\n\n" + _table(("config", "split", "file", "rows", "content"), [
+    parts.append("## Data\n\n" + table(("config", "split", "file", "rows", "content"), [
         (c.name, c.split, f"`{c.path}`", rows[c.path], c.description) for c in listed
     ]) + "\n" + (f"\nNot listed, no rows: {', '.join(f'`{c.name}`' for c in empty)}.\n" if empty else ""))
     parts.append(benchmark_section(manifest, [c.name for c in listed]))
-    parts.append("## Figures\n\n" + _table(("figure", "value"), [
+    parts.append("## Figures\n\n" + table(("figure", "value"), [
         ("queries", f["queries"]),
         ("sources that seeded queries", f["sources_with_queries"]),
         ("chunks (corpus)", f["chunks"]),
@@ -146,11 +141,11 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
         parts.append(held_out_section(manifest["held_out"], "queries",
                                       f"Every figure of this card is of the {manifest['held_out']['public_items']} "
                                       "public queries."))
-    parts.append("### Score distribution\n\n" + _table(
+    parts.append("### Score distribution\n\n" + table(
         ("score", *f["score_distribution"].keys()), [("pairs", *f["score_distribution"].values())]
     ) + "\n")
-    parts.append("### Queries per tier\n\n" + _table(("tier", "queries"), list(f["queries_by_tier"].items())) + "\n")
-    parts.append("## Provenance\n\n" + _table(("item", "value"), [
+    parts.append("### Queries per tier\n\n" + table(("tier", "queries"), list(f["queries_by_tier"].items())) + "\n")
+    parts.append("## Provenance\n\n" + table(("item", "value"), [
         ("version", manifest["version"]),
         ("previous version", manifest["previous_version"] or "(none)"),
         ("corpus version", f"`{corpus['version']}`"),
@@ -168,7 +163,7 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
     parts.append(_reliability_section(manifest.get("judge_reliability")))
     flagged = any(x["part"].startswith("retrieval.") for x in flags)  # a column only when a retriever is flagged
     header = ("retriever", "kind", "rankings", *(("circularity",) * flagged))
-    parts.append("### Pooled retrievers\n\n" + _table(header, [
+    parts.append("### Pooled retrievers\n\n" + table(header, [
         (r["name"], r.get("kind"), f["rankings_by_retriever"].get(r["name"], 0),
          *((_flag(flags, f"retrieval.{r['name']}").strip(" ()") or "none",) * flagged))
         for r in retrieval["retrievers"]

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.markdown import table
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
@@ -170,10 +171,9 @@ def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviat
 
 def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: RobustnessSettings,
                  smoke_test: bool = False) -> str:
-    rows = ["| kind | how it was made | variants kept | not kept (by reason) |", "|---|---|---|---|"]
-    for k in kinds:
-        dropped = ", ".join(f"{s}: {n}" for s, n in sorted(k["decisions"].items()) if s != "kept") or "none"
-        rows.append(f"| {k['name']} | {k['how'].replace('|', '/')} | {k['variants']} | {dropped} |")
+    rows = [(k["name"], k["how"], k["variants"],
+             ", ".join(f"{s}: {n}" for s, n in sorted(k["decisions"].items()) if s != "kept") or "none")
+            for k in kinds]
     return (
         "## Robustness configuration\n\n"
         "Variants of the released queries as a hurried nurse-midwife types them: misspelt, abbreviated, "
@@ -186,7 +186,7 @@ def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: Robust
         f"{figures['labels_from_holes']} from holes; {figures['variants']} variants. `robustness-queries` and "
         "`robustness-qrels` (with `robustness-corpus`) are the variants and all their labels in the BEIR/MTEB "
         "layout.\n\n"
-        + "\n".join(rows) + "\n"
+        + table(("kind", "how it was made", "variants kept", "not kept (by reason)"), rows) + "\n"
         + ("\nA rewrite whose gate answer failed is kept (robustness.keep_when_gate_fails).\n"
            if r.keep_when_gate_fails else "")
         + ("\n> The rewrites and gate verdicts come from the embedded smoke-test model: they exercise the "

@@ -8,6 +8,7 @@ adding a system asks only that system; answers and grades are cached by content
 in the shared LLM client, so a re-run asks nothing and a changed grader prompt
 re-grades without re-asking answers.
 """
+from dataclasses import replace
 from typing import Any, Sequence
 
 import dagster as dg
@@ -15,7 +16,9 @@ import polars as pl
 
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
 from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
+from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.llm.client import RunReport
+from mama_pipeline.metadata import md_table as metadata_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
@@ -32,13 +35,8 @@ FAILURES_SHOWN = 20
 
 
 def md_table(df: pl.DataFrame) -> dg.MetadataValue:
-    if df.is_empty():
-        return dg.MetadataValue.md("(none)")
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    for row in df.iter_rows():
-        cells = ["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ")[:200] for c in cells) + " |")
-    return dg.MetadataValue.md("\n".join(lines))
+    """Every row, cells cut to 200 characters."""
+    return metadata_table(df, limit=None, cells=replace(METADATA, cut=200))
 
 
 def _system_stage(name: str) -> str:

@@ -1,0 +1,1 @@
+"""Shared helpers every area may import; nothing here imports an area."""
