@@ -4,6 +4,8 @@ import polars as pl
 
 from mama_pipeline.common.markdown import METADATA, Cells, frame_table
 
+FAILURES_SHOWN = 20  # the most failed records a step lists in its log or metadata
+
 
 def md_table(df: pl.DataFrame, limit: int | None = 50, cells: Cells = METADATA,
              empty: str | None = "(none)") -> dg.MetadataValue:

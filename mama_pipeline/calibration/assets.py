@@ -21,12 +21,11 @@ from mama_pipeline.calibration.rubric_judge import (
     sample_rows,
 )
 from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES, build_side_file
-from mama_pipeline.metadata import md_table
+from mama_pipeline.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "calibration"
 SCOPE_VERDICTS = dg.AssetKey("healthbench_scope_verdicts")
-FAILURES_SHOWN = 20
 
 
 @dg.asset(group_name=GROUP, description="HealthBench's physician meta-evaluation rows, as upstream.")

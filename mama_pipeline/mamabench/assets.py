@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.markdown import VERBATIM
-from mama_pipeline.metadata import md_table as metadata_table
+from mama_pipeline.metadata import FAILURES_SHOWN, md_table as metadata_table
 from mama_pipeline.llm.failure_bounds import (
     FailureBoundError,
     classifier_failures,
@@ -99,7 +99,7 @@ def mamabench_scope_verdicts(
     joined = joined_verdicts(mamabench_adapted, verdicts)
     out = pl.concat([verdicts, joined]).sort("item_id")
     by_status = out.group_by("via", "status").len().sort("via", "status")
-    failures = out.filter(pl.col("status") != "ok").select("item_id", "status", "error").head(20)
+    failures = out.filter(pl.col("status") != "ok").select("item_id", "status", "error").head(FAILURES_SHOWN)
     context.add_output_metadata({
         **report.metadata(),
         "by_status": md_table(by_status),

@@ -12,7 +12,7 @@ import polars as pl
 
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.metadata import md_table
+from mama_pipeline.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
@@ -149,7 +149,7 @@ def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource
     outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
     labels = build_labels(query_variants, judgments, run.outcomes.filter(pl.col("status") == "labelled"))
     status = dict(outcomes.group_by("status").len().iter_rows())
-    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(20).select(
+    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(FAILURES_SHOWN).select(
             "parent_id", "chunk_id", "failure_reason").iter_rows():
         context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
     by_origin = labels.group_by("kind", "origin").len().sort("kind", "origin")

@@ -18,7 +18,7 @@ from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVe
 from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
 from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.llm.client import RunReport
-from mama_pipeline.metadata import md_table as metadata_table
+from mama_pipeline.metadata import FAILURES_SHOWN, md_table as metadata_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
@@ -31,7 +31,6 @@ from mama_pipeline.systems.scoreboard import scoreboard
 GROUP = "systems"
 REPORT_DIR = ("reports", "systems")
 HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
-FAILURES_SHOWN = 20
 
 
 def md_table(df: pl.DataFrame) -> dg.MetadataValue:

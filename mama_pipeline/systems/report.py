@@ -17,11 +17,11 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.metadata import FAILURES_SHOWN
 from mama_pipeline.systems.scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
 ITEMS_DIR = "items"
-FAILURES_SHOWN = 50
 CSS = """body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}.sig{font-weight:bold}.note{color:#555}img{max-width:100%}"""

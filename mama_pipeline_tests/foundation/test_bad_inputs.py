@@ -228,7 +228,7 @@ CASES = [
     Case("medqa-empty", "test.jsonl", b"", pool("medqa_usmle", "test.jsonl"), "no records"),
     Case("medqa-truncated", "test.jsonl",
          lambda p: p.write_bytes(chop_last_line(UP / "medqa_usmle/us_4_options_test-sample-150.jsonl")),
-         pool("medqa_usmle", "test.jsonl"), "line 150: not valid JSON"),
+         pool("medqa_usmle", "test.jsonl"), "test.jsonl:150: not valid JSON"),
     Case("afrimedqa-mcq-latin1", "afrimedqa.csv", lambda p: p.write_bytes(latin1(UP / "afrimedqa/afrimedqa_v2_sample_10.csv", 400)),
          pool("afrimedqa_mcq", "afrimedqa.csv"), "bytes that are not UTF-8"),
     Case("afrimedqa-saq-wrong-columns", "saq.csv", b"question,answer\nWhat?,That.\n", pool("afrimedqa_saq", "saq.csv"),
