@@ -12,6 +12,7 @@ from mama_pipeline.multipassage import definitions as multipassage
 from mama_pipeline.plan import definitions as plan
 from mama_pipeline.queries import definitions as queries
 from mama_pipeline.release import definitions as release
+from mama_pipeline.reports import definitions as reports
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval import definitions as retrieval
 from mama_pipeline.robustness import definitions as robustness
@@ -33,5 +34,6 @@ defs = dg.Definitions.merge(
     robustness.defs,
     systems.defs,
     plan.defs,
+    reports.defs,
     dg.Definitions(resources=shared_resources()),
 )

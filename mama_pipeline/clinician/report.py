@@ -13,6 +13,7 @@ import polars as pl
 
 from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
+from mama_pipeline.common.html_page import number, page, table as _table, write_headline
 from mama_pipeline.common.markdown import VERBATIM, frame_table
 from mama_pipeline.file_ops import atomic_folder
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from mama_pipeline.store import Store
 
 PAGE = "agreement.html"
+TITLE = "Clinician validation"
 SYNTHETIC_NOTE = ("made-up annotators of the offline demo, not clinicians' judgements: figures that rest on them "
                   "show the mechanics only")
 HEADLINE = {  # kind -> metrics shown per comparison, in this order
@@ -123,22 +125,12 @@ def summary_note(metrics: pl.DataFrame) -> str | None:
             "(reports/clinician/agreement.html).")
 
 
-def _html_table(df: pl.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in row) + "</tr>"
-                   for row in df.iter_rows())
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
 def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, validated: pl.DataFrame,
                  labels: pl.DataFrame, min_annotations: int, estimates: pl.DataFrame | None = None) -> Path:
     """Write ``folder/agreement.html`` (folder replaced atomically); returns the page."""
     sources = sorted(set(labels["source"]))
     synthetic = int(labels["synthetic"].sum())
-    css = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
-           "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}th{background:#f3f3f3}.warn{color:#a00}")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Clinician validation</title><style>{css}"
-             "</style></head><body><h1>Clinician validation of the LLM judges</h1>"]
+    parts = []
     if synthetic:
         parts.append(f"<p class='warn'><b>{html.escape(synthetic_note(synthetic, labels.height, 'labels'))}.</b></p>")
     parts.append(f"<p>Labels from: {html.escape(', '.join(sources) or '(none)')}.</p>")
@@ -146,19 +138,36 @@ def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, v
         v = validated.filter(pl.col("kind") == kind)
         parts.append(f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with at least {min_annotations} "
                      f"usable annotations, {int(v['tie'].sum())} ties, {int(v['synthetic'].sum())} synthetic.</p>")
-        parts.append(_html_table(comparison_table(metrics, kind)))
-        parts.append("<h3>Between clinicians</h3>" + _html_table(alpha_table(metrics, kind)))
+        parts.append(_table(comparison_table(metrics, kind)))
+        parts.append("<h3>Between clinicians</h3>" + _table(alpha_table(metrics, kind)))
         c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))
         if c.height:
             wide = c.pivot(on="clinician", index="llm", values="count", sort_columns=True).sort("llm").fill_null(0)
-            parts.append("<h3>Confusion: LLM (rows) vs clinicians' majority (columns)</h3>" + _html_table(wide))
+            parts.append("<h3>Confusion: LLM (rows) vs clinicians' majority (columns)</h3>" + _table(wide))
     if estimates is not None and estimates.height:
         parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
-        parts.append(_html_table(estimates_table(estimates)))
-    parts.append("</body></html>\n")
+        parts.append(_table(estimates_table(estimates)))
     with atomic_folder(folder) as tmp:
-        (tmp / PAGE).write_text("\n".join(parts), encoding="utf-8")
+        (tmp / PAGE).write_text(page(TITLE, parts, heading="Clinician validation of the LLM judges"),
+                                encoding="utf-8")
+        write_headline(tmp, PAGE, TITLE, headline_figures(metrics, validated, synthetic))
     return folder / PAGE
+
+
+def headline_figures(metrics: pl.DataFrame, validated: pl.DataFrame, synthetic: int) -> list[tuple[str, str]]:
+    """Per kind of label: the validated tasks, and the LLM's agreement with the clinicians' majority on its first
+    headline measure, over the pairs compared."""
+    figures = []
+    for kind in ("relevance", "scope"):
+        tasks = validated.filter(pl.col("kind") == kind).height
+        row = metrics.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY)
+                             & (pl.col("metric") == HEADLINE[kind][0]))
+        agreement = (f"; {HEADLINE[kind][0]} {number(row['value'][0])} over {row['pairs'][0]} pairs"
+                     if row.height and row["value"][0] is not None else "")
+        figures.append((f"{LLM[kind]} vs clinicians", f"{tasks} validated tasks{agreement}"))
+    if synthetic:
+        figures.append(("SYNTHETIC labels", f"{synthetic} (demo annotations, not clinicians)"))
+    return figures
 
 
 AGREEMENT_TABLE = "clinician_agreement"  # asset and table other reports read

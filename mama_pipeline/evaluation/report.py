@@ -8,7 +8,6 @@ software stamp, and no clock reading (dates shown come from the inputs).
 """
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Callable
 
 import polars as pl
 
+from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table, write_headline
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_report import segment_figure, segments_html
@@ -23,10 +23,6 @@ from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
 
 PAGE = "scoreboard.html"
-CSS = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}th{background:#f3f3f3}
-td:first-child,th:first-child{text-align:left}.sig{font-weight:bold}.note{color:#555}img{max-width:100%}
-table.facts td{text-align:left}details{margin:1em 0}"""
 
 
 @dataclass
@@ -80,10 +76,17 @@ def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
     folder = Path(folder)
     with atomic_folder(folder) as tmp:
         body = [part for section in SECTIONS if (part := section(inputs, tmp))]
-        page = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(inputs.title)}</title>",
-                f"<style>{CSS}</style></head><body><h1>{_e(inputs.title)}</h1>", *body, "</body></html>\n"]
-        (tmp / PAGE).write_text("\n".join(page), encoding="utf-8")
+        (tmp / PAGE).write_text(page(inputs.title, body), encoding="utf-8")
+        write_headline(tmp, PAGE, inputs.title, headline_figures(inputs))
     return folder / PAGE
+
+
+def headline_figures(inputs: ReportInputs) -> list[tuple[str, str]]:
+    """The headline measure's mean per retriever, over all benchmark queries."""
+    rows = _overall(inputs.board).filter(pl.col("measure") == inputs.headline)
+    label = _label(inputs.board, inputs.headline)
+    return [(f"{r['retriever']}: {label}", f"{number(r['mean'])} over {r['n_queries']} queries")
+            for r in rows.iter_rows(named=True)]
 
 
 # -- sections ---------------------------------------------------------------------------------------------
@@ -289,9 +292,9 @@ def _cell(r: dict, sign: int, alpha: float) -> str:
     diff = sign * r["diff"]
     low, high = (r["ci_low"], r["ci_high"]) if sign == 1 else (-r["ci_high"], -r["ci_low"])
     p = r["p_randomization_holm"]
-    text = f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]<br>p={p:.3g}"
+    text = f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]<br>p {_p(p)}"
     if r["p_mcnemar_holm"] is not None:
-        text += f"<br>McNemar p={r['p_mcnemar_holm']:.3g}"
+        text += f"<br>McNemar p {_p(r['p_mcnemar_holm'])}"
     return f"<td class='{'sig' if p < alpha else ''}'>{text}</td>"
 
 
@@ -305,27 +308,15 @@ def _in_retriever_order(wide: pl.DataFrame, board: pl.DataFrame) -> pl.DataFrame
     return wide.sort(pl.col("retriever").replace_strict(rank, default=len(rank)))
 
 
-def _table(df: pl.DataFrame) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in df.columns)
-    rows = []
-    for row in df.iter_rows():
-        rows.append("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
-
-
 def _label(board: pl.DataFrame, measure: str) -> str:
     hit = board.filter(pl.col("measure") == measure)
     return hit["label"][0] if hit.height else measure
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return _e("" if v is None else str(v))
-
-
-def _e(s: str) -> str:
-    return html.escape(s, quote=True)
+def _p(p: float) -> str:
+    """``= 0.012`` or ``&lt; 0.001``."""
+    text = p_value(p)
+    return text if text.startswith("&lt;") else f"= {text}"
 
 
 def _slug(name: str) -> str:

@@ -1,43 +1,27 @@
 """The track's static HTML page: scoreboard, per-tier headline, paired tests, how the questions were built."""
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.html_page import number, page, table, write_headline
 from mama_pipeline.file_ops import atomic_file
 from mama_pipeline.multipassage.candidates import drop_counts
 from mama_pipeline.multipassage.questions import status_counts
 
 PAGE = "index.html"
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:72em}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th:first-child,td:first-child{text-align:left}
-.sig{font-weight:bold}caption{text-align:left;font-weight:bold}"""
-
-
-def _cell(v) -> str:
-    if v is None:
-        return ""
-    return f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))
+TITLE = "mamaretrieval multi-passage track"
 
 
 def html_table(df: pl.DataFrame, caption: str, bold: pl.Series | None = None) -> str:
-    if df.is_empty():
-        return f"<p><b>{html.escape(caption)}</b>: none.</p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    rows = []
-    for i, row in enumerate(df.iter_rows()):
-        cls = ' class="sig"' if bold is not None and bold[i] else ""
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>")
-    return f"<table><caption>{html.escape(caption)}</caption><tr>{head}</tr>{''.join(rows)}</table>"
+    return table(df, caption, bold, empty=f"{caption}: none.")
 
 
 def render(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataFrame, decisions: pl.DataFrame,
            headline: str, alpha: float) -> str:
     """The page's HTML."""
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>mamaretrieval multi-passage track</title>"
-             f"<style>{STYLE}</style></head><body><h1>mamaretrieval multi-passage track</h1>"]
+    parts = []
     n_questions = int(board.filter(pl.col("tier") == "all")["n_queries"].max() or 0) if board.height else 0
     parts.append(f"<p>{n_questions} verified questions, each needing two or three chunks, with the facts a "
                  "complete answer needs (its required pieces); every pooled chunk the judge found stating a fact is "
@@ -63,13 +47,20 @@ def render(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataF
     counts = status_counts(decisions)
     parts.append(html_table(pl.DataFrame({"status": list(counts), "sets": list(counts.values())}),
                             "Writing and verification outcomes (only kept questions are released)"))
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page(TITLE, parts)
+
+
+def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]]:
+    """The headline measure per retriever, over all verified questions."""
+    rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)).sort("retriever")
+    return [(f"{r['retriever']}: {headline}", f"{number(r['mean'])} over {r['n_queries']} questions")
+            for r in rows.iter_rows(named=True)]
 
 
 def write_track_report(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataFrame,
                        decisions: pl.DataFrame, headline: str, alpha: float, out_dir: Path) -> Path:
-    page = Path(out_dir) / PAGE
-    with atomic_file(page) as fh:
+    path = Path(out_dir) / PAGE
+    with atomic_file(path) as fh:
         fh.write(render(board, significance, candidates, decisions, headline, alpha))
-    return page
+    write_headline(Path(out_dir), PAGE, TITLE, headline_figures(board, headline))
+    return path

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.html_page import number, page, table as _table, write_headline
 from mama_pipeline.file_ops import atomic_folder
 
 PAGE = "index.html"
+TITLE = "mamaretrieval robustness track"
 PLOT = "drop_by_retriever_and_kind.png"
 
 
@@ -19,7 +21,17 @@ def write_page(folder: Path, board: pl.DataFrame, decisions: pl.DataFrame, holes
         _plot(board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)), headline, tmp / PLOT)
         (tmp / PAGE).write_text(_page(board, decisions, holes, headline, judged, tolerance, alpha, smoke_test),
                                 encoding="utf-8")
+        write_headline(tmp, PAGE, TITLE, headline_figures(board, headline))
     return folder / PAGE
+
+
+def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]]:
+    """The largest drop in the headline measure per kind (all tiers), over the parents that have a variant."""
+    rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline) & pl.col("drop").is_not_null())
+    worst = rows.sort(["kind", "drop", "retriever"], descending=[False, True, False]).group_by(
+        "kind", maintain_order=True).first()
+    return [(f"{r['kind']}: largest drop in {headline}", f"{number(r['drop'])} ({r['retriever']}, "
+             f"{r['n_queries']} queries)") for r in worst.iter_rows(named=True)]
 
 
 def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
@@ -51,22 +63,6 @@ def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
     plt.close(fig)
 
 
-def _table(df: pl.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4f}" if abs(v) < 1 else f"{v:.3f}"
-    return html.escape(str(v))
-
-
 def _page(board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame, headline: str, judged: str,
           tolerance: float, alpha: float, smoke_test: bool) -> str:
     overall = board.filter(pl.col("tier") == "all").with_columns(
@@ -86,11 +82,7 @@ def _page(board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame, hea
     hole_status = holes.group_by("sides", "status").len().sort("sides", "status")
     note = ("<p><strong>Smoke test:</strong> rewrites, gate verdicts and hole labels come from the embedded "
             "SmolLM2-135M model; they exercise the pipeline and mean nothing clinically.</p>" if smoke_test else "")
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>mamaretrieval robustness track</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}</style></head><body>
-<h1>Robustness track: noisy, abbreviated, telegraphic and code-switched queries</h1>{note}
+    return page(TITLE, [f"""{note}
 <p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes:
 unlabelled chunks of the clean and of the variant top-k, judged alike).
 Drop = clean - variant, averaged over the parents that have a variant of the kind; interval: paired bootstrap (BCa);
@@ -104,6 +96,5 @@ with care.</p>
 {_table(judged_rows)}
 <h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
 <h2>Variants made, per kind and decision</h2>{_table(statuses)}
-<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}
-</body></html>
-"""
+<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}"""],
+                heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries")

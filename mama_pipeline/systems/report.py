@@ -8,7 +8,6 @@ run a paired test against these results.
 """
 from __future__ import annotations
 
-import html
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,15 +15,14 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table, write_headline
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.metadata import FAILURES_SHOWN
 from mama_pipeline.systems.scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
 ITEMS_DIR = "items"
-CSS = """body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}th{background:#f3f3f3}
-td:first-child,th:first-child{text-align:left}.sig{font-weight:bold}.note{color:#555}img{max-width:100%}"""
+TITLE = "mamabench: answering systems"
 ITEM_FILE_COLUMNS = ("item_id", "track", "pool", "category", "status", "answer", "grade", "score", "correct",
                      "invalid", "chunk_ids", "prompt_hash", "grader_prompt_hash", "error")
 
@@ -104,14 +102,21 @@ def write_report(report: SystemsReport, folder: str | os.PathLike[str]) -> Path:
                     fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
         figures = _figures(report, tmp)
         (tmp / PAGE).write_text(_page(report, figures), encoding="utf-8")
+        write_headline(tmp, PAGE, TITLE, headline_figures(report))
     return folder / PAGE
 
 
+def headline_figures(report: SystemsReport) -> list[tuple[str, str]]:
+    """Each system's headline mean per track, over the items it was scored on (or why it is refused)."""
+    overall = report.board.filter(pl.col("segment_kind") == "all").sort("track", "system")
+    return [(f"{r['system']}: {r['track']} ({MEASURE_OF_TRACK[r['track']]})",
+             f"refused ({r['refused']})" if r["refused"] is not None else
+             f"{number(r['mean'])} over {r['n_scored']} of {r['n_items']} items")
+            for r in overall.iter_rows(named=True) if r["refused"] is not None or r["mean"] is not None]
+
+
 def _page(r: SystemsReport, figures: dict[str, str]) -> str:
-    title = "mamabench: answering systems"
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>",
-             f"<style>{CSS}</style></head><body><h1>{title}</h1>"]
-    parts += [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
+    parts = [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
     parts.append("<h2>Systems</h2>" + _table(pl.DataFrame(r.systems)))
     parts.append("<h2>Graders</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in r.grader.items()) + "</ul>")
     parts.append(f"<h2>Scoreboard</h2><p class='note'>{_e(scoreboard_note(r.answer_failures))}</p>")
@@ -138,8 +143,8 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
     parts.append(_failures_section(r))
     files = ", ".join(f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>"
                       for s in sorted(r.grades["system"].unique().to_list()))
-    parts.append(f"<h2>Per-item results</h2><p>{files or '(none)'}</p></body></html>\n")
-    return "\n".join(parts)
+    parts.append(f"<h2>Per-item results</h2><p>{files or '(none)'}</p>")
+    return page(TITLE, parts)
 
 
 def _interval_text() -> pl.Expr:
@@ -186,10 +191,10 @@ def _significance_section(r: SystemsReport) -> str:
     for row in sig.iter_rows(named=True):
         p = row["p_randomization_holm"]
         cls = "sig" if p is not None and p < r.alpha else ""
-        mc = "" if row["p_mcnemar_holm"] is None else f"{row['p_mcnemar_holm']:.3g} ({row['only_a']}/{row['only_b']})"
+        mc = "" if row["p_mcnemar_holm"] is None else f"{p_value(row['p_mcnemar_holm'])} ({row['only_a']}/{row['only_b']})"
         rows.append(f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
                     f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{row['diff']:+.3f}</td>"
-                    f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p:.3g}</td><td>{mc}</td></tr>")
+                    f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p_value(p)}</td><td>{mc}</td></tr>")
     head = ("<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
             "<th>randomization p (Holm)</th><th>exact McNemar p (Holm) (only a/only b)</th></tr>")
     return (f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
@@ -286,19 +291,3 @@ def _save(fig, path: Path) -> str:
     return path.name
 
 
-def _table(df: pl.DataFrame) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in df.columns)
-    rows = ["<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()]
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    if isinstance(v, list):
-        return _e(", ".join(map(str, v)))
-    return _e("" if v is None else str(v))
-
-
-def _e(s: str) -> str:
-    return html.escape(s, quote=True)
