@@ -13,7 +13,7 @@ import polars as pl
 
 from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
-from mama_pipeline.common.html_page import number, page, table as _table, write_headline
+from mama_pipeline.common.html_page import number, page, table as _table
 from mama_pipeline.common.markdown import VERBATIM, frame_table
 from mama_pipeline.file_ops import atomic_folder
 
@@ -148,9 +148,8 @@ def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, v
         parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
         parts.append(_table(estimates_table(estimates)))
     with atomic_folder(folder) as tmp:
-        (tmp / PAGE).write_text(page(TITLE, parts, heading="Clinician validation of the LLM judges"),
-                                encoding="utf-8")
-        write_headline(tmp, PAGE, TITLE, headline_figures(metrics, validated, synthetic))
+        (tmp / PAGE).write_text(page(TITLE, parts, headline_figures(metrics, validated, synthetic),
+                                     heading="Clinician validation of the LLM judges"), encoding="utf-8")
     return folder / PAGE
 
 

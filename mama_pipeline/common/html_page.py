@@ -1,19 +1,20 @@
 """The one HTML page scaffold of the reports: one stylesheet, one table renderer, numbers at a reader's precision.
 
-Each report page is written with :func:`page` and its headline figures beside it (:func:`write_headline`), which
-the reports index (``data/reports/index.html``) lists. Output is deterministic: fixed formats, no clock reading.
+Each report page is written with :func:`page`, its headline figures in a table at the top, which the reports
+index (``data/reports/index.html``) reads back with :func:`headline_of`. Output is deterministic: fixed formats,
+no clock reading.
 """
 from __future__ import annotations
 
 import html
-import json
 import math
+import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import polars as pl
 
-HEADLINE_FILE = "headline.json"  # beside a page: its title and headline figures, for the index
+HEADLINE_TABLE = "<table class='facts' id='headline'>"
+_ROW = re.compile(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>")
 STYLESHEET = """body{font-family:sans-serif;margin:2em auto;max-width:80em;padding:0 1em}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}
@@ -76,15 +77,19 @@ def table(df: pl.DataFrame, caption: str | None = None, bold: Sequence[bool] | N
     return f"<table>{top}<tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def page(title: str, body: Iterable[str], heading: str | None = None) -> str:
-    """A whole page: the shared stylesheet, ``heading`` (default: the title) as its ``h1``, then ``body``."""
+def page(title: str, body: Iterable[str], headline: Sequence[tuple[str, str]] = (), heading: str | None = None) -> str:
+    """A whole page: the shared stylesheet, ``heading`` (default: the title) as its ``h1``, the ``headline``
+    figures (label, text that states its denominator) in a table, then ``body``."""
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in headline)
     return "\n".join([f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
                       f"<style>{STYLESHEET}</style></head><body><h1>{esc(heading or title)}</h1>",
-                      *body, "</body></html>\n"])
+                      *([f"{HEADLINE_TABLE}{rows}</table>"] if rows else []), *body, "</body></html>\n"])
 
 
-def write_headline(folder: Path, page_file: str, title: str, figures: Sequence[tuple[str, str]]) -> None:
-    """Write the page's headline figures (label, text that states its denominator) beside it."""
-    record = {"page": page_file, "title": title, "figures": [list(f) for f in figures]}
-    (Path(folder) / HEADLINE_FILE).write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n",
-                                              encoding="utf-8")
+def headline_of(page_html: str) -> list[tuple[str, str]]:
+    """The headline figures a page written by :func:`page` shows at its top (none when it shows none)."""
+    start = page_html.find(HEADLINE_TABLE)
+    if start < 0:
+        return []
+    block = page_html[start:page_html.index("</table>", start)]
+    return [(html.unescape(k), html.unescape(v)) for k, v in _ROW.findall(block)]

@@ -15,7 +15,7 @@ from typing import Callable
 
 import polars as pl
 
-from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table, write_headline
+from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.evaluation.scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_report import segment_figure, segments_html
@@ -76,8 +76,7 @@ def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
     folder = Path(folder)
     with atomic_folder(folder) as tmp:
         body = [part for section in SECTIONS if (part := section(inputs, tmp))]
-        (tmp / PAGE).write_text(page(inputs.title, body), encoding="utf-8")
-        write_headline(tmp, PAGE, inputs.title, headline_figures(inputs))
+        (tmp / PAGE).write_text(page(inputs.title, body, headline_figures(inputs)), encoding="utf-8")
     return folder / PAGE
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.common.html_page import number, page, table, write_headline
+from mama_pipeline.common.html_page import number, page, table
 from mama_pipeline.file_ops import atomic_file
 from mama_pipeline.multipassage.candidates import drop_counts
 from mama_pipeline.multipassage.questions import status_counts
@@ -47,7 +47,7 @@ def render(board: pl.DataFrame, significance: pl.DataFrame, candidates: pl.DataF
     counts = status_counts(decisions)
     parts.append(html_table(pl.DataFrame({"status": list(counts), "sets": list(counts.values())}),
                             "Writing and verification outcomes (only kept questions are released)"))
-    return page(TITLE, parts)
+    return page(TITLE, parts, headline_figures(board, headline))
 
 
 def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]]:
@@ -62,5 +62,4 @@ def write_track_report(board: pl.DataFrame, significance: pl.DataFrame, candidat
     path = Path(out_dir) / PAGE
     with atomic_file(path) as fh:
         fh.write(render(board, significance, candidates, decisions, headline, alpha))
-    write_headline(Path(out_dir), PAGE, TITLE, headline_figures(board, headline))
     return path

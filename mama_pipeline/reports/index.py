@@ -2,33 +2,25 @@
 
 A page is one :class:`ReportPage` entry: its name, where it lies under ``data/reports`` (a glob: one benchmark
 per folder is several pages), the asset that writes it, and how its headline figures are read (by default from
-the ``headline.json`` its writer puts beside it). A new page, such as a leaderboard, is one more entry.
+the table at the top of the page). A new page, such as a leaderboard, is one more entry.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mama_pipeline.common.html_page import HEADLINE_FILE, esc, page
-from mama_pipeline.input_errors import InputError, at, read_text
+from mama_pipeline.common.html_page import esc, headline_of, page
+from mama_pipeline.input_errors import read_text
 
 INDEX = "index.html"
 TITLE = "mama_pipeline reports"
 Figures = list[tuple[str, str]]
 
 
-def figures_beside(page_path: Path) -> Figures:
-    """The headline figures the page's writer recorded beside it; none when it recorded none."""
-    path = page_path.parent / HEADLINE_FILE
-    if not path.exists():
-        return []
-    try:
-        record = json.loads(read_text(path, "headline file"))
-    except json.JSONDecodeError as exc:
-        raise InputError(at(path, f"not valid JSON: {exc.msg}", exc.lineno)) from None
-    return [(str(label), str(value)) for label, value in record["figures"]]
+def figures_on_page(page_path: Path) -> Figures:
+    """The headline figures the page shows at its top; none when it shows none."""
+    return headline_of(read_text(page_path, "report page"))
 
 
 @dataclass(frozen=True)
@@ -36,7 +28,7 @@ class ReportPage:
     name: str
     pattern: str  # under data/reports
     written_by: str  # the asset that writes the page
-    headline: Callable[[Path], Figures] = figures_beside
+    headline: Callable[[Path], Figures] = figures_on_page
 
 
 PAGES: tuple[ReportPage, ...] = (

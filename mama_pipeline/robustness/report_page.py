@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.common.html_page import number, page, table as _table, write_headline
+from mama_pipeline.common.html_page import number, page, table as _table
 from mama_pipeline.file_ops import atomic_folder
 
 PAGE = "index.html"
@@ -21,7 +21,6 @@ def write_page(folder: Path, board: pl.DataFrame, decisions: pl.DataFrame, holes
         _plot(board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)), headline, tmp / PLOT)
         (tmp / PAGE).write_text(_page(board, decisions, holes, headline, judged, tolerance, alpha, smoke_test),
                                 encoding="utf-8")
-        write_headline(tmp, PAGE, TITLE, headline_figures(board, headline))
     return folder / PAGE
 
 
@@ -97,4 +96,4 @@ with care.</p>
 <h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
 <h2>Variants made, per kind and decision</h2>{_table(statuses)}
 <h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}"""],
-                heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries")
+                headline_figures(board, headline), heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries")

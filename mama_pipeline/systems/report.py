@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table, write_headline
+from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
 from mama_pipeline.file_ops import atomic_folder
 from mama_pipeline.metadata import FAILURES_SHOWN
 from mama_pipeline.systems.scoreboard import MEASURE_OF_TRACK
@@ -102,7 +102,6 @@ def write_report(report: SystemsReport, folder: str | os.PathLike[str]) -> Path:
                     fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
         figures = _figures(report, tmp)
         (tmp / PAGE).write_text(_page(report, figures), encoding="utf-8")
-        write_headline(tmp, PAGE, TITLE, headline_figures(report))
     return folder / PAGE
 
 
@@ -144,7 +143,7 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
     files = ", ".join(f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>"
                       for s in sorted(r.grades["system"].unique().to_list()))
     parts.append(f"<h2>Per-item results</h2><p>{files or '(none)'}</p>")
-    return page(TITLE, parts)
+    return page(TITLE, parts, headline_figures(r))
 
 
 def _interval_text() -> pl.Expr:

@@ -9,7 +9,7 @@ import polars as pl
 
 from mama_pipeline.clinician.agreement import CONFUSION_SCHEMA, MAJORITY, METRIC_SCHEMA
 from mama_pipeline.clinician.report import write_report as write_clinician
-from mama_pipeline.common.html_page import HEADLINE_FILE
+from mama_pipeline.common.html_page import page
 from mama_pipeline.evaluation.report import write_report as write_evaluation
 from mama_pipeline.multipassage.report import write_track_report
 from mama_pipeline.reports.index import INDEX, PAGES, ReportPage, render_index
@@ -101,8 +101,7 @@ def test_index_links_every_page_with_its_headline_figures_and_each_opens(tmp_pat
 def test_an_entry_without_a_page_says_so_and_a_new_entry_is_one_line(tmp_path):
     reports = tmp_path / "reports"
     (reports / "leaderboard").mkdir(parents=True)
-    (reports / "leaderboard" / "index.html").write_text("<!doctype html><title>x</title>")
-    (reports / "leaderboard" / HEADLINE_FILE).write_text('{"figures": [["top", "0.9 over 10 queries"]]}')
+    (reports / "leaderboard" / "index.html").write_text(page("Leaderboard", [], [("top", "0.9 over 10 queries")]))
     pages = (*PAGES, ReportPage("Leaderboard", "leaderboard/index.html", "leaderboard"))
     html = render_index(reports, pages)
     assert "<a href='leaderboard/index.html'>Leaderboard</a>" in html and "0.9 over 10 queries" in html
