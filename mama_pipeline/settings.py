@@ -26,9 +26,9 @@ from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.input_errors import InputError, read_text
+from mama_pipeline.common.input_errors import InputError, read_text
 from mama_pipeline.robustness.settings import RobustnessSettings
-from mama_pipeline.settings_base import Section, resolve_path
+from mama_pipeline.common.settings_base import Section, resolve_path
 from mama_pipeline.systems.settings import SystemsSettings
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
 from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
 from mama_pipeline.calibration.rubric_judge import (
     RUBRIC_JUDGE_PROMPT,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 
 class CircularitySettings(Section):

@@ -97,7 +97,7 @@ def evaluation_lines(ctx: SummaryContext) -> list[str]:
     board = ctx.table("scoreboard")
     if board is None:
         return []
-    from mama_pipeline.evaluation.scoring import wide_scoreboard
+    from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 
     wide = wide_scoreboard(board)
     headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10"))][:4]

@@ -17,8 +17,8 @@ from mama_pipeline.judging.sharding import in_shard, require_loaded_shards, shar
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env, load_settings
-from mama_pipeline.metadata import md_table
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "judging"
 SHARDS = dg.StaticPartitionsDefinition(shard_keys(load_settings().judging.shards))

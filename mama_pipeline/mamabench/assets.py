@@ -19,7 +19,7 @@ from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.circularity.flags import flag_record, system_flags
 from mama_pipeline.mamabench.adapters import adapt_pool
-from mama_pipeline.mamabench.agreement import (
+from mama_pipeline.mamabench.scope_agreement import (
     agreement_rows,
     agreement_stats,
     classifier_agreement,
@@ -28,7 +28,7 @@ from mama_pipeline.mamabench.agreement import (
     verdict_pairs,
 )
 from mama_pipeline.mamabench.pools import POOLS, Pool
-from mama_pipeline.mamabench.release import ClassifierInfo, ReleaseInputs, write_release
+from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, write_release
 from mama_pipeline.mamabench.scope_prompt import verdict_model
 from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.sources import load_pool, provenance_table

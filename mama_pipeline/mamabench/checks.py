@@ -5,7 +5,7 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.mamabench.agreement import same_classifier_reason
+from mama_pipeline.mamabench.scope_agreement import same_classifier_reason
 from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.schema import CanonicalItem

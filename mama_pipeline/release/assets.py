@@ -18,7 +18,7 @@ from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE, circ
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.llm.failure_bounds import FailureBoundError, judge_failures, query_writer_failures, refuse_over_bound
 from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
-from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.release.mamaretrieval import (
     NAME,
     CorpusInfo,

@@ -59,10 +59,10 @@ class Configuration:
 
 CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration("robustness", ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"),
-                  "mama_pipeline.robustness.release_config:robustness_part"),
+                  "mama_pipeline.release.robustness_part:robustness_part"),
     Configuration("multipassage", ("multipassage_questions", "multipassage_decisions", "multipassage_labels",
                                    "multipassage_fact_labels", "multipassage_scoreboard", "multipassage_rankings"),
-                  "mama_pipeline.multipassage.release_config:multipassage_part"),
+                  "mama_pipeline.release.multipassage_part:multipassage_part"),
 )
 
 
@@ -83,7 +83,7 @@ class ReleaseConfiguration:
 
 
 PROVIDERS: dict[str, tuple[str, ...]] = {
-    "mama_pipeline.clinician.release:configurations": ("clinician_validated", "clinician_agreement",
+    "mama_pipeline.release.clinician_part:configurations": ("clinician_validated", "clinician_agreement",
                                                        "clinician_estimates"),
 }
 DEPS = tuple(sorted({key for keys in PROVIDERS.values() for key in keys}))

@@ -2,8 +2,8 @@
 import dagster as dg
 
 from mama_pipeline.release.assets import CHECKS, mamaretrieval_release, release_publication
-from mama_pipeline.release.schedules import mamabench_sources_schedule
-from mama_pipeline.release.sensors import corpus_version_sensor
+from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
+from mama_pipeline.corpus.sensors import corpus_version_sensor
 
 defs = dg.Definitions(
     assets=[mamaretrieval_release, release_publication],

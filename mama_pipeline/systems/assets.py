@@ -21,9 +21,9 @@ from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
-from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
-from mama_pipeline.systems.report import SystemsReport, sample_note, write_report
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems.systems_page import SystemsReport, sample_note, write_report
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 
 GROUP = "systems"
 REPORT_DIR = ("reports", "systems")

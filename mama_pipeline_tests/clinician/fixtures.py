@@ -12,7 +12,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.clinician import definitions as clinician
-from mama_pipeline.judging.scoring import score_verdicts
+from mama_pipeline.judging.label_score import score_verdicts
 from mama_pipeline.resources import shared_resources
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 

@@ -4,7 +4,7 @@ import polars as pl
 
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
 

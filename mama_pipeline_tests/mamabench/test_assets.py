@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.definitions import defs
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources

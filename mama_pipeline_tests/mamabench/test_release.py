@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.agreement import agreement_stats, prior_pairs
+from mama_pipeline.mamabench.scope_agreement import agreement_stats, prior_pairs
 from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.mamabench.release import ClassifierInfo, ReleaseInputs, release_files, write_release
+from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, release_files, write_release
 from mama_pipeline.mamabench.schema import CanonicalItem, Category, item_json_schema
 from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
 from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts

@@ -16,7 +16,7 @@ import polars as pl
 from mama_pipeline.corpus.definitions import defs as corpus_defs
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.multipassage.definitions import defs
-from mama_pipeline.queries.prompt import query_writer_template
+from mama_pipeline.queries.query_prompt import query_writer_template
 from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import PipelineSettings, load_settings

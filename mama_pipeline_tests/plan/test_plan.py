@@ -14,9 +14,9 @@ import yaml
 
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.plan.report import plan_bills
+from mama_pipeline.plan.plan_text import plan_bills
 from mama_pipeline.queries.assets import query_requests
-from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
@@ -181,10 +181,10 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
     from pydantic import BaseModel
 
     from mama_pipeline.llm.client import LLMRequest
-    from mama_pipeline.llm.prompts import PromptTemplate
+    from mama_pipeline.llm.prompt_template import PromptTemplate
     from mama_pipeline.llm.settings import StageSettings
     from mama_pipeline.plan.bill import PlannedRun, StagePlan, bill
-    from mama_pipeline.plan.report import render
+    from mama_pipeline.plan.plan_text import render
 
     class Answer(BaseModel):
         text: str
@@ -240,7 +240,7 @@ def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for
 
 def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_set_size(tmp_path, fake_llm):
     from mama_pipeline.multipassage.assets import chunk_lookup
-    from mama_pipeline.multipassage.prompts import writer_template
+    from mama_pipeline.multipassage.multipassage_prompts import writer_template
     from mama_pipeline.multipassage.questions import run_writer
 
     config = write_config(tmp_path, fake_llm)

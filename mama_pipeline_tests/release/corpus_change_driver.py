@@ -21,8 +21,8 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.release.run_plan import execute_plan, plan_runs
-from mama_pipeline.release.sensors import corpus_version_sensor
+from mama_pipeline.run_plan import execute_plan, plan_runs
+from mama_pipeline.corpus.sensors import corpus_version_sensor
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store

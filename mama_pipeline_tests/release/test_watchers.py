@@ -10,9 +10,9 @@ import pytest
 from mama_pipeline.corpus.definitions import defs as corpus_defs
 from mama_pipeline.mamabench.assets import RAW_ASSETS
 from mama_pipeline.queries.definitions import defs as queries_defs
-from mama_pipeline.release import watch
-from mama_pipeline.release.schedules import mamabench_sources_schedule
-from mama_pipeline.release.sensors import TRIGGER_TAG, corpus_version_sensor
+from mama_pipeline.corpus import watch
+from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
+from mama_pipeline.corpus.sensors import TRIGGER_TAG, corpus_version_sensor
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG
 

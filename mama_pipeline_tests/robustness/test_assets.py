@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.queries.prompt import query_writer_template
+from mama_pipeline.queries.query_prompt import query_writer_template
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
 from mama_pipeline.release.verify import verify_release

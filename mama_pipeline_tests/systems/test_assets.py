@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline.systems import assets as systems_assets

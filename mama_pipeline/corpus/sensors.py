@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
 
-from mama_pipeline.release import watch
+from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 

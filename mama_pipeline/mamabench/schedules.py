@@ -12,7 +12,7 @@ import dagster as dg
 
 from mama_pipeline.mamabench.assets import raw_key
 from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.release import watch
+from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 

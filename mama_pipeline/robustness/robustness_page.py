@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.common.file_ops import atomic_folder
 
 PAGE = "index.html"
 PLOT = "drop_by_retriever_and_kind.png"

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
+from mama_pipeline.clinician.clinician_agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
-from mama_pipeline.file_ops import atomic_folder
+from mama_pipeline.common.file_ops import atomic_folder
 
 if TYPE_CHECKING:
     from mama_pipeline.store import Store
