@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
-from mama_pipeline.circularity.settings import CircularitySettings
+from mama_pipeline.circularity.settings import CircularitySettings, check_families
 from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -60,8 +60,6 @@ class PipelineSettings(Section):
 
     @model_validator(mode="after")
     def _systems_name_retrievers(self) -> "PipelineSettings":
-        from mama_pipeline.circularity.flags import check_families
-
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
         check_families(self)
         return self

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -15,8 +14,6 @@ from mama_pipeline.clinician.clinician_agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
 from mama_pipeline.common.file_ops import atomic_folder
 
-if TYPE_CHECKING:
-    from mama_pipeline.store import Store
 
 PAGE = "agreement.html"
 SYNTHETIC_NOTE = ("made-up annotators of the offline demo, not clinicians' judgements: figures that rest on them "
@@ -116,18 +113,6 @@ def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, 
     return "\n".join(parts)
 
 
-def summary_note(metrics: pl.DataFrame) -> str | None:
-    """One line for other reports: the judge against the clinicians' majority."""
-    m = {r["metric"]: r for r in metrics.filter((pl.col("kind") == "relevance") &
-                                                (pl.col("comparison") == MAJORITY)).to_dicts()}
-    if not m or not m["lenient_agreement"]["pairs"]:
-        return None
-    return (f"Clinician validation: on {m['lenient_agreement']['pairs']} pairs the judge agrees with the clinicians' "
-            f"majority at the lenient cut on {_fmt(m['lenient_agreement']['value'])}, at the strict cut on "
-            f"{_fmt(m['strict_agreement']['value'])}, exact score {_fmt(m['exact_score_agreement']['value'])} "
-            "(reports/clinician/agreement.html).")
-
-
 def _html_table(df: pl.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in row) + "</tr>"
@@ -164,14 +149,3 @@ def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, v
     with atomic_folder(folder) as tmp:
         (tmp / PAGE).write_text("\n".join(parts), encoding="utf-8")
     return folder / PAGE
-
-
-AGREEMENT_TABLE = "clinician_agreement"  # asset and table other reports read
-
-
-def clinician_notes(store: "Store") -> list[str]:
-    """Lines for other reports (none before the clinician agreement exists or when nothing was compared)."""
-    if not store.table_exists(AGREEMENT_TABLE):
-        return []
-    note = summary_note(store.read_table(AGREEMENT_TABLE))
-    return [note] if note else []

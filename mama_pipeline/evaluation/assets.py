@@ -12,7 +12,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
-from mama_pipeline.clinician.clinician_page import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
+from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import (
     beir_report_inputs,

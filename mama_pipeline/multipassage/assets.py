@@ -27,7 +27,6 @@ from mama_pipeline.multipassage.questions import (
 from mama_pipeline.multipassage.multipassage_scoreboard import score_track
 from mama_pipeline.multipassage.settings import check_against
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
-from mama_pipeline.retrieval.assets import RETRIEVERS  # one partition per configured retriever, as rankings
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.common.shared_inputs import CHUNKS
 
@@ -174,9 +173,8 @@ def multipassage_questions(
     })
 
 
-@dg.asset(
+@dg.asset(  # partitioned per retriever, as rankings, by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
-    partitions_def=RETRIEVERS,
     ins={"chunks": CHUNKS, "questions": QUESTIONS},
     description="Top-k chunks per multi-passage question of one configured retriever (partition = retriever).",
 )

@@ -36,7 +36,7 @@ from mama_pipeline.release.beir_layout import QRELS as BEIR_QRELS, QUERIES as BE
 from mama_pipeline.release.mamaretrieval_card import render_card
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, write_release_folder
-from mama_pipeline.release.held_out import HeldOutRule, held_out_path
+from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 
 NAME = "mamaretrieval"
 CARD = "README.md"

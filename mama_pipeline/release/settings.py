@@ -55,7 +55,7 @@ class HeldOutSettings(Section):
     salt: str = Field("mama-held-out-v1", min_length=1)
 
     def rule(self, id_field: str):
-        from mama_pipeline.release.held_out import HeldOutRule
+        from mama_pipeline.common.held_out import HeldOutRule
 
         return HeldOutRule(self.share, self.salt, id_field)
 

@@ -147,7 +147,7 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
         inputs: ReleaseInputs, tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from mama_pipeline.release.held_out import HeldOutRule
+    from mama_pipeline.common.held_out import HeldOutRule
 
     every = set(inputs.items["item_id"].to_list())
 
@@ -204,7 +204,7 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
 
 
 def test_share_zero_and_no_rule_write_the_same_bytes(inputs: ReleaseInputs, tmp_path: Path) -> None:
-    from mama_pipeline.release.held_out import HeldOutRule
+    from mama_pipeline.common.held_out import HeldOutRule
 
     a = write_release(tmp_path / "a" / "mamabench", inputs)
     b = write_release(tmp_path / "b" / "mamabench", inputs, HeldOutRule(0.0, "x", "item_id"))

@@ -148,7 +148,10 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(tmp_path, fake_llm, args, rea
 
 
 def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
-    from mama_pipeline.plan.definitions import defs
+    from mama_pipeline.plan.definitions import build_defs as build_plan_defs
+    from mama_pipeline.settings import load_settings
+
+    defs = build_plan_defs(load_settings())
 
     config = write_config(tmp_path, fake_llm)
     store_of(config).write_table("sampled_chunks", CHUNKS)
@@ -161,8 +164,11 @@ def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
 
 
 def test_a_dagster_run_over_budget_fails_before_sending(tmp_path, fake_llm):
-    from mama_pipeline.corpus.definitions import defs as corpus_defs
-    from mama_pipeline.queries.definitions import defs as queries_defs
+    from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
+    from mama_pipeline.queries.definitions import build_defs as build_queries_defs
+    from mama_pipeline.settings import load_settings
+
+    corpus_defs, queries_defs = build_corpus_defs(load_settings()), build_queries_defs(load_settings())
 
     config = write_config(tmp_path, fake_llm, max_new_requests=2)
     store_of(config).write_table("sampled_chunks", CHUNKS)
