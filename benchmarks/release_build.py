@@ -21,7 +21,7 @@ import polars as pl
 
 from mama_pipeline.corpus.hashing import chunk_id
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
-from mama_pipeline.queries.prompt import QueryAnswerWithReasoning, query_writer_template
+from mama_pipeline.queries.query_prompt import QueryAnswerWithReasoning, query_writer_template
 from mama_pipeline.release.mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 

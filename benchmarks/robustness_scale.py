@@ -40,7 +40,7 @@ from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_pairs, variant_labels
 from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
-from mama_pipeline.robustness.scoreboard import robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import robustness_board
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import (
     decisions_frame, deterministic_decisions, kept_variants, rewrite_decisions,

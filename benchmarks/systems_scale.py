@@ -52,8 +52,8 @@ from mama_pipeline.store import Store
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.items import benchmark_items
-from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline.systems.settings import SystemSettings
 from mama_pipeline_tests.fake_llm_server import ServerHandle, running_server
 

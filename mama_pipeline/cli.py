@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mama_pipeline.input_errors import EXIT_BAD_INPUT, InputError, run_cli
+from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, InputError, run_cli
 from mama_pipeline.settings import load_settings
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
@@ -63,7 +63,7 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     settings = load_settings()  # a bad configuration file is reported before anything runs
     home = dagster_home(settings.data_path)
     from mama_pipeline.definitions import defs
-    from mama_pipeline.release.run_plan import materialize_commands, plan_runs
+    from mama_pipeline.run_plan import materialize_commands, plan_runs
 
     if executor == "in_process":
         return run_here(defs, _selected_keys(defs, select), home)

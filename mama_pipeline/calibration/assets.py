@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
 from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
 from mama_pipeline.calibration.rubric_judge import (
     RUBRIC_JUDGE_PROMPT,
@@ -21,7 +21,7 @@ from mama_pipeline.calibration.rubric_judge import (
     sample_rows,
 )
 from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES, build_side_file
-from mama_pipeline.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "calibration"

@@ -13,10 +13,10 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from mama_pipeline.calibration.settings import MetaEvalSource
-from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.input_errors import InputError
 from mama_pipeline.common.jsonl import json_lines
-from mama_pipeline.input_errors import InputError
-from mama_pipeline.settings_base import resolve_path
+from mama_pipeline.common.settings_base import resolve_path
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 META_EVAL_SCHEMA = {

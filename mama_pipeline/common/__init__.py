@@ -1,1 +1,1 @@
-"""Shared helpers every area may import; nothing here imports an area."""
+"""Shared helpers every area may import; they import no area."""

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mama_pipeline.input_errors import InputError, at, text_lines
+from mama_pipeline.common.input_errors import InputError, at, text_lines
 
 ErrorAt = Callable[[Path, str, int], Exception]  # (file, reason, line) -> the caller's kind of InputError
 

@@ -19,8 +19,8 @@ import polars as pl
 from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.evaluation.runs import QrelsRows
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.input_errors import read_parquet, text_lines
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.common.input_errors import read_parquet, text_lines
 
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "text": pl.String}
 QUERIES_SCHEMA = {"query_id": pl.String, "text": pl.String, "metadata": pl.String}

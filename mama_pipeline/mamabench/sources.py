@@ -18,9 +18,9 @@ import polars as pl
 
 from mama_pipeline.mamabench.pools import Pool
 from mama_pipeline.mamabench.settings import SourceLocation
-from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.input_errors import InputError, at, one_line, read_text
 from mama_pipeline.common.jsonl import json_lines
-from mama_pipeline.input_errors import InputError, at, one_line, read_text
 
 RAW_SCHEMA = {
     "origin": pl.String,  # file name inside the hub repo / folder, or the configured file name

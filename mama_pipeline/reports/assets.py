@@ -1,7 +1,7 @@
 """The reports index asset (group ``reports``), thin over :mod:`mama_pipeline.reports.index`."""
 import dagster as dg
 
-from mama_pipeline.file_ops import atomic_file
+from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.reports.index import INDEX, PAGES, index_entries, render_index
 from mama_pipeline.resources import SettingsResource, data_path
 

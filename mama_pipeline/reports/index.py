@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mama_pipeline.common.html_page import esc, headline_of, page
-from mama_pipeline.input_errors import read_text
+from mama_pipeline.common.input_errors import read_text
 
 INDEX = "index.html"
 TITLE = "mama_pipeline reports"

@@ -22,8 +22,8 @@ from mama_pipeline.clinician.annotations import parse_export, read_export_file
 from mama_pipeline.clinician.label_studio import LabelStudio
 from mama_pipeline.cli import main as cli_main
 from mama_pipeline.corpus.bundle import format_chunk, load_bundle
-from mama_pipeline import input_errors
-from mama_pipeline.input_errors import InputError, describe, run_cli
+from mama_pipeline.common import input_errors
+from mama_pipeline.common.input_errors import InputError, describe, run_cli
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool

@@ -2,7 +2,7 @@
 import pytest
 
 from mama_pipeline.common.jsonl import json_lines
-from mama_pipeline.input_errors import InputError
+from mama_pipeline.common.input_errors import InputError
 
 
 def test_blank_lines_skipped_and_numbers_kept(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mama_pipeline.llm.client import LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline_tests.fake_llm_server import running_server
 
 

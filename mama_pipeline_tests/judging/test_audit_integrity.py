@@ -15,7 +15,7 @@ from mama_pipeline_tests.judging import judging_defs
 
 SHARDS = ["shard_000", "shard_001", "shard_002", "shard_003"]
 UPSTREAM = [judging_defs.queries, judging_defs.chunks, judging_defs.pooled_pairs, judging_defs.audit_pool]
-ASSETS = [*judging_defs.judging.defs.assets, *judging_defs.judging.defs.asset_checks, *UPSTREAM]
+ASSETS = [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *UPSTREAM]
 
 
 def write_config(tmp_path, judge: str, reference: str, judging: str = "shards: 4, pilot_size: 10",

@@ -9,15 +9,15 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.multipassage.prompts import fact_judge_template
-from mama_pipeline.multipassage.release_config import (
+from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
+from mama_pipeline.release.multipassage_part import (
     TrackInputs,
     build_part,
     diversity_qrels,
     multipassage_part,
     prompt_infos,
 )
-from mama_pipeline.multipassage.report import render
+from mama_pipeline.multipassage.multipassage_page import render
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.settings import load_settings

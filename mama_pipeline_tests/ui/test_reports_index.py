@@ -7,16 +7,16 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.clinician.agreement import CONFUSION_SCHEMA, MAJORITY, METRIC_SCHEMA
-from mama_pipeline.clinician.report import write_report as write_clinician
+from mama_pipeline.clinician.clinician_agreement import CONFUSION_SCHEMA, MAJORITY, METRIC_SCHEMA
+from mama_pipeline.clinician.clinician_page import write_report as write_clinician
 from mama_pipeline.common.html_page import page
-from mama_pipeline.evaluation.report import write_report as write_evaluation
-from mama_pipeline.multipassage.report import write_track_report
+from mama_pipeline.evaluation.retrieval_page import write_report as write_evaluation
+from mama_pipeline.multipassage.multipassage_page import write_track_report
 from mama_pipeline.reports.index import INDEX, PAGES, ReportPage, render_index
-from mama_pipeline.robustness.report_page import write_page as write_robustness
+from mama_pipeline.robustness.robustness_page import write_page as write_robustness
 from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.report import SystemsReport, write_report as write_systems
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_page import SystemsReport, write_report as write_systems
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline_tests.evaluation.test_report import full_inputs, graded  # noqa: F401 - fixture
 from mama_pipeline_tests.evaluation.test_report_browser import beir_page
 from mama_pipeline_tests.headless_browser import check_page, find_chromium

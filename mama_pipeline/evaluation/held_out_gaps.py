@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from mama_pipeline.release.held_out import HELD_OUT, PUBLIC, HeldOutRule
+from mama_pipeline.common.held_out import HELD_OUT, PUBLIC, HeldOutRule
 
 TEST = "two-sided permutation test of the difference (independent samples, scipy)"
 MIN_ITEMS = 2  # per part: fewer gives no gap and no test

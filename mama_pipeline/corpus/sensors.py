@@ -13,9 +13,9 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
 
-from mama_pipeline.release import watch
+from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.settings import load_settings
+from mama_pipeline.settings import PipelineSettings
 
 CORPUS_KEY = dg.AssetKey("corpus_chunks")
 CORPUS_AND_DOWNSTREAM = dg.AssetSelection.assets(CORPUS_KEY).downstream().required_multi_asset_neighbors()
@@ -47,15 +47,8 @@ def corpus_run_request(graph: Any, fingerprint: str) -> dg.RunRequest:
     return dg.RunRequest(asset_selection=sorted(keys, key=str), tags=tags)  # no run key: a reverted bundle reruns
 
 
-@dg.sensor(
-    name="corpus_version_sensor",
-    asset_selection=CORPUS_AND_DOWNSTREAM,  # not target=: that builds one job, which cannot mix partitions
-    minimum_interval_seconds=load_settings().release.corpus_sensor_interval_s,
-    default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Hashes the configured corpus bundle (or resolves its hub revision); on a change, requests the "
-    "corpus assets and everything downstream. Judging then labels only the new pairs.",
-)
-def corpus_version_sensor(context: dg.SensorEvaluationContext, settings: SettingsResource):
+def check_corpus_version(context: dg.SensorEvaluationContext, settings: SettingsResource):
+    """One tick: the bundle's fingerprint against the cursor (or the recorded baseline)."""
     s = settings.get()
     spec = s.corpus.bundle
     fingerprint = watch.bundle_fingerprint(spec, Path(s.config_dir), resolve_commit=watch.hub_commit)
@@ -67,3 +60,15 @@ def corpus_version_sensor(context: dg.SensorEvaluationContext, settings: Setting
         return dg.SkipReason(f"corpus bundle {spec} unchanged ({fingerprint})")
     context.log.info(f"corpus bundle {spec} changed: {seen} -> {fingerprint}")
     return corpus_run_request(context.repository_def.asset_graph, fingerprint)
+
+
+def corpus_version_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
+    """The sensor, polling at ``release.corpus_sensor_interval_s``."""
+    return dg.sensor(
+        name="corpus_version_sensor",
+        asset_selection=CORPUS_AND_DOWNSTREAM,  # not target=: that builds one job, which cannot mix partitions
+        minimum_interval_seconds=settings.release.corpus_sensor_interval_s,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description="Hashes the configured corpus bundle (or resolves its hub revision); on a change, requests the "
+        "corpus assets and everything downstream. Judging then labels only the new pairs.",
+    )(check_corpus_version)

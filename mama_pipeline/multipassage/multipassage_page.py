@@ -5,8 +5,8 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.common.html_page import number, page, table
-from mama_pipeline.file_ops import atomic_file
 from mama_pipeline.multipassage.candidates import drop_counts
 from mama_pipeline.multipassage.questions import status_counts
 

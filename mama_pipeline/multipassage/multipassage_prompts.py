@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 
 WRITER_ID = "multipassage_writer"
 VERIFIER_ID = "multipassage_verifier"

@@ -26,12 +26,12 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.mamabench.agreement import AgreementStats
-from mama_pipeline.mamabench.dataset_card import render_card
+from mama_pipeline.mamabench.scope_agreement import AgreementStats
+from mama_pipeline.release.mamabench_card import render_card
 from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
 from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.release.held_out import HeldOutRule, held_out_path
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 
 SET_TYPES = ("mcq", "open_ended", "open_ended_rubric")
 

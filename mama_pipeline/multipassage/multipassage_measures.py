@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import ir_measures
 import polars as pl
 
-from mama_pipeline.evaluation.scoring import PER_QUERY_SCHEMA, _run_dict
+from mama_pipeline.evaluation.per_query_scoring import PER_QUERY_SCHEMA, _run_dict
 
 PIECES = "[pieces]"
 

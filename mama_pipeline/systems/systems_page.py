@@ -15,10 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.metadata import FAILURES_SHOWN
-from mama_pipeline.systems.scoreboard import MEASURE_OF_TRACK
+from mama_pipeline.common.metadata import FAILURES_SHOWN
+from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
 ITEMS_DIR = "items"

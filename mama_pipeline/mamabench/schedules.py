@@ -12,9 +12,9 @@ import dagster as dg
 
 from mama_pipeline.mamabench.assets import raw_key
 from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.release import watch
+from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.settings import load_settings
+from mama_pipeline.settings import PipelineSettings
 
 MAMABENCH = dg.AssetSelection.groups("mamabench")
 
@@ -26,15 +26,8 @@ def latest_metadata(instance: dg.DagsterInstance, key: str) -> dict[str, Any] | 
     return {k: v.value for k, v in event.asset_materialization.metadata.items()}
 
 
-@dg.schedule(
-    name="mamabench_sources_schedule",
-    cron_schedule=load_settings().release.mamabench_sources_cron,
-    target=MAMABENCH,
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-    description="Checks mamabench's upstream files (hashes, hub revisions) against the raw assets' last "
-    "materialisation and requests the mamabench group when any changed.",
-)
-def mamabench_sources_schedule(context: dg.ScheduleEvaluationContext, settings: SettingsResource):
+def check_mamabench_sources(context: dg.ScheduleEvaluationContext, settings: SettingsResource):
+    """One tick: every source's fingerprint against the one its raw asset recorded."""
     s = settings.get()
     current = {
         pool.name: watch.source_fingerprints(getattr(s.mamabench.sources, pool.name), s.resolve, watch.hub_commit)
@@ -50,3 +43,15 @@ def mamabench_sources_schedule(context: dg.ScheduleEvaluationContext, settings: 
     return dg.RunRequest(  # the whole group; no run key, so a failed rebuild is retried at the next tick
         tags={"mama/trigger": "mamabench_sources_schedule", "mama/changed_sources": ",".join(changed)},
     )
+
+
+def mamabench_sources_schedule(settings: PipelineSettings) -> dg.ScheduleDefinition:
+    """The schedule, on ``release.mamabench_sources_cron``."""
+    return dg.schedule(
+        name="mamabench_sources_schedule",
+        cron_schedule=settings.release.mamabench_sources_cron,
+        target=MAMABENCH,
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description="Checks mamabench's upstream files (hashes, hub revisions) against the raw assets' last "
+        "materialisation and requests the mamabench group when any changed.",
+    )(check_mamabench_sources)

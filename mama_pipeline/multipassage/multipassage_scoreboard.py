@@ -1,7 +1,7 @@
 """The multi-passage scoreboard: track measures and the single-chunk headline measures, per tier, paired tests.
 
 Every retriever's ranking of the verified questions is scored on the track's
-qrels (:mod:`mama_pipeline.multipassage.measures`: the facts qrels for the track
+qrels (:mod:`mama_pipeline.multipassage.multipassage_measures`: the facts qrels for the track
 measures, the graded relevance labels for the headline measures); means per retriever for all
 questions and per tier; paired tests between every two retrievers
 (:func:`mama_pipeline.evaluation.significance.pairwise_significance`: bootstrap
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import polars as pl
 
 from mama_pipeline.evaluation.judged_scoreboard import check_measures as check_named_measures
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoring import PER_QUERY_SCHEMA, evaluate
+from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
-from mama_pipeline.multipassage.measures import fact_qrels, graded_qrels, track_measure_names, track_values
+from mama_pipeline.multipassage.multipassage_measures import fact_qrels, graded_qrels, track_measure_names, track_values
 from mama_pipeline.multipassage.settings import MultipassageSettings
 
 BOARD_SCHEMA = {
@@ -33,7 +33,7 @@ MIN_TIER_QUESTIONS = 2
 
 @dataclass
 class TrackScores:
-    per_query: pl.DataFrame  # PER_QUERY_SCHEMA
+    per_query: pl.DataFrame  # evaluation.per_query_scoring.PER_QUERY_SCHEMA
     board: pl.DataFrame  # BOARD_SCHEMA
     significance: pl.DataFrame  # TRACK_SIGNIFICANCE_SCHEMA
     qrels: pl.DataFrame  # the graded qrels
@@ -114,7 +114,3 @@ def _significance(per_query: pl.DataFrame, segments: pl.DataFrame, retrievers: l
                                     seed=ev.seed, confidence=ev.confidence)
         frames.append(sig.select(pl.lit(tier).alias("tier"), pl.all()))
     return pl.concat(frames, how="vertical_relaxed").cast(TRACK_SIGNIFICANCE_SCHEMA)
-
-
-def empty_per_query() -> pl.DataFrame:
-    return pl.DataFrame(schema=PER_QUERY_SCHEMA)

@@ -20,9 +20,9 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoring import evaluate
+from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 

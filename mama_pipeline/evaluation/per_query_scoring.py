@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import ir_measures
 import polars as pl
 
-from mama_pipeline.evaluation.measures import Measure, MeasurePlan
+from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 from mama_pipeline.evaluation.runs import check_qrels, check_run
 
 PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}

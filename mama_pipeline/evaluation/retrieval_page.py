@@ -15,10 +15,10 @@ from typing import Callable
 
 import polars as pl
 
+from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.evaluation.scoring import wide_scoreboard
-from mama_pipeline.evaluation.segment_report import segment_figure, segments_html
+from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
+from mama_pipeline.evaluation.segment_section import segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
 

@@ -11,8 +11,8 @@ from typing import Any, Callable, Mapping
 
 from mama_pipeline.corpus.location import parse_hub_spec
 from mama_pipeline.mamabench.settings import SourceLocation
-from mama_pipeline.file_ops import sha256_file
-from mama_pipeline.settings_base import resolve_path
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.settings_base import resolve_path
 
 HubCommit = Callable[[str, str, str], str]  # (repo_type, repo_id, revision) -> commit
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 
 LETTERS = "ABCDEFGHIJ"
 

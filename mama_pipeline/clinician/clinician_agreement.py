@@ -17,13 +17,13 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
+from mama_pipeline.evaluation.clinician_note import MAJORITY
 from mama_pipeline.judging.reliability import SCORES, agreement
 
 METRIC_SCHEMA = {"kind": pl.String, "comparison": pl.String, "metric": pl.String, "value": pl.Float64,
                  "pairs": pl.Int64}
 CONFUSION_SCHEMA = {"kind": pl.String, "comparison": pl.String, "llm": pl.String, "clinician": pl.String,
                     "count": pl.Int64}
-MAJORITY = "majority"
 ANNOTATORS = "annotators"
 _REL_COLS = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 

@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
-from mama_pipeline.clinician.agreement import ANNOTATORS, MAJORITY
+from mama_pipeline.clinician.clinician_agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
+from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.html_page import number, page, table as _table
 from mama_pipeline.common.markdown import VERBATIM, frame_table
-from mama_pipeline.file_ops import atomic_folder
 
-if TYPE_CHECKING:
-    from mama_pipeline.store import Store
 
 PAGE = "agreement.html"
 TITLE = "Clinician validation"
@@ -113,16 +110,6 @@ def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, 
     return "\n".join(parts)
 
 
-def summary_note(metrics: pl.DataFrame) -> str | None:
-    """One line for other reports: the judge against the clinicians' majority."""
-    m = {r["metric"]: r for r in metrics.filter((pl.col("kind") == "relevance") &
-                                                (pl.col("comparison") == MAJORITY)).to_dicts()}
-    if not m or not m["lenient_agreement"]["pairs"]:
-        return None
-    return (f"Clinician validation: on {m['lenient_agreement']['pairs']} pairs the judge agrees with the clinicians' "
-            f"majority at the lenient cut on {_fmt(m['lenient_agreement']['value'])}, at the strict cut on "
-            f"{_fmt(m['strict_agreement']['value'])}, exact score {_fmt(m['exact_score_agreement']['value'])} "
-            "(reports/clinician/agreement.html).")
 
 
 def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, validated: pl.DataFrame,
@@ -167,14 +154,3 @@ def headline_figures(metrics: pl.DataFrame, validated: pl.DataFrame, synthetic: 
     if synthetic:
         figures.append(("SYNTHETIC labels", f"{synthetic} (demo annotations, not clinicians)"))
     return figures
-
-
-AGREEMENT_TABLE = "clinician_agreement"  # asset and table other reports read
-
-
-def clinician_notes(store: "Store") -> list[str]:
-    """Lines for other reports (none before the clinician agreement exists or when nothing was compared)."""
-    if not store.table_exists(AGREEMENT_TABLE):
-        return []
-    note = summary_note(store.read_table(AGREEMENT_TABLE))
-    return [note] if note else []

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from mama_pipeline.clinician.agreement import METRIC_SCHEMA
-from mama_pipeline.clinician.report import annotators, markdown_section
+from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
+from mama_pipeline.clinician.clinician_page import annotators, markdown_section
 from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.store import Store

@@ -29,8 +29,8 @@ import polars as pl
 
 from mama_pipeline.common.markdown import VERBATIM, table
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
-from mama_pipeline.multipassage.measures import fact_qrels
-from mama_pipeline.multipassage.prompts import (
+from mama_pipeline.multipassage.multipassage_measures import fact_qrels
+from mama_pipeline.multipassage.multipassage_prompts import (
     FACTS_PER_PASSAGE,
     fact_check_template,
     fact_judge_template,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.html_page import number, page, table as _table
-from mama_pipeline.file_ops import atomic_folder
 
 PAGE = "index.html"
 TITLE = "mamaretrieval robustness track"
