@@ -20,12 +20,13 @@ import sys
 from pathlib import Path
 
 from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, InputError, run_cli
+from mama_pipeline.common.project_files import project_file
 from mama_pipeline.settings import load_settings
 
-REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+REPO_DAGSTER_YAML = project_file("dagster.yaml")
 MODULE = "mama_pipeline.definitions"
 DEMO_CONFIG = Path(__file__).resolve().parent / "demo_config.yaml"
-RUN_CONFIG = Path(__file__).resolve().parents[1] / "config" / "materialize-run-config.yaml"  # forkserver starts
+RUN_CONFIG = project_file("config", "materialize-run-config.yaml")  # forkserver starts
 DASK_MODULE = "mama_pipeline.scale_out.dask_definitions"
 
 
