@@ -16,7 +16,7 @@ from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, cache_key
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 
 class Verdict(BaseModel):

@@ -27,7 +27,7 @@ import yaml
 from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline.release.assets import mamabench_release
 from mama_pipeline.settings import load_settings
 

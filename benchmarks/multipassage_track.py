@@ -42,7 +42,7 @@ from mama_pipeline.multipassage.questions import (
 from mama_pipeline.multipassage.multipassage_scoreboard import score_track
 from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 RETRIEVERS = ["bm25", "medcpt", "octen", "voyage", "lateon", "gecko"]
 TIERS = ["very_high", "high", "moderate_high", "moderate", "low_moderate"]

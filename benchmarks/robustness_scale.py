@@ -46,8 +46,8 @@ from mama_pipeline.robustness.variants import (
     decisions_frame, deterministic_decisions, kept_variants, rewrite_decisions,
 )
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
-from mama_pipeline_tests.judging.synthetic import make_chunks
+from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline_tests.support.synthetic_judging import make_chunks
 
 TIERS = ("very_high", "high", "moderate_high", "moderate", "low_moderate")
 RETRIEVERS = ("bm25", "medcpt", "gemma", "octen", "voyage", "lateon")

@@ -7,7 +7,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 N_QUERIES, N_CHUNKS = 12, 40
 FAULTY_CHUNK = 7  # every request about this chunk answers HTTP 500

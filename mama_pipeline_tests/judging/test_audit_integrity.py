@@ -165,7 +165,7 @@ def test_judge_failures_above_the_bound_block_the_labels_downstream(tmp_path, fa
 
 def test_judge_server_outage_during_judging_fails_no_pair_and_the_run_log_records_it(tmp_path):
     from mama_pipeline_tests.foundation.test_endpoint_outage import outage_after
-    from mama_pipeline_tests.fake_llm_server import running_server
+    from mama_pipeline_tests.support.fake_llm_server import running_server
 
     with running_server(delay=0.2) as server:
         judge = (f"base_urls: [{server.url}], model: fake-judge, concurrency: 2, max_retries: 0, "

@@ -20,7 +20,7 @@ from mama_pipeline.queries.query_prompt import answer_model, query_writer_templa
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 CHUNKS = pl.DataFrame({
     "chunk_id": ["c1", "c2", "c3"],

@@ -44,7 +44,7 @@ def test_labels_of_two_judge_identities_are_refused(tmp_path):
 
 
 def test_the_benchmark_synthetic_judgments_respect_the_d1_gate(tmp_path):
-    from benchmarks.release_build import synthetic_inputs
+    from mama_pipeline_tests.support.synthetic_release import synthetic_inputs
 
     inputs = synthetic_inputs(0.01)
     write_mamaretrieval_release(tmp_path / "bench", inputs)
@@ -139,7 +139,7 @@ def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_ref
 
     from mama_pipeline.release.assets import mamabench_release
     from mama_pipeline.resources import shared_resources
-    from mama_pipeline_tests.fake_llm_server import running_server
+    from mama_pipeline_tests.support.fake_llm_server import running_server
     from mama_pipeline_tests.mamabench.helpers import PACKAGE
     from mama_pipeline_tests.mamabench.test_assets import stub_side_file
 

@@ -25,7 +25,7 @@ Faults are requested inside the last user message:
 ``--fault-rate R`` injects one of these at random (seeded by the request) on a
 share R of first attempts. ``--delay`` adds a fixed answer time.
 
-Run: ``python -m mama_pipeline_tests.fake_llm_server --port 8765 --delay 0.2``;
+Run: ``python -m mama_pipeline_tests.support.fake_llm_server --port 8765 --delay 0.2``;
 in tests use :func:`running_server` (its handle can ``stop()`` and ``start()`` the
 server again on the same port, to stage an outage).
 """
@@ -47,7 +47,7 @@ import urllib.request
 from collections import Counter
 from typing import Any, Iterator
 
-from mama_pipeline_tests.processes import free_port
+from mama_pipeline_tests.support.processes import free_port
 
 FAULT_RE = re.compile(r"\[\[fault:([a-z]+|\d{3})(?:=([\d.]+))?(?:x(\d+))?(?::retry_after=([\d.]+))?\]\]")
 ANSWER_RE = re.compile(r"\[\[answer:(\{.*?\})\]\]", re.S)
@@ -274,7 +274,7 @@ class ServerHandle:
 
     def start(self) -> None:
         """Start the server process and wait until it answers."""
-        self._proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.fake_llm_server", *self._args],
+        self._proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.support.fake_llm_server", *self._args],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 30
         while True:

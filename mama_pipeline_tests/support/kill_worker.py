@@ -1,6 +1,6 @@
 """A judging process for the SIGKILL test and benchmark: judges a synthetic pool against a server, then exits.
 
-Run: ``python -m mama_pipeline_tests.judging.kill_worker DB_PATH SERVER_URL [--queries 60 ...]``.
+Run: ``python -m mama_pipeline_tests.support.kill_worker DB_PATH SERVER_URL [--queries 60 ...]``.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mama_pipeline.judging.rubric import JudgeVerdictsWithReasoning
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 QUERIES, CHUNKS, PER_QUERY, BATCH = 60, 150, 10, 40
 SETTINGS = dict(model="fake-model", concurrency=4, timeout_s=5.0, backoff_base_s=0.01, backoff_max_s=0.05)
