@@ -39,20 +39,6 @@ def dagster_home(data_path: Path) -> Path:
     return home
 
 
-def _selected_keys(defs, select: str):
-    """The asset keys of a ``--select`` (Dagster's selection syntax); a bad one is a one-line error."""
-    import dagster as dg
-    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
-
-    graph = defs.resolve_asset_graph()
-    if select == "*":
-        return graph.materializable_asset_keys
-    try:
-        return dg.AssetSelection.from_coercible(select).resolve(graph)
-    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
-        raise InputError(f"--select {select!r}: {exc}") from None
-
-
 def materialize(select: str, executor: str = "multiprocess", run_config: str | None = None) -> int:
     """Materialise the selection; stops at the first failed run and returns its exit code.
 
@@ -64,17 +50,17 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     settings = load_settings()  # a bad configuration file is reported before anything runs
     home = dagster_home(settings.data_path)
     from mama_pipeline.definitions import defs
-    from mama_pipeline.run_plan import materialize_commands, plan_runs
+    from mama_pipeline.run_plan import materialize_commands, plan_runs, selected_keys
 
     if executor == "in_process":
-        return run_here(defs, _selected_keys(defs, select), home)
+        return run_here(defs, selected_keys(defs, select), home)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
     if executor == "dask":
         module, config = DASK_MODULE, run_config
     else:
         module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
-    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)), module,
+    commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), selected_keys(defs, select)), module,
                                     config)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)

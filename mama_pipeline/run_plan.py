@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import dagster as dg
 
+from mama_pipeline.common.input_errors import InputError
+
 
 @dataclass(frozen=True)
 class RunStep:
@@ -22,6 +24,19 @@ class RunStep:
 
     def partition_keys(self) -> list[str | None]:
         return list(self.partitions_def.get_partition_keys()) if self.partitions_def else [None]
+
+
+def selected_keys(defs: dg.Definitions, select: str) -> set[dg.AssetKey]:
+    """The asset keys of a ``--select`` (Dagster's selection syntax); a bad one is a one-line error."""
+    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
+
+    graph = defs.resolve_asset_graph()
+    if select == "*":
+        return graph.materializable_asset_keys
+    try:
+        return dg.AssetSelection.from_coercible(select).resolve(graph)
+    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
+        raise InputError(f"--select {select!r}: {exc}") from None
 
 
 def _units(graph: Any, keys: set[dg.AssetKey]) -> dict[dg.AssetKey, frozenset[dg.AssetKey]]:

@@ -21,7 +21,7 @@ from mama_pipeline.clinician.annotations import latest_per_annotator, parse_expo
 from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
-from mama_pipeline.release.clinician_part import is_synthetic
+from mama_pipeline.clinician.synthetic import is_synthetic
 from mama_pipeline.clinician.clinician_page import write_report
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, label_studio_tasks, relevance_tasks, scope_tasks
 from mama_pipeline.common.file_ops import atomic_file

@@ -12,6 +12,7 @@ import polars as pl
 
 from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
 from mama_pipeline.clinician.clinician_page import annotators, markdown_section
+from mama_pipeline.clinician.synthetic import is_synthetic
 from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.store import Store
@@ -27,11 +28,6 @@ LAYOUT = {  # release -> (kind, file, columns)
     "mamabench": ("scope", "data/clinician_validated/test.jsonl",
                   ["item_id", "annotations", "tie", "tied_on", "category", "synthetic"]),
 }
-
-
-def is_synthetic(labels: pl.DataFrame) -> bool:
-    """Whether any row says it is synthetic (its annotation or task was marked so), whatever its source is called."""
-    return bool(labels["synthetic"].any()) if labels.height else False
 
 
 def _refusal(validated: pl.DataFrame, kind: str, settings: "PipelineSettings") -> str | None:

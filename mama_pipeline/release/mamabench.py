@@ -32,6 +32,7 @@ from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
 from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
+from mama_pipeline.mamabench.held_out_key import split_key
 
 SET_TYPES = ("mcq", "open_ended", "open_ended_rubric")
 
@@ -164,15 +165,6 @@ def _referenced_criteria(items: pl.DataFrame) -> set[str]:
 
 
 SPLIT_ID = "item_id; a HealthBench item by healthbench:<prompt_id>"
-SHARED_PROMPT = r"^healthbench_[a-z_]+:"  # oss_eval, consensus and hard share prompt ids: one side per prompt
-
-
-def split_key(column: str = "item_id") -> pl.Expr:
-    """The id the held-out rule hashes: the item id, or ``healthbench:<prompt_id>`` for the HealthBench pools, so
-    a conversation in several of them falls on one side."""
-    return pl.col(column).str.replace(SHARED_PROMPT, "healthbench:")
-
-
 def split_inputs(inp: ReleaseInputs, rule: HeldOutRule) -> tuple[ReleaseInputs, ReleaseInputs]:
     """(public inputs, held-out inputs) by the rule on :func:`split_key`: items, their verdicts and accounting
     rows, the criteria only held-out items use, the calibration rows of held-out HealthBench prompts and the rows

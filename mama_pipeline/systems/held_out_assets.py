@@ -3,7 +3,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.evaluation.held_out_assets import gap_output
-from mama_pipeline.release.mamabench import split_key
+from mama_pipeline.mamabench.held_out_key import split_key
 from mama_pipeline.evaluation.held_out_gaps import part_gaps
 from mama_pipeline.resources import SettingsResource
 

@@ -6,7 +6,7 @@ import hashlib
 import polars as pl
 import pytest
 
-from mama_pipeline.release.mamabench import split_key
+from mama_pipeline.mamabench.held_out_key import split_key
 from mama_pipeline.common.held_out import HeldOutRule
 from mama_pipeline.evaluation.held_out_gaps import part_gaps
 
