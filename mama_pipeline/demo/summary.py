@@ -188,6 +188,8 @@ def result_paths(data: Path) -> dict[str, Path]:
     found = {}
     for folder in sorted((data / "releases").glob("*/*")):
         found[f"release {folder.parent.name} {folder.name}"] = folder
+    if (data / "reports" / "index.html").exists():
+        found["reports index"] = data / "reports" / "index.html"
     for report in sorted((data / "reports").glob("*/*.html")):
         found[f"report {report.parent.name}"] = report
     return found
