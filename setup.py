@@ -1,5 +1,6 @@
 """Ships the top-level project files (sql/, dagster.yaml, config/*.yaml) inside the wheel, under
 mama_pipeline/_shipped/ (read by mama_pipeline.common.project_files); everything else is in pyproject.toml."""
+
 import shutil
 from pathlib import Path
 

@@ -4,6 +4,7 @@ Each report page is written with :func:`page`, its headline figures in a table a
 index (``data/reports/index.html``) reads back with :func:`headline_of`. Output is deterministic: fixed formats,
 no clock reading.
 """
+
 from __future__ import annotations
 
 import html
@@ -62,8 +63,9 @@ def cell(v: object, column: str = "") -> str:
     return esc(v)
 
 
-def table(df: pl.DataFrame, caption: str | None = None, bold: Sequence[bool] | None = None,
-          empty: str | None = None) -> str:
+def table(
+    df: pl.DataFrame, caption: str | None = None, bold: Sequence[bool] | None = None, empty: str | None = None
+) -> str:
     """A data frame as an HTML table; ``bold`` marks rows (class ``sig``); ``empty`` (when given) stands for a
     frame without rows."""
     if empty is not None and df.is_empty():
@@ -81,9 +83,15 @@ def page(title: str, body: Iterable[str], headline: Sequence[tuple[str, str]] = 
     """A whole page: the shared stylesheet, ``heading`` (default: the title) as its ``h1``, the ``headline``
     figures (label, text that states its denominator) in a table, then ``body``."""
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in headline)
-    return "\n".join([f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-                      f"<style>{STYLESHEET}</style></head><body><h1>{esc(heading or title)}</h1>",
-                      *([f"{HEADLINE_TABLE}{rows}</table>"] if rows else []), *body, "</body></html>\n"])
+    return "\n".join(
+        [
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
+            f"<style>{STYLESHEET}</style></head><body><h1>{esc(heading or title)}</h1>",
+            *([f"{HEADLINE_TABLE}{rows}</table>"] if rows else []),
+            *body,
+            "</body></html>\n",
+        ]
+    )
 
 
 def headline_of(page_html: str) -> list[tuple[str, str]]:
@@ -91,5 +99,5 @@ def headline_of(page_html: str) -> list[tuple[str, str]]:
     start = page_html.find(HEADLINE_TABLE)
     if start < 0:
         return []
-    block = page_html[start:page_html.index("</table>", start)]
+    block = page_html[start : page_html.index("</table>", start)]
     return [(html.unescape(k), html.unescape(v)) for k, v in _ROW.findall(block)]

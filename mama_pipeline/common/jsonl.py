@@ -1,4 +1,5 @@
 """The one JSON-lines reader: each non-blank line parsed, a bad one named by file and line."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,9 @@ def input_error_at(path: Path, reason: str, line: int) -> InputError:
     return InputError(at(path, reason, line))
 
 
-def json_lines(path: str | os.PathLike[str], what: str = "file",
-               error: ErrorAt = input_error_at) -> Iterator[tuple[int, Any]]:
+def json_lines(
+    path: str | os.PathLike[str], what: str = "file", error: ErrorAt = input_error_at
+) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) of each non-blank line of a UTF-8 JSON-lines file.
 
     A line that is not JSON raises ``error(file, "not valid JSON: <why>", line)``; a missing file or a byte

@@ -3,6 +3,7 @@
 Callers differ in how a cell is written (a release card keeps what it wrote before, byte for byte), so the
 differences are parameters of :class:`Cells`, not separate builders.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -35,7 +36,7 @@ class Cells:
             s = s.replace("|", self.pipe)
         if self.newline is not None:
             s = s.replace("\n", self.newline)
-        return s if self.cut is None else s[:self.cut]
+        return s if self.cut is None else s[: self.cut]
 
 
 VERBATIM = Cells(pipe=None)  # values written as they are
@@ -49,8 +50,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], cells: Cells = C
     return "\n".join(lines)
 
 
-def frame_table(df: pl.DataFrame, cells: Cells = Cells(), *, limit: int | None = None,
-                empty: str | None = None) -> str:
+def frame_table(df: pl.DataFrame, cells: Cells = Cells(), *, limit: int | None = None, empty: str | None = None) -> str:
     """A data frame as a Markdown table; ``empty`` (when given) stands for a frame without rows, and past
     ``limit`` rows a last line says how many more there are."""
     if empty is not None and df.is_empty():

@@ -3,6 +3,7 @@ the wheel under ``mama_pipeline/_shipped/`` (setup.py's ``build_py`` copies them
 
 In a checkout, editable install or not, they are read where they lie; an installed wheel reads its own copies.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The reports index asset (group ``reports``), thin over :mod:`mama_pipeline.reports.index`."""
+
 import dagster as dg
 
 from mama_pipeline.common.file_ops import atomic_file
@@ -16,5 +17,6 @@ def reports_index(settings: SettingsResource) -> dg.MaterializeResult:
     with atomic_file(reports / INDEX) as fh:
         fh.write(render_index(reports))
     pages = [str(p) for _, p in index_entries(reports) if p is not None]
-    return dg.MaterializeResult(metadata={"index": str(reports / INDEX), "pages": len(pages),
-                                          "linked": ", ".join(pages) or "none"})
+    return dg.MaterializeResult(
+        metadata={"index": str(reports / INDEX), "pages": len(pages), "linked": ", ".join(pages) or "none"}
+    )

@@ -1,4 +1,5 @@
 """The reports group's Dagster definitions: the index of report pages."""
+
 import dagster as dg
 
 from mama_pipeline.reports.assets import reports_index

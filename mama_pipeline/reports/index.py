@@ -4,6 +4,7 @@ A page is one :class:`ReportPage` entry: its name, where it lies under ``data/re
 per folder is several pages), the asset that writes it, and how its headline figures are read (by default from
 the table at the top of the page). A new page, such as a leaderboard, is one more entry.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -58,13 +59,16 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
     body = [f"<p class='note'>{written} report pages written; each links below with its headline figures.</p>"]
     for entry, rel in entries:
         if rel is None:
-            body.append(f"<h2>{esc(entry.name)}</h2><p class='note'>Not written yet (asset "
-                        f"<code>{esc(entry.written_by)}</code> has not been materialised).</p>")
+            body.append(
+                f"<h2>{esc(entry.name)}</h2><p class='note'>Not written yet (asset "
+                f"<code>{esc(entry.written_by)}</code> has not been materialised).</p>"
+            )
             continue
         name = entry.name if "*" not in entry.pattern else f"{entry.name}: {rel.parent.name}"
         figures = entry.headline(reports / rel)
         rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in figures)
-        body.append(f"<h2><a href='{esc(rel.as_posix())}'>{esc(name)}</a></h2>"
-                    + (f"<table class='facts'>{rows}</table>" if rows else
-                       "<p class='note'>No headline figures recorded.</p>"))
+        body.append(
+            f"<h2><a href='{esc(rel.as_posix())}'>{esc(name)}</a></h2>"
+            + (f"<table class='facts'>{rows}</table>" if rows else "<p class='note'>No headline figures recorded.</p>")
+        )
     return page(TITLE, body)

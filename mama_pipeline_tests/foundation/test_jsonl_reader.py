@@ -1,8 +1,9 @@
 """The one JSON-lines reader names the file and line of a bad record."""
+
 import pytest
 
-from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.common.input_errors import InputError
+from mama_pipeline.common.jsonl import json_lines
 
 
 def test_blank_lines_skipped_and_numbers_kept(tmp_path):

@@ -1,4 +1,5 @@
 """The one Markdown table builder: the cell rules each caller relies on."""
+
 import polars as pl
 
 from mama_pipeline.common.markdown import METADATA, VERBATIM, Cells, frame_table, table
@@ -33,7 +34,16 @@ def test_report_numbers_at_a_readers_precision():
     from mama_pipeline.common.html_page import cell, number, p_value
 
     assert [number(v) for v in (0.53217, -0.0123, 1.0, 12.0, 3.14159, 1234.5, 7, float("nan"), None)] == [
-        "0.532", "-0.012", "1.000", "12", "3.14", "1234.50", "7", "n/a", ""]
+        "0.532",
+        "-0.012",
+        "1.000",
+        "12",
+        "3.14",
+        "1234.50",
+        "7",
+        "n/a",
+        "",
+    ]
     assert [p_value(p) for p in (0.04234, 0.0004, 1.0)] == ["0.042", "&lt; 0.001", "1.000"]
     assert cell(0.00001, "p_holm") == "&lt; 0.001" and cell(0.00001, "diff") == "0.000"
     assert cell(["a", "b<"], "ids") == "a, b&lt;" and cell(True, "flag") == "True"

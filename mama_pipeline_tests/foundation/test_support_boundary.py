@@ -1,5 +1,6 @@
 """Tests and benchmarks share helpers only through mama_pipeline_tests/support/: a benchmark imports no other test
 module, no test imports a benchmark, and the support package imports nothing else of the tests."""
+
 from __future__ import annotations
 
 import ast
@@ -25,8 +26,11 @@ def imported(path: Path) -> set[str]:
 
 
 def outside_support(names: set[str], package: str) -> list[str]:
-    return sorted(n for n in names if (n == package or n.startswith(package + "."))
-                  and not (n == SUPPORT or n.startswith(SUPPORT + ".")))
+    return sorted(
+        n
+        for n in names
+        if (n == package or n.startswith(package + ".")) and not (n == SUPPORT or n.startswith(SUPPORT + "."))
+    )
 
 
 def test_benchmarks_use_only_the_shared_support_package():
@@ -37,8 +41,11 @@ def test_benchmarks_use_only_the_shared_support_package():
 
 def test_no_test_imports_a_benchmark_and_support_stands_alone():
     tests = REPO / "mama_pipeline_tests"
-    uses_benchmarks = {str(p.relative_to(tests)) for p in tests.rglob("*.py")
-                       if any(n == "benchmarks" or n.startswith("benchmarks.") for n in imported(p))}
+    uses_benchmarks = {
+        str(p.relative_to(tests))
+        for p in tests.rglob("*.py")
+        if any(n == "benchmarks" or n.startswith("benchmarks.") for n in imported(p))
+    }
     assert uses_benchmarks == set()
     support = {p.name: outside_support(imported(p), "mama_pipeline_tests") for p in (tests / "support").glob("*.py")}
     assert {k: v for k, v in support.items() if v} == {}

@@ -1,5 +1,6 @@
 """Installed as a wheel into a fresh virtual environment outside the checkout, the package keeps its table
 contracts (sql/), its Dagster instance file and run configuration, and its definitions load."""
+
 from __future__ import annotations
 
 import json
@@ -40,9 +41,22 @@ print(json.dumps({
 
 def _copy_checkout(dest: Path) -> Path:
     """The checkout's files, without its environments, data and build outputs (pip builds in the source tree)."""
-    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".label-studio-venv", "data", "build", "*.egg-info", "__pycache__", ".pytest_cache",
-        "bench_out", "_shipped"))
+    shutil.copytree(
+        REPO,
+        dest,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            ".label-studio-venv",
+            "data",
+            "build",
+            "*.egg-info",
+            "__pycache__",
+            ".pytest_cache",
+            "bench_out",
+            "_shipped",
+        ),
+    )
     return dest
 
 
@@ -50,20 +64,42 @@ def _copy_checkout(dest: Path) -> Path:
 def test_the_wheel_outside_the_checkout_loads_its_definitions_and_table_contracts(tmp_path):
     src = _copy_checkout(tmp_path / "src")
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                    "-q", "-w", str(wheels), str(src)], check=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(wheels),
+            str(src),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     (wheel,) = wheels.glob("mama_pipeline-*.whl")
 
     env_dir = tmp_path / "env"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     # the dependencies come from the test's own environment: its site-packages as a plain path line, so its
     # .pth files (the checkout's editable install among them) are not processed
     (site / "deps.pth").write_text(sysconfig.get_paths(vars={"base": sys.prefix})["purelib"] + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], check=True,
-                   cwd=tmp_path)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], check=True, cwd=tmp_path
+    )
 
     run = tmp_path / "elsewhere"
     run.mkdir()
@@ -80,6 +116,11 @@ def test_the_wheel_outside_the_checkout_loads_its_definitions_and_table_contract
     assert got["assets"] == len(json.loads(SNAPSHOT.read_text())["assets"])
     expected = duckdb.connect()
     expected.execute((REPO / "sql" / "tables" / "judgments.sql").read_text())
-    columns = [r[0] for r in expected.execute("SELECT column_name FROM information_schema.columns WHERE "
-                                              "table_name = 'judgments' ORDER BY ordinal_position").fetchall()]
+    columns = [
+        r[0]
+        for r in expected.execute(
+            "SELECT column_name FROM information_schema.columns WHERE "
+            "table_name = 'judgments' ORDER BY ordinal_position"
+        ).fetchall()
+    ]
     assert got["columns"] == columns and len(columns) > 3
