@@ -55,7 +55,7 @@ def synthetic_inputs(scale: float, seed: int = 0) -> MamaretrievalInputs:
     )
     id_array = np.array(ids)
     rows_q, rows_r, rows_rank, rows_c = [], [], [], []
-    for qi, q in enumerate(qids):
+    for q in qids:
         cand = rng.choice(n_chunks, size=CANDIDATES, replace=False)
         for r in RETRIEVERS:
             top = rng.choice(cand, size=20, replace=False)
