@@ -206,3 +206,17 @@ def test_an_upward_import_a_function_level_one_and_a_cycle_are_caught(scratch_pa
     (pkg / "plan").mkdir()
     (pkg / "plan/__init__.py").write_text("")
     assert "unit 'plan' is in the code but not in architecture.md's layers" in violations(pkg, doc)
+
+
+def test_only_the_root_definitions_read_the_settings_at_import():
+    """Settings enter in one place (docs/architecture.md): no other module calls ``load_settings`` at load time."""
+    found = []
+    for module, path in modules().items():
+        for node in _tree(path, path.stat().st_mtime_ns).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for call in ast.walk(node):
+                name = getattr(call.func, "id", getattr(call.func, "attr", None)) if isinstance(call, ast.Call) else None
+                if name == "load_settings":
+                    found.append(module)
+    assert found == ["mama_pipeline.definitions"]

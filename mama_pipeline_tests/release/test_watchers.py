@@ -12,13 +12,12 @@ from mama_pipeline.mamabench.assets import RAW_ASSETS
 from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.corpus import watch
 from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
-from mama_pipeline.corpus.sensors import TRIGGER_TAG, corpus_version_sensor
+from mama_pipeline.corpus.sensors import TRIGGER_TAG
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.settings import load_settings
 
 
-corpus_defs = build_corpus_defs(load_settings())
 queries_defs = build_queries_defs(load_settings())
 
 PACKAGE = SAMPLE_CONFIG.parent
@@ -37,9 +36,9 @@ def sample_copy(tmp_path, monkeypatch) -> Path:
 
 
 def sensor_defs(config: Path, *extra: dg.AssetsDefinition) -> dg.Definitions:
-    return dg.Definitions.merge(
-        corpus_defs, queries_defs,
-        dg.Definitions(assets=list(extra), sensors=[corpus_version_sensor(load_settings(config))], resources=shared_resources(str(config))),
+    return dg.Definitions.merge(  # the corpus area brings its sensor, built from this configuration
+        build_corpus_defs(load_settings(config)), queries_defs,
+        dg.Definitions(assets=list(extra), resources=shared_resources(str(config))),
     )
 
 
