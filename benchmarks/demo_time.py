@@ -139,7 +139,7 @@ class PassageEcho:
     """The test server, except that the query writer's question is the passage's first words."""
 
     def __new__(cls):
-        from mama_pipeline_tests.fake_llm_server import FakeLLM
+        from mama_pipeline_tests.support.fake_llm_server import FakeLLM
 
         class Echo(FakeLLM):
             async def chat(self, req):
@@ -158,7 +158,7 @@ class PassageEcho:
 
 @contextlib.contextmanager
 def echo_server() -> Iterator[str]:
-    from mama_pipeline_tests.processes import free_port
+    from mama_pipeline_tests.support.processes import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], cwd=REPO,

@@ -15,8 +15,8 @@ import time
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
-from mama_pipeline.evaluation.scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
 

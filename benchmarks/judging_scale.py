@@ -27,8 +27,8 @@ from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Prompts asked again after SIGKILLs during judging, per kill and in all.
 
-A judging process (``mama_pipeline_tests.judging.kill_worker``: the judging step's
+A judging process (``mama_pipeline_tests.support.kill_worker``: the judging step's
 ``judge_pairs`` and LLM client) judges a synthetic pool against the local fake
 server; it is SIGKILLed ``--kills`` times at a random point 1 to 4 s after its
 first request, then runs to the end. ``--prefill`` rows of other answers are put in
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 
 def prefill(store: Store, rows: int) -> None:
@@ -73,7 +73,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     pairs = args.queries * args.per_query
-    worker = [sys.executable, "-m", "mama_pipeline_tests.judging.kill_worker", "--queries", str(args.queries),
+    worker = [sys.executable, "-m", "mama_pipeline_tests.support.kill_worker", "--queries", str(args.queries),
               "--per-query", str(args.per_query), "--chunks", str(args.chunks), "--concurrency", str(args.concurrency),
               "--batch-pairs", str(args.batch_pairs), "--flush-every-s", str(args.flush_every_s)]
     with tempfile.TemporaryDirectory() as tmp, running_server(delay=args.delay) as server:

@@ -13,10 +13,10 @@ from pydantic import BaseModel, Field
 
 from mama_pipeline.llm.answer_log import fold
 from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, cache_key, decoding_params, schema_of
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 
 class Verdict(BaseModel):

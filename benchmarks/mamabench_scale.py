@@ -24,10 +24,15 @@ import dagster as dg
 import polars as pl
 import yaml
 
-from mama_pipeline.mamabench.definitions import defs
+from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline.release.assets import mamabench_release
+from mama_pipeline.settings import load_settings
+
+
+defs = build_mamabench_defs(load_settings())
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mama_pipeline"
 UP = PACKAGE / "sample_data" / "upstream"
@@ -107,7 +112,7 @@ def generate(out: Path) -> dict[str, str]:
 
 def materialise(config: Path) -> tuple[float, dict[str, float]]:
     t0 = time.perf_counter()
-    result = dg.materialize([empty_side_file, *defs.assets, *defs.asset_checks], resources=shared_resources(str(config)),
+    result = dg.materialize([empty_side_file, *defs.assets, mamabench_release, *defs.asset_checks], resources=shared_resources(str(config)),
                             selection=dg.AssetSelection.all(), raise_on_error=True)
     wall = time.perf_counter() - t0
     steps = {e.step_key: e.event_specific_data.duration_ms / 1000 for e in result.all_events

@@ -25,7 +25,7 @@ import polars as pl
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.multipassage.prompts import (
+from mama_pipeline.multipassage.multipassage_prompts import (
     fact_check_template,
     verifier_model,
     verifier_template,
@@ -39,10 +39,10 @@ from mama_pipeline.multipassage.questions import (
     verifier_requests,
     written_questions,
 )
-from mama_pipeline.multipassage.scoreboard import score_track
+from mama_pipeline.multipassage.multipassage_scoreboard import score_track
 from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 RETRIEVERS = ["bm25", "medcpt", "octen", "voyage", "lateon", "gecko"]
 TIERS = ["very_high", "high", "moderate_high", "moderate", "low_moderate"]

@@ -66,7 +66,7 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
     from mama_pipeline.retrieval.rerank_backends import EndpointScorer
     from mama_pipeline.retrieval.settings import RerankEndpointBackend
     from mama_pipeline.store import Store
-    from mama_pipeline_tests.fake_llm_server import running_server
+    from mama_pipeline_tests.support.fake_llm_server import running_server
 
     with tempfile.TemporaryDirectory() as tmp, running_server(delay=delay) as server:
         store = Store(Path(tmp) / "bench.duckdb")

@@ -40,14 +40,14 @@ from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_pairs, variant_labels
 from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
-from mama_pipeline.robustness.scoreboard import robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import robustness_board
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import (
     decisions_frame, deterministic_decisions, kept_variants, rewrite_decisions,
 )
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
-from mama_pipeline_tests.judging.synthetic import make_chunks
+from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline_tests.support.synthetic_judging import make_chunks
 
 TIERS = ("very_high", "high", "moderate_high", "moderate", "low_moderate")
 RETRIEVERS = ("bm25", "medcpt", "gemma", "octen", "voyage", "lateon")

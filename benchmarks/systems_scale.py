@@ -52,10 +52,10 @@ from mama_pipeline.store import Store
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.items import benchmark_items
-from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline.systems.settings import SystemSettings
-from mama_pipeline_tests.fake_llm_server import ServerHandle, running_server
+from mama_pipeline_tests.support.fake_llm_server import ServerHandle, running_server
 
 MIX = {"mcq": 23241, "short_answer": 369, "rubric": 2339}  # mamabench v0.2, 25,949 items
 CATEGORIES = ["MATERNAL", "NEONATAL", "CHILD_HEALTH", "SEXUAL_AND_REPRODUCTIVE_HEALTH"]

@@ -20,13 +20,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mama_pipeline.input_errors import EXIT_BAD_INPUT, InputError, run_cli
+from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, InputError, run_cli
+from mama_pipeline.common.project_files import project_file
 from mama_pipeline.settings import load_settings
 
-REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+REPO_DAGSTER_YAML = project_file("dagster.yaml")
 MODULE = "mama_pipeline.definitions"
 DEMO_CONFIG = Path(__file__).resolve().parent / "demo_config.yaml"
-RUN_CONFIG = Path(__file__).resolve().parents[1] / "config" / "materialize-run-config.yaml"  # forkserver starts
+RUN_CONFIG = project_file("config", "materialize-run-config.yaml")  # forkserver starts
 DASK_MODULE = "mama_pipeline.scale_out.dask_definitions"
 
 
@@ -37,20 +38,6 @@ def dagster_home(data_path: Path) -> Path:
     if not (home / "dagster.yaml").exists() and REPO_DAGSTER_YAML.exists():
         shutil.copy(REPO_DAGSTER_YAML, home / "dagster.yaml")
     return home
-
-
-def _selected_keys(defs, select: str):
-    """The asset keys of a ``--select`` (Dagster's selection syntax); a bad one is a one-line error."""
-    import dagster as dg
-    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
-
-    graph = defs.resolve_asset_graph()
-    if select == "*":
-        return graph.materializable_asset_keys
-    try:
-        return dg.AssetSelection.from_coercible(select).resolve(graph)
-    except (dg.DagsterInvalidSubsetError, DagsterInvalidAssetSelectionError) as exc:
-        raise InputError(f"--select {select!r}: {exc}") from None
 
 
 def materialize(select: str, executor: str = "multiprocess", run_config: str | None = None) -> int:
@@ -66,10 +53,10 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.release.run_plan import materialize_commands, plan_runs
+    from mama_pipeline.run_plan import materialize_commands, plan_runs, selected_keys
 
     if executor == "in_process":
-        return run_here(defs, _selected_keys(defs, select), home)
+        return run_here(defs, selected_keys(defs, select), home)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
     if executor == "dask":
@@ -77,7 +64,7 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     else:
         module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
-        commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), _selected_keys(defs, select)),
+        commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), selected_keys(defs, select)),
                                         module, config, instance)
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)

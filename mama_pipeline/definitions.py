@@ -1,41 +1,38 @@
-"""The one Dagster Definitions object: every area's assets, checks, sensors and schedules."""
+"""The one Dagster Definitions object: the settings loaded once, every area built from them.
+
+Each area's ``definitions.build_defs(settings)`` returns its assets, checks, sensors and schedules, with the
+partitions of :mod:`mama_pipeline.partitions`; a wrong key or value in the configuration fails here, at load
+time, with the key named. ``MAMA_CONFIG`` (or the bundled sample) is the file, for the definitions and for the
+runs' ``settings`` resource alike.
+"""
 import dagster as dg
 
-from mama_pipeline import settings as _settings
-from mama_pipeline.calibration import definitions as calibration
-from mama_pipeline.clinician import definitions as clinician
-from mama_pipeline.corpus import definitions as corpus
-from mama_pipeline.evaluation import definitions as evaluation
-from mama_pipeline.judging import definitions as judging
-from mama_pipeline.leaderboard import definitions as leaderboard
-from mama_pipeline.mamabench import definitions as mamabench
-from mama_pipeline.multipassage import definitions as multipassage
-from mama_pipeline.plan import definitions as plan
-from mama_pipeline.queries import definitions as queries
-from mama_pipeline.release import definitions as release
+from mama_pipeline.calibration.definitions import build_defs as calibration
+from mama_pipeline.clinician.definitions import build_defs as clinician
+from mama_pipeline.corpus.definitions import build_defs as corpus
+from mama_pipeline.evaluation.definitions import build_defs as evaluation
+from mama_pipeline.judging.definitions import build_defs as judging
+from mama_pipeline.leaderboard.definitions import build_defs as leaderboard
+from mama_pipeline.mamabench.definitions import build_defs as mamabench
+from mama_pipeline.multipassage.definitions import build_defs as multipassage
+from mama_pipeline.plan.definitions import build_defs as plan
+from mama_pipeline.queries.definitions import build_defs as queries
+from mama_pipeline.release.definitions import build_defs as release
+from mama_pipeline.reports.definitions import build_defs as reports
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.retrieval import definitions as retrieval
-from mama_pipeline.submissions import definitions as submissions
-from mama_pipeline.robustness import definitions as robustness
-from mama_pipeline.systems import definitions as systems
+from mama_pipeline.retrieval.definitions import build_defs as retrieval
+from mama_pipeline.robustness.definitions import build_defs as robustness
+from mama_pipeline.settings import PipelineSettings, load_settings
+from mama_pipeline.submissions.definitions import build_defs as submissions
+from mama_pipeline.systems.definitions import build_defs as systems
 
-_settings.load_settings()  # a wrong key or value fails here, at load time, with the key named
+AREAS = (mamabench, calibration, corpus, queries, retrieval, judging, evaluation, multipassage, release, clinician,
+         robustness, systems, submissions, leaderboard, plan, reports)
 
-defs = dg.Definitions.merge(
-    mamabench.defs,
-    calibration.defs,
-    corpus.defs,
-    queries.defs,
-    retrieval.defs,
-    judging.defs,
-    evaluation.defs,
-    multipassage.defs,
-    release.defs,
-    clinician.defs,
-    robustness.defs,
-    systems.defs,
-    plan.defs,
-    submissions.defs,
-    leaderboard.defs,
-    dg.Definitions(resources=shared_resources()),
-)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """Every area's definitions from one settings object, and the shared resources."""
+    return dg.Definitions.merge(*(build(settings) for build in AREAS), dg.Definitions(resources=shared_resources()))
+
+
+defs = build_defs(load_settings())

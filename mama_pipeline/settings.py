@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
-from mama_pipeline.circularity.settings import CircularitySettings
+from mama_pipeline.circularity.settings import CircularitySettings, check_families
 from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -26,9 +26,9 @@ from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.input_errors import InputError, read_text
+from mama_pipeline.common.input_errors import InputError, read_text
 from mama_pipeline.robustness.settings import RobustnessSettings
-from mama_pipeline.settings_base import Section, resolve_path
+from mama_pipeline.common.settings_base import Section, resolve_path
 from mama_pipeline.systems.settings import SystemsSettings
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
@@ -60,8 +60,6 @@ class PipelineSettings(Section):
 
     @model_validator(mode="after")
     def _systems_name_retrievers(self) -> "PipelineSettings":
-        from mama_pipeline.circularity.flags import check_families
-
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
         check_families(self)
         return self

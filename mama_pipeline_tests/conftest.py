@@ -10,7 +10,7 @@ import pytest
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import ServerHandle, running_server
+from mama_pipeline_tests.support.fake_llm_server import ServerHandle, running_server
 
 os.environ.setdefault("DAGSTER_HOME", "")  # set per test where a Dagster instance is needed
 # tests set their own configuration and data folder; a developer's exported ones must not reach them

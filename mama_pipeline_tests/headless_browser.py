@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mama_pipeline_tests.processes import default_signals, free_port
+from mama_pipeline_tests.support.processes import default_signals, free_port
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 PATHS = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/opt/google/chrome/chrome",

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
 from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
 from mama_pipeline.calibration.rubric_judge import (
     RUBRIC_JUDGE_PROMPT,
@@ -21,22 +21,11 @@ from mama_pipeline.calibration.rubric_judge import (
     sample_rows,
 )
 from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES, build_side_file
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "calibration"
 SCOPE_VERDICTS = dg.AssetKey("healthbench_scope_verdicts")
-FAILURES_SHOWN = 20
-
-
-def _md_table(df: pl.DataFrame) -> dg.MetadataValue:
-    if df.is_empty():
-        return dg.MetadataValue.md("(none)")
-    cols = df.columns
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.iter_rows():
-        cells = ["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
-    return dg.MetadataValue.md("\n".join(lines))
 
 
 @dg.asset(group_name=GROUP, description="HealthBench's physician meta-evaluation rows, as upstream.")
@@ -90,7 +79,7 @@ def calibration_side_file(meta_eval: pl.DataFrame, verdicts: pl.DataFrame):
     yield dg.Output(
         side.accounting,
         output_name="calibration_side_file_accounting",
-        metadata={"meta_eval_rows": meta_eval.height, **counts, "table": _md_table(side.accounting)},
+        metadata={"meta_eval_rows": meta_eval.height, **counts, "table": md_table(side.accounting)},
     )
 
 
@@ -116,7 +105,7 @@ def calibration_judge_labels(
             "side_file_rows": side_file.height,
             "sample_seed": cfg.harness_seed,
             "failed_calls": failures.height,
-            "failures": _md_table(
+            "failures": md_table(
                 failures.select("upstream_line", "status", "error").head(FAILURES_SHOWN)
             ),
         },
@@ -148,6 +137,6 @@ def calibration_harness_report(side_file: pl.DataFrame, labels: pl.DataFrame) ->
             "judged_rows": judged.height,
             "failed_calls_excluded": labels.filter(pl.col("status") != "ok").height,
             **headline,
-            "summary": _md_table(summary),
+            "summary": md_table(summary),
         },
     )

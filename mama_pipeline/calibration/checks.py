@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.agreement import ALL, JUDGE
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE
 from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES
 
 

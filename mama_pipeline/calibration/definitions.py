@@ -12,8 +12,12 @@ from mama_pipeline.calibration.checks import (
     harness_covers_answered_rows,
     judge_labels_consistent,
 )
+from mama_pipeline.settings import PipelineSettings
 
-defs = dg.Definitions(
-    assets=[calibration_meta_eval, calibration_side_file, calibration_judge_labels, calibration_harness_report],
-    asset_checks=[every_meta_eval_row_accounted, judge_labels_consistent, harness_covers_answered_rows],
-)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The group's assets and checks (none depends on the settings)."""
+    return dg.Definitions(
+        assets=[calibration_meta_eval, calibration_side_file, calibration_judge_labels, calibration_harness_report],
+        asset_checks=[every_meta_eval_row_accounted, judge_labels_consistent, harness_covers_answered_rows],
+    )

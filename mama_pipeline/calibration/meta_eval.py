@@ -6,7 +6,6 @@ label per physician. Every upstream field is kept as is; ``upstream_line`` (the
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +13,10 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from mama_pipeline.calibration.settings import MetaEvalSource
-from mama_pipeline.file_ops import sha256_file
-from mama_pipeline.input_errors import InputError, text_lines
-from mama_pipeline.settings_base import resolve_path
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.input_errors import InputError
+from mama_pipeline.common.jsonl import json_lines
+from mama_pipeline.common.settings_base import resolve_path
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 META_EVAL_SCHEMA = {
@@ -114,13 +114,7 @@ def locate(source: MetaEvalSource, config_dir: Path) -> MetaEvalFile:
 def read_meta_eval(path: Path) -> pl.DataFrame:
     """Parse and validate the jsonl file; a bad line raises naming file, line and reason."""
     records = []
-    for line_no, line in text_lines(path, "meta-evaluation file"):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {line_no}: not valid JSON ({exc})") from None
+    for line_no, raw in json_lines(path, "meta-evaluation file"):
         if not isinstance(raw, dict):
             raise InputError(f"{path}, line {line_no}: expected a JSON object")
         try:

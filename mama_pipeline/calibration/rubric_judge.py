@@ -12,7 +12,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from mama_pipeline.llm.client import LLMRequest, RunReport
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 
 STAGE = "rubric_judge"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section, bundled
+from mama_pipeline.common.settings_base import Section, bundled
 
 META_EVAL_FILE = "2025-05-07-06-14-12_oss_meta_eval.jsonl"
 

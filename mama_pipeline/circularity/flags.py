@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from mama_pipeline.circularity.settings import check_families
+
 if TYPE_CHECKING:
     from mama_pipeline.llm.settings import StageSettings
     from mama_pipeline.settings import PipelineSettings
@@ -85,19 +87,6 @@ def _retriever_models(s: "PipelineSettings") -> dict[str, str]:
             out[r.name] = b.model if b.type == "endpoint" else _encoder(
                 b, DENSE_DEFAULT if getattr(b, "untrained_minilm", False) else None)
     return out
-
-
-def known_parts(s: "PipelineSettings") -> set[str]:
-    stages = {f"llm.{k}" for k in type(s.llm).model_fields if k != "embedded_server"}
-    return stages | {f"retrieval.{n}" for n in s.retrieval.retriever_names} | {f"systems.{n}" for n in s.systems.names}
-
-
-def check_families(s: "PipelineSettings") -> None:
-    """A ValueError naming each ``circularity.families`` key that is no stage, retriever or system."""
-    unknown = sorted(set(s.circularity.families) - known_parts(s))
-    if unknown:
-        raise ValueError(f"circularity.families names unknown parts {unknown}: keys are llm.<stage>, "
-                         "retrieval.<retriever> or systems.<system>")
 
 
 def _compare(s: "PipelineSettings", judge: str, part: str, model: str | None) -> Flag | None:

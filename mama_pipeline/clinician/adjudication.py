@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.clinician.labelling_config import DIMENSIONS
-from mama_pipeline.judging.scoring import score_verdicts
+from mama_pipeline.judging.label_score import score_verdicts
 
 MAJORITY_SCHEMA = {
     "task_key": pl.String, "kind": pl.String, "query_id": pl.String, "chunk_id": pl.String, "item_id": pl.String,

@@ -9,7 +9,7 @@ the file (or URL) and task named. An annotation that is readable but unusable
 (skipped, or D2-D4 missing after D1 "yes") is kept with its status and the
 problem, never dropped; only ``labelled`` rows enter the agreement figures. The
 relevance score follows the judge's rules
-(:func:`mama_pipeline.judging.scoring.score_verdicts`).
+(:func:`mama_pipeline.judging.label_score.score_verdicts`).
 
 Provenance travels with every row: ``synthetic`` is true when the annotation or
 its task says ``"synthetic": true`` (the offline demo's made-up annotators mark
@@ -26,8 +26,8 @@ import polars as pl
 
 from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, relevance_key, scope_key
-from mama_pipeline.input_errors import InputError
-from mama_pipeline.judging.scoring import score_verdicts
+from mama_pipeline.common.input_errors import InputError
+from mama_pipeline.judging.label_score import score_verdicts
 
 LABEL_SCHEMA = {
     "task_key": pl.String, "kind": pl.String, "ls_task_id": pl.Int64, "annotation_id": pl.Int64,

@@ -16,18 +16,18 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreement
+from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
 from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
-from mama_pipeline.clinician.release import is_synthetic
-from mama_pipeline.clinician.report import write_report
+from mama_pipeline.clinician.synthetic import is_synthetic
+from mama_pipeline.clinician.clinician_page import write_report
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, label_studio_tasks, relevance_tasks, scope_tasks
-from mama_pipeline.file_ops import atomic_file
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.file_ops import atomic_file
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "clinician"
 TASK_FILES = ("clinician", "label_studio")
@@ -171,7 +171,7 @@ def clinician_estimates(settings: SettingsResource, store: StoreResource, clinic
                         pool: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.circularity.flags import circularity_flags, flag_table, retriever_notes
     from mama_pipeline.evaluation.assets import stored_rankings
-    from mama_pipeline.evaluation.measures import mamaretrieval_plan
+    from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 
     s = settings.get()
     c, ev = s.clinician, s.evaluation

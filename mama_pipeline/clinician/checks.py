@@ -7,7 +7,7 @@ import polars as pl
 from mama_pipeline.clinician.assets import clinician_estimates, clinician_labels, clinician_tasks
 from mama_pipeline.clinician.estimates import ESTIMATED
 from mama_pipeline.clinician.tasks import TASK_DATA_KEYS
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource
 
 

@@ -12,10 +12,14 @@ from mama_pipeline.clinician.assets import (
 )
 from mama_pipeline.clinician.checks import CHECKS
 from mama_pipeline.clinician.sensors import clinician_annotations_sensor
+from mama_pipeline.settings import PipelineSettings
 
-defs = dg.Definitions(
-    assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated,
-            clinician_estimates, clinician_report],
-    asset_checks=CHECKS,
-    sensors=[clinician_annotations_sensor],
-)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The group's assets and checks; the sensor polls at ``clinician.sensor_interval_s``."""
+    return dg.Definitions(
+        assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated,
+                clinician_estimates, clinician_report],
+        asset_checks=CHECKS,
+        sensors=[clinician_annotations_sensor(settings)],
+    )

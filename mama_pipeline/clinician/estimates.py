@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.measures import Measure, MeasurePlan
+from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 
 ALPHA = 0.05  # 95% intervals
 ALL = "all"

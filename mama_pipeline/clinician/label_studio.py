@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from mama_pipeline.input_errors import InputError
+from mama_pipeline.common.input_errors import InputError
 
 PAGE_SIZE = 500
 EXCERPT = 120  # characters of an unexpected answer quoted in an error

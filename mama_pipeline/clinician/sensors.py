@@ -10,7 +10,7 @@ import dagster as dg
 from mama_pipeline.clinician.label_studio import LabelStudioError
 from mama_pipeline.clinician.projects import annotations_fingerprint, read_exports
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.settings import load_settings
+from mama_pipeline.settings import PipelineSettings
 
 LABEL_ASSETS = dg.AssetSelection.assets(
     "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated", "clinician_estimates",
@@ -18,15 +18,8 @@ LABEL_ASSETS = dg.AssetSelection.assets(
 ).required_multi_asset_neighbors()
 
 
-@dg.sensor(
-    name="clinician_annotations_sensor",
-    asset_selection=LABEL_ASSETS,
-    minimum_interval_seconds=load_settings().clinician.sensor_interval_s,
-    default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Polls the Label Studio projects; on new or changed annotations, re-materialises clinician_labels, "
-    "the agreement figures, the clinician-validated subset, the corrected figures and the report page.",
-)
-def clinician_annotations_sensor(context: dg.SensorEvaluationContext, settings: SettingsResource):
+def check_annotations(context: dg.SensorEvaluationContext, settings: SettingsResource):
+    """One tick: the annotations' fingerprint against the cursor."""
     s = settings.get()
     url = s.clinician.label_studio_url
     if not url:
@@ -43,3 +36,15 @@ def clinician_annotations_sensor(context: dg.SensorEvaluationContext, settings: 
     context.log.info(f"annotations at {url} changed: {annotations} now ({fingerprint})")
     return dg.RunRequest(run_key=fingerprint, asset_selection=sorted(LABEL_ASSETS.resolve(context.repository_def.asset_graph), key=str),
                          tags={"mama/trigger": "clinician_annotations_sensor"})
+
+
+def clinician_annotations_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
+    """The sensor, polling at ``clinician.sensor_interval_s``."""
+    return dg.sensor(
+        name="clinician_annotations_sensor",
+        asset_selection=LABEL_ASSETS,
+        minimum_interval_seconds=settings.clinician.sensor_interval_s,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description="Polls the Label Studio projects; on new or changed annotations, re-materialises clinician_labels, "
+        "the agreement figures, the clinician-validated subset, the corrected figures and the report page.",
+    )(check_annotations)

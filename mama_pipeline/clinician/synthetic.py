@@ -58,3 +58,8 @@ def synthetic_export(tasks: pl.DataFrame, kind: str, annotators: int, seed: int)
                                 "lead_time": None, "synthetic": True})
         out.append({"id": n + 1, "data": json.loads(data), "annotations": annotations, "meta": {"synthetic": True}})
     return out
+
+
+def is_synthetic(labels: pl.DataFrame) -> bool:
+    """Whether any row says it is synthetic (its annotation or task was marked so), whatever its source is called."""
+    return bool(labels["synthetic"].any()) if labels.height else False

@@ -4,7 +4,7 @@ Two designs of relevance pairs. Agreement: judged pairs drawn with the
 reference-judge pilot's sampler (tier x judge score band,
 :func:`mama_pipeline.judging.reliability.pilot_sample`). Estimation (with
 ``clinician.estimation_sample_size`` set): pooled pairs drawn uniformly at
-random (:func:`mama_pipeline.strata.uniform_sample`), flagged
+random (:func:`mama_pipeline.common.strata.uniform_sample`), flagged
 ``estimation_sample``; the prediction-powered estimates use these alone. A pair
 in both designs is one task. Scope items are drawn by the classifier's category,
 NONE included, like the agreement design: strata visited in turn, each shuffled
@@ -22,7 +22,7 @@ import json
 import polars as pl
 
 from mama_pipeline.judging.reliability import pilot_sample
-from mama_pipeline.strata import round_robin_sample, uniform_sample
+from mama_pipeline.common.strata import round_robin_sample, uniform_sample
 
 RELEVANCE = "relevance"
 SCOPE = "scope"

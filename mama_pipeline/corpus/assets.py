@@ -9,8 +9,8 @@ from mama_pipeline.corpus.bundle import load_bundle
 from mama_pipeline.corpus.location import resolve_bundle
 from mama_pipeline.corpus.sampling import sample_chunks
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.file_ops import sha256_file
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.metadata import md_table
 
 GROUP = "corpus"
 

@@ -52,8 +52,8 @@ from typing import Any, Iterable, Iterator, Literal
 
 import polars as pl
 
-from mama_pipeline.file_ops import atomic_file
-from mama_pipeline.input_errors import InputError, one_line
+from mama_pipeline.common.file_ops import atomic_file
+from mama_pipeline.common.input_errors import InputError, one_line
 from mama_pipeline.corpus.hashing import ID_HEX, chunk_id, corpus_version, text_digest
 
 CanonicalText = Literal["body", "with_breadcrumb"]

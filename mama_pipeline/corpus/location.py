@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mama_pipeline.input_errors import InputError, one_line
-from mama_pipeline.settings_base import resolve_path
+from mama_pipeline.common.input_errors import InputError, one_line
+from mama_pipeline.common.settings_base import resolve_path
 
 HF_RE = re.compile(
     r"^hf://(?:(?P<kind>datasets|models|spaces)/)?(?P<repo>(?!(?:datasets|models|spaces)/)[^/@]+/[^/@]+)@(?P<revision>[^/]+)/(?P<path>.+)$"

@@ -3,7 +3,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section, bundled
+from mama_pipeline.common.settings_base import Section, bundled
 
 
 class TierSettings(Section):

@@ -1,6 +1,6 @@
 """Materialise an asset selection in this process: one terminal line per step, Dagster's events to a file.
 
-The selection is cut into runs by :mod:`mama_pipeline.release.run_plan` (one run per
+The selection is cut into runs by :mod:`mama_pipeline.run_plan` (one run per
 partitions definition and key, in dependency order) and each run executes in process on
 the given instance, so the Dagster UI on that instance shows every run. No step pays a
 process start, a model load or a JVM start twice.
@@ -18,8 +18,8 @@ from typing import Iterator, TextIO
 
 import dagster as dg
 
-from mama_pipeline.input_errors import one_line
-from mama_pipeline.release.run_plan import RunStep, execute_plan, plan_runs
+from mama_pipeline.common.input_errors import one_line
+from mama_pipeline.run_plan import RunStep, execute_plan, plan_runs
 
 FIREHOSE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 

@@ -2,14 +2,11 @@
 
 Lines come from the DuckDB store and the Dagster instance, never from code of the
 areas, so any asset group counts. Core areas have their lines in :data:`AREA_LINES`;
-any area package may add its own by defining ``summary_lines(ctx) -> list[str]`` in
-``mama_pipeline/<area>/summary.py`` (found by name, no registration). Every group of
-the asset graph without lines of its own gets a generic one: its assets and row counts.
+every group of the asset graph without lines of its own gets a generic one: its
+assets and row counts.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -97,7 +94,7 @@ def evaluation_lines(ctx: SummaryContext) -> list[str]:
     board = ctx.table("scoreboard")
     if board is None:
         return []
-    from mama_pipeline.evaluation.scoring import wide_scoreboard
+    from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 
     wide = wide_scoreboard(board)
     headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10"))][:4]
@@ -144,23 +141,6 @@ AREA_LINES: dict[str, Callable[[SummaryContext], list[str]]] = {
 }
 
 
-def contributed_lines() -> dict[str, Callable[[SummaryContext], list[str]]]:
-    """``summary_lines`` of every ``mama_pipeline.<area>.summary`` module (other than the demo's own)."""
-    found = {}
-    for info in pkgutil.iter_modules(mama_pipeline.__path__):
-        if not info.ispkg or info.name == "demo":
-            continue
-        try:
-            module = importlib.import_module(f"mama_pipeline.{info.name}.summary")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"mama_pipeline.{info.name}.summary":
-                raise
-            continue
-        if callable(getattr(module, "summary_lines", None)):
-            found[info.name] = module.summary_lines
-    return found
-
-
 def _groups(ctx: SummaryContext) -> dict[str, list[tuple[str, str | None, int | None]]]:
     """Each asset group: (asset, when last materialised, rows) of its assets."""
     groups: dict[str, list[tuple[str, str | None, int | None]]] = {}
@@ -186,11 +166,11 @@ def group_lines(groups: dict[str, list[tuple[str, str | None, int | None]]], cov
 
 
 def area_lines(ctx: SummaryContext) -> dict[str, list[str]]:
-    """Lines per area: core areas, contributed ones, then every other asset group. An area that is an asset
+    """Lines per area: the areas of ``AREA_LINES``, then every other asset group. An area that is an asset
     group none of whose assets this run materialised says its lines describe earlier runs' tables."""
     groups = _groups(ctx) if ctx.graph is not None else {}
     out: dict[str, list[str]] = {}
-    for area, fn in {**AREA_LINES, **contributed_lines()}.items():
+    for area, fn in AREA_LINES.items():
         try:
             lines = fn(ctx)
         except Exception as exc:  # noqa: BLE001 - a summary line never hides the run's own outcome
@@ -208,6 +188,8 @@ def result_paths(data: Path) -> dict[str, Path]:
     found = {}
     for folder in sorted((data / "releases").glob("*/*")):
         found[f"release {folder.parent.name} {folder.name}"] = folder
+    if (data / "reports" / "index.html").exists():
+        found["reports index"] = data / "reports" / "index.html"
     for report in sorted((data / "reports").glob("*/*.html")):
         several = len(list(report.parent.glob("*.html"))) > 1  # e.g. leaderboard/: one page per benchmark
         found[f"report {report.parent.name}" + (f" {report.stem}" if several else "")] = report

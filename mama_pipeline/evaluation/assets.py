@@ -12,7 +12,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
-from mama_pipeline.clinician.report import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
+from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import (
     beir_report_inputs,
@@ -23,16 +23,16 @@ from mama_pipeline.evaluation.beir_evaluation import (
 )
 from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
-from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
-from mama_pipeline.release.held_out_gaps import retrieval_gaps
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoring import wide_scoreboard
+from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
-from mama_pipeline.metadata import md_table
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "evaluation"
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.evaluation.runs import QrelsRows
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.input_errors import read_parquet, text_lines
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.common.input_errors import read_parquet, text_lines
 
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "text": pl.String}
 QUERIES_SCHEMA = {"query_id": pl.String, "text": pl.String, "metadata": pl.String}
@@ -139,13 +140,7 @@ def _read_jsonl(path: Path, kind: str) -> pl.DataFrame:
     texts: list[str] = []
     extra: list[str | None] = []
     seen: set[str] = set()
-    for lineno, line in text_lines(path, f"{kind} file"):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvaluationInputError(path, f"not valid JSON: {exc.msg}", lineno) from None
+    for lineno, record in json_lines(path, f"{kind} file", EvaluationInputError):
         ident, text, more = _record_fields(record, kind)
         if ident is None or text is None:
             raise EvaluationInputError(path, "record needs string '_id' and 'text'", lineno)

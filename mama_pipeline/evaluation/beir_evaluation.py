@@ -19,12 +19,12 @@ import polars as pl
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir import PRESETS, BeirBenchmark, download_beir, read_beir
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
-from mama_pipeline.evaluation.measures import beir_plan
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoring import Evaluation, evaluate, queries_without_results, scoreboard
+from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, queries_without_results, scoreboard
 from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
-from mama_pipeline.progress import track
+from mama_pipeline.common.progress import track
 
 Retrieve = Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]  # (chunks, queries) -> rankings
 
@@ -158,7 +158,7 @@ def truncation_from_metadata(metadata: dict[str, dict]) -> pl.DataFrame:
 def beir_report_inputs(result: BeirResult, cfg: BeirBenchmarkSettings, retriever_metadata: dict[str, dict] | None,
                        resamples: int, seed: int, confidence: float = 0.95, alpha: float = 0.05):
     """The HTML report of one BEIR evaluation: facts, intervals, significance, qrels labels, audits."""
-    from mama_pipeline.evaluation.report import ReportInputs
+    from mama_pipeline.evaluation.retrieval_page import ReportInputs
 
     notes = result.notes
     ev = result.evaluation

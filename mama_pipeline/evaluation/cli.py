@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.input_errors import run_cli
+from mama_pipeline.common.input_errors import run_cli
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -80,8 +80,8 @@ def _benchmark_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_trec(args) -> int:
-    from mama_pipeline.evaluation.measures import MeasurePlan
-    from mama_pipeline.evaluation.scoring import evaluate, scoreboard
+    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
+    from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
     from mama_pipeline.evaluation.significance import pairwise_significance
     from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run
 
@@ -222,7 +222,7 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
           run: pl.DataFrame | None = None, qrels: pl.DataFrame | None = None, report=None, segments=None) -> None:
     """Print the scoreboard and notes; with ``out``, write the tables, per-query files and the HTML report
     (``report``: its inputs; default: scoreboard, significance and the notes as facts)."""
-    from mama_pipeline.evaluation.scoring import wide_scoreboard
+    from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 
     with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
                    tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=10_000):
@@ -232,9 +232,9 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
                              "p_randomization_holm", "p_mcnemar_holm"))
     print(json.dumps(notes, indent=2, sort_keys=True, default=str))
     if out:
-        from mama_pipeline.file_ops import atomic_file
+        from mama_pipeline.common.file_ops import atomic_file
         from mama_pipeline.evaluation.per_query_files import write_per_query_files
-        from mama_pipeline.evaluation.report import ReportInputs, write_report
+        from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
 
         folder = Path(out)
         with atomic_file(folder / "scoreboard.tsv") as fh:

@@ -3,5 +3,9 @@ import dagster as dg
 
 from mama_pipeline.evaluation import held_out_assets, segment_assets
 from mama_pipeline.evaluation.assets import ASSETS, CHECKS
+from mama_pipeline.settings import PipelineSettings
 
-defs = dg.Definitions(assets=ASSETS + segment_assets.ASSETS + held_out_assets.ASSETS, asset_checks=CHECKS)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The group's assets and checks (none depends on the settings)."""
+    return dg.Definitions(assets=ASSETS + segment_assets.ASSETS + held_out_assets.ASSETS, asset_checks=CHECKS)

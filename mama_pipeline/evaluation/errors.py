@@ -1,9 +1,9 @@
-"""The one exception raised for unusable evaluation inputs (an :class:`~mama_pipeline.input_errors.InputError`)."""
+"""The one exception raised for unusable evaluation inputs (an :class:`~mama_pipeline.common.input_errors.InputError`)."""
 from __future__ import annotations
 
 import os
 
-from mama_pipeline.input_errors import InputError, at
+from mama_pipeline.common.input_errors import InputError, at
 
 
 class EvaluationInputError(InputError):

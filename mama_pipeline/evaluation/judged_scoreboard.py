@@ -13,9 +13,9 @@ from typing import Iterable
 
 import polars as pl
 
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoring import Evaluation, evaluate, queries_without_results, scoreboard
+from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, queries_without_results, scoreboard
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
 

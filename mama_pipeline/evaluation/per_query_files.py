@@ -17,8 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.evaluation.measures import Measure
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.evaluation.scoreboard_measures import Measure
 from mama_pipeline.evaluation.trec import write_trec_run
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

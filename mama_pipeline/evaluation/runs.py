@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.input_errors import one_line
+from mama_pipeline.common.input_errors import one_line
 
 RUN_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64}
 QRELS_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64}

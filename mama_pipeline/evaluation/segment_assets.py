@@ -3,9 +3,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.evaluation.segments import mamaretrieval_segments
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 
 @dg.multi_asset(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from mama_pipeline.evaluation.scoring import Evaluation
+from mama_pipeline.evaluation.per_query_scoring import Evaluation
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
 
 KEY_SCHEMA = {"query_id": pl.String, "dimension": pl.String, "segment": pl.String, "segment_order": pl.Int64}
@@ -161,7 +161,7 @@ def mamaretrieval_segments(
 ) -> SegmentResult:
     """Segments of the mamaretrieval scoreboard from its stored per-query values (relevant: label >= lenient)."""
     from mama_pipeline.evaluation.judged_scoreboard import check_measures, judged_qrels
-    from mama_pipeline.evaluation.measures import mamaretrieval_plan
+    from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 
     plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
     measures = segment_measures(settings)

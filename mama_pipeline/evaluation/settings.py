@@ -5,7 +5,7 @@ import re
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 

@@ -14,8 +14,8 @@ import os
 import polars as pl
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.file_ops import atomic_file
-from mama_pipeline.input_errors import text_lines
+from mama_pipeline.common.file_ops import atomic_file
+from mama_pipeline.common.input_errors import text_lines
 from mama_pipeline.evaluation.runs import QrelsRows, check_qrels, check_run
 
 

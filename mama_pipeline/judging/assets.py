@@ -13,17 +13,14 @@ from mama_pipeline.judging.judge import JudgeRun, judge_pairs
 from mama_pipeline.judging.label_store import orphaned_labels
 from mama_pipeline.judging.reliability import pilot_sample, reference_audits
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.judging.sharding import in_shard, require_loaded_shards, shard_keys
+from mama_pipeline.judging.sharding import in_shard, require_loaded_shards
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
-from mama_pipeline.settings import config_path_from_env, load_settings
-from mama_pipeline.metadata import md_table
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.settings import config_path_from_env
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "judging"
-SHARDS = dg.StaticPartitionsDefinition(shard_keys(load_settings().judging.shards))
-FAILURES_SHOWN = 20
-
 
 
 def _judge(
@@ -46,9 +43,8 @@ def _with_tier(outcomes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
     return outcomes.join(queries.select("query_id", "tier"), on="query_id", how="left")
 
 
-@dg.asset(
+@dg.asset(  # partitioned per query shard by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
-    partitions_def=SHARDS,
     description="Every pooled pair of one query shard, labelled by the judge or listed as failed with its reason.",
     ins={"chunks": CHUNKS, "queries": QUERIES},
 )
@@ -63,7 +59,8 @@ def judged_labels(
 ) -> dg.Output[pl.DataFrame]:
     shards = settings.get().judging.shards
     try:
-        require_loaded_shards(len(SHARDS.get_partition_keys()), shards, settings.config_path or str(config_path_from_env()))
+        loaded = len(context.assets_def.partitions_def.get_partition_keys())  # from the definitions' settings
+        require_loaded_shards(loaded, shards, settings.config_path or str(config_path_from_env()))
     except ValueError as exc:
         raise dg.Failure(str(exc)) from None
     pairs = in_shard(pooled_pairs, context.partition_key, shards)

@@ -6,7 +6,7 @@ import polars as pl
 from mama_pipeline.judging.assets import judgments
 from mama_pipeline.judging.reliability import same_judge_reason
 from mama_pipeline.llm.failure_bounds import judge_failures
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource
 
 

@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from mama_pipeline.judging.label_store import LABEL_SCHEMA, insert_labels, stored_labels
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, render_pair
-from mama_pipeline.judging.scoring import score_verdicts
+from mama_pipeline.judging.label_score import score_verdicts
 from mama_pipeline.llm.client import LLMClient, LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.store import Store
 
 OUTCOME_SCHEMA = {

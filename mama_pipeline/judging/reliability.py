@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.llm.reference_audit import audit_kind
-from mama_pipeline.strata import round_robin_sample
+from mama_pipeline.common.strata import round_robin_sample
 
 SCORES = 7  # score levels 0..6
 

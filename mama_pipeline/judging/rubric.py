@@ -7,7 +7,7 @@ fenced in ``<chunk>...</chunk>``; any tag-like text inside it is neutralised so
 the fence cannot be closed from within the data.
 
 The answer schemas carry the four verdicts only. The score is computed in code
-(:mod:`mama_pipeline.judging.scoring`) and there is deliberately no score field.
+(:mod:`mama_pipeline.judging.label_score`) and there is deliberately no score field.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 
 TEMPLATE_ID = "relevance_judge"
 

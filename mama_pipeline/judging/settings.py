@@ -3,7 +3,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 
 class JudgingSettings(Section):

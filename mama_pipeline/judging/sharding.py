@@ -9,9 +9,7 @@ import hashlib
 
 import polars as pl
 
-
-def shard_keys(shards: int) -> list[str]:
-    return [f"shard_{i:03d}" for i in range(shards)]
+from mama_pipeline.partitions import shard_keys
 
 
 def shard_of(query_id: str, shards: int) -> str:

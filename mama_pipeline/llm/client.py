@@ -38,7 +38,7 @@ from mama_pipeline.llm.answer_log import (
 )
 from mama_pipeline.llm.budget import BudgetExceeded, budget_breach
 from mama_pipeline.llm.endpoints import EndpointPool, EndpointsDown, Outage, backoff_delay
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.llm.tokens import TokenCounter, counter_for
 from mama_pipeline.store import Store

@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 
 class EmbeddedServerSettings(Section):

@@ -1,7 +1,8 @@
 """Dagster assets of mamabench (group ``mamabench``), thin over the pure modules.
 
 raw pool (x9) -> adapted rows + provenance -> scope verdicts (LLM) -> items,
-accounting, criteria -> yield, agreement (second LLM), Kenya parity -> release.
+accounting, criteria -> yield, agreement (second LLM), Kenya parity; the release folder is built by
+``mama_pipeline.release.assets.mamabench_release`` (group ``mamabench``).
 ``healthbench_scope_verdicts`` (oss_eval verdict per prompt_id) feeds the calibration
 area's side-file, and the release folder takes that side-file back in.
 """
@@ -9,17 +10,11 @@ area's side-file, and the release folder takes that side-file back in.
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.llm.failure_bounds import (
-    FailureBoundError,
-    classifier_failures,
-    reference_classifier_failures,
-    refuse_over_bound,
-)
+from mama_pipeline.common.markdown import VERBATIM
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table as metadata_table
 from mama_pipeline.llm.reference_audit import audit_title
-from mama_pipeline.mamabench import scope_prompt
-from mama_pipeline.circularity.flags import flag_record, system_flags
 from mama_pipeline.mamabench.adapters import adapt_pool
-from mama_pipeline.mamabench.agreement import (
+from mama_pipeline.mamabench.scope_agreement import (
     agreement_rows,
     agreement_stats,
     classifier_agreement,
@@ -28,20 +23,14 @@ from mama_pipeline.mamabench.agreement import (
     verdict_pairs,
 )
 from mama_pipeline.mamabench.pools import POOLS, Pool
-from mama_pipeline.mamabench.release import ClassifierInfo, ReleaseInputs, write_release
 from mama_pipeline.mamabench.scope_prompt import verdict_model
 from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.sources import load_pool, provenance_table
 from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
-from mama_pipeline.leaderboard.release import mamabench_files
-from mama_pipeline.release.configurations import DEPS as EXTRA_DEPS, extra_configurations
-from mama_pipeline.release.held_out import held_out_path
-from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
+from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "mamabench"
-CALIBRATION_SIDE_FILE = dg.AssetKey("calibration_side_file")
 PARITY_POOL = "kenya_vignettes"
-LEADERBOARD = dg.AssetKey("mamabench_leaderboard")  # its folder is released as leaderboard/
 
 
 def raw_key(pool: Pool) -> str:
@@ -49,9 +38,8 @@ def raw_key(pool: Pool) -> str:
 
 
 def md_table(df: pl.DataFrame) -> dg.MetadataValue:
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
-    return dg.MetadataValue.md("\n".join(lines))
+    """Every row, values as they are."""
+    return metadata_table(df, limit=None, cells=VERBATIM, empty=None)
 
 
 def _raw_asset(pool: Pool) -> dg.AssetsDefinition:
@@ -100,7 +88,7 @@ def mamabench_scope_verdicts(
     joined = joined_verdicts(mamabench_adapted, verdicts)
     out = pl.concat([verdicts, joined]).sort("item_id")
     by_status = out.group_by("via", "status").len().sort("via", "status")
-    failures = out.filter(pl.col("status") != "ok").select("item_id", "status", "error").head(20)
+    failures = out.filter(pl.col("status") != "ok").select("item_id", "status", "error").head(FAILURES_SHOWN)
     context.add_output_metadata({
         **report.metadata(),
         "by_status": md_table(by_status),
@@ -199,91 +187,3 @@ def mamabench_kenya_parity(
         "confusion": md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0)),
     })
     return pairs
-
-
-@dg.asset(
-    group_name=GROUP,
-    ins={
-        "items": dg.AssetIn("mamabench_items"),
-        "criteria": dg.AssetIn("mamabench_criteria"),
-        "accounting": dg.AssetIn("mamabench_accounting"),
-        "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
-        "yields": dg.AssetIn("mamabench_yield"),
-        "provenance": dg.AssetIn("mamabench_provenance"),
-        "agreement": dg.AssetIn("mamabench_agreement"),
-        "parity": dg.AssetIn("mamabench_kenya_parity"),
-        "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
-    },
-    deps=[*EXTRA_DEPS, LEADERBOARD],
-    description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>; "
-    "refused when the classifier or the reference classifier failed more often than llm.<stage>.max_failure_rate.",
-)
-def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
-    s = settings.get()
-    stages = [classifier_failures(tables["verdicts"], s.llm.classifier.max_failure_rate),
-              reference_classifier_failures(tables["agreement"], s.llm.classifier_reference.max_failure_rate)]
-    try:
-        refuse_over_bound("mamabench", s.release.mamabench_version, stages)
-    except FailureBoundError as exc:
-        raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
-    out_dir = s.release_path("mamabench", s.release.mamabench_version)
-    inputs = release_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
-                            s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
-    inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
-    inputs.extra_files, inputs.card_sections = mamabench_files(s, StoreResource(settings=settings).get())
-    inputs.widely_trained = s.mamabench.widely_trained_pools
-    inputs.circularity = [flag_record(f) for f in system_flags(s)]
-    rule = s.release.held_out.rule("item_id")
-    hashes = write_release(out_dir, inputs, rule)
-    return dg.MaterializeResult(metadata={
-        "path": dg.MetadataValue.path(str(out_dir)),
-        "files": len(hashes),
-        "items": inputs.items.height,
-        "manifest_sha256": hashes["manifests/manifest.json"],
-        **({"held_out_path": dg.MetadataValue.path(str(held_out_path(out_dir, "mamabench"))),
-            "held_out_share": rule.share} if rule.active else {}),
-        **{k: v for st in stages for k, v in st.metadata().items()},
-    })
-
-
-def release_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[str], size: int, seed: int) -> ReleaseInputs:
-    """Assemble the writer's inputs from the stored tables."""
-    verdicts = tables["verdicts"]
-    classified = verdicts.filter(pl.col("via") == "classifier")
-    classifier = None
-    if classified.height:
-        hashes = classified["prompt_hash"].unique().to_list()
-        if hashes != [scope_prompt.SCOPE_TEMPLATE.hash]:
-            raise ValueError(
-                f"scope verdicts were made with prompt hash(es) {hashes}, the current prompt is "
-                f"{scope_prompt.SCOPE_TEMPLATE.hash}: re-materialise mamabench_scope_verdicts first"
-            )
-        classifier = ClassifierInfo(
-            model=classified["model"][0],
-            prompt_id=scope_prompt.SCOPE_TEMPLATE.id,
-            prompt_hash=scope_prompt.SCOPE_TEMPLATE.hash,
-            prompt_text=scope_prompt.SCOPE_TEMPLATE.text,
-            smoke_test=bool(classified["endpoint"].str.starts_with("embedded:").any()),
-        )
-    agreement = tables["agreement"]
-    return ReleaseInputs(
-        name="mamabench",
-        version=version,
-        items=tables["items"],
-        criteria=tables["criteria"],
-        accounting=tables["accounting"],
-        verdicts=verdicts,
-        yields=tables["yields"],
-        provenance=tables["provenance"],
-        classifier=classifier,
-        agreement=classifier_agreement(agreement),
-        agreement_info={
-            "audit": classifier_audit(agreement),
-            "reference_model": agreement["model_b"][0] if agreement.height else None,
-            "classifier_identity": agreement["identity_a"][0] if agreement.height else None,
-            "reference_identity": agreement["identity_b"][0] if agreement.height else None,
-            "pools": pools, "sample_size": size, "seed": seed,
-        },
-        parity=agreement_stats(tables["parity"]),
-        calibration=tables.get("calibration"),
-    )

@@ -5,11 +5,12 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.mamabench.agreement import same_classifier_reason
+from mama_pipeline.mamabench.scope_agreement import same_classifier_reason
 from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.schema import CanonicalItem
 from mama_pipeline.mamabench.yields import STATUSES
+from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.llm.failure_bounds import classifier_failures
 from mama_pipeline.resources import SettingsResource, StoreResource
 
@@ -72,7 +73,7 @@ def mamabench_accounting_invariant(store: StoreResource) -> dg.AssetCheckResult:
     problems = accounting_problems(raw_rows, accounting, items)
     return dg.AssetCheckResult(
         passed=not problems,
-        metadata={"problems": json.dumps(problems[:20]), "pools": len(raw_rows), "rows": accounting.height},
+        metadata={"problems": json.dumps(problems[:FAILURES_SHOWN]), "pools": len(raw_rows), "rows": accounting.height},
     )
 
 
@@ -84,7 +85,7 @@ def mamabench_accounting_invariant(store: StoreResource) -> dg.AssetCheckResult:
 )
 def mamabench_items_valid(mamabench_items: pl.DataFrame, criteria: pl.DataFrame) -> dg.AssetCheckResult:
     problems = item_problems(mamabench_items, criteria)
-    return dg.AssetCheckResult(passed=not problems, metadata={"problems": json.dumps(problems[:20])})
+    return dg.AssetCheckResult(passed=not problems, metadata={"problems": json.dumps(problems[:FAILURES_SHOWN])})
 
 
 @dg.asset_check(

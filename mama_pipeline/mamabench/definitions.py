@@ -1,4 +1,5 @@
-"""mamabench's Dagster definitions, merged by ``mama_pipeline.definitions``."""
+"""mamabench's Dagster definitions, merged by ``mama_pipeline.definitions``; the release folder
+(``mamabench_release``) is built by the release stage."""
 import dagster as dg
 
 from mama_pipeline.mamabench.assets import (
@@ -8,23 +9,27 @@ from mama_pipeline.mamabench.assets import (
     mamabench_agreement,
     mamabench_items,
     mamabench_kenya_parity,
-    mamabench_release,
     mamabench_scope_verdicts,
     mamabench_yield,
 )
 from mama_pipeline.mamabench.checks import CHECKS
+from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
+from mama_pipeline.settings import PipelineSettings
 
-defs = dg.Definitions(
-    assets=[
-        *RAW_ASSETS,
-        mamabench_adapted,
-        mamabench_scope_verdicts,
-        healthbench_scope_verdicts,
-        mamabench_items,
-        mamabench_yield,
-        mamabench_agreement,
-        mamabench_kenya_parity,
-        mamabench_release,
-    ],
-    asset_checks=CHECKS,
-)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The group's assets and checks; the sources schedule runs on ``release.mamabench_sources_cron``."""
+    return dg.Definitions(
+        assets=[
+            *RAW_ASSETS,
+            mamabench_adapted,
+            mamabench_scope_verdicts,
+            healthbench_scope_verdicts,
+            mamabench_items,
+            mamabench_yield,
+            mamabench_agreement,
+            mamabench_kenya_parity,
+        ],
+        asset_checks=CHECKS,
+        schedules=[mamabench_sources_schedule(settings)],
+    )

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench.schema import Category
 
 SYSTEM = """\

@@ -13,7 +13,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from mama_pipeline.llm.client import LLMRequest, RunReport
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.schema import Category, CanonicalItem
 from mama_pipeline.mamabench import scope_prompt

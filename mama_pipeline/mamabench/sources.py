@@ -18,8 +18,9 @@ import polars as pl
 
 from mama_pipeline.mamabench.pools import Pool
 from mama_pipeline.mamabench.settings import SourceLocation
-from mama_pipeline.file_ops import sha256_file
-from mama_pipeline.input_errors import InputError, one_line, read_text, text_lines
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.input_errors import InputError, at, one_line, read_text
+from mama_pipeline.common.jsonl import json_lines
 
 RAW_SCHEMA = {
     "origin": pl.String,  # file name inside the hub repo / folder, or the configured file name
@@ -179,23 +180,9 @@ def _check_keys(path: Path, where: str, record: Any, required: tuple[str, ...]) 
 
 
 def _jsonl(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
-    index = 0
-    for line_no, line in _lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{path} line {line_no}: not valid JSON: {exc}") from None
+    lines = json_lines(path, "source file", lambda p, reason, line: SourceError(at(p, reason, line)))
+    for index, (line_no, record) in enumerate(lines):
         yield index, _check_keys(path, f"line {line_no}", record, required)
-        index += 1
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        yield from text_lines(path, "source file")
-    except InputError as exc:
-        raise SourceError(str(exc)) from None
 
 
 def _json_list(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:

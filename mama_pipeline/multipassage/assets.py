@@ -11,11 +11,11 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
-from mama_pipeline.multipassage.ids import assign_question_ids
-from mama_pipeline.multipassage.prompts import (
+from mama_pipeline.multipassage.question_ids import assign_question_ids
+from mama_pipeline.multipassage.multipassage_prompts import (
     fact_check_template,
     facts_stated_model,
     verifier_model,
@@ -31,12 +31,11 @@ from mama_pipeline.multipassage.questions import (
     verifier_requests,
     written_questions,
 )
-from mama_pipeline.multipassage.scoreboard import score_track
+from mama_pipeline.multipassage.multipassage_scoreboard import score_track
 from mama_pipeline.multipassage.settings import check_against
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
-from mama_pipeline.retrieval.assets import RETRIEVERS  # one partition per configured retriever, as rankings
 from mama_pipeline.settings import PipelineSettings
-from mama_pipeline.shared_inputs import CHUNKS
+from mama_pipeline.common.shared_inputs import CHUNKS
 
 GROUP = "multipassage"
 RANKINGS_TABLE = "multipassage_rankings"
@@ -185,9 +184,8 @@ def multipassage_questions(
     })
 
 
-@dg.asset(
+@dg.asset(  # partitioned per retriever, as rankings, by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
-    partitions_def=RETRIEVERS,
     ins={"chunks": CHUNKS, "questions": QUESTIONS},
     description="Top-k chunks per multi-passage question of one configured retriever (partition = retriever).",
 )
@@ -279,7 +277,7 @@ def multipassage_fact_labels(
     multipassage_pool: pl.DataFrame, questions: pl.DataFrame, chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.multipassage.fact_labels import label_facts
-    from mama_pipeline.multipassage.prompts import fact_judge_template
+    from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
 
     s = settings.get()
     reasoning = s.llm.judge.reasoning == "json_field"
@@ -344,7 +342,7 @@ def multipassage_scoreboard(settings: SettingsResource, store: StoreResource, mu
 def multipassage_report(settings: SettingsResource, multipassage_scoreboard: pl.DataFrame,
                         multipassage_significance: pl.DataFrame, multipassage_candidates: pl.DataFrame,
                         multipassage_decisions: pl.DataFrame) -> dg.MaterializeResult:
-    from mama_pipeline.multipassage.report import write_track_report
+    from mama_pipeline.multipassage.multipassage_page import write_track_report
 
     s = settings.get()
     page = write_track_report(multipassage_scoreboard, multipassage_significance, multipassage_candidates,

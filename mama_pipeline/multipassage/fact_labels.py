@@ -11,8 +11,8 @@ from __future__ import annotations
 import polars as pl
 
 from mama_pipeline.llm.client import LLMClient, LLMRequest, RunReport
-from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline.multipassage.prompts import facts_stated_model, render_facts, render_passages
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.multipassage.multipassage_prompts import facts_stated_model, render_facts, render_passages
 
 FACT_LABEL_SCHEMA = {
     "query_id": pl.String, "chunk_id": pl.String, "required_piece": pl.Boolean,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from mama_pipeline.llm.failure_bounds import StageFailures, pair_label_failures
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
 
 RELEVANCE_UNIT, FACTS_UNIT = "multi-passage pooled pairs (relevance)", "multi-passage pooled pairs (facts)"
 

@@ -28,8 +28,8 @@ from typing import Sequence
 import polars as pl
 
 from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, RunReport
-from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline.multipassage.prompts import facts_stated_model, render_facts, render_passages, writer_model
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.multipassage.multipassage_prompts import facts_stated_model, render_facts, render_passages, writer_model
 from mama_pipeline.queries.rules import duplicate_key, normalise_query
 
 STATUSES = (

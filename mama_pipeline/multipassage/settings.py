@@ -4,7 +4,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from mama_pipeline.llm.settings import LLMSettings
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 # stages that always exist (an optional stage such as cross_model_judge may be unset, so it cannot write or verify)
 STAGES = tuple(k for k, f in LLMSettings.model_fields.items() if k != "embedded_server" and f.default is not None)

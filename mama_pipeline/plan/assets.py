@@ -2,8 +2,8 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.metadata import md_table
-from mama_pipeline.plan.report import bills_frame, plan_bills, render
+from mama_pipeline.common.metadata import md_table
+from mama_pipeline.plan.plan_text import bills_frame, plan_bills, render
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import config_path_from_env
 

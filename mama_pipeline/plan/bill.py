@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from mama_pipeline.llm.budget import budget_breach
 from mama_pipeline.llm.client import CACHE_TABLE, LLMClient, LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.llm.tokens import counter_for
 

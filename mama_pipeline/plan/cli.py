@@ -1,7 +1,7 @@
 """``mama-pipeline plan --select ...``: the bill of a selection's LLM stages, before anything is sent."""
 from __future__ import annotations
 
-from mama_pipeline.input_errors import InputError
+from mama_pipeline.common.input_errors import InputError
 from mama_pipeline.settings import config_path_from_env, load_settings
 
 
@@ -12,15 +12,13 @@ def plan(select: str, latency_s: float | None = None) -> int:
     load_settings()  # a bad configuration file is reported before anything else
     import dagster as dg
 
-    from mama_pipeline.cli import _selected_keys
     from mama_pipeline.definitions import defs
-    from mama_pipeline.plan.report import plan_bills, render
-    from mama_pipeline.release.run_plan import expand_selection
+    from mama_pipeline.plan.plan_text import plan_bills, render
+    from mama_pipeline.run_plan import expand_selection, selected_keys
 
     graph = defs.resolve_asset_graph()
-    selected_keys = _selected_keys(defs, select)
     try:
-        keys = expand_selection(graph, selected_keys)
+        keys = expand_selection(graph, selected_keys(defs, select))
     except dg.DagsterInvalidSubsetError as exc:
         raise InputError(f"--select {select!r}: {exc}") from None
     selected = {k.to_user_string() for k in keys}

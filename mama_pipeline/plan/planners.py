@@ -53,7 +53,7 @@ def _llm(*names: str) -> Callable[[PipelineSettings], list[tuple[str, StageSetti
 
 def _queries(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
     from mama_pipeline.queries.assets import query_requests
-    from mama_pipeline.queries.prompt import answer_model, query_writer_template
+    from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 
     reasoning = inp.s.llm.query_writer.reasoning == "json_field"
     template = query_writer_template(inp.s.queries.max_words, reasoning)
@@ -78,7 +78,7 @@ def _judged_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[Plann
 
 def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
     from mama_pipeline.mamabench import scope_prompt
-    from mama_pipeline.mamabench.agreement import agreement_rows
+    from mama_pipeline.mamabench.scope_agreement import agreement_rows
     from mama_pipeline.mamabench.scoping import pending_rows, scope_requests
 
     adapted = inp.table("mamabench_adapted")
@@ -112,7 +112,7 @@ def _system_answers(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedR
 def _system_grades(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
     from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
     from mama_pipeline.systems import grading
-    from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+    from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
 
     items = inp.table("systems_items")
     runs = []
@@ -163,7 +163,7 @@ def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[
     if stage == inp.s.multipassage.verifier_stage:  # also the writer when one stage does both: not split here
         return "not computed: the verifier is asked about the questions the writer returns in the same step"
     from mama_pipeline.multipassage.assets import chunk_lookup
-    from mama_pipeline.multipassage.prompts import writer_model, writer_template
+    from mama_pipeline.multipassage.multipassage_prompts import writer_model, writer_template
     from mama_pipeline.multipassage.questions import writer_requests
 
     mp = inp.s.multipassage

@@ -3,11 +3,11 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.llm.client import LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline.queries.ids import assign_query_ids
-from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.queries.query_ids import assign_query_ids
+from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.queries.rules import gate_decisions, keep_rates, status_counts
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 

@@ -1,7 +1,7 @@
 """Configuration of the answerability gate and query writer."""
 from pydantic import Field
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 
 class QueriesSettings(Section):

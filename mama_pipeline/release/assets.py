@@ -1,8 +1,9 @@
-"""Dagster assets of the releases (group ``release``), thin over the pure modules.
+"""Dagster assets of the releases, thin over the pure modules: the last stage, reading every area it publishes.
 
-Inputs from other areas: ``corpus_chunks``, ``generated_queries``, ``rankings``
-(read from the store for the pooled retrievers), ``pooled_pairs``, ``judgments``
-and the mamabench group's ``mamabench_release`` folder.
+``mamaretrieval_release`` and ``release_publication`` (group ``release``) read ``corpus_chunks``,
+``generated_queries``, ``rankings`` (from the store, for the pooled retrievers), ``pooled_pairs``, ``judgments``
+and the tracks' parts (:mod:`mama_pipeline.release.parts`); ``mamabench_release`` (group ``mamabench``, the
+benchmark's last asset) reads mamabench's tables and the calibration side-file.
 """
 
 import json
@@ -14,11 +15,20 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE, circularity_flags, flag_record
+from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE, circularity_flags, flag_record, system_flags
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
-from mama_pipeline.llm.failure_bounds import FailureBoundError, judge_failures, query_writer_failures, refuse_over_bound
+from mama_pipeline.llm.failure_bounds import (
+    FailureBoundError,
+    classifier_failures,
+    judge_failures,
+    query_writer_failures,
+    reference_classifier_failures,
+    refuse_over_bound,
+)
 from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
-from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.mamabench.scope_agreement import agreement_stats, classifier_agreement, classifier_audit
+from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.release.mamaretrieval import (
     NAME,
     CorpusInfo,
@@ -26,14 +36,17 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
-from mama_pipeline.release.held_out import held_out_path
-from mama_pipeline.release.configurations import CONFIGURATIONS, configuration_assets, extra_configurations
+from mama_pipeline.common.held_out import held_out_path
+from mama_pipeline.release.parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
+from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, write_release
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource, StoreResource
 from mama_pipeline.settings import PipelineSettings
 
 GROUP = "release"
+MAMABENCH_GROUP = "mamabench"
+CALIBRATION_SIDE_FILE = dg.AssetKey("calibration_side_file")
 CORPUS = dg.AssetKey("corpus_chunks")
 RANKINGS = dg.AssetKey("rankings")
 MAMABENCH_RELEASE = dg.AssetKey("mamabench_release")
@@ -132,7 +145,7 @@ def mamaretrieval_inputs(
         "gate_decisions": dg.AssetIn("query_gate_decisions"),
         "reliability": dg.AssetIn("judge_reliability"),
     },
-    deps=[RANKINGS, *configuration_assets()],
+    deps=[RANKINGS, *part_assets()],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
     "the corpus version, or when an LLM stage (query_writer, judge) failed more often than its "
@@ -160,8 +173,7 @@ def mamaretrieval_release(
     inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
                                   judgments, pooled_pairs, reliability)
     folder = s.release_path(NAME, inputs.version)
-    parts = [p for c in CONFIGURATIONS if (p := c.builder()(s, store.get(), inputs)) is not None]
-    parts += [c.as_part() for c in extra_configurations(NAME, store.get(), s)]
+    parts = mamaretrieval_parts(s, store.get(), inputs)
     manifest = write_mamaretrieval_release(folder, inputs, parts, s.release.held_out.rule("query_id"))
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
     held = {"held_out": dg.MetadataValue.json(manifest["held_out"]),
@@ -227,6 +239,93 @@ def release_publication(context: dg.AssetExecutionContext, settings: SettingsRes
             meta[f"{name}/commit"] = dg.MetadataValue.url(outcome.commit_url)
         meta[f"{name}/published"] = not outcome.dry_run
     return dg.MaterializeResult(metadata=meta)
+
+
+@dg.asset(
+    group_name=MAMABENCH_GROUP,
+    ins={
+        "items": dg.AssetIn("mamabench_items"),
+        "criteria": dg.AssetIn("mamabench_criteria"),
+        "accounting": dg.AssetIn("mamabench_accounting"),
+        "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
+        "yields": dg.AssetIn("mamabench_yield"),
+        "provenance": dg.AssetIn("mamabench_provenance"),
+        "agreement": dg.AssetIn("mamabench_agreement"),
+        "parity": dg.AssetIn("mamabench_kenya_parity"),
+        "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
+    },
+    deps=list(EXTRA_ASSETS),
+    description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>; "
+    "refused when the classifier or the reference classifier failed more often than llm.<stage>.max_failure_rate.",
+)
+def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
+    s = settings.get()
+    stages = [classifier_failures(tables["verdicts"], s.llm.classifier.max_failure_rate),
+              reference_classifier_failures(tables["agreement"], s.llm.classifier_reference.max_failure_rate)]
+    try:
+        refuse_over_bound("mamabench", s.release.mamabench_version, stages)
+    except FailureBoundError as exc:
+        raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
+    out_dir = s.release_path("mamabench", s.release.mamabench_version)
+    inputs = mamabench_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
+                            s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
+    inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
+    inputs.widely_trained = s.mamabench.widely_trained_pools
+    inputs.circularity = [flag_record(f) for f in system_flags(s)]
+    rule = s.release.held_out.rule("item_id")
+    hashes = write_release(out_dir, inputs, rule)
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(out_dir)),
+        "files": len(hashes),
+        "items": inputs.items.height,
+        "manifest_sha256": hashes["manifests/manifest.json"],
+        **({"held_out_path": dg.MetadataValue.path(str(held_out_path(out_dir, "mamabench"))),
+            "held_out_share": rule.share} if rule.active else {}),
+        **{k: v for st in stages for k, v in st.metadata().items()},
+    })
+
+
+def mamabench_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[str], size: int, seed: int) -> ReleaseInputs:
+    """Assemble the writer's inputs from the stored tables."""
+    verdicts = tables["verdicts"]
+    classified = verdicts.filter(pl.col("via") == "classifier")
+    classifier = None
+    if classified.height:
+        hashes = classified["prompt_hash"].unique().to_list()
+        if hashes != [scope_prompt.SCOPE_TEMPLATE.hash]:
+            raise ValueError(
+                f"scope verdicts were made with prompt hash(es) {hashes}, the current prompt is "
+                f"{scope_prompt.SCOPE_TEMPLATE.hash}: re-materialise mamabench_scope_verdicts first"
+            )
+        classifier = ClassifierInfo(
+            model=classified["model"][0],
+            prompt_id=scope_prompt.SCOPE_TEMPLATE.id,
+            prompt_hash=scope_prompt.SCOPE_TEMPLATE.hash,
+            prompt_text=scope_prompt.SCOPE_TEMPLATE.text,
+            smoke_test=bool(classified["endpoint"].str.starts_with("embedded:").any()),
+        )
+    agreement = tables["agreement"]
+    return ReleaseInputs(
+        name="mamabench",
+        version=version,
+        items=tables["items"],
+        criteria=tables["criteria"],
+        accounting=tables["accounting"],
+        verdicts=verdicts,
+        yields=tables["yields"],
+        provenance=tables["provenance"],
+        classifier=classifier,
+        agreement=classifier_agreement(agreement),
+        agreement_info={
+            "audit": classifier_audit(agreement),
+            "reference_model": agreement["model_b"][0] if agreement.height else None,
+            "classifier_identity": agreement["identity_a"][0] if agreement.height else None,
+            "reference_identity": agreement["identity_b"][0] if agreement.height else None,
+            "pools": pools, "sample_size": size, "seed": seed,
+        },
+        parity=agreement_stats(tables["parity"]),
+        calibration=tables.get("calibration"),
+    )
 
 
 CHECKS = [mamaretrieval_release_verifies]

@@ -1,13 +1,10 @@
-"""The release group's Dagster definitions: release assets, their check, the corpus sensor, the sources schedule."""
+"""The release stage's Dagster definitions: both releases, their publication and the release check."""
 import dagster as dg
 
-from mama_pipeline.release.assets import CHECKS, mamaretrieval_release, release_publication
-from mama_pipeline.release.schedules import mamabench_sources_schedule
-from mama_pipeline.release.sensors import corpus_version_sensor
+from mama_pipeline.release.assets import CHECKS, mamabench_release, mamaretrieval_release, release_publication
+from mama_pipeline.settings import PipelineSettings
 
-defs = dg.Definitions(
-    assets=[mamaretrieval_release, release_publication],
-    asset_checks=CHECKS,
-    sensors=[corpus_version_sensor],
-    schedules=[mamabench_sources_schedule],
-)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The release assets and check (none depends on the settings)."""
+    return dg.Definitions(assets=[mamaretrieval_release, mamabench_release, release_publication], asset_checks=CHECKS)

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.file_ops import atomic_folder, sha256_file
+from mama_pipeline.common.file_ops import atomic_folder, sha256_file
 
 MANIFEST = "manifest.json"
 PARQUET_COMPRESSION = "zstd"

@@ -30,13 +30,13 @@ from typing import Any, Sequence
 import polars as pl
 
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.release.beir_layout import QRELS as BEIR_QRELS, QUERIES as BEIR_QUERIES, triple_tables
-from mama_pipeline.release.card import render_card
+from mama_pipeline.release.mamaretrieval_card import render_card
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, write_release_folder
-from mama_pipeline.release.held_out import HeldOutRule, held_out_path
+from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 
 NAME = "mamaretrieval"
 CARD = "README.md"

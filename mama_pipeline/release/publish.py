@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from mama_pipeline.file_ops import sha256_file
+from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.release.settings import PublishSettings
 from mama_pipeline.release.verify import verify_release
 

@@ -5,7 +5,7 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -55,7 +55,7 @@ class HeldOutSettings(Section):
     salt: str = Field("mama-held-out-v1", min_length=1)
 
     def rule(self, id_field: str):
-        from mama_pipeline.release.held_out import HeldOutRule
+        from mama_pipeline.common.held_out import HeldOutRule
 
         return HeldOutRule(self.share, self.salt, id_field)
 

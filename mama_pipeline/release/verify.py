@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mama_pipeline.file_ops import sha256_file
-from mama_pipeline.input_errors import InputError, read_text
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.input_errors import InputError, read_text
 from mama_pipeline.release.files import row_count
 
 MANIFEST_PLACES = ("manifest.json", "manifests/manifest.json")

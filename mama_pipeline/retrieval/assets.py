@@ -16,10 +16,8 @@ from mama_pipeline.retrieval.pooling import check_current, pool_pairs, pool_stat
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.settings import load_settings
 
 GROUP = "retrieval"
-RETRIEVERS = dg.StaticPartitionsDefinition(load_settings().retrieval.retriever_names)
 RANKINGS_TABLE = "rankings"
 INPUTS = {"chunks": dg.AssetIn("corpus_chunks"), "queries": dg.AssetIn("generated_queries")}
 
@@ -28,9 +26,8 @@ def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: ("none" if v is None else v) for k, v in meta.items()}
 
 
-@dg.asset(
+@dg.asset(  # partitioned per retriever by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
-    partitions_def=RETRIEVERS,
     ins=INPUTS,
     description="Top-k chunks per query of one configured retriever (partition = retriever name), ordered by "
     "score descending then chunk_id descending (trec_eval's order), ranks 1..k.",

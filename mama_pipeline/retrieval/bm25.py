@@ -17,7 +17,7 @@ from typing import Callable
 
 import polars as pl
 
-from mama_pipeline.progress import track
+from mama_pipeline.common.progress import track
 from mama_pipeline.retrieval.java import import_lucene
 from mama_pipeline.retrieval.settings import Bm25Params
 

@@ -1,6 +1,14 @@
-"""The retrieval group's Dagster definitions."""
+"""The retrieval group's Dagster definitions: ``rankings`` has one partition per configured retriever."""
 import dagster as dg
 
+from mama_pipeline.partitions import Partitions, partitioned
 from mama_pipeline.retrieval.assets import CHECKS, audit_pool, pooled_pairs, rankings
+from mama_pipeline.settings import PipelineSettings
 
-defs = dg.Definitions(assets=[rankings, pooled_pairs, audit_pool], asset_checks=CHECKS)
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The group's assets and checks, ``rankings`` partitioned by ``retrieval.retrievers``."""
+    return dg.Definitions(
+        assets=[*partitioned([rankings], Partitions.of(settings).retrievers), pooled_pairs, audit_pool],
+        asset_checks=CHECKS,
+    )

@@ -3,7 +3,7 @@
 A new corpus version shares most chunk texts with the last one, so only texts
 never embedded under the same encoder setup reach the encoder. New vectors are
 written every ``flush_every`` texts, so an interrupted run keeps its progress;
-encoding reports its progress (:mod:`mama_pipeline.progress`).
+encoding reports its progress (:mod:`mama_pipeline.common.progress`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 import numpy as np
 import polars as pl
 
-from mama_pipeline.progress import track
+from mama_pipeline.common.progress import track
 from mama_pipeline.store import Store
 
 TABLE = "embedding_cache"

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from mama_pipeline.input_errors import one_line
+from mama_pipeline.common.input_errors import one_line
 from mama_pipeline.retrieval.embedding_cache import Encoded, Role
 from mama_pipeline.retrieval.settings import DenseParams, EncoderModel, SparseParams
 

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 import polars as pl
 
-from mama_pipeline.input_errors import InputError, one_line, text_lines
+from mama_pipeline.common.input_errors import InputError, one_line, text_lines
 
 HITS_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}
 

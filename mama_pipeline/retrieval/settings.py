@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"  # usable as a Dagster partition key and a file name
 COMMIT_PATTERN = re.compile(r"^[0-9a-f]{40}$")

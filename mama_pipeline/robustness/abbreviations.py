@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mama_pipeline.input_errors import InputError, read_text
+from mama_pipeline.common.input_errors import InputError, read_text
 
 BUNDLED_TABLE = Path(__file__).resolve().parent / "abbreviations.tsv"
 HEADER = ["long_form", "short_form"]

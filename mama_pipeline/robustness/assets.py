@@ -12,14 +12,14 @@ import polars as pl
 
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, variant_labels as build_labels, within_budget
-from mama_pipeline.robustness.ranking import clean_rankings_of, rank_variants, retriever_order
-from mama_pipeline.robustness.report_page import write_page
-from mama_pipeline.robustness.scoreboard import robustness_board
+from mama_pipeline.robustness.variant_rankings import clean_rankings_of, rank_variants, retriever_order
+from mama_pipeline.robustness.robustness_page import write_page
+from mama_pipeline.robustness.robustness_scoreboard import robustness_board
 from mama_pipeline.robustness.variants import (
     decisions_frame,
     deterministic_decisions,
@@ -29,7 +29,7 @@ from mama_pipeline.robustness.variants import (
     status_counts,
 )
 from mama_pipeline.settings import PipelineSettings
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.store import Store
 
 GROUP = "robustness"
@@ -149,7 +149,7 @@ def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource
     outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
     labels = build_labels(query_variants, judgments, run.outcomes.filter(pl.col("status") == "labelled"))
     status = dict(outcomes.group_by("status").len().iter_rows())
-    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(20).select(
+    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(FAILURES_SHOWN).select(
             "parent_id", "chunk_id", "failure_reason").iter_rows():
         context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
     by_origin = labels.group_by("kind", "origin").len().sort("kind", "origin")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 
 STYLES = {
     "telegraphic": (

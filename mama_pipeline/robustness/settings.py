@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 KIND_PATTERN = r"^[a-z][a-z0-9_]*$"  # part of a variant id: q_00042~typo
 

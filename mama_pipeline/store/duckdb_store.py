@@ -18,7 +18,9 @@ from typing import Iterator
 import duckdb
 import polars as pl
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+from mama_pipeline.common.project_files import project_file
+
+SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 

@@ -13,8 +13,8 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.llm.client import FreeText, LLMRequest, RunReport
-from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline.systems.prompts import CONTEXT_BLOCK, LETTERS, LetterAnswer, answer_template
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.systems.systems_prompts import CONTEXT_BLOCK, LETTERS, LetterAnswer, answer_template
 from mama_pipeline.systems.settings import SystemSettings
 
 ANSWERS_SCHEMA = {

@@ -3,201 +3,193 @@
 Inputs from other areas: ``mamabench_items``, ``mamabench_criteria``,
 ``corpus_chunks`` (read from the store by RAG systems only) and the calibration
 harness. ``system_answers`` and ``system_grades`` have one partition per
-configured system (static, from ``systems.entries`` when definitions load), so
+configured system (static, from ``systems.entries``, given by the area's ``build_defs``), so
 adding a system asks only that system; answers and grades are cached by content
 in the shared LLM client, so a re-run asks nothing and a changed grader prompt
 re-grades without re-asking answers.
 """
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any
 
 import dagster as dg
 import polars as pl
 
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT
 from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
-from mama_pipeline.release.held_out_gaps import system_gaps
+from mama_pipeline.common.markdown import METADATA
+from mama_pipeline.evaluation.held_out_gaps import system_gaps
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table as metadata_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.graders import grade_answers
 from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
-from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT
-from mama_pipeline.systems.report import SystemsReport, sample_note, write_report
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
+from mama_pipeline.systems.systems_page import SystemsReport, sample_note, write_report
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 
 GROUP = "systems"
 REPORT_DIR = ("reports", "systems")
 HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
-FAILURES_SHOWN = 20
 
 
 def md_table(df: pl.DataFrame) -> dg.MetadataValue:
-    if df.is_empty():
-        return dg.MetadataValue.md("(none)")
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    for row in df.iter_rows():
-        cells = ["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ")[:200] for c in cells) + " |")
-    return dg.MetadataValue.md("\n".join(lines))
+    """Every row, cells cut to 200 characters."""
+    return metadata_table(df, limit=None, cells=replace(METADATA, cut=200))
 
 
 def _system_stage(name: str) -> str:
     return f"system:{name}"
 
 
-def build_assets(system_names: Sequence[str]) -> tuple[list[dg.AssetsDefinition], dg.StaticPartitionsDefinition]:
-    """The group's assets, with one partition per system name."""
-    systems = dg.StaticPartitionsDefinition(list(system_names))
+@dg.asset(
+    group_name=GROUP,
+    ins={"items": dg.AssetIn("mamabench_items")},
+    description="The mamabench items every system answers: a seeded per-track sample (or all), with track, "
+    "pool and scope category (PRESCOPED for pre-scoped pools).",
+)
+def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    cfg = settings.get().systems
+    every = benchmark_items(items)
+    picked = sample_items(every, cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria)
+    counts = picked.group_by("track").len().sort("track")
+    left_out = over_max_criteria(every, cfg.max_rubric_criteria)
+    return dg.Output(picked, metadata={
+        "benchmark_items": every.height, "items": picked.height,
+        **{f"items/{t}": n for t, n in counts.iter_rows()},
+        "items_per_track": cfg.items_per_track or "all", "sample_seed": cfg.sample_seed,
+        "rubric_items_over_max_criteria": left_out,
+    })
 
-    @dg.asset(
-        group_name=GROUP,
-        ins={"items": dg.AssetIn("mamabench_items")},
-        description="The mamabench items every system answers: a seeded per-track sample (or all), with track, "
-        "pool and scope category (PRESCOPED for pre-scoped pools).",
-    )
-    def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-        cfg = settings.get().systems
-        every = benchmark_items(items)
-        picked = sample_items(every, cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria)
-        counts = picked.group_by("track").len().sort("track")
-        left_out = over_max_criteria(every, cfg.max_rubric_criteria)
-        return dg.Output(picked, metadata={
-            "benchmark_items": every.height, "items": picked.height,
-            **{f"items/{t}": n for t, n in counts.iter_rows()},
-            "items_per_track": cfg.items_per_track or "all", "sample_seed": cfg.sample_seed,
-            "rubric_items_over_max_criteria": left_out,
-        })
+@dg.asset(  # partitioned per system by build_defs (mama_pipeline.partitions)
+    group_name=GROUP,
+    ins={"items": dg.AssetIn("systems_items")},
+    deps=["corpus_chunks"],
+    description="One answer per item of the system's tracks (partition = system): status, answer, raw text, "
+    "the chunk ids a RAG system was given, prompt hash; failed calls stay rows with their reason.",
+)
+def system_answers(
+    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
+    items: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    cfg = s.systems.system(context.partition_key)
+    mine = items.filter(pl.col("track").is_in(cfg.tracks))
+    contexts, meta = _contexts(context, settings, store, cfg, mine)
+    frames, reports = [], []
+    with llm.client_for(_system_stage(cfg.name), cfg, context) as client:
+        tracks = [answering.track_requests(cfg, track, mine, contexts) for track in cfg.tracks]
+        client.check_budget((t, m, r) for t, m, r, _ in tracks)  # every track, before the first is sent
+        for track, (template, model, requests, given) in zip(cfg.tracks, tracks):
+            if not requests:
+                continue
+            report = client.run(template, model, requests)
+            reports.append(report)
+            frames.append(answering.answer_rows(cfg.name, track, template, report, given))
+            meta.update({f"{track}/{k.split('/', 1)[1]}": v for k, v in report.metadata().items()})
+    answers = pl.concat(frames) if frames else pl.DataFrame(schema=answering.ANSWERS_SCHEMA)
+    failed = answers.filter(pl.col("status") != "ok")
+    context.log.info(f"{cfg.name}: {answers.height} answers, {failed.height} failed, "
+                     f"{sum(r.calls for r in reports)} HTTP calls")
+    return dg.Output(answers.sort("track", "item_id"), metadata={
+        **meta, "mode": cfg.mode, "answers": answers.height, "failed": failed.height,
+        "http_calls": sum(r.calls for r in reports),
+        "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
+    })
 
-    @dg.asset(
-        group_name=GROUP,
-        partitions_def=systems,
-        ins={"items": dg.AssetIn("systems_items")},
-        deps=["corpus_chunks"],
-        description="One answer per item of the system's tracks (partition = system): status, answer, raw text, "
-        "the chunk ids a RAG system was given, prompt hash; failed calls stay rows with their reason.",
-    )
-    def system_answers(
-        context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
-        items: pl.DataFrame,
-    ) -> dg.Output[pl.DataFrame]:
-        s = settings.get()
-        cfg = s.systems.system(context.partition_key)
-        mine = items.filter(pl.col("track").is_in(cfg.tracks))
-        contexts, meta = _contexts(context, settings, store, cfg, mine)
-        frames, reports = [], []
-        with llm.client_for(_system_stage(cfg.name), cfg, context) as client:
-            tracks = [answering.track_requests(cfg, track, mine, contexts) for track in cfg.tracks]
-            client.check_budget((t, m, r) for t, m, r, _ in tracks)  # every track, before the first is sent
-            for track, (template, model, requests, given) in zip(cfg.tracks, tracks):
-                if not requests:
-                    continue
-                report = client.run(template, model, requests)
-                reports.append(report)
-                frames.append(answering.answer_rows(cfg.name, track, template, report, given))
-                meta.update({f"{track}/{k.split('/', 1)[1]}": v for k, v in report.metadata().items()})
-        answers = pl.concat(frames) if frames else pl.DataFrame(schema=answering.ANSWERS_SCHEMA)
-        failed = answers.filter(pl.col("status") != "ok")
-        context.log.info(f"{cfg.name}: {answers.height} answers, {failed.height} failed, "
-                         f"{sum(r.calls for r in reports)} HTTP calls")
-        return dg.Output(answers.sort("track", "item_id"), metadata={
-            **meta, "mode": cfg.mode, "answers": answers.height, "failed": failed.height,
-            "http_calls": sum(r.calls for r in reports),
-            "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
-        })
+@dg.asset(  # partitioned per system by build_defs (mama_pipeline.partitions)
+    group_name=GROUP,
+    ins={"answers": dg.AssetIn("system_answers"), "items": dg.AssetIn("systems_items"),
+         "criteria": dg.AssetIn("mamabench_criteria")},
+    description="One grade per answer (partition = system): mcq letter vs key (invalid counted wrong), short "
+    "answers by the grader stage, rubric items by the rubric judge with HealthBench's example score.",
+)
+def system_grades(
+    context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
+    answers: pl.DataFrame, items: pl.DataFrame, criteria: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    cfg = s.systems.system(context.partition_key)
+    grades, meta = grade_answers(answers, items, criteria, lambda stage: llm.client(stage, context),
+                                 cfg.mcq_output, s.systems.answer_failures)
+    by_status = grades.group_by("track", "status").len().sort("track", "status")
+    failed = grades.filter(pl.col("status") != grading.GRADED)
+    return dg.Output(grades, metadata={
+        **meta, "grades": grades.height,
+        **{f"{t}/{st}": n for t, st, n in by_status.iter_rows()},
+        "invalid_answers": int(grades["invalid"].fill_null(False).sum()),
+        "answer_failures_policy": s.systems.answer_failures,
+        "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
+    })
 
-    @dg.asset(
-        group_name=GROUP,
-        partitions_def=systems,
-        ins={"answers": dg.AssetIn("system_answers"), "items": dg.AssetIn("systems_items"),
-             "criteria": dg.AssetIn("mamabench_criteria")},
-        description="One grade per answer (partition = system): mcq letter vs key (invalid counted wrong), short "
-        "answers by the grader stage, rubric items by the rubric judge with HealthBench's example score.",
-    )
-    def system_grades(
-        context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
-        answers: pl.DataFrame, items: pl.DataFrame, criteria: pl.DataFrame,
-    ) -> dg.Output[pl.DataFrame]:
-        s = settings.get()
-        cfg = s.systems.system(context.partition_key)
-        grades, meta = grade_answers(answers, items, criteria, lambda stage: llm.client(stage, context),
-                                     cfg.mcq_output, s.systems.answer_failures)
-        by_status = grades.group_by("track", "status").len().sort("track", "status")
-        failed = grades.filter(pl.col("status") != grading.GRADED)
-        return dg.Output(grades, metadata={
-            **meta, "grades": grades.height,
-            **{f"{t}/{st}": n for t, st, n in by_status.iter_rows()},
-            "invalid_answers": int(grades["invalid"].fill_null(False).sum()),
-            "answer_failures_policy": s.systems.answer_failures,
-            "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
-        })
+@dg.asset(
+    group_name=GROUP,
+    ins={"grades": dg.AssetIn("system_grades"), "harness": dg.AssetIn("calibration_harness_report")},
+    description="Per system, track and segment (all, scope category, pool): mean with its bootstrap interval, "
+    "unanswered items with the mean over answered items and the mean with them as 0, invalid answers, grader "
+    "failures; figures over a failure bound refused; rubric rows carry the rubric grader's agreement with "
+    "physicians.",
+)
+def system_scoreboard(settings: SettingsResource, grades: pl.DataFrame, harness: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    cfg = settings.get().systems
+    refused = refusals(failure_stages(grades, settings.get()))
+    board = scoreboard(grades, harness, cfg.resamples, cfg.seed, cfg.confidence, cfg.answer_failures, refused)
+    overall = board.filter(pl.col("segment_kind") == "all").select(
+        "system", "track", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_unanswered", "mean_answered",
+        "mean_unanswered_as_0", "n_invalid", "n_grade_failed", "grader_macro_f1")
+    return dg.Output(board, metadata={"rows": board.height, "resamples": cfg.resamples, "seed": cfg.seed,
+                                      "answer_failures": cfg.answer_failures, "overall": md_table(overall),
+                                      "refused": "; ".join(refused.values()) or "none",
+                                      "circularity": md_table(flag_table(system_flags(settings.get())))})
 
-    @dg.asset(
-        group_name=GROUP,
-        ins={"grades": dg.AssetIn("system_grades"), "harness": dg.AssetIn("calibration_harness_report")},
-        description="Per system, track and segment (all, scope category, pool): mean with its bootstrap interval, "
-        "unanswered items with the mean over answered items and the mean with them as 0, invalid answers, grader "
-        "failures; figures over a failure bound refused; rubric rows carry the rubric grader's agreement with "
-        "physicians.",
-    )
-    def system_scoreboard(settings: SettingsResource, grades: pl.DataFrame, harness: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-        cfg = settings.get().systems
-        refused = refusals(failure_stages(grades, settings.get()))
-        board = scoreboard(grades, harness, cfg.resamples, cfg.seed, cfg.confidence, cfg.answer_failures, refused)
-        overall = board.filter(pl.col("segment_kind") == "all").select(
-            "system", "track", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_unanswered", "mean_answered",
-            "mean_unanswered_as_0", "n_invalid", "n_grade_failed", "grader_macro_f1")
-        return dg.Output(board, metadata={"rows": board.height, "resamples": cfg.resamples, "seed": cfg.seed,
-                                          "answer_failures": cfg.answer_failures, "overall": md_table(overall),
-                                          "refused": "; ".join(refused.values()) or "none",
-                                          "circularity": md_table(flag_table(system_flags(settings.get())))})
+@dg.asset(
+    group_name=GROUP,
+    ins={"grades": dg.AssetIn("system_grades")},
+    description="Paired tests between systems per track (bootstrap CI, randomization, exact McNemar on mcq), "
+    "and each RAG system against its closed-book baseline per scope category; Holm per family; none for a "
+    "system and track over a failure bound.",
+)
+def system_comparisons(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    cfg = settings.get().systems
+    baselines = {s.name: s.baseline for s in cfg.entries if s.baseline}
+    refused = refusals(failure_stages(grades, settings.get()))
+    table = compare_systems(grades, baselines, cfg.resamples, cfg.seed, cfg.confidence, refused)
+    significant = table.filter(pl.col("p_randomization_holm") < cfg.alpha).height if table.height else 0
+    return dg.Output(table, metadata={"comparisons": table.height, "significant_after_holm": significant,
+                                      "refused": "; ".join(refused.values()) or "none"})
 
-    @dg.asset(
-        group_name=GROUP,
-        ins={"grades": dg.AssetIn("system_grades")},
-        description="Paired tests between systems per track (bootstrap CI, randomization, exact McNemar on mcq), "
-        "and each RAG system against its closed-book baseline per scope category; Holm per family; none for a "
-        "system and track over a failure bound.",
-    )
-    def system_comparisons(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-        cfg = settings.get().systems
-        baselines = {s.name: s.baseline for s in cfg.entries if s.baseline}
-        refused = refusals(failure_stages(grades, settings.get()))
-        table = compare_systems(grades, baselines, cfg.resamples, cfg.seed, cfg.confidence, refused)
-        significant = table.filter(pl.col("p_randomization_holm") < cfg.alpha).height if table.height else 0
-        return dg.Output(table, metadata={"comparisons": table.height, "significant_after_holm": significant,
-                                          "refused": "; ".join(refused.values()) or "none"})
+@dg.asset(
+    group_name=GROUP,
+    ins={"board": dg.AssetIn("system_scoreboard"), "comparisons": dg.AssetIn("system_comparisons"),
+         "grades": dg.AssetIn("system_grades"), "answers": dg.AssetIn("system_answers"),
+         "harness": dg.AssetIn("calibration_harness_report")},
+    description="HTML report (scoreboard with error bars, closed-book vs RAG deltas per category, significance, "
+    "the rubric grader's agreement with physicians, failures) and per-item result files per system.",
+)
+def systems_report(
+    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, board: pl.DataFrame,
+    comparisons: pl.DataFrame, grades: pl.DataFrame, answers: pl.DataFrame, harness: pl.DataFrame,
+) -> dg.MaterializeResult:
+    s = settings.get()
+    notes = _report_notes(context, s, grades, store)
+    rule = s.release.held_out.rule("item_id")  # the system_held_out_scoreboard's figures, computed the same way
+    page = write_report(SystemsReport(
+        board=board, comparisons=comparisons, grades=grades, answers=answers,
+        systems=[_describe(c) for c in s.systems.entries], grader=_grader_lines(s), harness=harness,
+        notes=notes, alpha=s.systems.alpha, answer_failures=s.systems.answer_failures,
+        rubric_parse_retries=s.llm.rubric_judge.parse_retries,
+        held_out=system_gaps(grades, rule, s.systems.resamples, s.systems.seed) if rule.active else None,
+        held_out_rule=rule, resamples=s.systems.resamples, seed=s.systems.seed,
+    ), data_path(settings, *REPORT_DIR))
+    return dg.MaterializeResult(metadata={
+        "report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri()),
+        "item_files": dg.MetadataValue.path(str(page.parent / "items")), "notes": "\n".join(notes),
+    })
 
-    @dg.asset(
-        group_name=GROUP,
-        ins={"board": dg.AssetIn("system_scoreboard"), "comparisons": dg.AssetIn("system_comparisons"),
-             "grades": dg.AssetIn("system_grades"), "answers": dg.AssetIn("system_answers"),
-             "harness": dg.AssetIn("calibration_harness_report")},
-        description="HTML report (scoreboard with error bars, closed-book vs RAG deltas per category, significance, "
-        "the rubric grader's agreement with physicians, failures) and per-item result files per system.",
-    )
-    def systems_report(
-        context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, board: pl.DataFrame,
-        comparisons: pl.DataFrame, grades: pl.DataFrame, answers: pl.DataFrame, harness: pl.DataFrame,
-    ) -> dg.MaterializeResult:
-        s = settings.get()
-        notes = _report_notes(context, s, grades, store)
-        rule = s.release.held_out.rule("item_id")  # the system_held_out_scoreboard's figures, computed the same way
-        page = write_report(SystemsReport(
-            board=board, comparisons=comparisons, grades=grades, answers=answers,
-            systems=[_describe(c) for c in s.systems.entries], grader=_grader_lines(s), harness=harness,
-            notes=notes, alpha=s.systems.alpha, answer_failures=s.systems.answer_failures,
-            rubric_parse_retries=s.llm.rubric_judge.parse_retries,
-            held_out=system_gaps(grades, rule, s.systems.resamples, s.systems.seed) if rule.active else None,
-            held_out_rule=rule, resamples=s.systems.resamples, seed=s.systems.seed,
-        ), data_path(settings, *REPORT_DIR))
-        return dg.MaterializeResult(metadata={
-            "report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri()),
-            "item_files": dg.MetadataValue.path(str(page.parent / "items")), "notes": "\n".join(notes),
-        })
 
-    return [systems_items, system_answers, system_grades, system_scoreboard, system_comparisons,
-            systems_report], systems
+ASSETS = [systems_items, system_answers, system_grades, system_scoreboard, system_comparisons, systems_report]
+PARTITIONED = [system_answers, system_grades]  # one partition per configured system
 
 
 def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, items: pl.DataFrame):

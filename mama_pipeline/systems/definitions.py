@@ -4,12 +4,17 @@ A configuration without ``systems.entries`` has nothing to evaluate, and the gro
 """
 import dagster as dg
 
-from mama_pipeline.settings import load_settings
-from mama_pipeline.systems.assets import build_assets
+from mama_pipeline.partitions import Partitions, partitioned
+from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.systems import held_out_assets
+from mama_pipeline.systems.assets import ASSETS, PARTITIONED
 from mama_pipeline.systems.checks import CHECKS
 
-_NAMES = load_settings().systems.names
-ASSETS, _ = build_assets(_NAMES)
 
-defs = dg.Definitions(assets=ASSETS + held_out_assets.ASSETS, asset_checks=CHECKS) if _NAMES else dg.Definitions()
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The group's assets and checks, answers and grades partitioned by ``systems.entries``; empty without one."""
+    if not settings.systems.names:
+        return dg.Definitions()
+    systems = Partitions.of(settings).systems
+    assets = [partitioned([a], systems)[0] if a in PARTITIONED else a for a in ASSETS]
+    return dg.Definitions(assets=assets + held_out_assets.ASSETS, asset_checks=CHECKS)

@@ -28,7 +28,7 @@ import polars as pl
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, render_conversation
 from mama_pipeline.calibration.rubric_score import rubric_score
 from mama_pipeline.llm.client import LLMRequest, RunReport
-from mama_pipeline.systems.prompts import LETTERS, SHORT_ANSWER_GRADER_PROMPT, SHORT_ANSWER_SCORES, extract_letter
+from mama_pipeline.systems.systems_prompts import LETTERS, SHORT_ANSWER_GRADER_PROMPT, SHORT_ANSWER_SCORES, extract_letter
 
 GRADED, ANSWER_FAILED, GRADE_FAILED = "graded", "answer_failed", "grade_failed"
 PARSE_FAILED = "parse_failed"  # the LLM client's status of an answer it received and could not use

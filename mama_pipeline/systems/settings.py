@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.settings_base import Section
+from mama_pipeline.common.settings_base import Section
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"  # a Dagster partition key and a file name
 TRACKS = ("mcq", "short_answer", "rubric")

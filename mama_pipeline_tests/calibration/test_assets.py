@@ -4,10 +4,14 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.calibration.definitions import defs
+from mama_pipeline.calibration.definitions import build_defs as build_calibration_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.calibration.fixtures import EXPECTED_ACCOUNTING, META_EVAL_SAMPLE, VERDICTS
+from mama_pipeline.settings import load_settings
+
+
+defs = build_calibration_defs(load_settings())
 
 SAMPLE_SIZE = 30
 

@@ -2,7 +2,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.agreement import harness_report
+from mama_pipeline.calibration.rater_agreement import harness_report
 from mama_pipeline.calibration.checks import (
     every_meta_eval_row_accounted,
     harness_covers_answered_rows,

@@ -48,7 +48,7 @@ GOOD = json.loads(META_EVAL_SAMPLE.read_text().splitlines()[0])
         ({**GOOD, "binary_labels": ["True", "False"], "anonymized_physician_ids": ["p1", "p2"]}, r"line 2 .*binary_labels.0"),
         ({**GOOD, "prompt": []}, r"line 2 .*prompt has no messages"),
         ({**GOOD, "new_field": 1}, r"line 2 .*new_field: Extra inputs are not permitted"),
-        ("{not json", r"line 2: not valid JSON"),
+        ("{not json", r":2: not valid JSON"),
     ],
 )
 def test_bad_rows_name_file_line_and_reason(tmp_path, bad, reason):

@@ -4,7 +4,7 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.agreement import ALL, JUDGE, harness_report
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, harness_report
 from mama_pipeline.calibration.meta_eval import read_meta_eval
 from mama_pipeline.calibration.rubric_judge import (
     LABEL_SCHEMA,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mama_pipeline_tests.headless_browser import find_chromium
-from mama_pipeline_tests.processes import free_port
+from mama_pipeline_tests.support.processes import free_port
 
 
 # Left/right/top/bottom of the smallest element inside the labelling view whose text contains each needle.

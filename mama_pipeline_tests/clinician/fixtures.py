@@ -12,8 +12,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.clinician import definitions as clinician
-from mama_pipeline.judging.scoring import score_verdicts
+from mama_pipeline.judging.label_score import score_verdicts
 from mama_pipeline.resources import shared_resources
+from mama_pipeline.settings import load_settings
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 
 PAIRS = {  # (query_id, chunk_id): judge's (d1, d2, d3, d4)
@@ -115,12 +116,14 @@ def adapted() -> pl.DataFrame:
 
 
 UPSTREAM = [judgments, pool, queries, chunks, verdicts, adapted]
-ALL = [*clinician.defs.assets, *clinician.defs.asset_checks, *UPSTREAM]
+CLINICIAN = clinician.build_defs(load_settings())  # the bundled sample unless MAMA_CONFIG names another
+ALL = [*CLINICIAN.assets, *CLINICIAN.asset_checks, *UPSTREAM]
 
 
 def defs(config_path: str) -> dg.Definitions:
-    return dg.Definitions(assets=[*clinician.defs.assets, *UPSTREAM], asset_checks=clinician.defs.asset_checks,
-                          sensors=clinician.defs.sensors, resources=shared_resources(config_path))
+    area = clinician.build_defs(load_settings(config_path))
+    return dg.Definitions(assets=[*area.assets, *UPSTREAM], asset_checks=area.asset_checks,
+                          sensors=area.sensors, resources=shared_resources(config_path))
 
 
 def relevance_result(label: tuple) -> list[dict]:

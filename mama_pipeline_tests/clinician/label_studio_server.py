@@ -14,7 +14,7 @@ from typing import Iterator
 
 import httpx
 
-from mama_pipeline_tests.processes import default_signals, free_port
+from mama_pipeline_tests.support.processes import default_signals, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "label_studio.sh"

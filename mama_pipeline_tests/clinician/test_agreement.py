@@ -4,7 +4,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.agreement import relevance_agreement, scope_agreement
+from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
 from mama_pipeline_tests.clinician import fixtures as fx
 

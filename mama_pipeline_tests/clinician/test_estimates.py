@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 
 from mama_pipeline.clinician.estimates import ESTIMATED, REFUSED, ppi_estimates
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoring import evaluate, scoreboard
-from mama_pipeline.strata import uniform_sample
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+from mama_pipeline.common.strata import uniform_sample
 
 PAIR = {"query_id": pl.String, "chunk_id": pl.String}
 
@@ -147,8 +147,8 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     import dagster as dg
     import yaml
 
-    from mama_pipeline.clinician.release import configurations
-    from mama_pipeline.clinician.report import markdown_section
+    from mama_pipeline.release.clinician_part import configurations
+    from mama_pipeline.clinician.clinician_page import markdown_section
     from mama_pipeline.resources import shared_resources
     from mama_pipeline.store import Store
     from mama_pipeline_tests.clinician import fixtures as fx

@@ -21,6 +21,7 @@ from mama_pipeline.clinician.sensors import clinician_annotations_sensor
 from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.clinician.tasks import label_studio_tasks, relevance_tasks
 from mama_pipeline.resources import SettingsResource, shared_resources
+from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.clinician.browser import chromium, open_logged_in, screenshot
@@ -51,7 +52,7 @@ def _sensor(cfg: Path, instance: dg.DagsterInstance, cursor: str | None):
     defs = fx.defs(str(cfg))
     ctx = dg.build_sensor_context(instance=instance, cursor=cursor, repository_def=defs.get_repository_def(),
                                   resources={"settings": SettingsResource(config_path=str(cfg))})
-    return clinician_annotations_sensor(ctx), ctx
+    return clinician_annotations_sensor(load_settings(cfg))(ctx), ctx
 
 
 def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):

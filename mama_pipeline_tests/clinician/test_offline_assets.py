@@ -6,10 +6,10 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.clinician.release import configurations
+from mama_pipeline.release.clinician_part import configurations
 from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.release import mamaretrieval
-from mama_pipeline.release.configurations import extra_configurations
+from mama_pipeline.release.parts import extra_configurations
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
@@ -96,7 +96,7 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
 
 
 def test_mamabench_release_gets_the_scope_subset(offline, inputs):
-    from mama_pipeline.mamabench.release import ReleaseInputs, release_files
+    from mama_pipeline.release.mamabench import ReleaseInputs, release_files
 
     store, s = Store(offline[0] / "data" / "mama.duckdb"), load_settings(offline[0] / "cfg.yaml")
     (scope,) = configurations("mamabench", store, s)

@@ -14,7 +14,7 @@ from mama_pipeline.clinician.projects import annotations_fingerprint
 from mama_pipeline.clinician.tasks import TASK_DATA_KEYS, relevance_tasks, scope_tasks
 from mama_pipeline.judging import rubric
 from mama_pipeline.mamabench import scope_prompt
-from mama_pipeline.strata import round_robin_sample
+from mama_pipeline.common.strata import round_robin_sample
 from mama_pipeline_tests.clinician import fixtures as fx
 
 

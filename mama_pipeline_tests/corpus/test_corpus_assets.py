@@ -6,10 +6,14 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from mama_pipeline.corpus.definitions import defs
+from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
+from mama_pipeline.settings import load_settings
+
+
+defs = build_corpus_defs(load_settings())
 
 SAMPLE_BUNDLE = SAMPLE_CONFIG.parent / "sample_data" / "corpus" / "chunks_for_rag.txt"
 

@@ -1,6 +1,4 @@
 """The in-process runner (a line per step, events to a file) and the end-of-run summary."""
-import sys
-import types
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -103,7 +101,7 @@ def test_every_failed_steps_one_line_reason_is_printed_under_its_line(tmp_path, 
 
 def test_the_summary_claims_only_what_this_run_materialised(tmp_path, monkeypatch):
     store = Store(tmp_path / "mama.duckdb")
-    contribute(monkeypatch, "alpha", ["2 things in the alpha tables"])
+    monkeypatch.setitem(summary.AREA_LINES, "alpha", lambda ctx: ["2 things in the alpha tables"])
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
         second_run = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -119,34 +117,22 @@ def test_the_summary_claims_only_what_this_run_materialised(tmp_path, monkeypatc
     assert idle["beta"] == ["0 of 2 assets materialised this run; 1 from earlier runs"]
 
 
-def contribute(monkeypatch, area: str, lines: list[str]) -> None:
-    """A ``mama_pipeline.<area>.summary`` module whose ``summary_lines`` gives ``lines``."""
-    fake = types.ModuleType(f"mama_pipeline.{area}.summary")
-    fake.summary_lines = lambda ctx: lines
-    monkeypatch.setitem(sys.modules, f"mama_pipeline.{area}.summary", fake)
-    real = summary.pkgutil.iter_modules
-    monkeypatch.setattr(summary.pkgutil, "iter_modules",
-                        lambda path: [*real(path), types.SimpleNamespace(name=area, ispkg=True)])
-
-
-def test_summary_lines_from_the_store_groups_and_contributed_modules(tmp_path, monkeypatch):
+def test_summary_lines_from_the_store_and_the_groups(tmp_path):
     store = Store(tmp_path / "mama.duckdb")
     with store.connect(write=True) as con:  # just the columns the summary reads
         con.execute("CREATE TABLE sampled_chunks AS SELECT * FROM (VALUES ('c1', 'high'), ('c2', 'low')) t(chunk_id, tier)")
         con.execute("CREATE TABLE corpus_chunks AS SELECT * FROM (VALUES ('c1'), ('c2'), ('c3')) t(chunk_id)")
-    contribute(monkeypatch, "newarea", ["12 robustness probes, 3 failed"])
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
         ctx = summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), datetime(2020, 1, 1))
         areas = summary.area_lines(ctx)
     assert areas["corpus"] == ["3 chunks in the bundle, 2 sampled (high 1, low 1), 0 rejected by the sampling rules"]
-    assert areas["newarea"] == ["12 robustness probes, 3 failed"]
     # groups nobody summarises: what was materialised of them
     assert areas["alpha"] == ["2 of 2 assets materialised this run: first, second"]
     assert areas["beta"] == ["0 of 2 assets materialised this run"]
     text = summary.render(RunTally(runs=1), 1.0, areas, {"report evaluation": Path("r.html")}, Path("m.duckdb"),
                           Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
-    assert "  newarea       12 robustness probes, 3 failed" in text and "report evaluation: r.html" in text
+    assert "report evaluation: r.html" in text
     assert "DAGSTER_HOME=/h MAMA_CONFIG=/c.yaml .venv/bin/dagster dev -w workspace.yaml" in text
 
 

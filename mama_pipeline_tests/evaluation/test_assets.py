@@ -6,12 +6,16 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.definitions import defs
+from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.evaluation.per_query_files import read_per_query_file
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
+from mama_pipeline.settings import load_settings
+
+
+defs = build_evaluation_defs(load_settings())
 
 TIERS = ["very_high", "high", "moderate"]
 

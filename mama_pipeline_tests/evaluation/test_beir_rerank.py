@@ -7,9 +7,13 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.definitions import defs
+from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
+from mama_pipeline.settings import load_settings
+
+
+defs = build_evaluation_defs(load_settings())
 
 pytestmark = pytest.mark.slow
 SAMPLE = Path(__file__).resolve().parents[2] / "mama_pipeline" / "sample_data" / "upstream" / "miriad_beir_sample"

@@ -4,10 +4,10 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_files import read_per_query_file, write_per_query_files
-from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.significance import pairwise_significance
 
 

@@ -4,10 +4,10 @@ import re
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.measures import beir_plan, mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_files import first_relevant_ranks, write_per_query_files
-from mama_pipeline.evaluation.report import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.significance import bootstrap_mean_ci, pairwise_significance
 
 QUERIES = [f"q{i}" for i in range(12)]

@@ -5,8 +5,8 @@ import pytest
 import pytrec_eval
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.evaluation.measures import beir_plan, mamaretrieval_plan
-from mama_pipeline.evaluation.scoring import evaluate, scoreboard, wide_scoreboard
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard, wide_scoreboard
 
 CUTOFFS = [1, 3, 5, 10, 20]
 

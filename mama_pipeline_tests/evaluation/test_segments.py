@@ -3,9 +3,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.measures import beir_plan
-from mama_pipeline.evaluation.report import ReportInputs, write_report
-from mama_pipeline.evaluation.scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.segments import band_labels, segment_keys, segment_results
 from mama_pipeline.evaluation.settings import SegmentSettings
 from mama_pipeline.evaluation.significance import pairwise_significance

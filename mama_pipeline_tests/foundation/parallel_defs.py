@@ -6,7 +6,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from mama_pipeline.llm.client import LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.resources import LLMResource, shared_resources
 
 

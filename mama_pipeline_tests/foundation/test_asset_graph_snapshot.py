@@ -57,7 +57,8 @@ def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
     assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release",
-                      "multipassage", "clinician", "robustness", "systems", "plan", "submissions", "leaderboard"}
+                      "multipassage", "clinician", "robustness", "systems", "plan", "submissions", "leaderboard",
+                      "reports"}
     chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
              ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
              ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),
@@ -68,7 +69,7 @@ def test_every_area_group_is_present_and_stages_are_chained():
              ("judgments", "clinician_tasks"), ("clinician_labels", "clinician_agreement"),
              ("generated_queries", "query_variants"), ("query_variants", "variant_rankings"),
              ("judgments", "variant_labels"), ("variant_labels", "robustness_scoreboard"),
-             ("variant_labels", "mamaretrieval_release"),
+             ("variant_labels", "mamaretrieval_release"), ("clinician_report", "reports_index"),
              ("mamabench_items", "systems_items"), ("calibration_harness_report", "system_scoreboard"),
              ("judgments", "submission_scores"), ("variant_labels", "submission_scores"),
              ("multipassage_fact_labels", "submission_scores"), ("mamabench_items", "submission_scores"),

@@ -22,8 +22,8 @@ from mama_pipeline.clinician.annotations import parse_export, read_export_file
 from mama_pipeline.clinician.label_studio import LabelStudio
 from mama_pipeline.cli import main as cli_main
 from mama_pipeline.corpus.bundle import format_chunk, load_bundle
-from mama_pipeline import input_errors
-from mama_pipeline.input_errors import InputError, describe, run_cli
+from mama_pipeline.common import input_errors
+from mama_pipeline.common.input_errors import InputError, describe, run_cli
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool
@@ -228,7 +228,7 @@ CASES = [
     Case("medqa-empty", "test.jsonl", b"", pool("medqa_usmle", "test.jsonl"), "no records"),
     Case("medqa-truncated", "test.jsonl",
          lambda p: p.write_bytes(chop_last_line(UP / "medqa_usmle/us_4_options_test-sample-150.jsonl")),
-         pool("medqa_usmle", "test.jsonl"), "line 150: not valid JSON"),
+         pool("medqa_usmle", "test.jsonl"), "test.jsonl:150: not valid JSON"),
     Case("afrimedqa-mcq-latin1", "afrimedqa.csv", lambda p: p.write_bytes(latin1(UP / "afrimedqa/afrimedqa_v2_sample_10.csv", 400)),
          pool("afrimedqa_mcq", "afrimedqa.csv"), "bytes that are not UTF-8"),
     Case("afrimedqa-saq-wrong-columns", "saq.csv", b"question,answer\nWhat?,That.\n", pool("afrimedqa_saq", "saq.csv"),

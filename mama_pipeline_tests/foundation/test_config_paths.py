@@ -11,7 +11,7 @@ from mama_pipeline.corpus.bundle import load_bundle
 from mama_pipeline.corpus.location import resolve_bundle
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.sources import SourceError, load_pool
-from mama_pipeline.release.watch import bundle_fingerprint
+from mama_pipeline.corpus.watch import bundle_fingerprint
 from mama_pipeline.settings import load_settings
 
 PACKAGE = Path(mama_pipeline.__file__).resolve().parent

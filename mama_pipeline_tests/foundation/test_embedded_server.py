@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.settings import EmbeddedServerSettings, StageSettings
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV, LLMRequest
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.foundation.test_llm_client import TEMPLATE, Verdict, ask
 
 OUTAGE = dict(max_retries=0, backoff_base_s=0.05, backoff_max_s=0.5, concurrency=4)

@@ -7,8 +7,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mama_pipeline.llm.client import LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 
 class Verdict(BaseModel):

@@ -5,8 +5,8 @@ import time
 import dagster as dg
 import pytest
 
-from mama_pipeline import progress
-from mama_pipeline.progress import progress_line, track
+from mama_pipeline.common import progress
+from mama_pipeline.common.progress import progress_line, track
 
 
 class Terminal(io.StringIO):

@@ -4,9 +4,10 @@ import polars as pl
 
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.settings import load_settings
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 N_QUERIES, N_CHUNKS = 12, 40
 FAULTY_CHUNK = 7  # every request about this chunk answers HTTP 500
@@ -38,7 +39,8 @@ def audit_pool(queries: pl.DataFrame, chunks: pl.DataFrame, pooled_pairs: pl.Dat
     return pool.with_columns(pl.col("in_main_pool").fill_null(False))
 
 
+JUDGING = judging.build_defs(load_settings())  # MAMA_CONFIG when this module loads
 defs = dg.Definitions.merge(
-    judging.defs,
+    JUDGING,
     dg.Definitions(assets=[queries, chunks, pooled_pairs, audit_pool], resources=shared_resources()),
 )

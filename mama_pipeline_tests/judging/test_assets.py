@@ -56,7 +56,7 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     downstream = ["judgments", "judging_failures", "orphaned_judgments", "judge_pilot_sample", "reference_judgments",
                   "judge_reliability", "judge_confusion", "audit_judgments", "pool_completeness"]
     result = dg.materialize(
-        [*judging_defs.judging.defs.assets, *judging_defs.judging.defs.asset_checks, *upstream],
+        [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *upstream],
         selection=dg.AssetSelection.assets(*downstream),
         resources=resources,
     )

@@ -15,7 +15,7 @@ from mama_pipeline_tests.judging import judging_defs
 
 SHARDS = ["shard_000", "shard_001", "shard_002", "shard_003"]
 UPSTREAM = [judging_defs.queries, judging_defs.chunks, judging_defs.pooled_pairs, judging_defs.audit_pool]
-ASSETS = [*judging_defs.judging.defs.assets, *judging_defs.judging.defs.asset_checks, *UPSTREAM]
+ASSETS = [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *UPSTREAM]
 
 
 def write_config(tmp_path, judge: str, reference: str, judging: str = "shards: 4, pilot_size: 10",
@@ -165,7 +165,7 @@ def test_judge_failures_above_the_bound_block_the_labels_downstream(tmp_path, fa
 
 def test_judge_server_outage_during_judging_fails_no_pair_and_the_run_log_records_it(tmp_path):
     from mama_pipeline_tests.foundation.test_endpoint_outage import outage_after
-    from mama_pipeline_tests.fake_llm_server import running_server
+    from mama_pipeline_tests.support.fake_llm_server import running_server
 
     with running_server(delay=0.2) as server:
         judge = (f"base_urls: [{server.url}], model: fake-judge, concurrency: 2, max_retries: 0, "

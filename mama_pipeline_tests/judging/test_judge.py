@@ -15,10 +15,10 @@ from mama_pipeline.judging.rubric import (
     output_model,
     render_pair,
 )
-from mama_pipeline.judging.scoring import score_verdicts
-from mama_pipeline.llm.prompts import PromptTemplate
-from mama_pipeline_tests.fake_llm_server import instance_of, running_server
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline_tests.support.fake_llm_server import instance_of, running_server
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 MODEL = JudgeVerdictsWithReasoning
 HASH = label_prompt_hash(RELEVANCE_JUDGE, MODEL)

@@ -1,7 +1,7 @@
 """Score = D1 x (D2 + D3 + D4), the gate and the structural rule, computed in code."""
 import pytest
 
-from mama_pipeline.judging.scoring import score_verdicts
+from mama_pipeline.judging.label_score import score_verdicts
 
 
 def v(d1, d2, d3, d4):

@@ -22,9 +22,9 @@ from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReaso
 from mama_pipeline.llm.client import cache_key, decoding_params, schema_of
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
-from mama_pipeline_tests.judging import kill_worker
-from mama_pipeline_tests.judging.synthetic import request_digests
+from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline_tests.support import kill_worker
+from mama_pipeline_tests.support.synthetic_judging import request_digests
 
 pytestmark = pytest.mark.slow
 CYCLES = 10
@@ -102,7 +102,7 @@ def test_sigkill_at_random_points_loses_duplicates_and_resends_nothing(tmp_path)
         logged_before: dict[str, dict] = {}
         for cycle in range(CYCLES + 1):
             server.reset()
-            proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.judging.kill_worker", str(db), server.url],
+            proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.support.kill_worker", str(db), server.url],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             if cycle < CYCLES:
                 deadline = time.monotonic() + 60

@@ -9,12 +9,17 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench import scope_prompt
-from mama_pipeline.mamabench.definitions import defs
+from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.mamabench.helpers import PACKAGE
+from mama_pipeline.release.assets import mamabench_release
+from mama_pipeline.settings import load_settings
+
+
+defs = build_mamabench_defs(load_settings())
 
 CALIBRATION = pl.DataFrame({
     "upstream_line": [1], "prompt": [[{"role": "user", "content": "Is spotting normal at 8 weeks?"}]],
@@ -52,7 +57,7 @@ def config(tmp_path: Path, fake_llm) -> Path:
 
 def materialise(config: Path, selection: dg.AssetSelection = dg.AssetSelection.all(),
                 raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    return dg.materialize([stub_side_file, *defs.assets, *defs.asset_checks], resources=shared_resources(str(config)),
+    return dg.materialize([stub_side_file, *defs.assets, mamabench_release, *defs.asset_checks], resources=shared_resources(str(config)),
                           selection=selection, raise_on_error=raise_on_error)
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.agreement import agreement_stats, prior_pairs
+from mama_pipeline.mamabench.scope_agreement import agreement_stats, prior_pairs
 from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.mamabench.release import ClassifierInfo, ReleaseInputs, release_files, write_release
+from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, release_files, write_release
 from mama_pipeline.mamabench.schema import CanonicalItem, Category, item_json_schema
 from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
 from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts
@@ -148,7 +148,7 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
         inputs: ReleaseInputs, tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from mama_pipeline.release.held_out import HeldOutRule
+    from mama_pipeline.common.held_out import HeldOutRule
 
     every = set(inputs.items["item_id"].to_list())
 
@@ -205,7 +205,7 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
 
 
 def test_share_zero_and_no_rule_write_the_same_bytes(inputs: ReleaseInputs, tmp_path: Path) -> None:
-    from mama_pipeline.release.held_out import HeldOutRule
+    from mama_pipeline.common.held_out import HeldOutRule
 
     a = write_release(tmp_path / "a" / "mamabench", inputs)
     b = write_release(tmp_path / "b" / "mamabench", inputs, HeldOutRule(0.0, "x", "item_id"))

@@ -46,7 +46,7 @@ def test_answer_models_put_reasoning_first_and_reject_unknown_categories() -> No
 
 
 def test_the_hash_follows_the_text() -> None:
-    from mama_pipeline.llm.prompts import PromptTemplate
+    from mama_pipeline.llm.prompt_template import PromptTemplate
 
     edited = PromptTemplate(SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.system.replace("NONE is the default", "NONE is default"),
                             SCOPE_TEMPLATE.user)

@@ -6,7 +6,7 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.scope_prompt import ScopeVerdictWithReasoning
 from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, classify, criteria_table, finalise, joined_verdicts

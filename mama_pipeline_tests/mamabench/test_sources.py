@@ -89,7 +89,7 @@ def test_json_list_and_broken_jsonl_are_reported_with_position(tmp_path: Path) -
         load_pool(POOL_BY_NAME["whb"], SourceLocation(path=str(bad)), resolve)
     broken = tmp_path / "oss.jsonl"
     broken.write_text((UPSTREAM / "healthbench" / "oss_eval-sample-40.jsonl").read_text().splitlines()[0] + "\n{not json\n")
-    with pytest.raises(SourceError, match=r"oss\.jsonl line 2: not valid JSON"):
+    with pytest.raises(SourceError, match=r"oss\.jsonl:2: not valid JSON"):
         load_pool(POOL_BY_NAME["healthbench_oss_eval"], SourceLocation(path=str(broken)), resolve)
 
 

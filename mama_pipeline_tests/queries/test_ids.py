@@ -5,7 +5,7 @@ import pytest
 
 import polars as pl
 
-from mama_pipeline.queries.ids import REGISTRY_SCHEMA, assign_query_ids, format_query_id
+from mama_pipeline.queries.query_ids import REGISTRY_SCHEMA, assign_query_ids, format_query_id
 
 
 def test_fresh_ids_follow_seed_chunk_order():

@@ -9,12 +9,17 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.corpus.definitions import defs as corpus_defs
+from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.queries.definitions import defs as queries_defs
+from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
+from mama_pipeline.settings import load_settings
+
+
+corpus_defs = build_corpus_defs(load_settings())
+queries_defs = build_queries_defs(load_settings())
 
 SAMPLE_BUNDLE = SAMPLE_CONFIG.parent / "sample_data" / "corpus" / "chunks_for_rag.txt"
 TABLES = ["corpus_chunks", "sampled_chunks", "sampling_rejections", "query_gate_decisions", "generated_queries"]

@@ -21,8 +21,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.release.run_plan import execute_plan, plan_runs
-from mama_pipeline.release.sensors import corpus_version_sensor
+from mama_pipeline.run_plan import execute_plan, plan_runs
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -110,7 +109,7 @@ def main(module: str, work: Path, fake_url: str) -> None:
         def tick(cursor: str | None):
             context = dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor,
                                               resources={"settings": SettingsResource()})
-            return corpus_version_sensor.evaluate_tick(context)
+            return defs.get_sensor_def("corpus_version_sensor").evaluate_tick(context)
 
         first_tick = tick(None)
         out["tick_before_edit"] = "SkipReason" if first_tick.skip_message else "RunRequest"

@@ -5,7 +5,7 @@ import polars as pl
 
 from mama_pipeline.corpus.hashing import chunk_id
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
-from mama_pipeline.queries.prompt import QueryAnswerWithReasoning, query_writer_template
+from mama_pipeline.queries.query_prompt import QueryAnswerWithReasoning, query_writer_template
 from mama_pipeline.release.mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo
 
 CORPUS_VERSION = "c0ffee0000000001"

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.release.held_out import HeldOutRule, held_out_path
+from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.verify import verify_release

@@ -62,9 +62,9 @@ def project_ndcg10(folder: Path, tmp: Path, cut: int | None) -> tuple[float, int
     over every query with a judged pair (``cut`` None), or relevance binarised at ``cut`` over the queries with a
     relevant chunk; (mean, queries)."""
     from mama_pipeline.evaluation.beir_evaluation import load_benchmark, registry_inputs, run_registry
-    from mama_pipeline.evaluation.measures import MeasurePlan
+    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
     from mama_pipeline.evaluation.runs import rankings_to_run
-    from mama_pipeline.evaluation.scoring import evaluate
+    from mama_pipeline.evaluation.per_query_scoring import evaluate
     from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
     from mama_pipeline.retrieval.registry import RetrievalEnv
     from mama_pipeline.retrieval.settings import RetrievalSettings

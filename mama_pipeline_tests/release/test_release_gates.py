@@ -44,7 +44,7 @@ def test_labels_of_two_judge_identities_are_refused(tmp_path):
 
 
 def test_the_benchmark_synthetic_judgments_respect_the_d1_gate(tmp_path):
-    from benchmarks.release_build import synthetic_inputs
+    from mama_pipeline_tests.support.synthetic_release import synthetic_inputs
 
     inputs = synthetic_inputs(0.01)
     write_mamaretrieval_release(tmp_path / "bench", inputs)
@@ -134,9 +134,12 @@ def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_ref
     import dagster as dg
     import yaml
 
-    from mama_pipeline.mamabench.definitions import defs
+    from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
+    from mama_pipeline.settings import load_settings
+
+    from mama_pipeline.release.assets import mamabench_release
     from mama_pipeline.resources import shared_resources
-    from mama_pipeline_tests.fake_llm_server import running_server
+    from mama_pipeline_tests.support.fake_llm_server import running_server
     from mama_pipeline_tests.mamabench.helpers import PACKAGE
     from mama_pipeline_tests.mamabench.test_assets import stub_side_file
 
@@ -150,7 +153,8 @@ def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_ref
                     "classifier_reference": {**strict, "model": "fake-reference", "max_failure_rate": 1.0}},
             "mamabench": {"agreement_sample_size": 10},
         }))
-        assets = [stub_side_file, *defs.assets, *defs.asset_checks]
+        defs = build_mamabench_defs(load_settings())
+        assets = [stub_side_file, *defs.assets, mamabench_release, *defs.asset_checks]
         resources = shared_resources(str(config))
         result = dg.materialize(assets, resources=resources, raise_on_error=False)
         check = {e.check_name: e for e in result.get_asset_check_evaluations()}["classifier_failure_rate_under_bound"]

@@ -1,7 +1,7 @@
 """Selections crossing partitions definitions are cut into runs in dependency order, as a backfill would."""
 import dagster as dg
 
-from mama_pipeline.release.run_plan import execute_plan, materialize_commands, plan_runs
+from mama_pipeline.run_plan import execute_plan, materialize_commands, plan_runs
 
 RETRIEVERS = dg.StaticPartitionsDefinition(["bm25", "dense"])
 SHARDS = dg.StaticPartitionsDefinition(["shard_000", "shard_001"])

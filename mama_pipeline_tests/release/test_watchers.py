@@ -7,14 +7,18 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mama_pipeline.corpus.definitions import defs as corpus_defs
+from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.mamabench.assets import RAW_ASSETS
-from mama_pipeline.queries.definitions import defs as queries_defs
-from mama_pipeline.release import watch
-from mama_pipeline.release.schedules import mamabench_sources_schedule
-from mama_pipeline.release.sensors import TRIGGER_TAG, corpus_version_sensor
+from mama_pipeline.queries.definitions import build_defs as build_queries_defs
+from mama_pipeline.corpus import watch
+from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
+from mama_pipeline.corpus.sensors import TRIGGER_TAG
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline.settings import load_settings
+
+
+queries_defs = build_queries_defs(load_settings())
 
 PACKAGE = SAMPLE_CONFIG.parent
 CORPUS_DOWNSTREAM = {"corpus_chunks", "corpus_issues", "sampled_chunks", "sampling_rejections",
@@ -32,9 +36,9 @@ def sample_copy(tmp_path, monkeypatch) -> Path:
 
 
 def sensor_defs(config: Path, *extra: dg.AssetsDefinition) -> dg.Definitions:
-    return dg.Definitions.merge(
-        corpus_defs, queries_defs,
-        dg.Definitions(assets=list(extra), sensors=[corpus_version_sensor], resources=shared_resources(str(config))),
+    return dg.Definitions.merge(  # the corpus area brings its sensor, built from this configuration
+        build_corpus_defs(load_settings(config)), queries_defs,
+        dg.Definitions(assets=list(extra), resources=shared_resources(str(config))),
     )
 
 
@@ -42,7 +46,7 @@ def evaluate(defs: dg.Definitions, config: Path, instance: dg.DagsterInstance, c
     """One tick through Dagster's own evaluation (run requests resolved and validated as the daemon does)."""
     context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
                                       resources={"settings": SettingsResource(config_path=str(config))})
-    tick = corpus_version_sensor.evaluate_tick(context)
+    tick = defs.get_sensor_def("corpus_version_sensor").evaluate_tick(context)
     if tick.skip_message:
         return dg.SkipReason(tick.skip_message), tick.cursor
     [request] = tick.run_requests
@@ -141,7 +145,7 @@ def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_c
             # closed here: the context opens its own instance from the test's, and one left open would reset
             # Dagster's current defs-state storage to a gone instance's when collected, in a later test
             with dg.build_schedule_context(instance=instance, resources={"settings": settings}) as context:
-                return mamabench_sources_schedule(context)
+                return mamabench_sources_schedule(load_settings(sample_copy))(context)
 
         never = tick()
         assert isinstance(never, dg.RunRequest)  # nothing materialised yet: every pool counts as changed

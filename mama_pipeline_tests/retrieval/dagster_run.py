@@ -12,8 +12,11 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.retrieval.definitions import defs
+from mama_pipeline.retrieval.definitions import build_defs as build_retrieval_defs
 from mama_pipeline.settings import load_settings
+
+
+defs = build_retrieval_defs(load_settings())
 
 
 def main(chunks_path: str, queries_path: str, out_path: str) -> None:

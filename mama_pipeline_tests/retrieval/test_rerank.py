@@ -11,7 +11,7 @@ from mama_pipeline.retrieval.rerank import GroupScores
 from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
 from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
 from mama_pipeline.retrieval.settings import RerankEndpointBackend, RetrievalSettings
-from mama_pipeline_tests.processes import free_port
+from mama_pipeline_tests.support.processes import free_port
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_frame
 
 

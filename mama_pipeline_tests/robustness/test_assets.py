@@ -9,17 +9,20 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.queries.prompt import query_writer_template
+from mama_pipeline.queries.query_prompt import query_writer_template
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.robustness.definitions import defs as robustness_defs
+from mama_pipeline.robustness.definitions import build_defs as build_robustness_defs
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as release_fx
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
+
+
+robustness_defs = build_robustness_defs(load_settings())
 
 CONFIG = """
 data_dir: {data}

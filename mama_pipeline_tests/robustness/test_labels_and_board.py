@@ -8,7 +8,7 @@ import pytest
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 from mama_pipeline.robustness.labels import hole_pairs, variant_labels, within_budget
-from mama_pipeline.robustness.scoreboard import robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import robustness_board
 
 PARENTS = [f"q_{i:05d}" for i in range(1, 9)]
 KINDS = ["typo", "shorthand"]

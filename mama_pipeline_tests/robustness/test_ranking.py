@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.robustness.ranking import rank_variants, retriever_order
+from mama_pipeline.robustness.variant_rankings import rank_variants, retriever_order
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame
 

@@ -9,7 +9,7 @@ import pytest
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.release_config import build_part
+from mama_pipeline.release.robustness_part import build_part
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import VARIANT_COLUMNS, DECISION_SCHEMA
 from mama_pipeline_tests.release import fixtures as fx

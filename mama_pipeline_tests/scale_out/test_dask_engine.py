@@ -22,7 +22,7 @@ import yaml
 from mama_pipeline.cli import DASK_MODULE, DEMO_CONFIG
 from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.fake_llm_server import running_server
+from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 
 REPO = Path(__file__).resolve().parents[2]

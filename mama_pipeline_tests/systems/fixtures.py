@@ -10,7 +10,7 @@ import json
 
 import polars as pl
 
-from mama_pipeline.calibration.agreement import REPORT_SCHEMA
+from mama_pipeline.calibration.rater_agreement import REPORT_SCHEMA
 from mama_pipeline.mamabench.schema import criterion_id
 
 

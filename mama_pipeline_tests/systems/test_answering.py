@@ -6,7 +6,7 @@ import polars as pl
 from mama_pipeline.llm.client import FreeText
 from mama_pipeline.systems.answering import CONTEXT_SCHEMA, retrieval_queries, track_requests
 from mama_pipeline.systems.items import benchmark_items
-from mama_pipeline.systems.prompts import LetterAnswer, answer_template
+from mama_pipeline.systems.systems_prompts import LetterAnswer, answer_template
 from mama_pipeline.systems.settings import SystemSettings
 from mama_pipeline_tests.systems.fixtures import items_frame, mcq, rubric, short
 

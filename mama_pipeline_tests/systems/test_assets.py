@@ -8,13 +8,14 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.llm.prompts import PromptTemplate
+from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline.systems import assets as systems_assets
 from mama_pipeline.systems import graders as systems_graders
 from mama_pipeline.systems import grading
-from mama_pipeline.systems.assets import build_assets
+from mama_pipeline.settings import load_settings
+from mama_pipeline.systems.definitions import build_defs
 from mama_pipeline.systems.checks import CHECKS
 from mama_pipeline_tests.systems.fixtures import (
     chunks_frame, criteria_frame, grade, harness_frame, items_frame, mcq, rubric, short, verdict,
@@ -76,7 +77,7 @@ def materialise(config: str, items: list[dict], names: list[str], select: str, p
     def stub_harness() -> pl.DataFrame:
         return harness_frame()
 
-    assets, _ = build_assets(names)
+    assets = build_defs(load_settings(config)).assets  # systems.entries are ``names``
     selection = dg.AssetSelection.assets(*select.split())
     with dg.instance_for_test() as instance:
         return dg.materialize([stub_items, stub_criteria, stub_chunks, stub_harness, *assets, *CHECKS],

@@ -12,8 +12,8 @@ from mama_pipeline.systems import grading
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.grading import GRADES_SCHEMA
 from mama_pipeline.systems.items import benchmark_items
-from mama_pipeline.systems.report import SystemsReport, sample_note, write_report
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_page import SystemsReport, sample_note, write_report
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import criteria_frame, items_frame, mcq, rubric, short
 from mama_pipeline_tests.systems.test_scoring import answers, report
 
@@ -167,7 +167,7 @@ def test_report_sentences_follow_the_settings_and_state_the_healthbench_differen
 
 def test_free_text_cut_at_max_tokens_or_empty_is_a_parse_failure_served_as_such_from_the_cache(make_client, fake_llm):
     from mama_pipeline.llm.client import FreeText, LLMRequest
-    from mama_pipeline.systems.prompts import answer_template
+    from mama_pipeline.systems.systems_prompts import answer_template
 
     client = make_client(stage="system:c", parse_retries=1)
     template = answer_template("short_answer", "Be brief.")

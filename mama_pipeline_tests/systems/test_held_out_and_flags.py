@@ -11,7 +11,8 @@ import yaml
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline.systems import held_out_assets
-from mama_pipeline.systems.assets import build_assets
+from mama_pipeline.partitions import partitioned
+from mama_pipeline.systems.assets import ASSETS, PARTITIONED
 from mama_pipeline_tests.systems.fixtures import chunks_frame, criteria_frame, harness_frame, items_frame, mcq
 from mama_pipeline_tests.systems.test_assets import CLOSED, write_config
 
@@ -46,7 +47,8 @@ def _materialise(config: str, select: str, partition: str | None = None):
     def stub_harness():
         return harness_frame()
 
-    assets, _ = build_assets(["closed"])
+    closed = dg.StaticPartitionsDefinition(["closed"])
+    assets = [partitioned([a], closed)[0] if a in PARTITIONED else a for a in ASSETS]
     with dg.instance_for_test() as instance:
         return dg.materialize([stub_items, stub_criteria, stub_chunks, stub_harness, *assets,
                                *held_out_assets.ASSETS], resources=shared_resources(config),

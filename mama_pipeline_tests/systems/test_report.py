@@ -8,8 +8,8 @@ import polars as pl
 from mama_pipeline.systems.answering import ANSWERS_SCHEMA
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.grading import GRADES_SCHEMA
-from mama_pipeline.systems.report import SystemsReport, write_report
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_page import SystemsReport, write_report
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import harness_frame
 
 

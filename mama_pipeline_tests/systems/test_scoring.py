@@ -12,8 +12,8 @@ from mama_pipeline.systems import grading
 from mama_pipeline.systems.answering import ANSWERS_SCHEMA
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.items import benchmark_items, sample_items
-from mama_pipeline.systems.prompts import extract_letter
-from mama_pipeline.systems.scoreboard import scoreboard
+from mama_pipeline.systems.systems_prompts import extract_letter
+from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import criteria_frame, harness_frame, items_frame, mcq, rubric, short
 
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from mama_pipeline_tests.headless_browser import find_chromium
-from mama_pipeline_tests.processes import default_signals, free_port
+from mama_pipeline_tests.support.processes import default_signals, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACE = REPO / "workspace.yaml"

@@ -1,0 +1,1 @@
+"""Shared helpers every area may import; they import no area."""

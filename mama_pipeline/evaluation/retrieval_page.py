@@ -1,0 +1,498 @@
+"""Static HTML report: header, scoreboard with intervals, significance matrix, breakdowns, audits (PNGs beside it).
+
+The page is a list of sections (:data:`SECTIONS`): each is a function of the inputs
+and the output folder that returns its HTML (empty when it has nothing to show) and
+writes its own figures, so a new section is one function added to the list. Output
+is deterministic: fixed ordering, fixed number formats, PNGs without a timestamp or
+software stamp, and no clock reading (dates shown come from the inputs).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
+from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
+from mama_pipeline.evaluation.segment_section import segment_figure, segments_html
+from mama_pipeline.evaluation.segments import SegmentResult
+from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
+from mama_pipeline.release.held_out import HeldOutRule
+from mama_pipeline.release.held_out_gaps import gaps_html
+
+PAGE = "scoreboard.html"
+
+
+@dataclass
+class ReportInputs:
+    """What one report shows; optional parts are left out when absent."""
+
+    title: str
+    board: pl.DataFrame  # scoreboard rows (tier column: "all" and per tier)
+    significance: pl.DataFrame
+    headline: str  # measure of the per-segment breakdowns
+    notes: list[str] = field(default_factory=list)  # sentences under the header (duplicates shown once)
+    header: list[tuple[str, str]] = field(default_factory=list)  # facts: corpus version, judge model, dates, counts
+    per_query: pl.DataFrame | None = None  # retriever, query_id, measure, value: intervals and breakdowns
+    headline_measures: list[str] | None = None  # shown with intervals; default: the significance measures
+    segments: dict[str, pl.DataFrame] = field(default_factory=dict)  # name -> (query_id, segment), e.g. source
+    label_counts: pl.DataFrame | None = None  # relevance, count
+    label_mix: pl.DataFrame | None = None  # retriever, label, share
+    mix_k: int | None = None
+    reliability: pl.DataFrame | None = None  # reference_stage, audit, reference_model, metric, value, pairs, note
+    confusion: pl.DataFrame | None = None  # reference_stage, audit, reference_model, main_score, ref_0..ref_6
+    completeness: pl.DataFrame | None = None  # scope, cut, ..., recall_micro, recall_macro
+    audits: list[tuple[str, pl.DataFrame]] = field(default_factory=list)  # (heading, table)
+    segment_tests: SegmentResult | None = None  # per-segment means and paired tests (evaluation/segments.py)
+    held_out: pl.DataFrame | None = None  # retrieval_gaps under the declared held-out rule (release/held_out_gaps.py)
+    held_out_rule: HeldOutRule | None = None
+    alpha: float = 0.05
+    confidence: float = 0.95
+    resamples: int = 2000
+    seed: int = 0
+
+
+Section = Callable[[ReportInputs, Path], str]
+
+
+def label_mix(run: pl.DataFrame, qrels: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Share of each retriever's top-k slots by judged label ("unjudged" when no label)."""
+    top = run.sort("retriever", "query_id", "rank").filter(
+        pl.int_range(pl.len()).over("retriever", "query_id") < k
+    )
+    labelled = top.join(qrels, on=["query_id", "doc_id"], how="left").with_columns(
+        pl.col("relevance").cast(pl.String).fill_null("unjudged").alias("label")
+    )
+    return (
+        labelled.group_by("retriever", "label").len()
+        .with_columns((pl.col("len") / pl.col("len").sum().over("retriever")).alias("share"))
+        .select("retriever", "label", "share")
+        .sort("retriever", "label")
+    )
+
+
+def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
+    """Write ``folder/scoreboard.html`` and its PNGs (folder replaced atomically); returns the page."""
+    folder = Path(folder)
+    with atomic_folder(folder) as tmp:
+        body = [part for section in SECTIONS if (part := section(inputs, tmp))]
+        (tmp / PAGE).write_text(page(inputs.title, body, headline_figures(inputs)), encoding="utf-8")
+    return folder / PAGE
+
+
+def headline_figures(inputs: ReportInputs) -> list[tuple[str, str]]:
+    """The headline measure's mean per retriever, over all benchmark queries."""
+    rows = _overall(inputs.board).filter(pl.col("measure") == inputs.headline)
+    label = _label(inputs.board, inputs.headline)
+    return [(f"{r['retriever']}: {label}", f"{number(r['mean'])} over {r['n_queries']} queries")
+            for r in rows.iter_rows(named=True)]
+
+
+# -- sections ---------------------------------------------------------------------------------------------
+
+
+def header_section(inputs: ReportInputs, _folder: Path) -> str:
+    parts = []
+    if inputs.header:
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in inputs.header)
+        parts.append(f"<table class='facts'>{rows}</table>")
+    parts += [f"<p class='note'>{_e(n)}</p>" for n in dict.fromkeys(inputs.notes)]
+    return "\n".join(parts)
+
+
+def scoreboard_section(inputs: ReportInputs, _folder: Path) -> str:
+    overall = _overall(inputs.board)
+    parts = ["<h2>Scoreboard</h2>"]
+    intervals = headline_intervals(inputs)
+    if intervals is not None:
+        parts.append(f"<p class='note'>Headline measures: mean over all {overall['n_queries'][0]} benchmark "
+                     f"queries with its {inputs.confidence:.0%} bootstrap interval (queries resampled, "
+                     f"{inputs.resamples} resamples, seed {inputs.seed}). A query with no qualifying document "
+                     "scores 0.</p>")
+        parts.append(_table(intervals))
+    no_rel = _queries_without_relevant(overall)
+    if no_rel:
+        parts.append(f"<p>Queries without any qualifying document, of {overall['n_queries'][0]}: {no_rel}.</p>")
+    wide = wide_scoreboard(overall)
+    parts.append(f"<details{' open' if intervals is None else ''}><summary>All {wide.width - 1} measures "
+                 "(robust measures first)</summary>" + _table(wide) + "</details>")
+    return "\n".join(parts)
+
+
+def significance_section(inputs: ReportInputs, folder: Path) -> str:
+    sig = inputs.significance
+    if sig.height == 0:
+        return "<h2>Paired significance</h2><p>Fewer than two retrievers: nothing to compare.</p>"
+    out = ["<h2>Paired significance</h2>",
+           "<p class='note'>Cells: mean difference row &minus; column, bootstrap confidence interval, Holm-adjusted "
+           f"p of the paired randomization test (bold: p &lt; {inputs.alpha}). For hit rates the exact McNemar "
+           "p (Holm) follows.</p>"]
+    heatmap = _significance_heatmap(inputs, folder)
+    if heatmap:
+        out.append(f"<img src='{heatmap}' alt='Paired differences and Holm-adjusted significance'>")
+    for measure in sig["measure"].unique(maintain_order=True).to_list():
+        names, cells = _pairs(sig, measure)
+        head = "".join(f"<th>{_e(n)}</th>" for n in names)
+        body = []
+        for a in names:
+            tds = []
+            for b in names:
+                r, sign = (cells.get((a, b)), 1) if (a, b) in cells else (cells.get((b, a)), -1)
+                tds.append("<td></td>" if r is None else _cell(r, sign, inputs.alpha))
+            body.append(f"<tr><th>{_e(a)}</th>{''.join(tds)}</tr>")
+        out.append(f"<h3>{_e(_label(inputs.board, measure))}</h3><table><tr><th></th>{head}</tr>{''.join(body)}</table>")
+    return "\n".join(out)
+
+
+def cutoff_section(inputs: ReportInputs, folder: Path) -> str:
+    figure = _metric_by_k(inputs, folder)
+    return f"<h2>Measures by cutoff k</h2><img src='{figure}' alt='Measures by cutoff k'>" if figure else ""
+
+
+def segments_section(inputs: ReportInputs, folder: Path) -> str:
+    """The headline measure per tier (from the scoreboard) and per other segment (from the per-query values)."""
+    label = _label(inputs.board, inputs.headline)
+    out = []
+    board = inputs.board
+    if "tier" in board.columns and board["tier"].n_unique() > 1:
+        tiers = board.filter((pl.col("measure") == inputs.headline) & (pl.col("tier") != "all"))
+        wide = tiers.pivot(on="tier", index="retriever", values="mean", maintain_order=True)
+        figure = _bars(wide, label, folder / "per_tier.png")
+        out.append(f"<h2>Per-tier results</h2><img src='{figure}' alt='Per-tier results'>"
+                   f"<h3>{_e(label)} by tier</h3>" + _table(wide))
+    if inputs.per_query is not None:
+        values = inputs.per_query.filter(pl.col("measure") == inputs.headline)
+        for name, mapping in inputs.segments.items():
+            if name == "tier" and out:
+                continue
+            seg = mapping.select(pl.col("query_id").cast(pl.String), pl.col(name).cast(pl.String).fill_null("(none)"))
+            means = values.join(seg, on="query_id").group_by("retriever", name).agg(pl.col("value").mean())
+            if means.height == 0:
+                continue
+            order = seg.group_by(name).len().sort(["len", name], descending=[True, False])[name].to_list()
+            wide = (means.pivot(on=name, index="retriever", values="value")
+                    .select("retriever", *[o for o in order if o in means[name].to_list()]))
+            wide = _in_retriever_order(wide, inputs.board)
+            sizes = ", ".join(f"{k}: {n}" for k, n in seg.group_by(name).len().sort(name).iter_rows())
+            figure = _bars(wide, label, folder / f"per_{_slug(name)}.png")
+            out.append(f"<h2>Per-{_e(name)} results</h2><img src='{figure}' alt='Per-{_e(name)} results'>"
+                       f"<h3>{_e(label)} by {_e(name)}</h3><p class='note'>Queries per {_e(name)}: {_e(sizes)}.</p>"
+                       + _table(wide))
+    return "\n".join(out)
+
+
+def labels_section(inputs: ReportInputs, folder: Path) -> str:
+    if inputs.label_counts is None and inputs.label_mix is None:
+        return ""
+    figure = _label_figure(inputs, folder)
+    parts = ["<h2>Label distribution</h2>", f"<img src='{figure}' alt='Label distribution'>"]
+    if inputs.label_counts is not None:
+        counts = inputs.label_counts.sort("relevance")
+        total = int(counts["count"].sum())
+        parts.append(_table(counts.with_columns((pl.col("count") / total).alias("share"))
+                            .rename({"relevance": "label", "count": "pairs"})))
+    return "\n".join(parts)
+
+
+def reliability_section(inputs: ReportInputs, folder: Path) -> str:
+    if inputs.reliability is None:
+        return ""
+    parts = ["<h2>Judge reliability</h2>"]
+    audits = inputs.reliability.select("reference_stage", "audit", "reference_model").unique(maintain_order=True)
+    for i, (stage, kind, model) in enumerate(audits.iter_rows()):
+        rows = inputs.reliability.filter(pl.col("reference_stage") == stage)
+        what = ("the judge against its own model asked again (another seed, temperature or endpoint)"
+                if kind == SELF_CONSISTENCY else "the judge against another model")
+        parts += [f"<h3>{_e(audit_title(kind).capitalize())}: {_e(model)} (llm.{_e(stage)})</h3>",
+                  f"<p class='note'>{what.capitalize()}, on the stratified pilot sample.</p>",
+                  _table(rows.drop("reference_stage", "audit", "reference_model"))]
+        confusion = (inputs.confusion.filter(pl.col("reference_stage") == stage)
+                     if inputs.confusion is not None else None)
+        if confusion is not None and confusion.height:
+            name = "judge_confusion.png" if i == 0 else f"judge_confusion_{stage}.png"
+            figure = _confusion_figure(confusion, folder / name)
+            parts.append(f"<img src='{figure}' alt='Judge versus {_e(stage)} score confusion'>")
+    return "\n".join(parts)
+
+
+def completeness_section(inputs: ReportInputs, folder: Path) -> str:
+    if inputs.completeness is None:
+        return ""
+    parts = ["<h2>Pool completeness</h2>",
+             "<p class='note'>Recall of the main pool against every relevant chunk known on the audit queries "
+             "(main and deeper audit pools, judged).</p>", _table(inputs.completeness)]
+    if inputs.completeness.filter(pl.col("recall_micro").is_not_null()).height:
+        figure = _completeness_figure(inputs.completeness, folder / "pool_completeness.png")
+        parts.append(f"<img src='{figure}' alt='Pool completeness'>")
+    return "\n".join(parts)
+
+
+def audits_section(inputs: ReportInputs, _folder: Path) -> str:
+    return "\n".join(f"<h2>{_e(heading)}</h2>" + _table(table) for heading, table in inputs.audits if table.height)
+
+
+def segment_tests_section(inputs: ReportInputs, folder: Path) -> str:
+    if inputs.segment_tests is None:
+        return ""
+    figure = segment_figure(inputs.segment_tests, folder, inputs.headline)
+    return segments_html(inputs.segment_tests, inputs.headline, inputs.alpha, figure)
+
+
+def held_out_section(inputs: ReportInputs, _folder: Path) -> str:
+    if inputs.held_out is None or inputs.held_out_rule is None:
+        return ""
+    return gaps_html(inputs.held_out, ["retriever", "measure"], inputs.held_out_rule, "queries", inputs.resamples,
+                     inputs.seed)
+
+
+SECTIONS: list[Section] = [header_section, scoreboard_section, significance_section, held_out_section, cutoff_section,
+                           segments_section, segment_tests_section, labels_section, reliability_section,
+                           completeness_section, audits_section]
+
+
+# -- tables and numbers -----------------------------------------------------------------------------------
+
+
+def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
+    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries); None without per-query values."""
+    if inputs.per_query is None:
+        return None
+    from mama_pipeline.evaluation.significance import bootstrap_mean_ci
+
+    measures = inputs.headline_measures or inputs.significance["measure"].unique(maintain_order=True).to_list()
+    measures = [m for m in measures if m in set(inputs.per_query["measure"].unique().to_list())]
+    if not measures:
+        return None
+    retrievers = _overall(inputs.board)["retriever"].unique(maintain_order=True).to_list()
+    rows = []
+    for name in retrievers:
+        row = {"retriever": name}
+        for m in measures:
+            values = inputs.per_query.filter((pl.col("retriever") == name) & (pl.col("measure") == m))["value"]
+            low, high = bootstrap_mean_ci(values.to_numpy(), inputs.resamples, inputs.seed, inputs.confidence)
+            row[_label(inputs.board, m)] = f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def _queries_without_relevant(overall: pl.DataFrame) -> str:
+    """``lenient (label >= 3): 4, strict (label >= 5): 9``, one entry per distinct cut and threshold."""
+    rows = (overall.filter(pl.col("queries_no_relevant").is_not_null())
+            .with_columns(pl.col("rel").fill_null(1).alias("threshold"),
+                          pl.col("cut").fill_null("").alias("cut_name"))
+            .group_by("cut_name", "threshold").agg(pl.col("queries_no_relevant").first())
+            .sort("threshold", "cut_name"))
+    return ", ".join(
+        f"{r['cut_name'] or 'relevant'} (label &ge; {r['threshold']}): {r['queries_no_relevant']}"
+        for r in rows.iter_rows(named=True)
+    )
+
+
+def _pairs(sig: pl.DataFrame, measure: str) -> tuple[list[str], dict[tuple[str, str], dict]]:
+    rows = sig.filter(pl.col("measure") == measure)
+    names = list(dict.fromkeys(rows["retriever_a"].to_list() + rows["retriever_b"].to_list()))
+    return names, {(r["retriever_a"], r["retriever_b"]): r for r in rows.iter_rows(named=True)}
+
+
+def _cell(r: dict, sign: int, alpha: float) -> str:
+    diff = sign * r["diff"]
+    low, high = (r["ci_low"], r["ci_high"]) if sign == 1 else (-r["ci_high"], -r["ci_low"])
+    p = r["p_randomization_holm"]
+    text = f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]<br>p {_p(p)}"
+    if r["p_mcnemar_holm"] is not None:
+        text += f"<br>McNemar p {_p(r['p_mcnemar_holm'])}"
+    return f"<td class='{'sig' if p < alpha else ''}'>{text}</td>"
+
+
+def _overall(board: pl.DataFrame) -> pl.DataFrame:
+    return board.filter(pl.col("tier") == "all") if "tier" in board.columns else board
+
+
+def _in_retriever_order(wide: pl.DataFrame, board: pl.DataFrame) -> pl.DataFrame:
+    order = _overall(board)["retriever"].unique(maintain_order=True).to_list()
+    rank = {name: i for i, name in enumerate(order)}
+    return wide.sort(pl.col("retriever").replace_strict(rank, default=len(rank)))
+
+
+def _label(board: pl.DataFrame, measure: str) -> str:
+    hit = board.filter(pl.col("measure") == measure)
+    return hit["label"][0] if hit.height else measure
+
+
+def _p(p: float) -> str:
+    """``= 0.012`` or ``&lt; 0.001``."""
+    text = p_value(p)
+    return text if text.startswith("&lt;") else f"= {text}"
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name.lower())
+
+
+# -- figures ----------------------------------------------------------------------------------------------
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> str:
+    plt = _pyplot()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path.name
+
+
+def _metric_by_k(inputs: ReportInputs, folder: Path) -> str | None:
+    overall = _overall(inputs.board)
+    retrievers = overall["retriever"].unique(maintain_order=True).to_list()
+    series = (overall.filter(pl.col("k").is_not_null() & pl.col("family").is_in(["HR", "nDCG", "P", "wHR", "wP"]))
+              .select("family", "cut").unique(maintain_order=True).rows())
+    if not series:
+        return None
+    plt = _pyplot()
+    ncols = min(4, len(series))
+    nrows = -(-len(series) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    for ax in axes.flat[len(series):]:
+        ax.set_visible(False)
+    ks = sorted(set(overall["k"].drop_nulls().to_list()))
+    for ax, (family, cut) in zip(axes.flat, series):
+        for name in retrievers:
+            pts = overall.filter((pl.col("retriever") == name) & (pl.col("family") == family)
+                                 & (pl.col("cut") == cut)).sort("k")
+            ax.plot(pts["k"].to_list(), pts["mean"].to_list(), marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_title(f"{family} {cut}".strip())
+        ax.set_xlabel("k")
+        ax.set_ylim(0, 1)
+    axes[0][0].legend(fontsize="small")
+    return _save(fig, folder / "metric_by_k.png")
+
+
+def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
+    """One panel per measure: mean difference row - column, '*' where the Holm-adjusted p < alpha."""
+    import numpy as np
+
+    measures = inputs.significance["measure"].unique(maintain_order=True).to_list()
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(measures), figsize=(3.6 * len(measures), 3.4), squeeze=False)
+    for ax, measure in zip(axes.flat, measures):
+        names, cells = _pairs(inputs.significance, measure)
+        matrix = np.full((len(names), len(names)), np.nan)
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                r, sign = (cells.get((a, b)), 1) if (a, b) in cells else (cells.get((b, a)), -1)
+                if r is None:
+                    continue
+                matrix[i, j] = sign * r["diff"]
+        bound = float(np.nanmax(np.abs(matrix))) if np.isfinite(matrix).any() else 1.0
+        for (i, j), value in np.ndenumerate(matrix):
+            if np.isfinite(value):
+                a, b = names[i], names[j]
+                r = cells.get((a, b)) or cells.get((b, a))
+                star = "*" if r["p_randomization_holm"] < inputs.alpha else ""
+                dark = bound > 0 and abs(value) > 0.6 * bound
+                ax.text(j, i, f"{value:+.2f}{star}", ha="center", va="center", fontsize="small",
+                        color="white" if dark else "black")
+        image = ax.imshow(matrix, cmap="RdBu", vmin=-(bound or 1.0), vmax=bound or 1.0)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize="small")
+        ax.set_yticks(range(len(names)), names, fontsize="small")
+        ax.set_title(_label(inputs.board, measure), fontsize="small")
+        fig.colorbar(image, ax=ax, shrink=0.7)
+    fig.suptitle(f"row - column; * Holm p < {inputs.alpha}", fontsize="small")
+    return _save(fig, folder / "significance_heatmap.png")
+
+
+def _bars(wide: pl.DataFrame, ylabel: str, path: Path) -> str:
+    """Grouped bars: one group per column (segment), one bar per row (retriever)."""
+    plt = _pyplot()
+    groups = [c for c in wide.columns if c != "retriever"]
+    retrievers = wide["retriever"].to_list()
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(groups) * max(1, len(retrievers)) / 2), 3.5))
+    width = 0.8 / max(1, len(retrievers))
+    for i, row in enumerate(wide.iter_rows(named=True)):
+        ax.bar([j + i * width for j in range(len(groups))], [row[g] or 0.0 for g in groups], width,
+               label=row["retriever"])
+    ax.set_xticks([j + width * (len(retrievers) - 1) / 2 for j in range(len(groups))], groups,
+                  rotation=20, fontsize="small")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
+    return _save(fig, path)
+
+
+def _label_figure(inputs: ReportInputs, folder: Path) -> str:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    if inputs.label_counts is not None:
+        counts = inputs.label_counts.sort("relevance")
+        axes[0].bar([str(x) for x in counts["relevance"].to_list()], counts["count"].to_list(), color="#4c72b0")
+        axes[0].set_title("Labels (all labelled pairs)")
+        axes[0].set_xlabel("label")
+    else:
+        axes[0].set_visible(False)
+    if inputs.label_mix is not None:
+        retrievers = _overall(inputs.board)["retriever"].unique(maintain_order=True).to_list()
+        labels = sorted(set(inputs.label_mix["label"].to_list()), key=lambda s: (s == "unjudged", s))
+        bottom = [0.0] * len(retrievers)
+        for lab in labels:
+            vals = [inputs.label_mix.filter((pl.col("retriever") == n) & (pl.col("label") == lab))["share"].sum()
+                    for n in retrievers]
+            axes[1].bar(retrievers, vals, bottom=bottom, label=lab, color="#bbbbbb" if lab == "unjudged" else None)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        axes[1].set_title(f"Labels of the top-{inputs.mix_k} slots")
+        axes[1].legend(fontsize="x-small", title="label", bbox_to_anchor=(1.01, 1), loc="upper left")
+        axes[1].tick_params(axis="x", labelrotation=20)
+    else:
+        axes[1].set_visible(False)
+    return _save(fig, folder / "score_distribution.png")
+
+
+def _confusion_figure(confusion: pl.DataFrame, path: Path) -> str:
+    import numpy as np
+
+    plt = _pyplot()
+    cols = [c for c in confusion.columns if c.startswith("ref_")]
+    matrix = confusion.sort("main_score").select(cols).to_numpy()
+    fig, ax = plt.subplots(figsize=(4.6, 4))
+    image = ax.imshow(matrix, cmap="Blues")
+    for (i, j), v in np.ndenumerate(matrix):
+        if v:
+            ax.text(j, i, str(int(v)), ha="center", va="center", fontsize="small")
+    ax.set_xticks(range(len(cols)), [c.removeprefix("ref_") for c in cols])
+    ax.set_yticks(range(matrix.shape[0]), [str(s) for s in confusion.sort("main_score")["main_score"].to_list()])
+    ax.set_xlabel("reference judge score")
+    ax.set_ylabel("judge score")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    return _save(fig, path)
+
+
+def _completeness_figure(table: pl.DataFrame, path: Path) -> str:
+    plt = _pyplot()
+    scopes = table["scope"].unique(maintain_order=True).to_list()
+    cuts = table["cut"].unique(maintain_order=True).to_list()
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(scopes) * len(cuts)), 3.4))
+    width = 0.8 / max(1, len(cuts))
+    for i, cut in enumerate(cuts):
+        vals = [table.filter((pl.col("scope") == s) & (pl.col("cut") == cut))["recall_micro"].fill_null(0.0).sum()
+                for s in scopes]
+        ax.bar([j + i * width for j in range(len(scopes))], vals, width, label=cut)
+    ax.set_xticks([j + width * (len(cuts) - 1) / 2 for j in range(len(scopes))], scopes, rotation=20,
+                  fontsize="small")
+    ax.set_ylabel("main-pool recall (micro)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize="small")
+    return _save(fig, path)

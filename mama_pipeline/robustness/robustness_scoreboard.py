@@ -1,0 +1,159 @@
+"""Clean versus variant, per retriever and kind: the drop, its paired bootstrap interval and a paired test.
+
+Clean query and variant are scored with ir_measures on the same qrels, those of
+their information need (the parent's judged pairs plus the judged holes), so a
+drop measures the query change alone. Per (tier, kind, retriever, measure) the
+variant's per-query values are paired with its parent's over the parents that
+have a variant of that kind; the interval and the randomization test come from
+:mod:`mama_pipeline.evaluation.significance`, and Holm runs across the family of
+(kind, retriever) comparisons of one measure and tier. Beside each comparison
+stand both sides' Judged@k (label coverage of each top-k, over the rankings
+that are not empty) and a flag when the two differ by more than
+``robustness.coverage_tolerance``: a drop is read only where both sides were
+judged alike.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from mama_pipeline.evaluation.judged_scoreboard import check_measures
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.per_query_scoring import evaluate
+from mama_pipeline.evaluation.settings import EvaluationSettings
+from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
+
+BOARD_SCHEMA = {
+    "tier": pl.String, "kind": pl.String, "retriever": pl.String, "measure": pl.String,
+    "n_queries": pl.Int64, "clean_mean": pl.Float64, "variant_mean": pl.Float64, "drop": pl.Float64,
+    "ci_low": pl.Float64, "ci_high": pl.Float64, "p_randomization": pl.Float64, "p_holm": pl.Float64,
+    # label coverage of each side's top-k: mean Judged@k over the n_queries whose ranking on that side is not
+    # empty (clean_ranked, variant_ranked); coverage_differs: the two differ by more than the tolerance
+    "clean_judged": pl.Float64, "variant_judged": pl.Float64, "clean_ranked": pl.Int64, "variant_ranked": pl.Int64,
+    "coverage_differs": pl.Boolean,
+}
+PAIR_SCHEMA = {"retriever": pl.String, "parent_id": pl.String, "kind": pl.String, "measure": pl.String,
+               "clean": pl.Float64, "variant": pl.Float64}
+
+
+@dataclass
+class RobustnessBoard:
+    board: pl.DataFrame  # BOARD_SCHEMA
+    per_query: pl.DataFrame  # PAIR_SCHEMA; Judged@k is null on a side whose ranking is empty
+    judged_measure: str
+
+
+def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
+    """Qrels of every parent and every variant from the variant labels (one label per need and chunk)."""
+    parents = labels.select(pl.col("parent_id").alias("query_id"), "chunk_id", "score").unique(
+        ["query_id", "chunk_id"], keep="first", maintain_order=True
+    )
+    variants = labels.select(pl.col("variant_id").alias("query_id"), "chunk_id", "score")
+    return pl.concat([parents, variants]).select(
+        "query_id", pl.col("chunk_id").alias("doc_id"), pl.col("score").cast(pl.Int64).alias("relevance")
+    )
+
+
+def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
+                  labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int,
+                  also: Sequence[str] = ()) -> tuple[pl.DataFrame, str]:
+    """Per (retriever, parent, kind, measure): the clean and the variant value, for the significance measures,
+    Judged@``judged_k`` and the measures named in ``also`` (measures of the plan, e.g. other Judged@k).
+
+    Judged@k is left null on a side whose ranking is empty: it has no chunk, judged or not (every other
+    measure scores an empty ranking 0)."""
+    plan = mamaretrieval_plan(sorted({*s.cutoffs, judged_k}), s.lenient, s.strict, s.max_grade)
+    check_measures(s.significance_measures, plan.by_name(), "evaluation.significance_measures")
+    judged = f"Judged@{judged_k}"
+    parents = variants.get_column("parent_id").unique().sort().to_list()
+    run = rankings_to_run(pl.concat([
+        clean_rankings.filter(pl.col("query_id").is_in(parents) & pl.col("retriever").is_in(retrievers))
+        .select(variant_rankings.columns),
+        variant_rankings,
+    ]))
+    query_ids = parents + variants.get_column("variant_id").sort().to_list()
+    evaluation = evaluate(run, need_qrels(labels), query_ids, plan, retrievers, "rankings", "variant labels")
+    ranked = run.select("retriever", "query_id").unique().with_columns(_ranked=pl.lit(True))
+    values = (
+        evaluation.per_query.filter(pl.col("measure").is_in([*s.significance_measures, judged, *also]))
+        .join(ranked, on=["retriever", "query_id"], how="left")
+        .with_columns(value=pl.when(~pl.col("measure").str.starts_with("Judged@") | pl.col("_ranked"))
+                      .then(pl.col("value")))
+        .drop("_ranked")
+    )
+    pairs = (
+        variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind")
+        .join(values, on="query_id")
+        .rename({"value": "variant"})
+        .join(values.rename({"query_id": "parent_id", "value": "clean"}), on=["retriever", "parent_id", "measure"])
+        .select(list(PAIR_SCHEMA))
+        .sort("retriever", "kind", "measure", "parent_id")
+    )
+    return pairs, judged
+
+
+def robustness_board(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
+                     labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int,
+                     coverage_tolerance: float) -> RobustnessBoard:
+    """One row per (tier, kind, retriever, significance measure), with both sides' Judged@k beside it."""
+    if variants.is_empty():
+        return RobustnessBoard(pl.DataFrame(schema=BOARD_SCHEMA), pl.DataFrame(schema=PAIR_SCHEMA), f"Judged@{judged_k}")
+    pairs, judged = paired_values(clean_rankings, variant_rankings, variants, labels, s, retrievers, judged_k)
+    tiers = variants.select("parent_id", "tier").unique()
+    with_tier = pairs.join(tiers, on="parent_id", how="left")
+    segments = [("all", pairs)] + [
+        (t, with_tier.filter(pl.col("tier") == t)) for t in sorted(tiers.get_column("tier").unique().to_list())
+    ]
+    rows = []
+    for tier, seg in segments:
+        coverage = {key: _coverage(group, coverage_tolerance)
+                    for key, group in seg.filter(pl.col("measure") == judged).group_by("kind", "retriever")}
+        for (kind, retriever, measure), group in seg.filter(pl.col("measure") != judged).group_by(
+                "kind", "retriever", "measure", maintain_order=True):
+            a = group.get_column("clean").to_numpy().astype(float)
+            b = group.get_column("variant").to_numpy().astype(float)
+            row = {"tier": tier, "kind": kind, "retriever": retriever, "measure": measure,
+                   "n_queries": a.size, "clean_mean": float(a.mean()),
+                   "variant_mean": float(b.mean()), "drop": float((a - b).mean()),
+                   "ci_low": None, "ci_high": None, "p_randomization": None, **coverage[(kind, retriever)]}
+            if a.size >= 2:
+                low, high = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
+                row.update(ci_low=_finite(low), ci_high=_finite(high),
+                           p_randomization=paired_randomization_p(a, b, s.resamples, s.seed))
+            rows.append(row)
+    board = pl.DataFrame(rows, schema={k: v for k, v in BOARD_SCHEMA.items() if k != "p_holm"})
+    return RobustnessBoard(_with_holm(board), pairs, judged)
+
+
+def _coverage(judged: pl.DataFrame, tolerance: float) -> dict:
+    """Both sides' mean Judged@k over their non-empty rankings, and whether they differ beyond ``tolerance``."""
+    clean, variant = judged.get_column("clean").drop_nulls(), judged.get_column("variant").drop_nulls()
+    c = float(clean.mean()) if clean.len() else None
+    v = float(variant.mean()) if variant.len() else None
+    return {"clean_judged": c, "variant_judged": v, "clean_ranked": clean.len(), "variant_ranked": variant.len(),
+            "coverage_differs": None if c is None or v is None else round(abs(c - v), 12) > tolerance}
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _with_holm(board: pl.DataFrame) -> pl.DataFrame:
+    """Holm-adjusted p across the (kind, retriever) family of each tier and measure."""
+    adjusted = [None] * board.height
+    indexed = board.with_row_index("_i").filter(pl.col("p_randomization").is_not_null())
+    for _, family in indexed.group_by("tier", "measure", maintain_order=True):
+        for i, p in zip(family.get_column("_i").to_list(), holm(family.get_column("p_randomization").to_list())):
+            adjusted[i] = p
+    order = {"all": 0}
+    return (
+        board.with_columns(p_holm=pl.Series(adjusted, dtype=pl.Float64))
+        .with_columns(_t=pl.col("tier").replace_strict(order, default=1, return_dtype=pl.Int8))
+        .sort("_t", "tier", "kind", "retriever", "measure")
+        .drop("_t")
+        .select(list(BOARD_SCHEMA))
+    )

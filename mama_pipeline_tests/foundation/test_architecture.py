@@ -1,0 +1,222 @@
+"""The import rules of docs/architecture.md, checked on the code with ``ast``: the picture cannot drift.
+
+The ``layers`` block of the document lists the package's units bottom-up. A unit may import only units on
+earlier lines (module-level, function-level and ``TYPE_CHECKING`` imports all count); units on one line do not
+import each other. A settings module (``settings.py`` and every ``<area>/settings.py``) forms the ``settings``
+unit and may also import its own area's modules. Separately, the package has no import cycle among the imports
+that run when a module loads (module level, ``TYPE_CHECKING`` blocks excluded); function-level imports are
+deferred and cannot form a load-time cycle.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "mama_pipeline"
+DOC = ROOT / "docs" / "architecture.md"
+NAME_RULE_EXEMPT = {"__init__", "assets", "checks", "definitions", "settings", "cli", "sensors", "schedules",
+                    "held_out_assets"}  # docs/architecture.md, "Names"
+
+
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def unit(module: str) -> str:
+    """The unit a module belongs to: ``common``, ``settings``, ``cli``, an area folder or a root module."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "mama_pipeline"
+    if parts[-1] == "settings" and len(parts) <= 3:
+        return "settings"
+    if parts[-1] == "cli" and len(parts) <= 3:
+        return "cli"
+    return parts[1]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+def imports(path: Path, known: set[str], module: str) -> list[tuple[str, int, bool]]:
+    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file."""
+    out: list[tuple[str, int, bool]] = []
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+    def targets(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        return []
+
+    def visit(node: ast.AST, at_load: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for name in targets(child):
+                    if name == "mama_pipeline" or name.startswith("mama_pipeline."):
+                        while name not in known and "." in name:
+                            name = name.rpartition(".")[0]
+                        out.append((name, child.lineno, at_load))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, False)
+            elif isinstance(child, ast.If) and _is_type_checking(child):
+                visit(child, False)
+            else:
+                visit(child, at_load)
+
+    visit(_tree(path, path.stat().st_mtime_ns), True)
+    return out
+
+
+def documented_layers(doc: Path = DOC) -> list[list[str]]:
+    """The ``layers`` block of docs/architecture.md: one line per layer, bottom first."""
+    match = re.search(r"```layers\n(.*?)```", doc.read_text(), re.S)
+    assert match, f"{doc}: no ```layers block"
+    return [re.sub(r"#.*", "", line).split() for line in match.group(1).splitlines() if re.sub(r"#.*", "", line).strip()]
+
+
+def violations(package: Path = PACKAGE, doc: Path = DOC) -> list[str]:
+    """Every import against the documented layers, as ``file:line: a -> b (why)``."""
+    layers = documented_layers(doc)
+    rank = {u: i for i, layer in enumerate(layers) for u in layer}
+    mods = modules(package)
+    out = [f"unit {u!r} is in the code but not in {doc.name}'s layers" for u in sorted({unit(m) for m in mods} - set(rank) - {"mama_pipeline"})]
+    for module, path in mods.items():
+        src = unit(module)
+        for target, line, _ in imports(path, set(mods), module):
+            dst = unit(target)
+            if dst in (src, "mama_pipeline"):
+                continue
+            if src == "settings" and len(module.split(".")) == 3 and target.split(".")[1] == module.split(".")[1]:
+                continue  # a settings module may import its own area's modules
+            if rank[dst] >= rank[src]:
+                where = "a later layer" if rank[dst] > rank[src] else "the same layer"
+                out.append(f"{path.relative_to(package.parent)}:{line}: {src} imports {dst} ({target}), {where}")
+    return out
+
+
+def load_cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """Import cycles among the imports that run when modules load (strongly connected components > 1)."""
+    mods = modules(package)
+    graph = {m: sorted({t for t, _, at_load in imports(p, set(mods), m) if at_load and t != m}) for m, p in mods.items()}
+    index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def strongconnect(v: str) -> None:  # Tarjan, iterative enough for this package's depth
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, []):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            strongconnect(v)
+    return cycles
+
+
+def test_every_import_follows_the_documented_layers():
+    found = violations()
+    assert not found, "imports against docs/architecture.md:\n" + "\n".join(found)
+
+
+def test_common_imports_no_area():
+    mods = modules()
+    up = [f"{m}: {t}" for m, p in mods.items() if unit(m) == "common"
+          for t, _, _ in imports(p, set(mods), m) if unit(t) not in ("common", "mama_pipeline")]
+    assert not up
+
+
+def test_the_package_has_no_import_cycle():
+    assert load_cycles() == []
+
+
+def test_no_module_name_repeats_outside_the_wiring_names():
+    seen: dict[str, list[str]] = {}
+    for module, path in modules().items():
+        if path.stem not in NAME_RULE_EXEMPT and "sample_data" not in module:
+            seen.setdefault(path.stem, []).append(module)
+    assert {n: m for n, m in seen.items() if len(m) > 1} == {}
+
+
+@pytest.fixture
+def scratch_package(tmp_path):
+    """A three-unit package and its document, to show the checks can fail."""
+    pkg = tmp_path / "mama_pipeline"
+    for rel, text in {
+        "__init__.py": "", "common/__init__.py": "", "common/helpers.py": "X = 1\n",
+        "corpus/__init__.py": "", "corpus/assets.py": "from mama_pipeline.common.helpers import X\n",
+        "release/__init__.py": "", "release/assets.py": "from mama_pipeline.corpus.assets import X\n",
+    }.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    doc = tmp_path / "architecture.md"
+    doc.write_text("```layers\ncommon\ncorpus\nrelease\n```\n")
+    return pkg, doc
+
+
+def test_an_upward_import_a_function_level_one_and_a_cycle_are_caught(scratch_package):
+    pkg, doc = scratch_package
+    assert violations(pkg, doc) == [] and load_cycles(pkg) == []
+    (pkg / "common/helpers.py").write_text("X = 1\n\n\ndef f():\n    from mama_pipeline.release import assets\n")
+    assert violations(pkg, doc) == ["mama_pipeline/common/helpers.py:5: common imports release "
+                                    "(mama_pipeline.release.assets), a later layer"]
+    assert load_cycles(pkg) == []  # function level: no load-time cycle
+    (pkg / "corpus/assets.py").write_text("from mama_pipeline.common.helpers import X\n"
+                                          "from mama_pipeline.release.assets import X as Y\n")
+    assert "mama_pipeline/corpus/assets.py:2: corpus imports release (mama_pipeline.release.assets), a later layer" \
+        in violations(pkg, doc)
+    assert load_cycles(pkg) == [["mama_pipeline.corpus.assets", "mama_pipeline.release.assets"]]
+    (pkg / "plan").mkdir()
+    (pkg / "plan/__init__.py").write_text("")
+    assert "unit 'plan' is in the code but not in architecture.md's layers" in violations(pkg, doc)
+
+
+def test_only_the_root_definitions_read_the_settings_at_import():
+    """Settings enter in one place (docs/architecture.md): no other module calls ``load_settings`` at load time."""
+    found = []
+    for module, path in modules().items():
+        for node in _tree(path, path.stat().st_mtime_ns).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for call in ast.walk(node):
+                name = getattr(call.func, "id", getattr(call.func, "attr", None)) if isinstance(call, ast.Call) else None
+                if name == "load_settings":
+                    found.append(module)
+    assert found == ["mama_pipeline.definitions"]
