@@ -1,4 +1,4 @@
-"""The graph's partitions, all from the settings and all here: per retriever, per query shard, per system.
+"""The graph's partitions, all here: per retriever, per query shard, per system (from the settings), per submission.
 
 :mod:`mama_pipeline.definitions` builds them from the settings it loaded once and hands them to the areas'
 ``build_defs``; the assets are declared unpartitioned at module level and take their partitions from
@@ -33,6 +33,9 @@ class Partitions:
             shards=dg.StaticPartitionsDefinition(shard_keys(settings.judging.shards)),
             systems=dg.StaticPartitionsDefinition(list(settings.systems.names)),
         )
+
+
+SUBMISSIONS = dg.DynamicPartitionsDefinition(name="submissions")  # submission_scores: one per submission (`submit`)
 
 
 def partitioned(assets: Iterable[dg.AssetsDefinition], partitions_def: dg.PartitionsDefinition,

@@ -2,8 +2,8 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.metadata import md_table
-from mama_pipeline.release.held_out_gaps import TEST, retrieval_gaps
+from mama_pipeline.common.metadata import md_table
+from mama_pipeline.evaluation.held_out_gaps import TEST, retrieval_gaps
 from mama_pipeline.resources import SettingsResource
 
 

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from mama_pipeline.release.held_out import HELD_OUT, PUBLIC, RULE, HeldOutRule
+from mama_pipeline.common.held_out import HELD_OUT, PUBLIC, RULE, HeldOutRule
 
 TEST = "two-sided permutation test of the difference (independent samples, scipy)"
 WHY_THIS_TEST = (

@@ -21,8 +21,8 @@ from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_section import segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
-from mama_pipeline.release.held_out import HeldOutRule
-from mama_pipeline.release.held_out_gaps import gaps_html
+from mama_pipeline.common.held_out import HeldOutRule
+from mama_pipeline.evaluation.held_out_gaps import gaps_html
 
 PAGE = "scoreboard.html"
 

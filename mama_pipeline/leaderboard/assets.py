@@ -13,8 +13,8 @@ import shutil
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.file_ops import atomic_folder
-from mama_pipeline.leaderboard import inputs as lb_inputs
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.leaderboard import leaderboard_inputs as lb_inputs
 from mama_pipeline.leaderboard.board import Entry, Stats
 from mama_pipeline.leaderboard.build import (
     Leaderboard,
@@ -24,8 +24,8 @@ from mama_pipeline.leaderboard.build import (
     measures_of,
     retrieval_specs,
 )
-from mama_pipeline.leaderboard.files import PAGE_FILE, folder_files
-from mama_pipeline.metadata import md_table
+from mama_pipeline.leaderboard.leaderboard_files import PAGE_FILE, folder_files
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
@@ -89,7 +89,7 @@ def mamaretrieval_leaderboard(settings: SettingsResource, store: StoreResource, 
                               multipassage_per_query: pl.DataFrame, query_variants: pl.DataFrame,
                               variant_rankings: pl.DataFrame, variant_labels: pl.DataFrame) -> dg.MaterializeResult:
     from mama_pipeline.robustness.assets import clean_rankings, judge_depth
-    from mama_pipeline.robustness.scoreboard import paired_values
+    from mama_pipeline.robustness.robustness_scoreboard import paired_values
 
     s = settings.get()
     db = store.get()
@@ -120,7 +120,7 @@ def mamaretrieval_leaderboard(settings: SettingsResource, store: StoreResource, 
     "leaderboard*, <data_dir>/leaderboard/mamabench, <data_dir>/reports/leaderboard/mamabench.html.",
 )
 def mamabench_leaderboard(settings: SettingsResource, store: StoreResource) -> dg.MaterializeResult:
-    from mama_pipeline.mamabench.release import split_key
+    from mama_pipeline.mamabench.held_out_key import split_key
     from mama_pipeline.systems.bounds import failure_stages, refusals
 
     s = settings.get()

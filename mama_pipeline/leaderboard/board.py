@@ -2,7 +2,7 @@
 the entries that cannot be told apart from the best.
 
 Per entry and measure: the mean over the entry's queries (items) with scipy's BCa bootstrap interval
-(:func:`mama_pipeline.systems.scoreboard.bootstrap_ci`, percentile where BCa is undefined). Per measure, every two
+(:func:`mama_pipeline.systems.systems_scoreboard.bootstrap_ci`, percentile where BCa is undefined). Per measure, every two
 entries are compared on the queries both have a value for (:func:`mama_pipeline.evaluation.significance.
 pairwise_significance`: paired bootstrap interval of the difference, paired randomization test, exact McNemar on
 0/1 measures), and Holm's correction runs across every comparison of the track and measure (the whole board). The
@@ -13,7 +13,7 @@ fewer than two queries with the best is not compared (no order is implied). A re
 failure bound) has no figures, only its reason.
 
 With the held-out rule active, every figure above is of the public part, and beside it stand the held-out mean,
-the gap (public - held out) and the unpaired permutation test of :mod:`mama_pipeline.release.held_out_gaps`.
+the gap (public - held out) and the unpaired permutation test of :mod:`mama_pipeline.evaluation.held_out_gaps`.
 """
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.evaluation.significance import holm, pairwise_significance
-from mama_pipeline.release.held_out import PUBLIC, HeldOutRule
-from mama_pipeline.release.held_out_gaps import part_gaps
-from mama_pipeline.systems.scoreboard import bootstrap_ci
+from mama_pipeline.common.held_out import PUBLIC, HeldOutRule
+from mama_pipeline.evaluation.held_out_gaps import part_gaps
+from mama_pipeline.systems.systems_scoreboard import bootstrap_ci
 
 VALUES_SCHEMA = {"entry_id": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 ENTRY_SCHEMA = {

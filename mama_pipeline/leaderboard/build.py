@@ -7,11 +7,11 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
-from mama_pipeline.leaderboard.inputs import BENCHMARK_TRACKS, TrackInput
-from mama_pipeline.progress import track as track_progress
-from mama_pipeline.release.held_out import RULE, HeldOutRule
+from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS, TrackInput
+from mama_pipeline.common.progress import track as track_progress
+from mama_pipeline.common.held_out import RULE, HeldOutRule
 
 PER_QUERY_SCHEMA = {"track": pl.String, "entry_id": pl.String, "query_id": pl.String, "measure": pl.String,
                     "value": pl.Float64, "part": pl.String}

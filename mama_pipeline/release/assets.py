@@ -38,6 +38,7 @@ from mama_pipeline.release.mamaretrieval import (
 )
 from mama_pipeline.common.held_out import held_out_path
 from mama_pipeline.release.parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
+from mama_pipeline.release.leaderboard_part import mamabench_files
 from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, write_release
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
@@ -50,6 +51,7 @@ CALIBRATION_SIDE_FILE = dg.AssetKey("calibration_side_file")
 CORPUS = dg.AssetKey("corpus_chunks")
 RANKINGS = dg.AssetKey("rankings")
 MAMABENCH_RELEASE = dg.AssetKey("mamabench_release")
+MAMABENCH_LEADERBOARD = dg.AssetKey("mamabench_leaderboard")  # its folder is released as leaderboard/
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EMBEDDED_PREFIX = "embedded:"  # judge_endpoint of labels made by the embedded smoke-test server
 
@@ -254,7 +256,7 @@ def release_publication(context: dg.AssetExecutionContext, settings: SettingsRes
         "parity": dg.AssetIn("mamabench_kenya_parity"),
         "calibration": dg.AssetIn(CALIBRATION_SIDE_FILE),
     },
-    deps=list(EXTRA_ASSETS),
+    deps=[*EXTRA_ASSETS, MAMABENCH_LEADERBOARD],
     description="The mamabench release folder (hub dataset layout) under <data_dir>/releases/mamabench/<version>; "
     "refused when the classifier or the reference classifier failed more often than llm.<stage>.max_failure_rate.",
 )
@@ -270,6 +272,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
     inputs = mamabench_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
                             s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
     inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
+    inputs.extra_files, inputs.card_sections = mamabench_files(s, StoreResource(settings=settings).get())
     inputs.widely_trained = s.mamabench.widely_trained_pools
     inputs.circularity = [flag_record(f) for f in system_flags(s)]
     rule = s.release.held_out.rule("item_id")

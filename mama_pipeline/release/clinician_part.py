@@ -14,7 +14,7 @@ from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
 from mama_pipeline.clinician.clinician_page import annotators, markdown_section
 from mama_pipeline.clinician.synthetic import is_synthetic
 from mama_pipeline.release.configurations import ReleaseConfiguration
-from mama_pipeline.release.held_out import configuration_split
+from mama_pipeline.common.held_out import configuration_split
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.store import Store
 

@@ -43,7 +43,7 @@ from mama_pipeline.multipassage.multipassage_prompts import (
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes
-from mama_pipeline.release.held_out import HeldOutRule, configuration_split
+from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, PromptInfo, ReleaseError
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from mama_pipeline.release import clinician_part
 from mama_pipeline.release.configurations import ConfigurationPart, ReleaseConfiguration
+from mama_pipeline.release.leaderboard_part import mamaretrieval_part as leaderboard_part
 from mama_pipeline.release.multipassage_part import multipassage_part
 from mama_pipeline.release.robustness_part import robustness_part
 from mama_pipeline.store import Store
@@ -34,6 +35,7 @@ MAMARETRIEVAL_PARTS: tuple[Part, ...] = (
     Part("multipassage", ("multipassage_questions", "multipassage_decisions", "multipassage_labels",
                           "multipassage_fact_labels", "multipassage_scoreboard", "multipassage_rankings"),
          multipassage_part),
+    Part("leaderboard", ("mamaretrieval_leaderboard",), leaderboard_part),
 )
 EXTRA_ASSETS: tuple[str, ...] = ("clinician_agreement", "clinician_estimates", "clinician_validated")
 

@@ -25,7 +25,7 @@ import polars as pl
 from mama_pipeline.common.markdown import table
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
-from mama_pipeline.release.held_out import HeldOutRule, configuration_split
+from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
 from mama_pipeline.robustness.rewrite_prompt import gate_template, rewrite_template

@@ -24,7 +24,7 @@ from mama_pipeline.systems.answering import ANSWERS_SCHEMA
 from mama_pipeline.systems.bounds import GRADER_STAGES, refusals
 from mama_pipeline.systems.graders import grade_answers
 from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED, PARSE_FAILED
-from mama_pipeline.systems.prompts import LETTERS, extract_letter
+from mama_pipeline.systems.systems_prompts import LETTERS, extract_letter
 
 DEFAULT_BOUND = StageSettings.model_fields["max_failure_rate"].default
 ABSENT = "absent from the answers file"

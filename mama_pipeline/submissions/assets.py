@@ -12,15 +12,15 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.metadata import md_table
+from mama_pipeline.common.metadata import md_table
+from mama_pipeline.partitions import SUBMISSIONS
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 from mama_pipeline.submissions import records
-from mama_pipeline.submissions.files import read_answers_file, read_run_file
+from mama_pipeline.submissions.submission_files import read_answers_file, read_run_file
 
 GROUP = "submissions"
-PARTITIONS = dg.DynamicPartitionsDefinition(name="submissions")
 FOLDER = "submissions"
 READS = ["generated_queries", "corpus_chunks", "judgments", "query_variants", "variant_labels",
          "multipassage_questions", "multipassage_labels", "multipassage_fact_labels", "mamabench_items",
@@ -33,7 +33,7 @@ def submission_folder(s: PipelineSettings, submission_id: str) -> Path:
 
 @dg.asset(
     group_name=GROUP,
-    partitions_def=PARTITIONS,
+    partitions_def=SUBMISSIONS,
     deps=READS,
     description="A submission's scores (partition = submission_id), in submission_per_query and submission_tracks. "
     "A run: its unlabelled top-k pairs judged with the configured judge and prompt (holes only), then every "
@@ -72,8 +72,8 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
     from mama_pipeline.judging.rubric import output_model
     from mama_pipeline.multipassage.assets import chunk_lookup
     from mama_pipeline.multipassage.fact_labels import label_facts
-    from mama_pipeline.multipassage.prompts import fact_judge_template
-    from mama_pipeline.submissions.inputs import corpus, retrieval_tracks
+    from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
+    from mama_pipeline.submissions.submission_inputs import corpus, retrieval_tracks
     from mama_pipeline.submissions.retrieval_scores import (
         TRACK_ORDER, judge_track_holes, score_track_run, tracks_covered,
     )
@@ -116,7 +116,7 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
 
 def _answers(context, s: PipelineSettings, db: Store, llm: LLMResource, sid: str, path: Path):
     from mama_pipeline.submissions.answer_scores import score_answers
-    from mama_pipeline.submissions.inputs import corpus, system_items
+    from mama_pipeline.submissions.submission_inputs import corpus, system_items
 
     every, sample, criteria = system_items(db, s)
     chunk_ids, _ = corpus(db)

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from mama_pipeline.input_errors import InputError
+from mama_pipeline.common.input_errors import InputError
 
 
 def _date(value: str | None) -> str:
@@ -29,7 +29,7 @@ def _judge(s, kind: str) -> tuple[str, str]:
     """(model, prompt hash) of what judges a run's holes or grades an answers file."""
     from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT
     from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
-    from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT
+    from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 
     if kind == "retrieval":
         return s.llm.model_of(s.llm.judge), label_prompt_hash(RELEVANCE_JUDGE, output_model(s.llm.judge.reasoning))
@@ -40,8 +40,8 @@ def _judge(s, kind: str) -> tuple[str, str]:
 def check(path: Path, kind: str, s, corpus_version: str | None) -> str:
     """Read the file against the store's ids; returns the corpus version. Raises InputError on a bad file."""
     from mama_pipeline.store import Store
-    from mama_pipeline.submissions.files import read_answers_file, read_run_file
-    from mama_pipeline.submissions.inputs import corpus, retrieval_tracks, system_items
+    from mama_pipeline.submissions.submission_files import read_answers_file, read_run_file
+    from mama_pipeline.submissions.submission_inputs import corpus, retrieval_tracks, system_items
 
     db = Store(s.db_path)
     chunk_ids, version = corpus(db)
@@ -60,13 +60,14 @@ def submit(path: str, kind: str, name: str, model: str | None, link: str | None,
     import dagster as dg
 
     from mama_pipeline.cli import dagster_home
-    from mama_pipeline.file_ops import sha256_file
+    from mama_pipeline.common.file_ops import sha256_file
     from mama_pipeline.resources import shared_resources
     from mama_pipeline.settings import config_path_from_env, load_settings
     from mama_pipeline.store import Store
     from mama_pipeline.submissions import records
-    from mama_pipeline.submissions.assets import PARTITIONS, READS, submission_folder, submission_scores
-    from mama_pipeline.submissions.files import submission_id
+    from mama_pipeline.partitions import SUBMISSIONS
+    from mama_pipeline.submissions.assets import READS, submission_folder, submission_scores
+    from mama_pipeline.submissions.submission_files import submission_id
 
     s = load_settings()
     source = Path(path)
@@ -92,8 +93,8 @@ def submit(path: str, kind: str, name: str, model: str | None, link: str | None,
             submission_id=sid, kind=kind, name=name, model=model, link=link, submitted_on=_date(date),
             files_json=json.dumps([{"name": source.name, "sha256": sha256_file(folder / source.name)}]),
             judge_model=judge_model, judge_prompt_sha256=prompt_hash, corpus_version=version))
-        if not instance.has_dynamic_partition(PARTITIONS.name, sid):
-            instance.add_dynamic_partitions(PARTITIONS.name, [sid])
+        if not instance.has_dynamic_partition(SUBMISSIONS.name, sid):
+            instance.add_dynamic_partitions(SUBMISSIONS.name, [sid])
         print(f"{sid}: {kind} submission {name!r} stored under {folder}; scoring", flush=True)
         result = dg.materialize(
             [submission_scores, *(dg.AssetSpec(k) for k in READS)], selection=[key], partition_key=sid,

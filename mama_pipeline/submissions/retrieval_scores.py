@@ -25,11 +25,11 @@ from typing import Callable
 import polars as pl
 
 from mama_pipeline.evaluation.judged_scoreboard import judged_qrels
-from mama_pipeline.evaluation.measures import mamaretrieval_plan
-from mama_pipeline.evaluation.scoring import evaluate
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.llm.failure_bounds import pair_label_failures
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
-from mama_pipeline.multipassage.scoreboard import score_track
+from mama_pipeline.multipassage.multipassage_scoreboard import score_track
 
 RUN = "submission"  # the run's retriever name inside the scoring functions
 TRACK_ORDER = ("main", "robustness", "multipassage")

@@ -10,7 +10,7 @@ from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVe
 from mama_pipeline.llm.client import LLMClient, RunReport
 from mama_pipeline.systems import grading
 from mama_pipeline.systems.bounds import GRADER_STAGES
-from mama_pipeline.systems.prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
 
 
 def grade_answers(

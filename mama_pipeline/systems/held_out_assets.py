@@ -3,7 +3,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.evaluation.held_out_assets import gap_output
-from mama_pipeline.release.held_out_gaps import system_gaps
+from mama_pipeline.evaluation.held_out_gaps import system_gaps
 from mama_pipeline.resources import SettingsResource
 
 

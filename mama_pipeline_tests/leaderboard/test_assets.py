@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from mama_pipeline.leaderboard.assets import mamabench_leaderboard, mamaretrieval_leaderboard
-from mama_pipeline.leaderboard.files import read_per_query
-from mama_pipeline.leaderboard.release import mamaretrieval_part, released_leaderboard
-from mama_pipeline.release.held_out import hash_position
+from mama_pipeline.leaderboard.leaderboard_files import read_per_query
+from mama_pipeline.release.leaderboard_part import mamaretrieval_part, released_leaderboard
+from mama_pipeline.common.held_out import hash_position
 from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings

@@ -98,9 +98,9 @@ def test_refused_entry_has_no_figure_and_too_few_shared_queries_are_not_compared
 
 def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_keyed_by_variant_id():
     from mama_pipeline.evaluation.settings import EvaluationSettings
-    from mama_pipeline.leaderboard.inputs import configured, robustness_per_query
+    from mama_pipeline.leaderboard.leaderboard_inputs import configured, robustness_per_query
     from mama_pipeline.robustness.labels import variant_labels
-    from mama_pipeline.robustness.scoreboard import paired_values
+    from mama_pipeline.robustness.robustness_scoreboard import paired_values
     from mama_pipeline_tests.robustness.test_labels_and_board import frame, label_rows, ranking, variants
 
     v = variants().filter(pl.col("parent_id").is_in(["q_00001", "q_00002"]) & (pl.col("kind") == "typo"))

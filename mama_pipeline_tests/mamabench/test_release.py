@@ -255,7 +255,7 @@ def test_every_listed_track_loads_an_empty_one_is_not_listed_and_the_scoring_sni
 
 
 def test_other_areas_files_are_released_hashed_and_described_in_the_public_folder_only(inputs, tmp_path) -> None:
-    from mama_pipeline.release.held_out import HeldOutRule
+    from mama_pipeline.common.held_out import HeldOutRule
 
     board = b'{"benchmark": "mamabench"}\n'
     with_board = replace(inputs, extra_files={"leaderboard/leaderboard.json": board},

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.clinician.release import configurations as clinician_configurations
-from mama_pipeline.multipassage.release_config import build_part as multipassage_part
-from mama_pipeline.release.held_out import HeldOutRule, held_out_path
+from mama_pipeline.release.clinician_part import configurations as clinician_configurations
+from mama_pipeline.release.multipassage_part import build_part as multipassage_part
+from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.release_config import build_part as robustness_part
+from mama_pipeline.release.robustness_part import build_part as robustness_part
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import DECISION_SCHEMA, VARIANT_COLUMNS
 from mama_pipeline.settings import PipelineSettings
@@ -185,7 +185,7 @@ def test_a_release_with_every_configuration_holds_no_held_out_id_in_any_public_f
 
 
 def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path):
-    from mama_pipeline.robustness.release_config import robustness_part as from_store
+    from mama_pipeline.release.robustness_part import robustness_part as from_store
 
     salt = _salt()
     store = Store(tmp_path / "mama.duckdb")
@@ -204,7 +204,7 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
 
 
 def test_the_multipassage_configuration_reads_the_rule_from_the_settings(tmp_path):
-    from mama_pipeline.multipassage.release_config import (
+    from mama_pipeline.release.multipassage_part import (
         multipassage_part as from_store,
     )
 

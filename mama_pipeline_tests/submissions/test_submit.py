@@ -196,8 +196,8 @@ def test_an_answers_file_is_graded_absent_items_unanswered_and_a_track_over_its_
     ('{{\n "q_00001": {{\n  "{c0}": "high"\n }}\n}}\n', 3, "is not a number"),
 ])
 def test_run_file_errors_name_the_line(tmp_path, content, line, reason):
-    from mama_pipeline.input_errors import InputError
-    from mama_pipeline.submissions.files import read_run_file
+    from mama_pipeline.common.input_errors import InputError
+    from mama_pipeline.submissions.submission_files import read_run_file
 
     ids = chunks_frame()["chunk_id"].to_list()
     path = tmp_path / "run.txt"
@@ -208,8 +208,8 @@ def test_run_file_errors_name_the_line(tmp_path, content, line, reason):
 
 
 def test_non_utf8_run_file_names_its_line(tmp_path):
-    from mama_pipeline.input_errors import InputError
-    from mama_pipeline.submissions.files import read_run_file
+    from mama_pipeline.common.input_errors import InputError
+    from mama_pipeline.submissions.submission_files import read_run_file
 
     path = tmp_path / "run.txt"
     path.write_bytes(b"q_00001 Q0 a 1 1.0 x\nq_00001 Q0 b\xff 2 0.5 x\n")
@@ -218,7 +218,7 @@ def test_non_utf8_run_file_names_its_line(tmp_path):
 
 
 def test_a_beir_results_file_ranks_like_trec_eval(tmp_path):
-    from mama_pipeline.submissions.files import read_run_file
+    from mama_pipeline.submissions.submission_files import read_run_file
 
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"q1": {"a": 0.5, "b": 0.9, "c": 0.5}}))
@@ -282,8 +282,8 @@ def test_holes_the_judge_cannot_label_refuse_the_track_instead_of_counting_as_no
     (['', '{"item_id": "m-1", "answer": "B"'], 2, "not JSON"),
 ])
 def test_answers_file_errors_name_the_line(tmp_path, lines, line, reason):
-    from mama_pipeline.input_errors import InputError
-    from mama_pipeline.submissions.files import read_answers_file
+    from mama_pipeline.common.input_errors import InputError
+    from mama_pipeline.submissions.submission_files import read_answers_file
 
     path = tmp_path / "answers.jsonl"
     path.write_text("\n".join(lines) + "\n")

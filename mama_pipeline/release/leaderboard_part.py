@@ -11,8 +11,9 @@ import polars as pl
 
 from mama_pipeline.leaderboard.board import Stats
 from mama_pipeline.leaderboard.build import answer_specs, facts, measures_of, retrieval_specs
-from mama_pipeline.leaderboard.files import JSON_FILE, PAGE_FILE, folder_files
-from mama_pipeline.leaderboard.inputs import BENCHMARK_TRACKS
+from mama_pipeline.leaderboard.leaderboard_files import JSON_FILE, PAGE_FILE, folder_files
+from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS
+from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.store import Store
 
 FOLDER = "leaderboard"
@@ -70,8 +71,6 @@ def released_leaderboard(s, store: Store, benchmark: str) -> ReleasedLeaderboard
 
 def mamaretrieval_part(s, store: Store, inp):
     """The mamaretrieval release's ``leaderboard`` configuration (files only: no hub config)."""
-    from mama_pipeline.release.configurations import ConfigurationPart
-
     got = released_leaderboard(s, store, "mamaretrieval")
     if got is None:
         return None

@@ -1,7 +1,7 @@
 """Each track's entries and per-query values, gathered from the areas that compute them.
 
 Configured entries: retrievers from ``per_query_results`` (main), the robustness area's per-variant values
-(:func:`mama_pipeline.robustness.scoreboard.paired_values`, the variant side, keyed by variant id), and
+(:func:`mama_pipeline.robustness.robustness_scoreboard.paired_values`, the variant side, keyed by variant id), and
 ``multipassage_per_query``; systems from ``system_grades`` of the configured systems (the scored items' ``score``,
 the values the systems scoreboard's mean uses; none when no system is configured), refused per (system, track)
 over a failure bound as the systems scoreboard refuses them.

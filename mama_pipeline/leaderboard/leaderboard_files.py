@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.evaluation.per_query_files import SAFE_NAME
-from mama_pipeline.release.held_out import PUBLIC
+from mama_pipeline.common.held_out import PUBLIC
 
 PER_QUERY_HEADER = "query_id\tmeasure\tvalue\n"
 JSON_FILE, PAGE_FILE = "leaderboard.json", "leaderboard.html"

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.evaluation.trec import read_trec_run
-from mama_pipeline.input_errors import InputError, at, read_text, text_lines
+from mama_pipeline.common.input_errors import InputError, at, read_text, text_lines
 
 KINDS = ("retrieval", "answers")
 ANSWER_KEYS = {"item_id", "answer", "cited_chunk_ids"}
