@@ -20,7 +20,7 @@ STYLESHEET = """body{font-family:sans-serif;margin:2em auto;max-width:80em;paddi
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}
 table.facts td{text-align:left}.sig{font-weight:bold}.note{color:#555}.warn{color:#a00}img{max-width:100%}
-details{margin:1em 0}"""
+details{margin:1em 0}tr.best td,tr.tied td{background:#e6f4e6}tr.refused td{color:#888}"""
 
 
 def esc(value: object) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common import html_page
+
 from mama_pipeline.evaluation.per_query_files import SAFE_NAME
 from mama_pipeline.common.held_out import PUBLIC
 
@@ -97,17 +99,6 @@ def leaderboard_json(benchmark: str, measures_of: dict[str, list[str]], entries:
     return doc, files
 
 
-def render_page(title: str, sections: list[tuple[str, str]]) -> str:
-    """A self-contained HTML page: a title and (heading, HTML body) sections."""
-    body = "".join(f"<section><h2>{html.escape(h)}</h2>{b}</section>" for h, b in sections)
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html.escape(title)
-            + "</title><style>body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;"
-            "margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.25em .5em;text-align:right}"
-            "td:nth-child(2),th:nth-child(2){text-align:left}tr.best,tr.tied{background:#e6f4e6}"
-            "tr.refused{color:#888}.note{color:#444;font-size:.9em}</style></head><body><h1>"
-            + html.escape(title) + "</h1>" + body + "</body></html>\n")
-
-
 def _fmt(v: Any, digits: int = 3) -> str:
     if v is None:
         return ""
@@ -171,7 +162,25 @@ def page(title: str, doc: dict[str, Any]) -> str:
     sections = [("About", intro)] + [(f"{doc['benchmark']}: {t['track']}",
                                       track_section(t, doc["alpha"], held, described.get(t["track"])))
                                      for t in doc["tracks"]]
-    return render_page(title, sections)
+    body = [f"<section><h2>{html.escape(h)}</h2>{b}</section>" for h, b in sections]
+    return html_page.page(title, body, headline_figures(doc))
+
+
+def headline_figures(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """Per track: the best entries on its headline measure and how many others are tied with them, out of how
+    many entries (the figures the reports index shows)."""
+    out = []
+    for t in doc["tracks"]:
+        tops = [(e["name"], e["figures"][t["headline"]]) for e in t["entries"] if e.get("figures")]
+        best = [(name, f) for name, f in tops if f["standing"] == "best"]
+        if not best:
+            out.append((f"{t['track']}", f"no entry scored ({len(t['entries'])} entries)"))
+            continue
+        tied = sum(f["standing"] == "tied with best" for _, f in tops)
+        names = ", ".join(f"{name} {html_page.number(f['mean'])} (n {f['n']})" for name, f in best)
+        out.append((f"{t['track']}: best on {t['headline']}",
+                    f"{names}; {tied} tied with best; {len(t['entries'])} entries"))
+    return out
 
 
 def folder_files(benchmark: str, measures_of: dict[str, list[str]], entries: pl.DataFrame,

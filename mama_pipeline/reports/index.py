@@ -39,6 +39,8 @@ PAGES: tuple[ReportPage, ...] = (
     ReportPage("Robustness track", "robustness/index.html", "robustness_scoreboard"),
     ReportPage("Answering systems (mamabench)", "systems/systems.html", "systems_report"),
     ReportPage("Clinician validation", "clinician/agreement.html", "clinician_report"),
+    ReportPage("Leaderboard (mamaretrieval)", "leaderboard/mamaretrieval.html", "mamaretrieval_leaderboard"),
+    ReportPage("Leaderboard (mamabench)", "leaderboard/mamabench.html", "mamabench_leaderboard"),
 )
 
 

@@ -5,6 +5,7 @@ headless Chromium."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -24,7 +25,6 @@ from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
 
-SCREENSHOT = Path("/work/wt/lb26_leaderboard.png")
 QUERIES = [f"q_{i:05d}" for i in range(1, 25)]
 ITEMS = [f"medmcqa:{i}" for i in range(20)]
 RESAMPLES = 300
@@ -221,21 +221,28 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     assert bench.files == {f"leaderboard/{k}": v for k, v in
                            _folder_bytes(tmp_path / "data" / "leaderboard" / "mamabench").items()}
 
-    _screenshot(tmp_path / "data" / "reports" / "leaderboard" / "mamaretrieval.html")
+    _screenshot(tmp_path / "data" / "reports" / "leaderboard" / "mamaretrieval.html", tmp_path / "leaderboard.png")
+
+    # the reports index links both leaderboards with their headline figures (the best entries, the tied count)
+    from mama_pipeline.reports.index import render_index
+
+    index = render_index(tmp_path / "data" / "reports")
+    assert "<a href='leaderboard/mamaretrieval.html'>Leaderboard (mamaretrieval)</a>" in index
+    assert "<a href='leaderboard/mamabench.html'>Leaderboard (mamabench)</a>" in index
+    assert re.search(r"main: best on [^<]+</th><td>\S+ \d\.\d{3} \(n 24\); \d tied with best; 3 entries", index)
 
 
-def _screenshot(page: Path) -> None:
+def _screenshot(page: Path, png: Path) -> None:
     from mama_pipeline_tests.headless_browser import check_page, find_chromium
 
     chromium = find_chromium()
     check = check_page(page, chromium)
     assert check.errors == [] and check.title == "mamaretrieval leaderboard"
     assert check.headings[:2] == ["About", "mamaretrieval: main"]
-    SCREENSHOT.unlink(missing_ok=True)
     subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={SCREENSHOT}", "--window-size=1400,1100", page.resolve().as_uri()],
+                    f"--screenshot={png}", "--window-size=1400,1100", page.resolve().as_uri()],
                    check=True, capture_output=True, timeout=120)
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_beside(tmp_path):
