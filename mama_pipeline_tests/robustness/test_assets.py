@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.plan.plan_text import plan_bills
 from mama_pipeline.queries.query_prompt import query_writer_template
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
@@ -162,6 +163,9 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
                               how="anti").is_empty()  # every clean top-3 chunk of a scored retriever is labelled
         hole_meta = meta(first, "variant_holes")
         assert hole_meta["judge/asked"] == hole_meta["judge/http_calls"] == holes.height
+        # the plan of the same stage, on the built inputs: every hole (clean and variant side) is labelled now
+        (bill,) = [b for b in plan_bills(str(config), ["variant_labels"]) if b.stage == "judge"]
+        assert (bill.requests, bill.to_send) == (0, 0), bill.note
         # Judged@3 is complete on both sides of every comparison; the fake server's rewrites share no word
         # with the corpus, so their rankings are empty and have no Judged@3 (never a 0 read as coverage)
         board = store.read_table("robustness_scoreboard")
