@@ -12,6 +12,7 @@ side by side) and the process's peak resident memory.
 Run: ``.venv/bin/python benchmarks/corpus_scale.py [--out DIR]``
 Targets: parse + hash + sample under 30 s, peak memory under 2 GB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,15 +33,31 @@ N_SOURCES = 87
 BOILERPLATE = ["copyright", "contents", "foreword", "objectives", "references", "form", "short"]
 SHORT_SOURCES = {f"who-midwifery-education-modules-{i}": 150 for i in range(2, 7)} | {"nmc-midwifery-mock-osce": 112}
 TIERS = {
-    "very_high": (520, ["hesperian-a-book-for-midwives", "msf-essential-obstetric-and-newborn-care",
-                        "midwifery-essentials-6"]),
-    "high": (285, ["oxford-handbook-of-midwifery", "skills-for-midwifery-practice",
-                   *[f"who-midwifery-education-modules-{i}" for i in range(2, 7)],
-                   "who-platform-malta-guide-for-midwifery-skills"]),
+    "very_high": (
+        520,
+        ["hesperian-a-book-for-midwives", "msf-essential-obstetric-and-newborn-care", "midwifery-essentials-6"],
+    ),
+    "high": (
+        285,
+        [
+            "oxford-handbook-of-midwifery",
+            "skills-for-midwifery-practice",
+            *[f"who-midwifery-education-modules-{i}" for i in range(2, 7)],
+            "who-platform-malta-guide-for-midwifery-skills",
+        ],
+    ),
     "moderate_high": (225, ["midwifery-essentials-3"]),
-    "moderate": (173, ["clinical-practice-guidelines-midwifery-womens-health", "midwifery-essentials-2",
-                       "midwifery-essentials-5", "who-essential-childbirth-care-course",
-                       "nmc-midwifery-marking-criteria", "icm-essential-competencies-for-midwifery-practice"]),
+    "moderate": (
+        173,
+        [
+            "clinical-practice-guidelines-midwifery-womens-health",
+            "midwifery-essentials-2",
+            "midwifery-essentials-5",
+            "who-essential-childbirth-care-course",
+            "nmc-midwifery-marking-criteria",
+            "icm-essential-competencies-for-midwifery-practice",
+        ],
+    ),
     "low_moderate": (113, ["nmc-midwifery-mock-osce"]),
 }
 EXPECTED_SAMPLE = 4_540
@@ -58,8 +75,9 @@ def source_specs() -> list[SourceSpec]:
     topics = cycle(sorted(TOPICS))
     styles = cycle(["handbook", "protocol", "handbook", "educator", "osce"])
     return [
-        SourceSpec(s, next(styles), [next(topics) for _ in range(5)], sizes[s], list(BOILERPLATE),
-                   inline_breadcrumb=i % 3 == 0)
+        SourceSpec(
+            s, next(styles), [next(topics) for _ in range(5)], sizes[s], list(BOILERPLATE), inline_breadcrumb=i % 3 == 0
+        )
         for i, s in enumerate(slugs)
     ]
 
@@ -86,8 +104,10 @@ def main() -> int:
         del chunks
         t_gen = time.perf_counter() - t0
         first = bundles["body"].open(encoding="utf-8").readline().rstrip()
-        print(f"generate: {n:,} chunks, {bundles['body'].stat().st_size / 2**20:.1f} MiB per bundle, two CID "
-              f"conventions, in {t_gen:.2f} s (not part of the target); first line {first!r}")
+        print(
+            f"generate: {n:,} chunks, {bundles['body'].stat().st_size / 2**20:.1f} MiB per bundle, two CID "
+            f"conventions, in {t_gen:.2f} s (not part of the target); first line {first!r}"
+        )
 
         parsed, t_parse = {}, {}
         for cid_of, bundle in bundles.items():
@@ -95,13 +115,18 @@ def main() -> int:
             parsed[cid_of] = load_bundle(bundle)
             t_parse[cid_of] = time.perf_counter() - t1
         for cid_of, p in parsed.items():
-            print(f"parse+hash ({cid_of} CIDs): {p.chunks.height:,} chunks, {p.issues.height} issues, convention "
-                  f"{p.cid_convention}, corpus_version {p.corpus_version} in {t_parse[cid_of]:.2f} s")
+            print(
+                f"parse+hash ({cid_of} CIDs): {p.chunks.height:,} chunks, {p.issues.height} issues, convention "
+                f"{p.cid_convention}, corpus_version {p.corpus_version} in {t_parse[cid_of]:.2f} s"
+            )
         body, crumb = parsed["body"], parsed["with_breadcrumb"]
-        same = (body.corpus_version == crumb.corpus_version
-                and body.chunks.get_column("chunk_id").equals(crumb.chunks.get_column("chunk_id")))
-        print(f"ids and corpus version equal across conventions: {same}; parse time ratio breadcrumb/body "
-              f"{t_parse['with_breadcrumb'] / t_parse['body']:.2f}")
+        same = body.corpus_version == crumb.corpus_version and body.chunks.get_column("chunk_id").equals(
+            crumb.chunks.get_column("chunk_id")
+        )
+        print(
+            f"ids and corpus version equal across conventions: {same}; parse time ratio breadcrumb/body "
+            f"{t_parse['with_breadcrumb'] / t_parse['body']:.2f}"
+        )
         del parsed, crumb
 
         settings = CorpusSettings(tiers={k: {"quota": q, "sources": s} for k, (q, s) in TIERS.items()})
@@ -109,15 +134,23 @@ def main() -> int:
         result = sample_chunks(body.chunks, settings)
         t_sample = time.perf_counter() - t2
         target = int(result.report.get_column("quota").sum())
-        print(f"sample: {result.sampled.height:,} of {target:,} targeted, {result.rejections.height:,} rejected as "
-              f"boilerplate, shortfall {int(result.report.get_column('shortfall').sum())} in {t_sample:.2f} s")
+        print(
+            f"sample: {result.sampled.height:,} of {target:,} targeted, {result.rejections.height:,} rejected as "
+            f"boilerplate, shortfall {int(result.report.get_column('shortfall').sum())} in {t_sample:.2f} s"
+        )
 
         total = t_parse["body"] + t_sample
         peak = peak_rss_mb()
         print(f"parse+hash+sample wall time: {total:.2f} s (target < 30 s)")
         print(f"peak resident memory: {peak:,.0f} MiB (target < 2048 MiB; both bundles' chunks held at once)")
-        ok = (body.chunks.height == TOTAL_CHUNKS and result.sampled.height == EXPECTED_SAMPLE and same
-              and first.startswith("<sep>[SOURCE:") and total < 30 and peak < 2048)
+        ok = (
+            body.chunks.height == TOTAL_CHUNKS
+            and result.sampled.height == EXPECTED_SAMPLE
+            and same
+            and first.startswith("<sep>[SOURCE:")
+            and total < 30
+            and peak < 2048
+        )
         print("OK" if ok else "TARGET MISSED")
         return 0 if ok else 1
 

@@ -15,6 +15,7 @@ quiet 2-core machine: cold demo <= 180 s, no-op re-run <= 60 s).
 
     .venv/bin/python benchmarks/demo_time.py [--root /tmp/demo-time] [--skip-demo] [--skip-sample] [--multiprocess]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -72,14 +73,19 @@ TARGETS = {"demo, cold": 180.0, "whole sample, no-op re-run (in process)": 60.0}
 def report(label: str, seconds: float, code: int, extra: str = "") -> None:
     status = "ok" if code == 0 else f"FAILED (exit {code})"
     FIGURES.append((label, seconds, code, load()))
-    print(f"{label:<44} {seconds:8.1f} s wall, {CPU['seconds']:7.1f} s CPU  {status}  [{load()}]"
-          f"{'  ' + extra if extra else ''}", flush=True)
+    print(
+        f"{label:<44} {seconds:8.1f} s wall, {CPU['seconds']:7.1f} s CPU  {status}  [{load()}]"
+        f"{'  ' + extra if extra else ''}",
+        flush=True,
+    )
 
 
 def slowest_steps(output: str, n: int = 8) -> str:
     """The ``n`` slowest steps of a run's terminal lines (``  12 ok     name   3.4 s``)."""
-    steps = [(float(m.group(2)), m.group(1)) for m in re.finditer(r"^\s+\d+ (?:ok|FAILED)\s+(.+?)\s+([\d.]+) s$",
-                                                                  output, re.M)]
+    steps = [
+        (float(m.group(2)), m.group(1))
+        for m in re.finditer(r"^\s+\d+ (?:ok|FAILED)\s+(.+?)\s+([\d.]+) s$", output, re.M)
+    ]
     return ", ".join(f"{name} {sec:.1f} s" for sec, name in sorted(steps, reverse=True)[:n])
 
 
@@ -94,16 +100,26 @@ def llm_breakdown(db: Path) -> list[str]:
         rows = con.execute(
             "SELECT stage, count(*), sum(prompt_tokens), sum(cached_tokens), sum(completion_tokens), "
             "sum(latency_s), sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) FROM llm_responses "
-            "GROUP BY stage ORDER BY sum(latency_s) DESC").fetchall()
-    return [f"  {stage:<22} {n:3d} requests ({bad} failed), {pt or 0:6d} prompt tokens ({ct or 0} cached), "
-            f"{out or 0:5d} completion tokens, {lat or 0:6.1f} s summed latency (with queueing)" for stage, n, pt, ct, out, lat, bad in rows]
+            "GROUP BY stage ORDER BY sum(latency_s) DESC"
+        ).fetchall()
+    return [
+        f"  {stage:<22} {n:3d} requests ({bad} failed), {pt or 0:6d} prompt tokens ({ct or 0} cached), "
+        f"{out or 0:5d} completion tokens, {lat or 0:6.1f} s summed latency (with queueing)"
+        for stage, n, pt, ct, out, lat, bad in rows
+    ]
 
 
 def closing_table() -> None:
     print("\nside by side (targets on a quiet 2-core machine):", flush=True)
     for label, seconds, code, at in FIGURES:
-        target = next((f"target <= {t:.0f} s: {'met' if seconds <= t and code == 0 else 'NOT met'}"
-                       for prefix, t in TARGETS.items() if label.startswith(prefix)), "")
+        target = next(
+            (
+                f"target <= {t:.0f} s: {'met' if seconds <= t and code == 0 else 'NOT met'}"
+                for prefix, t in TARGETS.items()
+                if label.startswith(prefix)
+            ),
+            "",
+        )
         print(f"  {label:<44} {seconds:8.1f} s  {target:<24} [{at}]", flush=True)
 
 
@@ -161,8 +177,9 @@ def echo_server() -> Iterator[str]:
     from mama_pipeline_tests.support.processes import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         for _ in range(300):
@@ -171,7 +188,7 @@ def echo_server() -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None:
-                    raise RuntimeError("the test LLM server did not start")
+                    raise RuntimeError("the test LLM server did not start") from None
                 time.sleep(0.1)
         yield url
     finally:
@@ -219,8 +236,12 @@ def main() -> None:
         return
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     print(f"mama_pipeline demo timing; logs in {root}", flush=True)
     if not args.skip_demo:
         demo_times(root, env)

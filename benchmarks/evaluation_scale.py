@@ -7,6 +7,7 @@ paired significance tests with the default settings, and peak memory.
 
     .venv/bin/python benchmarks/evaluation_scale.py
 """
+
 from __future__ import annotations
 
 import resource
@@ -15,8 +16,8 @@ import time
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
 
@@ -31,21 +32,27 @@ def generate(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     pool_c = np.tile(np.arange(POOL), N_QUERIES)
     keep = np.sort(rng.choice(pool_q.size, N_LABELS, replace=False))
     labels = rng.choice(7, N_LABELS, p=[0.45, 0.1, 0.1, 0.1, 0.1, 0.1, 0.05])
-    qrels = pl.DataFrame({
-        "query_id": np.array(query_ids)[pool_q[keep]],
-        "doc_id": [f"c{q}_{c}" for q, c in zip(pool_q[keep], pool_c[keep])],
-        "relevance": labels,
-    })
+    qrels = pl.DataFrame(
+        {
+            "query_id": np.array(query_ids)[pool_q[keep]],
+            "doc_id": [f"c{q}_{c}" for q, c in zip(pool_q[keep], pool_c[keep])],
+            "relevance": labels,
+        }
+    )
     frames = []
     for name in RETRIEVERS:
         picks = np.argsort(rng.random((N_QUERIES, POOL)), axis=1)[:, :TOP_K]
         q = np.repeat(np.arange(N_QUERIES), TOP_K)
-        frames.append(pl.DataFrame({
-            "retriever": name,
-            "query_id": np.array(query_ids)[q],
-            "doc_id": [f"c{a}_{b}" for a, b in zip(q, picks.ravel())],
-            "rank": np.tile(np.arange(1, TOP_K + 1), N_QUERIES),
-        }))
+        frames.append(
+            pl.DataFrame(
+                {
+                    "retriever": name,
+                    "query_id": np.array(query_ids)[q],
+                    "doc_id": [f"c{a}_{b}" for a, b in zip(q, picks.ravel())],
+                    "rank": np.tile(np.arange(1, TOP_K + 1), N_QUERIES),
+                }
+            )
+        )
     return pl.concat(frames), qrels, query_ids
 
 
@@ -57,15 +64,24 @@ def main() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     evaluation = evaluate(run, qrels, query_ids, plan, RETRIEVERS)
     board = scoreboard(evaluation, qrels)
-    print(f"scoreboard: {len(plan.measures())} measures, {evaluation.per_query.height:,} per-query values, "
-          f"{board.height} scoreboard rows: wall {time.perf_counter() - wall:.2f} s (target < 15 s), "
-          f"CPU {time.process_time() - cpu:.2f} s")
+    print(
+        f"scoreboard: {len(plan.measures())} measures, {evaluation.per_query.height:,} per-query values, "
+        f"{board.height} scoreboard rows: wall {time.perf_counter() - wall:.2f} s (target < 15 s), "
+        f"CPU {time.process_time() - cpu:.2f} s"
+    )
     wall, cpu = time.perf_counter(), time.process_time()
-    sig = pairwise_significance(evaluation.per_query, settings.significance_measures, RETRIEVERS,
-                                n_resamples=settings.resamples, seed=settings.seed)
-    print(f"significance: {sig.height} rows (15 pairs x {len(settings.significance_measures)} default measures, "
-          f"{settings.resamples:,} bootstrap + {settings.resamples:,} randomization resamples each): "
-          f"wall {time.perf_counter() - wall:.2f} s, CPU {time.process_time() - cpu:.2f} s")
+    sig = pairwise_significance(
+        evaluation.per_query,
+        settings.significance_measures,
+        RETRIEVERS,
+        n_resamples=settings.resamples,
+        seed=settings.seed,
+    )
+    print(
+        f"significance: {sig.height} rows (15 pairs x {len(settings.significance_measures)} default measures, "
+        f"{settings.resamples:,} bootstrap + {settings.resamples:,} randomization resamples each): "
+        f"wall {time.perf_counter() - wall:.2f} s, CPU {time.process_time() - cpu:.2f} s"
+    )
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS of the process): {peak_mib:.0f} MiB")
 

@@ -10,6 +10,7 @@ Run from the repository root:
     .venv/bin/python -m benchmarks.judging_scale [--queries 1000] [--per-query 20] [--chunks 5000]
 Targets: >= 90% of ideal; 0 calls on re-run; calls == pairs touching changed chunks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, running_server(delay=args.delay) as server:
         store = Store(Path(tmp) / "bench.duckdb")
         cfg = StageSettings(base_urls=[server.url], model="fake-judge", concurrency=args.concurrency)
-        client = LLMClient("judge", cfg, store, endpoint=server.url, model="fake-judge", resolve_urls=lambda: [server.url])
+        client = LLMClient(
+            "judge", cfg, store, endpoint=server.url, model="fake-judge", resolve_urls=lambda: [server.url]
+        )
 
         def run(pairs: pl.DataFrame, corpus: pl.DataFrame) -> tuple[float, int, pl.DataFrame, float]:
             before = server.stats()["chat_calls"]
@@ -64,27 +67,37 @@ def main() -> None:
         ideal = args.concurrency / args.delay
         rate = pool.height / wall
         labels = store.query("select count(*) n from judgment_labels")["n"][0]
-        print(f"phase 1: {pool.height} pairs ({args.queries} queries x {args.per_query}), {args.delay * 1000:.0f} ms "
-              f"answers, concurrency {args.concurrency}, batches of {args.batch_pairs}")
-        print(f"  wall {wall:.2f} s, {rate:.1f} pairs/s, ideal {ideal:.0f}/s -> {100 * rate / ideal:.1f}% of ideal; "
-              f"{calls} calls, {labels} labels stored")
-        print(f"  inside the shared client {client_wall:.2f} s ({pool.height / client_wall:.1f} pairs/s); judging layer "
-              f"(holes, rendering, scoring, label commits) {wall - client_wall:.2f} s "
-              f"= {1e6 * (wall - client_wall) / pool.height:.0f} us/pair")
+        print(
+            f"phase 1: {pool.height} pairs ({args.queries} queries x {args.per_query}), {args.delay * 1000:.0f} ms "
+            f"answers, concurrency {args.concurrency}, batches of {args.batch_pairs}"
+        )
+        print(
+            f"  wall {wall:.2f} s, {rate:.1f} pairs/s, ideal {ideal:.0f}/s -> {100 * rate / ideal:.1f}% of ideal; "
+            f"{calls} calls, {labels} labels stored"
+        )
+        print(
+            f"  inside the shared client {client_wall:.2f} s ({pool.height / client_wall:.1f} pairs/s); judging layer "
+            f"(holes, rendering, scoring, label commits) {wall - client_wall:.2f} s "
+            f"= {1e6 * (wall - client_wall) / pool.height:.0f} us/pair"
+        )
 
         wall, calls, _, _ = run(pool, chunks)
         print(f"phase 2 (re-run, nothing changed): {calls} calls, wall {wall:.2f} s")
 
         rng = random.Random(20250715)
         changed = sorted(rng.sample(range(args.chunks), round(args.chunks * args.changed_share)))
-        chunks_v2 = make_chunks(args.chunks, version="v2", texts={j: f"Revised passage {j}: give drug {j % 7} once." for j in changed})
+        chunks_v2 = make_chunks(
+            args.chunks, version="v2", texts={j: f"Revised passage {j}: give drug {j % 7} once." for j in changed}
+        )
         pool_v2 = make_pool(queries, chunks_v2, args.per_query)
         new_ids = set(chunks_v2["chunk_id"]) - set(chunks["chunk_id"])
         touching = pool_v2.filter(pl.col("chunk_id").is_in(list(new_ids))).height
         wall, calls, outcomes, _ = run(pool_v2, chunks_v2)
-        print(f"phase 3 ({len(changed)} of {args.chunks} chunks changed): {calls} calls, {touching} pairs touch "
-              f"changed chunks -> {'equal' if calls == touching else 'DIFFERENT'}; wall {wall:.2f} s; "
-              f"{int((~outcomes['reused']).sum())} new labels")
+        print(
+            f"phase 3 ({len(changed)} of {args.chunks} chunks changed): {calls} calls, {touching} pairs touch "
+            f"changed chunks -> {'equal' if calls == touching else 'DIFFERENT'}; wall {wall:.2f} s; "
+            f"{int((~outcomes['reused']).sum())} new labels"
+        )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

@@ -14,6 +14,7 @@ process had got but not made durable, shown in seconds of that run's answer rate
 Run from the repository root (a few minutes on 2 cores):
     nice -n 5 .venv/bin/python -m benchmarks.kill_reask [--queries 1000 --per-query 20 --kills 10 --prefill 280000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,23 +74,46 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     pairs = args.queries * args.per_query
-    worker = [sys.executable, "-m", "mama_pipeline_tests.support.kill_worker", "--queries", str(args.queries),
-              "--per-query", str(args.per_query), "--chunks", str(args.chunks), "--concurrency", str(args.concurrency),
-              "--batch-pairs", str(args.batch_pairs), "--flush-every-s", str(args.flush_every_s)]
+    worker = [
+        sys.executable,
+        "-m",
+        "mama_pipeline_tests.support.kill_worker",
+        "--queries",
+        str(args.queries),
+        "--per-query",
+        str(args.per_query),
+        "--chunks",
+        str(args.chunks),
+        "--concurrency",
+        str(args.concurrency),
+        "--batch-pairs",
+        str(args.batch_pairs),
+        "--flush-every-s",
+        str(args.flush_every_s),
+    ]
     with tempfile.TemporaryDirectory() as tmp, running_server(delay=args.delay) as server:
         db = Path(tmp) / "mama.duckdb"
         t0 = time.perf_counter()
         prefill(Store(db), args.prefill)
-        print(f"{pairs} pairs ({args.queries} queries x {args.per_query}), {args.delay * 1000:.0f} ms answers, "
-              f"concurrency {args.concurrency}, batches of {args.batch_pairs}, answer log flushed every "
-              f"{args.flush_every_s} s; cache pre-filled with {args.prefill} rows in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"{pairs} pairs ({args.queries} queries x {args.per_query}), {args.delay * 1000:.0f} ms answers, "
+            f"concurrency {args.concurrency}, batches of {args.batch_pairs}, answer log flushed every "
+            f"{args.flush_every_s} s; cache pre-filled with {args.prefill} rows in {time.perf_counter() - t0:.1f} s"
+        )
         asked: set[str] = set()
-        per_kill: list[tuple[int, int, float]] = []  # (in flight at the kill, answers/s of the killed run, re-asked after)
+        per_kill: list[
+            tuple[int, int, float]
+        ] = []  # (in flight at the kill, answers/s of the killed run, re-asked after)
         total_sent = 0
         for cycle in range(args.kills + 1):
             server.reset()
-            proc = subprocess.Popen([*worker, str(db), server.url], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                [*worker, str(db), server.url],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
             if cycle < args.kills:
                 while server.stats()["chat_calls"] == 0 and proc.poll() is None:
                     time.sleep(0.01)
@@ -110,15 +134,19 @@ def main() -> None:
             total_sent += len(sent)
             asked |= sent
         missing = pairs - len(asked)
-        print(f"{'kill':>4} {'in flight':>9} {'answers/s':>9} {'re-asked':>8} {'beyond in flight':>16} {'= seconds':>9}")
+        print(
+            f"{'kill':>4} {'in flight':>9} {'answers/s':>9} {'re-asked':>8} {'beyond in flight':>16} {'= seconds':>9}"
+        )
         for n, (in_flight, rate, again) in enumerate(per_kill, 1):
             beyond = max(0, again - in_flight)
             print(f"{n:>4} {in_flight:>9} {rate:>9.0f} {again:>8} {beyond:>16} {beyond / rate if rate else 0:>9.2f}")
         reasked = total_sent - len(asked)
         worst = max((max(0, a - f) / r for f, r, a in per_kill if r), default=0.0)
-        print(f"re-asked {reasked} of {pairs} pairs = {100 * reasked / pairs:.2f}% after {args.kills} kills "
-              f"({reasked / max(args.kills, 1):.0f} per kill); beyond what was in flight at most {worst:.2f} s of "
-              f"answers per kill; {len(asked)} distinct prompts asked, {missing} pairs never asked")
+        print(
+            f"re-asked {reasked} of {pairs} pairs = {100 * reasked / pairs:.2f}% after {args.kills} kills "
+            f"({reasked / max(args.kills, 1):.0f} per kill); beyond what was in flight at most {worst:.2f} s of "
+            f"answers per kill; {len(asked)} distinct prompts asked, {missing} pairs never asked"
+        )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Run from the repository root: .venv/bin/python -m benchmarks.llm_client_throughput [--requests 5000] [--hits 100000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,7 +51,9 @@ def main() -> None:
         rate = args.requests / wall
         assert not report.failures and report.calls == args.requests
         stored = store.query("select count(*) n from llm_responses")["n"][0]
-        print(f"throughput: {args.requests} requests, {args.delay*1000:.0f} ms answers, concurrency {args.concurrency}")
+        print(
+            f"throughput: {args.requests} requests, {args.delay * 1000:.0f} ms answers, concurrency {args.concurrency}"
+        )
         print(f"  wall {wall:.2f} s, {rate:.1f} req/s, ideal {ideal:.0f} req/s -> {100 * rate / ideal:.1f}% of ideal")
         print(f"  rows persisted in the cache: {stored}")
 
@@ -65,9 +68,11 @@ def main() -> None:
         hit_wall = time.perf_counter() - t0
         assert server.stats()["chat_calls"] == calls_before and again.cache_hits == args.hits
         assert all(r.ok for r in again.results)
-        print(f"cache hits: {args.hits} requests served from the cache in {hit_wall:.2f} s "
-              f"-> {1e6 * hit_wall / args.hits:.1f} us per request, zero HTTP calls "
-              f"(cache pre-filled with their answers in {fill_wall:.1f} s)")
+        print(
+            f"cache hits: {args.hits} requests served from the cache in {hit_wall:.2f} s "
+            f"-> {1e6 * hit_wall / args.hits:.1f} us per request, zero HTTP calls "
+            f"(cache pre-filled with their answers in {fill_wall:.1f} s)"
+        )
 
 
 def prefill(store: Store, client: LLMClient, reqs: list[LLMRequest]) -> None:
@@ -75,8 +80,14 @@ def prefill(store: Store, client: LLMClient, reqs: list[LLMRequest]) -> None:
     schema = schema_of(Verdict)
     decoding = decoding_params(client.s)
     rows = [
-        LLMResult(r.item_id, cache_key(client.endpoint, client.model, TPL, r.messages, decoding, schema), "ok",
-                  value={"reasoning": "cached", "d2": 1}, raw_text='{"reasoning": "cached", "d2": 1}', attempts=1)
+        LLMResult(
+            r.item_id,
+            cache_key(client.endpoint, client.model, TPL, r.messages, decoding, schema),
+            "ok",
+            value={"reasoning": "cached", "d2": 1},
+            raw_text='{"reasoning": "cached", "d2": 1}',
+            attempts=1,
+        )
         for r in reqs
     ]
     fold(store, [client._row(row, TPL, "bench") for row in rows])

@@ -8,6 +8,7 @@ verification, the folder's size and the peak resident memory.
 
     .venv/bin/python benchmarks/release_build.py [--scale 1.0] [--out /tmp/release-bench]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,11 +46,15 @@ def main() -> None:
     assert result.ok, result.problems
     f = manifest["figures"]
     size = sum(e["bytes"] for e in manifest["files"].values())
-    print(f"scale {args.scale}: {f['chunks']} chunks, {f['queries']} queries, {f['rankings']} ranking rows, "
-          f"{f['judged_pairs']} labels")
+    print(
+        f"scale {args.scale}: {f['chunks']} chunks, {f['queries']} queries, {f['rankings']} ranking rows, "
+        f"{f['judged_pairs']} labels"
+    )
     print(f"inputs generated in {t_gen:.1f} s (peak RSS {rss_inputs:.0f} MiB)")
-    print(f"release built in {t_build:.2f} s (peak RSS {rss_build:.0f} MiB), {size / 2**20:.1f} MiB in "
-          f"{len(manifest['files']) + 1} files")
+    print(
+        f"release built in {t_build:.2f} s (peak RSS {rss_build:.0f} MiB), {size / 2**20:.1f} MiB in "
+        f"{len(manifest['files']) + 1} files"
+    )
     print(f"release verified in {t_verify:.2f} s")
     for rel, entry in manifest["files"].items():
         print(f"  {rel:<36} {entry['bytes'] / 2**20:8.2f} MiB  rows={entry['rows']}")

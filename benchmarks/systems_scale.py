@@ -27,6 +27,7 @@ Run from the repository root:
 A smaller run keeps the track mix: ``--items 2595 --chunks 6365``.
 Targets: >= 90% of ideal; 0 calls on re-run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,9 @@ from mama_pipeline.store import Store
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.items import benchmark_items
+from mama_pipeline.systems.settings import SystemSettings
 from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
 from mama_pipeline.systems.systems_scoreboard import scoreboard
-from mama_pipeline.systems.settings import SystemSettings
 from mama_pipeline_tests.support.fake_llm_server import ServerHandle, running_server
 
 MIX = {"mcq": 23241, "short_answer": 369, "rubric": 2339}  # mamabench v0.2, 25,949 items
@@ -79,8 +80,11 @@ def server_usage(server: ServerHandle) -> tuple[float, float]:
     pid = server._proc.pid
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    hwm = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-               if line.startswith("VmHWM:"))
+    hwm = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmHWM:")
+    )
     return cpu, hwm / 1024
 
 
@@ -91,12 +95,17 @@ def make_data(n_items: int, n_chunks: int, seed: int = 20251201) -> tuple[pl.Dat
     words = vocab[(rng.zipf(1.15, size=int(lengths.sum())) - 1) % len(vocab)]
     texts, start = [], 0
     for n in lengths:
-        texts.append(" ".join(words[start:start + n].tolist()))
+        texts.append(" ".join(words[start : start + n].tolist()))
         start += n
     import hashlib
 
-    chunks = pl.DataFrame({"chunk_id": [hashlib.sha256(f"{i}:{t}".encode()).hexdigest()[:16] for i, t in enumerate(texts)],
-                           "text": texts, "corpus_version": "bench-v1"})
+    chunks = pl.DataFrame(
+        {
+            "chunk_id": [hashlib.sha256(f"{i}:{t}".encode()).hexdigest()[:16] for i, t in enumerate(texts)],
+            "text": texts,
+            "corpus_version": "bench-v1",
+        }
+    )
     total = sum(MIX.values())
     counts = {t: max(1, round(n * n_items / total)) for t, n in MIX.items()}
 
@@ -127,10 +136,19 @@ def make_data(n_items: int, n_chunks: int, seed: int = 20251201) -> tuple[pl.Dat
                 if all(r["points"] < 0 for r in refs):
                     refs[0]["points"] = 5
                 item = {"question": [{"role": "user", "content": question()}], "rubrics": refs}
-                set_type, pool = "open_ended_rubric", ("healthbench_oss_eval", "healthbench_consensus",
-                                                       "healthbench_hard")[i % 3]
-            rows.append({"item_id": item_id, "pool": pool, "set_type": set_type, "category": category,
-                         "item_json": json.dumps({"id": item_id, "set_type": set_type, **item})})
+                set_type, pool = (
+                    "open_ended_rubric",
+                    ("healthbench_oss_eval", "healthbench_consensus", "healthbench_hard")[i % 3],
+                )
+            rows.append(
+                {
+                    "item_id": item_id,
+                    "pool": pool,
+                    "set_type": set_type,
+                    "category": category,
+                    "item_json": json.dumps({"id": item_id, "set_type": set_type, **item}),
+                }
+            )
     criteria_frame = pl.DataFrame({"criterion_id": list(criteria), "criterion": list(criteria.values())})
     return benchmark_items(pl.DataFrame(rows)), chunks, criteria_frame
 
@@ -138,14 +156,20 @@ def make_data(n_items: int, n_chunks: int, seed: int = 20251201) -> tuple[pl.Dat
 def rag_rankings(chunks_path: str, queries: pl.DataFrame, k: int, work: str) -> tuple[pl.DataFrame, float, float]:
     """In the retrieval process: BM25 top ``k`` per item, with the seconds it took and the process's peak MiB."""
     t0 = time.perf_counter()
-    env = RetrievalEnv(store=Store(Path(work) / "retrieval.duckdb"), work_dir=Path(work) / "retrieval", resolve=Path,
-                       load_rankings=lambda n: None, log=lambda m: None)
+    env = RetrievalEnv(
+        store=Store(Path(work) / "retrieval.duckdb"),
+        work_dir=Path(work) / "retrieval",
+        resolve=Path,
+        load_rankings=lambda n: None,
+        log=lambda m: None,
+    )
     out = run_retriever(Bm25Retriever(name="bm25", kind="bm25"), pl.read_parquet(chunks_path), queries, k, env)
     return out.rankings, time.perf_counter() - t0, peak_mib()
 
 
-def run_system(cfg: SystemSettings, items, chunks, criteria, store: Store, clients: dict,
-               rankings: Future | None) -> dict:
+def run_system(
+    cfg: SystemSettings, items, chunks, criteria, store: Store, clients: dict, rankings: Future | None
+) -> dict:
     t0 = time.perf_counter()
     contexts = pl.DataFrame(schema=answering.CONTEXT_SCHEMA)
     retrieval = {}
@@ -173,15 +197,31 @@ def run_system(cfg: SystemSettings, items, chunks, criteria, store: Store, clien
         frames.append(answering.answer_rows(cfg.name, track, template, rep, given))
     answers = pl.concat(frames)
     rows = grading.mcq_grades(answers, items, cfg.mcq_output)
-    rep = ask(clients["answer_grader"], "grades/short_answer", SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade,
-              grading.short_answer_requests(answers, items))
+    rep = ask(
+        clients["answer_grader"],
+        "grades/short_answer",
+        SHORT_ANSWER_GRADER_PROMPT,
+        ShortAnswerGrade,
+        grading.short_answer_requests(answers, items),
+    )
     rows += grading.short_answer_grades(answers, items, rep)
-    rep = ask(clients["rubric_judge"], "grades/rubric", RUBRIC_JUDGE_PROMPT, RubricVerdict,
-              grading.rubric_requests(answers, items, criteria))
+    rep = ask(
+        clients["rubric_judge"],
+        "grades/rubric",
+        RUBRIC_JUDGE_PROMPT,
+        RubricVerdict,
+        grading.rubric_requests(answers, items, criteria),
+    )
     rows += grading.rubric_grades(answers, items, criteria, rep)
     grades = grading.grades_frame(rows, "exclude")
-    return {"grades": grades, "answers": answers, "wall_s": time.perf_counter() - t0, "llm": llm,
-            "by_step": by_step, **retrieval}
+    return {
+        "grades": grades,
+        "answers": answers,
+        "wall_s": time.perf_counter() - t0,
+        "llm": llm,
+        "by_step": by_step,
+        **retrieval,
+    }
 
 
 def main() -> None:
@@ -196,13 +236,20 @@ def main() -> None:
     t0 = time.perf_counter()
     items, chunks, criteria = make_data(args.items, args.chunks)
     n_criteria = int(items.filter(pl.col("track") == "rubric")["n_criteria"].sum())
-    log(f"data: {items.height} items {dict(items.group_by('track').len().iter_rows())}, {n_criteria} rubric "
-        f"criteria, {chunks.height} chunks ({time.perf_counter() - t0:.1f} s)")
-    systems = [SystemSettings(name="closed", model="fake-a"),
-               SystemSettings(name="rag", model="fake-a", mode="rag", retriever="bm25", k=5, baseline="closed")]
+    log(
+        f"data: {items.height} items {dict(items.group_by('track').len().iter_rows())}, {n_criteria} rubric "
+        f"criteria, {chunks.height} chunks ({time.perf_counter() - t0:.1f} s)"
+    )
+    systems = [
+        SystemSettings(name="closed", model="fake-a"),
+        SystemSettings(name="rag", model="fake-a", mode="rag", retriever="bm25", k=5, baseline="closed"),
+    ]
     spawn = multiprocessing.get_context("spawn")
-    with (tempfile.TemporaryDirectory() as tmp, running_server(delay=args.delay) as server,
-          ProcessPoolExecutor(1, mp_context=spawn, initializer=os.nice, initargs=(10,)) as second_process):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_server(delay=args.delay) as server,
+        ProcessPoolExecutor(1, mp_context=spawn, initializer=os.nice, initargs=(10,)) as second_process,
+    ):
         work = Path(tmp)
         store = Store(work / "bench.duckdb")
         chunks.write_parquet(work / "chunks.parquet")
@@ -213,7 +260,9 @@ def main() -> None:
             return LLMClient(stage, cfg, store, endpoint=server.url, model=model, resolve_urls=lambda: [server.url])
 
         clients = {s.name: client(f"system:{s.name}", s.model) for s in systems}
-        clients.update(answer_grader=client("answer_grader", "fake-grader"), rubric_judge=client("rubric_judge", "fake-judge"))
+        clients.update(
+            answer_grader=client("answer_grader", "fake-grader"), rubric_judge=client("rubric_judge", "fake-judge")
+        )
         ideal = args.concurrency / args.delay
         figures = {}
         worker_peak = 0.0
@@ -222,8 +271,9 @@ def main() -> None:
             server_cpu0, cpu0 = server_usage(server)[0], cpu_s()
             t1 = time.perf_counter()
             # the RAG system's retrieval, in its own (lower-priority) process while the closed-book system is asked
-            rankings = second_process.submit(rag_rankings, str(work / "chunks.parquet"), queries,
-                                                next(s.k for s in systems if s.mode == "rag"), tmp)
+            rankings = second_process.submit(
+                rag_rankings, str(work / "chunks.parquet"), queries, next(s.k for s in systems if s.mode == "rag"), tmp
+            )
             runs = {s.name: run_system(s, items, chunks, criteria, store, clients, rankings) for s in systems}
             grades = pl.concat([r["grades"] for r in runs.values()])
             t2 = time.perf_counter()
@@ -244,13 +294,20 @@ def main() -> None:
                 rag = ""
                 if "retrieval_s" in r:
                     worker_peak = max(worker_peak, r["worker_peak"])
-                    rag = (f"retrieval {r['retrieval_s']:.1f} s in its own process, waited for "
-                           f"{r['waited_s']:.1f} s; ")
-                log(f"  {name}: {r['llm']['calls']} calls, wall {r['wall_s']:.1f} s ({rag}inside the client "
-                    f"{r['llm']['wall']:.1f} s), {failed} not graded; calls by step {r['by_step']}")
+                    rag = f"retrieval {r['retrieval_s']:.1f} s in its own process, waited for {r['waited_s']:.1f} s; "
+                log(
+                    f"  {name}: {r['llm']['calls']} calls, wall {r['wall_s']:.1f} s ({rag}inside the client "
+                    f"{r['llm']['wall']:.1f} s), {failed} not graded; calls by step {r['by_step']}"
+                )
             log(f"  scoreboard ({board.height} rows) and comparisons ({comparisons.height} rows): {score_s:.1f} s")
-            figures[phase] = {"calls": calls, "llm_wall": llm_wall, "wall": wall, "llm_cpu": llm_cpu, "cpu": cpu,
-                              "server_cpu": server_cpu}
+            figures[phase] = {
+                "calls": calls,
+                "llm_wall": llm_wall,
+                "wall": wall,
+                "llm_cpu": llm_cpu,
+                "cpu": cpu,
+                "server_cpu": server_cpu,
+            }
         overall = board.filter(pl.col("segment_kind") == "all").select("system", "track", "n_scored", "mean")
         log(str(overall))
         server_peak = server_usage(server)[1]
@@ -258,15 +315,23 @@ def main() -> None:
     fresh, rerun = figures["phase 1 (fresh)"], figures["phase 2 (re-run, nothing changed)"]
     n = max(fresh["calls"], 1)
     ideal_s = fresh["calls"] / ideal
-    log(f"summary ({args.items} items, {args.chunks} chunks, {args.delay * 1000:.0f} ms answers, concurrency "
-        f"{args.concurrency}; ideal {ideal:.0f} calls/s, {ideal_s:.1f} s for {fresh['calls']} calls):")
-    log(f"  share of ideal: inside the client {100 * ideal_s / fresh['llm_wall']:.1f}% ({fresh['llm_wall']:.1f} s) | "
-        f"end to end {100 * ideal_s / fresh['wall']:.1f}% ({fresh['wall']:.1f} s) | target 90%")
-    log(f"  CPU per call: client {1000 * fresh['llm_cpu'] / n:.2f} ms inside the client runs, "
-        f"{1000 * fresh['cpu'] / n:.2f} ms for this whole process | fake server {1000 * fresh['server_cpu'] / n:.2f} ms")
+    log(
+        f"summary ({args.items} items, {args.chunks} chunks, {args.delay * 1000:.0f} ms answers, concurrency "
+        f"{args.concurrency}; ideal {ideal:.0f} calls/s, {ideal_s:.1f} s for {fresh['calls']} calls):"
+    )
+    log(
+        f"  share of ideal: inside the client {100 * ideal_s / fresh['llm_wall']:.1f}% ({fresh['llm_wall']:.1f} s) | "
+        f"end to end {100 * ideal_s / fresh['wall']:.1f}% ({fresh['wall']:.1f} s) | target 90%"
+    )
+    log(
+        f"  CPU per call: client {1000 * fresh['llm_cpu'] / n:.2f} ms inside the client runs, "
+        f"{1000 * fresh['cpu'] / n:.2f} ms for this whole process | fake server {1000 * fresh['server_cpu'] / n:.2f} ms"
+    )
     log(f"  calls on the re-run: {rerun['calls']} (target 0); re-run wall {rerun['wall']:.1f} s")
-    log(f"  peak memory: this process {peak_mib():.0f} MiB | second process (retrieval, scoreboard) {worker_peak:.0f} MiB | "
-        f"fake server {server_peak:.0f} MiB")
+    log(
+        f"  peak memory: this process {peak_mib():.0f} MiB | second process (retrieval, scoreboard) {worker_peak:.0f} MiB | "
+        f"fake server {server_peak:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ this process. ``demo`` does the latter for every asset on the demo configuration
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, InputError, run_cli
+from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, run_cli
 from mama_pipeline.common.project_files import project_file
 from mama_pipeline.settings import load_settings
 
@@ -64,8 +65,9 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     else:
         module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
-        commands = materialize_commands(plan_runs(defs.resolve_asset_graph(), selected_keys(defs, select)),
-                                        module, config, instance)
+        commands = materialize_commands(
+            plan_runs(defs.resolve_asset_graph(), selected_keys(defs, select)), module, config, instance
+        )
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
@@ -106,15 +108,26 @@ def run_here(defs, keys, home: Path) -> int:
     os.environ["DAGSTER_HOME"] = str(home)
     log = home / "logs" / "materialize.log"
     print(f"Dagster events go to {log}", flush=True)
-    started_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
         # one embedded LLM server (model load, prompt cache) and one open database for every step
         with kept_for_the_run(), hold_open(settings.db_path):
             tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
         ctx = SummaryContext(settings, Store(settings.db_path), instance, defs.resolve_asset_graph(), started_at)
-        print("\n" + render(tally, time.monotonic() - started, area_lines(ctx), result_paths(settings.data_path),
-                            settings.db_path, log, ui_command(home, config_path_from_env())), flush=True)
+        print(
+            "\n"
+            + render(
+                tally,
+                time.monotonic() - started,
+                area_lines(ctx),
+                result_paths(settings.data_path),
+                settings.db_path,
+                log,
+                ui_command(home, config_path_from_env()),
+            ),
+            flush=True,
+        )
     return 1 if tally.failed else 0
 
 
@@ -132,39 +145,73 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str] | None) -> int:
-    ap = argparse.ArgumentParser(prog="mama-pipeline", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="mama-pipeline", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("demo", help="materialise every asset on the demo-sized sample in one process, then summarise")
     m = sub.add_parser("materialize", help="materialise an asset selection (Dagster selection syntax)")
     m.add_argument("--select", default="*")
-    m.add_argument("--retry-parse-failed", action="store_true",
-                   help="re-ask every LLM answer cached as parse_failed (otherwise served from the cache as failed)")
-    m.add_argument("--executor", choices=["multiprocess", "in_process", "dask"], default="multiprocess",
-                   help="multiprocess: each step in its own process (real runs); in_process: every run in "
-                        "this process, one line per step (small runs, no process start per step); dask: each "
-                        "step on a dask.distributed worker (needs --run-config naming the scheduler)")
-    m.add_argument("--run-config", default=None,
-                   help="Dagster run config file passed to every run of the multiprocess or dask executor "
-                        "(required with --executor dask)")
-    p = sub.add_parser("plan", help="print the requests, cache hits, prompt tokens and expected time of a "
-                                    "selection's LLM stages, sending nothing")
+    m.add_argument(
+        "--retry-parse-failed",
+        action="store_true",
+        help="re-ask every LLM answer cached as parse_failed (otherwise served from the cache as failed)",
+    )
+    m.add_argument(
+        "--executor",
+        choices=["multiprocess", "in_process", "dask"],
+        default="multiprocess",
+        help="multiprocess: each step in its own process (real runs); in_process: every run in "
+        "this process, one line per step (small runs, no process start per step); dask: each "
+        "step on a dask.distributed worker (needs --run-config naming the scheduler)",
+    )
+    m.add_argument(
+        "--run-config",
+        default=None,
+        help="Dagster run config file passed to every run of the multiprocess or dask executor "
+        "(required with --executor dask)",
+    )
+    p = sub.add_parser(
+        "plan",
+        help="print the requests, cache hits, prompt tokens and expected time of a "
+        "selection's LLM stages, sending nothing",
+    )
     p.add_argument("--select", default="*")
-    p.add_argument("--latency-s", type=float, default=None,
-                   help="seconds a request, for stages whose latencies the cache has not recorded")
-    sb = sub.add_parser("submit", help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
-                                       "mamaretrieval or a new system's answers file (JSONL) on mamabench")
-    sb.add_argument("file", help="a TREC run or a BEIR-layout results JSON {query_id: {doc_id: score}} (--kind "
-                                 "retrieval), or a JSONL of {item_id, answer, cited_chunk_ids} (--kind answers)")
-    sb.add_argument("--kind", choices=["retrieval", "answers"], required=True,
-                    help="retrieval: a run on mamaretrieval; answers: an answering system on mamabench")
+    p.add_argument(
+        "--latency-s",
+        type=float,
+        default=None,
+        help="seconds a request, for stages whose latencies the cache has not recorded",
+    )
+    sb = sub.add_parser(
+        "submit",
+        help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
+        "mamaretrieval or a new system's answers file (JSONL) on mamabench",
+    )
+    sb.add_argument(
+        "file",
+        help="a TREC run or a BEIR-layout results JSON {query_id: {doc_id: score}} (--kind "
+        "retrieval), or a JSONL of {item_id, answer, cited_chunk_ids} (--kind answers)",
+    )
+    sb.add_argument(
+        "--kind",
+        choices=["retrieval", "answers"],
+        required=True,
+        help="retrieval: a run on mamaretrieval; answers: an answering system on mamabench",
+    )
     sb.add_argument("--name", required=True, help="the entry's name on the leaderboard")
     sb.add_argument("--model", default=None, help="the model behind the entry")
     sb.add_argument("--link", default=None, help="a link to the entry's paper or code")
-    sb.add_argument("--date", default=None, help="YYYY-MM-DD of the submission (default: today, UTC); "
-                                                 "stored once, kept on re-submission")
-    sb.add_argument("--corpus-version", default=None,
-                    help="the corpus version the run was made on; refused when it is not the store's")
+    sb.add_argument(
+        "--date",
+        default=None,
+        help="YYYY-MM-DD of the submission (default: today, UTC); stored once, kept on re-submission",
+    )
+    sb.add_argument(
+        "--corpus-version",
+        default=None,
+        help="the corpus version the run was made on; refused when it is not the store's",
+    )
     sub.add_parser("eval", help="score runs, evaluate retrievers on BEIR benchmarks, audits, exports", add_help=False)
     sub.add_parser("verify", help="check release folders against their manifests' hashes", add_help=False)
     args, rest = ap.parse_known_args(argv)
@@ -191,12 +238,17 @@ def _dispatch(argv: list[str] | None) -> int:
 
         os.environ[RETRY_PARSE_FAILED_ENV] = "1"
     if args.executor == "in_process" and args.run_config:
-        print("mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs "
-              "take none", file=sys.stderr)
+        print(
+            "mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs take none",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     if args.executor == "dask" and not args.run_config:
-        print("mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
-              "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)", file=sys.stderr)
+        print(
+            "mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
+            "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     return materialize(args.select, args.executor, args.run_config)
 

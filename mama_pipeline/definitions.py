@@ -5,6 +5,7 @@ partitions of :mod:`mama_pipeline.partitions`; a wrong key or value in the confi
 time, with the key named. ``MAMA_CONFIG`` (or the bundled sample) is the file, for the definitions and for the
 runs' ``settings`` resource alike.
 """
+
 import dagster as dg
 
 from mama_pipeline.calibration.definitions import build_defs as calibration
@@ -26,8 +27,24 @@ from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.submissions.definitions import build_defs as submissions
 from mama_pipeline.systems.definitions import build_defs as systems
 
-AREAS = (mamabench, calibration, corpus, queries, retrieval, judging, evaluation, multipassage, release, clinician,
-         robustness, systems, submissions, leaderboard, plan, reports)
+AREAS = (
+    mamabench,
+    calibration,
+    corpus,
+    queries,
+    retrieval,
+    judging,
+    evaluation,
+    multipassage,
+    release,
+    clinician,
+    robustness,
+    systems,
+    submissions,
+    leaderboard,
+    plan,
+    reports,
+)
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:

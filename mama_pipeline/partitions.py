@@ -4,10 +4,12 @@
 ``build_defs``; the assets are declared unpartitioned at module level and take their partitions from
 :func:`partitioned`, so what a run executes and what the graph shows come from one configuration.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -27,7 +29,7 @@ class Partitions:
     systems: dg.StaticPartitionsDefinition  # system_answers, system_grades: one per configured system
 
     @classmethod
-    def of(cls, settings: "PipelineSettings") -> "Partitions":
+    def of(cls, settings: PipelineSettings) -> Partitions:
         return cls(
             retrievers=dg.StaticPartitionsDefinition(settings.retrieval.retriever_names),
             shards=dg.StaticPartitionsDefinition(shard_keys(settings.judging.shards)),
@@ -38,7 +40,9 @@ class Partitions:
 SUBMISSIONS = dg.DynamicPartitionsDefinition(name="submissions")  # submission_scores: one per submission (`submit`)
 
 
-def partitioned(assets: Iterable[dg.AssetsDefinition], partitions_def: dg.PartitionsDefinition,
-                ) -> list[dg.AssetsDefinition]:
+def partitioned(
+    assets: Iterable[dg.AssetsDefinition],
+    partitions_def: dg.PartitionsDefinition,
+) -> list[dg.AssetsDefinition]:
     """The assets with every output partitioned by ``partitions_def``."""
     return [a.map_asset_specs(lambda spec: spec.replace_attributes(partitions_def=partitions_def)) for a in assets]

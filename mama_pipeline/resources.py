@@ -1,9 +1,10 @@
 """Dagster resources and the DuckDB/polars IO manager shared by every area."""
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import dagster as dg
 import polars as pl
@@ -16,8 +17,16 @@ from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 
 LLM_STAGES = (
-    "classifier", "classifier_reference", "query_writer", "judge", "reference_judge", "cross_model_judge",
-    "rubric_judge", "query_rewriter", "rewrite_gate", "answer_grader",
+    "classifier",
+    "classifier_reference",
+    "query_writer",
+    "judge",
+    "reference_judge",
+    "cross_model_judge",
+    "rubric_judge",
+    "query_rewriter",
+    "rewrite_gate",
+    "answer_grader",
 )
 
 
@@ -105,7 +114,9 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
         if obj is None:
             return
         if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, not a polars DataFrame")
+            raise TypeError(
+                f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, not a polars DataFrame"
+            )
         partition = context.partition_key if context.has_partition_key else None
         store = Store(self.settings.get().db_path)
         store.write_table(self._table(context.asset_key), obj, partition=partition)

@@ -7,10 +7,12 @@ of assets with the same partitions definition (or none), run once, or once per
 partition key, after every step it depends on. The steps are as few as a
 topological order allows.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import dagster as dg
 
@@ -91,8 +93,9 @@ def _step(units: list[frozenset], partitions_def: dg.PartitionsDefinition | None
     return RunStep(tuple(keys), partitions_def)
 
 
-def materialize_commands(steps: list[RunStep], module: str, run_config: str | None = None,
-                         instance: dg.DagsterInstance | None = None) -> list[list[str]]:
+def materialize_commands(
+    steps: list[RunStep], module: str, run_config: str | None = None, instance: dg.DagsterInstance | None = None
+) -> list[list[str]]:
     """``dagster asset materialize`` arguments for every run of the plan (multiprocess runs on the instance);
     ``run_config``: a run config file passed to each (``-c``)."""
     commands = []
@@ -130,8 +133,12 @@ def execute_plan(
             if on_run is not None:
                 on_run(len(results) + 1, total, step, partition_key)
             result = job.execute_in_process(
-                instance=instance, asset_selection=list(step.asset_keys), partition_key=partition_key,
-                tags=dict(tags or {}), raise_on_error=raise_on_error, run_config=run_config,
+                instance=instance,
+                asset_selection=list(step.asset_keys),
+                partition_key=partition_key,
+                tags=dict(tags or {}),
+                raise_on_error=raise_on_error,
+                run_config=run_config,
             )
             results.append(result)
             if not result.success:

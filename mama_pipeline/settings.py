@@ -5,6 +5,7 @@ defaults (``bundled:...``) against the package; ``data_dir`` resolves against th
 working directory and ``MAMA_DATA_DIR`` overrides it.
 ``MAMA_CONFIG`` names the file; the default is the bundled-sample configuration.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,6 +18,8 @@ from pydantic import ValidationError, model_validator
 from mama_pipeline.calibration.settings import CalibrationSettings
 from mama_pipeline.circularity.settings import CircularitySettings, check_families
 from mama_pipeline.clinician.settings import ClinicianSettings
+from mama_pipeline.common.input_errors import InputError, read_text
+from mama_pipeline.common.settings_base import Section, resolve_path
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
@@ -26,9 +29,7 @@ from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.common.input_errors import InputError, read_text
 from mama_pipeline.robustness.settings import RobustnessSettings
-from mama_pipeline.common.settings_base import Section, resolve_path
 from mama_pipeline.systems.settings import SystemsSettings
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
@@ -59,7 +60,7 @@ class PipelineSettings(Section):
     config_dir: str = "."
 
     @model_validator(mode="after")
-    def _systems_name_retrievers(self) -> "PipelineSettings":
+    def _systems_name_retrievers(self) -> PipelineSettings:
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
         check_families(self)
         return self

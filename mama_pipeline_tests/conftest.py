@@ -1,9 +1,10 @@
 """Shared fixtures: a fake OpenAI-compatible server, a store and a client factory."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -33,8 +34,13 @@ def store(tmp_path: Path) -> Store:
 def make_client(store: Store, fake_llm: ServerHandle) -> Callable[..., LLMClient]:
     def make(urls: list[str] | None = None, model: str = "fake-model", stage: str = "judge", **overrides) -> LLMClient:
         urls = urls or [fake_llm.url]
-        settings = StageSettings(base_urls=urls, model=model, **{
-            "backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0, **overrides})
-        return LLMClient(stage, settings, store, endpoint=",".join(sorted(urls)), model=model,
-                         resolve_urls=lambda: urls)
+        settings = StageSettings(
+            base_urls=urls,
+            model=model,
+            **{"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0, **overrides},
+        )
+        return LLMClient(
+            stage, settings, store, endpoint=",".join(sorted(urls)), model=model, resolve_urls=lambda: urls
+        )
+
     return make

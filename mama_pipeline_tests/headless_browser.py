@@ -4,6 +4,7 @@ Chromium is found wherever it is installed (``CHROMIUM`` environment variable, t
 usual command names on PATH, then Debian's and Google's install paths); scripts/test.sh
 installs Debian's ``chromium`` when it is missing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,8 +22,13 @@ from pathlib import Path
 from mama_pipeline_tests.support.processes import default_signals, free_port
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-PATHS = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/opt/google/chrome/chrome",
-         "/snap/bin/chromium", "/Applications/Chromium.app/Contents/MacOS/Chromium")
+PATHS = (
+    "/usr/bin/chromium",
+    "/usr/lib/chromium/chromium",
+    "/opt/google/chrome/chrome",
+    "/snap/bin/chromium",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+)
 
 PAGE_FACTS = """JSON.stringify({
   title: document.title,
@@ -46,8 +52,10 @@ def find_chromium() -> str:
             return found
     found = next((p for p in PATHS if os.access(p, os.X_OK)), None)
     if found is None:
-        pytest.fail(f"no Chromium found (tried {', '.join(NAMES)} on PATH and {', '.join(PATHS)}; set CHROMIUM to "
-                    "its path, or run scripts/test.sh as root to install Debian's chromium)")
+        pytest.fail(
+            f"no Chromium found (tried {', '.join(NAMES)} on PATH and {', '.join(PATHS)}; set CHROMIUM to "
+            "its path, or run scripts/test.sh as root to install Debian's chromium)"
+        )
     return found
 
 
@@ -64,11 +72,22 @@ class PageCheck:
 def _browser(chromium: str):
     port = free_port()
     profile = tempfile.mkdtemp(prefix="mama-chromium-")
-    cmd = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
-           f"--remote-debugging-port={port}", "--remote-allow-origins=*", "about:blank"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=default_signals)
+    cmd = [
+        chromium,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={profile}",
+        f"--remote-debugging-port={port}",
+        "--remote-allow-origins=*",
+        "about:blank",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=default_signals
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -130,5 +149,7 @@ def check_page(path: Path, chromium: str, timeout_s: float = 60) -> PageCheck:
         deadline = time.monotonic() + timeout_s
         while not loaded:
             _event(json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic()))))
-        facts = json.loads(call("Runtime.evaluate", {"expression": PAGE_FACTS, "returnByValue": True})["result"]["value"])
+        facts = json.loads(
+            call("Runtime.evaluate", {"expression": PAGE_FACTS, "returnByValue": True})["result"]["value"]
+        )
         return PageCheck(facts["title"], facts["text"], facts["headings"], facts["images"], errors)

@@ -1,4 +1,5 @@
 """Fill small synthetic frames up to the stored contract of the real upstream assets."""
+
 from __future__ import annotations
 
 import polars as pl

@@ -7,6 +7,7 @@ admin, without the admin rights. The password comes from the environment
 running or stopped; the server must have started once (it creates the
 organization with the admin).
 """
+
 import os
 import sys
 from pathlib import Path
@@ -25,8 +26,10 @@ def main(email: str) -> int:
 
     org = Organization.objects.first()
     if org is None:
-        print(f"no organization in {os.environ['LABEL_STUDIO_BASE_DATA_DIR']}: start the server once first",
-              file=sys.stderr)
+        print(
+            f"no organization in {os.environ['LABEL_STUDIO_BASE_DATA_DIR']}: start the server once first",
+            file=sys.stderr,
+        )
         return 1
     if User.objects.filter(email=email).exists():
         print(f"{email} already has an account", file=sys.stderr)

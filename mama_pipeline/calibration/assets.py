@@ -9,8 +9,8 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
 from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
 from mama_pipeline.calibration.rubric_judge import (
     RUBRIC_JUDGE_PROMPT,
     STAGE,
@@ -105,9 +105,7 @@ def calibration_judge_labels(
             "side_file_rows": side_file.height,
             "sample_seed": cfg.harness_seed,
             "failed_calls": failures.height,
-            "failures": md_table(
-                failures.select("upstream_line", "status", "error").head(FAILURES_SHOWN)
-            ),
+            "failures": md_table(failures.select("upstream_line", "status", "error").head(FAILURES_SHOWN)),
         },
     )
 
@@ -121,8 +119,16 @@ def calibration_harness_report(side_file: pl.DataFrame, labels: pl.DataFrame) ->
     judged = judged_rows(side_file, labels)
     report = harness_report(judged, SCOPE_CATEGORIES)
     summary = report.filter(pl.col("rater").is_in([JUDGE, PHYSICIANS_POOLED])).select(
-        "rater", "scope_category", "rows", "met_rate", "reference_met_rate", "agree_on_met",
-        "agree_on_not_met", "consensus_agreement", "macro_f1", "balanced_accuracy",
+        "rater",
+        "scope_category",
+        "rows",
+        "met_rate",
+        "reference_met_rate",
+        "agree_on_met",
+        "agree_on_not_met",
+        "consensus_agreement",
+        "macro_f1",
+        "balanced_accuracy",
     )
     headline = {
         f"{rater}/{k}": v

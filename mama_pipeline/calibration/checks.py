@@ -19,7 +19,9 @@ def every_meta_eval_row_accounted(
     total = int(acc["rows"].sum())
     kept = dict(acc.filter(pl.col("outcome") == "kept").select("scope_category", "rows").iter_rows())
     in_file = dict(side_file.group_by("scope_category").len().iter_rows())
-    mismatched = {c: (kept.get(c, 0), in_file.get(c, 0)) for c in SCOPE_CATEGORIES if kept.get(c, 0) != in_file.get(c, 0)}
+    mismatched = {
+        c: (kept.get(c, 0), in_file.get(c, 0)) for c in SCOPE_CATEGORIES if kept.get(c, 0) != in_file.get(c, 0)
+    }
     return dg.AssetCheckResult(
         passed=total == meta_eval.height and not mismatched,
         metadata={"meta_eval_rows": meta_eval.height, "accounted_rows": total, "kept_mismatch": str(mismatched)},

@@ -1,4 +1,5 @@
 """The calibration area's Dagster definitions (resources come from the top-level merge)."""
+
 import dagster as dg
 
 from mama_pipeline.calibration.assets import (

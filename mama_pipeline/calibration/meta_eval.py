@@ -4,6 +4,7 @@ One row per (conversation, completion, consensus criterion) with one binary
 label per physician. Every upstream field is kept as is; ``upstream_line`` (the
 1-based line in the file) is added as the row's key.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ class MetaEvalRow(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _one_label_per_physician(self) -> "MetaEvalRow":
+    def _one_label_per_physician(self) -> MetaEvalRow:
         if not self.binary_labels:
             raise ValueError("binary_labels is empty")
         if len(self.binary_labels) != len(self.anonymized_physician_ids):
@@ -96,9 +97,7 @@ def locate(source: MetaEvalSource, config_dir: Path) -> MetaEvalFile:
         from huggingface_hub import hf_hub_download
 
         path = Path(
-            hf_hub_download(
-                repo_id=source.repo_id, filename=source.file, repo_type="dataset", revision=source.revision
-            )
+            hf_hub_download(repo_id=source.repo_id, filename=source.file, repo_type="dataset", revision=source.revision)
         )
         origin = f"hub:{source.repo_id}@{source.revision}/{source.file}"
     else:

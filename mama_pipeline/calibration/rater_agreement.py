@@ -11,10 +11,11 @@ are plain proportions. A figure whose denominator is empty is ``None``.
 - ``consensus_*``: rows where at least two reference physicians gave labels and
   all agree; the share where the rater gives that same label.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Iterable, Sequence
 
 import numpy as np
 import polars as pl
@@ -45,10 +46,7 @@ REPORT_SCHEMA = {
     "rater": pl.String,
     "rater_kind": pl.String,
     "scope_category": pl.String,
-    **{
-        f.name: (pl.Int64 if f.type == "int" else pl.Float64)
-        for f in fields(Agreement)
-    },
+    **{f.name: (pl.Int64 if f.type == "int" else pl.Float64) for f in fields(Agreement)},
 }
 
 
@@ -66,7 +64,8 @@ def agreement(labels: Sequence[bool], reference: Sequence[Sequence[bool]]) -> Ag
     y_pred = np.asarray([s for s, ref in zip(labels, reference) for _ in ref], dtype=bool)
     y_true = np.asarray([r for ref in reference for r in ref], dtype=bool)
     consensus = [
-        (s, ref[0]) for s, ref in zip(labels, reference)
+        (s, ref[0])
+        for s, ref in zip(labels, reference)
         if len(ref) >= MIN_CONSENSUS_RATERS and all(r == ref[0] for r in ref)
     ]
     cons = np.asarray([s == c for s, c in consensus], dtype=bool)
@@ -113,7 +112,7 @@ def physician_views(rows: pl.DataFrame) -> dict[str, tuple[list[bool], list[list
     views: dict[str, tuple[list[bool], list[list[bool]]]] = {}
     for labels, ids in zip(rows["binary_labels"].to_list(), rows["anonymized_physician_ids"].to_list()):
         for i, pid in enumerate(ids):
-            others = labels[:i] + labels[i + 1:]
+            others = labels[:i] + labels[i + 1 :]
             if others:
                 own, refs = views.setdefault(pid, ([], []))
                 own.append(labels[i])
@@ -124,17 +123,29 @@ def physician_views(rows: pl.DataFrame) -> dict[str, tuple[list[bool], list[list
 def _report_rows(judged: pl.DataFrame, category: str) -> Iterable[dict]:
     refs = judged["binary_labels"].to_list()
     if refs:
-        yield {"rater": JUDGE, "rater_kind": "judge", "scope_category": category,
-               **asdict(agreement(judged["criteria_met"].to_list(), refs))}
+        yield {
+            "rater": JUDGE,
+            "rater_kind": "judge",
+            "scope_category": category,
+            **asdict(agreement(judged["criteria_met"].to_list(), refs)),
+        }
     views = physician_views(judged)
     pooled_own = [label for own, _ in views.values() for label in own]
     pooled_refs = [ref for _, refs_ in views.values() for ref in refs_]
     if pooled_own:
-        yield {"rater": PHYSICIANS_POOLED, "rater_kind": "physician", "scope_category": category,
-               **asdict(agreement(pooled_own, pooled_refs))}
+        yield {
+            "rater": PHYSICIANS_POOLED,
+            "rater_kind": "physician",
+            "scope_category": category,
+            **asdict(agreement(pooled_own, pooled_refs)),
+        }
     for pid, (own, refs_) in views.items():
-        yield {"rater": f"physician:{pid}", "rater_kind": "physician", "scope_category": category,
-               **asdict(agreement(own, refs_))}
+        yield {
+            "rater": f"physician:{pid}",
+            "rater_kind": "physician",
+            "scope_category": category,
+            **asdict(agreement(own, refs_)),
+        }
 
 
 def harness_report(judged: pl.DataFrame, categories: Sequence[str]) -> pl.DataFrame:

@@ -4,6 +4,7 @@ Requests go through the shared LLM client (stage ``rubric_judge``). A call that
 fails after the client's retries stays in the label table with its status and
 error and a null ``criteria_met``; it never becomes a label.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -65,9 +66,7 @@ def sample_rows(side_file: pl.DataFrame, size: int, seed: int) -> pl.DataFrame:
     Rows are ordered by a hash of (seed, upstream_line), so the sample is stable
     and a larger size extends a smaller one.
     """
-    order = [
-        hashlib.sha256(f"{seed}:{line}".encode()).hexdigest() for line in side_file["upstream_line"].to_list()
-    ]
+    order = [hashlib.sha256(f"{seed}:{line}".encode()).hexdigest() for line in side_file["upstream_line"].to_list()]
     ranked = side_file.with_columns(pl.Series("_order", order, dtype=pl.String)).sort("_order")
     if size:
         ranked = ranked.head(size)
@@ -83,9 +82,7 @@ def judge_requests(rows: pl.DataFrame) -> list[LLMRequest]:
     return [
         LLMRequest(
             item_id=f"meta-line-{line}",
-            messages=RUBRIC_JUDGE_PROMPT.render(
-                conversation=render_conversation(prompt, completion), criterion=rubric
-            ),
+            messages=RUBRIC_JUDGE_PROMPT.render(conversation=render_conversation(prompt, completion), criterion=rubric),
         )
         for line, prompt, completion, rubric in rows.select(
             "upstream_line", "prompt", "completion", "rubric"

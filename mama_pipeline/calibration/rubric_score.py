@@ -4,6 +4,7 @@ Per example: the points of the criteria met (negative points included) over the
 sum of the example's positive points; not clipped, so an example can score below
 0. Overall: the mean of the example scores, clipped to [0, 1].
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,8 +47,6 @@ def rubric_score(grades: pl.DataFrame) -> RubricScore:
     unscorable = examples.filter(pl.col("possible_points") <= 0)["example_id"]
     if len(unscorable):
         raise ValueError(f"grades: example(s) with no positive points: {unscorable.head(5).to_list()}")
-    examples = examples.with_columns(
-        (pl.col("achieved_points") / pl.col("possible_points")).alias("score")
-    )
+    examples = examples.with_columns((pl.col("achieved_points") / pl.col("possible_points")).alias("score"))
     mean = float(examples["score"].mean())
     return RubricScore(overall=float(np.clip(mean, 0.0, 1.0)), unclipped_mean=mean, examples=examples)

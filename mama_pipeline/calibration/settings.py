@@ -1,4 +1,5 @@
 """Configuration of the judge-calibration side-file and harness."""
+
 from __future__ import annotations
 
 from pydantic import Field, model_validator
@@ -24,7 +25,7 @@ class MetaEvalSource(Section):
     licence: str = "MIT"
 
     @model_validator(mode="after")
-    def _one_place(self) -> "MetaEvalSource":
+    def _one_place(self) -> MetaEvalSource:
         if (self.path is None) == (self.repo_id is None):
             raise ValueError("set exactly one of 'path' (local) or 'repo_id' (hub)")
         if self.repo_id is not None and not self.revision:

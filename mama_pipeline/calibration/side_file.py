@@ -9,6 +9,7 @@ classified). Every meta-evaluation row ends in exactly one outcome:
 - ``unclassified``: the prompt has a verdict row whose category is null;
 - ``no_verdict``: the prompt_id has no verdict row at all.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -65,9 +66,7 @@ def build_side_file(meta_eval: pl.DataFrame, verdicts: pl.DataFrame) -> SideFile
         .alias("_outcome")
     )
     rows = (
-        joined.filter(pl.col("_outcome") == "kept")
-        .select(*meta_eval.columns, "scope_category")
-        .sort("upstream_line")
+        joined.filter(pl.col("_outcome") == "kept").select(*meta_eval.columns, "scope_category").sort("upstream_line")
     )
     return SideFile(rows=rows, accounting=_accounting(joined))
 
@@ -75,13 +74,9 @@ def build_side_file(meta_eval: pl.DataFrame, verdicts: pl.DataFrame) -> SideFile
 def _accounting(joined: pl.DataFrame) -> pl.DataFrame:
     keys = [("kept", c) for c in SCOPE_CATEGORIES] + [(o, None) for o in OUTCOMES[1:]]
     counted = (
-        joined.with_columns(
-            pl.when(pl.col("_outcome") == "kept").then(pl.col("scope_category")).alias("_cat")
-        )
+        joined.with_columns(pl.when(pl.col("_outcome") == "kept").then(pl.col("scope_category")).alias("_cat"))
         .group_by("_outcome", "_cat")
         .agg(pl.len().alias("rows"), pl.col("prompt_id").n_unique().alias("prompts"))
     )
     found = {(r["_outcome"], r["_cat"]): (r["rows"], r["prompts"]) for r in counted.iter_rows(named=True)}
-    return pl.DataFrame(
-        [(o, c, *found.get((o, c), (0, 0))) for o, c in keys], schema=ACCOUNTING_SCHEMA, orient="row"
-    )
+    return pl.DataFrame([(o, c, *found.get((o, c), (0, 0))) for o, c in keys], schema=ACCOUNTING_SCHEMA, orient="row")

@@ -13,6 +13,7 @@ token ("Qwen/Qwen3.5-397B-A17B-FP8" -> "qwen/qwen3.5"; "meta-llama/Llama-3.1-8B"
 organisation, and then only base names are compared. A part without a named
 model (BM25, an imported run, a remote stage that names none) is never flagged.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,14 @@ RELEVANCE_JUDGE = "llm.judge"
 SYSTEM_JUDGES = ("llm.answer_grader", "llm.rubric_judge")
 DENSE_DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"  # the wheels' offline defaults
 SPARSE_DEFAULT = "splade-tiny"
-FLAG_SCHEMA = {"judge": pl.String, "judge_model": pl.String, "part": pl.String, "model": pl.String,
-               "shared": pl.String, "family": pl.String}
+FLAG_SCHEMA = {
+    "judge": pl.String,
+    "judge_model": pl.String,
+    "part": pl.String,
+    "model": pl.String,
+    "shared": pl.String,
+    "family": pl.String,
+}
 
 
 def model_family(model: str) -> str:
@@ -60,12 +67,12 @@ class Flag:
         return f"circular: {self.judge} ({self.judge_model}) and {self.part} ({self.model}) share the {what}"
 
 
-def _llm_model(s: "PipelineSettings", st: "StageSettings") -> str | None:
+def _llm_model(s: PipelineSettings, st: StageSettings) -> str | None:
     """The model a stage or system names; the embedded server's alias when it runs there."""
     return st.model or (s.llm.embedded_server.model_alias if st.embedded else None)
 
 
-def _stage_model(s: "PipelineSettings", stage: str) -> str | None:
+def _stage_model(s: PipelineSettings, stage: str) -> str | None:
     return _llm_model(s, getattr(s.llm, stage))
 
 
@@ -73,7 +80,7 @@ def _encoder(p, default: str | None) -> str | None:
     return p.model_id or p.model_path or default
 
 
-def _retriever_models(s: "PipelineSettings") -> dict[str, str]:
+def _retriever_models(s: PipelineSettings) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in s.retrieval.retrievers:
         if r.kind == "dense":
@@ -84,12 +91,15 @@ def _retriever_models(s: "PipelineSettings") -> dict[str, str]:
             out[r.name] = r.params.model
         elif r.kind == "rerank":
             b = r.params.backend
-            out[r.name] = b.model if b.type == "endpoint" else _encoder(
-                b, DENSE_DEFAULT if getattr(b, "untrained_minilm", False) else None)
+            out[r.name] = (
+                b.model
+                if b.type == "endpoint"
+                else _encoder(b, DENSE_DEFAULT if getattr(b, "untrained_minilm", False) else None)
+            )
     return out
 
 
-def _compare(s: "PipelineSettings", judge: str, part: str, model: str | None) -> Flag | None:
+def _compare(s: PipelineSettings, judge: str, part: str, model: str | None) -> Flag | None:
     judge_model = _stage_model(s, judge.split(".", 1)[1])
     if not judge_model or not model:
         return None
@@ -102,7 +112,7 @@ def _compare(s: "PipelineSettings", judge: str, part: str, model: str | None) ->
     return Flag(judge, judge_model, part, model, "family", a) if a == b else None
 
 
-def circularity_flags(s: "PipelineSettings") -> list[Flag]:
+def circularity_flags(s: PipelineSettings) -> list[Flag]:
     """Every judge / judged pair that shares a model or a model family, in a fixed order."""
     check_families(s)
     candidates = [(RELEVANCE_JUDGE, QUERY_WRITER, _stage_model(s, "query_writer"))]
@@ -113,12 +123,15 @@ def circularity_flags(s: "PipelineSettings") -> list[Flag]:
     for r in s.retrieval.retrievers:  # a fusion carries its runs' flags
         if r.kind == "rrf":
             runs = {f"retrieval.{x}" for x in r.params.runs}
-            flags += [Flag(f.judge, f.judge_model, f"retrieval.{r.name}", f"fuses {f.part}", f.shared, f.family)
-                      for f in flags if f.part in runs]
+            flags += [
+                Flag(f.judge, f.judge_model, f"retrieval.{r.name}", f"fuses {f.part}", f.shared, f.family)
+                for f in flags
+                if f.part in runs
+            ]
     return flags
 
 
-def system_flags(s: "PipelineSettings") -> list[Flag]:
+def system_flags(s: PipelineSettings) -> list[Flag]:
     """The answer grader's and the rubric judge's flags against the answering systems."""
     return [f for f in circularity_flags(s) if f.judge in SYSTEM_JUDGES]
 
@@ -135,8 +148,9 @@ def retriever_notes(flags: list[Flag], retrievers: list[str]) -> dict[str, str]:
 
 
 def flag_table(flags: list[Flag]) -> pl.DataFrame:
-    return pl.DataFrame([{k: v for k, v in flag_record(f).items() if k in FLAG_SCHEMA} for f in flags],
-                        schema=FLAG_SCHEMA)
+    return pl.DataFrame(
+        [{k: v for k, v in flag_record(f).items() if k in FLAG_SCHEMA} for f in flags], schema=FLAG_SCHEMA
+    )
 
 
 def circularity_notes(flags: list[Flag]) -> list[str]:
@@ -146,8 +160,15 @@ def circularity_notes(flags: list[Flag]) -> list[str]:
 
 def flag_record(f: Flag) -> dict[str, str]:
     """A flag as a manifest records it: its fields and its note."""
-    return {"judge": f.judge, "judge_model": f.judge_model, "part": f.part, "model": f.model, "shared": f.shared,
-            "family": f.family, "note": f.note}
+    return {
+        "judge": f.judge,
+        "judge_model": f.judge_model,
+        "part": f.part,
+        "model": f.model,
+        "shared": f.shared,
+        "family": f.family,
+        "note": f.note,
+    }
 
 
 def circularity_notes_of(records: list[dict[str, str]]) -> list[str]:

@@ -1,4 +1,5 @@
 """Configuration of the circularity flags: model families named by hand where the default rule is wrong."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -17,14 +18,16 @@ class CircularitySettings(Section):
     families: dict[str, str] = Field(default_factory=dict)
 
 
-def known_parts(s: "PipelineSettings") -> set[str]:
+def known_parts(s: PipelineSettings) -> set[str]:
     stages = {f"llm.{k}" for k in type(s.llm).model_fields if k != "embedded_server"}
     return stages | {f"retrieval.{n}" for n in s.retrieval.retriever_names} | {f"systems.{n}" for n in s.systems.names}
 
 
-def check_families(s: "PipelineSettings") -> None:
+def check_families(s: PipelineSettings) -> None:
     """A ValueError naming each ``circularity.families`` key that is no stage, retriever or system."""
     unknown = sorted(set(s.circularity.families) - known_parts(s))
     if unknown:
-        raise ValueError(f"circularity.families names unknown parts {unknown}: keys are llm.<stage>, "
-                         "retrieval.<retriever> or systems.<system>")
+        raise ValueError(
+            f"circularity.families names unknown parts {unknown}: keys are llm.<stage>, "
+            "retrieval.<retriever> or systems.<system>"
+        )

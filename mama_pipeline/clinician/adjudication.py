@@ -6,6 +6,7 @@ the annotations that put the pair on topic, then scored with the judge's rules.
 A task with a tie on any dimension it needs has no majority label. A task is
 ``synthetic`` when any annotation it was adjudicated from is.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -17,10 +18,22 @@ from mama_pipeline.clinician.labelling_config import DIMENSIONS
 from mama_pipeline.judging.label_score import score_verdicts
 
 MAJORITY_SCHEMA = {
-    "task_key": pl.String, "kind": pl.String, "query_id": pl.String, "chunk_id": pl.String, "item_id": pl.String,
-    "annotations": pl.Int64, "annotators": pl.String, "tie": pl.Boolean, "tied_on": pl.String,
-    "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
-    "score": pl.Int8, "category": pl.String, "synthetic": pl.Boolean,
+    "task_key": pl.String,
+    "kind": pl.String,
+    "query_id": pl.String,
+    "chunk_id": pl.String,
+    "item_id": pl.String,
+    "annotations": pl.Int64,
+    "annotators": pl.String,
+    "tie": pl.Boolean,
+    "tied_on": pl.String,
+    "d1_topic": pl.Boolean,
+    "d2_meaningful": pl.Int8,
+    "d3_actionable": pl.Int8,
+    "d4_density": pl.Int8,
+    "score": pl.Int8,
+    "category": pl.String,
+    "synthetic": pl.Boolean,
 }
 
 
@@ -37,8 +50,11 @@ def _relevance(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if tie:
         return {"tie": True, "tied_on": "d1_topic"}
     if not d1:
-        return {"tie": False, "tied_on": None, **score_verdicts(
-            {"d1_topic": False, "d2_meaningful": 0, "d3_actionable": 0, "d4_density": 0})}
+        return {
+            "tie": False,
+            "tied_on": None,
+            **score_verdicts({"d1_topic": False, "d2_meaningful": 0, "d3_actionable": 0, "d4_density": 0}),
+        }
     on_topic = [r for r in rows if r["d1_topic"]]
     grades, tied = {}, []
     for dim in DIMENSIONS[1:]:
@@ -60,9 +76,16 @@ def majority_labels(labels: pl.DataFrame, min_annotations: int) -> pl.DataFrame:
         if len(rows) < min_annotations:
             continue
         first = rows[0]
-        base = {"task_key": key, "kind": first["kind"], "query_id": first["query_id"], "chunk_id": first["chunk_id"],
-                "item_id": first["item_id"], "annotations": len(rows),
-                "annotators": ",".join(r["annotator_id"] for r in rows), "synthetic": any(r["synthetic"] for r in rows)}
+        base = {
+            "task_key": key,
+            "kind": first["kind"],
+            "query_id": first["query_id"],
+            "chunk_id": first["chunk_id"],
+            "item_id": first["item_id"],
+            "annotations": len(rows),
+            "annotators": ",".join(r["annotator_id"] for r in rows),
+            "synthetic": any(r["synthetic"] for r in rows),
+        }
         if first["kind"] == "relevance":
             decided = _relevance(rows)
         else:

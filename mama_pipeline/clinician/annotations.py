@@ -16,6 +16,7 @@ its task says ``"synthetic": true`` (the offline demo's made-up annotators mark
 both; a Label Studio server keeps the task's ``meta``), whatever the file is
 called.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,29 @@ from mama_pipeline.common.input_errors import InputError
 from mama_pipeline.judging.label_score import score_verdicts
 
 LABEL_SCHEMA = {
-    "task_key": pl.String, "kind": pl.String, "ls_task_id": pl.Int64, "annotation_id": pl.Int64,
-    "annotator_id": pl.String, "created_at": pl.String, "updated_at": pl.String, "lead_time_s": pl.Float64,
-    "query_id": pl.String, "chunk_id": pl.String, "item_id": pl.String,
-    "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
-    "d3_answered": pl.Int8, "structural_violation": pl.Boolean, "score": pl.Int8, "category": pl.String,
-    "status": pl.String, "problem": pl.String, "source": pl.String, "synthetic": pl.Boolean,
+    "task_key": pl.String,
+    "kind": pl.String,
+    "ls_task_id": pl.Int64,
+    "annotation_id": pl.Int64,
+    "annotator_id": pl.String,
+    "created_at": pl.String,
+    "updated_at": pl.String,
+    "lead_time_s": pl.Float64,
+    "query_id": pl.String,
+    "chunk_id": pl.String,
+    "item_id": pl.String,
+    "d1_topic": pl.Boolean,
+    "d2_meaningful": pl.Int8,
+    "d3_actionable": pl.Int8,
+    "d4_density": pl.Int8,
+    "d3_answered": pl.Int8,
+    "structural_violation": pl.Boolean,
+    "score": pl.Int8,
+    "category": pl.String,
+    "status": pl.String,
+    "problem": pl.String,
+    "source": pl.String,
+    "synthetic": pl.Boolean,
 }
 
 
@@ -137,12 +155,19 @@ def parse_export(tasks: Any, source: str) -> pl.DataFrame:
             if any(not isinstance(r, dict) for r in result):
                 raise ExportError(f"{at}: a result entry is not an object")
             row: dict[str, Any] = {
-                "task_key": key, "kind": kind, "ls_task_id": task_id,
-                "annotation_id": _typed(a.get("id"), (int,), "annotation id", at), "annotator_id": annotator,
+                "task_key": key,
+                "kind": kind,
+                "ls_task_id": task_id,
+                "annotation_id": _typed(a.get("id"), (int,), "annotation id", at),
+                "annotator_id": annotator,
                 "created_at": _typed(a.get("created_at"), (str,), "created_at", at),
                 "updated_at": _typed(a.get("updated_at"), (str,), "updated_at", at),
                 "lead_time_s": _typed(a.get("lead_time"), (int, float), "lead_time", at),
-                "query_id": None, "chunk_id": None, "item_id": None, **ids, "source": source,
+                "query_id": None,
+                "chunk_id": None,
+                "item_id": None,
+                **ids,
+                "source": source,
                 "synthetic": _synthetic(task, a, at),
             }
             if a.get("was_cancelled"):
@@ -153,8 +178,11 @@ def parse_export(tasks: Any, source: str) -> pl.DataFrame:
             else:
                 category = _choice(result, "category")
                 ok = category in CATEGORIES
-                row.update(category=category if ok else None, status="labelled" if ok else "invalid",
-                           problem=None if ok else f"scope category {category!r} is not one of {list(CATEGORIES)}")
+                row.update(
+                    category=category if ok else None,
+                    status="labelled" if ok else "invalid",
+                    problem=None if ok else f"scope category {category!r} is not one of {list(CATEGORIES)}",
+                )
             rows.append(row)
     return pl.DataFrame(rows, schema=LABEL_SCHEMA, strict=False)
 
@@ -163,7 +191,13 @@ def latest_per_annotator(labels: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """One row per (task, annotator): the most recently updated annotation; returns (rows, superseded)."""
     if labels.is_empty():
         return labels, 0
-    ranked = labels.sort("task_key", "annotator_id", "updated_at", "annotation_id", descending=[False, False, True, True],
-                         nulls_last=True)
+    ranked = labels.sort(
+        "task_key",
+        "annotator_id",
+        "updated_at",
+        "annotation_id",
+        descending=[False, False, True, True],
+        nulls_last=True,
+    )
     kept = ranked.unique(["task_key", "annotator_id"], keep="first", maintain_order=True)
     return kept.sort("task_key", "annotator_id"), labels.height - kept.height

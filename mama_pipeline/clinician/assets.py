@@ -16,18 +16,18 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
+from mama_pipeline.clinician.clinician_page import write_report
 from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
 from mama_pipeline.clinician.synthetic import is_synthetic
-from mama_pipeline.clinician.clinician_page import write_report
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, label_studio_tasks, relevance_tasks, scope_tasks
 from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "clinician"
 TASK_FILES = ("clinician", "label_studio")
@@ -37,25 +37,53 @@ REPORT_DIR = ("reports", "clinician")
 
 @dg.asset(
     group_name=GROUP,
-    ins={"queries": QUERIES, "chunks": CHUNKS, "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
-         "adapted": dg.AssetIn("mamabench_adapted"), "pool": dg.AssetIn("pooled_pairs")},
+    ins={
+        "queries": QUERIES,
+        "chunks": CHUNKS,
+        "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
+        "adapted": dg.AssetIn("mamabench_adapted"),
+        "pool": dg.AssetIn("pooled_pairs"),
+    },
     description="The seeded samples clinicians label: judged pairs stratified by tier x judge score band "
     "(agreement), pooled pairs drawn uniformly at random (estimation, clinician.estimation_sample_size), classified "
     "mamabench items by scope category (NONE included); task data without any LLM label.",
 )
-def clinician_tasks(settings: SettingsResource, judgments: pl.DataFrame, queries: pl.DataFrame,
-                    chunks: pl.DataFrame, verdicts: pl.DataFrame, adapted: pl.DataFrame,
-                    pool: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def clinician_tasks(
+    settings: SettingsResource,
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    verdicts: pl.DataFrame,
+    adapted: pl.DataFrame,
+    pool: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     c, j = s.clinician, s.judging
-    tasks = pl.concat([
-        relevance_tasks(judgments, queries, chunks, c.relevance_sample_size, c.seed, j.lenient_cut, j.strict_cut,
-                        pool, c.estimation_sample_size),
-        scope_tasks(verdicts, adapted, c.scope_sample_size, c.seed),
-    ])
+    tasks = pl.concat(
+        [
+            relevance_tasks(
+                judgments,
+                queries,
+                chunks,
+                c.relevance_sample_size,
+                c.seed,
+                j.lenient_cut,
+                j.strict_cut,
+                pool,
+                c.estimation_sample_size,
+            ),
+            scope_tasks(verdicts, adapted, c.scope_sample_size, c.seed),
+        ]
+    )
     strata = tasks.group_by("kind", "stratum").len().sort("kind", "stratum")
-    return dg.Output(tasks, metadata={"tasks": tasks.height, "strata": md_table(strata),
-                                      "estimation_sample": int(tasks["estimation_sample"].sum())})
+    return dg.Output(
+        tasks,
+        metadata={
+            "tasks": tasks.height,
+            "strata": md_table(strata),
+            "estimation_sample": int(tasks["estimation_sample"].sum()),
+        },
+    )
 
 
 @dg.asset(
@@ -63,8 +91,9 @@ def clinician_tasks(settings: SettingsResource, judgments: pl.DataFrame, queries
     description="The tasks as Label Studio JSON import files with the labelling configs (for teams annotating "
     "elsewhere), pushed to the configured Label Studio server: one project per kind, no duplicate tasks.",
 )
-def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsResource,
-                       clinician_tasks: pl.DataFrame) -> dg.MaterializeResult:
+def clinician_projects(
+    context: dg.AssetExecutionContext, settings: SettingsResource, clinician_tasks: pl.DataFrame
+) -> dg.MaterializeResult:
     c = settings.get().clinician
     folder = data_path(settings, *TASK_FILES)
     payloads = {kind: label_studio_tasks(clinician_tasks, kind) for kind in KINDS}
@@ -73,18 +102,27 @@ def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsReso
             json.dump(payloads[kind], fh, ensure_ascii=False, indent=1, sort_keys=True)
         with atomic_file(folder / f"{kind}_config.xml") as fh:
             fh.write(label_config(kind))
-    meta: dict[str, object] = {"task_files": dg.MetadataValue.path(str(folder)),
-                               **{f"{k}/tasks": len(v) for k, v in payloads.items()}}
+    meta: dict[str, object] = {
+        "task_files": dg.MetadataValue.path(str(folder)),
+        **{f"{k}/tasks": len(v) for k, v in payloads.items()},
+    }
     if not c.label_studio_url:
         context.log.info("clinician.label_studio_url is empty: task files written, nothing pushed")
         return dg.MaterializeResult(metadata={**meta, "server": "(none configured)"})
     with LabelStudio(c.label_studio_url, token_from_env(c.token_env, c.label_studio_url), c.timeout_s) as ls:
         for kind in KINDS:
             r = push_tasks(ls, c.project_prefix, kind, payloads[kind], overlap=max(2, c.min_annotations))
-            context.log.info(f"{kind}: project {r.project_id} ({'created' if r.created else 'found'}), "
-                             f"{r.pushed} tasks pushed, {r.already_there} already there")
-            meta.update({f"{kind}/project": dg.MetadataValue.url(r.project_url(c.label_studio_url)),
-                         f"{kind}/pushed": r.pushed, f"{kind}/already_there": r.already_there})
+            context.log.info(
+                f"{kind}: project {r.project_id} ({'created' if r.created else 'found'}), "
+                f"{r.pushed} tasks pushed, {r.already_there} already there"
+            )
+            meta.update(
+                {
+                    f"{kind}/project": dg.MetadataValue.url(r.project_url(c.label_studio_url)),
+                    f"{kind}/pushed": r.pushed,
+                    f"{kind}/already_there": r.already_there,
+                }
+            )
     return dg.MaterializeResult(metadata={**meta, "server": c.label_studio_url})
 
 
@@ -95,8 +133,9 @@ def clinician_projects(context: dg.AssetExecutionContext, settings: SettingsReso
     "Label Studio server or the configured export files; skipped or incomplete ones are listed with the problem; "
     "synthetic marks made-up annotations (the annotation or its task says so).",
 )
-def clinician_labels(context: dg.AssetExecutionContext, settings: SettingsResource,
-                     clinician_tasks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def clinician_labels(
+    context: dg.AssetExecutionContext, settings: SettingsResource, clinician_tasks: pl.DataFrame
+) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     exports = read_exports(s.clinician, s.resolve, clinician_tasks)
     folder = data_path(settings, *EXPORT_FILES)
@@ -109,35 +148,46 @@ def clinician_labels(context: dg.AssetExecutionContext, settings: SettingsResour
     labels, superseded = latest_per_annotator(pl.concat(frames) if frames else parse_export([], "(none)"))
     outside = labels.join(clinician_tasks.select("task_key"), on="task_key", how="anti")
     by_status = labels.group_by("kind", "status").len().sort("kind", "status")
-    return dg.Output(labels, metadata={
-        "labels": labels.height,
-        "synthetic_labels": int(labels["synthetic"].sum()),
-        "annotators": labels["annotator_id"].n_unique(),
-        "tasks_annotated": labels["task_key"].n_unique(),
-        "superseded_annotations": superseded,
-        "labels_outside_current_sample": outside.height,
-        "sources": ", ".join(src for src, _ in exports.values()) or "(none)",
-        "by_status": md_table(by_status),
-        "problems": md_table(labels.filter(pl.col("problem").is_not_null()).select(
-            "task_key", "annotator_id", "status", "problem")),
-    })
+    return dg.Output(
+        labels,
+        metadata={
+            "labels": labels.height,
+            "synthetic_labels": int(labels["synthetic"].sum()),
+            "annotators": labels["annotator_id"].n_unique(),
+            "tasks_annotated": labels["task_key"].n_unique(),
+            "superseded_annotations": superseded,
+            "labels_outside_current_sample": outside.height,
+            "sources": ", ".join(src for src, _ in exports.values()) or "(none)",
+            "by_status": md_table(by_status),
+            "problems": md_table(
+                labels.filter(pl.col("problem").is_not_null()).select("task_key", "annotator_id", "status", "problem")
+            ),
+        },
+    )
 
 
 @dg.multi_asset(
     group_name=GROUP,
     outs={
-        "clinician_agreement": dg.AssetOut(description="The relevance judge and the scope classifier against each "
-                                           "clinician and the clinicians' majority; Krippendorff's alpha between "
-                                           "clinicians."),
+        "clinician_agreement": dg.AssetOut(
+            description="The relevance judge and the scope classifier against each "
+            "clinician and the clinicians' majority; Krippendorff's alpha between "
+            "clinicians."
+        ),
         "clinician_confusion": dg.AssetOut(description="Confusion tables: LLM label (llm) against clinician label."),
     },
 )
-def clinician_agreement(settings: SettingsResource, clinician_labels: pl.DataFrame, judgments: pl.DataFrame,
-                        mamabench_scope_verdicts: pl.DataFrame):
+def clinician_agreement(
+    settings: SettingsResource,
+    clinician_labels: pl.DataFrame,
+    judgments: pl.DataFrame,
+    mamabench_scope_verdicts: pl.DataFrame,
+):
     s = settings.get()
     majority = majority_labels(clinician_labels, s.clinician.min_annotations)
-    rel_m, rel_c = relevance_agreement(judgments, clinician_labels, majority, s.judging.lenient_cut,
-                                       s.judging.strict_cut)
+    rel_m, rel_c = relevance_agreement(
+        judgments, clinician_labels, majority, s.judging.lenient_cut, s.judging.strict_cut
+    )
     scope_m, scope_c = scope_agreement(mamabench_scope_verdicts, clinician_labels, majority)
     metrics, confusion = pl.concat([rel_m, scope_m]), pl.concat([rel_c, scope_c])
     yield dg.Output(metrics, output_name="clinician_agreement", metadata={"metrics": md_table(metrics, limit=80)})
@@ -153,9 +203,15 @@ def clinician_agreement(settings: SettingsResource, clinician_labels: pl.DataFra
 def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     validated = majority_labels(clinician_labels, settings.get().clinician.min_annotations)
     counts = validated.group_by("kind", "tie").len().sort("kind", "tie")
-    return dg.Output(validated, metadata={"tasks": validated.height, "ties": int(validated["tie"].sum()),
-                                          "synthetic_tasks": int(validated["synthetic"].sum()),
-                                          "by_kind": md_table(counts)})
+    return dg.Output(
+        validated,
+        metadata={
+            "tasks": validated.height,
+            "ties": int(validated["tie"].sum()),
+            "synthetic_tasks": int(validated["synthetic"].sum()),
+            "by_kind": md_table(counts),
+        },
+    )
 
 
 @dg.asset(
@@ -166,9 +222,15 @@ def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFra
     "intervals (ppi_py) from the judge's labels on every pair and the clinicians' majority labels on the uniform "
     "estimation sample; cells below the sample-size rule are refused with the reason; circularity flags beside.",
 )
-def clinician_estimates(settings: SettingsResource, store: StoreResource, clinician_tasks: pl.DataFrame,
-                        clinician_labels: pl.DataFrame, judgments: pl.DataFrame, queries: pl.DataFrame,
-                        pool: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def clinician_estimates(
+    settings: SettingsResource,
+    store: StoreResource,
+    clinician_tasks: pl.DataFrame,
+    clinician_labels: pl.DataFrame,
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    pool: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.circularity.flags import circularity_flags, flag_table, retriever_notes
     from mama_pipeline.evaluation.assets import stored_rankings
     from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
@@ -177,23 +239,47 @@ def clinician_estimates(settings: SettingsResource, store: StoreResource, clinic
     c, ev = s.clinician, s.evaluation
     names = s.retrieval.retriever_names
     majority = majority_labels(clinician_labels, c.min_annotations).filter(
-        (pl.col("kind") == RELEVANCE) & ~pl.col("tie"))
+        (pl.col("kind") == RELEVANCE) & ~pl.col("tie")
+    )
     flags = circularity_flags(s)
     estimates = ppi_estimates(
-        stored_rankings(store.get(), names), queries, pool, judgments, majority,
-        clinician_tasks.filter(pl.col("estimation_sample")), mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict,
-                                                                                  ev.max_grade),
-        c.min_estimation_pairs, is_synthetic(clinician_labels), retriever_notes(flags, names))
+        stored_rankings(store.get(), names),
+        queries,
+        pool,
+        judgments,
+        majority,
+        clinician_tasks.filter(pl.col("estimation_sample")),
+        mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade),
+        c.min_estimation_pairs,
+        is_synthetic(clinician_labels),
+        retriever_notes(flags, names),
+    )
     done = estimates.filter(pl.col("status") == ESTIMATED)
-    return dg.Output(estimates, metadata={
-        "design": estimates["design"][0] if estimates.height else "none",
-        "estimated": done.height, "refused": estimates.height - done.height,
-        "rule": f"at least {c.min_estimation_pairs} sampled pairs with a clinicians' majority label per cell",
-        "synthetic_labels": is_synthetic(clinician_labels),
-        "estimates": md_table(done.select("retriever", "tier", "label", "judge_only", "estimate", "ci_low",
-                                          "ci_high", "labelled", "circularity"), limit=60),
-        "circularity": md_table(flag_table(flags)),
-    })
+    return dg.Output(
+        estimates,
+        metadata={
+            "design": estimates["design"][0] if estimates.height else "none",
+            "estimated": done.height,
+            "refused": estimates.height - done.height,
+            "rule": f"at least {c.min_estimation_pairs} sampled pairs with a clinicians' majority label per cell",
+            "synthetic_labels": is_synthetic(clinician_labels),
+            "estimates": md_table(
+                done.select(
+                    "retriever",
+                    "tier",
+                    "label",
+                    "judge_only",
+                    "estimate",
+                    "ci_low",
+                    "ci_high",
+                    "labelled",
+                    "circularity",
+                ),
+                limit=60,
+            ),
+            "circularity": md_table(flag_table(flags)),
+        },
+    )
 
 
 @dg.asset(
@@ -202,12 +288,27 @@ def clinician_estimates(settings: SettingsResource, store: StoreResource, clinic
     "majority, agreement between clinicians, confusion against the majority, judge-only and corrected figures "
     "(reports/clinician/agreement.html).",
 )
-def clinician_report(settings: SettingsResource, clinician_agreement: pl.DataFrame,
-                     clinician_confusion: pl.DataFrame, clinician_validated: pl.DataFrame,
-                     clinician_labels: pl.DataFrame, clinician_estimates: pl.DataFrame) -> dg.MaterializeResult:
-    page = write_report(data_path(settings, *REPORT_DIR), clinician_agreement, clinician_confusion,
-                        clinician_validated, clinician_labels, settings.get().clinician.min_annotations,
-                        clinician_estimates)
-    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
-                                          "report_url": dg.MetadataValue.url(page.as_uri()),
-                                          "synthetic_labels": int(clinician_labels["synthetic"].sum())})
+def clinician_report(
+    settings: SettingsResource,
+    clinician_agreement: pl.DataFrame,
+    clinician_confusion: pl.DataFrame,
+    clinician_validated: pl.DataFrame,
+    clinician_labels: pl.DataFrame,
+    clinician_estimates: pl.DataFrame,
+) -> dg.MaterializeResult:
+    page = write_report(
+        data_path(settings, *REPORT_DIR),
+        clinician_agreement,
+        clinician_confusion,
+        clinician_validated,
+        clinician_labels,
+        settings.get().clinician.min_annotations,
+        clinician_estimates,
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.path(str(page)),
+            "report_url": dg.MetadataValue.url(page.as_uri()),
+            "synthetic_labels": int(clinician_labels["synthetic"].sum()),
+        }
+    )

@@ -11,6 +11,7 @@ agreement, Cohen's kappa, confusion). Between clinicians: Krippendorff's alpha
 (ordinal, over annotations that put the pair on topic) and the scope category
 (nominal).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,10 +21,20 @@ from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
 from mama_pipeline.evaluation.clinician_note import MAJORITY
 from mama_pipeline.judging.reliability import SCORES, agreement
 
-METRIC_SCHEMA = {"kind": pl.String, "comparison": pl.String, "metric": pl.String, "value": pl.Float64,
-                 "pairs": pl.Int64}
-CONFUSION_SCHEMA = {"kind": pl.String, "comparison": pl.String, "llm": pl.String, "clinician": pl.String,
-                    "count": pl.Int64}
+METRIC_SCHEMA = {
+    "kind": pl.String,
+    "comparison": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "pairs": pl.Int64,
+}
+CONFUSION_SCHEMA = {
+    "kind": pl.String,
+    "comparison": pl.String,
+    "llm": pl.String,
+    "clinician": pl.String,
+    "count": pl.Int64,
+}
 ANNOTATORS = "annotators"
 _REL_COLS = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 
@@ -49,9 +60,13 @@ def _alpha(data: np.ndarray, level: str, domain: list[int]) -> float | None:
 
 def _matrix(labels: pl.DataFrame, column: str) -> tuple[np.ndarray, int]:
     """Annotators x tasks matrix of a numeric column (NaN where not coded); tasks coded at least twice."""
-    wide = labels.select("task_key", "annotator_id", pl.col(column).cast(pl.Float64)).pivot(
-        on="task_key", index="annotator_id", values=column
-    ) if labels.height else None
+    wide = (
+        labels.select("task_key", "annotator_id", pl.col(column).cast(pl.Float64)).pivot(
+            on="task_key", index="annotator_id", values=column
+        )
+        if labels.height
+        else None
+    )
     if wide is None:
         return np.empty((0, 0)), 0
     data = wide.drop("annotator_id").to_numpy().astype(float)
@@ -63,13 +78,21 @@ def _confusion_rows(kind: str, comparison: str, wide: pl.DataFrame) -> list[dict
     for r in wide.iter_rows(named=True):
         for col, n in r.items():
             if col.startswith("ref_"):
-                rows.append({"kind": kind, "comparison": comparison, "llm": str(r["main_score"]),
-                             "clinician": col[4:], "count": int(n)})
+                rows.append(
+                    {
+                        "kind": kind,
+                        "comparison": comparison,
+                        "llm": str(r["main_score"]),
+                        "clinician": col[4:],
+                        "count": int(n),
+                    }
+                )
     return rows
 
 
-def relevance_agreement(judgments: pl.DataFrame, labels: pl.DataFrame, majority: pl.DataFrame, lenient: int,
-                        strict: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+def relevance_agreement(
+    judgments: pl.DataFrame, labels: pl.DataFrame, majority: pl.DataFrame, lenient: int, strict: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(metrics, confusion) of the judge against each clinician and the majority, plus inter-annotator alpha."""
     usable = labels.filter((pl.col("kind") == "relevance") & (pl.col("status") == "labelled"))
     metrics, confusion = [], []
@@ -79,15 +102,22 @@ def relevance_agreement(judgments: pl.DataFrame, labels: pl.DataFrame, majority:
         m, c = agreement(judgments, ref.select(_REL_COLS), lenient, strict)
         metrics += [{"kind": "relevance", "comparison": name, **r} for r in m.to_dicts()]
         confusion += _confusion_rows("relevance", name, c)
-    on_topic = usable.with_columns(
-        [pl.when(pl.col("d1_topic")).then(pl.col(d)).alias(d) for d in DIMENSIONS[1:]]
-    )
-    for column, level, domain in (("score", "ordinal", list(range(SCORES))),
-                                  ("d1_topic", "nominal", [0, 1]),
-                                  *((d, "ordinal", [0, 1, 2]) for d in DIMENSIONS[1:])):
+    on_topic = usable.with_columns([pl.when(pl.col("d1_topic")).then(pl.col(d)).alias(d) for d in DIMENSIONS[1:]])
+    for column, level, domain in (
+        ("score", "ordinal", list(range(SCORES))),
+        ("d1_topic", "nominal", [0, 1]),
+        *((d, "ordinal", [0, 1, 2]) for d in DIMENSIONS[1:]),
+    ):
         data, units = _matrix(on_topic, column)
-        metrics.append({"kind": "relevance", "comparison": ANNOTATORS, "metric": f"krippendorff_alpha_{column}",
-                        "value": _alpha(data, level, domain), "pairs": units})
+        metrics.append(
+            {
+                "kind": "relevance",
+                "comparison": ANNOTATORS,
+                "metric": f"krippendorff_alpha_{column}",
+                "value": _alpha(data, level, domain),
+                "pairs": units,
+            }
+        )
     return pl.DataFrame(metrics, schema=METRIC_SCHEMA), pl.DataFrame(confusion, schema=CONFUSION_SCHEMA)
 
 
@@ -105,11 +135,13 @@ def _kappa(a: list[str], b: list[str]) -> float | None:
     return value if np.isfinite(value) else None  # undefined when both sides use one and the same category
 
 
-def scope_agreement(verdicts: pl.DataFrame, labels: pl.DataFrame, majority: pl.DataFrame
-                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def scope_agreement(
+    verdicts: pl.DataFrame, labels: pl.DataFrame, majority: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(metrics, confusion) of the scope classifier against each clinician and the majority, plus alpha."""
     llm = verdicts.filter((pl.col("via") == "classifier") & (pl.col("status") == "ok")).select(
-        "item_id", pl.col("category").alias("llm"))
+        "item_id", pl.col("category").alias("llm")
+    )
     usable = labels.filter((pl.col("kind") == "scope") & (pl.col("status") == "labelled"))
     against = [(comparison_name(a), g) for (a,), g in sorted(usable.group_by("annotator_id"), key=lambda kv: kv[0][0])]
     against.append((MAJORITY, majority.filter((pl.col("kind") == "scope") & ~pl.col("tie"))))
@@ -126,11 +158,21 @@ def scope_agreement(verdicts: pl.DataFrame, labels: pl.DataFrame, majority: pl.D
             {"kind": "scope", "comparison": name, "metric": "cohens_kappa", "value": _kappa(a, b), "pairs": n},
         ]
         counts = both.group_by("llm", "clinician").len()
-        confusion += [{"kind": "scope", "comparison": name, "llm": x, "clinician": y, "count": int(k)}
-                      for x, y, k in counts.sort("llm", "clinician").iter_rows()]
-    coded = usable.with_columns(pl.col("category").replace_strict({c: i for i, c in enumerate(CATEGORIES)},
-                                                                  return_dtype=pl.Int64).alias("code"))
+        confusion += [
+            {"kind": "scope", "comparison": name, "llm": x, "clinician": y, "count": int(k)}
+            for x, y, k in counts.sort("llm", "clinician").iter_rows()
+        ]
+    coded = usable.with_columns(
+        pl.col("category").replace_strict({c: i for i, c in enumerate(CATEGORIES)}, return_dtype=pl.Int64).alias("code")
+    )
     data, units = _matrix(coded, "code")
-    metrics.append({"kind": "scope", "comparison": ANNOTATORS, "metric": "krippendorff_alpha_category",
-                    "value": _alpha(data, "nominal", list(range(len(CATEGORIES)))), "pairs": units})
+    metrics.append(
+        {
+            "kind": "scope",
+            "comparison": ANNOTATORS,
+            "metric": "krippendorff_alpha_category",
+            "value": _alpha(data, "nominal", list(range(len(CATEGORIES)))),
+            "pairs": units,
+        }
+    )
     return pl.DataFrame(metrics, schema=METRIC_SCHEMA), pl.DataFrame(confusion, schema=CONFUSION_SCHEMA)

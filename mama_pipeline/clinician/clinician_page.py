@@ -3,6 +3,7 @@
 Values are printed with fixed formats and rows in a fixed order, so the same
 tables give the same bytes.
 """
+
 from __future__ import annotations
 
 import html
@@ -13,18 +14,29 @@ import polars as pl
 from mama_pipeline.clinician.clinician_agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import number, page, table as _table
+from mama_pipeline.common.html_page import number, page
+from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.markdown import VERBATIM, frame_table
-
 
 PAGE = "agreement.html"
 TITLE = "Clinician validation"
-SYNTHETIC_NOTE = ("made-up annotators of the offline demo, not clinicians' judgements: figures that rest on them "
-                  "show the mechanics only")
+SYNTHETIC_NOTE = (
+    "made-up annotators of the offline demo, not clinicians' judgements: figures that rest on them "
+    "show the mechanics only"
+)
 HEADLINE = {  # kind -> metrics shown per comparison, in this order
-    "relevance": ("exact_score_agreement", "within_one_point", "weighted_kappa_linear", "weighted_kappa_quadratic",
-                  "lenient_agreement", "strict_agreement", "d1_topic_agreement", "d2_meaningful_agreement",
-                  "d3_actionable_agreement", "d4_density_agreement"),
+    "relevance": (
+        "exact_score_agreement",
+        "within_one_point",
+        "weighted_kappa_linear",
+        "weighted_kappa_quadratic",
+        "lenient_agreement",
+        "strict_agreement",
+        "d1_topic_agreement",
+        "d2_meaningful_agreement",
+        "d3_actionable_agreement",
+        "d4_density_agreement",
+    ),
     "scope": ("category_agreement", "in_scope_agreement", "cohens_kappa"),
 }
 LLM = {"relevance": "relevance judge", "scope": "scope classifier"}
@@ -42,38 +54,76 @@ def comparison_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
     for name in names:
         got = {r["metric"]: r for r in m.filter(pl.col("comparison") == name).to_dicts()}
         pairs = max((r["pairs"] for r in got.values()), default=0)
-        rows.append({"comparison": f"{LLM[kind]} vs {name}", "pairs": pairs,
-                     **{k: _fmt(got[k]["value"]) if k in got else "n/a" for k in HEADLINE[kind]}})
-    return pl.DataFrame(rows, schema={"comparison": pl.String, "pairs": pl.Int64,
-                                      **{k: pl.String for k in HEADLINE[kind]}})
+        rows.append(
+            {
+                "comparison": f"{LLM[kind]} vs {name}",
+                "pairs": pairs,
+                **{k: _fmt(got[k]["value"]) if k in got else "n/a" for k in HEADLINE[kind]},
+            }
+        )
+    return pl.DataFrame(
+        rows, schema={"comparison": pl.String, "pairs": pl.Int64, **{k: pl.String for k in HEADLINE[kind]}}
+    )
 
 
 def estimates_table(estimates: pl.DataFrame) -> pl.DataFrame:
     """One row per (retriever, tier, measure): the judge-only figure beside the corrected one, or why none."""
     rows = []
     for r in estimates.iter_rows(named=True):
-        corrected = (f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["status"] == ESTIMATED
-                     else f"refused: {r['reason']}")
-        rows.append({"retriever": r["retriever"], "tier": r["tier"], "measure": r["label"],
-                     "judge_only": _fmt(r["judge_only"]), "corrected_95ci": corrected,
-                     "labelled_of_pairs": f"{r['labelled']} of {r['pairs']}", "circularity": r["circularity"] or ""})
-    return pl.DataFrame(rows, schema={c: pl.String for c in ("retriever", "tier", "measure", "judge_only",
-                                                              "corrected_95ci", "labelled_of_pairs", "circularity")})
+        corrected = (
+            f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+            if r["status"] == ESTIMATED
+            else f"refused: {r['reason']}"
+        )
+        rows.append(
+            {
+                "retriever": r["retriever"],
+                "tier": r["tier"],
+                "measure": r["label"],
+                "judge_only": _fmt(r["judge_only"]),
+                "corrected_95ci": corrected,
+                "labelled_of_pairs": f"{r['labelled']} of {r['pairs']}",
+                "circularity": r["circularity"] or "",
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            c: pl.String
+            for c in (
+                "retriever",
+                "tier",
+                "measure",
+                "judge_only",
+                "corrected_95ci",
+                "labelled_of_pairs",
+                "circularity",
+            )
+        },
+    )
 
 
 def estimates_intro(estimates: pl.DataFrame) -> str:
     """What the corrected figures are, in two sentences, and whose labels they rest on."""
     synthetic = bool(estimates["synthetic"].any()) if estimates.height else False
-    who = ("SYNTHETIC annotators' (made-up, not clinicians; the figures show the mechanics only)" if synthetic
-           else "clinicians'")
-    return (f"{EXPLANATION} Corrected with the {who} majority labels on the uniform estimation sample; "
-            "`labelled_of_pairs`: sampled pairs with a majority label out of the cell's top-k pairs.")
+    who = (
+        "SYNTHETIC annotators' (made-up, not clinicians; the figures show the mechanics only)"
+        if synthetic
+        else "clinicians'"
+    )
+    return (
+        f"{EXPLANATION} Corrected with the {who} majority labels on the uniform estimation sample; "
+        "`labelled_of_pairs`: sampled pairs with a majority label out of the cell's top-k pairs."
+    )
 
 
 def alpha_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
     a = metrics.filter((pl.col("kind") == kind) & (pl.col("comparison") == ANNOTATORS)).sort("metric")
-    return a.select(pl.col("metric").str.replace("krippendorff_alpha_", ""), pl.col("value").map_elements(
-        _fmt, return_dtype=pl.String).alias("krippendorff_alpha"), pl.col("pairs").alias("units_coded_twice"))
+    return a.select(
+        pl.col("metric").str.replace("krippendorff_alpha_", ""),
+        pl.col("value").map_elements(_fmt, return_dtype=pl.String).alias("krippendorff_alpha"),
+        pl.col("pairs").alias("units_coded_twice"),
+    )
 
 
 def synthetic_note(k: int, n: int, what: str) -> str:
@@ -86,34 +136,52 @@ def annotators(n: int, synthetic: bool) -> str:
     return f"{n} {who}{'' if n == 1 else 's'}" + (" (demo annotations, not clinicians)" if synthetic else "")
 
 
-def markdown_section(metrics: pl.DataFrame, validated: pl.DataFrame, kind: str, synthetic: bool,
-                     min_annotations: int, estimates: pl.DataFrame | None = None) -> str:
+def markdown_section(
+    metrics: pl.DataFrame,
+    validated: pl.DataFrame,
+    kind: str,
+    synthetic: bool,
+    min_annotations: int,
+    estimates: pl.DataFrame | None = None,
+) -> str:
     """The release card's section on clinician validation of one kind of label (with the corrected figures
     when an estimation sample was drawn)."""
     v = validated.filter(pl.col("kind") == kind)
     parts = ["## Clinician validation\n"]
     if synthetic:
-        parts.append(f"> **{synthetic_note(int(v['synthetic'].sum()), v.height, 'tasks')}; the `synthetic` column "
-                     "marks them.**\n")
+        parts.append(
+            f"> **{synthetic_note(int(v['synthetic'].sum()), v.height, 'tasks')}; the `synthetic` column "
+            "marks them.**\n"
+        )
     parts.append(
         f"A seeded, stratified sample was labelled in Label Studio with the {LLM[kind]}'s own "
         f"definitions beside each task. The `clinician_validated` configuration holds the {v.height} tasks labelled "
         f"by at least {annotators(min_annotations, synthetic)} (`clinician.min_annotations`), adjudicated by "
         f"majority; {int(v['tie'].sum())} ties are listed (`tie` true, `tied_on` names the dimension) with no "
-        "label.\n")
+        "label.\n"
+    )
     if metrics.filter(pl.col("kind") == kind).height:
         parts.append(frame_table(comparison_table(metrics, kind), VERBATIM) + "\n")
-        parts.append("Agreement between clinicians (Krippendorff's alpha):\n\n" + frame_table(alpha_table(metrics, kind), VERBATIM) + "\n")
+        parts.append(
+            "Agreement between clinicians (Krippendorff's alpha):\n\n"
+            + frame_table(alpha_table(metrics, kind), VERBATIM)
+            + "\n"
+        )
     if kind == "relevance" and estimates is not None and (estimates["design"] == UNIFORM).any():
         parts.append("### Judge-only and corrected figures\n\n" + estimates_intro(estimates) + "\n")
         parts.append(frame_table(estimates_table(estimates), VERBATIM) + "\n")
     return "\n".join(parts)
 
 
-
-
-def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, validated: pl.DataFrame,
-                 labels: pl.DataFrame, min_annotations: int, estimates: pl.DataFrame | None = None) -> Path:
+def write_report(
+    folder: Path,
+    metrics: pl.DataFrame,
+    confusion: pl.DataFrame,
+    validated: pl.DataFrame,
+    labels: pl.DataFrame,
+    min_annotations: int,
+    estimates: pl.DataFrame | None = None,
+) -> Path:
     """Write ``folder/agreement.html`` (folder replaced atomically); returns the page."""
     sources = sorted(set(labels["source"]))
     synthetic = int(labels["synthetic"].sum())
@@ -123,8 +191,10 @@ def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, v
     parts.append(f"<p>Labels from: {html.escape(', '.join(sources) or '(none)')}.</p>")
     for kind in ("relevance", "scope"):
         v = validated.filter(pl.col("kind") == kind)
-        parts.append(f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with at least {min_annotations} "
-                     f"usable annotations, {int(v['tie'].sum())} ties, {int(v['synthetic'].sum())} synthetic.</p>")
+        parts.append(
+            f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with at least {min_annotations} "
+            f"usable annotations, {int(v['tie'].sum())} ties, {int(v['synthetic'].sum())} synthetic.</p>"
+        )
         parts.append(_table(comparison_table(metrics, kind)))
         parts.append("<h3>Between clinicians</h3>" + _table(alpha_table(metrics, kind)))
         c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))
@@ -135,8 +205,15 @@ def write_report(folder: Path, metrics: pl.DataFrame, confusion: pl.DataFrame, v
         parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
         parts.append(_table(estimates_table(estimates)))
     with atomic_folder(folder) as tmp:
-        (tmp / PAGE).write_text(page(TITLE, parts, headline_figures(metrics, validated, synthetic),
-                                     heading="Clinician validation of the LLM judges"), encoding="utf-8")
+        (tmp / PAGE).write_text(
+            page(
+                TITLE,
+                parts,
+                headline_figures(metrics, validated, synthetic),
+                heading="Clinician validation of the LLM judges",
+            ),
+            encoding="utf-8",
+        )
     return folder / PAGE
 
 
@@ -146,10 +223,14 @@ def headline_figures(metrics: pl.DataFrame, validated: pl.DataFrame, synthetic: 
     figures = []
     for kind in ("relevance", "scope"):
         tasks = validated.filter(pl.col("kind") == kind).height
-        row = metrics.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY)
-                             & (pl.col("metric") == HEADLINE[kind][0]))
-        agreement = (f"; {HEADLINE[kind][0]} {number(row['value'][0])} over {row['pairs'][0]} pairs"
-                     if row.height and row["value"][0] is not None else "")
+        row = metrics.filter(
+            (pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY) & (pl.col("metric") == HEADLINE[kind][0])
+        )
+        agreement = (
+            f"; {HEADLINE[kind][0]} {number(row['value'][0])} over {row['pairs'][0]} pairs"
+            if row.height and row["value"][0] is not None
+            else ""
+        )
         figures.append((f"{LLM[kind]} vs clinicians", f"{tasks} validated tasks{agreement}"))
     if synthetic:
         figures.append(("SYNTHETIC labels", f"{synthetic} (demo annotations, not clinicians)"))

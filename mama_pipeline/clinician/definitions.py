@@ -1,4 +1,5 @@
 """The clinician group's Dagster definitions: assets, checks and the annotations sensor."""
+
 import dagster as dg
 
 from mama_pipeline.clinician.assets import (
@@ -18,8 +19,15 @@ from mama_pipeline.settings import PipelineSettings
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
     """The group's assets and checks; the sensor polls at ``clinician.sensor_interval_s``."""
     return dg.Definitions(
-        assets=[clinician_tasks, clinician_projects, clinician_labels, clinician_agreement, clinician_validated,
-                clinician_estimates, clinician_report],
+        assets=[
+            clinician_tasks,
+            clinician_projects,
+            clinician_labels,
+            clinician_agreement,
+            clinician_validated,
+            clinician_estimates,
+            clinician_report,
+        ],
         asset_checks=CHECKS,
         sensors=[clinician_annotations_sensor(settings)],
     )

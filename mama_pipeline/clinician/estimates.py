@@ -25,6 +25,7 @@ judge and clinicians (the normal interval is then a point), no estimate.
 Sampled pairs without a majority label (ties, too few annotations) are counted
 in ``unresolved`` and left out, i.e. taken to be missing at random.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -40,18 +41,34 @@ ESTIMATED, REFUSED = "estimated", "refused"
 UNIFORM, NONE = "uniform", "none"
 FAMILIES = ("P", "wP")
 ESTIMATE_SCHEMA = {
-    "retriever": pl.String, "tier": pl.String, "measure": pl.String, "label": pl.String, "k": pl.Int64,
-    "queries": pl.Int64, "slots": pl.Int64, "pairs": pl.Int64, "judge_only": pl.Float64, "design": pl.String,
-    "sampled": pl.Int64, "labelled": pl.Int64, "unresolved": pl.Int64, "estimate": pl.Float64,
-    "ci_low": pl.Float64, "ci_high": pl.Float64, "status": pl.String, "reason": pl.String,
-    "synthetic": pl.Boolean, "circularity": pl.String,
+    "retriever": pl.String,
+    "tier": pl.String,
+    "measure": pl.String,
+    "label": pl.String,
+    "k": pl.Int64,
+    "queries": pl.Int64,
+    "slots": pl.Int64,
+    "pairs": pl.Int64,
+    "judge_only": pl.Float64,
+    "design": pl.String,
+    "sampled": pl.Int64,
+    "labelled": pl.Int64,
+    "unresolved": pl.Int64,
+    "estimate": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "status": pl.String,
+    "reason": pl.String,
+    "synthetic": pl.Boolean,
+    "circularity": pl.String,
 }
 EXPLANATION = (
     "The corrected figure is the judge-only figure plus the average difference between the clinicians' majority "
     "label and the judge's label on a uniform random sample of the same pairs (prediction-powered inference), so "
     "it estimates what the measure would be had clinicians labelled every pair. Its 95% interval is built to "
     "cover that value in 95 of 100 samples; an interval that excludes the judge-only figure says the judge's bias "
-    "moved the figure by more than sampling error.")
+    "moved the figure by more than sampling error."
+)
 
 
 def _values(scores: np.ndarray, m: Measure, max_grade: int) -> np.ndarray:
@@ -72,36 +89,74 @@ def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: s
     judge = _values(top["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)
     sampled = top.filter(pl.col("sampled"))
     labelled = sampled.filter(pl.col("clinician").is_not_null())
-    row = {"k": m.k, "queries": queries, "slots": slots, "pairs": top.height, "design": design,
-           "judge_only": float(judge.sum() / slots) if slots else None, "sampled": sampled.height,
-           "labelled": labelled.height, "unresolved": sampled.height - labelled.height,
-           "estimate": None, "ci_low": None, "ci_high": None, "status": REFUSED}
+    row = {
+        "k": m.k,
+        "queries": queries,
+        "slots": slots,
+        "pairs": top.height,
+        "design": design,
+        "judge_only": float(judge.sum() / slots) if slots else None,
+        "sampled": sampled.height,
+        "labelled": labelled.height,
+        "unresolved": sampled.height - labelled.height,
+        "estimate": None,
+        "ci_low": None,
+        "ci_high": None,
+        "status": REFUSED,
+    }
     unpooled = int((~top["pooled"]).sum())
     if not top.height:
         return {**row, "reason": "no retrieved pairs in this cell"}
     if unpooled:
-        return {**row, "reason": f"k = {m.k} reaches below the pool: {unpooled} of the {top.height} top-k pairs "
-                                 "were never pooled, so never judged or sampled"}
+        return {
+            **row,
+            "reason": f"k = {m.k} reaches below the pool: {unpooled} of the {top.height} top-k pairs "
+            "were never pooled, so never judged or sampled",
+        }
     if design == NONE:
-        return {**row, "reason": "no estimation sample (clinician.estimation_sample_size = 0); the stratified "
-                                 "agreement sample supports none of these figures"}
+        return {
+            **row,
+            "reason": "no estimation sample (clinician.estimation_sample_size = 0); the stratified "
+            "agreement sample supports none of these figures",
+        }
     if labelled.height < min_pairs:
-        return {**row, "reason": f"{labelled.height} sampled pairs with a clinicians' majority label; an estimate "
-                                 f"needs at least {min_pairs} (clinician.min_estimation_pairs)"}
+        return {
+            **row,
+            "reason": f"{labelled.height} sampled pairs with a clinicians' majority label; an estimate "
+            f"needs at least {min_pairs} (clinician.min_estimation_pairs)",
+        }
     y = _values(labelled["clinician"].to_numpy().astype(float), m, max_grade)
     yhat = _values(labelled["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)
     point, low, high = _ppi(y, yhat, judge)
     if low == high:
-        return {**row, "reason": "every labelled pair has one and the same value on both sides: the normal "
-                                 "interval degenerates to a point"}
+        return {
+            **row,
+            "reason": "every labelled pair has one and the same value on both sides: the normal "
+            "interval degenerates to a point",
+        }
     scale = top.height / slots  # mean over pairs -> sum over queries x k slots
-    return {**row, "estimate": point * scale, "ci_low": max(low, 0.0) * scale, "ci_high": min(high, 1.0) * scale,
-            "status": ESTIMATED, "reason": None}
+    return {
+        **row,
+        "estimate": point * scale,
+        "ci_low": max(low, 0.0) * scale,
+        "ci_high": min(high, 1.0) * scale,
+        "status": ESTIMATED,
+        "reason": None,
+    }
 
 
-def ppi_estimates(run: pl.DataFrame, queries: pl.DataFrame, pool: pl.DataFrame, judgments: pl.DataFrame,
-                  majority: pl.DataFrame, sampled: pl.DataFrame, plan: MeasurePlan, min_pairs: int,
-                  synthetic: bool = False, circularity: dict[str, str] | None = None) -> pl.DataFrame:
+def ppi_estimates(
+    run: pl.DataFrame,
+    queries: pl.DataFrame,
+    pool: pl.DataFrame,
+    judgments: pl.DataFrame,
+    majority: pl.DataFrame,
+    sampled: pl.DataFrame,
+    plan: MeasurePlan,
+    min_pairs: int,
+    synthetic: bool = False,
+    circularity: dict[str, str] | None = None,
+) -> pl.DataFrame:
     """Judge-only and prediction-powered P@k and wP@k per retriever and tier ("all", then each tier).
 
     ``run``: retriever, query_id, chunk_id, rank; ``queries``: query_id, tier (the benchmark queries);
@@ -113,7 +168,8 @@ def ppi_estimates(run: pl.DataFrame, queries: pl.DataFrame, pool: pl.DataFrame, 
     design = UNIFORM if sampled.height else NONE
     tiers = queries.select("query_id", pl.col("tier").cast(pl.String).fill_null("(none)"))
     pairs = (
-        run.select("retriever", *pair, "rank").join(tiers, on="query_id", how="inner")
+        run.select("retriever", *pair, "rank")
+        .join(tiers, on="query_id", how="inner")
         .join(judgments.select(*pair, pl.col("score").alias("judge")), on=pair, how="left")
         .join(pool.select(*pair).unique().with_columns(pooled=pl.lit(True)), on=pair, how="left")
         .join(sampled.select(*pair).unique().with_columns(sampled=pl.lit(True)), on=pair, how="left")
@@ -130,7 +186,15 @@ def ppi_estimates(run: pl.DataFrame, queries: pl.DataFrame, pool: pl.DataFrame, 
             cell = mine.join(members.select("query_id"), on="query_id", how="semi")
             for m in measures:
                 top = cell.filter(pl.col("rank") <= m.k)
-                rows.append({"retriever": retriever, "tier": tier, "measure": m.name, "label": m.label,
-                             **_cell(top, m, plan.max_grade, members.height, design, min_pairs),
-                             "synthetic": synthetic, "circularity": flags.get(retriever)})
+                rows.append(
+                    {
+                        "retriever": retriever,
+                        "tier": tier,
+                        "measure": m.name,
+                        "label": m.label,
+                        **_cell(top, m, plan.max_grade, members.height, design, min_pairs),
+                        "synthetic": synthetic,
+                        "circularity": flags.get(retriever),
+                    }
+                )
     return pl.DataFrame(rows, schema=ESTIMATE_SCHEMA)

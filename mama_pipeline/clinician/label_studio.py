@@ -3,6 +3,7 @@
 Every failure is a :class:`LabelStudioError` naming the server URL and the
 reason; the token is sent in a header and never appears in a message.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,7 +47,7 @@ class LabelStudio:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "LabelStudio":
+    def __enter__(self) -> LabelStudio:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -81,9 +82,16 @@ class LabelStudio:
         return self._call("GET", "/api/users/")
 
     def create_user(self, email: str, first_name: str = "", last_name: str = "") -> dict[str, Any]:
-        return self._call("POST", "/api/users/", json={
-            "email": email, "username": email.split("@")[0], "first_name": first_name, "last_name": last_name,
-        })
+        return self._call(
+            "POST",
+            "/api/users/",
+            json={
+                "email": email,
+                "username": email.split("@")[0],
+                "first_name": first_name,
+                "last_name": last_name,
+            },
+        )
 
     def projects(self) -> list[dict[str, Any]]:
         out, page = [], 1
@@ -102,10 +110,18 @@ class LabelStudio:
 
     def create_project(self, title: str, description: str, label_config: str, overlap: int = 1) -> dict[str, Any]:
         """A project whose every task is served to ``overlap`` annotators."""
-        return self._call("POST", "/api/projects/", json={
-            "title": title, "description": description, "label_config": label_config, "show_skip_button": True,
-            "maximum_annotations": overlap, "overlap_cohort_percentage": 100,
-        })
+        return self._call(
+            "POST",
+            "/api/projects/",
+            json={
+                "title": title,
+                "description": description,
+                "label_config": label_config,
+                "show_skip_button": True,
+                "maximum_annotations": overlap,
+                "overlap_cohort_percentage": 100,
+            },
+        )
 
     def update_label_config(self, project_id: int, label_config: str) -> None:
         self._call("PATCH", f"/api/projects/{project_id}/", json={"label_config": label_config})
@@ -118,8 +134,9 @@ class LabelStudio:
         out, page = [], 1
         while True:
             try:
-                got = self._call("GET", "/api/tasks/", params={"project": project_id, "page": page,
-                                                              "page_size": PAGE_SIZE})
+                got = self._call(
+                    "GET", "/api/tasks/", params={"project": project_id, "page": page, "page_size": PAGE_SIZE}
+                )
             except LabelStudioError as exc:
                 if "HTTP 404" in str(exc) and page > 1:  # past the last page
                     return out

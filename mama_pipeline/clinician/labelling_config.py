@@ -6,6 +6,7 @@ rubric in :mod:`mama_pipeline.judging.rubric`, the scope categories in
 the models were given: there is one source of truth. The task data carries the
 query, the chunk (or the mamabench item) and ids only; no LLM label.
 """
+
 from __future__ import annotations
 
 import re

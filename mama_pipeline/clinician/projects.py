@@ -6,13 +6,15 @@ pushing twice creates no duplicates. The token is checked before anything is
 created, and a project created by a push that then fails is deleted again: no
 partial project is left behind.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
@@ -20,14 +22,15 @@ from mama_pipeline.clinician.annotations import read_export_file
 from mama_pipeline.clinician.label_studio import LabelStudio, LabelStudioError, token_from_env
 from mama_pipeline.clinician.labelling_config import relevance_config, scope_config
 from mama_pipeline.clinician.settings import ClinicianSettings
-from mama_pipeline.clinician.synthetic import SOURCE as SYNTHETIC_SOURCE, synthetic_export
+from mama_pipeline.clinician.synthetic import SOURCE as SYNTHETIC_SOURCE
+from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, SCOPE
 
 DESCRIPTION = {
     RELEVANCE: "mama_pipeline clinician validation: grade each (question, passage) pair on D1-D4 as defined "
-               "beside it. The LLM judge's labels are not shown.",
+    "beside it. The LLM judge's labels are not shown.",
     SCOPE: "mama_pipeline clinician validation: give each mamabench item its scope category as defined beside it. "
-           "The classifier's verdict is not shown.",
+    "The classifier's verdict is not shown.",
 }
 
 
@@ -72,8 +75,9 @@ def push_tasks(ls: LabelStudio, prefix: str, kind: str, tasks: list[dict[str, An
             try:
                 ls.delete_project(project["id"])
             except LabelStudioError as cleanup:
-                raise LabelStudioError(f"{exc}; and the new project {project['id']} could not be removed: "
-                                       f"{cleanup}") from exc
+                raise LabelStudioError(
+                    f"{exc}; and the new project {project['id']} could not be removed: {cleanup}"
+                ) from exc
         raise
     return PushResult(kind, int(project["id"]), created, pushed, len(tasks) - len(new))
 
@@ -90,15 +94,25 @@ def annotations_fingerprint(exports: dict[str, list[dict[str, Any]]]) -> str:
     """Changes when an annotation is added, edited, skipped or deleted in any project, or its provenance (the
     ``synthetic`` mark on it or its task) changes."""
     seen = sorted(
-        (kind, str(t.get("data", {}).get("task_key")), a.get("id"), a.get("updated_at"), bool(a.get("was_cancelled")),
-         repr(a.get("synthetic")), repr((t.get("meta") or {}).get("synthetic")))
-        for kind, tasks in exports.items() for t in tasks for a in t.get("annotations") or []
+        (
+            kind,
+            str(t.get("data", {}).get("task_key")),
+            a.get("id"),
+            a.get("updated_at"),
+            bool(a.get("was_cancelled")),
+            repr(a.get("synthetic")),
+            repr((t.get("meta") or {}).get("synthetic")),
+        )
+        for kind, tasks in exports.items()
+        for t in tasks
+        for a in t.get("annotations") or []
     )
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:16]
 
 
-def read_exports(c: ClinicianSettings, resolve: Callable[[str], Path], tasks: pl.DataFrame | None = None
-                 ) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+def read_exports(
+    c: ClinicianSettings, resolve: Callable[[str], Path], tasks: pl.DataFrame | None = None
+) -> dict[str, tuple[str, list[dict[str, Any]]]]:
     """kind -> (source, JSON export): from the configured server, else from the configured export files, else
     (offline demo, ``synthetic_annotators`` set) made-up annotations of ``tasks``."""
     out: dict[str, tuple[str, list[dict[str, Any]]]] = {}
@@ -116,5 +130,8 @@ def read_exports(c: ClinicianSettings, resolve: Callable[[str], Path], tasks: pl
             p = resolve(path)
             out[kind] = (str(p), read_export_file(p))
         elif c.synthetic_annotators and tasks is not None:
-            out[kind] = (SYNTHETIC_SOURCE.format(kind=kind), synthetic_export(tasks, kind, c.synthetic_annotators, c.seed))
+            out[kind] = (
+                SYNTHETIC_SOURCE.format(kind=kind),
+                synthetic_export(tasks, kind, c.synthetic_annotators, c.seed),
+            )
     return out

@@ -5,6 +5,7 @@ The cursor is a fingerprint of every annotation's (task, id, updated_at,
 cancelled, synthetic mark) across the projects; each new fingerprint requests one run (run key
 = fingerprint). With no server configured the sensor skips.
 """
+
 import dagster as dg
 
 from mama_pipeline.clinician.label_studio import LabelStudioError
@@ -13,7 +14,11 @@ from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 
 LABEL_ASSETS = dg.AssetSelection.assets(
-    "clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated", "clinician_estimates",
+    "clinician_labels",
+    "clinician_agreement",
+    "clinician_confusion",
+    "clinician_validated",
+    "clinician_estimates",
     "clinician_report",
 ).required_multi_asset_neighbors()
 
@@ -34,8 +39,11 @@ def check_annotations(context: dg.SensorEvaluationContext, settings: SettingsRes
     context.update_cursor(fingerprint)
     annotations = sum(len(t.get("annotations") or []) for _, tasks in exports.values() for t in tasks)
     context.log.info(f"annotations at {url} changed: {annotations} now ({fingerprint})")
-    return dg.RunRequest(run_key=fingerprint, asset_selection=sorted(LABEL_ASSETS.resolve(context.repository_def.asset_graph), key=str),
-                         tags={"mama/trigger": "clinician_annotations_sensor"})
+    return dg.RunRequest(
+        run_key=fingerprint,
+        asset_selection=sorted(LABEL_ASSETS.resolve(context.repository_def.asset_graph), key=str),
+        tags={"mama/trigger": "clinician_annotations_sensor"},
+    )
 
 
 def clinician_annotations_sensor(settings: PipelineSettings) -> dg.SensorDefinition:

@@ -1,4 +1,5 @@
 """Configuration of the clinician validation loop (Label Studio)."""
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,7 @@ class ClinicianSettings(Section):
     release_synthetic_labels: bool = False
 
     @model_validator(mode="after")
-    def _synthetic_only_offline(self) -> "ClinicianSettings":
+    def _synthetic_only_offline(self) -> ClinicianSettings:
         if self.synthetic_annotators and self.label_studio_url:
             raise ValueError("synthetic_annotators is for the offline demo; it cannot be set with label_studio_url")
         return self

@@ -11,6 +11,7 @@ annotation carries ``"synthetic": true``: that mark, not the source's name,
 makes every label row synthetic, which the report and the release cards
 announce (and a release refuses unless ``clinician.release_synthetic_labels``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,17 +29,26 @@ SOURCE = "synthetic:{kind} (made-up annotators, not clinicians)"
 
 def _relevance(rng: random.Random) -> list[dict]:
     on_topic = rng.random() < 0.6
-    result = [{"from_name": "d1_topic", "to_name": "chunk", "type": "choices",
-               "value": {"choices": ["yes" if on_topic else "no"]}}]
+    result = [
+        {
+            "from_name": "d1_topic",
+            "to_name": "chunk",
+            "type": "choices",
+            "value": {"choices": ["yes" if on_topic else "no"]},
+        }
+    ]
     if on_topic:
-        result += [{"from_name": d, "to_name": "chunk", "type": "choices",
-                    "value": {"choices": [str(rng.randint(0, 2))]}} for d in DIMENSIONS[1:]]
+        result += [
+            {"from_name": d, "to_name": "chunk", "type": "choices", "value": {"choices": [str(rng.randint(0, 2))]}}
+            for d in DIMENSIONS[1:]
+        ]
     return result
 
 
 def _scope(rng: random.Random) -> list[dict]:
-    return [{"from_name": "category", "to_name": "item", "type": "choices",
-             "value": {"choices": [rng.choice(CATEGORIES)]}}]
+    return [
+        {"from_name": "category", "to_name": "item", "type": "choices", "value": {"choices": [rng.choice(CATEGORIES)]}}
+    ]
 
 
 def synthetic_export(tasks: pl.DataFrame, kind: str, annotators: int, seed: int) -> list[dict]:
@@ -53,9 +63,18 @@ def synthetic_export(tasks: pl.DataFrame, kind: str, annotators: int, seed: int)
         for a in range(annotators):
             ann_id += 1
             result = first if a == 0 or rng.random() < COPY else make(rng)
-            annotations.append({"id": ann_id, "completed_by": FIRST_ID + a, "result": result, "was_cancelled": False,
-                                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-                                "lead_time": None, "synthetic": True})
+            annotations.append(
+                {
+                    "id": ann_id,
+                    "completed_by": FIRST_ID + a,
+                    "result": result,
+                    "was_cancelled": False,
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "updated_at": "2026-01-01T00:00:00Z",
+                    "lead_time": None,
+                    "synthetic": True,
+                }
+            )
         out.append({"id": n + 1, "data": json.loads(data), "annotations": annotations, "meta": {"synthetic": True}})
     return out
 

@@ -15,14 +15,15 @@ read it) and nothing the LLMs said: annotators must not see the labels they
 are checking. The stratum (which reveals the judge's score band) stays in the
 pipeline's ``clinician_tasks`` table.
 """
+
 from __future__ import annotations
 
 import json
 
 import polars as pl
 
-from mama_pipeline.judging.reliability import pilot_sample
 from mama_pipeline.common.strata import round_robin_sample, uniform_sample
+from mama_pipeline.judging.reliability import pilot_sample
 
 RELEVANCE = "relevance"
 SCOPE = "scope"
@@ -32,8 +33,15 @@ TASK_DATA_KEYS = {
     SCOPE: ("task_key", "item_id", "pool", "item"),
 }
 TASK_SCHEMA = {
-    "task_key": pl.String, "kind": pl.String, "stratum": pl.String, "query_id": pl.String, "chunk_id": pl.String,
-    "item_id": pl.String, "pool": pl.String, "data_json": pl.String, "estimation_sample": pl.Boolean,
+    "task_key": pl.String,
+    "kind": pl.String,
+    "stratum": pl.String,
+    "query_id": pl.String,
+    "chunk_id": pl.String,
+    "item_id": pl.String,
+    "pool": pl.String,
+    "data_json": pl.String,
+    "estimation_sample": pl.Boolean,
 }
 UNIFORM = "uniform"  # the stratum of a task drawn by the estimation design alone
 
@@ -50,44 +58,72 @@ def _data_json(data: dict) -> str:
     return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
-def relevance_tasks(judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame, size: int, seed: int,
-                    lenient: int, strict: int, pool: pl.DataFrame | None = None,
-                    estimation_size: int = 0) -> pl.DataFrame:
+def relevance_tasks(
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    size: int,
+    seed: int,
+    lenient: int,
+    strict: int,
+    pool: pl.DataFrame | None = None,
+    estimation_size: int = 0,
+) -> pl.DataFrame:
     """``size`` judged pairs stratified by tier x score band and ``estimation_size`` pooled pairs drawn
     uniformly from ``pool`` (query_id, chunk_id), as tasks."""
     pair = {"query_id": pl.String, "chunk_id": pl.String}
     picked = [pl.DataFrame(schema={**pair, "stratum": pl.String})]
     if size and judgments.height:
         strata = pilot_sample(judgments, size, seed, lenient, strict)
-        picked.append(strata.select(*pair, stratum=pl.concat_str(pl.col("tier").fill_null("None"), "band",
-                                                                       separator="|")))
+        picked.append(
+            strata.select(*pair, stratum=pl.concat_str(pl.col("tier").fill_null("None"), "band", separator="|"))
+        )
     uniform = pl.DataFrame(schema=pair)
     if estimation_size and pool is not None and pool.height:
         uniform = uniform_sample(pool.select(*pair).cast(pair), list(pair), estimation_size, seed)
         picked.append(uniform.with_columns(stratum=pl.lit(UNIFORM)))
-    sample = (pl.concat(picked).unique(list(pair), keep="first", maintain_order=True)
-              .join(uniform.with_columns(estimation_sample=pl.lit(True)), on=list(pair), how="left")
-              .with_columns(pl.col("estimation_sample").fill_null(False)))
+    sample = (
+        pl.concat(picked)
+        .unique(list(pair), keep="first", maintain_order=True)
+        .join(uniform.with_columns(estimation_sample=pl.lit(True)), on=list(pair), how="left")
+        .with_columns(pl.col("estimation_sample").fill_null(False))
+    )
     if sample.is_empty():
         return pl.DataFrame(schema=TASK_SCHEMA)
-    rows = (
-        sample.join(queries.select("query_id", "query_text"), on="query_id", how="left")
-        .join(chunks.select("chunk_id", "text", "source", "page"), on="chunk_id", how="left")
+    rows = sample.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
+        chunks.select("chunk_id", "text", "source", "page"), on="chunk_id", how="left"
     )
     missing = rows.filter(pl.col("query_text").is_null() | pl.col("text").is_null())
     if missing.height:
         q, c = missing.row(0, named=True)["query_id"], missing.row(0, named=True)["chunk_id"]
-        raise ValueError(f"sampled pair ({q}, {c}) has no query text or chunk text: pool, judgments and inputs "
-                         "disagree")
+        raise ValueError(
+            f"sampled pair ({q}, {c}) has no query text or chunk text: pool, judgments and inputs disagree"
+        )
     out = []
     for r in rows.iter_rows(named=True):
         key = relevance_key(r["query_id"], r["chunk_id"])
         page = "unknown" if r["page"] is None else r["page"]
-        data = {"task_key": key, "query_id": r["query_id"], "chunk_id": r["chunk_id"], "query": r["query_text"],
-                "where": f"{r['source']}, page {page}", "chunk": r["text"]}
-        out.append({"task_key": key, "kind": RELEVANCE, "stratum": r["stratum"], "query_id": r["query_id"],
-                    "chunk_id": r["chunk_id"], "item_id": None, "pool": None, "data_json": _data_json(data),
-                    "estimation_sample": r["estimation_sample"]})
+        data = {
+            "task_key": key,
+            "query_id": r["query_id"],
+            "chunk_id": r["chunk_id"],
+            "query": r["query_text"],
+            "where": f"{r['source']}, page {page}",
+            "chunk": r["text"],
+        }
+        out.append(
+            {
+                "task_key": key,
+                "kind": RELEVANCE,
+                "stratum": r["stratum"],
+                "query_id": r["query_id"],
+                "chunk_id": r["chunk_id"],
+                "item_id": None,
+                "pool": None,
+                "data_json": _data_json(data),
+                "estimation_sample": r["estimation_sample"],
+            }
+        )
     return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
 
 
@@ -108,9 +144,19 @@ def scope_tasks(verdicts: pl.DataFrame, adapted: pl.DataFrame, size: int, seed: 
     for r in sample.iter_rows(named=True):
         key = scope_key(r["item_id"])
         data = {"task_key": key, "item_id": r["item_id"], "pool": r["pool"], "item": r["scope_input"]}
-        out.append({"task_key": key, "kind": SCOPE, "stratum": r["category"], "query_id": None, "chunk_id": None,
-                    "item_id": r["item_id"], "pool": r["pool"], "data_json": _data_json(data),
-                    "estimation_sample": False})
+        out.append(
+            {
+                "task_key": key,
+                "kind": SCOPE,
+                "stratum": r["category"],
+                "query_id": None,
+                "chunk_id": None,
+                "item_id": r["item_id"],
+                "pool": r["pool"],
+                "data_json": _data_json(data),
+                "estimation_sample": False,
+            }
+        )
     return pl.DataFrame(out, schema=TASK_SCHEMA).sort("task_key")
 
 

@@ -1,4 +1,5 @@
 """Whole-file helpers: content hashes, files and folders replaced atomically."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,8 +7,9 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 
 def sha256_file(path: Path) -> str:

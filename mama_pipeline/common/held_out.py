@@ -6,6 +6,7 @@ on its own id and the salt alone, so adding or removing other items never moves 
 binomial around ``share x items``. The rule, share and salt are recorded in both manifests; the held-out part is
 written to ``<data_dir>/releases/<name>-held-out/<version>``, a folder the maintainer keeps private.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,7 @@ PUBLIC, HELD_OUT = "public", "held_out"
 def hash_position(item_id: str, salt: str) -> float:
     """The id's position in [0, 1) under the salt."""
     digest = hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()[:HEX_DIGITS]
-    return int(digest, 16) / 16 ** HEX_DIGITS
+    return int(digest, 16) / 16**HEX_DIGITS
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,14 @@ class HeldOutRule:
 
     def manifest(self, public: int, held_out: int) -> dict[str, Any]:
         """What both manifests record of the split, with the item counts on each side."""
-        return {"rule": RULE, "share": self.share, "salt": self.salt, "id": self.id_field,
-                "public_items": public, "held_out_items": held_out}
+        return {
+            "rule": RULE,
+            "share": self.share,
+            "salt": self.salt,
+            "id": self.id_field,
+            "public_items": public,
+            "held_out_items": held_out,
+        }
 
 
 def configuration_split(items: str, by: str, public: int, held_out: int) -> dict[str, Any]:

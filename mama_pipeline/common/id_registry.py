@@ -5,6 +5,7 @@ keys, taken in ascending order, get the next numbers after the largest ever
 issued, and numbers are never reused, so a key that drops out leaves a gap and
 adding other keys never renumbers existing ids.
 """
+
 from __future__ import annotations
 
 import re

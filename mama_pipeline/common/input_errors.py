@@ -6,12 +6,13 @@ truncated, wrongly encoded or wrongly shaped input; :func:`run_cli` turns it int
 traceback. The readers here give the loaders UTF-8 text lines and parquet tables
 with those errors built in.
 """
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 EXIT_BAD_INPUT = 2
 
@@ -92,5 +93,6 @@ def _decode(path: Path, raw: bytes, lineno: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(at(path, f"bytes that are not UTF-8: byte {raw[exc.start]:#04x} at column {exc.start + 1}",
-                            lineno)) from None
+        raise InputError(
+            at(path, f"bytes that are not UTF-8: byte {raw[exc.start]:#04x} at column {exc.start + 1}", lineno)
+        ) from None

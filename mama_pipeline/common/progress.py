@@ -10,13 +10,15 @@ A rate and a time left are extrapolations, so they are shown only for work whose
 unlike size (retrievers, benchmarks, steps) show the count and the time elapsed, never an
 estimate; the work inside each of them reports its own progress, with its own estimate.
 """
+
 from __future__ import annotations
 
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, TextIO
+from typing import TextIO
 
 EVERY_S = 10.0
 
@@ -51,8 +53,17 @@ def progress_line(label: str, done: int, total: int | None, unit: str, elapsed: 
 class Progress:
     """Counts work done; shows it as a bar or as periodic lines."""
 
-    def __init__(self, label: str, total: int | None, unit: str, log: Callable[[str], None] | None,
-                 stream: TextIO, every_s: float, heartbeat: bool = False, alike: bool = False):
+    def __init__(
+        self,
+        label: str,
+        total: int | None,
+        unit: str,
+        log: Callable[[str], None] | None,
+        stream: TextIO,
+        every_s: float,
+        heartbeat: bool = False,
+        alike: bool = False,
+    ):
         self.label, self.total, self.unit, self.alike = label, total, unit, alike
         self.done = 0
         self._log = log
@@ -66,10 +77,20 @@ class Progress:
 
             bar_format = None  # tqdm's own: rate and time left
             if not alike:  # the count and the time elapsed only
-                bar_format = ("{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}]" if total is not None
-                              else "{desc}: {n_fmt}{unit} [{elapsed}]")
-            self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=stream, dynamic_ncols=True, leave=True,
-                             bar_format=bar_format)
+                bar_format = (
+                    "{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}]"
+                    if total is not None
+                    else "{desc}: {n_fmt}{unit} [{elapsed}]"
+                )
+            self._bar = tqdm(
+                total=total,
+                desc=label,
+                unit=f" {unit}",
+                file=stream,
+                dynamic_ncols=True,
+                leave=True,
+                bar_format=bar_format,
+            )
         elif log is None:
             self._log = lambda line: print(line, file=stream, flush=True)
         if heartbeat:  # work that reports nothing until it ends (an index build): a line every every_s
@@ -107,9 +128,16 @@ class Progress:
 
 
 @contextmanager
-def track(label: str, total: int | None, unit: str = "items", log: Callable[[str], None] | None = None,
-          stream: TextIO | None = None, every_s: float = EVERY_S, heartbeat: bool = False,
-          alike: bool = False) -> Iterator[Progress]:
+def track(
+    label: str,
+    total: int | None,
+    unit: str = "items",
+    log: Callable[[str], None] | None = None,
+    stream: TextIO | None = None,
+    every_s: float = EVERY_S,
+    heartbeat: bool = False,
+    alike: bool = False,
+) -> Iterator[Progress]:
     """Progress of one piece of work; ``log`` defaults to the current Dagster step's log.
 
     ``heartbeat``: also report every ``every_s`` seconds while nothing is counted.

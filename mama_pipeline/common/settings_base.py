@@ -5,6 +5,7 @@ Defaults that point at fixtures shipped with the package are written
 ``bundled:<path inside the package>`` and resolve against the installed package,
 wherever the configuration file lives; a user may write that form too.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +28,6 @@ def bundled(relative: str) -> str:
 def resolve_path(path: str, base: Path) -> Path:
     """A configured local path: ``bundled:`` against the package, absolute as given, others against ``base``."""
     if path.startswith(BUNDLED):
-        return PACKAGE_DIR / path[len(BUNDLED):]
+        return PACKAGE_DIR / path[len(BUNDLED) :]
     p = Path(path).expanduser()
     return p if p.is_absolute() else Path(base) / p

@@ -1,4 +1,5 @@
 """Asset inputs that several areas read under short parameter names."""
+
 import dagster as dg
 
 CHUNKS = dg.AssetIn("corpus_chunks")  # the canonical chunk set of the corpus version

@@ -1,5 +1,6 @@
 """Seeded samples: round-robin across strata (pilot pairs, clinician agreement tasks) and uniform (clinician
 estimation tasks)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -39,6 +40,7 @@ def uniform_sample(df: pl.DataFrame, order: list[str], size: int, seed: int) -> 
     others: a sampled row leaves only when a new row's key displaces it. The
     result is sorted by ``order``.
     """
+
     def key(row: dict) -> bytes:
         return hashlib.sha256("|".join([str(seed), *(str(row[c]) for c in order)]).encode()).digest()
 

@@ -5,12 +5,12 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.file_ops import sha256_file
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.corpus.bundle import load_bundle
 from mama_pipeline.corpus.location import resolve_bundle
 from mama_pipeline.corpus.sampling import sample_chunks
 from mama_pipeline.resources import SettingsResource
-from mama_pipeline.common.file_ops import sha256_file
-from mama_pipeline.common.metadata import md_table
 
 GROUP = "corpus"
 
@@ -33,13 +33,17 @@ def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource)
     c = s.corpus
     where = resolve_bundle(c.bundle, Path(s.config_dir))
     parsed = load_bundle(where.path, canonical=c.canonical_text, on_bad=c.on_bad_chunk)
-    context.log.info(f"corpus {parsed.corpus_version}: {parsed.chunks.height} chunks from {where.path} "
-                     f"(bundle CIDs hash the {parsed.cid_convention} text; ids hash the {c.canonical_text} text)")
+    context.log.info(
+        f"corpus {parsed.corpus_version}: {parsed.chunks.height} chunks from {where.path} "
+        f"(bundle CIDs hash the {parsed.cid_convention} text; ids hash the {c.canonical_text} text)"
+    )
     mismatched = parsed.issues.filter(pl.col("reason") == "cid_mismatch")
     if mismatched.height:
         first = mismatched.row(0, named=True)
-        context.log.warning(f"{mismatched.height} chunks skipped: their CID does not fit the bundle's convention "
-                            f"({parsed.cid_convention}); e.g. {first['file']}:{first['line']}: {first['detail']}")
+        context.log.warning(
+            f"{mismatched.height} chunks skipped: their CID does not fit the bundle's convention "
+            f"({parsed.cid_convention}); e.g. {first['file']}:{first['line']}: {first['detail']}"
+        )
     counts = parsed.counts()
     meta = {
         "corpus_version": parsed.corpus_version,
@@ -53,7 +57,9 @@ def corpus_chunks(context: dg.AssetExecutionContext, settings: SettingsResource)
         **counts,
     }
     per_source = parsed.chunks.group_by("source").len("chunks").sort("source")
-    yield dg.Output(parsed.chunks, output_name="corpus_chunks", metadata={**meta, "per_source": md_table(per_source, 100)})
+    yield dg.Output(
+        parsed.chunks, output_name="corpus_chunks", metadata={**meta, "per_source": md_table(per_source, 100)}
+    )
     yield dg.Output(
         parsed.issues,
         output_name="corpus_issues",

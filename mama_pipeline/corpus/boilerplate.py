@@ -11,6 +11,7 @@ Checked in this order; the first that applies is the chunk's reason:
   or mostly fill-in lines of underscores;
 - ``short_body``: fewer than ``min_words`` words in the body.
 """
+
 from __future__ import annotations
 
 import re

@@ -41,14 +41,16 @@ in either mode. Later chunks with an already-seen id (identical canonical text)
 are dropped and listed; chunks whose bodies are equal up to case and whitespace
 but whose ids differ are listed as ``duplicate_text`` and kept.
 """
+
 from __future__ import annotations
 
 import codecs
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -140,8 +142,10 @@ class ParsedBundle:
 
     def cid_metadata(self) -> dict[str, Any]:
         """The bundle's CID convention and how many given CIDs matched which text."""
-        return {"cid_convention": self.cid_convention,
-                **{f"cids_matching_{k}": v for k, v in sorted(self.cid_matches.items())}}
+        return {
+            "cid_convention": self.cid_convention,
+            **{f"cids_matching_{k}": v for k, v in sorted(self.cid_matches.items())},
+        }
 
 
 class _Issues:
@@ -222,8 +226,10 @@ def _cid_match(rec: _Record, canonical: CanonicalText, cid: str) -> str:
     if rec.given_cid is None:
         return "absent"
     other: CanonicalText = "with_breadcrumb" if canonical == "body" else "body"
-    hits = {canonical: cid == rec.given_cid,
-            other: chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, other)) == rec.given_cid}
+    hits = {
+        canonical: cid == rec.given_cid,
+        other: chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, other)) == rec.given_cid,
+    }
     if hits["body"] and hits["with_breadcrumb"]:
         return "both"
     return next((name for name, hit in hits.items() if hit), "neither")
@@ -246,8 +252,10 @@ def _cid_problem(item: _Read, convention: str) -> str | None:
     if item.match in ("absent", "both") or (item.match == convention and convention != "neither"):
         return None
     rec = item.rec
-    hashes = (f"the body hashes to {chunk_id(canonical_text([], rec.body, 'body'))}, "
-              f"breadcrumb and body to {chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, 'with_breadcrumb'))}")
+    hashes = (
+        f"the body hashes to {chunk_id(canonical_text([], rec.body, 'body'))}, "
+        f"breadcrumb and body to {chunk_id(canonical_text(rec.breadcrumb_lines, rec.body, 'with_breadcrumb'))}"
+    )
     if item.match == "neither":
         return f"given {rec.given_cid}, but {hashes}"
     return f"given {rec.given_cid} hashes the {item.match} text, but the bundle's CIDs hash the {convention} text"
@@ -323,8 +331,11 @@ def _unique_chunks(path: Path, good: list[_Read], issues: _Issues) -> tuple[pl.D
         if body_key in body_key_of:
             other_id, other_line = body_key_of[body_key]
             issues.add(
-                rec, "duplicate_text", "reported",
-                f"body equals that of {other_id} (line {other_line}) up to case and whitespace", cid,
+                rec,
+                "duplicate_text",
+                "reported",
+                f"body equals that of {other_id} (line {other_line}) up to case and whitespace",
+                cid,
             )
         else:
             body_key_of[body_key] = (cid, rec.line)
@@ -347,9 +358,7 @@ def _unique_chunks(path: Path, good: list[_Read], issues: _Issues) -> tuple[pl.D
 # -- chunks_for_rag.txt ------------------------------------------------------
 def _not_a_bundle(path: Path, line: int, raw: bytes) -> BundleError:
     preview = raw[:60].decode("utf-8", "replace")
-    return BundleError(
-        f"{path}:{line}: not a corpus bundle: expected a {HEADER_FORM} header, found {preview!r}"
-    )
+    return BundleError(f"{path}:{line}: not a corpus bundle: expected a {HEADER_FORM} header, found {preview!r}")
 
 
 def _parse_header(rec: _Record, raw: bytes) -> None:
@@ -411,7 +420,7 @@ def _read_text_bundle(path: Path) -> Iterator[_Record]:
         for lineno, raw in enumerate(fh, 1):
             raw = raw.rstrip(b"\r\n")
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
+                raw = raw[len(codecs.BOM_UTF8) :]
             if _is_header(raw):
                 if rec is not None:
                     yield _finish_text_record(rec, lines, bad_line)
@@ -488,7 +497,9 @@ def _read_jsonl_bundle(path: Path) -> Iterator[_Record]:
             except UnicodeDecodeError as exc:
                 if not seen_content:
                     raise _not_a_bundle(path, lineno, raw) from None
-                yield _Record(line=lineno, problem=("non_utf8", f"byte {raw[exc.start]:#04x} at column {exc.start + 1}"))
+                yield _Record(
+                    line=lineno, problem=("non_utf8", f"byte {raw[exc.start]:#04x} at column {exc.start + 1}")
+                )
                 continue
             except json.JSONDecodeError as exc:
                 if not seen_content:

@@ -59,13 +59,17 @@ def quotas_filled(settings: SettingsResource, sampled_chunks: pl.DataFrame) -> d
         for s, q in sorted(c.quota_of().items())
     ]
     short = pl.DataFrame(
-        rows, schema={"source": pl.String, "tier": pl.String, "quota": pl.Int64, "sampled": pl.Int64, "shortfall": pl.Int64}
+        rows,
+        schema={"source": pl.String, "tier": pl.String, "quota": pl.Int64, "sampled": pl.Int64, "shortfall": pl.Int64},
     ).filter(pl.col("shortfall") > 0)
     return dg.AssetCheckResult(
         passed=short.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"sources_short": short.height, "total_shortfall": int(short.get_column("shortfall").sum()),
-                  "shortfalls": md_table(short, 200)},
+        metadata={
+            "sources_short": short.height,
+            "total_shortfall": int(short.get_column("shortfall").sum()),
+            "shortfalls": md_table(short, 200),
+        },
     )
 
 

@@ -1,4 +1,5 @@
 """The corpus group's Dagster definitions: assets, checks and the corpus-version sensor."""
+
 import dagster as dg
 
 from mama_pipeline.corpus.assets import corpus_chunks, sampled_chunks
@@ -9,5 +10,6 @@ from mama_pipeline.settings import PipelineSettings
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
     """The group's assets and checks; the sensor polls at ``release.corpus_sensor_interval_s``."""
-    return dg.Definitions(assets=[corpus_chunks, sampled_chunks], asset_checks=CHECKS,
-                          sensors=[corpus_version_sensor(settings)])
+    return dg.Definitions(
+        assets=[corpus_chunks, sampled_chunks], asset_checks=CHECKS, sensors=[corpus_version_sensor(settings)]
+    )

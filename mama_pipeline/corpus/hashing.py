@@ -6,10 +6,11 @@ SHA-256 over the sorted full SHA-256 digests of every chunk's canonical text (on
 per line), so it changes when any chunk is added, removed or edited and does not
 depend on the order of the bundle.
 """
+
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 ID_HEX = 16
 

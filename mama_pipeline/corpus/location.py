@@ -7,6 +7,7 @@ pinned: a commit hash, or a tag whose commit is recorded. Files are fetched with
 ``huggingface_hub.hf_hub_download`` into the hub cache, which honours ``HF_HOME``
 and ``HF_HUB_OFFLINE``.
 """
+
 from __future__ import annotations
 
 import re
@@ -61,9 +62,7 @@ def resolve_bundle(spec: str, local_base: Path) -> ResolvedBundle:
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        local = Path(
-            hf_hub_download(hub.repo_id, hub.path, repo_type=hub.repo_type, revision=hub.revision)
-        )
+        local = Path(hf_hub_download(hub.repo_id, hub.path, repo_type=hub.repo_type, revision=hub.revision))
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
         raise BundleLocationError(f"cannot fetch corpus bundle {spec!r}: {one_line(str(exc))}") from exc
     commit = _snapshot_commit(local, hub.path)

@@ -13,6 +13,7 @@ sample depends only on its own chunks, its quota and the seed: editing another
 source, or its quota, leaves it unchanged. A source with fewer eligible chunks
 than its quota gives all of them and reports the shortfall.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -99,9 +100,7 @@ def sample_chunks(chunks: pl.DataFrame, settings: CorpusSettings) -> SampleResul
     quota_of = settings.quota_of()
     tiered = chunks.filter(pl.col("source").is_in(list(tier_of))).sort("ordinal")
     crumbs = tiered["breadcrumb"].to_list()
-    reasons = [
-        boilerplate_reason(text, crumb, settings.min_body_words) for text, crumb in zip(tiered["text"], crumbs)
-    ]
+    reasons = [boilerplate_reason(text, crumb, settings.min_body_words) for text, crumb in zip(tiered["text"], crumbs)]
     tiered = tiered.with_columns(
         pl.Series("reason", reasons, dtype=pl.String),
         pl.col("source").replace_strict(tier_of, return_dtype=pl.String).alias("tier"),
@@ -139,8 +138,14 @@ def sample_chunks(chunks: pl.DataFrame, settings: CorpusSettings) -> SampleResul
         )
     sampled = eligible.filter(pl.col("ordinal").is_in(picked)).sort("source", "ordinal")
     rejections = rejected.select(
-        "chunk_id", "source", "tier", "page", "line", "reason",
-        pl.col("text").str.slice(0, 160).alias("excerpt"), "corpus_version",
+        "chunk_id",
+        "source",
+        "tier",
+        "page",
+        "line",
+        "reason",
+        pl.col("text").str.slice(0, 160).alias("excerpt"),
+        "corpus_version",
     ).sort("source", "line")
     return SampleResult(
         sampled=sampled,

@@ -1,4 +1,5 @@
 """Configuration of the guideline corpus and its tier-weighted sampling."""
+
 from typing import Literal
 
 from pydantic import Field, model_validator

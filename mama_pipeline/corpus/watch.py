@@ -4,15 +4,17 @@ A local file is fingerprinted by its SHA-256; a hub file by the commit its
 configured revision points at (a moved tag or branch changes it; a pinned commit
 never does). Hub lookups go through ``HfApi.repo_info`` and honour ``HF_ENDPOINT``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from mama_pipeline.corpus.location import parse_hub_spec
-from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.common.settings_base import resolve_path
+from mama_pipeline.corpus.location import parse_hub_spec
+from mama_pipeline.mamabench.settings import SourceLocation
 
 HubCommit = Callable[[str, str, str], str]  # (repo_type, repo_id, revision) -> commit
 
@@ -35,8 +37,9 @@ def bundle_fingerprint(spec: str, base_dir: Path, resolve_commit: HubCommit = hu
     return f"sha256:{sha256_file(path)}"
 
 
-def source_fingerprints(loc: SourceLocation, resolve: Callable[[str], Path],
-                        resolve_commit: HubCommit = hub_commit) -> dict[str, str]:
+def source_fingerprints(
+    loc: SourceLocation, resolve: Callable[[str], Path], resolve_commit: HubCommit = hub_commit
+) -> dict[str, str]:
     """One upstream pool: file name -> sha256 (local files), or ``"revision"`` -> commit (hub)."""
     if loc.repo_id is not None:
         return {"revision": resolve_commit("dataset", loc.repo_id, loc.revision or "")}

@@ -5,16 +5,18 @@ partitions definition and key, in dependency order) and each run executes in pro
 the given instance, so the Dagster UI on that instance shows every run. No step pays a
 process start, a model load or a JVM start twice.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TextIO
 
 import dagster as dg
 
@@ -138,8 +140,13 @@ def terminal_and_log(log_path: Path) -> Iterator[tuple[TextIO, TextIO]]:
             terminal.close()
 
 
-def run_in_process(defs: dg.Definitions, keys: set[dg.AssetKey] | None, instance: dg.DagsterInstance,
-                   log_path: Path, tags: dict[str, str] | None = None) -> RunTally:
+def run_in_process(
+    defs: dg.Definitions,
+    keys: set[dg.AssetKey] | None,
+    instance: dg.DagsterInstance,
+    log_path: Path,
+    tags: dict[str, str] | None = None,
+) -> RunTally:
     """Materialise ``keys`` (None: every asset) run by run; stops at the first failed run."""
     graph = defs.resolve_asset_graph()
     steps = plan_runs(graph, graph.materializable_asset_keys if keys is None else keys)
@@ -152,25 +159,33 @@ def run_in_process(defs: dg.Definitions, keys: set[dg.AssetKey] | None, instance
         def on_run(n: int, total: int, step: RunStep, partition_key: str | None) -> None:
             lines.run_label = f" [{partition_key}]" if partition_key else ""
             names = ", ".join(k.to_user_string() for k in step.asset_keys)
-            terminal.write(f"run {n}/{total}{lines.run_label}: {len(step.asset_keys)} assets"
-                           f" ({names[:60]}{'...' if len(names) > 60 else ''})\n")
+            terminal.write(
+                f"run {n}/{total}{lines.run_label}: {len(step.asset_keys)} assets"
+                f" ({names[:60]}{'...' if len(names) > 60 else ''})\n"
+            )
 
         loggers = {"steps": _logger_def(lines, "steps"), "firehose": _logger_def(firehose, "firehose")}
         try:
-            results = execute_plan(defs, steps, instance, tags=tags, logger_defs=loggers, on_run=on_run,
-                                   raise_on_error=False)
+            results = execute_plan(
+                defs, steps, instance, tags=tags, logger_defs=loggers, on_run=on_run, raise_on_error=False
+            )
         except Exception as exc:  # a failure outside any step (resource start, run setup)
             logging.getLogger(__name__).exception("run failed outside its steps")
             terminal.write(f"FAILED outside a step: {type(exc).__name__}: {exc}\n")
             tally.failed = True
             return tally
     tally.runs = len(results)
-    tally.failed = not all(r.success for r in results) or len(results) < sum(len(s.partition_keys(instance)) for s in steps)
+    tally.failed = not all(r.success for r in results) or len(results) < sum(
+        len(s.partition_keys(instance)) for s in steps
+    )
     return tally
 
 
 def failed_steps_of_run(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     """``FAILED <step>: <reason>`` for every step of a run that failed (a run made by another process)."""
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
-    return [f"FAILED {r.event_log_entry.dagster_event.step_key}: "
-            f"{failure_reason(r.event_log_entry.dagster_event.step_failure_data)}" for r in records]
+    return [
+        f"FAILED {r.event_log_entry.dagster_event.step_key}: "
+        f"{failure_reason(r.event_log_entry.dagster_event.step_failure_data)}"
+        for r in records
+    ]

@@ -5,13 +5,14 @@ areas, so any asset group counts. Core areas have their lines in :data:`AREA_LIN
 every group of the asset graph without lines of its own gets a generic one: its
 assets and row counts.
 """
+
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import dagster as dg
 import polars as pl
@@ -42,7 +43,7 @@ class SummaryContext:
         if event is None or event.asset_materialization is None:
             return None, None
         value = event.asset_materialization.metadata.get("rows")
-        at = datetime.fromtimestamp(event.timestamp, timezone.utc).replace(tzinfo=None)
+        at = datetime.fromtimestamp(event.timestamp, UTC).replace(tzinfo=None)
         return "this run" if at >= self.started_at else "earlier", None if value is None else int(value.value)
 
 
@@ -51,18 +52,26 @@ def mamabench_lines(ctx: SummaryContext) -> list[str]:
     if y is None:
         return []
     kept = ", ".join(f"{r['pool']} {r['kept']}/{r['upstream_rows']}" for r in y.sort("pool").iter_rows(named=True))
-    return [f"items kept per pool (kept/upstream): {kept}",
-            f"{int(y['kept'].sum())} items kept, {int(y['out_of_scope'].sum())} out of scope, "
-            f"{int(y['refused'].sum())} refused, {int(y['unclassified'].sum())} unclassified"]
+    return [
+        f"items kept per pool (kept/upstream): {kept}",
+        f"{int(y['kept'].sum())} items kept, {int(y['out_of_scope'].sum())} out of scope, "
+        f"{int(y['refused'].sum())} refused, {int(y['unclassified'].sum())} unclassified",
+    ]
 
 
 def corpus_lines(ctx: SummaryContext) -> list[str]:
-    chunks, sampled, rejected = ctx.table("corpus_chunks"), ctx.table("sampled_chunks"), ctx.table("sampling_rejections")
+    chunks, sampled, rejected = (
+        ctx.table("corpus_chunks"),
+        ctx.table("sampled_chunks"),
+        ctx.table("sampling_rejections"),
+    )
     if chunks is None or sampled is None:
         return []
     tiers = ", ".join(f"{t} {n}" for t, n in sampled.group_by("tier").len().sort("tier").iter_rows())
-    return [f"{chunks.height} chunks in the bundle, {sampled.height} sampled ({tiers}), "
-            f"{0 if rejected is None else rejected.height} rejected by the sampling rules"]
+    return [
+        f"{chunks.height} chunks in the bundle, {sampled.height} sampled ({tiers}), "
+        f"{0 if rejected is None else rejected.height} rejected by the sampling rules"
+    ]
 
 
 def queries_lines(ctx: SummaryContext) -> list[str]:
@@ -86,8 +95,7 @@ def judging_lines(ctx: SummaryContext) -> list[str]:
     if judgments is None:
         return []
     scores = ", ".join(f"{s}: {n}" for s, n in judgments.group_by("score").len().sort("score").iter_rows())
-    return [f"{judgments.height} pairs judged ({0 if failures is None else failures.height} failed); "
-            f"labels {scores}"]
+    return [f"{judgments.height} pairs judged ({0 if failures is None else failures.height} failed); labels {scores}"]
 
 
 def evaluation_lines(ctx: SummaryContext) -> list[str]:
@@ -113,10 +121,15 @@ def llm_lines(ctx: SummaryContext) -> list[str]:
         return []
     new = ctx.store.query(
         "SELECT stage, model, count(*) AS n, sum(completion_tokens) AS tokens, sum(latency_s) AS seconds "
-        "FROM llm_responses WHERE created_at >= ? GROUP BY stage, model ORDER BY stage", [ctx.started_at])
+        "FROM llm_responses WHERE created_at >= ? GROUP BY stage, model ORDER BY stage",
+        [ctx.started_at],
+    )
     total = int(new["n"].sum()) if new.height else 0
-    failed = ctx.store.query("SELECT count(*) AS n FROM llm_failures WHERE created_at >= ?", [ctx.started_at]) \
-        if ctx.store.table_exists("llm_failures") else None
+    failed = (
+        ctx.store.query("SELECT count(*) AS n FROM llm_failures WHERE created_at >= ?", [ctx.started_at])
+        if ctx.store.table_exists("llm_failures")
+        else None
+    )
     per_stage = ", ".join(f"{r['stage']} {r['n']}" for r in new.iter_rows(named=True)) or "none (all cached)"
     models = ", ".join(sorted(set(new["model"].to_list()))) if new.height else ""
     line = f"{total} requests answered this run ({per_stage})"
@@ -125,8 +138,10 @@ def llm_lines(ctx: SummaryContext) -> list[str]:
     lines = [line + (f"; model {models}" if models else "")]
     embedded = ctx.store.query("SELECT count(*) AS n FROM llm_responses WHERE endpoint LIKE 'embedded:%'")
     if embedded["n"][0]:
-        lines.append("the embedded smoke-test model's answers (labels, queries, verdicts, grades) exercise the "
-                     "pipeline and are not meaningful; point llm.* at a real judge for real ones")
+        lines.append(
+            "the embedded smoke-test model's answers (labels, queries, verdicts, grades) exercise the "
+            "pipeline and are not meaningful; point llm.* at a real judge for real ones"
+        )
     return lines
 
 
@@ -146,7 +161,8 @@ def _groups(ctx: SummaryContext) -> dict[str, list[tuple[str, str | None, int | 
     groups: dict[str, list[tuple[str, str | None, int | None]]] = {}
     for key in sorted(ctx.graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
         groups.setdefault(ctx.graph.get(key).group_name or "default", []).append(
-            (key.to_user_string(), *ctx.materialised(key)))
+            (key.to_user_string(), *ctx.materialised(key))
+        )
     return groups
 
 
@@ -157,11 +173,15 @@ def group_lines(groups: dict[str, list[tuple[str, str | None, int | None]]], cov
     for group, assets in sorted(groups.items()):
         if group in covered:
             continue
-        now = [name + (f" {rows} rows" if rows is not None else "")
-               for name, when, rows in assets if when == "this run"]
+        now = [
+            name + (f" {rows} rows" if rows is not None else "") for name, when, rows in assets if when == "this run"
+        ]
         earlier = sum(when == "earlier" for _, when, _ in assets)
-        out[group] = [f"{len(now)} of {len(assets)} assets materialised this run"
-                      + (": " + ", ".join(now) if now else "") + (f"; {earlier} from earlier runs" if earlier else "")]
+        out[group] = [
+            f"{len(now)} of {len(assets)} assets materialised this run"
+            + (": " + ", ".join(now) if now else "")
+            + (f"; {earlier} from earlier runs" if earlier else "")
+        ]
     return out
 
 
@@ -199,25 +219,32 @@ def result_paths(data: Path) -> dict[str, Path]:
 def ui_command(home: Path, config: Path) -> str:
     """The one command that opens the Dagster UI on this run's instance and configuration."""
     repo = Path(mama_pipeline.__file__).resolve().parents[1]
-    return (f"cd {shlex.quote(str(repo))} && DAGSTER_HOME={shlex.quote(str(home))} "
-            f"MAMA_CONFIG={shlex.quote(str(config))} .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+    return (
+        f"cd {shlex.quote(str(repo))} && DAGSTER_HOME={shlex.quote(str(home))} "
+        f"MAMA_CONFIG={shlex.quote(str(config))} .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000"
+    )
 
 
-def render(tally: RunTally, seconds: float, areas: dict[str, list[str]], paths: dict[str, Path], db: Path,
-           log: Path, ui: str) -> str:
+def render(
+    tally: RunTally, seconds: float, areas: dict[str, list[str]], paths: dict[str, Path], db: Path, log: Path, ui: str
+) -> str:
     """The summary text."""
     outcome = "finished" if not tally.failed else "FAILED"
     failed_steps = [s.label + (f" ({s.reason})" if s.reason else "") for s in tally.steps if not s.ok]
-    lines = [f"mama_pipeline {outcome} in {seconds:.0f} s: {tally.runs} runs, {len(tally.steps)} steps, "
-             f"{tally.materializations} materialisations, {tally.checks_passed} checks passed, "
-             f"{len(tally.checks_failed)} failed, {len(tally.checks_warned)} warnings"]
+    lines = [
+        f"mama_pipeline {outcome} in {seconds:.0f} s: {tally.runs} runs, {len(tally.steps)} steps, "
+        f"{tally.materializations} materialisations, {tally.checks_passed} checks passed, "
+        f"{len(tally.checks_failed)} failed, {len(tally.checks_warned)} warnings"
+    ]
     if failed_steps:
         lines.append(f"  failed steps: {'; '.join(failed_steps)}")
     if tally.checks_failed:
         lines.append(f"  failed checks: {', '.join(tally.checks_failed)}")
     if tally.checks_warned:
-        lines.append(f"  warnings (checks that list what went wrong without stopping the run; their metadata in "
-                     f"the UI names it): {', '.join(tally.checks_warned)}")
+        lines.append(
+            f"  warnings (checks that list what went wrong without stopping the run; their metadata in "
+            f"the UI names it): {', '.join(tally.checks_warned)}"
+        )
     for area, area_text in areas.items():
         for i, line in enumerate(area_text):
             lines.append(f"  {(area if i == 0 else ''):<{WIDTH}}{line}")

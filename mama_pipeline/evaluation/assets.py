@@ -12,7 +12,8 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
-from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT, clinician_notes
+from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import (
     beir_report_inputs,
@@ -21,18 +22,18 @@ from mama_pipeline.evaluation.beir_evaluation import (
     registry_inputs,
     run_registry,
 )
+from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
+from mama_pipeline.evaluation.clinician_note import clinician_notes
+from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
 from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
-from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
+from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
-from mama_pipeline.common.metadata import md_table
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "evaluation"
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
@@ -42,20 +43,42 @@ JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  
 
 
 BEIR_SCOREBOARD_SCHEMA = {
-    "benchmark": pl.String, "tier": pl.String, "retriever": pl.String, "measure": pl.String, "label": pl.String,
-    "family": pl.String, "cut": pl.String, "rel": pl.Int64, "k": pl.Int64, "position": pl.Int64,
-    "mean": pl.Float64, "n_queries": pl.Int64, "queries_no_relevant": pl.Int64,
+    "benchmark": pl.String,
+    "tier": pl.String,
+    "retriever": pl.String,
+    "measure": pl.String,
+    "label": pl.String,
+    "family": pl.String,
+    "cut": pl.String,
+    "rel": pl.Int64,
+    "k": pl.Int64,
+    "position": pl.Int64,
+    "mean": pl.Float64,
+    "n_queries": pl.Int64,
+    "queries_no_relevant": pl.Int64,
 }
-AUDIT_SCHEMA = {"benchmark": pl.String, "audit": pl.String, "retriever": pl.String, "model": pl.String,
-                "figure": pl.String, "value": pl.Float64}
-
+AUDIT_SCHEMA = {
+    "benchmark": pl.String,
+    "audit": pl.String,
+    "retriever": pl.String,
+    "model": pl.String,
+    "figure": pl.String,
+    "value": pl.Float64,
+}
 
 
 def stored_rankings(store, names: list[str]) -> pl.DataFrame:
     """The rankings of these retrievers; an error names partitions never materialised."""
     if not names:
-        return pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int64,
-                                    "chunk_id": pl.String, "score": pl.Float64})
+        return pl.DataFrame(
+            schema={
+                "query_id": pl.String,
+                "retriever": pl.String,
+                "rank": pl.Int64,
+                "chunk_id": pl.String,
+                "score": pl.Float64,
+            }
+        )
     table = store.read_table(RANKINGS, partitions=names)
     missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
     if missing:
@@ -69,8 +92,9 @@ def run_files(settings) -> pl.DataFrame | None:
     return pl.concat(files) if files else None
 
 
-def _score(settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame,
-           queries: pl.DataFrame) -> ScoreboardResult:
+def _score(
+    settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame, queries: pl.DataFrame
+) -> ScoreboardResult:
     s = settings.get()
     ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
     return score_retrievers(ranked, judgments, queries, s.evaluation, run_files(s))
@@ -81,44 +105,70 @@ def _score(settings: SettingsResource, store: StoreResource, judgments: pl.DataF
     deps=[RANKINGS],
     ins={"queries": QUERIES},
     outs={
-        "scoreboard": dg.AssetOut(description="Mean of every measure per retriever (tier 'all', then per tier), "
-                                  "robust measures first; queries without a qualifying chunk score 0."),
-        "per_query_results": dg.AssetOut(description="Every (retriever, benchmark query, measure) value; also "
-                                         "written as one file per retriever, pairable by query id."),
-        "significance": dg.AssetOut(description="Paired tests between every two retrievers: bootstrap CI of the "
-                                    "difference, randomization test, exact McNemar on hits; Holm across pairs."),
+        "scoreboard": dg.AssetOut(
+            description="Mean of every measure per retriever (tier 'all', then per tier), "
+            "robust measures first; queries without a qualifying chunk score 0."
+        ),
+        "per_query_results": dg.AssetOut(
+            description="Every (retriever, benchmark query, measure) value; also "
+            "written as one file per retriever, pairable by query id."
+        ),
+        "significance": dg.AssetOut(
+            description="Paired tests between every two retrievers: bootstrap CI of the "
+            "difference, randomization test, exact McNemar on hits; Holm across pairs."
+        ),
     },
 )
 def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame, queries: pl.DataFrame):
     ev_settings = settings.get().evaluation
     result = _score(settings, store, judgments, queries)
     ev = result.evaluation
-    folder = write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
-                                   data_path(settings, *PER_QUERY_DIR) / "mamaretrieval", "mamaretrieval",
-                                   run=result.run, qrels=result.qrels, relevant_at=ev_settings.lenient)
+    folder = write_per_query_files(
+        ev.per_query,
+        ev.retrievers,
+        ev.measures,
+        ev.query_ids,
+        data_path(settings, *PER_QUERY_DIR) / "mamaretrieval",
+        "mamaretrieval",
+        run=result.run,
+        qrels=result.qrels,
+        relevant_at=ev_settings.lenient,
+    )
     overall = result.board.filter(pl.col("tier") == "all")
     no_rel = overall.filter(pl.col("family") == "HR").group_by("cut").agg(pl.col("queries_no_relevant").first())
     wide = wide_scoreboard(result.board)
     headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10", "Judged@10"))]
-    yield dg.Output(result.board, output_name="scoreboard", metadata={
-        "queries": len(ev.query_ids),
-        "retrievers": ", ".join(ev.retrievers),
-        "queries_without_relevant_chunk": md_table(no_rel.sort("cut")),
-        "queries_without_results": json.dumps(result.notes["queries_without_results"], sort_keys=True),
-        "dropped_rows": json.dumps(ev.dropped, sort_keys=True),
-        "scoreboard": md_table(wide.select("retriever", *headline)),
-        "circularity": md_table(flag_table(circularity_flags(settings.get()))),
-    })
-    yield dg.Output(ev.per_query, output_name="per_query_results", metadata={
-        "files": dg.MetadataValue.path(str(folder)),
-        "values": ev.per_query.height,
-    })
+    yield dg.Output(
+        result.board,
+        output_name="scoreboard",
+        metadata={
+            "queries": len(ev.query_ids),
+            "retrievers": ", ".join(ev.retrievers),
+            "queries_without_relevant_chunk": md_table(no_rel.sort("cut")),
+            "queries_without_results": json.dumps(result.notes["queries_without_results"], sort_keys=True),
+            "dropped_rows": json.dumps(ev.dropped, sort_keys=True),
+            "scoreboard": md_table(wide.select("retriever", *headline)),
+            "circularity": md_table(flag_table(circularity_flags(settings.get()))),
+        },
+    )
+    yield dg.Output(
+        ev.per_query,
+        output_name="per_query_results",
+        metadata={
+            "files": dg.MetadataValue.path(str(folder)),
+            "values": ev.per_query.height,
+        },
+    )
     sig = result.significance
-    yield dg.Output(sig, output_name="significance", metadata={
-        "pairs": sig.select("retriever_a", "retriever_b").unique().height,
-        "measures": ", ".join(ev_settings.significance_measures),
-        "significant_after_holm": int((sig["p_randomization_holm"] < ev_settings.alpha).sum()),
-    })
+    yield dg.Output(
+        sig,
+        output_name="significance",
+        metadata={
+            "pairs": sig.select("retriever_a", "retriever_b").unique().height,
+            "measures": ", ".join(ev_settings.significance_measures),
+            "significant_after_holm": int((sig["p_randomization_holm"] < ev_settings.alpha).sum()),
+        },
+    )
 
 
 @dg.asset(
@@ -130,10 +180,18 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
     "clinician agreement notes and the leak audit.",
     ins={"chunks": CHUNKS, "queries": QUERIES},
 )
-def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboard: pl.DataFrame,
-                      significance: pl.DataFrame, per_query_results: pl.DataFrame, judgments: pl.DataFrame,
-                      queries: pl.DataFrame, chunks: pl.DataFrame, segment_scoreboard: pl.DataFrame,
-                      segment_significance: pl.DataFrame) -> dg.MaterializeResult:
+def evaluation_report(
+    settings: SettingsResource,
+    store: StoreResource,
+    scoreboard: pl.DataFrame,
+    significance: pl.DataFrame,
+    per_query_results: pl.DataFrame,
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    segment_scoreboard: pl.DataFrame,
+    segment_significance: pl.DataFrame,
+) -> dg.MaterializeResult:
     s = settings.get()
     ev = s.evaluation
     db = store.get()
@@ -141,50 +199,86 @@ def evaluation_report(settings: SettingsResource, store: StoreResource, scoreboa
     extra = run_files(s)
     run = rankings_to_run(ranked) if extra is None else pl.concat([rankings_to_run(ranked), extra])
     qrels, _ = judged_qrels(judgments)
-    leak, leaked = leak_audit(queries.select("query_id", pl.col("query_text").alias("text")),
-                              chunks.select(pl.col("chunk_id").alias("doc_id"), "text"), qrels, ev.lenient)
+    leak, leaked = leak_audit(
+        queries.select("query_id", pl.col("query_text").alias("text")),
+        chunks.select(pl.col("chunk_id").alias("doc_id"), "text"),
+        qrels,
+        ev.lenient,
+    )
     mix_k = min(10, max(ev.cutoffs))
     audits = {name: db.read_table(name) if db.table_exists(name) else None for name in JUDGING_AUDITS}
     rule = s.release.held_out.rule("query_id")  # the held_out_scoreboard's figures, computed the same way
-    gaps = retrieval_gaps(per_query_results, ev.significance_measures, rule, ev.resamples, ev.seed) \
-        if rule.active else None
-    page = write_report(ReportInputs(
-        title="mamaretrieval retriever scoreboard",
-        board=scoreboard, significance=significance, headline=ev.headline_measure,
-        header=mamaretrieval_header(db, judgments, queries, chunks, qrels, scoreboard, ev),
-        notes=[f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
-               f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
-               *clinician_notes(db), *circularity_notes(circularity_flags(s))],
-        per_query=per_query_results, headline_measures=ev.significance_measures,
-        segments={"tier": queries.select("query_id", "tier"), "source": queries.select("query_id", "source")},
-        segment_tests=SegmentResult(segment_scoreboard, segment_significance, ev.segments.min_queries,
-                                    segment_measures(ev)),
-        label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
-        label_mix=label_mix(run, qrels, mix_k), mix_k=mix_k,
-        reliability=audits["judge_reliability"], confusion=audits["judge_confusion"],
-        completeness=audits["pool_completeness"],
-        alpha=ev.alpha, confidence=ev.confidence, resamples=ev.resamples, seed=ev.seed,
-        held_out=gaps, held_out_rule=rule,
-    ), data_path(settings, *REPORT_DIR))
-    return dg.MaterializeResult(metadata={
-        "report": dg.MetadataValue.path(str(page)),
-        "report_url": dg.MetadataValue.url(page.as_uri()),
-        "leaked_queries_exact": leak["leaked_exact"],
-        "leaked_queries_any": leak["leaked_any"],
-        "leaked_examples": md_table(leaked.head(10)),
-    })
+    gaps = (
+        retrieval_gaps(per_query_results, ev.significance_measures, rule, ev.resamples, ev.seed)
+        if rule.active
+        else None
+    )
+    page = write_report(
+        ReportInputs(
+            title="mamaretrieval retriever scoreboard",
+            board=scoreboard,
+            significance=significance,
+            headline=ev.headline_measure,
+            header=mamaretrieval_header(db, judgments, queries, chunks, qrels, scoreboard, ev),
+            notes=[
+                f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
+                f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
+                *clinician_notes(db),
+                *circularity_notes(circularity_flags(s)),
+            ],
+            per_query=per_query_results,
+            headline_measures=ev.significance_measures,
+            segments={"tier": queries.select("query_id", "tier"), "source": queries.select("query_id", "source")},
+            segment_tests=SegmentResult(
+                segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)
+            ),
+            label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
+            label_mix=label_mix(run, qrels, mix_k),
+            mix_k=mix_k,
+            reliability=audits["judge_reliability"],
+            confusion=audits["judge_confusion"],
+            completeness=audits["pool_completeness"],
+            alpha=ev.alpha,
+            confidence=ev.confidence,
+            resamples=ev.resamples,
+            seed=ev.seed,
+            held_out=gaps,
+            held_out_rule=rule,
+        ),
+        data_path(settings, *REPORT_DIR),
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.path(str(page)),
+            "report_url": dg.MetadataValue.url(page.as_uri()),
+            "leaked_queries_exact": leak["leaked_exact"],
+            "leaked_queries_any": leak["leaked_any"],
+            "leaked_examples": md_table(leaked.head(10)),
+        }
+    )
 
 
-def mamaretrieval_header(db, judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame,
-                         qrels: pl.DataFrame, board: pl.DataFrame, ev) -> list[tuple[str, str]]:
+def mamaretrieval_header(
+    db,
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    qrels: pl.DataFrame,
+    board: pl.DataFrame,
+    ev,
+) -> list[tuple[str, str]]:
     """The report's facts: versions, models, prompt hashes, dates (of the judge's answers) and counts."""
+
     def values(df: pl.DataFrame, col: str) -> str:
         return ", ".join(sorted(str(v) for v in df[col].drop_nulls().unique().to_list())) if col in df.columns else ""
 
     dates = ""
     if "cache_key" in judgments.columns and db.table_exists("llm_responses") and judgments.height:
-        span = db.query("SELECT min(created_at) AS first, max(created_at) AS last FROM llm_responses "
-                        "WHERE cache_key IN (SELECT unnest(?))", [judgments["cache_key"].to_list()])
+        span = db.query(
+            "SELECT min(created_at) AS first, max(created_at) AS last FROM llm_responses "
+            "WHERE cache_key IN (SELECT unnest(?))",
+            [judgments["cache_key"].to_list()],
+        )
         if span.height and span["first"][0] is not None:
             dates = f"{span['first'][0]:%Y-%m-%d} to {span['last'][0]:%Y-%m-%d}"
     overall = board.filter(pl.col("tier") == "all")
@@ -194,23 +288,35 @@ def mamaretrieval_header(db, judgments: pl.DataFrame, queries: pl.DataFrame, chu
         ("judge prompt hash", values(judgments, "prompt_hash")),
         ("query writer", f"{values(queries, 'model')} (prompt hash {values(queries, 'prompt_hash')})"),
         ("judged (answer dates)", dates or "n/a"),
-        ("counts", f"{chunks.height} chunks, {queries.height} queries, {qrels.height} judged pairs, "
-                   f"{overall['retriever'].n_unique()} retrievers"),
+        (
+            "counts",
+            f"{chunks.height} chunks, {queries.height} queries, {qrels.height} judged pairs, "
+            f"{overall['retriever'].n_unique()} retrievers",
+        ),
         ("relevance cuts", f"lenient >= {ev.lenient}, strict >= {ev.strict} (labels 0..{ev.max_grade})"),
-        ("statistics", f"{ev.confidence:.0%} bootstrap intervals and paired randomization tests, {ev.resamples} "
-                       f"resamples, seed {ev.seed}; Holm correction across pairs"),
+        (
+            "statistics",
+            f"{ev.confidence:.0%} bootstrap intervals and paired randomization tests, {ev.resamples} "
+            f"resamples, seed {ev.seed}; Holm correction across pairs",
+        ),
     ]
 
 
 @dg.multi_asset(
     group_name=GROUP,
     outs={
-        "beir_scoreboard": dg.AssetOut(description="Every configured BEIR benchmark x retriever x measure (label >= 1)."),
+        "beir_scoreboard": dg.AssetOut(
+            description="Every configured BEIR benchmark x retriever x measure (label >= 1)."
+        ),
         "beir_significance": dg.AssetOut(description="Paired tests between the retrievers of each BEIR benchmark."),
-        "beir_audits": dg.AssetOut(description="Leak audit (queries verbatim in a gold document) and truncation audit "
-                                   "(documents longer than each encoder's max sequence length) per benchmark."),
-        "beir_segment_scoreboard": dg.AssetOut(description="Each benchmark's measures per segment (tier, source, "
-                                               "configured query fields, query and relevant-document length bands)."),
+        "beir_audits": dg.AssetOut(
+            description="Leak audit (queries verbatim in a gold document) and truncation audit "
+            "(documents longer than each encoder's max sequence length) per benchmark."
+        ),
+        "beir_segment_scoreboard": dg.AssetOut(
+            description="Each benchmark's measures per segment (tier, source, "
+            "configured query fields, query and relevant-document length bands)."
+        ),
         "beir_segment_significance": dg.AssetOut(description="Paired tests per segment with enough queries."),
     },
 )
@@ -225,19 +331,39 @@ def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResour
         depth = max(cfg.cutoffs)
 
         def env(load_rankings):
-            return RetrievalEnv(store=store.get(), work_dir=data_path(settings, "retrieval"), resolve=s.resolve,
-                                load_rankings=load_rankings, log=context.log.info)
+            return RetrievalEnv(
+                store=store.get(),
+                work_dir=data_path(settings, "retrieval"),
+                resolve=s.resolve,
+                load_rankings=load_rankings,
+                log=context.log.info,
+            )
 
         ranked, retriever_meta = run_registry(cfg.retrievers, chunks, queries, depth, s.retrieval, env)
-        result = evaluate_beir(loaded, ranked, cfg, retriever_meta, s.evaluation.resamples, s.evaluation.seed,
-                               s.evaluation.confidence)
+        result = evaluate_beir(
+            loaded, ranked, cfg, retriever_meta, s.evaluation.resamples, s.evaluation.seed, s.evaluation.confidence
+        )
         ev = result.evaluation
         segments = beir_segments(loaded.benchmark, ev, cfg, s.evaluation)
-        write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids,
-                              data_path(settings, *PER_QUERY_DIR) / f"beir-{cfg.name}", cfg.name,
-                              run=result.run, qrels=result.qrels)
-        report = beir_report_inputs(result, cfg, retriever_meta, s.evaluation.resamples, s.evaluation.seed,
-                                    s.evaluation.confidence, s.evaluation.alpha)
+        write_per_query_files(
+            ev.per_query,
+            ev.retrievers,
+            ev.measures,
+            ev.query_ids,
+            data_path(settings, *PER_QUERY_DIR) / f"beir-{cfg.name}",
+            cfg.name,
+            run=result.run,
+            qrels=result.qrels,
+        )
+        report = beir_report_inputs(
+            result,
+            cfg,
+            retriever_meta,
+            s.evaluation.resamples,
+            s.evaluation.seed,
+            s.evaluation.confidence,
+            s.evaluation.alpha,
+        )
         report.segment_tests = segments
         page = write_report(report, data_path(settings, "reports", f"beir-{cfg.name}"))
         boards.append(result.board.with_columns(pl.lit(cfg.name).alias("benchmark")))
@@ -261,12 +387,21 @@ def _stack(frames: list[pl.DataFrame], schema: dict) -> pl.DataFrame:
 def _audit_rows(benchmark: str, leak: dict, truncation: pl.DataFrame) -> pl.DataFrame:
     rows = [
         {"benchmark": benchmark, "audit": "leak", "retriever": None, "model": None, "figure": k, "value": float(v)}
-        for k, v in leak.items() if isinstance(v, (int, float))
+        for k, v in leak.items()
+        if isinstance(v, (int, float))
     ]
     for r in truncation.iter_rows(named=True):
         for figure in ("max_seq_length", "documents", "longer_than_max", "share_longer_than_max"):
-            rows.append({"benchmark": benchmark, "audit": "truncation", "retriever": r["retriever"],
-                         "model": r["model"], "figure": figure, "value": float(r[figure])})
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "audit": "truncation",
+                    "retriever": r["retriever"],
+                    "model": r["model"],
+                    "figure": figure,
+                    "value": float(r[figure]),
+                }
+            )
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA)
 
 
@@ -276,8 +411,10 @@ def scoreboard_covers_every_query(scoreboard: pl.DataFrame, queries: pl.DataFram
     overall = scoreboard.filter(pl.col("tier") == "all")
     wrong = overall.filter(pl.col("n_queries") != queries.height).height
     cells = overall.group_by("retriever").len()["len"].unique().to_list()
-    return dg.AssetCheckResult(passed=wrong == 0 and len(cells) <= 1,
-                               metadata={"rows_with_wrong_query_count": wrong, "measures_per_retriever": str(cells)})
+    return dg.AssetCheckResult(
+        passed=wrong == 0 and len(cells) <= 1,
+        metadata={"rows_with_wrong_query_count": wrong, "measures_per_retriever": str(cells)},
+    )
 
 
 @dg.asset_check(asset="significance", blocking=True, additional_ins={"scoreboard": dg.AssetIn("scoreboard")})
@@ -286,10 +423,15 @@ def significance_covers_every_pair(significance: pl.DataFrame, scoreboard: pl.Da
     n = scoreboard["retriever"].n_unique()
     per_measure = significance.group_by("measure").len()["len"].to_list()
     expected = n * (n - 1) // 2
-    p_ok = bool(significance.select(pl.col("p_randomization_holm").is_between(0, 1).all()).item()) \
-        if significance.height else True
-    return dg.AssetCheckResult(passed=all(x == expected for x in per_measure) and p_ok,
-                               metadata={"pairs_expected": expected, "pairs_per_measure": str(per_measure)})
+    p_ok = (
+        bool(significance.select(pl.col("p_randomization_holm").is_between(0, 1).all()).item())
+        if significance.height
+        else True
+    )
+    return dg.AssetCheckResult(
+        passed=all(x == expected for x in per_measure) and p_ok,
+        metadata={"pairs_expected": expected, "pairs_per_measure": str(per_measure)},
+    )
 
 
 ASSETS = [scoreboard, evaluation_report, beir_evaluations]

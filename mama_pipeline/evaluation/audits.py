@@ -5,6 +5,7 @@ length, counted in that model's own tokenizer (special tokens included, as the
 model sees them). Leak audit: queries whose text appears verbatim inside one of
 their gold (relevant) documents, exactly and after case and whitespace folding.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,12 +18,13 @@ import polars as pl
 Tokenizer = Callable[[list[str]], list[int]]  # texts -> token counts
 
 
-def truncation_audit(texts: Sequence[str], count_tokens: Tokenizer, max_length: int, model: str,
-                     batch_size: int = 256) -> dict:
+def truncation_audit(
+    texts: Sequence[str], count_tokens: Tokenizer, max_length: int, model: str, batch_size: int = 256
+) -> dict:
     """Token-length figures of ``texts`` against ``max_length``."""
     counts: list[int] = []
     for start in range(0, len(texts), batch_size):
-        counts.extend(count_tokens(list(texts[start:start + batch_size])))
+        counts.extend(count_tokens(list(texts[start : start + batch_size])))
     lengths = np.asarray(counts, dtype=np.int64)
     over = int((lengths > max_length).sum())
     n = int(lengths.size)
@@ -58,7 +60,9 @@ def encoder_token_counter(spec, resolve: Callable[[str], Path]) -> tuple[Tokeniz
     return count, int(encoder.max_seq_length), encoder.source.label
 
 
-def leak_audit(queries: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, min_relevance: int = 1) -> tuple[dict, pl.DataFrame]:
+def leak_audit(
+    queries: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, min_relevance: int = 1
+) -> tuple[dict, pl.DataFrame]:
     """(summary, leaked rows): queries whose text is inside a gold document of theirs.
 
     ``queries`` (query_id, text), ``corpus`` (doc_id, text), ``qrels`` (query_id, doc_id, relevance).
@@ -74,8 +78,9 @@ def leak_audit(queries: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame,
             rows.append((q, d, "exact"))
         elif _fold(qt) and _fold(qt) in _fold(dt):
             rows.append((q, d, "case_whitespace"))
-    leaked = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "match": pl.String},
-                          orient="row").sort("query_id", "doc_id")
+    leaked = pl.DataFrame(
+        rows, schema={"query_id": pl.String, "doc_id": pl.String, "match": pl.String}, orient="row"
+    ).sort("query_id", "doc_id")
     n_queries = queries.join(qrels.filter(pl.col("relevance") >= min_relevance), on="query_id", how="semi").height
     summary = {
         "queries_with_gold": n_queries,

@@ -6,6 +6,7 @@ scores kept). Hub datasets published with ``datasets`` use the same tables as
 parquet (``corpus/*.parquet``, ``queries/*.parquet``, ``qrels/<split>-*.parquet``);
 both are read. Every bad record is an error naming the file and line (row).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.common.input_errors import read_parquet, text_lines
 from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.evaluation.runs import QrelsRows
-from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.input_errors import read_parquet, text_lines
 
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "text": pl.String}
 QUERIES_SCHEMA = {"query_id": pl.String, "text": pl.String, "metadata": pl.String}
@@ -44,12 +45,13 @@ class BeirBenchmark:
         ids = [q for q in self.queries["query_id"].to_list() if q in judged]
         return ids if max_queries is None else ids[:max_queries]
 
-    def subset(self, query_ids: list[str]) -> "BeirBenchmark":
+    def subset(self, query_ids: list[str]) -> BeirBenchmark:
         """The same corpus with only these queries and their qrels."""
         keep = pl.DataFrame({"query_id": query_ids}, schema={"query_id": pl.String})
         queries = self.queries.join(keep, on="query_id", how="semi")
-        return BeirBenchmark(self.name, self.corpus, queries, self.qrels.join(keep, on="query_id", how="semi"),
-                             self.source)
+        return BeirBenchmark(
+            self.name, self.corpus, queries, self.qrels.join(keep, on="query_id", how="semi"), self.source
+        )
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,9 @@ def write_beir(benchmark: BeirBenchmark, folder: str | os.PathLike[str], split: 
     return folder
 
 
-def mamaretrieval_to_beir(chunks: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame,
-                          name: str = "mamaretrieval") -> BeirBenchmark:
+def mamaretrieval_to_beir(
+    chunks: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame, name: str = "mamaretrieval"
+) -> BeirBenchmark:
     """The mamaretrieval tables as a BEIR benchmark: chunks as documents, every judged label kept (0..6).
 
     Query metadata keeps source, tier and the seed chunk (provenance, not a label).
@@ -115,9 +118,13 @@ def mamaretrieval_to_beir(chunks: pl.DataFrame, queries: pl.DataFrame, qrels: pl
     corpus = chunks.select(pl.col("chunk_id").alias("doc_id"), pl.lit("").alias("title"), "text").sort("doc_id")
     meta_cols = [c for c in ("seed_chunk_id", "source", "tier") if c in queries.columns]
     q = queries.sort("query_id").select(
-        "query_id", pl.col("query_text").alias("text"),
-        pl.struct(meta_cols).map_elements(lambda s: json.dumps(s, sort_keys=True), return_dtype=pl.String)
-        .alias("metadata") if meta_cols else pl.lit(None, pl.String).alias("metadata"),
+        "query_id",
+        pl.col("query_text").alias("text"),
+        pl.struct(meta_cols)
+        .map_elements(lambda s: json.dumps(s, sort_keys=True), return_dtype=pl.String)
+        .alias("metadata")
+        if meta_cols
+        else pl.lit(None, pl.String).alias("metadata"),
     )
     labels = qrels.select("query_id", "doc_id", "relevance").sort("query_id", "doc_id")
     _check_references(labels, None, "judgments", set(corpus["doc_id"].to_list()), set(q["query_id"].to_list()))
@@ -183,7 +190,9 @@ def _read_qrels_tsv(path: Path) -> tuple[pl.DataFrame, list[int]]:
     for lineno, line in text_lines(path, "qrels file"):
         if lineno == 1:
             if line.split("\t") != QRELS_HEADER:
-                raise EvaluationInputError(path, f"header must be {' '.join(QRELS_HEADER)!r} (tab-separated), got {line!r}", 1)
+                raise EvaluationInputError(
+                    path, f"header must be {' '.join(QRELS_HEADER)!r} (tab-separated), got {line!r}", 1
+                )
             header = line
             continue
         if not line.strip():
@@ -202,7 +211,9 @@ def _read_qrels_tsv(path: Path) -> tuple[pl.DataFrame, list[int]]:
 def _parquet_files(folder: Path, pattern: str, kind: str) -> list[Path]:
     files = sorted(folder.glob(pattern)) if folder.is_dir() else []
     if not files:
-        raise EvaluationInputError(folder, f"no {kind} found: expected {kind}.jsonl beside it or {folder.name}/{pattern}")
+        raise EvaluationInputError(
+            folder, f"no {kind} found: expected {kind}.jsonl beside it or {folder.name}/{pattern}"
+        )
     return files
 
 
@@ -235,25 +246,34 @@ def _read_parquet_qrels(folder: Path, split: str) -> tuple[pl.DataFrame, Path, l
         if not set(QRELS_HEADER) <= set(df.columns):
             raise EvaluationInputError(path, f"columns must include {QRELS_HEADER}, got {df.columns}")
         try:
-            frames.append(df.select(pl.col("query-id").cast(pl.String).alias("query_id"),
-                                    pl.col("corpus-id").cast(pl.String).alias("doc_id"),
-                                    pl.col("score").cast(pl.Int64).alias("relevance")))
+            frames.append(
+                df.select(
+                    pl.col("query-id").cast(pl.String).alias("query_id"),
+                    pl.col("corpus-id").cast(pl.String).alias("doc_id"),
+                    pl.col("score").cast(pl.Int64).alias("relevance"),
+                )
+            )
         except pl.exceptions.PolarsError:
             raise EvaluationInputError(path, f"column 'score' must hold integers, got {df.schema['score']}") from None
     qrels = pl.concat(frames)
     dup = qrels.with_row_index("row").filter(pl.struct("query_id", "doc_id").is_duplicated())
     if dup.height:
         r = dup.row(-1, named=True)
-        raise EvaluationInputError(folder, f"row {r['row'] + 1}: query {r['query_id']!r} labels document {r['doc_id']!r} twice")
+        raise EvaluationInputError(
+            folder, f"row {r['row'] + 1}: query {r['query_id']!r} labels document {r['doc_id']!r} twice"
+        )
     return qrels, folder, list(range(1, qrels.height + 1))
 
 
-def _check_references(qrels: pl.DataFrame, lines: list[int] | None, source, doc_ids: set[str],
-                      query_ids: set[str]) -> None:
+def _check_references(
+    qrels: pl.DataFrame, lines: list[int] | None, source, doc_ids: set[str], query_ids: set[str]
+) -> None:
     """Every qrel names a known document and query; ``lines`` are the records' file lines (None: tables)."""
     numbers = lines if lines is not None else [None] * qrels.height
     for (q, d), lineno in zip(qrels.select("query_id", "doc_id").iter_rows(), numbers):
         if d not in doc_ids:
-            raise EvaluationInputError(source, f"qrels name document {d!r} (query {q!r}) that is not in the corpus", lineno)
+            raise EvaluationInputError(
+                source, f"qrels name document {d!r} (query {q!r}) that is not in the corpus", lineno
+            )
         if q not in query_ids:
             raise EvaluationInputError(source, f"qrels name query {q!r} that is not in the queries", lineno)

@@ -8,6 +8,7 @@
 Retrievers are the entries of ``retrieval.retrievers`` in the configuration file
 (``--config``, else ``MAMA_CONFIG``, else the bundled sample).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="mama-pipeline eval", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="mama-pipeline eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     t = sub.add_parser("trec", help="score TREC run files against a TREC qrels file")
@@ -44,8 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("beir", help="evaluate configured retrievers on a BEIR benchmark")
     _benchmark_args(b)
     b.add_argument("--retriever", action="append", required=True, help="retrieval.retrievers name (repeatable)")
-    b.add_argument("--segment-field", action="append", default=None,
-                   help="query metadata key to break results down by (repeatable)")
+    b.add_argument(
+        "--segment-field",
+        action="append",
+        default=None,
+        help="query metadata key to break results down by (repeatable)",
+    )
     _common(b)
     b.set_defaults(func=cmd_beir)
 
@@ -80,8 +86,8 @@ def _benchmark_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_trec(args) -> int:
-    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
     from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
     from mama_pipeline.evaluation.significance import pairwise_significance
     from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run
 
@@ -90,8 +96,11 @@ def cmd_trec(args) -> int:
     run = pl.concat(runs)
     names = list(dict.fromkeys(run["retriever"].to_list()))
     cuts = tuple((name, int(rel)) for name, rel in (c.split("=") for c in args.cuts.split(",")))
-    plan = MeasurePlan(_cutoffs(args.cutoffs, [1, 3, 5, 10, 20]), tuple((n if len(cuts) > 1 else "", r) for n, r in cuts),
-                       args.max_grade)
+    plan = MeasurePlan(
+        _cutoffs(args.cutoffs, [1, 3, 5, 10, 20]),
+        tuple((n if len(cuts) > 1 else "", r) for n, r in cuts),
+        args.max_grade,
+    )
     query_ids = qrels["query_id"].unique(maintain_order=True).to_list()
     evaluation = evaluate(run.drop("score"), qrels, query_ids, plan, names, ",".join(args.run), args.qrels)
     board = scoreboard(evaluation, qrels)
@@ -121,8 +130,13 @@ def cmd_beir(args) -> int:
     store = Store(settings.db_path)
 
     def env(load_rankings):
-        return RetrievalEnv(store=store, work_dir=settings.data_path / "retrieval", resolve=settings.resolve,
-                            load_rankings=load_rankings, log=lambda m: print(m, file=sys.stderr))
+        return RetrievalEnv(
+            store=store,
+            work_dir=settings.data_path / "retrieval",
+            resolve=settings.resolve,
+            load_rankings=load_rankings,
+            log=lambda m: print(m, file=sys.stderr),
+        )
 
     ranked, meta = run_registry(cfg.retrievers, chunks, queries, max(cfg.cutoffs), settings.retrieval, env)
     result = evaluate_beir(loaded, ranked, cfg, meta, args.resamples, args.seed)
@@ -132,8 +146,18 @@ def cmd_beir(args) -> int:
     segments = beir_segments(loaded.benchmark, result.evaluation, cfg, evaluation_settings)
     report = beir_report_inputs(result, cfg, meta, args.resamples, args.seed)
     report.segment_tests = segments
-    _emit(result.board, result.significance, result.evaluation, notes, args.out, cfg.name, run=result.run,
-          qrels=result.qrels, report=report, segments=segments)
+    _emit(
+        result.board,
+        result.significance,
+        result.evaluation,
+        notes,
+        args.out,
+        cfg.name,
+        run=result.run,
+        qrels=result.qrels,
+        report=report,
+        segments=segments,
+    )
     return 0
 
 
@@ -148,8 +172,11 @@ def cmd_audit(args) -> int:
     loaded = load_benchmark(cfg, settings.resolve)
     bench = loaded.benchmark
     leak, leaked = leak_audit(bench.queries, bench.corpus, bench.qrels)
-    out = {**loaded.provenance, "leak_audit": {**leak, "leaked_query_ids": leaked["query_id"].unique(maintain_order=True).to_list()[:20]},
-           "truncation": []}
+    out = {
+        **loaded.provenance,
+        "leak_audit": {**leak, "leaked_query_ids": leaked["query_id"].unique(maintain_order=True).to_list()[:20]},
+        "truncation": [],
+    }
     specs = [settings.retrieval.retriever(n) for n in args.retriever]
     specs += [DenseRetriever(name="model", kind="dense", params=DenseParams(model_path=m)) for m in args.model]
     texts = registry_inputs(bench)[0]["text"].to_list()
@@ -182,12 +209,32 @@ def cmd_export(args) -> int:
     ev = settings.evaluation
     result = score_retrievers(rankings, store.read_table("judgments"), store.read_table("generated_queries"), ev)
     e = result.evaluation
-    write_per_query_files(e.per_query, e.retrievers, e.measures, e.query_ids, out / "per_query", "mamaretrieval",
-                          run=rankings.rename({"chunk_id": "doc_id"}), qrels=qrels, relevant_at=ev.lenient)
-    print(json.dumps({"out": str(out), "documents": bench.corpus.height, "queries": bench.queries.height,
-                      "qrels": qrels.height, "dropped_judgments": dropped,
-                      "runs": sorted(rankings["retriever"].unique().to_list()),
-                      "per_query": str(out / "per_query")}, indent=2, sort_keys=True))
+    write_per_query_files(
+        e.per_query,
+        e.retrievers,
+        e.measures,
+        e.query_ids,
+        out / "per_query",
+        "mamaretrieval",
+        run=rankings.rename({"chunk_id": "doc_id"}),
+        qrels=qrels,
+        relevant_at=ev.lenient,
+    )
+    print(
+        json.dumps(
+            {
+                "out": str(out),
+                "documents": bench.corpus.height,
+                "queries": bench.queries.height,
+                "qrels": qrels.height,
+                "dropped_judgments": dropped,
+                "runs": sorted(rankings["retriever"].unique().to_list()),
+                "per_query": str(out / "per_query"),
+            },
+            indent=2,
+            sort_keys=True,
+        )
+    )
     return 0
 
 
@@ -210,26 +257,60 @@ def _benchmark_settings(args, retrievers: list[str]):
         extra["significance_measures"] = args.significance
     if getattr(args, "segment_field", None):
         extra["segment_fields"] = args.segment_field
-    return BeirBenchmarkSettings(name=name, revision=args.revision, split=args.split, max_queries=args.max_queries,
-                                 retrievers=retrievers, **source, **extra)
+    return BeirBenchmarkSettings(
+        name=name,
+        revision=args.revision,
+        split=args.split,
+        max_queries=args.max_queries,
+        retrievers=retrievers,
+        **source,
+        **extra,
+    )
 
 
 def _cutoffs(text: str | None, default: list[int]) -> tuple[int, ...]:
     return tuple(int(k) for k in text.split(",")) if text else tuple(default)
 
 
-def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: str | None, name: str,
-          run: pl.DataFrame | None = None, qrels: pl.DataFrame | None = None, report=None, segments=None) -> None:
+def _emit(
+    board: pl.DataFrame,
+    sig: pl.DataFrame,
+    evaluation,
+    notes: dict,
+    out: str | None,
+    name: str,
+    run: pl.DataFrame | None = None,
+    qrels: pl.DataFrame | None = None,
+    report=None,
+    segments=None,
+) -> None:
     """Print the scoreboard and notes; with ``out``, write the tables, per-query files and the HTML report
     (``report``: its inputs; default: scoreboard, significance and the notes as facts)."""
     from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 
-    with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-                   tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=10_000):
+    with pl.Config(
+        tbl_formatting="MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        float_precision=4,
+        tbl_width_chars=10_000,
+    ):
         print(wide_scoreboard(board))
         if sig.height:
-            print(sig.select("measure", "retriever_a", "retriever_b", "diff", "ci_low", "ci_high",
-                             "p_randomization_holm", "p_mcnemar_holm"))
+            print(
+                sig.select(
+                    "measure",
+                    "retriever_a",
+                    "retriever_b",
+                    "diff",
+                    "ci_low",
+                    "ci_high",
+                    "p_randomization_holm",
+                    "p_mcnemar_holm",
+                )
+            )
     print(json.dumps(notes, indent=2, sort_keys=True, default=str))
     if out:
         from mama_pipeline.common.file_ops import atomic_file
@@ -246,13 +327,27 @@ def _emit(board: pl.DataFrame, sig: pl.DataFrame, evaluation, notes: dict, out: 
                 segments.board.write_csv(fh, separator="\t")
             with atomic_file(folder / "segment_significance.tsv") as fh:
                 segments.significance.write_csv(fh, separator="\t")
-        write_per_query_files(evaluation.per_query, evaluation.retrievers, evaluation.measures, evaluation.query_ids,
-                              folder / "per_query", name, run=run, qrels=qrels)
+        write_per_query_files(
+            evaluation.per_query,
+            evaluation.retrievers,
+            evaluation.measures,
+            evaluation.query_ids,
+            folder / "per_query",
+            name,
+            run=run,
+            qrels=qrels,
+        )
         if report is None:
             headline = sig["measure"][0] if sig.height else evaluation.measures[0].name
             facts = [(key, _fact(value)) for key, value in sorted(notes.items())]
-            report = ReportInputs(title=f"{name} scoreboard", board=board, significance=sig, headline=headline,
-                                  header=facts, per_query=evaluation.per_query)
+            report = ReportInputs(
+                title=f"{name} scoreboard",
+                board=board,
+                significance=sig,
+                headline=headline,
+                header=facts,
+                per_query=evaluation.per_query,
+            )
         page = write_report(report, folder / "report")
         print(f"written: {folder}/scoreboard.tsv, significance.tsv, per_query/, {page}")
 

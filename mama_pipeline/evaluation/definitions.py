@@ -1,4 +1,5 @@
 """The evaluation group's Dagster definitions."""
+
 import dagster as dg
 
 from mama_pipeline.evaluation import held_out_assets, segment_assets

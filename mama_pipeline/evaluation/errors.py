@@ -1,4 +1,5 @@
 """The one exception raised for unusable evaluation inputs (an :class:`~mama_pipeline.common.input_errors.InputError`)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Dagster asset of the mamaretrieval scoreboard on the public and the held-out queries (group ``evaluation``)."""
+
 import dagster as dg
 import polars as pl
 
@@ -18,17 +19,23 @@ from mama_pipeline.resources import SettingsResource
 def held_out_scoreboard(settings: SettingsResource, per_query_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     ev = s.evaluation
-    board = retrieval_gaps(per_query_results, ev.significance_measures, s.release.held_out.rule("query_id"),
-                           ev.resamples, ev.seed)
+    board = retrieval_gaps(
+        per_query_results, ev.significance_measures, s.release.held_out.rule("query_id"), ev.resamples, ev.seed
+    )
     return gap_output(s, board)
 
 
 def gap_output(s, board: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """A public vs held-out table with the split's settings, the test and the table in its metadata."""
-    return dg.Output(board, metadata={
-        "share": s.release.held_out.share, "salt": s.release.held_out.salt, "test": TEST,
-        "gaps": md_table(board.drop("test")),
-    })
+    return dg.Output(
+        board,
+        metadata={
+            "share": s.release.held_out.share,
+            "salt": s.release.held_out.salt,
+            "test": TEST,
+            "gaps": md_table(board.drop("test")),
+        },
+    )
 
 
 ASSETS = [held_out_scoreboard]

@@ -9,9 +9,10 @@ much easier one part happens to be for every entry, so what is left is the entry
 than ``MIN_ITEMS`` items in a part gets no figures for that comparison, with the reason; with no held-out part
 (share 0) there is nothing to compare. :data:`WHY_THIS_TEST` is what the reports say of the choice.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -29,21 +30,38 @@ WHY_THIS_TEST = (
     "Every entry shares how much easier one part happens to be, and the pairing removes it: a positive relative "
     "gap is the entry's own advantage on the public part. A test pairing each entry's public mean with its "
     "held-out mean over the entries is not used: the entries are not independent samples (they share the items), "
-    "and it would ask whether the public part is easier for the entries at large, not whether one entry has seen it.")
+    "and it would ask whether the public part is easier for the entries at large, not whether one entry has seen it."
+)
 MIN_ITEMS = 2  # per part: fewer gives no gap and no test
 GAP_SCHEMA = {
-    "n_public": pl.Int64, "n_held_out": pl.Int64, "mean_public": pl.Float64, "mean_held_out": pl.Float64,
-    "gap": pl.Float64, "p_permutation": pl.Float64, "test": pl.String, "note": pl.String,
+    "n_public": pl.Int64,
+    "n_held_out": pl.Int64,
+    "mean_public": pl.Float64,
+    "mean_held_out": pl.Float64,
+    "gap": pl.Float64,
+    "p_permutation": pl.Float64,
+    "test": pl.String,
+    "note": pl.String,
     # paired on the item across entries: the entry's value minus the other entries' mean on the same item
-    "relative_gap": pl.Float64, "p_relative": pl.Float64, "relative_note": pl.String,
+    "relative_gap": pl.Float64,
+    "p_relative": pl.Float64,
+    "relative_note": pl.String,
 }
 
 
 def _gap(public: np.ndarray, held: np.ndarray, resamples: int, seed: int) -> dict:
     from scipy import stats
 
-    row = {"n_public": int(public.size), "n_held_out": int(held.size), "mean_public": None, "mean_held_out": None,
-           "gap": None, "p_permutation": None, "test": None, "note": None}
+    row = {
+        "n_public": int(public.size),
+        "n_held_out": int(held.size),
+        "mean_public": None,
+        "mean_held_out": None,
+        "gap": None,
+        "p_permutation": None,
+        "test": None,
+        "note": None,
+    }
     if not held.size:
         return {**row, "note": "no held-out item (release.held_out.share is 0, or the rule held none of these out)"}
     row["mean_public"] = float(np.mean(public)) if public.size else None
@@ -54,13 +72,28 @@ def _gap(public: np.ndarray, held: np.ndarray, resamples: int, seed: int) -> dic
     def diff(x, y, axis=-1):
         return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
-    res = stats.permutation_test((public, held), diff, permutation_type="independent", vectorized=True,
-                                 n_resamples=resamples, alternative="two-sided", rng=np.random.default_rng(seed))
+    res = stats.permutation_test(
+        (public, held),
+        diff,
+        permutation_type="independent",
+        vectorized=True,
+        n_resamples=resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
     return {**row, "gap": row["mean_public"] - row["mean_held_out"], "p_permutation": float(res.pvalue), "test": TEST}
 
 
-def part_gaps(values: pl.DataFrame, by: Sequence[str], id_column: str, rule: HeldOutRule, resamples: int, seed: int,
-              key: pl.Expr | None = None, entry: str | None = None) -> pl.DataFrame:
+def part_gaps(
+    values: pl.DataFrame,
+    by: Sequence[str],
+    id_column: str,
+    rule: HeldOutRule,
+    resamples: int,
+    seed: int,
+    key: pl.Expr | None = None,
+    entry: str | None = None,
+) -> pl.DataFrame:
     """One row per group of ``by``: items and mean in each part (by the rule on ``key``, default the id
     column), gap = public - held out, and the permutation p value. ``values`` has one numeric ``value`` per
     (group, item). With ``entry`` (one of ``by``: the retriever or system), also the relative gap and its p value
@@ -85,25 +118,32 @@ def relative_values(parts: pl.DataFrame, by: Sequence[str], id_column: str, entr
     context = [c for c in by if c != entry]
     on = [*context, id_column]
     totals = parts.group_by(on).agg(pl.col("value").sum().alias("_sum"), pl.len().alias("_n"))
-    return (parts.join(totals, on=on, how="left").filter(pl.col("_n") > 1)
-            .with_columns(value=pl.col("value") - (pl.col("_sum") - pl.col("value")) / (pl.col("_n") - 1)))
+    return (
+        parts.join(totals, on=on, how="left")
+        .filter(pl.col("_n") > 1)
+        .with_columns(value=pl.col("value") - (pl.col("_sum") - pl.col("value")) / (pl.col("_n") - 1))
+    )
 
 
-def _relative_figures(relative: pl.DataFrame | None, group: dict, entry: str | None, resamples: int,
-                      seed: int) -> dict:
+def _relative_figures(relative: pl.DataFrame | None, group: dict, entry: str | None, resamples: int, seed: int) -> dict:
     if relative is None:  # no entry column given: nothing to pair on
         return {"relative_gap": None, "p_relative": None, "relative_note": None}
     block = relative.filter(*(pl.col(c) == v for c, v in group.items()))
     if block.is_empty():
-        return {"relative_gap": None, "p_relative": None,
-                "relative_note": f"no other {entry} scored on the same items: nothing to pair with"}
+        return {
+            "relative_gap": None,
+            "p_relative": None,
+            "relative_note": f"no other {entry} scored on the same items: nothing to pair with",
+        }
     public = block.filter(pl.col("_part") == PUBLIC)["value"].to_numpy().astype(float)
     held = block.filter(pl.col("_part") == HELD_OUT)["value"].to_numpy().astype(float)
     r = _gap(public, held, resamples, seed)
     return {"relative_gap": r["gap"], "p_relative": r["p_permutation"], "relative_note": r["note"]}
 
-def retrieval_gaps(per_query: pl.DataFrame, measures: Sequence[str], rule: HeldOutRule, resamples: int,
-                   seed: int) -> pl.DataFrame:
+
+def retrieval_gaps(
+    per_query: pl.DataFrame, measures: Sequence[str], rule: HeldOutRule, resamples: int, seed: int
+) -> pl.DataFrame:
     """Per retriever and measure of ``measures``: the parts' means over queries (``per_query_results``)."""
     values = per_query.filter(pl.col("measure").is_in(list(measures)))
     return part_gaps(values, ["retriever", "measure"], "query_id", rule, resamples, seed, entry="retriever")
@@ -115,7 +155,8 @@ def system_gaps(grades: pl.DataFrame, rule: HeldOutRule, resamples: int, seed: i
     from mama_pipeline.mamabench.held_out_key import split_key
 
     scored = grades.filter(pl.col("score").is_not_null()).select(
-        "system", "track", "item_id", pl.col("score").cast(pl.Float64).alias("value"))
+        "system", "track", "item_id", pl.col("score").cast(pl.Float64).alias("value")
+    )
     return part_gaps(scored, ["system", "track"], "item_id", rule, resamples, seed, key=split_key(), entry="system")
 
 
@@ -127,22 +168,44 @@ def _cell(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else html.escape(str(v))
 
 
-def gaps_html(board: pl.DataFrame, entry: Sequence[str], rule: HeldOutRule, items: str, resamples: int,
-              seed: int) -> str:
+def gaps_html(
+    board: pl.DataFrame, entry: Sequence[str], rule: HeldOutRule, items: str, resamples: int, seed: int
+) -> str:
     """The reports' section: each entry's public and held-out mean with its n, the gap and the test, the rule and
     why this test; empty when the rule holds nothing out."""
     import html
 
     if not rule.active:
         return ""
-    head = [*entry, "public mean", "n public", "held-out mean", "n held out", "gap (public - held out)",
-            "p (permutation)", "relative gap", "p (relative)", "note"]
-    columns = (*entry, "mean_public", "n_public", "mean_held_out", "n_held_out", "gap", "p_permutation",
-               "relative_gap", "p_relative")
+    head = [
+        *entry,
+        "public mean",
+        "n public",
+        "held-out mean",
+        "n held out",
+        "gap (public - held out)",
+        "p (permutation)",
+        "relative gap",
+        "p (relative)",
+        "note",
+    ]
+    columns = (
+        *entry,
+        "mean_public",
+        "n_public",
+        "mean_held_out",
+        "n_held_out",
+        "gap",
+        "p_permutation",
+        "relative_gap",
+        "p_relative",
+    )
     rows = "".join(
-        "<tr>" + "".join(f"<td>{_cell(r[c])}</td>" for c in columns)
+        "<tr>"
+        + "".join(f"<td>{_cell(r[c])}</td>" for c in columns)
         + f"<td>{_cell('; '.join(dict.fromkeys(n for n in (r['note'], r['relative_note']) if n)))}</td></tr>"
-        for r in board.iter_rows(named=True))
+        for r in board.iter_rows(named=True)
+    )
     table = "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{rows}</table>"
     return (
         "<h2>Public and held-out parts</h2>"
@@ -152,4 +215,5 @@ def gaps_html(board: pl.DataFrame, entry: Sequence[str], rule: HeldOutRule, item
         f"there than on the held-out part. Relative gap: the gap of the entry's per-item value minus the other "
         f"entries' mean on the same item (only {items} another entry was scored on). p: {html.escape(TEST)}, "
         f"{resamples} resamples, seed {seed}; no gap or test with fewer than {MIN_ITEMS} {items} in a part. "
-        f"{html.escape(WHY_THIS_TEST)}</p>" + table)
+        f"{html.escape(WHY_THIS_TEST)}</p>" + table
+    )

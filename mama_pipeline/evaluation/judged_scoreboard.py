@@ -6,16 +6,17 @@ A retriever added later (a configuration entry or a TREC run file) is scored on
 the labels that exist: chunks nobody judged count as not relevant, and its
 Judged@k says how much of its ranking the labels cover. Nothing is re-judged.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import polars as pl
 
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, queries_without_results, scoreboard
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
 
@@ -41,7 +42,8 @@ def judged_qrels(judgments: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]
     if no_score:
         dropped["judgments without a score"] = no_score
     qrels = labelled.filter(pl.col("score").is_not_null()).select(
-        pl.col("query_id").cast(pl.String), pl.col("chunk_id").cast(pl.String).alias("doc_id"),
+        pl.col("query_id").cast(pl.String),
+        pl.col("chunk_id").cast(pl.String).alias("doc_id"),
         pl.col("score").cast(pl.Int64).alias("relevance"),
     )
     return qrels, dropped
@@ -84,8 +86,12 @@ def score_retrievers(
     tiers = queries.select("query_id", "tier") if "tier" in queries.columns else None
     board = scoreboard(evaluation, qrels, tiers)
     significance = pairwise_significance(
-        evaluation.per_query, settings.significance_measures, retrievers,
-        n_resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence,
+        evaluation.per_query,
+        settings.significance_measures,
+        retrievers,
+        n_resamples=settings.resamples,
+        seed=settings.seed,
+        confidence=settings.confidence,
     )
     notes = {
         "queries": len(query_ids),

@@ -8,6 +8,7 @@ document labelled ``relevant_at`` or more (empty when none was retrieved).
 ``manifest.json`` lists the files, the measures with their labels and the query count,
 so anyone can run a paired test against a new system without rescoring these.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,9 @@ from mama_pipeline.evaluation.trec import write_trec_run
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def per_query_wide(per_query: pl.DataFrame, retriever: str, measures: list[Measure], query_ids: list[str]) -> pl.DataFrame:
+def per_query_wide(
+    per_query: pl.DataFrame, retriever: str, measures: list[Measure], query_ids: list[str]
+) -> pl.DataFrame:
     """One retriever's per-query values: a row per query, a column per measure."""
     names = [m.name for m in measures]
     wide = per_query.filter(pl.col("retriever") == retriever).pivot(on="measure", index="query_id", values="value")
@@ -32,20 +35,32 @@ def per_query_wide(per_query: pl.DataFrame, retriever: str, measures: list[Measu
     return order.join(wide, on="query_id", how="left", maintain_order="left").select("query_id", *names)
 
 
-def first_relevant_ranks(run: pl.DataFrame, qrels: pl.DataFrame, retriever: str, query_ids: list[str],
-                         relevant_at: int) -> pl.DataFrame:
+def first_relevant_ranks(
+    run: pl.DataFrame, qrels: pl.DataFrame, retriever: str, query_ids: list[str], relevant_at: int
+) -> pl.DataFrame:
     """Per benchmark query (in order), the rank of the retriever's first document labelled >= ``relevant_at``."""
     relevant = qrels.filter(pl.col("relevance") >= relevant_at).select("query_id", "doc_id")
-    first = (run.filter(pl.col("retriever") == retriever).join(relevant, on=["query_id", "doc_id"])
-             .group_by("query_id").agg(pl.col("rank").min().alias("first_relevant_rank")))
+    first = (
+        run.filter(pl.col("retriever") == retriever)
+        .join(relevant, on=["query_id", "doc_id"])
+        .group_by("query_id")
+        .agg(pl.col("rank").min().alias("first_relevant_rank"))
+    )
     order = pl.DataFrame({"query_id": query_ids}, schema={"query_id": pl.String})
     return order.join(first, on="query_id", how="left", maintain_order="left")
 
 
-def write_per_query_files(per_query: pl.DataFrame, retrievers: list[str], measures: list[Measure],
-                          query_ids: list[str], folder: str | os.PathLike[str], benchmark: str,
-                          run: pl.DataFrame | None = None, qrels: pl.DataFrame | None = None,
-                          relevant_at: int = 1) -> Path:
+def write_per_query_files(
+    per_query: pl.DataFrame,
+    retrievers: list[str],
+    measures: list[Measure],
+    query_ids: list[str],
+    folder: str | os.PathLike[str],
+    benchmark: str,
+    run: pl.DataFrame | None = None,
+    qrels: pl.DataFrame | None = None,
+    relevant_at: int = 1,
+) -> Path:
     """Write the folder (replaced atomically); returns it.
 
     ``run`` (retriever, query_id, doc_id, rank[, score]) adds each retriever's TREC run file;

@@ -7,6 +7,7 @@ run or the qrels, so the grid is completed explicitly: every benchmark query
 gets a value for every retriever and measure, 0 where the retriever returned
 nothing or no chunk qualifies, as a user would experience it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 import ir_measures
 import polars as pl
 
-from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 from mama_pipeline.evaluation.runs import check_qrels, check_run
+from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 
 PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 
@@ -76,9 +77,7 @@ def evaluate(
         )
         .join(found, on=["retriever", "query_id", "measure"], how="left")
     )
-    per_query = grid.sort("_r", "_q", "_m").select(
-        "retriever", "query_id", "measure", pl.col("value").fill_null(0.0)
-    )
+    per_query = grid.sort("_r", "_q", "_m").select("retriever", "query_id", "measure", pl.col("value").fill_null(0.0))
     return Evaluation(per_query, names, list(query_ids), measures, dropped)
 
 
@@ -91,26 +90,47 @@ def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame 
     """
     meta = pl.DataFrame(
         [
-            {"measure": m.name, "label": m.label, "family": m.family, "cut": m.cut, "rel": m.rel, "k": m.k,
-             "position": m.position}
+            {
+                "measure": m.name,
+                "label": m.label,
+                "family": m.family,
+                "cut": m.cut,
+                "rel": m.rel,
+                "k": m.k,
+                "position": m.position,
+            }
             for m in evaluation.measures
         ],
-        schema={"measure": pl.String, "label": pl.String, "family": pl.String, "cut": pl.String,
-                "rel": pl.Int64, "k": pl.Int64, "position": pl.Int64},
+        schema={
+            "measure": pl.String,
+            "label": pl.String,
+            "family": pl.String,
+            "cut": pl.String,
+            "rel": pl.Int64,
+            "k": pl.Int64,
+            "position": pl.Int64,
+        },
     )
-    segments = pl.DataFrame({"query_id": evaluation.query_ids, "tier": "all"},
-                            schema={"query_id": pl.String, "tier": pl.String})
+    segments = pl.DataFrame(
+        {"query_id": evaluation.query_ids, "tier": "all"}, schema={"query_id": pl.String, "tier": pl.String}
+    )
     if tiers is not None:
-        by_tier = segments.select("query_id").join(
-            tiers.select(pl.col("query_id").cast(pl.String), pl.col("tier").cast(pl.String).fill_null("(none)")),
-            on="query_id", how="left",
-        ).with_columns(pl.col("tier").fill_null("(none)"))
+        by_tier = (
+            segments.select("query_id")
+            .join(
+                tiers.select(pl.col("query_id").cast(pl.String), pl.col("tier").cast(pl.String).fill_null("(none)")),
+                on="query_id",
+                how="left",
+            )
+            .with_columns(pl.col("tier").fill_null("(none)"))
+        )
         segments = pl.concat([segments, by_tier.sort("tier", maintain_order=True)])
     tier_order = segments.select("tier").unique(maintain_order=True).with_row_index("_t")
     sizes = segments.group_by("tier").agg(pl.len().cast(pl.Int64).alias("n_queries"))
     means = (
         evaluation.per_query.join(segments, on="query_id")
-        .group_by("retriever", "tier", "measure").agg(pl.col("value").mean().alias("mean"))
+        .group_by("retriever", "tier", "measure")
+        .agg(pl.col("value").mean().alias("mean"))
     )
     order = pl.DataFrame({"retriever": evaluation.retrievers}).with_row_index("_r")
     return (
@@ -120,8 +140,20 @@ def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame 
         .join(sizes, on="tier")
         .join(_queries_without_relevant(evaluation, qrels, segments), on=["tier", "measure"], how="left")
         .sort("_t", "_r", "position")
-        .select("tier", "retriever", "measure", "label", "family", "cut", "rel", "k", "position", "mean",
-                "n_queries", "queries_no_relevant")
+        .select(
+            "tier",
+            "retriever",
+            "measure",
+            "label",
+            "family",
+            "cut",
+            "rel",
+            "k",
+            "position",
+            "mean",
+            "n_queries",
+            "queries_no_relevant",
+        )
     )
 
 
@@ -144,7 +176,9 @@ def queries_without_results(run: pl.DataFrame, retrievers: Sequence[str], query_
     return counts
 
 
-def _library_values(run: pl.DataFrame, qrels: pl.DataFrame, retrievers: list[str], measures: list[Measure]) -> pl.DataFrame:
+def _library_values(
+    run: pl.DataFrame, qrels: pl.DataFrame, retrievers: list[str], measures: list[Measure]
+) -> pl.DataFrame:
     trec = [m for m in measures if m.ir is not None and m.family != "Judged"]
     judged = [m for m in measures if m.family == "Judged"]
     qrels_dict = _qrels_dict(qrels)
@@ -188,12 +222,15 @@ def _weighted_values(run: pl.DataFrame, qrels: pl.DataFrame, measures: list[Meas
     for k in sorted({m.k for m in measures}):
         top = gained.filter(pl.col("pos") <= k).group_by("retriever", "query_id")
         parts.append(
-            top.agg(pl.col("gain").max().alias(f"wHR@{k}"), (pl.col("gain").sum() / k).alias(f"wP@{k}"))
-            .unpivot(index=["retriever", "query_id"], variable_name="measure", value_name="value")
+            top.agg(pl.col("gain").max().alias(f"wHR@{k}"), (pl.col("gain").sum() / k).alias(f"wP@{k}")).unpivot(
+                index=["retriever", "query_id"], variable_name="measure", value_name="value"
+            )
         )
     wanted = [m.name for m in measures]
-    return pl.concat(parts).filter(pl.col("measure").is_in(wanted)).select(
-        pl.col(c).cast(t) for c, t in PER_QUERY_SCHEMA.items()
+    return (
+        pl.concat(parts)
+        .filter(pl.col("measure").is_in(wanted))
+        .select(pl.col(c).cast(t) for c, t in PER_QUERY_SCHEMA.items())
     )
 
 
@@ -206,7 +243,8 @@ def _queries_without_relevant(evaluation: Evaluation, qrels: pl.DataFrame, segme
             continue
         threshold = m.rel if m.rel is not None else 1
         parts.append(
-            with_best.group_by("tier").agg((pl.col("best") < threshold).sum().cast(pl.Int64).alias("queries_no_relevant"))
+            with_best.group_by("tier")
+            .agg((pl.col("best") < threshold).sum().cast(pl.Int64).alias("queries_no_relevant"))
             .with_columns(pl.lit(m.name).alias("measure"))
         )
     if not parts:

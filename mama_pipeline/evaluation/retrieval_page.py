@@ -6,23 +6,26 @@ writes its own figures, so a new section is one function added to the list. Outp
 is deterministic: fixed ordering, fixed number formats, PNGs without a timestamp or
 software stamp, and no clock reading (dates shown come from the inputs).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
+from mama_pipeline.common.held_out import HeldOutRule
+from mama_pipeline.common.html_page import esc as _e
+from mama_pipeline.common.html_page import number, p_value, page
+from mama_pipeline.common.html_page import table as _table
+from mama_pipeline.evaluation.held_out_gaps import gaps_html
 from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_section import segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
-from mama_pipeline.common.held_out import HeldOutRule
-from mama_pipeline.evaluation.held_out_gaps import gaps_html
 
 PAGE = "scoreboard.html"
 
@@ -61,14 +64,13 @@ Section = Callable[[ReportInputs, Path], str]
 
 def label_mix(run: pl.DataFrame, qrels: pl.DataFrame, k: int) -> pl.DataFrame:
     """Share of each retriever's top-k slots by judged label ("unjudged" when no label)."""
-    top = run.sort("retriever", "query_id", "rank").filter(
-        pl.int_range(pl.len()).over("retriever", "query_id") < k
-    )
+    top = run.sort("retriever", "query_id", "rank").filter(pl.int_range(pl.len()).over("retriever", "query_id") < k)
     labelled = top.join(qrels, on=["query_id", "doc_id"], how="left").with_columns(
         pl.col("relevance").cast(pl.String).fill_null("unjudged").alias("label")
     )
     return (
-        labelled.group_by("retriever", "label").len()
+        labelled.group_by("retriever", "label")
+        .len()
         .with_columns((pl.col("len") / pl.col("len").sum().over("retriever")).alias("share"))
         .select("retriever", "label", "share")
         .sort("retriever", "label")
@@ -88,8 +90,10 @@ def headline_figures(inputs: ReportInputs) -> list[tuple[str, str]]:
     """The headline measure's mean per retriever, over all benchmark queries."""
     rows = _overall(inputs.board).filter(pl.col("measure") == inputs.headline)
     label = _label(inputs.board, inputs.headline)
-    return [(f"{r['retriever']}: {label}", f"{number(r['mean'])} over {r['n_queries']} queries")
-            for r in rows.iter_rows(named=True)]
+    return [
+        (f"{r['retriever']}: {label}", f"{number(r['mean'])} over {r['n_queries']} queries")
+        for r in rows.iter_rows(named=True)
+    ]
 
 
 # -- sections ---------------------------------------------------------------------------------------------
@@ -109,17 +113,21 @@ def scoreboard_section(inputs: ReportInputs, _folder: Path) -> str:
     parts = ["<h2>Scoreboard</h2>"]
     intervals = headline_intervals(inputs)
     if intervals is not None:
-        parts.append(f"<p class='note'>Headline measures: mean over all {overall['n_queries'][0]} benchmark "
-                     f"queries with its {inputs.confidence:.0%} bootstrap interval (queries resampled, "
-                     f"{inputs.resamples} resamples, seed {inputs.seed}). A query with no qualifying document "
-                     "scores 0.</p>")
+        parts.append(
+            f"<p class='note'>Headline measures: mean over all {overall['n_queries'][0]} benchmark "
+            f"queries with its {inputs.confidence:.0%} bootstrap interval (queries resampled, "
+            f"{inputs.resamples} resamples, seed {inputs.seed}). A query with no qualifying document "
+            "scores 0.</p>"
+        )
         parts.append(_table(intervals))
     no_rel = _queries_without_relevant(overall)
     if no_rel:
         parts.append(f"<p>Queries without any qualifying document, of {overall['n_queries'][0]}: {no_rel}.</p>")
     wide = wide_scoreboard(overall)
-    parts.append(f"<details{' open' if intervals is None else ''}><summary>All {wide.width - 1} measures "
-                 "(robust measures first)</summary>" + _table(wide) + "</details>")
+    parts.append(
+        f"<details{' open' if intervals is None else ''}><summary>All {wide.width - 1} measures "
+        "(robust measures first)</summary>" + _table(wide) + "</details>"
+    )
     return "\n".join(parts)
 
 
@@ -127,10 +135,12 @@ def significance_section(inputs: ReportInputs, folder: Path) -> str:
     sig = inputs.significance
     if sig.height == 0:
         return "<h2>Paired significance</h2><p>Fewer than two retrievers: nothing to compare.</p>"
-    out = ["<h2>Paired significance</h2>",
-           "<p class='note'>Cells: mean difference row &minus; column, bootstrap confidence interval, Holm-adjusted "
-           f"p of the paired randomization test (bold: p &lt; {inputs.alpha}). For hit rates the exact McNemar "
-           "p (Holm) follows.</p>"]
+    out = [
+        "<h2>Paired significance</h2>",
+        "<p class='note'>Cells: mean difference row &minus; column, bootstrap confidence interval, Holm-adjusted "
+        f"p of the paired randomization test (bold: p &lt; {inputs.alpha}). For hit rates the exact McNemar "
+        "p (Holm) follows.</p>",
+    ]
     heatmap = _significance_heatmap(inputs, folder)
     if heatmap:
         out.append(f"<img src='{heatmap}' alt='Paired differences and Holm-adjusted significance'>")
@@ -144,7 +154,9 @@ def significance_section(inputs: ReportInputs, folder: Path) -> str:
                 r, sign = (cells.get((a, b)), 1) if (a, b) in cells else (cells.get((b, a)), -1)
                 tds.append("<td></td>" if r is None else _cell(r, sign, inputs.alpha))
             body.append(f"<tr><th>{_e(a)}</th>{''.join(tds)}</tr>")
-        out.append(f"<h3>{_e(_label(inputs.board, measure))}</h3><table><tr><th></th>{head}</tr>{''.join(body)}</table>")
+        out.append(
+            f"<h3>{_e(_label(inputs.board, measure))}</h3><table><tr><th></th>{head}</tr>{''.join(body)}</table>"
+        )
     return "\n".join(out)
 
 
@@ -162,8 +174,10 @@ def segments_section(inputs: ReportInputs, folder: Path) -> str:
         tiers = board.filter((pl.col("measure") == inputs.headline) & (pl.col("tier") != "all"))
         wide = tiers.pivot(on="tier", index="retriever", values="mean", maintain_order=True)
         figure = _bars(wide, label, folder / "per_tier.png")
-        out.append(f"<h2>Per-tier results</h2><img src='{figure}' alt='Per-tier results'>"
-                   f"<h3>{_e(label)} by tier</h3>" + _table(wide))
+        out.append(
+            f"<h2>Per-tier results</h2><img src='{figure}' alt='Per-tier results'>"
+            f"<h3>{_e(label)} by tier</h3>" + _table(wide)
+        )
     if inputs.per_query is not None:
         values = inputs.per_query.filter(pl.col("measure") == inputs.headline)
         for name, mapping in inputs.segments.items():
@@ -174,14 +188,17 @@ def segments_section(inputs: ReportInputs, folder: Path) -> str:
             if means.height == 0:
                 continue
             order = seg.group_by(name).len().sort(["len", name], descending=[True, False])[name].to_list()
-            wide = (means.pivot(on=name, index="retriever", values="value")
-                    .select("retriever", *[o for o in order if o in means[name].to_list()]))
+            wide = means.pivot(on=name, index="retriever", values="value").select(
+                "retriever", *[o for o in order if o in means[name].to_list()]
+            )
             wide = _in_retriever_order(wide, inputs.board)
             sizes = ", ".join(f"{k}: {n}" for k, n in seg.group_by(name).len().sort(name).iter_rows())
             figure = _bars(wide, label, folder / f"per_{_slug(name)}.png")
-            out.append(f"<h2>Per-{_e(name)} results</h2><img src='{figure}' alt='Per-{_e(name)} results'>"
-                       f"<h3>{_e(label)} by {_e(name)}</h3><p class='note'>Queries per {_e(name)}: {_e(sizes)}.</p>"
-                       + _table(wide))
+            out.append(
+                f"<h2>Per-{_e(name)} results</h2><img src='{figure}' alt='Per-{_e(name)} results'>"
+                f"<h3>{_e(label)} by {_e(name)}</h3><p class='note'>Queries per {_e(name)}: {_e(sizes)}.</p>"
+                + _table(wide)
+            )
     return "\n".join(out)
 
 
@@ -193,8 +210,13 @@ def labels_section(inputs: ReportInputs, folder: Path) -> str:
     if inputs.label_counts is not None:
         counts = inputs.label_counts.sort("relevance")
         total = int(counts["count"].sum())
-        parts.append(_table(counts.with_columns((pl.col("count") / total).alias("share"))
-                            .rename({"relevance": "label", "count": "pairs"})))
+        parts.append(
+            _table(
+                counts.with_columns((pl.col("count") / total).alias("share")).rename(
+                    {"relevance": "label", "count": "pairs"}
+                )
+            )
+        )
     return "\n".join(parts)
 
 
@@ -205,13 +227,19 @@ def reliability_section(inputs: ReportInputs, folder: Path) -> str:
     audits = inputs.reliability.select("reference_stage", "audit", "reference_model").unique(maintain_order=True)
     for i, (stage, kind, model) in enumerate(audits.iter_rows()):
         rows = inputs.reliability.filter(pl.col("reference_stage") == stage)
-        what = ("the judge against its own model asked again (another seed, temperature or endpoint)"
-                if kind == SELF_CONSISTENCY else "the judge against another model")
-        parts += [f"<h3>{_e(audit_title(kind).capitalize())}: {_e(model)} (llm.{_e(stage)})</h3>",
-                  f"<p class='note'>{what.capitalize()}, on the stratified pilot sample.</p>",
-                  _table(rows.drop("reference_stage", "audit", "reference_model"))]
-        confusion = (inputs.confusion.filter(pl.col("reference_stage") == stage)
-                     if inputs.confusion is not None else None)
+        what = (
+            "the judge against its own model asked again (another seed, temperature or endpoint)"
+            if kind == SELF_CONSISTENCY
+            else "the judge against another model"
+        )
+        parts += [
+            f"<h3>{_e(audit_title(kind).capitalize())}: {_e(model)} (llm.{_e(stage)})</h3>",
+            f"<p class='note'>{what.capitalize()}, on the stratified pilot sample.</p>",
+            _table(rows.drop("reference_stage", "audit", "reference_model")),
+        ]
+        confusion = (
+            inputs.confusion.filter(pl.col("reference_stage") == stage) if inputs.confusion is not None else None
+        )
         if confusion is not None and confusion.height:
             name = "judge_confusion.png" if i == 0 else f"judge_confusion_{stage}.png"
             figure = _confusion_figure(confusion, folder / name)
@@ -222,9 +250,12 @@ def reliability_section(inputs: ReportInputs, folder: Path) -> str:
 def completeness_section(inputs: ReportInputs, folder: Path) -> str:
     if inputs.completeness is None:
         return ""
-    parts = ["<h2>Pool completeness</h2>",
-             "<p class='note'>Recall of the main pool against every relevant chunk known on the audit queries "
-             "(main and deeper audit pools, judged).</p>", _table(inputs.completeness)]
+    parts = [
+        "<h2>Pool completeness</h2>",
+        "<p class='note'>Recall of the main pool against every relevant chunk known on the audit queries "
+        "(main and deeper audit pools, judged).</p>",
+        _table(inputs.completeness),
+    ]
     if inputs.completeness.filter(pl.col("recall_micro").is_not_null()).height:
         figure = _completeness_figure(inputs.completeness, folder / "pool_completeness.png")
         parts.append(f"<img src='{figure}' alt='Pool completeness'>")
@@ -245,13 +276,24 @@ def segment_tests_section(inputs: ReportInputs, folder: Path) -> str:
 def held_out_section(inputs: ReportInputs, _folder: Path) -> str:
     if inputs.held_out is None or inputs.held_out_rule is None:
         return ""
-    return gaps_html(inputs.held_out, ["retriever", "measure"], inputs.held_out_rule, "queries", inputs.resamples,
-                     inputs.seed)
+    return gaps_html(
+        inputs.held_out, ["retriever", "measure"], inputs.held_out_rule, "queries", inputs.resamples, inputs.seed
+    )
 
 
-SECTIONS: list[Section] = [header_section, scoreboard_section, significance_section, held_out_section, cutoff_section,
-                           segments_section, segment_tests_section, labels_section, reliability_section,
-                           completeness_section, audits_section]
+SECTIONS: list[Section] = [
+    header_section,
+    scoreboard_section,
+    significance_section,
+    held_out_section,
+    cutoff_section,
+    segments_section,
+    segment_tests_section,
+    labels_section,
+    reliability_section,
+    completeness_section,
+    audits_section,
+]
 
 
 # -- tables and numbers -----------------------------------------------------------------------------------
@@ -281,11 +323,13 @@ def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
 
 def _queries_without_relevant(overall: pl.DataFrame) -> str:
     """``lenient (label >= 3): 4, strict (label >= 5): 9``, one entry per distinct cut and threshold."""
-    rows = (overall.filter(pl.col("queries_no_relevant").is_not_null())
-            .with_columns(pl.col("rel").fill_null(1).alias("threshold"),
-                          pl.col("cut").fill_null("").alias("cut_name"))
-            .group_by("cut_name", "threshold").agg(pl.col("queries_no_relevant").first())
-            .sort("threshold", "cut_name"))
+    rows = (
+        overall.filter(pl.col("queries_no_relevant").is_not_null())
+        .with_columns(pl.col("rel").fill_null(1).alias("threshold"), pl.col("cut").fill_null("").alias("cut_name"))
+        .group_by("cut_name", "threshold")
+        .agg(pl.col("queries_no_relevant").first())
+        .sort("threshold", "cut_name")
+    )
     return ", ".join(
         f"{r['cut_name'] or 'relevant'} (label &ge; {r['threshold']}): {r['queries_no_relevant']}"
         for r in rows.iter_rows(named=True)
@@ -356,21 +400,26 @@ def _save(fig, path: Path) -> str:
 def _metric_by_k(inputs: ReportInputs, folder: Path) -> str | None:
     overall = _overall(inputs.board)
     retrievers = overall["retriever"].unique(maintain_order=True).to_list()
-    series = (overall.filter(pl.col("k").is_not_null() & pl.col("family").is_in(["HR", "nDCG", "P", "wHR", "wP"]))
-              .select("family", "cut").unique(maintain_order=True).rows())
+    series = (
+        overall.filter(pl.col("k").is_not_null() & pl.col("family").is_in(["HR", "nDCG", "P", "wHR", "wP"]))
+        .select("family", "cut")
+        .unique(maintain_order=True)
+        .rows()
+    )
     if not series:
         return None
     plt = _pyplot()
     ncols = min(4, len(series))
     nrows = -(-len(series) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
-    for ax in axes.flat[len(series):]:
+    for ax in axes.flat[len(series) :]:
         ax.set_visible(False)
     ks = sorted(set(overall["k"].drop_nulls().to_list()))
     for ax, (family, cut) in zip(axes.flat, series):
         for name in retrievers:
-            pts = overall.filter((pl.col("retriever") == name) & (pl.col("family") == family)
-                                 & (pl.col("cut") == cut)).sort("k")
+            pts = overall.filter(
+                (pl.col("retriever") == name) & (pl.col("family") == family) & (pl.col("cut") == cut)
+            ).sort("k")
             ax.plot(pts["k"].to_list(), pts["mean"].to_list(), marker="o", label=name)
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
@@ -405,8 +454,15 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
                 r = cells.get((a, b)) or cells.get((b, a))
                 star = "*" if r["p_randomization_holm"] < inputs.alpha else ""
                 dark = bound > 0 and abs(value) > 0.6 * bound
-                ax.text(j, i, f"{value:+.2f}{star}", ha="center", va="center", fontsize="small",
-                        color="white" if dark else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{value:+.2f}{star}",
+                    ha="center",
+                    va="center",
+                    fontsize="small",
+                    color="white" if dark else "black",
+                )
         image = ax.imshow(matrix, cmap="RdBu", vmin=-(bound or 1.0), vmax=bound or 1.0)
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize="small")
         ax.set_yticks(range(len(names)), names, fontsize="small")
@@ -424,10 +480,12 @@ def _bars(wide: pl.DataFrame, ylabel: str, path: Path) -> str:
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(groups) * max(1, len(retrievers)) / 2), 3.5))
     width = 0.8 / max(1, len(retrievers))
     for i, row in enumerate(wide.iter_rows(named=True)):
-        ax.bar([j + i * width for j in range(len(groups))], [row[g] or 0.0 for g in groups], width,
-               label=row["retriever"])
-    ax.set_xticks([j + width * (len(retrievers) - 1) / 2 for j in range(len(groups))], groups,
-                  rotation=20, fontsize="small")
+        ax.bar(
+            [j + i * width for j in range(len(groups))], [row[g] or 0.0 for g in groups], width, label=row["retriever"]
+        )
+    ax.set_xticks(
+        [j + width * (len(retrievers) - 1) / 2 for j in range(len(groups))], groups, rotation=20, fontsize="small"
+    )
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1)
     ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
@@ -449,8 +507,10 @@ def _label_figure(inputs: ReportInputs, folder: Path) -> str:
         labels = sorted(set(inputs.label_mix["label"].to_list()), key=lambda s: (s == "unjudged", s))
         bottom = [0.0] * len(retrievers)
         for lab in labels:
-            vals = [inputs.label_mix.filter((pl.col("retriever") == n) & (pl.col("label") == lab))["share"].sum()
-                    for n in retrievers]
+            vals = [
+                inputs.label_mix.filter((pl.col("retriever") == n) & (pl.col("label") == lab))["share"].sum()
+                for n in retrievers
+            ]
             axes[1].bar(retrievers, vals, bottom=bottom, label=lab, color="#bbbbbb" if lab == "unjudged" else None)
             bottom = [b + v for b, v in zip(bottom, vals)]
         axes[1].set_title(f"Labels of the top-{inputs.mix_k} slots")
@@ -487,11 +547,12 @@ def _completeness_figure(table: pl.DataFrame, path: Path) -> str:
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(scopes) * len(cuts)), 3.4))
     width = 0.8 / max(1, len(cuts))
     for i, cut in enumerate(cuts):
-        vals = [table.filter((pl.col("scope") == s) & (pl.col("cut") == cut))["recall_micro"].fill_null(0.0).sum()
-                for s in scopes]
+        vals = [
+            table.filter((pl.col("scope") == s) & (pl.col("cut") == cut))["recall_micro"].fill_null(0.0).sum()
+            for s in scopes
+        ]
         ax.bar([j + i * width for j in range(len(scopes))], vals, width, label=cut)
-    ax.set_xticks([j + width * (len(cuts) - 1) / 2 for j in range(len(scopes))], scopes, rotation=20,
-                  fontsize="small")
+    ax.set_xticks([j + width * (len(cuts) - 1) / 2 for j in range(len(scopes))], scopes, rotation=20, fontsize="small")
     ax.set_ylabel("main-pool recall (micro)")
     ax.set_ylim(0, 1)
     ax.legend(fontsize="small")

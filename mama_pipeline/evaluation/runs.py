@@ -5,12 +5,13 @@ is its ``rank`` (1 = first); retriever scores never re-order it, so ties in
 score cannot be broken differently by different tools. Qrels are
 ``(query_id, doc_id, relevance)`` with integer graded labels.
 """
+
 from __future__ import annotations
 
 import polars as pl
 
-from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.common.input_errors import one_line
+from mama_pipeline.evaluation.errors import EvaluationInputError
 
 RUN_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64}
 QRELS_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64}
@@ -50,9 +51,7 @@ def check_run(run: pl.DataFrame, source: str = "run") -> pl.DataFrame:
         dup = run.filter(pl.struct(["retriever", "query_id", *keys]).is_duplicated())
         if dup.height:
             row = dup.row(0, named=True)
-            raise EvaluationInputError(
-                source, f"{what} {row[keys[0]]!r} appears more than once ({_rec(row)})"
-            )
+            raise EvaluationInputError(source, f"{what} {row[keys[0]]!r} appears more than once ({_rec(row)})")
     return run
 
 
@@ -71,8 +70,10 @@ def check_qrels(qrels: pl.DataFrame, source: str = "qrels") -> pl.DataFrame:
 def rankings_to_run(rankings: pl.DataFrame) -> pl.DataFrame:
     """The retrieval ``rankings`` table (chunk_id) as a run (doc_id)."""
     return rankings.select(
-        pl.col("retriever").cast(pl.String), pl.col("query_id").cast(pl.String),
-        pl.col("chunk_id").cast(pl.String).alias("doc_id"), pl.col("rank").cast(pl.Int64),
+        pl.col("retriever").cast(pl.String),
+        pl.col("query_id").cast(pl.String),
+        pl.col("chunk_id").cast(pl.String).alias("doc_id"),
+        pl.col("rank").cast(pl.Int64),
     )
 
 

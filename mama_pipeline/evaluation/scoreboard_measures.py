@@ -5,6 +5,7 @@ Binary families (HR, MRR, P, R) are evaluated once per relevance cut (ir_measure
 (label / max grade) and need a maximum grade; Judged@k is label coverage.
 Families are listed robust-first, which is the order of the scoreboard.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,36 +1,60 @@
 """Dagster asset of the mamaretrieval scoreboard broken down by segment (group ``evaluation``)."""
+
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.evaluation.segments import mamaretrieval_segments
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.resources import SettingsResource
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.evaluation.segments import mamaretrieval_segments
+from mama_pipeline.resources import SettingsResource
 
 
 @dg.multi_asset(
     group_name="evaluation",
     ins={"per_query_results": dg.AssetIn("per_query_results"), "queries": QUERIES, "chunks": CHUNKS},
     outs={
-        "segment_scoreboard": dg.AssetOut(description="Each retriever's measures per segment: tier, source, "
-                                          "query-length band, relevant-chunk-length band, with query counts."),
-        "segment_significance": dg.AssetOut(description="Paired tests between retrievers within each segment with "
-                                            "at least evaluation.segments.min_queries queries."),
+        "segment_scoreboard": dg.AssetOut(
+            description="Each retriever's measures per segment: tier, source, "
+            "query-length band, relevant-chunk-length band, with query counts."
+        ),
+        "segment_significance": dg.AssetOut(
+            description="Paired tests between retrievers within each segment with "
+            "at least evaluation.segments.min_queries queries."
+        ),
     },
 )
-def segment_scoreboard(context: dg.AssetExecutionContext, settings: SettingsResource, per_query_results: pl.DataFrame,
-                       judgments: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame):
+def segment_scoreboard(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    per_query_results: pl.DataFrame,
+    judgments: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+):
     s = settings.get()
     result = mamaretrieval_segments(per_query_results, judgments, queries, chunks, s.evaluation, list(s.corpus.tiers))
     sizes = result.board.select("dimension", "segment", "n_queries", "tested").unique(maintain_order=True)
-    context.log.info(f"segments: {sizes.height} in {sizes['dimension'].n_unique()} dimensions, "
-                     f"{int(sizes['tested'].sum())} with paired tests")
-    yield dg.Output(result.board, output_name="segment_scoreboard", metadata={
-        "segments": md_table(sizes), "min_queries_for_tests": result.min_queries,
-        "measures": ", ".join(result.measures)})
-    yield dg.Output(result.significance, output_name="segment_significance", metadata={
-        "tests": result.significance.height,
-        "segments_tested": result.significance.select("dimension", "segment").unique().height})
+    context.log.info(
+        f"segments: {sizes.height} in {sizes['dimension'].n_unique()} dimensions, "
+        f"{int(sizes['tested'].sum())} with paired tests"
+    )
+    yield dg.Output(
+        result.board,
+        output_name="segment_scoreboard",
+        metadata={
+            "segments": md_table(sizes),
+            "min_queries_for_tests": result.min_queries,
+            "measures": ", ".join(result.measures),
+        },
+    )
+    yield dg.Output(
+        result.significance,
+        output_name="segment_significance",
+        metadata={
+            "tests": result.significance.height,
+            "segments_tested": result.significance.select("dimension", "segment").unique().height,
+        },
+    )
 
 
 ASSETS = [segment_scoreboard]

@@ -3,6 +3,7 @@
 Output is deterministic (fixed order and number formats, PNG without a timestamp),
 like the rest of the report.
 """
+
 from __future__ import annotations
 
 import html
@@ -25,11 +26,13 @@ def segments_html(result: SegmentResult, headline: str, alpha: float, figure: st
     if board.height == 0:
         return ""
     label = board.filter(pl.col("measure") == measure)["label"][0]
-    out = ["<h2>Results by segment</h2>",
-           f"<p class='note'>{_e(label)} per segment (query counts beside each); paired tests as in the "
-           f"significance matrix (evaluation.segments.resamples resamples; Holm across the pairs of one segment) "
-           f"only where a segment has at least "
-           f"{result.min_queries} queries. Every measure per segment is in the segment scoreboard table.</p>"]
+    out = [
+        "<h2>Results by segment</h2>",
+        f"<p class='note'>{_e(label)} per segment (query counts beside each); paired tests as in the "
+        f"significance matrix (evaluation.segments.resamples resamples; Holm across the pairs of one segment) "
+        f"only where a segment has at least "
+        f"{result.min_queries} queries. Every measure per segment is in the segment scoreboard table.</p>",
+    ]
     if figure:
         out.append(f"<img src='{figure}' alt='{_e(label)} by segment'>")
     retrievers = board["retriever"].unique(maintain_order=True).to_list()
@@ -39,8 +42,11 @@ def segments_html(result: SegmentResult, headline: str, alpha: float, figure: st
         body = []
         for (segment,), group in rows.group_by("segment", maintain_order=True):
             means = dict(group.select("retriever", "mean").iter_rows())
-            body.append(f"<tr><td>{_e(segment)}</td><td>{group['n_queries'][0]}</td>"
-                        + "".join(f"<td>{means[r]:.3f}</td>" for r in retrievers) + "</tr>")
+            body.append(
+                f"<tr><td>{_e(segment)}</td><td>{group['n_queries'][0]}</td>"
+                + "".join(f"<td>{means[r]:.3f}</td>" for r in retrievers)
+                + "</tr>"
+            )
         out.append(f"<h3>By {_e(dim)}</h3><table>{head}{''.join(body)}</table>")
         out.append(_tests(result, dim, measure, alpha))
         out.append(_all_measures(board.filter(pl.col("dimension") == dim), retrievers))
@@ -55,11 +61,15 @@ def _tests(result: SegmentResult, dim: str, measure: str, alpha: float) -> str:
     for r in sig.iter_rows(named=True):
         mcnemar = "" if r["p_mcnemar_holm"] is None else f"{r['p_mcnemar_holm']:.3g}"
         cls = " class='sig'" if r["p_randomization_holm"] < alpha else ""
-        rows.append(f"<tr{cls}><td>{_e(r['segment'])}</td><td>{_e(r['retriever_a'])} &minus; {_e(r['retriever_b'])}"
-                    f"</td><td>{r['n_queries']}</td><td>{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]</td>"
-                    f"<td>{r['p_randomization_holm']:.3g}</td><td>{mcnemar}</td></tr>")
-    head = ("<tr><th>segment</th><th>pair</th><th>queries</th><th>difference [CI]</th><th>p (Holm)</th>"
-            "<th>McNemar p (Holm)</th></tr>")
+        rows.append(
+            f"<tr{cls}><td>{_e(r['segment'])}</td><td>{_e(r['retriever_a'])} &minus; {_e(r['retriever_b'])}"
+            f"</td><td>{r['n_queries']}</td><td>{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]</td>"
+            f"<td>{r['p_randomization_holm']:.3g}</td><td>{mcnemar}</td></tr>"
+        )
+    head = (
+        "<tr><th>segment</th><th>pair</th><th>queries</th><th>difference [CI]</th><th>p (Holm)</th>"
+        "<th>McNemar p (Holm)</th></tr>"
+    )
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -68,7 +78,8 @@ def _all_measures(board: pl.DataFrame, retrievers: list[str]) -> str:
     head = "<tr><th>segment</th><th>queries</th><th>measure</th>" + "".join(f"<th>{_e(r)}</th>" for r in retrievers)
     body = "".join(
         f"<tr><td>{_e(r['segment'])}</td><td>{r['n_queries']}</td><td>{_e(r['label'])}</td>"
-        + "".join(f"<td>{r[name]:.3f}</td>" for name in retrievers) + "</tr>"
+        + "".join(f"<td>{r[name]:.3f}</td>" for name in retrievers)
+        + "</tr>"
         for r in wide.iter_rows(named=True)
     )
     return f"<details><summary>All segment measures</summary><table>{head}</tr>{body}</table></details>"
@@ -95,8 +106,11 @@ def segment_figure(result: SegmentResult, folder: Path, headline: str) -> str | 
         for i, name in enumerate(retrievers):
             means = dict(rows.filter(pl.col("retriever") == name).select("segment", "mean").iter_rows())
             ax.bar([j + i * width for j in range(len(segments))], [means[s] for s, _ in segments], width, label=name)
-        ax.set_xticks([j + width * (len(retrievers) - 1) / 2 for j in range(len(segments))],
-                      [f"{s}\n(n={n})" for s, n in segments], fontsize="small")
+        ax.set_xticks(
+            [j + width * (len(retrievers) - 1) / 2 for j in range(len(segments))],
+            [f"{s}\n(n={n})" for s, n in segments],
+            fontsize="small",
+        )
         ax.set_ylim(0, 1)
         ax.set_title(f"{board['label'][0]} by {dim}", fontsize="medium")
     axes[0][0].legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")

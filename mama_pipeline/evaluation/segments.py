@@ -9,6 +9,7 @@ relevant chunk is its own segment. Means come from the per-query values of
 Holm across the pairs of one segment and measure) run only in segments with at
 least ``min_queries`` queries.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -20,9 +21,17 @@ from mama_pipeline.evaluation.per_query_scoring import Evaluation
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
 
 KEY_SCHEMA = {"query_id": pl.String, "dimension": pl.String, "segment": pl.String, "segment_order": pl.Int64}
-BOARD_SCHEMA = {"dimension": pl.String, "segment": pl.String, "segment_order": pl.Int64, "retriever": pl.String,
-                "measure": pl.String, "label": pl.String, "mean": pl.Float64, "n_queries": pl.Int64,
-                "tested": pl.Boolean}
+BOARD_SCHEMA = {
+    "dimension": pl.String,
+    "segment": pl.String,
+    "segment_order": pl.Int64,
+    "retriever": pl.String,
+    "measure": pl.String,
+    "label": pl.String,
+    "mean": pl.Float64,
+    "n_queries": pl.Int64,
+    "tested": pl.Boolean,
+}
 SIG_SCHEMA = {"dimension": pl.String, "segment": pl.String, **SIGNIFICANCE_SCHEMA}
 QUERY_LENGTH = "query length"
 RELEVANT_LENGTH = "relevant chunk length"
@@ -78,24 +87,40 @@ def segment_keys(
         known = list(orders.get(dim, []))
         rest = sorted(set(values["segment"].to_list()) - set(known))
         ranked = {name: i for i, name in enumerate(known + rest)}
-        parts.append(values.with_columns(dimension=pl.lit(dim),
-                                         segment_order=pl.col("segment").replace_strict(ranked, return_dtype=pl.Int64)))
+        parts.append(
+            values.with_columns(
+                dimension=pl.lit(dim), segment_order=pl.col("segment").replace_strict(ranked, return_dtype=pl.Int64)
+            )
+        )
     label, order = _band(pl.col("n"), query_length_bands)
-    parts.append(queries.select("query_id", n=_words(pl.col("query_text").str.replace_all(r"\s+", " ")))
-                 .select("query_id", dimension=pl.lit(QUERY_LENGTH), segment=label, segment_order=order))
+    parts.append(
+        queries.select("query_id", n=_words(pl.col("query_text").str.replace_all(r"\s+", " "))).select(
+            "query_id", dimension=pl.lit(QUERY_LENGTH), segment=label, segment_order=order
+        )
+    )
     relevant = qrels.filter(pl.col("relevance") >= relevant_at)
     best = relevant.filter(pl.col("relevance") == pl.col("relevance").max().over("query_id"))
     missing_docs = best.join(docs.select("doc_id"), on="doc_id", how="anti")
     if missing_docs.height:
-        raise ValueError(f"relevant document {missing_docs['doc_id'][0]!r} of query {missing_docs['query_id'][0]!r} "
-                         "is not in the corpus: its length is unknown")
-    lengths = (best.join(docs.select("doc_id", n=_words(pl.col("text").str.replace_all(r"\s+", " "))), on="doc_id")
-               .group_by("query_id").agg(pl.col("n").median()))
+        raise ValueError(
+            f"relevant document {missing_docs['doc_id'][0]!r} of query {missing_docs['query_id'][0]!r} "
+            "is not in the corpus: its length is unknown"
+        )
+    lengths = (
+        best.join(docs.select("doc_id", n=_words(pl.col("text").str.replace_all(r"\s+", " "))), on="doc_id")
+        .group_by("query_id")
+        .agg(pl.col("n").median())
+    )
     label, order = _band(pl.col("n"), relevant_length_bands)
-    banded = queries.select("query_id").join(lengths, on="query_id", how="left").select(
-        "query_id", dimension=pl.lit(RELEVANT_LENGTH),
-        segment=pl.when(pl.col("n").is_null()).then(pl.lit(NO_RELEVANT)).otherwise(label),
-        segment_order=pl.when(pl.col("n").is_null()).then(pl.lit(len(relevant_length_bands) + 1)).otherwise(order),
+    banded = (
+        queries.select("query_id")
+        .join(lengths, on="query_id", how="left")
+        .select(
+            "query_id",
+            dimension=pl.lit(RELEVANT_LENGTH),
+            segment=pl.when(pl.col("n").is_null()).then(pl.lit(NO_RELEVANT)).otherwise(label),
+            segment_order=pl.when(pl.col("n").is_null()).then(pl.lit(len(relevant_length_bands) + 1)).otherwise(order),
+        )
     )
     parts.append(banded)
     return pl.concat([p.select([pl.col(c).cast(t) for c, t in KEY_SCHEMA.items()]) for p in parts])
@@ -116,8 +141,9 @@ def segment_results(
     unknown = [m for m in measures if m not in labels]
     if unknown:
         raise ValueError(f"segment measures {unknown} are not scored; known: {list(labels)}")
-    keys = keys.join(pl.DataFrame({"query_id": evaluation.query_ids}, schema={"query_id": pl.String}),
-                     on="query_id", how="semi")
+    keys = keys.join(
+        pl.DataFrame({"query_id": evaluation.query_ids}, schema={"query_id": pl.String}), on="query_id", how="semi"
+    )
     values = evaluation.per_query.filter(pl.col("measure").is_in(list(measures)))
     sizes = keys.group_by("dimension", "segment").agg(pl.len().cast(pl.Int64).alias("n_queries"))
     order = pl.DataFrame({"retriever": evaluation.retrievers}).with_row_index("_r")
@@ -128,9 +154,13 @@ def segment_results(
         .group_by("dimension", "segment", "segment_order", "retriever", "measure")
         .agg(pl.col("value").mean().alias("mean"))
         .join(sizes, on=["dimension", "segment"])
-        .join(order, on="retriever").join(m_order, on="measure").join(d_order, on="dimension")
-        .with_columns(label=pl.col("measure").replace_strict(labels, return_dtype=pl.String),
-                      tested=(pl.col("n_queries") >= min_queries) & pl.lit(len(evaluation.retrievers) > 1))
+        .join(order, on="retriever")
+        .join(m_order, on="measure")
+        .join(d_order, on="dimension")
+        .with_columns(
+            label=pl.col("measure").replace_strict(labels, return_dtype=pl.String),
+            tested=(pl.col("n_queries") >= min_queries) & pl.lit(len(evaluation.retrievers) > 1),
+        )
         .sort("_d", "segment_order", "segment", "_m", "_r")
         .select(list(BOARD_SCHEMA))
     )
@@ -138,12 +168,19 @@ def segment_results(
     testable = board.filter("tested").select("dimension", "segment").unique(maintain_order=True)
     for dim, segment in testable.iter_rows():
         ids = keys.filter((pl.col("dimension") == dim) & (pl.col("segment") == segment)).select("query_id")
-        sig = pairwise_significance(values.join(ids, on="query_id", how="semi"), measures, evaluation.retrievers,
-                                    n_resamples=n_resamples, seed=seed, confidence=confidence)
-        tests.append(sig.select(dimension=pl.lit(dim), segment=pl.lit(segment), *SIGNIFICANCE_SCHEMA))
+        sig = pairwise_significance(
+            values.join(ids, on="query_id", how="semi"),
+            measures,
+            evaluation.retrievers,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+        )
+        tests.append(sig.select(*SIGNIFICANCE_SCHEMA, dimension=pl.lit(dim), segment=pl.lit(segment)))
     significance = pl.concat(tests) if tests else pl.DataFrame(schema=SIG_SCHEMA)
-    return SegmentResult(board, significance.select([pl.col(c).cast(t) for c, t in SIG_SCHEMA.items()]),
-                         min_queries, list(measures))
+    return SegmentResult(
+        board, significance.select([pl.col(c).cast(t) for c, t in SIG_SCHEMA.items()]), min_queries, list(measures)
+    )
 
 
 def segment_measures(settings) -> list[str]:
@@ -169,12 +206,31 @@ def mamaretrieval_segments(
     qrels, _ = judged_qrels(judgments)
     attributes = [c for c in ("tier", "source") if c in queries.columns]
     seg = settings.segments
-    keys = segment_keys(queries, qrels, chunks.select(pl.col("chunk_id").alias("doc_id"), "text"), settings.lenient,
-                        seg.query_length_bands, seg.relevant_length_bands, attributes, {"tier": tier_order})
-    evaluation = Evaluation(per_query, per_query["retriever"].unique(maintain_order=True).to_list(),
-                            queries.sort("query_id")["query_id"].to_list(), plan.measures())
-    return segment_results(evaluation, keys, measures, seg.min_queries, n_resamples=seg.resamples,
-                           seed=settings.seed, confidence=settings.confidence)
+    keys = segment_keys(
+        queries,
+        qrels,
+        chunks.select(pl.col("chunk_id").alias("doc_id"), "text"),
+        settings.lenient,
+        seg.query_length_bands,
+        seg.relevant_length_bands,
+        attributes,
+        {"tier": tier_order},
+    )
+    evaluation = Evaluation(
+        per_query,
+        per_query["retriever"].unique(maintain_order=True).to_list(),
+        queries.sort("query_id")["query_id"].to_list(),
+        plan.measures(),
+    )
+    return segment_results(
+        evaluation,
+        keys,
+        measures,
+        seg.min_queries,
+        n_resamples=seg.resamples,
+        seed=settings.seed,
+        confidence=settings.confidence,
+    )
 
 
 def beir_segments(benchmark, evaluation: Evaluation, cfg, settings, relevant_at: int = 1) -> SegmentResult:
@@ -187,12 +243,22 @@ def beir_segments(benchmark, evaluation: Evaluation, cfg, settings, relevant_at:
     present = [f for f in wanted if f in cfg.segment_fields or any(f in r for r in records)]
     columns = {f: [None if r.get(f) is None else str(r.get(f)) for r in records] for f in present}
     queries = benchmark.queries.select("query_id", pl.col("text").alias("query_text")).with_columns(
-        **{f: pl.Series(v, dtype=pl.String) for f, v in columns.items()})
+        **{f: pl.Series(v, dtype=pl.String) for f, v in columns.items()}
+    )
     title = pl.col("title").fill_null("")
     docs = benchmark.corpus.select(
-        "doc_id", text=pl.when(title != "").then(title + " " + pl.col("text")).otherwise(pl.col("text")))
+        "doc_id", text=pl.when(title != "").then(title + " " + pl.col("text")).otherwise(pl.col("text"))
+    )
     seg = settings.segments
-    keys = segment_keys(queries, benchmark.qrels, docs, relevant_at, seg.query_length_bands,
-                        seg.relevant_length_bands, present)
-    return segment_results(evaluation, keys, list(seg.measures or cfg.significance_measures), seg.min_queries,
-                           n_resamples=seg.resamples, seed=settings.seed, confidence=settings.confidence)
+    keys = segment_keys(
+        queries, benchmark.qrels, docs, relevant_at, seg.query_length_bands, seg.relevant_length_bands, present
+    )
+    return segment_results(
+        evaluation,
+        keys,
+        list(seg.measures or cfg.significance_measures),
+        seg.min_queries,
+        n_resamples=seg.resamples,
+        seed=settings.seed,
+        confidence=settings.confidence,
+    )

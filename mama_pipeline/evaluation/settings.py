@@ -1,4 +1,5 @@
 """Configuration of the scoreboard, significance tests, report and BEIR evaluations."""
+
 from __future__ import annotations
 
 import re
@@ -60,8 +61,9 @@ class BeirBenchmarkSettings(Section):
         if len(given) != 1:
             raise ValueError(f"benchmark {self.name!r}: give exactly one of path, preset, repo_id (got {given})")
         if self.path is None and not re.fullmatch(r"[0-9a-f]{40}", self.revision or ""):
-            raise ValueError(f"benchmark {self.name!r}: a hub dataset needs revision, a 40-hex commit sha "
-                             f"(got {self.revision!r})")
+            raise ValueError(
+                f"benchmark {self.name!r}: a hub dataset needs revision, a 40-hex commit sha (got {self.revision!r})"
+            )
         return self
 
 
@@ -85,7 +87,9 @@ class EvaluationSettings(Section):
     @model_validator(mode="after")
     def _consistent(self):
         if not 1 <= self.lenient <= self.strict <= self.max_grade:
-            raise ValueError(f"need 1 <= lenient ({self.lenient}) <= strict ({self.strict}) <= max_grade ({self.max_grade})")
+            raise ValueError(
+                f"need 1 <= lenient ({self.lenient}) <= strict ({self.strict}) <= max_grade ({self.max_grade})"
+            )
         names = [b.name for b in self.beir]
         if len(set(names)) != len(names):
             raise ValueError(f"beir benchmark names must be unique: {names}")

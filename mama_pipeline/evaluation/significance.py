@@ -10,6 +10,7 @@ is not 0/1 by definition. Holm correction (statsmodels) runs across the pairs of
 one measure and one test; a missing p is left out of its family and stays missing.
 scipy and statsmodels load inside the functions: loading Dagster definitions stays fast.
 """
+
 from __future__ import annotations
 
 import gc
@@ -20,10 +21,21 @@ import numpy as np
 import polars as pl
 
 SIGNIFICANCE_SCHEMA = {
-    "measure": pl.String, "retriever_a": pl.String, "retriever_b": pl.String, "n_queries": pl.Int64,
-    "mean_a": pl.Float64, "mean_b": pl.Float64, "diff": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "p_randomization": pl.Float64, "p_randomization_holm": pl.Float64,
-    "only_a": pl.Int64, "only_b": pl.Int64, "p_mcnemar": pl.Float64, "p_mcnemar_holm": pl.Float64,
+    "measure": pl.String,
+    "retriever_a": pl.String,
+    "retriever_b": pl.String,
+    "n_queries": pl.Int64,
+    "mean_a": pl.Float64,
+    "mean_b": pl.Float64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_randomization": pl.Float64,
+    "p_randomization_holm": pl.Float64,
+    "only_a": pl.Int64,
+    "only_b": pl.Int64,
+    "p_mcnemar": pl.Float64,
+    "p_mcnemar_holm": pl.Float64,
 }
 BATCH = 1000  # resamples per vectorised call: bounds memory, same results as unbatched
 
@@ -45,8 +57,9 @@ def compact(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int,
-                        confidence: float = 0.95) -> tuple[float, float]:
+def paired_bootstrap_ci(
+    a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95
+) -> tuple[float, float]:
     """BCa bootstrap interval of mean(a - b), resampling queries (pairs) together."""
     from scipy import stats
 
@@ -54,14 +67,21 @@ def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: in
     d = a - b
     if np.all(d == d[0]):  # no spread: every resample gives the same difference
         return float(d[0]), float(d[0])
-    res = stats.bootstrap((a, b), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
-                          confidence_level=confidence, method="BCa", batch=BATCH,
-                          rng=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        (a, b),
+        _mean_diff,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="BCa",
+        batch=BATCH,
+        rng=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int,
-                      confidence: float = 0.95) -> tuple[float, float]:
+def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
     """BCa bootstrap interval of the mean of per-query values (queries resampled)."""
     from scipy import stats
 
@@ -70,9 +90,16 @@ def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int,
         return float("nan"), float("nan")
     if np.all(values == values[0]):  # no spread: the interval is the value itself
         return float(values[0]), float(values[0])
-    res = stats.bootstrap((values,), np.mean, vectorized=True, n_resamples=n_resamples,
-                          confidence_level=confidence, method="BCa", batch=BATCH,
-                          rng=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        (values,),
+        np.mean,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="BCa",
+        batch=BATCH,
+        rng=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -82,9 +109,16 @@ def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed:
 
     if np.all(a == b):
         return 1.0
-    res = stats.permutation_test((compact(a), compact(b)), _mean_diff, permutation_type="samples", vectorized=True,
-                                 n_resamples=n_resamples, alternative="two-sided", batch=BATCH,
-                                 rng=np.random.default_rng(seed))
+    res = stats.permutation_test(
+        (compact(a), compact(b)),
+        _mean_diff,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        batch=BATCH,
+        rng=np.random.default_rng(seed),
+    )
     return float(res.pvalue)
 
 
@@ -116,9 +150,11 @@ def pairwise_significance(
     """
     rows = []
     for measure in measures:
-        wide = per_query.filter(pl.col("measure") == measure).pivot(
-            on="retriever", index="query_id", values="value"
-        ).sort("query_id")
+        wide = (
+            per_query.filter(pl.col("measure") == measure)
+            .pivot(on="retriever", index="query_id", values="value")
+            .sort("query_id")
+        )
         missing = [r for r in retrievers if r not in wide.columns]
         if wide.height == 0 or missing:
             raise ValueError(f"no per-query values of {measure!r} for retrievers {missing or list(retrievers)}")
@@ -136,11 +172,19 @@ def pairwise_significance(
             a, b = values[ra], values[rb]
             low, high = paired_bootstrap_ci(a, b, n_resamples, seed, confidence)
             row = {
-                "measure": measure, "retriever_a": ra, "retriever_b": rb, "n_queries": a.size,
-                "mean_a": float(a.mean()), "mean_b": float(b.mean()), "diff": float((a - b).mean()),
-                "ci_low": low, "ci_high": high,
+                "measure": measure,
+                "retriever_a": ra,
+                "retriever_b": rb,
+                "n_queries": a.size,
+                "mean_a": float(a.mean()),
+                "mean_b": float(b.mean()),
+                "diff": float((a - b).mean()),
+                "ci_low": low,
+                "ci_high": high,
                 "p_randomization": paired_randomization_p(a, b, n_resamples, seed),
-                "only_a": None, "only_b": None, "p_mcnemar": None,
+                "only_a": None,
+                "only_b": None,
+                "p_mcnemar": None,
             }
             if binary:
                 row["only_a"], row["only_b"], row["p_mcnemar"] = exact_mcnemar(a, b)

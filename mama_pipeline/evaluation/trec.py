@@ -7,15 +7,16 @@ same file. The writer keeps the order of the ``rank`` column: it writes the
 retriever's scores when they strictly decrease down every ranking and
 rank-derived scores otherwise.
 """
+
 from __future__ import annotations
 
 import os
 
 import polars as pl
 
-from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.common.input_errors import text_lines
+from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.evaluation.runs import QrelsRows, check_qrels, check_run
 
 
@@ -25,21 +26,26 @@ def read_trec_run(path: str | os.PathLike[str], retriever: str | None = None) ->
     seen: set[tuple[str, str, str]] = set()
     for lineno, fields in _lines(path, "run"):
         if len(fields) != 6:
-            raise EvaluationInputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}", lineno)
+            raise EvaluationInputError(
+                path, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}", lineno
+            )
         qid, _, doc, rank, score, tag = fields
         try:
             int(rank)
             value = float(score)
         except ValueError:
-            raise EvaluationInputError(path, f"rank {rank!r} must be an integer and score {score!r} a number", lineno) from None
+            raise EvaluationInputError(
+                path, f"rank {rank!r} must be an integer and score {score!r} a number", lineno
+            ) from None
         name = retriever or tag
         if (name, qid, doc) in seen:
             raise EvaluationInputError(path, f"document {doc!r} appears twice for query {qid!r}", lineno)
         seen.add((name, qid, doc))
         for col, v in zip(rows, (name, qid, doc, value)):
             rows[col].append(v)
-    run = pl.DataFrame(rows, schema={"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String,
-                                     "score": pl.Float64})
+    run = pl.DataFrame(
+        rows, schema={"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String, "score": pl.Float64}
+    )
     run = run.sort(["retriever", "query_id", "score", "doc_id"], descending=[False, False, True, True])
     run = run.with_columns((pl.int_range(pl.len()).over("retriever", "query_id") + 1).cast(pl.Int64).alias("rank"))
     return run.select("retriever", "query_id", "doc_id", "rank", "score")
@@ -49,13 +55,15 @@ def write_trec_run(run: pl.DataFrame, path: str | os.PathLike[str]) -> bool:
     """Write a run (with or without a ``score`` column); True when scores were rank-derived."""
     checked = check_run(run, str(path))
     if "score" in run.columns:
-        checked = checked.join(run.select("retriever", "query_id", pl.col("doc_id").cast(pl.String), "score"),
-                               on=["retriever", "query_id", "doc_id"])
+        checked = checked.join(
+            run.select("retriever", "query_id", pl.col("doc_id").cast(pl.String), "score"),
+            on=["retriever", "query_id", "doc_id"],
+        )
     checked = checked.sort("retriever", "query_id", "rank")
-    rank_derived = "score" not in checked.columns or checked["score"].null_count() > 0 or bool(
-        checked.select(
-            (pl.col("score").diff().over("retriever", "query_id") >= 0).any()
-        ).item()
+    rank_derived = (
+        "score" not in checked.columns
+        or checked["score"].null_count() > 0
+        or bool(checked.select((pl.col("score").diff().over("retriever", "query_id") >= 0).any()).item())
     )
     if rank_derived:
         checked = checked.with_columns((1.0 / pl.col("rank")).alias("score"))

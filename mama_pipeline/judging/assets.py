@@ -8,6 +8,8 @@ chunk_id, ...), ``queries`` (query_id, query_text, tier, ...) and ``chunks``
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.judging.completeness import pool_recall
 from mama_pipeline.judging.judge import JudgeRun, judge_pairs
 from mama_pipeline.judging.label_store import orphaned_labels
@@ -17,21 +19,30 @@ from mama_pipeline.judging.sharding import in_shard, require_loaded_shards
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env
-from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 
 GROUP = "judging"
 
 
 def _judge(
-    context: dg.AssetExecutionContext, llm: LLMResource, settings: SettingsResource, store: StoreResource,
-    stage: str, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame,
+    context: dg.AssetExecutionContext,
+    llm: LLMResource,
+    settings: SettingsResource,
+    store: StoreResource,
+    stage: str,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
 ) -> JudgeRun:
     s = settings.get()
     with llm.client(stage, context) as client:
         run = judge_pairs(
-            client, store.get(), pairs, queries, chunks,
-            answer_model=output_model(getattr(s.llm, stage).reasoning), batch_pairs=s.judging.batch_pairs,
+            client,
+            store.get(),
+            pairs,
+            queries,
+            chunks,
+            answer_model=output_model(getattr(s.llm, stage).reasoning),
+            batch_pairs=s.judging.batch_pairs,
         )
     failures = run.outcomes.filter(pl.col("status") == "failed")
     for q, c, reason in failures.head(FAILURES_SHOWN).select("query_id", "chunk_id", "failure_reason").iter_rows():
@@ -70,21 +81,28 @@ def judged_labels(
 
 @dg.asset(group_name=GROUP, description="The labels of every shard: one row per labelled pooled pair.")
 def judgments(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    labelled = judged_labels.filter(pl.col("status") == "labelled").drop("status", "failure_reason").sort(
-        "query_id", "chunk_id"
+    labelled = (
+        judged_labels.filter(pl.col("status") == "labelled")
+        .drop("status", "failure_reason")
+        .sort("query_id", "chunk_id")
     )
-    return dg.Output(labelled, metadata={
-        "labels": labelled.height,
-        "reused_labels": int(labelled.get_column("reused").sum()),
-        "structural_violations": int(labelled.get_column("structural_violation").sum()),
-    })
+    return dg.Output(
+        labelled,
+        metadata={
+            "labels": labelled.height,
+            "reused_labels": int(labelled.get_column("reused").sum()),
+            "structural_violations": int(labelled.get_column("structural_violation").sum()),
+        },
+    )
 
 
 @dg.asset(group_name=GROUP, description="Pooled pairs the judge could not label, with the reason.")
 def judging_failures(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    failed = judged_labels.filter(pl.col("status") == "failed").select(
-        "query_id", "chunk_id", "tier", "failure_reason"
-    ).sort("query_id", "chunk_id")
+    failed = (
+        judged_labels.filter(pl.col("status") == "failed")
+        .select("query_id", "chunk_id", "tier", "failure_reason")
+        .sort("query_id", "chunk_id")
+    )
     reasons = failed.with_columns(pl.col("failure_reason").str.split(":").list.first().alias("kind"))
     counts = reasons.group_by("kind").len().sort("kind")
     return dg.Output(failed, metadata={"failures": failed.height, "by_kind": md_table(counts)})
@@ -98,16 +116,25 @@ def judging_failures(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
 )
 def orphaned_judgments(store: StoreResource, judgments: pl.DataFrame, chunks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     versions = judgments.select("judge_model", "prompt_hash", "judge_identity").unique().sort(pl.all())
-    frames = [orphaned_labels(store.get(), m, h, chunks.get_column("chunk_id"), judge_identity=i)
-              for m, h, i in versions.iter_rows()]
-    orphans = pl.concat(frames) if frames else pl.DataFrame(
-        schema={"query_id": pl.String, "chunk_id": pl.String, "corpus_version": pl.String, "score": pl.Int8}
+    frames = [
+        orphaned_labels(store.get(), m, h, chunks.get_column("chunk_id"), judge_identity=i)
+        for m, h, i in versions.iter_rows()
+    ]
+    orphans = (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(
+            schema={"query_id": pl.String, "chunk_id": pl.String, "corpus_version": pl.String, "score": pl.Int8}
+        )
     )
-    return dg.Output(orphans, metadata={
-        "orphaned_labels": orphans.height,
-        "chunks_gone": orphans.get_column("chunk_id").n_unique(),
-        "by_corpus_version": md_table(orphans.group_by("corpus_version").len().sort("corpus_version")),
-    })
+    return dg.Output(
+        orphans,
+        metadata={
+            "orphaned_labels": orphans.height,
+            "chunks_gone": orphans.get_column("chunk_id").n_unique(),
+            "by_corpus_version": md_table(orphans.group_by("corpus_version").len().sort("corpus_version")),
+        },
+    )
 
 
 @dg.asset(group_name=GROUP, description="Seeded pilot sample of labelled pairs, stratified by tier and score band.")
@@ -136,8 +163,11 @@ def reference_judgments(
     frames, meta, calls = [], {}, 0
     for stage in reference_judge_stages(settings.get().llm):
         run = _judge(context, llm, settings, store, stage, judge_pilot_sample, queries, chunks)
-        frames.append(_with_tier(run.outcomes, queries).with_columns(
-            reference_stage=pl.lit(stage), reference_model=pl.lit(run.judge_model)))
+        frames.append(
+            _with_tier(run.outcomes, queries).with_columns(
+                reference_stage=pl.lit(stage), reference_model=pl.lit(run.judge_model)
+            )
+        )
         meta.update({f"{stage}/{k}": v for k, v in run.metadata().items()})
         calls += run.calls
     meta["http_calls"] = calls  # every reference stage's, each counted once
@@ -152,8 +182,9 @@ def reference_judgments(
             "(audit: self_consistency for the judge's model again, cross_model for another model); refused "
             "(values null, note says why) when a reference judge is the judge itself."
         ),
-        "judge_confusion": dg.AssetOut(description="Score confusion table per reference judge: judge (rows) vs "
-                                       "reference (columns)."),
+        "judge_confusion": dg.AssetOut(
+            description="Score confusion table per reference judge: judge (rows) vs reference (columns)."
+        ),
     },
 )
 def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, reference_judgments: pl.DataFrame):
@@ -161,25 +192,31 @@ def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, refer
     metrics, confusion = reference_audits(judgments, reference_judgments, j.lenient_cut, j.strict_cut)
     meta: dict = {"judge_identities": ", ".join(sorted(set(judgments.get_column("judge_identity").drop_nulls())))}
     refused = []
-    for stage, kind, model, note in metrics.select("reference_stage", "audit", "reference_model", "note").unique(
-            maintain_order=True).iter_rows():
+    for stage, kind, model, note in (
+        metrics.select("reference_stage", "audit", "reference_model", "note").unique(maintain_order=True).iter_rows()
+    ):
         rows = reference_judgments.filter(pl.col("reference_stage") == stage)
         labelled = rows.filter(pl.col("status") == "labelled")
-        meta.update({
-            f"{stage}/audit": audit_title(kind),
-            f"{stage}/reference_model": model,
-            f"{stage}/pilot_pairs_compared": int(metrics.filter(pl.col("reference_stage") == stage)["pairs"][0]),
-            f"{stage}/reference_failures": rows.height - labelled.height,
-            f"{stage}/reference_identities": ", ".join(sorted(set(labelled["judge_identity"].drop_nulls()))),
-            f"{stage}/reference_is_the_judge": note is not None,
-        })
+        meta.update(
+            {
+                f"{stage}/audit": audit_title(kind),
+                f"{stage}/reference_model": model,
+                f"{stage}/pilot_pairs_compared": int(metrics.filter(pl.col("reference_stage") == stage)["pairs"][0]),
+                f"{stage}/reference_failures": rows.height - labelled.height,
+                f"{stage}/reference_identities": ", ".join(sorted(set(labelled["judge_identity"].drop_nulls()))),
+                f"{stage}/reference_is_the_judge": note is not None,
+            }
+        )
         if note:
             meta[f"{stage}/refused"] = note
             refused.append(note)
     meta["metrics"] = md_table(metrics)
     yield dg.Output(metrics, output_name="judge_reliability", metadata=meta)
-    yield dg.Output(confusion, output_name="judge_confusion",
-                    metadata={"confusion": md_table(confusion), **({"refused": "; ".join(refused)} if refused else {})})
+    yield dg.Output(
+        confusion,
+        output_name="judge_confusion",
+        metadata={"confusion": md_table(confusion), **({"refused": "; ".join(refused)} if refused else {})},
+    )
 
 
 @dg.asset(
@@ -214,10 +251,12 @@ def pool_completeness(
     queries: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     j = settings.get().judging
-    labels = pl.concat([
-        judgments.select("query_id", "chunk_id", "score"),
-        audit_judgments.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", "score"),
-    ]).unique(["query_id", "chunk_id"])
+    labels = pl.concat(
+        [
+            judgments.select("query_id", "chunk_id", "score"),
+            audit_judgments.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", "score"),
+        ]
+    ).unique(["query_id", "chunk_id"])
     table = pool_recall(pooled_pairs, audit_pool, labels, queries, {"lenient": j.lenient_cut, "strict": j.strict_cut})
     overall = {f"recall_{r['cut']}_micro": r["recall_micro"] for r in table.filter(pl.col("scope") == "all").to_dicts()}
     meta = {

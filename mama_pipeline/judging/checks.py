@@ -3,10 +3,10 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.judging.assets import judgments
 from mama_pipeline.judging.reliability import same_judge_reason
 from mama_pipeline.llm.failure_bounds import judge_failures
-from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource
 
 
@@ -28,9 +28,14 @@ def every_pooled_pair_labelled_or_failed(
     return dg.AssetCheckResult(
         passed=not (missing.height or extra.height or twice.height or no_reason.height),
         metadata={
-            "pooled_pairs": pool.height, "labelled": judgments.height, "failed": judging_failures.height,
-            "missing": missing.height, "not_in_pool": extra.height, "accounted_twice": twice.height,
-            "failed_without_reason": no_reason.height, "missing_sample": md_table(missing.head(10)),
+            "pooled_pairs": pool.height,
+            "labelled": judgments.height,
+            "failed": judging_failures.height,
+            "missing": missing.height,
+            "not_in_pool": extra.height,
+            "accounted_twice": twice.height,
+            "failed_without_reason": no_reason.height,
+            "missing_sample": md_table(missing.head(10)),
         },
     )
 
@@ -47,7 +52,8 @@ def failure_rate_under_bound(
 ) -> dg.AssetCheckResult:
     stage = judge_failures(pooled_pairs, judgments, settings.get().llm.judge.max_failure_rate)
     return dg.AssetCheckResult(
-        passed=not stage.over, metadata={**stage.metadata(), "summary": stage.describe()},
+        passed=not stage.over,
+        metadata={**stage.metadata(), "summary": stage.describe()},
     )
 
 
@@ -62,14 +68,19 @@ def reference_is_another_judge(
     judge_reliability: pl.DataFrame, judgments: pl.DataFrame, reference_judgments: pl.DataFrame
 ) -> dg.AssetCheckResult:
     labelled = reference_judgments.filter(pl.col("status") == "labelled")
-    reasons = [r for stage in reference_judgments.get_column("reference_stage").unique().sort()
-               if (r := same_judge_reason(judgments, labelled.filter(pl.col("reference_stage") == stage)))]
+    reasons = [
+        r
+        for stage in reference_judgments.get_column("reference_stage").unique().sort()
+        if (r := same_judge_reason(judgments, labelled.filter(pl.col("reference_stage") == stage)))
+    ]
     notes = judge_reliability.get_column("note").drop_nulls().unique().sort().to_list()
     audits = judge_reliability.select("reference_stage", "audit", "reference_model").unique().sort("reference_stage")
     return dg.AssetCheckResult(
         passed=not reasons and not notes,
-        metadata={"reason": "; ".join(reasons or notes) or "every reference is another judge",
-                  "audits": md_table(audits)},
+        metadata={
+            "reason": "; ".join(reasons or notes) or "every reference is another judge",
+            "audits": md_table(audits),
+        },
     )
 
 
@@ -100,26 +111,35 @@ def structural_rule(judgments: pl.DataFrame) -> dg.AssetCheckResult:
     description="Score = D1 x (D2 + D3 + D4) in 0..6 for every label; score distribution per tier.",
 )
 def score_distribution_per_tier(judgments: pl.DataFrame) -> dg.AssetCheckResult:
-    expected = pl.when(pl.col("d1_topic")).then(
-        pl.col("d2_meaningful").cast(pl.Int16) + pl.col("d3_actionable") + pl.col("d4_density")
-    ).otherwise(0)
+    expected = (
+        pl.when(pl.col("d1_topic"))
+        .then(pl.col("d2_meaningful").cast(pl.Int16) + pl.col("d3_actionable") + pl.col("d4_density"))
+        .otherwise(0)
+    )
     wrong = judgments.filter((pl.col("score") != expected) | ~pl.col("score").is_between(0, 6))
     gate_filled = judgments.filter(~pl.col("d1_topic") & pl.col("d2_meaningful").is_not_null())
     dist = (
         judgments.with_columns(pl.col("tier").fill_null("(none)"))
-        .group_by("tier", "score").len()
+        .group_by("tier", "score")
+        .len()
         .pivot(on="score", index="tier", values="len", sort_columns=True)
         .fill_null(0)
         .sort("tier")
     )
     return dg.AssetCheckResult(
         passed=wrong.height == 0 and gate_filled.height == 0,
-        metadata={"inconsistent_scores": wrong.height, "gate_false_with_dimensions": gate_filled.height,
-                  "score_by_tier": md_table(dist)},
+        metadata={
+            "inconsistent_scores": wrong.height,
+            "gate_false_with_dimensions": gate_filled.height,
+            "score_by_tier": md_table(dist),
+        },
     )
 
 
 CHECKS = [
-    every_pooled_pair_labelled_or_failed, failure_rate_under_bound, reference_is_another_judge, structural_rule,
+    every_pooled_pair_labelled_or_failed,
+    failure_rate_under_bound,
+    reference_is_another_judge,
+    structural_rule,
     score_distribution_per_tier,
 ]

@@ -1,4 +1,5 @@
 """The judging group's Dagster definitions: ``judged_labels`` has one partition per query shard."""
+
 import dagster as dg
 
 from mama_pipeline.judging.assets import (
@@ -21,8 +22,14 @@ def build_defs(settings: PipelineSettings) -> dg.Definitions:
     """The group's assets and checks, ``judged_labels`` partitioned by ``judging.shards``."""
     return dg.Definitions(
         assets=[
-            *partitioned([judged_labels], Partitions.of(settings).shards), judgments, judging_failures,
-            orphaned_judgments, judge_pilot_sample, reference_judgments, judge_reliability, audit_judgments,
+            *partitioned([judged_labels], Partitions.of(settings).shards),
+            judgments,
+            judging_failures,
+            orphaned_judgments,
+            judge_pilot_sample,
+            reference_judgments,
+            judge_reliability,
+            audit_judgments,
             pool_completeness,
         ],
         asset_checks=CHECKS,

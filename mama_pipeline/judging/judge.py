@@ -8,17 +8,19 @@ of each batch are committed before the next starts. Every pair ends either
 Stored labels are reused only from the same judge identity (endpoint, model and
 decoding, ``LLMClient.identity``) and prompt hash.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import polars as pl
 from pydantic import BaseModel
 
+from mama_pipeline.judging.label_score import score_verdicts
 from mama_pipeline.judging.label_store import LABEL_SCHEMA, insert_labels, stored_labels
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, render_pair
-from mama_pipeline.judging.label_score import score_verdicts
 from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.store import Store
@@ -87,7 +89,9 @@ def _merge_metadata(total: dict[str, Any], batch: dict[str, Any]) -> None:
             total.setdefault(key, value)
 
 
-def _joined(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+def _joined(
+    pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     """The pairs with their query and chunk, and the pairs failed for a missing query or chunk."""
     pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
     dupes = pairs.filter(pairs.is_duplicated())
@@ -119,20 +123,32 @@ def pair_batches(holes: pl.DataFrame, batch_pairs: int) -> Iterator[tuple[list[d
     """The holes' rows and judge requests, ``batch_pairs`` at a time."""
     for start in range(0, holes.height, batch_pairs):
         rows = holes.slice(start, batch_pairs).to_dicts()
-        yield rows, [
-            LLMRequest(_item_id(r["query_id"], r["chunk_id"]), render_pair(r["query_text"], r["source"], r["page"], r["text"]))
-            for r in rows
-        ]
+        yield (
+            rows,
+            [
+                LLMRequest(
+                    _item_id(r["query_id"], r["chunk_id"]),
+                    render_pair(r["query_text"], r["source"], r["page"], r["text"]),
+                )
+                for r in rows
+            ],
+        )
 
 
 def judge_holes(
-    client: LLMClient, store: Store, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame,
-    answer_model: type[BaseModel], template: PromptTemplate = RELEVANCE_JUDGE,
+    client: LLMClient,
+    store: Store,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    answer_model: type[BaseModel],
+    template: PromptTemplate = RELEVANCE_JUDGE,
 ) -> pl.DataFrame:
     """The pairs :func:`judge_pairs` would ask the judge about (no stored label), asking nothing."""
     joined, _ = _joined(pairs, queries, chunks)
-    stored = stored_labels(store, client.model, label_prompt_hash(template, answer_model), joined,
-                           judge_identity=client.identity)
+    stored = stored_labels(
+        store, client.model, label_prompt_hash(template, answer_model), joined, judge_identity=client.identity
+    )
     return _holes(joined, stored)
 
 
@@ -153,11 +169,17 @@ def judge_pairs(
     """
     prompt_hash = label_prompt_hash(template, answer_model)
     identity = client.identity
-    run = JudgeRun(outcomes=pl.DataFrame(schema=OUTCOME_SCHEMA), judge_model=client.model, prompt_hash=prompt_hash,
-                   judge_identity=identity)
+    run = JudgeRun(
+        outcomes=pl.DataFrame(schema=OUTCOME_SCHEMA),
+        judge_model=client.model,
+        prompt_hash=prompt_hash,
+        judge_identity=identity,
+    )
     joined, parts = _joined(pairs, queries, chunks)
     stored = stored_labels(store, client.model, prompt_hash, joined, judge_identity=identity)
-    parts.append(stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True)))
+    parts.append(
+        stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True))
+    )
     holes = _holes(joined, stored)
     # the whole run against the stage's budget before the first batch is sent
     client.check_budget((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs))
@@ -170,20 +192,39 @@ def judge_pairs(
         labels, failures = [], []
         for r, res in zip(rows, report.results):
             if res.ok:
-                labels.append({
-                    "query_id": r["query_id"], "chunk_id": r["chunk_id"], "judge_model": client.model,
-                    "judge_identity": identity, "prompt_hash": prompt_hash, **score_verdicts(res.value), "reasoning": res.reasoning,
-                    "judge_endpoint": client.endpoint, "corpus_version": r["corpus_version"], "cache_key": res.cache_key,
-                })
+                labels.append(
+                    {
+                        "query_id": r["query_id"],
+                        "chunk_id": r["chunk_id"],
+                        "judge_model": client.model,
+                        "judge_identity": identity,
+                        "prompt_hash": prompt_hash,
+                        **score_verdicts(res.value),
+                        "reasoning": res.reasoning,
+                        "judge_endpoint": client.endpoint,
+                        "corpus_version": r["corpus_version"],
+                        "cache_key": res.cache_key,
+                    }
+                )
             else:
-                failures.append({"query_id": r["query_id"], "chunk_id": r["chunk_id"],
-                                 "failure_reason": f"{res.status}: {res.error}"})
+                failures.append(
+                    {
+                        "query_id": r["query_id"],
+                        "chunk_id": r["chunk_id"],
+                        "failure_reason": f"{res.status}: {res.error}",
+                    }
+                )
         label_df = pl.DataFrame(labels, schema=LABEL_SCHEMA)
         run.new_labels += insert_labels(store, label_df)
-        parts.append(label_df.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String),
-                                           reused=pl.lit(False)))
+        parts.append(
+            label_df.with_columns(
+                status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(False)
+            )
+        )
         if failures:
-            fdf = pl.DataFrame(failures, schema={"query_id": pl.String, "chunk_id": pl.String, "failure_reason": pl.String})
+            fdf = pl.DataFrame(
+                failures, schema={"query_id": pl.String, "chunk_id": pl.String, "failure_reason": pl.String}
+            )
             parts.append(_failed(fdf))
 
     frames = [pl.DataFrame(schema=OUTCOME_SCHEMA)] + [p for p in parts if p.height]

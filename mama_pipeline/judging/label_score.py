@@ -13,12 +13,19 @@ Two documented rules turn an answer into a label:
 The model's answer never supplies the score: the answer schema has no score
 field and any extra field makes the answer invalid.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 LABEL_FIELDS = (
-    "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "d3_answered", "structural_violation", "score",
+    "d1_topic",
+    "d2_meaningful",
+    "d3_actionable",
+    "d4_density",
+    "d3_answered",
+    "structural_violation",
+    "score",
 )
 
 
@@ -30,12 +37,22 @@ def score_verdicts(verdicts: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"verdicts out of range: {verdicts!r}")
     if not d1:
         return dict(
-            d1_topic=False, d2_meaningful=None, d3_actionable=None, d4_density=None,
-            d3_answered=None, structural_violation=False, score=0,
+            d1_topic=False,
+            d2_meaningful=None,
+            d3_actionable=None,
+            d4_density=None,
+            d3_answered=None,
+            structural_violation=False,
+            score=0,
         )
     violation = d3 >= 1 and d2 == 0
     d3_label = 0 if violation else d3
     return dict(
-        d1_topic=True, d2_meaningful=d2, d3_actionable=d3_label, d4_density=d4,
-        d3_answered=d3, structural_violation=violation, score=d2 + d3_label + d4,
+        d1_topic=True,
+        d2_meaningful=d2,
+        d3_actionable=d3_label,
+        d4_density=d4,
+        d3_answered=d3,
+        structural_violation=violation,
+        score=d2 + d3_label + d4,
     )

@@ -10,6 +10,7 @@ current judge identity and prompt hash are sent to the judge. Rows are inserted 
 one transaction per batch and never replaced, so a process killed mid-run keeps
 every committed label and a re-run cannot duplicate one.
 """
+
 from __future__ import annotations
 
 import duckdb
@@ -43,13 +44,19 @@ LABEL_SCHEMA = {
 
 def _ensure_table(con: duckdb.DuckDBPyConnection) -> None:
     """Create the table; a table from before judge identities were recorded is rebuilt with them unrecorded."""
-    columns = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [LABEL_TABLE]).fetchall()}
+    columns = {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [LABEL_TABLE]
+        ).fetchall()
+    }
     if columns and "judge_identity" not in columns:
         con.execute(f"ALTER TABLE {LABEL_TABLE} RENAME TO {LABEL_TABLE}_unidentified")
         con.execute(ddl_path(LABEL_TABLE).read_text())
-        con.execute(f"INSERT INTO {LABEL_TABLE} BY NAME SELECT *, '{UNRECORDED_IDENTITY}' AS judge_identity "
-                    f"FROM {LABEL_TABLE}_unidentified")
+        con.execute(
+            f"INSERT INTO {LABEL_TABLE} BY NAME SELECT *, '{UNRECORDED_IDENTITY}' AS judge_identity "
+            f"FROM {LABEL_TABLE}_unidentified"
+        )
         con.execute(f"DROP TABLE {LABEL_TABLE}_unidentified")
     con.execute(ddl_path(LABEL_TABLE).read_text())
 
@@ -81,7 +88,10 @@ def _version_filter(judge_identity: str | None) -> tuple[str, list[str]]:
 
 
 def stored_labels(
-    store: Store, judge_model: str, prompt_hash: str, pairs: pl.DataFrame | None = None,
+    store: Store,
+    judge_model: str,
+    prompt_hash: str,
+    pairs: pl.DataFrame | None = None,
     judge_identity: str | None = None,
 ) -> pl.DataFrame:
     """Labels of one judge and prompt hash, restricted to ``pairs`` (query_id, chunk_id) when given.
@@ -101,7 +111,11 @@ def stored_labels(
 
 
 def orphaned_labels(
-    store: Store, judge_model: str, prompt_hash: str, chunk_ids: pl.Series, judge_identity: str | None = None,
+    store: Store,
+    judge_model: str,
+    prompt_hash: str,
+    chunk_ids: pl.Series,
+    judge_identity: str | None = None,
 ) -> pl.DataFrame:
     """Labels of this judge and prompt whose chunk id is no longer in the corpus."""
     ensure_label_table(store)

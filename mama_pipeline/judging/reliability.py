@@ -3,6 +3,7 @@
 A reference on the judge's model (another seed, temperature or endpoint) measures
 self-consistency (test-retest); one on another model, cross-model agreement.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -10,8 +11,8 @@ import warnings
 import numpy as np
 import polars as pl
 
-from mama_pipeline.llm.reference_audit import audit_kind
 from mama_pipeline.common.strata import round_robin_sample
+from mama_pipeline.llm.reference_audit import audit_kind
 
 SCORES = 7  # score levels 0..6
 
@@ -19,9 +20,12 @@ SCORES = 7  # score levels 0..6
 def score_band(score: pl.Expr, lenient: int, strict: int) -> pl.Expr:
     """Score bands that keep the pilot balanced around the two relevance cuts."""
     return (
-        pl.when(score >= strict).then(pl.lit("strict"))
-        .when(score >= lenient).then(pl.lit("lenient"))
-        .when(score > 0).then(pl.lit("low"))
+        pl.when(score >= strict)
+        .then(pl.lit("strict"))
+        .when(score >= lenient)
+        .then(pl.lit("lenient"))
+        .when(score > 0)
+        .then(pl.lit("low"))
         .otherwise(pl.lit("zero"))
     )
 
@@ -36,9 +40,11 @@ def pilot_sample(judgments: pl.DataFrame, size: int, seed: int, lenient: int, st
     chunk_id, tier, score.
     """
     schema = {"query_id": pl.String, "chunk_id": pl.String, "tier": pl.String, "score": pl.Int8, "band": pl.String}
-    df = judgments.select("query_id", "chunk_id", "tier", "score").with_columns(
-        band=score_band(pl.col("score"), lenient, strict)
-    ).cast(schema)
+    df = (
+        judgments.select("query_id", "chunk_id", "tier", "score")
+        .with_columns(band=score_band(pl.col("score"), lenient, strict))
+        .cast(schema)
+    )
     return round_robin_sample(df, ["tier", "band"], ["query_id", "chunk_id"], size, seed)
 
 
@@ -72,7 +78,9 @@ def _kappa(table: np.ndarray, wt: str) -> float | None:
     return None if np.isnan(value) else value
 
 
-def agreement(main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+def agreement(
+    main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Agreement of two judges on the pairs both labelled.
 
     Returns (metrics: metric, value, pairs) and the 7x7 score confusion table
@@ -98,7 +106,11 @@ def agreement(main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict:
         ("within_one_point", rate(np.abs(a - b) <= 1), n),
         ("weighted_kappa_linear", _kappa(table, "linear") if n else None, n),
         ("weighted_kappa_quadratic", _kappa(table, "quadratic") if n else None, n),
-        ("d1_topic_agreement", rate(both.get_column("d1_topic").to_numpy() == both.get_column("d1_topic_ref").to_numpy()), n),
+        (
+            "d1_topic_agreement",
+            rate(both.get_column("d1_topic").to_numpy() == both.get_column("d1_topic_ref").to_numpy()),
+            n,
+        ),
     ]
     on_topic = both.filter(pl.col("d1_topic") & pl.col("d1_topic_ref"))
     for dim in ("d2_meaningful", "d3_actionable", "d4_density"):
@@ -128,8 +140,11 @@ def reference_audits(
         rows = reference.filter((pl.col("reference_stage") == stage) & (pl.col("status") == "labelled"))
         metrics, confusion = agreement(main, rows, lenient, strict)
         refused = same_judge_reason(main, rows)
-        label = [pl.lit(stage).alias("reference_stage"), pl.lit(audit_kind(models, model)).alias("audit"),
-                 pl.lit(model).alias("reference_model")]
+        label = [
+            pl.lit(stage).alias("reference_stage"),
+            pl.lit(audit_kind(models, model)).alias("audit"),
+            pl.lit(model).alias("reference_model"),
+        ]
         metrics = metrics.with_columns(note=pl.lit(refused, pl.String))
         if refused:  # the same judge twice measures nothing: no agreement value is presented
             metrics = metrics.with_columns(value=pl.lit(None, pl.Float64))
@@ -138,6 +153,8 @@ def reference_audits(
     if not metric_frames:  # an empty pilot sample: nothing was compared
         metrics, confusion = agreement(main.clear(), main.clear(), lenient, strict)
         label = [pl.lit(None, pl.String).alias(c) for c in ("reference_stage", "audit", "reference_model")]
-        return (metrics.clear().select(*label, pl.all(), note=pl.lit(None, pl.String)),
-                confusion.clear().select(*label, pl.all()))
+        return (
+            metrics.clear().select(*label, pl.all(), note=pl.lit(None, pl.String)),
+            confusion.clear().select(*label, pl.all()),
+        )
     return pl.concat(metric_frames), pl.concat(confusion_frames)

@@ -9,6 +9,7 @@ the fence cannot be closed from within the data.
 The answer schemas carry the four verdicts only. The score is computed in code
 (:mod:`mama_pipeline.judging.label_score`) and there is deliberately no score field.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """Configuration of graded relevance judging and its audits."""
+
 from typing import Any
 
 from pydantic import Field, model_validator

@@ -3,6 +3,7 @@
 A query's shard depends only on its id and the shard count (stable hash), so
 adding queries never moves existing ones between shards.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -8,12 +8,14 @@ carries) and the page ``<data_dir>/reports/leaderboard/<benchmark>.html``. Submi
 submissions area's tables (asset ``submission_scores``, every partition); with none, the boards hold the configured
 entries only.
 """
+
 import shutil
 
 import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
+from mama_pipeline.common.metadata import md_table
 from mama_pipeline.leaderboard import leaderboard_inputs as lb_inputs
 from mama_pipeline.leaderboard.board import Entry, Stats
 from mama_pipeline.leaderboard.build import (
@@ -25,7 +27,6 @@ from mama_pipeline.leaderboard.build import (
     retrieval_specs,
 )
 from mama_pipeline.leaderboard.leaderboard_files import PAGE_FILE, folder_files
-from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
@@ -38,8 +39,14 @@ def write_leaderboard(s, store, benchmark: str, board: Leaderboard, specs, stats
     """Store the tables (partition = benchmark), write the folder and the report page; the run metadata."""
     for table, df in zip(TABLES, (board.entries, board.comparisons, board.per_query)):
         store.write_table(table, df.with_columns(pl.lit(benchmark).alias("benchmark")), partition=benchmark)
-    files = folder_files(benchmark, measures_of(specs), board.entries, board.comparisons, board.per_query,
-                         facts(benchmark, stats, rule, specs))
+    files = folder_files(
+        benchmark,
+        measures_of(specs),
+        board.entries,
+        board.comparisons,
+        board.per_query,
+        facts(benchmark, stats, rule, specs),
+    )
     folder = s.data_path / "leaderboard" / benchmark
     with atomic_folder(folder) as tmp:
         for rel, data in files.items():
@@ -50,12 +57,29 @@ def write_leaderboard(s, store, benchmark: str, board: Leaderboard, specs, stats
     shutil.copyfile(folder / PAGE_FILE, page)
     top = board.entries.filter(pl.col("headline")).sort("track", "position")
     return {
-        "folder": dg.MetadataValue.path(str(folder)), "page": dg.MetadataValue.path(str(page)),
+        "folder": dg.MetadataValue.path(str(folder)),
+        "page": dg.MetadataValue.path(str(page)),
         "page_url": dg.MetadataValue.url(page.as_uri()),
-        "entries": top.height, "submissions": top.filter(pl.col("source") == lb_inputs.SUBMISSION).height,
+        "entries": top.height,
+        "submissions": top.filter(pl.col("source") == lb_inputs.SUBMISSION).height,
         "comparisons": board.comparisons.height,
-        "headline": md_table(top.select("track", "measure", "position", "name", "source", "n", "mean", "ci_low",
-                                        "ci_high", "judged_mean", "standing", "refused"), 200),
+        "headline": md_table(
+            top.select(
+                "track",
+                "measure",
+                "position",
+                "name",
+                "source",
+                "n",
+                "mean",
+                "ci_low",
+                "ci_high",
+                "judged_mean",
+                "standing",
+                "refused",
+            ),
+            200,
+        ),
     }
 
 
@@ -63,8 +87,16 @@ def configured_grades(s, db) -> pl.DataFrame:
     """The configured systems' grades (``system_grades``, one partition per system); none when no system is
     configured, so the boards then hold the submissions only."""
     if not s.systems.names:
-        return pl.DataFrame(schema={"system": pl.String, "item_id": pl.String, "track": pl.String,
-                                    "status": pl.String, "score": pl.Float64, "invalid": pl.Boolean})
+        return pl.DataFrame(
+            schema={
+                "system": pl.String,
+                "item_id": pl.String,
+                "track": pl.String,
+                "status": pl.String,
+                "score": pl.Float64,
+                "invalid": pl.Boolean,
+            }
+        )
     return db.read_table("system_grades", partitions=s.systems.names)
 
 
@@ -75,36 +107,56 @@ def _stats(cfg) -> Stats:
 @dg.asset(
     group_name=GROUP,
     deps=["rankings", SUBMISSION_SCORES],
-    ins={"per_query_results": dg.AssetIn("per_query_results"),
-         "multipassage_per_query": dg.AssetIn("multipassage_per_query"),
-         "query_variants": dg.AssetIn("query_variants"), "variant_rankings": dg.AssetIn("variant_rankings"),
-         "variant_labels": dg.AssetIn("variant_labels")},
+    ins={
+        "per_query_results": dg.AssetIn("per_query_results"),
+        "multipassage_per_query": dg.AssetIn("multipassage_per_query"),
+        "query_variants": dg.AssetIn("query_variants"),
+        "variant_rankings": dg.AssetIn("variant_rankings"),
+        "variant_labels": dg.AssetIn("variant_labels"),
+    },
     description="Leaderboards of mamaretrieval's main, robustness and multi-passage tracks: configured retrievers "
     "and every submission side by side, 95% bootstrap intervals, Judged@k beside every measure, paired tests of "
     "every two entries (Holm across the board) and the entries tied with the best; public vs held-out gap when "
     "release.held_out is on. Tables leaderboard*, <data_dir>/leaderboard/mamaretrieval, "
     "<data_dir>/reports/leaderboard/mamaretrieval.html.",
 )
-def mamaretrieval_leaderboard(settings: SettingsResource, store: StoreResource, per_query_results: pl.DataFrame,
-                              multipassage_per_query: pl.DataFrame, query_variants: pl.DataFrame,
-                              variant_rankings: pl.DataFrame, variant_labels: pl.DataFrame) -> dg.MaterializeResult:
+def mamaretrieval_leaderboard(
+    settings: SettingsResource,
+    store: StoreResource,
+    per_query_results: pl.DataFrame,
+    multipassage_per_query: pl.DataFrame,
+    query_variants: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+    variant_labels: pl.DataFrame,
+) -> dg.MaterializeResult:
     from mama_pipeline.robustness.assets import clean_rankings, judge_depth
     from mama_pipeline.robustness.robustness_scoreboard import paired_values
 
     s = settings.get()
     db = store.get()
     specs = retrieval_specs(s)
-    robustness = pl.DataFrame(schema={"retriever": pl.String, "query_id": pl.String, "measure": pl.String,
-                                      "value": pl.Float64})
+    robustness = pl.DataFrame(
+        schema={"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
+    )
     if query_variants.height:
         names, clean = clean_rankings(s, db, query_variants)
         ev = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
-        pairs, _ = paired_values(clean, variant_rankings, query_variants, variant_labels, ev, names, judge_depth(s),
-                                 also=sorted(set(specs["robustness"].judged.values())))
+        pairs, _ = paired_values(
+            clean,
+            variant_rankings,
+            query_variants,
+            variant_labels,
+            ev,
+            names,
+            judge_depth(s),
+            also=sorted(set(specs["robustness"].judged.values())),
+        )
         robustness = lb_inputs.robustness_per_query(pairs, query_variants)
     tracks = {"main": per_query_results, "robustness": robustness, "multipassage": multipassage_per_query}
-    got = {t: lb_inputs.combine(lb_inputs.configured(v, "retriever"), lb_inputs.submissions(db, t))
-           for t, v in tracks.items()}
+    got = {
+        t: lb_inputs.combine(lb_inputs.configured(v, "retriever"), lb_inputs.submissions(db, t))
+        for t, v in tracks.items()
+    }
     stats, rule = _stats(s.evaluation), s.release.held_out.rule("query_id")
     board = build_benchmark("mamaretrieval", got, specs, stats, rule, {"robustness": PARENT_OF_VARIANT})
     return dg.MaterializeResult(metadata=write_leaderboard(s, db, "mamaretrieval", board, specs, stats, rule))
@@ -134,8 +186,11 @@ def mamabench_leaderboard(settings: SettingsResource, store: StoreResource) -> d
         configured = lb_inputs.configured(lb_inputs.system_per_query(grades, track), "system", mine)
         # a refused (system, track) may have no scored item left at all: it is still listed, with its reason
         listed = {e.name for e in configured.entries}
-        configured.entries += [Entry(f"{lb_inputs.CONFIGURED}/{n}", lb_inputs.CONFIGURED, n, why)
-                               for n, why in sorted(mine.items()) if n not in listed]
+        configured.entries += [
+            Entry(f"{lb_inputs.CONFIGURED}/{n}", lb_inputs.CONFIGURED, n, why)
+            for n, why in sorted(mine.items())
+            if n not in listed
+        ]
         got[track] = lb_inputs.combine(configured, lb_inputs.submissions(db, track))
     stats, rule = _stats(s.systems), s.release.held_out.rule("item_id")
     key = split_key("query_id")

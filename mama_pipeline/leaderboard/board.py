@@ -15,6 +15,7 @@ failure bound) has no figures, only its reason.
 With the held-out rule active, every figure above is of the public part, and beside it stand the held-out mean,
 the gap (public - held out) and the unpaired permutation test of :mod:`mama_pipeline.evaluation.held_out_gaps`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,29 +26,65 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.significance import holm, pairwise_significance
 from mama_pipeline.common.held_out import PUBLIC, HeldOutRule
 from mama_pipeline.evaluation.held_out_gaps import part_gaps
+from mama_pipeline.evaluation.significance import holm, pairwise_significance
 from mama_pipeline.systems.systems_scoreboard import bootstrap_ci
 
 VALUES_SCHEMA = {"entry_id": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 ENTRY_SCHEMA = {
-    "track": pl.String, "measure": pl.String, "measure_position": pl.Int64, "headline": pl.Boolean,
-    "entry_id": pl.String, "source": pl.String,
-    "name": pl.String, "position": pl.Int64, "n": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,
-    "ci_high": pl.Float64, "judged_measure": pl.String, "judged_n": pl.Int64, "judged_mean": pl.Float64,
-    "standing": pl.String, "best_entry_id": pl.String, "n_shared_with_best": pl.Int64, "p_holm_vs_best": pl.Float64,
-    "refused": pl.String, "n_held_out": pl.Int64, "mean_held_out": pl.Float64, "gap": pl.Float64,
-    "p_gap": pl.Float64, "gap_note": pl.String,
+    "track": pl.String,
+    "measure": pl.String,
+    "measure_position": pl.Int64,
+    "headline": pl.Boolean,
+    "entry_id": pl.String,
+    "source": pl.String,
+    "name": pl.String,
+    "position": pl.Int64,
+    "n": pl.Int64,
+    "mean": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "judged_measure": pl.String,
+    "judged_n": pl.Int64,
+    "judged_mean": pl.Float64,
+    "standing": pl.String,
+    "best_entry_id": pl.String,
+    "n_shared_with_best": pl.Int64,
+    "p_holm_vs_best": pl.Float64,
+    "refused": pl.String,
+    "n_held_out": pl.Int64,
+    "mean_held_out": pl.Float64,
+    "gap": pl.Float64,
+    "p_gap": pl.Float64,
+    "gap_note": pl.String,
 }
 COMPARISON_SCHEMA = {
-    "track": pl.String, "measure": pl.String, "entry_a": pl.String, "entry_b": pl.String, "n_shared": pl.Int64,
-    "mean_a": pl.Float64, "mean_b": pl.Float64, "diff": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "p_randomization": pl.Float64, "p_holm": pl.Float64, "only_a": pl.Int64, "only_b": pl.Int64,
-    "p_mcnemar": pl.Float64, "p_mcnemar_holm": pl.Float64,
+    "track": pl.String,
+    "measure": pl.String,
+    "entry_a": pl.String,
+    "entry_b": pl.String,
+    "n_shared": pl.Int64,
+    "mean_a": pl.Float64,
+    "mean_b": pl.Float64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_randomization": pl.Float64,
+    "p_holm": pl.Float64,
+    "only_a": pl.Int64,
+    "only_b": pl.Int64,
+    "p_mcnemar": pl.Float64,
+    "p_mcnemar_holm": pl.Float64,
 }
 BEST, TIED, BELOW, NOT_COMPARED, REFUSED, NO_VALUES = (
-    "best", "tied with best", "below best", "not compared with best", "refused", "no values")
+    "best",
+    "tied with best",
+    "below best",
+    "not compared with best",
+    "refused",
+    "no values",
+)
 MIN_SHARED = 2  # a paired test needs two shared queries
 
 
@@ -85,20 +122,45 @@ def _compare(values: pl.DataFrame, measure: str, a: str, b: str, binary: bool, s
     if shared.height < MIN_SHARED:
         return row
     pair = _long(mine.filter(pl.col("entry_id").is_in([a, b])).join(shared, on="query_id", how="semi"))
-    sig = pairwise_significance(pair, [measure], [a, b], n_resamples=stats.resamples, seed=stats.seed,
-                                confidence=stats.confidence, binary_measures={measure} if binary else set())
+    sig = pairwise_significance(
+        pair,
+        [measure],
+        [a, b],
+        n_resamples=stats.resamples,
+        seed=stats.seed,
+        confidence=stats.confidence,
+        binary_measures={measure} if binary else set(),
+    )
     r = sig.row(0, named=True)
-    return {**row, **{k: r[k] for k in ("mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_randomization",
-                                         "only_a", "only_b", "p_mcnemar")}}
+    return {
+        **row,
+        **{
+            k: r[k]
+            for k in (
+                "mean_a",
+                "mean_b",
+                "diff",
+                "ci_low",
+                "ci_high",
+                "p_randomization",
+                "only_a",
+                "only_b",
+                "p_mcnemar",
+            )
+        },
+    }
 
 
-def comparisons(values: pl.DataFrame, entries: Sequence[str], measures: Sequence[str],
-                binary: Collection[str], stats: Stats) -> pl.DataFrame:
+def comparisons(
+    values: pl.DataFrame, entries: Sequence[str], measures: Sequence[str], binary: Collection[str], stats: Stats
+) -> pl.DataFrame:
     """Every two entries (in id order) per measure on their shared queries; Holm across each measure's board."""
     rows = []
     for measure in measures:
-        block = [_compare(values, measure, a, b, measure in binary, stats)
-                 for a, b in itertools.combinations(sorted(entries), 2)]
+        block = [
+            _compare(values, measure, a, b, measure in binary, stats)
+            for a, b in itertools.combinations(sorted(entries), 2)
+        ]
         for test, out in (("p_randomization", "p_holm"), ("p_mcnemar", "p_mcnemar_holm")):
             for r, p in zip(block, holm([r.get(test) for r in block])):
                 r[out] = p
@@ -108,8 +170,12 @@ def comparisons(values: pl.DataFrame, entries: Sequence[str], measures: Sequence
 
 def _figures(values: np.ndarray, stats: Stats) -> dict:
     low, high = bootstrap_ci(values, stats.resamples, stats.seed, stats.confidence)
-    return {"n": int(values.size), "mean": float(values.mean()) if values.size else None, "ci_low": low,
-            "ci_high": high}
+    return {
+        "n": int(values.size),
+        "mean": float(values.mean()) if values.size else None,
+        "ci_low": low,
+        "ci_high": high,
+    }
 
 
 def _standings(rows: list[dict], comps: pl.DataFrame, measure: str, alpha: float) -> None:
@@ -134,10 +200,17 @@ def _standings(rows: list[dict], comps: pl.DataFrame, measure: str, alpha: float
             r["standing"] = TIED if c["p_holm"] >= alpha else BELOW
 
 
-def build_track(track: str, entries: Sequence[Entry], values: pl.DataFrame, measures: Sequence[str],
-                binary: Collection[str], stats: Stats, judged: dict[str, str] | None = None,
-                rule: HeldOutRule | None = None, split_key: pl.Expr | None = None
-                ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def build_track(
+    track: str,
+    entries: Sequence[Entry],
+    values: pl.DataFrame,
+    measures: Sequence[str],
+    binary: Collection[str],
+    stats: Stats,
+    judged: dict[str, str] | None = None,
+    rule: HeldOutRule | None = None,
+    split_key: pl.Expr | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(entries table, comparisons table) of one track.
 
     ``values`` (VALUES_SCHEMA): every entry's non-null per-query values, Judged@k included for retrieval tracks;
@@ -150,35 +223,61 @@ def build_track(track: str, entries: Sequence[Entry], values: pl.DataFrame, meas
         key = (split_key if split_key is not None else pl.col("query_id")).alias("_key")
         parts = rule.part_of(values.select(key).to_series())
         tagged = values.with_columns(parts.alias("_part"))
-        held = part_gaps(tagged.filter(pl.col("measure").is_in(list(measures))), ["entry_id", "measure"], "query_id",
-                         rule, stats.resamples, stats.seed, key=split_key)
+        held = part_gaps(
+            tagged.filter(pl.col("measure").is_in(list(measures))),
+            ["entry_id", "measure"],
+            "query_id",
+            rule,
+            stats.resamples,
+            stats.seed,
+            key=split_key,
+        )
         values = tagged.filter(pl.col("_part") == PUBLIC).drop("_part")
     comps = comparisons(values, [e.entry_id for e in entries if e.refused is None], measures, binary, stats)
     rows = []
     for i, measure in enumerate(measures):
         block = []
         for e in entries:
-            row = {"track": track, "measure": measure, "measure_position": i, "headline": i == 0,
-                   "entry_id": e.entry_id, "source": e.source, "name": e.name, "refused": e.refused, "n": 0,
-                   "standing": REFUSED if e.refused else NO_VALUES}
+            row = {
+                "track": track,
+                "measure": measure,
+                "measure_position": i,
+                "headline": i == 0,
+                "entry_id": e.entry_id,
+                "source": e.source,
+                "name": e.name,
+                "refused": e.refused,
+                "n": 0,
+                "standing": REFUSED if e.refused else NO_VALUES,
+            }
             if e.refused is None:
                 mine = values.filter((pl.col("entry_id") == e.entry_id) & (pl.col("measure") == measure))
                 row.update(_figures(mine["value"].to_numpy().astype(float), stats))
                 if judged and measure in judged:
-                    cover = values.filter((pl.col("entry_id") == e.entry_id)
-                                          & (pl.col("measure") == judged[measure]))["value"]
-                    row.update(judged_measure=judged[measure], judged_n=cover.len(),
-                               judged_mean=float(cover.mean()) if cover.len() else None)
+                    cover = values.filter((pl.col("entry_id") == e.entry_id) & (pl.col("measure") == judged[measure]))[
+                        "value"
+                    ]
+                    row.update(
+                        judged_measure=judged[measure],
+                        judged_n=cover.len(),
+                        judged_mean=float(cover.mean()) if cover.len() else None,
+                    )
             if held is not None and e.refused is None:
                 g = held.filter((pl.col("entry_id") == e.entry_id) & (pl.col("measure") == measure))
                 if g.height:
                     g = g.row(0, named=True)
-                    row.update(n_held_out=g["n_held_out"], mean_held_out=g["mean_held_out"], gap=g["gap"],
-                               p_gap=g["p_permutation"], gap_note=g["note"])
+                    row.update(
+                        n_held_out=g["n_held_out"],
+                        mean_held_out=g["mean_held_out"],
+                        gap=g["gap"],
+                        p_gap=g["p_permutation"],
+                        gap_note=g["note"],
+                    )
             block.append(row)
         _standings(block, comps, measure, stats.alpha)
-        order = sorted(block, key=lambda r: (r["refused"] is not None, not r["n"], -(r.get("mean") or 0.0),
-                                             r["entry_id"]))
+        order = sorted(
+            block, key=lambda r: (r["refused"] is not None, not r["n"], -(r.get("mean") or 0.0), r["entry_id"])
+        )
         for pos, r in enumerate(order, 1):
             r["position"] = pos
         rows += order
@@ -192,4 +291,3 @@ def part_of_values(values: pl.DataFrame, rule: HeldOutRule | None, split_key: pl
         return pl.Series("part", [PUBLIC] * values.height, dtype=pl.String)
     key = split_key if split_key is not None else pl.col("query_id")
     return rule.part_of(values.select(key.alias("_key")).to_series())
-

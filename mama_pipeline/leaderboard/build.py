@@ -1,5 +1,6 @@
 """A benchmark's leaderboards from its tracks' inputs and the settings: what each track measures, the tables,
 and the folder's facts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,18 +8,26 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.held_out import RULE, HeldOutRule
+from mama_pipeline.common.progress import track as track_progress
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
 from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS, TrackInput
-from mama_pipeline.common.progress import track as track_progress
-from mama_pipeline.common.held_out import RULE, HeldOutRule
 
-PER_QUERY_SCHEMA = {"track": pl.String, "entry_id": pl.String, "query_id": pl.String, "measure": pl.String,
-                    "value": pl.Float64, "part": pl.String}
+PER_QUERY_SCHEMA = {
+    "track": pl.String,
+    "entry_id": pl.String,
+    "query_id": pl.String,
+    "measure": pl.String,
+    "value": pl.Float64,
+    "part": pl.String,
+}
 ANSWER_MEASURE = "score"  # the per-item value of every mamabench track (submission_per_query's measure)
-ANSWER_LABELS = {"mcq": "accuracy (score = 1 correct, 0 wrong or invalid)",
-                 "short_answer": "mean grade (score = 1 / 0.5 / 0)",
-                 "rubric": "mean HealthBench example score (not clipped)"}
+ANSWER_LABELS = {
+    "mcq": "accuracy (score = 1 correct, 0 wrong or invalid)",
+    "short_answer": "mean grade (score = 1 / 0.5 / 0)",
+    "rubric": "mean HealthBench example score (not clipped)",
+}
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,14 @@ def answer_specs() -> dict[str, TrackSpec]:
     return {t: TrackSpec([ANSWER_MEASURE], {ANSWER_MEASURE} if t == "mcq" else set()) for t in ANSWER_LABELS}
 
 
-def build_benchmark(benchmark: str, inputs: dict[str, TrackInput], specs: dict[str, TrackSpec], stats: Stats,
-                    rule: HeldOutRule | None, split_keys: dict[str, pl.Expr] | None = None) -> Leaderboard:
+def build_benchmark(
+    benchmark: str,
+    inputs: dict[str, TrackInput],
+    specs: dict[str, TrackSpec],
+    stats: Stats,
+    rule: HeldOutRule | None,
+    split_keys: dict[str, pl.Expr] | None = None,
+) -> Leaderboard:
     """Every track of the benchmark (in BENCHMARK_TRACKS order), side by side; ``split_keys``: per track, the id
     the held-out rule hashes (default the query id)."""
     entries, comps, values = [], [], []
@@ -68,17 +83,23 @@ def build_benchmark(benchmark: str, inputs: dict[str, TrackInput], specs: dict[s
         for track in tracks:
             got, spec = inputs[track], specs[track]
             split_key = (split_keys or {}).get(track)
-            e, c = build_track(track, got.entries, got.values, spec.measures, spec.binary, stats, spec.judged,
-                               rule, split_key)
+            e, c = build_track(
+                track, got.entries, got.values, spec.measures, spec.binary, stats, spec.judged, rule, split_key
+            )
             entries.append(e)
             comps.append(c)
-            used = got.values.filter(pl.col("measure").is_in([*spec.measures, *spec.judged.values()])
-                                     & pl.col("entry_id").is_in([x.entry_id for x in got.entries
-                                                                 if x.refused is None]))
+            used = got.values.filter(
+                pl.col("measure").is_in([*spec.measures, *spec.judged.values()])
+                & pl.col("entry_id").is_in([x.entry_id for x in got.entries if x.refused is None])
+            )
             values.append(used.with_columns(pl.lit(track).alias("track"), part_of_values(used, rule, split_key)))
             bar.update()
-    per_query = pl.concat(values).select(list(PER_QUERY_SCHEMA)).cast(PER_QUERY_SCHEMA).sort(
-        "track", "entry_id", "query_id", "measure")
+    per_query = (
+        pl.concat(values)
+        .select(list(PER_QUERY_SCHEMA))
+        .cast(PER_QUERY_SCHEMA)
+        .sort("track", "entry_id", "query_id", "measure")
+    )
     return Leaderboard(pl.concat(entries), pl.concat(comps), per_query)
 
 
@@ -86,21 +107,31 @@ def facts(benchmark: str, stats: Stats, rule: HeldOutRule | None, specs: dict[st
     """What leaderboard.json states beside the tracks: the statistics, the held-out rule, the measures' meaning."""
     held = rule is not None and rule.active
     out: dict[str, Any] = {
-        "alpha": stats.alpha, "confidence": stats.confidence, "resamples": stats.resamples, "seed": stats.seed,
-        "statistics": (f"{stats.confidence:.0%} BCa bootstrap intervals of each mean ({stats.resamples} resamples, "
-                       f"seed {stats.seed}); every two entries compared with a paired randomization test on the "
-                       f"{'queries' if benchmark == 'mamaretrieval' else 'items'} both have a value for (exact "
-                       "McNemar too on 0/1 measures), Holm-adjusted across every pair of a track and measure; an "
-                       f"entry is tied with the best when its adjusted p against the best is >= {stats.alpha}."),
+        "alpha": stats.alpha,
+        "confidence": stats.confidence,
+        "resamples": stats.resamples,
+        "seed": stats.seed,
+        "statistics": (
+            f"{stats.confidence:.0%} BCa bootstrap intervals of each mean ({stats.resamples} resamples, "
+            f"seed {stats.seed}); every two entries compared with a paired randomization test on the "
+            f"{'queries' if benchmark == 'mamaretrieval' else 'items'} both have a value for (exact "
+            "McNemar too on 0/1 measures), Holm-adjusted across every pair of a track and measure; an "
+            f"entry is tied with the best when its adjusted p against the best is >= {stats.alpha}."
+        ),
         "held_out": {"rule": RULE, "share": rule.share, "salt": rule.salt, "id": rule.id_field} if held else None,
-        "measures": ({t: s.measures for t, s in specs.items()} if benchmark == "mamaretrieval"
-                     else {t: f"{ANSWER_MEASURE}: {ANSWER_LABELS[t]}" for t in specs}),
+        "measures": (
+            {t: s.measures for t, s in specs.items()}
+            if benchmark == "mamaretrieval"
+            else {t: f"{ANSWER_MEASURE}: {ANSWER_LABELS[t]}" for t in specs}
+        ),
     }
     if held:
-        out["held_out_note"] = ("Every figure, test and tie is of the public part (the per-query files hold public "
-                                "queries only); beside it: the held-out part's mean, the gap (public - held out) and "
-                                "an unpaired permutation test. A large positive gap suggests the public part was "
-                                "seen in training.")
+        out["held_out_note"] = (
+            "Every figure, test and tie is of the public part (the per-query files hold public "
+            "queries only); beside it: the held-out part's mean, the gap (public - held out) and "
+            "an unpaired permutation test. A large positive gap suggests the public part was "
+            "seen in training."
+        )
     return out
 
 

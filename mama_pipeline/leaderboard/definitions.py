@@ -1,4 +1,5 @@
 """The leaderboard group's Dagster definitions."""
+
 import dagster as dg
 
 from mama_pipeline.leaderboard.assets import ASSETS

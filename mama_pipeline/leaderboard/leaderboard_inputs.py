@@ -8,6 +8,7 @@ over a failure bound as the systems scoreboard refuses them.
 Submissions: the submissions area's tables ``submissions``, ``submission_per_query`` and ``submission_tracks``
 (none when no submission was ever scored: zero rows).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,22 +39,29 @@ def configured(per_query: pl.DataFrame, name_column: str, refused: dict[str, str
     refused = refused or {}
     names = sorted(per_query[name_column].unique().to_list()) if per_query.height else []
     values = per_query.select(
-        (pl.lit(f"{CONFIGURED}/") + pl.col(name_column)).alias("entry_id"), pl.col("query_id").cast(pl.String),
-        "measure", pl.col("value").cast(pl.Float64))
+        (pl.lit(f"{CONFIGURED}/") + pl.col(name_column)).alias("entry_id"),
+        pl.col("query_id").cast(pl.String),
+        "measure",
+        pl.col("value").cast(pl.Float64),
+    )
     return TrackInput([Entry(f"{CONFIGURED}/{n}", CONFIGURED, n, refused.get(n)) for n in names], values)
 
 
 def robustness_per_query(pairs: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
     """(retriever, query_id = variant id, measure, value) from the robustness area's paired values."""
     return pairs.join(variants.select("variant_id", "parent_id", "kind"), on=["parent_id", "kind"]).select(
-        "retriever", pl.col("variant_id").alias("query_id"), "measure", pl.col("variant").alias("value"))
+        "retriever", pl.col("variant_id").alias("query_id"), "measure", pl.col("variant").alias("value")
+    )
 
 
 def system_per_query(grades: pl.DataFrame, track: str) -> pl.DataFrame:
     """(system, query_id = item id, measure 'score', value) of the items the systems scoreboard scores."""
     return grades.filter((pl.col("track") == track) & pl.col("score").is_not_null()).select(
-        "system", pl.col("item_id").alias("query_id"), pl.lit("score").alias("measure"),
-        pl.col("score").cast(pl.Float64).alias("value"))
+        "system",
+        pl.col("item_id").alias("query_id"),
+        pl.lit("score").alias("measure"),
+        pl.col("score").cast(pl.Float64).alias("value"),
+    )
 
 
 def submissions(store, track: str) -> TrackInput:
@@ -63,10 +71,15 @@ def submissions(store, track: str) -> TrackInput:
     meta = store.read_table("submissions")
     tracks = store.read_table("submission_tracks").filter(pl.col("track") == track)
     names = dict(meta.select("submission_id", "name").iter_rows())
-    entries = [Entry(f"{SUBMISSION}/{sid}", SUBMISSION, names.get(sid, sid), refused)
-               for sid, refused in tracks.select("submission_id", "refused").sort("submission_id").iter_rows()]
-    values = store.read_table("submission_per_query").filter(pl.col("track") == track).select(
-        (pl.lit(f"{SUBMISSION}/") + pl.col("submission_id")).alias("entry_id"), "query_id", "measure", "value")
+    entries = [
+        Entry(f"{SUBMISSION}/{sid}", SUBMISSION, names.get(sid, sid), refused)
+        for sid, refused in tracks.select("submission_id", "refused").sort("submission_id").iter_rows()
+    ]
+    values = (
+        store.read_table("submission_per_query")
+        .filter(pl.col("track") == track)
+        .select((pl.lit(f"{SUBMISSION}/") + pl.col("submission_id")).alias("entry_id"), "query_id", "measure", "value")
+    )
     return TrackInput(entries, values.cast(VALUES_SCHEMA))
 
 

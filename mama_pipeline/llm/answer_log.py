@@ -10,6 +10,7 @@ nobody holds belongs to a killed process: :func:`recover` folds it before the ne
 looks anything up, so what a killed process got is not asked again. A torn last line
 (the kill came mid-write) is skipped and reported, never folded.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,8 +18,9 @@ import fcntl
 import json
 import os
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -28,18 +30,45 @@ from mama_pipeline.store.duckdb_store import ddl_path
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
 CACHE_COLUMNS = {
-    "cache_key": pl.String, "stage": pl.String, "endpoint": pl.String, "model": pl.String,
-    "template_id": pl.String, "template_hash": pl.String, "schema_hash": pl.String, "status": pl.String,
-    "raw_text": pl.String, "reasoning": pl.String, "parsed_json": pl.String, "error": pl.String,
-    "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "cached_tokens": pl.Int64, "attempts": pl.Int32,
-    "latency_s": pl.Float64, "created_at": pl.Datetime("us"),
+    "cache_key": pl.String,
+    "stage": pl.String,
+    "endpoint": pl.String,
+    "model": pl.String,
+    "template_id": pl.String,
+    "template_hash": pl.String,
+    "schema_hash": pl.String,
+    "status": pl.String,
+    "raw_text": pl.String,
+    "reasoning": pl.String,
+    "parsed_json": pl.String,
+    "error": pl.String,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "cached_tokens": pl.Int64,
+    "attempts": pl.Int32,
+    "latency_s": pl.Float64,
+    "created_at": pl.Datetime("us"),
 }
 FAILURE_COLUMNS = {
-    "cache_key": pl.String, "stage": pl.String, "item_id": pl.String, "error": pl.String,
-    "attempts": pl.Int32, "created_at": pl.Datetime("us"),
+    "cache_key": pl.String,
+    "stage": pl.String,
+    "item_id": pl.String,
+    "error": pl.String,
+    "attempts": pl.Int32,
+    "created_at": pl.Datetime("us"),
 }
-_NOT_NULL = {"cache_key", "stage", "endpoint", "model", "template_id", "template_hash", "schema_hash", "status",
-             "attempts", "created_at"}  # as in sql/tables/llm_responses.sql
+_NOT_NULL = {
+    "cache_key",
+    "stage",
+    "endpoint",
+    "model",
+    "template_id",
+    "template_hash",
+    "schema_hash",
+    "status",
+    "attempts",
+    "created_at",
+}  # as in sql/tables/llm_responses.sql
 _JSON_TYPES = {pl.String: str, pl.Int64: int, pl.Int32: int, pl.Float64: (int, float)}
 LOG_SUFFIX = ".answers"  # the log folder sits beside the database file: mama.duckdb.answers/
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # created_at in a log line (UTC, as the cache stores it), written by Python
@@ -52,7 +81,7 @@ def log_dir(store: Store) -> Path:
 
 def now_utc() -> str:
     """The current UTC time as a log line's (and a failure's) ``created_at``."""
-    return dt.datetime.now(dt.timezone.utc).strftime(TIME_FORMAT)
+    return dt.datetime.now(dt.UTC).strftime(TIME_FORMAT)
 
 
 class LogFile:
@@ -61,7 +90,7 @@ class LogFile:
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
         while True:  # a recoverer may delete the file between its creation and the lock: then make another
-            started = dt.datetime.now(dt.timezone.utc)  # names sort oldest first
+            started = dt.datetime.now(dt.UTC)  # names sort oldest first
             self.path = directory / f"{started:%Y%m%dT%H%M%S%f}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -75,7 +104,7 @@ class LogFile:
         """Append rows and return once they are on disk."""
         data = memoryview("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows).encode())
         while data:
-            data = data[os.write(self.fd, data):]
+            data = data[os.write(self.fd, data) :]
         os.fsync(self.fd)
         self.rows += rows
 

@@ -1,4 +1,5 @@
 """A stage's budget: the most new requests and new prompt tokens one run may send (unset: unlimited)."""
+
 from __future__ import annotations
 
 from mama_pipeline.llm.settings import StageSettings
@@ -17,8 +18,9 @@ def budget_breach(
     if s.max_new_requests is not None and new_requests > s.max_new_requests:
         over.append(f"{new_requests} new requests > max_new_requests {s.max_new_requests}")
     if s.max_new_prompt_tokens is not None and new_prompt_tokens > s.max_new_prompt_tokens:
-        over.append(f"{new_prompt_tokens} new prompt tokens ({counted_by}) > max_new_prompt_tokens "
-                    f"{s.max_new_prompt_tokens}")
+        over.append(
+            f"{new_prompt_tokens} new prompt tokens ({counted_by}) > max_new_prompt_tokens {s.max_new_prompt_tokens}"
+        )
     if not over:
         return None
     earlier = f" ({sent_before} of them sent by this step's earlier runs)" if sent_before else ""

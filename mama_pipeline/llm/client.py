@@ -17,6 +17,7 @@ killed process's log is folded by the next run before it looks anything up
 the answers of about the last ``flush_every_s``. Plain-http
 endpoints are reached through a lean transport (:mod:`mama_pipeline.llm.http_transport`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,15 +27,23 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import openai
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
 from mama_pipeline.llm.answer_log import (
-    CACHE_TABLE, FAILURE_TABLE, AnswerLog, LogFile, fold, log_dir, now_utc, recover,
+    CACHE_TABLE,
+    FAILURE_TABLE,
+    AnswerLog,
+    LogFile,
+    fold,
+    log_dir,
+    now_utc,
+    recover,
 )
 from mama_pipeline.llm.budget import BudgetExceeded, budget_breach
 from mama_pipeline.llm.endpoints import EndpointPool, EndpointsDown, Outage, backoff_delay
@@ -304,8 +313,9 @@ class LLMClient:
         self.fold_every_s = fold_every_s  # and are folded into the DuckDB cache at most this often
         self.smoke_test = smoke_test
         # re-ask answers cached as parse_failed: the argument, the stage setting, or the command line's option
-        self.retry_parse_failed = (retry_parse_failed or settings.retry_parse_failed
-                                   or os.environ.get(RETRY_PARSE_FAILED_ENV) == "1")
+        self.retry_parse_failed = (
+            retry_parse_failed or settings.retry_parse_failed or os.environ.get(RETRY_PARSE_FAILED_ENV) == "1"
+        )
         self._rng = random.Random()
         self._counter: TokenCounter | None = None
         self._sent_requests = self._sent_tokens = 0  # new requests this client has sent, against the budget
@@ -317,9 +327,7 @@ class LLMClient:
         """This stage's judge identity (endpoint, model, decoding): answers of equal identities are interchangeable."""
         return stage_identity(self.endpoint, self.model, decoding_params(self.s))
 
-    def run(
-        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
-    ) -> RunReport:
+    def run(self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]) -> RunReport:
         return asyncio.run(self.arun(template, output_model, requests))
 
     async def arun(
@@ -401,9 +409,14 @@ class LLMClient:
         return tokens
 
     def _breach(self, new_requests: int, new_tokens: int) -> None:
-        breach = budget_breach(self.stage, self.s, self._sent_requests + new_requests, self._sent_tokens + new_tokens,
-                               self.token_counter.method if self.s.max_new_prompt_tokens is not None else "",
-                               self._sent_requests)
+        breach = budget_breach(
+            self.stage,
+            self.s,
+            self._sent_requests + new_requests,
+            self._sent_tokens + new_tokens,
+            self.token_counter.method if self.s.max_new_prompt_tokens is not None else "",
+            self._sent_requests,
+        )
         if breach:
             raise BudgetExceeded(breach)
 
@@ -446,12 +459,23 @@ class LLMClient:
     def _row(self, res: LLMResult, template: PromptTemplate, schema_hash: str) -> dict[str, Any]:
         """The cache row of an answer, as the answer log and ``llm_responses`` hold it."""
         return {
-            "cache_key": res.cache_key, "stage": self.stage, "endpoint": self.endpoint, "model": self.model,
-            "template_id": template.id, "template_hash": template.hash, "schema_hash": schema_hash,
-            "status": res.status, "raw_text": res.raw_text, "reasoning": res.reasoning,
-            "parsed_json": None if res.value is None else _canonical(res.value), "error": res.error,
-            "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
-            "cached_tokens": res.cached_tokens, "attempts": res.attempts, "latency_s": res.latency_s,
+            "cache_key": res.cache_key,
+            "stage": self.stage,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "template_id": template.id,
+            "template_hash": template.hash,
+            "schema_hash": schema_hash,
+            "status": res.status,
+            "raw_text": res.raw_text,
+            "reasoning": res.reasoning,
+            "parsed_json": None if res.value is None else _canonical(res.value),
+            "error": res.error,
+            "prompt_tokens": res.prompt_tokens,
+            "completion_tokens": res.completion_tokens,
+            "cached_tokens": res.cached_tokens,
+            "attempts": res.attempts,
+            "latency_s": res.latency_s,
             "created_at": now_utc(),
         }
 
@@ -482,10 +506,14 @@ class LLMClient:
         pools = max(1, -(-self.s.concurrency // POOL_SIZE))
         endpoints = EndpointPool.open(self.stage, urls, self.s, api_key, pools, self._log, self._rng)
         schema_hash = hashlib.sha256(_canonical(schema).encode()).hexdigest()[:16]
-        response_format = None if output_model is FreeText else {
-            "type": "json_schema",
-            "json_schema": {"name": output_model.__name__, "schema": schema, "strict": True},
-        }
+        response_format = (
+            None
+            if output_model is FreeText
+            else {
+                "type": "json_schema",
+                "json_schema": {"name": output_model.__name__, "schema": schema, "strict": True},
+            }
+        )
         pending: list[dict[str, Any]] = []  # cache rows of answers not yet in the log
         failures: list[tuple] = []  # transport failures, written to the cache with the next fold
         progress = _Progress(total=len(todo))
@@ -565,10 +593,7 @@ class LLMClient:
         rate = p.done / elapsed
         eta = (p.total - p.done) / rate if rate > 0 else float("inf")
         eta_txt = "unknown" if eta == float("inf") else f"{eta:.0f}s"
-        return (
-            f"{self.stage}: {p.done}/{p.total} answered ({p.failed} failed), "
-            f"{rate:.2f}/s, est. {eta_txt} left"
-        )
+        return f"{self.stage}: {p.done}/{p.total} answered ({p.failed} failed), {rate:.2f}/s, est. {eta_txt} left"
 
     def _backoff(self, failures: int, wait_at_least: float | None) -> float:
         delay = backoff_delay(failures, self.s.backoff_base_s, self.s.backoff_max_s, self._rng)
@@ -663,16 +688,30 @@ class LLMClient:
                 parse_failures += 1
                 if parse_failures > self.s.parse_retries:
                     return LLMResult(
-                        "", key, "parse_failed", raw_text=text, reasoning=_server_reasoning(message),
-                        error=str(exc)[:2000], attempts=attempts, latency_s=latency, **tokens,
+                        "",
+                        key,
+                        "parse_failed",
+                        raw_text=text,
+                        reasoning=_server_reasoning(message),
+                        error=str(exc)[:2000],
+                        attempts=attempts,
+                        latency_s=latency,
+                        **tokens,
                     )
                 continue
             reasoning = _server_reasoning(message)
             if reasoning is None and isinstance(value.get("reasoning"), str):
                 reasoning = value["reasoning"]
             return LLMResult(
-                "", key, "ok", value=value, raw_text=text, reasoning=reasoning,
-                attempts=attempts, latency_s=latency, **tokens,
+                "",
+                key,
+                "ok",
+                value=value,
+                raw_text=text,
+                reasoning=reasoning,
+                attempts=attempts,
+                latency_s=latency,
+                **tokens,
             )
 
 

@@ -8,6 +8,7 @@ Parallel steps take turns (a file lock under the data directory): several
 llama.cpp servers on the same cores would only slow each other down.
 SmolLM2's answers are a smoke test of the pipeline, not clinical judgements.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from mama_pipeline.llm.settings import EmbeddedServerSettings
 
@@ -111,9 +112,21 @@ def embedded_server(settings: EmbeddedServerSettings, log_path: Path, ready_time
     with open(log_path, "a") as log:
         log.write(f"embedded server: {threads} thread(s) (configured: {settings.threads})\n")
     cmd = [
-        sys.executable, "-m", "mama_pipeline.llm.embedded_server",
-        "--model", str(model_path(settings)), "--alias", settings.model_alias, "--port", str(port),
-        "--parallel", str(settings.n_parallel), "--ctx", str(settings.n_ctx), "--threads", str(threads),
+        sys.executable,
+        "-m",
+        "mama_pipeline.llm.embedded_server",
+        "--model",
+        str(model_path(settings)),
+        "--alias",
+        settings.model_alias,
+        "--port",
+        str(port),
+        "--parallel",
+        str(settings.n_parallel),
+        "--ctx",
+        str(settings.n_ctx),
+        "--threads",
+        str(threads),
     ]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
@@ -129,7 +142,9 @@ def embedded_server(settings: EmbeddedServerSettings, log_path: Path, ready_time
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"embedded LLM server not ready after {ready_timeout_s}s; see {log_path}")
+                    raise RuntimeError(
+                        f"embedded LLM server not ready after {ready_timeout_s}s; see {log_path}"
+                    ) from None
                 time.sleep(0.2)
         yield url
     finally:

@@ -8,13 +8,14 @@ has been down ``endpoint_patience_s`` (it is given up for this run). Requests wa
 while every endpoint is down and some are still being probed; they fail only when
 every endpoint has been given up. Every outage is logged with its duration.
 """
+
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import openai
 
@@ -57,10 +58,15 @@ def _clients(url: str, settings: StageSettings, api_key: str, pools: int) -> lis
     """One client on the lean transport for a plain-http URL; else ``pools`` clients on httpx's own stack."""
     lean = lean_http_client(url, settings.timeout_s)
     if lean is not None:
-        return [openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=settings.timeout_s,
-                                   http_client=lean)]
-    return [openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=settings.timeout_s)
-            for _ in range(pools)]
+        return [
+            openai.AsyncOpenAI(
+                base_url=url, api_key=api_key, max_retries=0, timeout=settings.timeout_s, http_client=lean
+            )
+        ]
+    return [
+        openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=settings.timeout_s)
+        for _ in range(pools)
+    ]
 
 
 @dataclass
@@ -86,10 +92,19 @@ class EndpointPool:
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
-    def open(cls, stage: str, urls: list[str], settings: StageSettings, api_key: str, pools: int,
-             log: Callable[[str], None], rng: random.Random) -> "EndpointPool":
-        endpoints = [Endpoint(u, _clients(u, settings, api_key, pools), asyncio.Semaphore(settings.concurrency))
-                     for u in urls]
+    def open(
+        cls,
+        stage: str,
+        urls: list[str],
+        settings: StageSettings,
+        api_key: str,
+        pools: int,
+        log: Callable[[str], None],
+        rng: random.Random,
+    ) -> EndpointPool:
+        endpoints = [
+            Endpoint(u, _clients(u, settings, api_key, pools), asyncio.Semaphore(settings.concurrency)) for u in urls
+        ]
         return cls(stage, endpoints, settings, log, rng)
 
     async def acquire(self) -> Endpoint:
@@ -141,8 +156,10 @@ class EndpointPool:
             if left <= 0:
                 ep.given_up = True
                 self.outages.append(Outage(ep.url, round(down_for, 1), "given up"))
-                self.log(f"{self.stage}: endpoint {ep.url} down for {down_for:.1f} s: patience "
-                         f"({s.endpoint_patience_s:g} s) exhausted, given up for this run")
+                self.log(
+                    f"{self.stage}: endpoint {ep.url} down for {down_for:.1f} s: patience "
+                    f"({s.endpoint_patience_s:g} s) exhausted, given up for this run"
+                )
                 self._notify()
                 return
             await asyncio.sleep(min(backoff_delay(attempt, s.backoff_base_s, s.backoff_max_s, self.rng), left))
@@ -164,9 +181,11 @@ class EndpointPool:
         self._changed = asyncio.Event()
 
     def _given_up_message(self) -> str:
-        return "every endpoint is down and was given up: " + ", ".join(
-            f"{o.url} after {o.down_s:g} s down" for o in self.outages if o.outcome == "given up"
-        ) + f" (llm.{self.stage}.endpoint_patience_s = {self.settings.endpoint_patience_s:g})"
+        return (
+            "every endpoint is down and was given up: "
+            + ", ".join(f"{o.url} after {o.down_s:g} s down" for o in self.outages if o.outcome == "given up")
+            + f" (llm.{self.stage}.endpoint_patience_s = {self.settings.endpoint_patience_s:g})"
+        )
 
     async def close(self) -> None:
         for ep in self.endpoints:

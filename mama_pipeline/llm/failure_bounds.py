@@ -7,6 +7,7 @@ had to answer and could not (listed, never defaulted): pooled pairs without a la
 failed, items left unclassified, items a system did not answer (transport failures)
 or whose answer the grader could not grade.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,12 +37,18 @@ class StageFailures:
         return self.rate > self.bound
 
     def describe(self) -> str:
-        return (f"stage {self.stage}: {self.failed} of {self.total} {self.unit} failed ({self.rate:.2%}), "
-                f"bound {self.bound:.2%} ({self.setting or f'llm.{self.stage}.max_failure_rate'})")
+        return (
+            f"stage {self.stage}: {self.failed} of {self.total} {self.unit} failed ({self.rate:.2%}), "
+            f"bound {self.bound:.2%} ({self.setting or f'llm.{self.stage}.max_failure_rate'})"
+        )
 
     def metadata(self) -> dict[str, float | int]:
-        return {f"{self.stage}/failed": self.failed, f"{self.stage}/{self.unit.replace(' ', '_')}": self.total,
-                f"{self.stage}/failure_rate": round(self.rate, 5), f"{self.stage}/bound": self.bound}
+        return {
+            f"{self.stage}/failed": self.failed,
+            f"{self.stage}/{self.unit.replace(' ', '_')}": self.total,
+            f"{self.stage}/failure_rate": round(self.rate, 5),
+            f"{self.stage}/bound": self.bound,
+        }
 
 
 def judge_failures(pooled_pairs: pl.DataFrame, judgments: pl.DataFrame, bound: float) -> StageFailures:
@@ -71,8 +78,11 @@ def reference_classifier_failures(agreement_pairs: pl.DataFrame, bound: float) -
     return StageFailures("classifier_reference", "agreement items", failed, agreement_pairs.height, bound)
 
 
-def system_failures(grades: pl.DataFrame, bounds: dict[str, float], grader_bounds: dict[str, tuple[str, float]],
-                    ) -> dict[tuple[str, str], list[StageFailures]]:
+def system_failures(
+    grades: pl.DataFrame,
+    bounds: dict[str, float],
+    grader_bounds: dict[str, tuple[str, float]],
+) -> dict[tuple[str, str], list[StageFailures]]:
     """Per (system, track) of the grades: the items the system did not answer (status ``answer_failed``, a
     transport failure) against its bound (``bounds``: system -> bound), and the answers the track's grader
     could not grade (``grade_failed``) against the grader stage's bound (``grader_bounds``: track ->
@@ -83,14 +93,30 @@ def system_failures(grades: pl.DataFrame, bounds: dict[str, float], grader_bound
     for (system, track), block in sorted(grades.group_by("system", "track"), key=lambda kv: kv[0]):
         status = block.get_column("status")
         unanswered = int((status == "answer_failed").sum())
-        stages = [StageFailures(f"system:{system} {track}", "items", unanswered, block.height, bounds[system],
-                                f"systems.entries[{system}].max_failure_rate")]
+        stages = [
+            StageFailures(
+                f"system:{system} {track}",
+                "items",
+                unanswered,
+                block.height,
+                bounds[system],
+                f"systems.entries[{system}].max_failure_rate",
+            )
+        ]
         if track in grader_bounds:
             stage, grader_bound = grader_bounds[track]
             ungraded = int((status == "grade_failed").sum())
             asked = ungraded + int(((status == "graded") & ~block.get_column("invalid").fill_null(False)).sum())
-            stages.append(StageFailures(f"{stage} on system:{system} {track}", "answers", ungraded, asked,
-                                        grader_bound, f"llm.{stage}.max_failure_rate"))
+            stages.append(
+                StageFailures(
+                    f"{stage} on system:{system} {track}",
+                    "answers",
+                    ungraded,
+                    asked,
+                    grader_bound,
+                    f"llm.{stage}.max_failure_rate",
+                )
+            )
         out[(system, track)] = stages
     return out
 
@@ -100,7 +126,8 @@ def refuse_over_bound(release: str, version: str, stages: list[StageFailures]) -
     over = [s for s in stages if s.over]
     if over:
         raise FailureBoundError(
-            f"release {release} {version} refused: " + "; ".join(s.describe() for s in over)
+            f"release {release} {version} refused: "
+            + "; ".join(s.describe() for s in over)
             + ". The failures are listed in the stage's assets; re-run the stage (failed answers are asked again) "
             "or raise the bound knowingly."
         )

@@ -11,14 +11,15 @@ connection is an ``APIConnectionError``, a timeout an ``APITimeoutError``.
 ``https://`` URLs, and URLs an environment proxy applies to, keep httpx's
 default transport (:func:`lean_http_client` returns None for them).
 """
+
 from __future__ import annotations
 
 import asyncio
 import urllib.request
 from typing import Any
 
-import httpx2
 import httptools
+import httpx2
 
 
 def lean_http_client(base_url: str, timeout_s: float) -> httpx2.AsyncClient | None:
@@ -124,13 +125,16 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         for name, value in request.headers.raw:
             lines += [name, b": ", value, b"\r\n"]
         lines.append(b"\r\n")
-        status, headers, content = await self.exchange(request.url.host, request.url.port or 80, b"".join(lines), body,
-                                                       timeout.get("connect"), timeout.get("read"))
-        return httpx2.Response(status, headers=headers, content=content, request=request,
-                               extensions={"http_version": b"HTTP/1.1"})
+        status, headers, content = await self.exchange(
+            request.url.host, request.url.port or 80, b"".join(lines), body, timeout.get("connect"), timeout.get("read")
+        )
+        return httpx2.Response(
+            status, headers=headers, content=content, request=request, extensions={"http_version": b"HTTP/1.1"}
+        )
 
-    async def exchange(self, host: str, port: int, head: bytes, body: bytes, connect_timeout: float | None,
-                       read_timeout: float | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    async def exchange(
+        self, host: str, port: int, head: bytes, body: bytes, connect_timeout: float | None, read_timeout: float | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """One request whose head (request line and headers) is ready: (status, headers, body as sent).
 
         For callers that post many ready bodies to one URL (the rerank client) without building an httpx

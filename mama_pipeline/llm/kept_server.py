@@ -8,18 +8,21 @@ so the model loads once and the server's prompt cache carries over from step to
 step. Used by ``mama-pipeline demo`` and ``materialize --executor in_process``;
 multiprocess runs keep one server per step.
 """
+
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from mama_pipeline.llm.embedded_server import embedded_server, one_server_at_a_time
 from mama_pipeline.llm.settings import EmbeddedServerSettings
 
 _lock = threading.Lock()
-_kept: dict[str, object] | None = None  # {"stack": ExitStack, "servers": {settings json: url}} while a run keeps servers
+_kept: dict[str, object] | None = (
+    None  # {"stack": ExitStack, "servers": {settings json: url}} while a run keeps servers
+)
 
 
 @contextlib.contextmanager
@@ -50,5 +53,7 @@ def kept_url(settings: EmbeddedServerSettings, data_path: Path) -> str | None:
             stack: contextlib.ExitStack = _kept["stack"]  # type: ignore[assignment]
             if not servers:  # one machine-wide turn for all of this run's servers
                 stack.enter_context(one_server_at_a_time(data_path / "embedded_llm_server.lock"))
-            servers[key] = stack.enter_context(embedded_server(settings, data_path / "logs" / "embedded_llm_server.log"))
+            servers[key] = stack.enter_context(
+                embedded_server(settings, data_path / "logs" / "embedded_llm_server.log")
+            )
         return servers[key]

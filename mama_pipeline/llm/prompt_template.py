@@ -1,4 +1,5 @@
 """Prompt templates, versioned by the hash of their text."""
+
 from __future__ import annotations
 
 import hashlib

@@ -5,6 +5,7 @@ or endpoint) measures self-consistency (test-retest); one on another model measu
 cross-model agreement. With the same identity (endpoint, model and decoding) it gets
 the checked stage's own cached answers and measures nothing (callers refuse it).
 """
+
 from __future__ import annotations
 
 from mama_pipeline.llm.settings import LLMSettings

@@ -1,4 +1,5 @@
 """Configuration of LLM endpoints and of each LLM stage."""
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -23,7 +24,7 @@ class EmbeddedServerSettings(Section):
     @classmethod
     def _threads(cls, v: int | str) -> int | str:
         if isinstance(v, int) and v < 1:
-            raise ValueError("threads must be at least 1, or \"auto\"")
+            raise ValueError('threads must be at least 1, or "auto"')
         return v
 
 

@@ -5,11 +5,13 @@ local folder or in the local Hugging Face cache, never downloaded. With a chat t
 messages are counted as the template lays them out; without one, the text of each message.
 Without a tokenizer, tokens are estimated at ``CHARS_PER_TOKEN`` characters a token, and say so.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 CHARS_PER_TOKEN = 4
 
@@ -48,6 +50,7 @@ def counter_for(name: str | None) -> TokenCounter:
     if tok is None:
         return ESTIMATE
     if getattr(tok, "chat_template", None):
+
         def with_template(messages: Sequence[dict[str, str]]) -> int:
             ids = tok.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True)
             return len(ids if isinstance(ids, list) else ids["input_ids"])  # a list, or an encoding holding one

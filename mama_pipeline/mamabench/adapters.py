@@ -7,11 +7,13 @@ refusals, as in the paper's yield table: a row outside a pre-scoped pool's scope
 is out of scope whatever its defects (which its ``detail`` still names), and
 refusals count only rows that would otherwise be kept or classified.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
@@ -26,8 +28,8 @@ from mama_pipeline.mamabench.schema import (
     content_id,
     criterion_id,
 )
-from mama_pipeline.mamabench.scorability import McqVerdict, check_mcq
 from mama_pipeline.mamabench.scope_prompt import render_conversation, render_mcq
+from mama_pipeline.mamabench.scorability import McqVerdict, check_mcq
 from mama_pipeline.mamabench.settings import MamabenchSettings
 
 ADAPTED_SCHEMA = {
@@ -71,8 +73,12 @@ def _text(value: Any) -> str:
 
 def _meta(pool: Pool, row: dict[str, Any], tags: list[str], defects: list[str]) -> SourceMetadata:
     return SourceMetadata(
-        scoped_by=pool.scoping, pool=pool.name, subset=row["origin"], upstream_index=row["upstream_index"],
-        tags=tags, cosmetic_defects=defects,
+        scoped_by=pool.scoping,
+        pool=pool.name,
+        subset=row["origin"],
+        upstream_index=row["upstream_index"],
+        tags=tags,
+        cosmetic_defects=defects,
     )
 
 
@@ -81,12 +87,24 @@ def _tag(key: str, value: Any) -> list[str]:
     return [f"{key}:{text}"] if text and text != "None" else []
 
 
-def _finish_mcq(pool: Pool, row: dict[str, Any], item_id: str, uid: str, stem: str, v: McqVerdict,
-                tags: list[str], in_prescope: bool | None) -> Adapted:
+def _finish_mcq(
+    pool: Pool,
+    row: dict[str, Any],
+    item_id: str,
+    uid: str,
+    stem: str,
+    v: McqVerdict,
+    tags: list[str],
+    in_prescope: bool | None,
+) -> Adapted:
     if v.reason:
         return Adapted(item_id, uid, v.reason, v.detail, in_prescope)
     item = CanonicalItem(
-        id=item_id, set_type="mcq", question=stem, choices=v.choices, answer_index=v.answer_index,
+        id=item_id,
+        set_type="mcq",
+        question=stem,
+        choices=v.choices,
+        answer_index=v.answer_index,
         answer=v.choices[v.answer_index],
         source=SourceRef(dataset=pool.dataset, id=uid, metadata=_meta(pool, row, tags, v.defects)),
     )
@@ -101,7 +119,11 @@ def adapt_medmcqa(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: Mamab
     correct = [int(cop)] if cop is not None and str(cop).lstrip("-").isdigit() else []
     options = [rec[k] for k in ("opa", "opb", "opc", "opd")]
     v = check_mcq(rec["question"], options, correct, s.terse_stem_words)
-    tags = _tag("subject", rec["subject_name"]) + _tag("topic", rec["topic_name"]) + _tag("choice_type", rec["choice_type"])
+    tags = (
+        _tag("subject", rec["subject_name"])
+        + _tag("topic", rec["topic_name"])
+        + _tag("choice_type", rec["choice_type"])
+    )
     in_scope = _text(rec["subject_name"]) in s.medmcqa_subjects
     return _finish_mcq(pool, row, f"{pool.name}:{uid}", uid, _text(rec["question"]), v, tags, in_scope)
 
@@ -118,18 +140,26 @@ def adapt_medqa(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: Mamaben
         options, idx = None, -1
     v = check_mcq(rec["question"], options, [idx], s.terse_stem_words)
     if v.reason is None and " ".join(_text(rec["answer"]).split()) != " ".join(v.choices[v.answer_index].split()):
-        return Adapted(item_id, uid, "answer_text_mismatch",
-                       f"answer {rec['answer']!r} is not option {rec['answer_idx']}")
+        return Adapted(
+            item_id, uid, "answer_text_mismatch", f"answer {rec['answer']!r} is not option {rec['answer_idx']}"
+        )
     return _finish_mcq(pool, row, item_id, uid, _text(rec["question"]), v, _tag("meta_info", rec["meta_info"]), None)
 
 
 def _afrimed_in_scope(rec: dict[str, Any], s: MamabenchSettings) -> bool:
-    return (s.afrimedqa_specialty_contains.casefold() in _text(rec["specialty"]).casefold()
-            and _text(rec["tier"]).casefold() == s.afrimedqa_tier.casefold())
+    return (
+        s.afrimedqa_specialty_contains.casefold() in _text(rec["specialty"]).casefold()
+        and _text(rec["tier"]).casefold() == s.afrimedqa_tier.casefold()
+    )
 
 
 def _afrimed_tags(rec: dict[str, Any]) -> list[str]:
-    return _tag("specialty", rec["specialty"]) + _tag("country", rec["country"]) + _tag("tier", rec["tier"]) + _tag("split", rec["split"])
+    return (
+        _tag("specialty", rec["specialty"])
+        + _tag("country", rec["country"])
+        + _tag("tier", rec["tier"])
+        + _tag("split", rec["split"])
+    )
 
 
 def _afrimed_options(raw: Any) -> tuple[list[str | None] | None, dict[str, int]]:
@@ -159,19 +189,34 @@ def adapt_afrimed_mcq(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: M
     tokens = [t.strip() for t in _text(rec["correct_answer"]).split(",") if t.strip()]
     correct = [index_of.get(t, -1) for t in tokens]
     v = check_mcq(rec["question"], options, correct, s.terse_stem_words)
-    return _finish_mcq(pool, row, f"{pool.name}:{uid}", uid, _text(rec["question"]), v, _afrimed_tags(rec),
-                       _afrimed_in_scope(rec, s))
+    return _finish_mcq(
+        pool, row, f"{pool.name}:{uid}", uid, _text(rec["question"]), v, _afrimed_tags(rec), _afrimed_in_scope(rec, s)
+    )
 
 
 # -- short answer -----------------------------------------------------------------
-def _open_item(pool: Pool, row: dict[str, Any], item_id: str, uid: str, question: str, answer: str,
-               tags: list[str], in_prescope: bool | None, prior: str | None = None) -> Adapted:
+def _open_item(
+    pool: Pool,
+    row: dict[str, Any],
+    item_id: str,
+    uid: str,
+    question: str,
+    answer: str,
+    tags: list[str],
+    in_prescope: bool | None,
+    prior: str | None = None,
+) -> Adapted:
     if not question:
         return Adapted(item_id, uid, "empty_question", in_prescope=in_prescope, prior_category=prior)
     if not answer or answer == "None":
         return Adapted(item_id, uid, "empty_answer", in_prescope=in_prescope, prior_category=prior)
-    item = CanonicalItem(id=item_id, set_type="open_ended", question=question, answer=answer,
-                         source=SourceRef(dataset=pool.dataset, id=uid, metadata=_meta(pool, row, tags, [])))
+    item = CanonicalItem(
+        id=item_id,
+        set_type="open_ended",
+        question=question,
+        answer=answer,
+        source=SourceRef(dataset=pool.dataset, id=uid, metadata=_meta(pool, row, tags, [])),
+    )
     scope_input = render_conversation([("user", question)]) if pool.classifier_mode else None
     return Adapted(item_id, uid, in_prescope=in_prescope, item=item, scope_input=scope_input, prior_category=prior)
 
@@ -180,20 +225,38 @@ def adapt_kenya(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: Mamaben
     uid = _text(rec["StudyID"])
     uid = uid[:-2] if uid.endswith(".0") else uid  # spreadsheet readers may give numeric ids as floats
     prior = _text(rec.get("prior_category")) or None
-    return _open_item(pool, row, f"{pool.name}:{uid}", uid, _text(rec["User Prompt"]),
-                      _text(rec["Clinician response"]), [], None, prior)
+    return _open_item(
+        pool,
+        row,
+        f"{pool.name}:{uid}",
+        uid,
+        _text(rec["User Prompt"]),
+        _text(rec["Clinician response"]),
+        [],
+        None,
+        prior,
+    )
 
 
 def adapt_afrimed_saq(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: MamabenchSettings) -> Adapted:
     uid = _text(rec["sample_id"])
-    return _open_item(pool, row, f"{pool.name}:{uid}", uid, _text(rec["question"]), _text(rec["answer_rationale"]),
-                      _afrimed_tags(rec), _afrimed_in_scope(rec, s))
+    return _open_item(
+        pool,
+        row,
+        f"{pool.name}:{uid}",
+        uid,
+        _text(rec["question"]),
+        _text(rec["answer_rationale"]),
+        _afrimed_tags(rec),
+        _afrimed_in_scope(rec, s),
+    )
 
 
 def adapt_whb(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: MamabenchSettings) -> Adapted:
     uid = content_id(rec["expert_prompt"])
-    return _open_item(pool, row, f"{pool.name}:{uid}", uid, _text(rec["expert_prompt"]),
-                      _text(rec["justification"]), [], True)
+    return _open_item(
+        pool, row, f"{pool.name}:{uid}", uid, _text(rec["expert_prompt"]), _text(rec["justification"]), [], True
+    )
 
 
 # -- rubric -----------------------------------------------------------------------
@@ -226,8 +289,13 @@ def adapt_healthbench(pool: Pool, rec: dict[str, Any], row: dict[str, Any], s: M
     if not rubrics:
         return Adapted(item_id, uid, "empty_rubric", join_key=uid)
     tags = [str(t) for t in rec["example_tags"] or []]
-    item = CanonicalItem(id=item_id, set_type="open_ended_rubric", question=turns, rubrics=rubrics,
-                         source=SourceRef(dataset=pool.dataset, id=uid, metadata=_meta(pool, row, tags, [])))
+    item = CanonicalItem(
+        id=item_id,
+        set_type="open_ended_rubric",
+        question=turns,
+        rubrics=rubrics,
+        source=SourceRef(dataset=pool.dataset, id=uid, metadata=_meta(pool, row, tags, [])),
+    )
     scope_input = render_conversation([(t.role, t.content) for t in turns]) if pool.classifier_mode else None
     return Adapted(item_id, uid, item=item, criteria=list(criteria.values()), scope_input=scope_input, join_key=uid)
 
@@ -279,10 +347,20 @@ def _status(pool: Pool, a: Adapted) -> str:
 def _row(pool: Pool, row: dict[str, Any], a: Adapted) -> tuple:
     has_item = a.item is not None and a.reason is None
     return (
-        pool.name, row["origin"], row["upstream_index"], a.upstream_id, a.item_id, _status(pool, a),
-        a.reason, a.detail or None, a.in_prescope, a.defects,
+        pool.name,
+        row["origin"],
+        row["upstream_index"],
+        a.upstream_id,
+        a.item_id,
+        _status(pool, a),
+        a.reason,
+        a.detail or None,
+        a.in_prescope,
+        a.defects,
         pool.classifier_mode if has_item and pool.classifier_mode else None,
-        a.scope_input if has_item else None, a.join_key, a.prior_category,
+        a.scope_input if has_item else None,
+        a.join_key,
+        a.prior_category,
         a.item.model_dump_json() if has_item else None,
         json.dumps([c.model_dump() for c in a.criteria], ensure_ascii=False) if has_item and a.criteria else None,
     )

@@ -11,9 +11,11 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.markdown import VERBATIM
-from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table as metadata_table
+from mama_pipeline.common.metadata import FAILURES_SHOWN
+from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.mamabench.adapters import adapt_pool
+from mama_pipeline.mamabench.pools import POOLS, Pool
 from mama_pipeline.mamabench.scope_agreement import (
     agreement_rows,
     agreement_stats,
@@ -22,7 +24,6 @@ from mama_pipeline.mamabench.scope_agreement import (
     prior_pairs,
     verdict_pairs,
 )
-from mama_pipeline.mamabench.pools import POOLS, Pool
 from mama_pipeline.mamabench.scope_prompt import verdict_model
 from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.sources import load_pool, provenance_table
@@ -89,11 +90,13 @@ def mamabench_scope_verdicts(
     out = pl.concat([verdicts, joined]).sort("item_id")
     by_status = out.group_by("via", "status").len().sort("via", "status")
     failures = out.filter(pl.col("status") != "ok").select("item_id", "status", "error").head(FAILURES_SHOWN)
-    context.add_output_metadata({
-        **report.metadata(),
-        "by_status": md_table(by_status),
-        "failures_first_20": md_table(failures),
-    })
+    context.add_output_metadata(
+        {
+            **report.metadata(),
+            "by_status": md_table(by_status),
+            "failures_first_20": md_table(failures),
+        }
+    )
     return out
 
 
@@ -125,16 +128,28 @@ def healthbench_scope_verdicts(mamabench_adapted: pl.DataFrame, mamabench_scope_
 def mamabench_items(mamabench_adapted: pl.DataFrame, mamabench_scope_verdicts: pl.DataFrame):
     items, accounting = finalise(mamabench_adapted, mamabench_scope_verdicts)
     criteria = criteria_table(mamabench_adapted, items)
-    yield dg.Output(items, output_name="mamabench_items", metadata={
-        "by_set_type_and_category": md_table(items.group_by("set_type", "category").len().sort("set_type", "category")),
-    })
-    yield dg.Output(accounting, output_name="mamabench_accounting", metadata={
-        "refusals": md_table(refusals_by_reason(accounting)),
-    })
+    yield dg.Output(
+        items,
+        output_name="mamabench_items",
+        metadata={
+            "by_set_type_and_category": md_table(
+                items.group_by("set_type", "category").len().sort("set_type", "category")
+            ),
+        },
+    )
+    yield dg.Output(
+        accounting,
+        output_name="mamabench_accounting",
+        metadata={
+            "refusals": md_table(refusals_by_reason(accounting)),
+        },
+    )
     yield dg.Output(criteria, output_name="mamabench_criteria")
 
 
-@dg.asset(group_name=GROUP, description="Per source: upstream rows, kept, refused, out of scope, unclassified, yield %.")
+@dg.asset(
+    group_name=GROUP, description="Per source: upstream rows, kept, refused, out of scope, unclassified, yield %."
+)
 def mamabench_yield(mamabench_accounting: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     table = yield_table(mamabench_accounting)
     meta = {"table": md_table(table), "kept_total": int(table["kept"].sum())}
@@ -167,8 +182,12 @@ def mamabench_agreement(
     stats = classifier_agreement(pairs)
     kind = classifier_audit(pairs)
     pairs = pairs.with_columns(pl.lit(kind, pl.String).alias("audit"), pl.lit(stats.note, pl.String).alias("note"))
-    meta = {**report.metadata(), **stats.metadata("agreement"), "reference_is_the_classifier": stats.note is not None,
-            "agreement/audit": audit_title(kind) if kind else "none (no items)"}
+    meta = {
+        **report.metadata(),
+        **stats.metadata("agreement"),
+        "reference_is_the_classifier": stats.note is not None,
+        "agreement/audit": audit_title(kind) if kind else "none (no items)",
+    }
     if stats.note is None:  # the same classifier twice measures nothing: no confusion or per-category figures
         meta["confusion"] = md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0))
         meta["per_category"] = md_table(pl.DataFrame(stats.per_category))
@@ -182,8 +201,10 @@ def mamabench_kenya_parity(
 ) -> pl.DataFrame:
     pairs = prior_pairs(mamabench_adapted, mamabench_scope_verdicts, PARITY_POOL)
     stats = agreement_stats(pairs)
-    context.add_output_metadata({
-        **stats.metadata("parity"),
-        "confusion": md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0)),
-    })
+    context.add_output_metadata(
+        {
+            **stats.metadata("parity"),
+            "confusion": md_table(pl.DataFrame(stats.confusion).filter(pl.col("n") > 0)),
+        }
+    )
     return pairs

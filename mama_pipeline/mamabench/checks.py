@@ -5,13 +5,13 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.mamabench.scope_agreement import same_classifier_reason
+from mama_pipeline.common.metadata import FAILURES_SHOWN
+from mama_pipeline.llm.failure_bounds import classifier_failures
 from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.schema import CanonicalItem
+from mama_pipeline.mamabench.scope_agreement import same_classifier_reason
 from mama_pipeline.mamabench.yields import STATUSES
-from mama_pipeline.common.metadata import FAILURES_SHOWN
-from mama_pipeline.llm.failure_bounds import classifier_failures
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 
@@ -110,9 +110,14 @@ def classifier_failure_rate_under_bound(
 def reference_is_another_classifier(mamabench_agreement: pl.DataFrame) -> dg.AssetCheckResult:
     reason = same_classifier_reason(mamabench_agreement)
     return dg.AssetCheckResult(
-        passed=reason is None, metadata={"reason": reason or "the reference is another classifier"},
+        passed=reason is None,
+        metadata={"reason": reason or "the reference is another classifier"},
     )
 
 
-CHECKS = [mamabench_accounting_invariant, mamabench_items_valid, classifier_failure_rate_under_bound,
-          reference_is_another_classifier]
+CHECKS = [
+    mamabench_accounting_invariant,
+    mamabench_items_valid,
+    classifier_failure_rate_under_bound,
+    reference_is_another_classifier,
+]

@@ -1,5 +1,6 @@
 """mamabench's Dagster definitions, merged by ``mama_pipeline.definitions``; the release folder
 (``mamabench_release``) is built by the release stage."""
+
 import dagster as dg
 
 from mama_pipeline.mamabench.assets import (

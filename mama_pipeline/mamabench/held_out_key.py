@@ -1,4 +1,5 @@
 """The id mamabench's held-out rule hashes, shared by the release split and the systems' held-out gaps."""
+
 from __future__ import annotations
 
 import polars as pl

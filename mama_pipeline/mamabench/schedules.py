@@ -10,9 +10,9 @@ from typing import Any
 
 import dagster as dg
 
+from mama_pipeline.corpus import watch
 from mama_pipeline.mamabench.assets import raw_key
 from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 

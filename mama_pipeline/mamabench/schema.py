@@ -1,4 +1,5 @@
 """The canonical mamabench item, validated by pydantic and exported as JSON Schema."""
+
 from __future__ import annotations
 
 import enum
@@ -80,7 +81,7 @@ class CanonicalItem(_Strict):
     source: SourceRef
 
     @model_validator(mode="after")
-    def _shape(self) -> "CanonicalItem":
+    def _shape(self) -> CanonicalItem:
         if self.set_type == "mcq":
             if not self.choices or self.answer_index is None or not isinstance(self.question, str):
                 raise ValueError("mcq items need a string question, choices and answer_index")

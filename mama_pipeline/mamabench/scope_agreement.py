@@ -4,6 +4,7 @@ Pure functions over a pair table ``item_id, a, b`` where a null label means that
 side has no verdict for the item (a failed call). Figures are computed on the
 items both sides labelled; failures are counted and listed, not guessed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,16 @@ class AgreementStats:
 
     def withheld(self, note: str) -> AgreementStats:
         """These counts with every agreement figure withdrawn, and the note saying why."""
-        return replace(self, agreeing=None, agreement_pct=None, agreement_ci95=None, cohens_kappa=None,
-                       confusion=[], per_category=[], note=note)
+        return replace(
+            self,
+            agreeing=None,
+            agreement_pct=None,
+            agreement_ci95=None,
+            cohens_kappa=None,
+            confusion=[],
+            per_category=[],
+            note=note,
+        )
 
     def metadata(self, prefix: str) -> dict[str, Any]:
         return {
@@ -126,11 +135,15 @@ def agreement_stats(pairs: pl.DataFrame) -> AgreementStats:
 
 def verdict_pairs(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     """Pair two verdict tables (item_id, status, category) on item id; failures become nulls."""
+
     def side(df: pl.DataFrame, name: str) -> pl.DataFrame:
         return df.select("item_id", pl.when(pl.col("status") == "ok").then(pl.col("category")).alias(name))
 
-    return side(a, "a").join(side(b, "b"), on="item_id", how="inner").sort("item_id").select(
-        [pl.col(c).cast(t) for c, t in PAIR_SCHEMA.items()]
+    return (
+        side(a, "a")
+        .join(side(b, "b"), on="item_id", how="inner")
+        .sort("item_id")
+        .select([pl.col(c).cast(t) for c, t in PAIR_SCHEMA.items()])
     )
 
 
@@ -139,11 +152,14 @@ def prior_pairs(adapted: pl.DataFrame, verdicts: pl.DataFrame, pool: str) -> pl.
     rows = adapted.filter(pl.col("pool") == pool, pl.col("status") == "pending", pl.col("prior_category").is_not_null())
     prior = pl.DataFrame(
         [(i, normalise_label(p, i)) for i, p in rows.select("item_id", "prior_category").iter_rows()],
-        schema={"item_id": pl.String, "a": pl.String}, orient="row",
+        schema={"item_id": pl.String, "a": pl.String},
+        orient="row",
     )
     ours = verdicts.select("item_id", pl.when(pl.col("status") == "ok").then(pl.col("category")).alias("b"))
-    return prior.join(ours, on="item_id", how="left").sort("item_id").select(
-        [pl.col(c).cast(t) for c, t in PAIR_SCHEMA.items()]
+    return (
+        prior.join(ours, on="item_id", how="left")
+        .sort("item_id")
+        .select([pl.col(c).cast(t) for c, t in PAIR_SCHEMA.items()])
     )
 
 
@@ -182,7 +198,9 @@ def classifier_agreement(pairs: pl.DataFrame) -> AgreementStats:
     return stats if reason is None else stats.withheld(reason)
 
 
-def agreement_rows(adapted: pl.DataFrame, verdicts: pl.DataFrame, cfg: MamabenchSettings) -> tuple[pl.DataFrame, pl.DataFrame]:
+def agreement_rows(
+    adapted: pl.DataFrame, verdicts: pl.DataFrame, cfg: MamabenchSettings
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Our classifier's verdicts on the agreement pools, and the seeded sample of rows the reference re-classifies."""
     ours = verdicts.filter(pl.col("via") == "classifier", pl.col("pool").is_in(cfg.agreement_pools))
     chosen = sample_ids(ours["item_id"].to_list(), cfg.agreement_sample_size, cfg.agreement_seed)

@@ -1,4 +1,5 @@
 """The scope classifier's prompt, its answer models and the rendering of items into it."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -65,8 +66,9 @@ ITEM_TYPES = {
 # Length caps are advertised in the schema, so servers with constrained decoding end
 # the strings in time; answers are not rejected for exceeding them.
 _RATIONALE = Field(description="one sentence naming the primary clinical concept", json_schema_extra={"maxLength": 200})
-_REASONING = Field(description="brief step-by-step thinking about the primary clinical concept",
-                   json_schema_extra={"maxLength": 600})
+_REASONING = Field(
+    description="brief step-by-step thinking about the primary clinical concept", json_schema_extra={"maxLength": 600}
+)
 
 
 class ScopeVerdict(BaseModel):

@@ -4,19 +4,21 @@ Every pending row gets one verdict row. A failed call is a verdict with status
 ``parse_failed`` or ``transport_failed`` and no category; such rows end up
 ``unclassified``, listed with their error, never given a default label.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import polars as pl
 from pydantic import BaseModel
 
 from mama_pipeline.llm.client import LLMRequest, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
-from mama_pipeline.mamabench.pools import POOL_BY_NAME
-from mama_pipeline.mamabench.schema import Category, CanonicalItem
 from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.mamabench.pools import POOL_BY_NAME
+from mama_pipeline.mamabench.schema import CanonicalItem, Category
 
 VERDICT_SCHEMA = {
     "item_id": pl.String,
@@ -62,15 +64,18 @@ ACCOUNTING_SCHEMA = {
 class StageClient(Protocol):
     identity: str
 
-    def run(self, template: PromptTemplate, output_model: type[BaseModel],
-            requests: Sequence[LLMRequest]) -> RunReport: ...
+    def run(
+        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+    ) -> RunReport: ...
 
 
 def scope_requests(rows: pl.DataFrame) -> list[LLMRequest]:
     """Classifier requests for the rows that carry a scope input, in item-id order."""
     todo = rows.filter(pl.col("scope_mode").is_not_null()).sort("item_id")
-    return [LLMRequest(r["item_id"], scope_prompt.render_messages(r["scope_mode"], r["scope_input"]))
-            for r in todo.select("item_id", "scope_mode", "scope_input").iter_rows(named=True)]
+    return [
+        LLMRequest(r["item_id"], scope_prompt.render_messages(r["scope_mode"], r["scope_input"]))
+        for r in todo.select("item_id", "scope_mode", "scope_input").iter_rows(named=True)
+    ]
 
 
 def pending_rows(rows: pl.DataFrame) -> pl.DataFrame:
@@ -87,11 +92,25 @@ def classify(client: StageClient, rows: pl.DataFrame, output_model: type[BaseMod
     out = []
     for r in report.results:
         value = r.value or {}
-        out.append((
-            r.item_id, pool_of[r.item_id], "classifier", r.status, value.get("category"), value.get("rationale"),
-            r.reasoning, r.error, r.from_cache, report.model, report.endpoint, report.template_id,
-            report.template_hash, None, client.identity,
-        ))
+        out.append(
+            (
+                r.item_id,
+                pool_of[r.item_id],
+                "classifier",
+                r.status,
+                value.get("category"),
+                value.get("rationale"),
+                r.reasoning,
+                r.error,
+                r.from_cache,
+                report.model,
+                report.endpoint,
+                report.template_id,
+                report.template_hash,
+                None,
+                client.identity,
+            )
+        )
     return pl.DataFrame(out, schema=VERDICT_SCHEMA, orient="row"), report
 
 
@@ -107,13 +126,17 @@ def joined_verdicts(adapted: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFra
     )
     out = targets.select("item_id", "pool", "join_key").join(oss, on="join_key", how="left")
     status = (
-        pl.when(pl.col("status").is_null()).then(pl.lit("no_oss_eval_verdict"))
-        .when(pl.col("status") != "ok").then(pl.lit("oss_eval_verdict_failed"))
+        pl.when(pl.col("status").is_null())
+        .then(pl.lit("no_oss_eval_verdict"))
+        .when(pl.col("status") != "ok")
+        .then(pl.lit("oss_eval_verdict_failed"))
         .otherwise(pl.lit("ok"))
     )
-    return out.with_columns(status.alias("status"), pl.lit("oss_eval_verdict").alias("via")).select(
-        [pl.col(c).cast(t) for c, t in VERDICT_SCHEMA.items()]
-    ).sort("item_id")
+    return (
+        out.with_columns(status.alias("status"), pl.lit("oss_eval_verdict").alias("via"))
+        .select([pl.col(c).cast(t) for c, t in VERDICT_SCHEMA.items()])
+        .sort("item_id")
+    )
 
 
 def finalise(adapted: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -125,9 +148,12 @@ def finalise(adapted: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFram
         raise ValueError(f"{waiting.height} pending rows have no scope verdict, e.g. {waiting['item_id'][0]}")
     pending = pl.col("status") == "pending"
     status = (
-        pl.when(~pending).then(pl.col("status"))
-        .when(pl.col("v_status") != "ok").then(pl.lit("unclassified"))
-        .when(pl.col("v_category") == Category.NONE.value).then(pl.lit("out_of_scope"))
+        pl.when(~pending)
+        .then(pl.col("status"))
+        .when(pl.col("v_status") != "ok")
+        .then(pl.lit("unclassified"))
+        .when(pl.col("v_category") == Category.NONE.value)
+        .then(pl.lit("out_of_scope"))
         .otherwise(pl.lit("kept"))
     )
     reason = pl.when(pending & (pl.col("v_status") != "ok")).then(pl.col("v_status")).otherwise(pl.col("reason"))
@@ -138,7 +164,13 @@ def finalise(adapted: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFram
     )
     kept = df.filter(pl.col("status") == "kept").sort("item_id")
     items = [
-        (r["item_id"], r["pool"], POOL_BY_NAME[r["pool"]].set_type, r["category"], _with_category(r["item_json"], r["category"]))
+        (
+            r["item_id"],
+            r["pool"],
+            POOL_BY_NAME[r["pool"]].set_type,
+            r["category"],
+            _with_category(r["item_json"], r["category"]),
+        )
         for r in kept.select("item_id", "pool", "category", "item_json").iter_rows(named=True)
     ]
     return pl.DataFrame(items, schema=ITEM_SCHEMA, orient="row"), accounting

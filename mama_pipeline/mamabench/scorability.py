@@ -5,6 +5,7 @@ usable stem or options, an answer outside the options, more than one correct
 option, or the correct option's text repeated under another letter. Cosmetic
 defects never change an item; they are listed so the manifest can count them.
 """
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,9 @@ def check_mcq(stem: str | None, options: list[str | None] | None, correct: list[
     twins = [i for i, t in enumerate(texts) if i != answer and _norm(t) == key]
     if twins:
         return McqVerdict("duplicated_correct_text", f"{_letter(answer)} repeated at {','.join(map(_letter, twins))}")
-    return McqVerdict(None, choices=texts, answer_index=answer, defects=cosmetic_defects(stem, texts, terse_words, trimmed))
+    return McqVerdict(
+        None, choices=texts, answer_index=answer, defects=cosmetic_defects(stem, texts, terse_words, trimmed)
+    )
 
 
 def cosmetic_defects(stem: str, choices: list[str], terse_words: int, trimmed: bool = False) -> list[str]:

@@ -5,12 +5,13 @@ repository, or the Hugging Face hub at a pinned revision. Defaults are the
 fixtures bundled with the package (resolved against the package, wherever the
 configuration file is).
 """
+
 from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.common.settings_base import Section, bundled
+from mama_pipeline.mamabench.pools import POOL_BY_NAME
 
 
 class SourceLocation(Section):
@@ -28,7 +29,7 @@ class SourceLocation(Section):
     licence: str | None = None  # default: the pool's upstream licence
 
     @model_validator(mode="after")
-    def _one_place(self) -> "SourceLocation":
+    def _one_place(self) -> SourceLocation:
         if (self.path is None) == (self.repo_id is None):
             raise ValueError("set exactly one of 'path' (local) or 'repo_id' (hub)")
         if self.repo_id is not None:

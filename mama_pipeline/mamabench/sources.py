@@ -4,23 +4,25 @@ Every loader returns the pool's rows as a table of JSON records (one per
 upstream row, all native fields kept) with the file each came from, its
 0-based row index there, the file's sha256 and, for hub files, the commit.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import polars as pl
 
-from mama_pipeline.mamabench.pools import Pool
-from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.common.input_errors import InputError, at, one_line, read_text
 from mama_pipeline.common.jsonl import json_lines
+from mama_pipeline.mamabench.pools import Pool
+from mama_pipeline.mamabench.settings import SourceLocation
 
 RAW_SCHEMA = {
     "origin": pl.String,  # file name inside the hub repo / folder, or the configured file name
@@ -163,8 +165,10 @@ def _check_csv_rows(path: Path) -> None:
         raise SourceError(f"{path}: empty CSV file (no header row)")
     for row in reader:
         if row and len(row) != len(header):
-            raise SourceError(f"{path} line {reader.line_num}: {len(row)} fields where the header has {len(header)} "
-                              "(a truncated or wrongly shaped row)")
+            raise SourceError(
+                f"{path} line {reader.line_num}: {len(row)} fields where the header has {len(header)} "
+                "(a truncated or wrongly shaped row)"
+            )
 
 
 def _check_keys(path: Path, where: str, record: Any, required: tuple[str, ...]) -> dict[str, Any]:
@@ -204,9 +208,13 @@ def provenance_table(pool: Pool, rows: pl.DataFrame, loc: SourceLocation) -> pl.
     """One row per file of a loaded pool: hash, revision, rows, licence and where it was read from."""
     where = f"hf://datasets/{loc.repo_id}" if loc.repo_id else "local"
     return (
-        rows.group_by("origin", "sha256", "revision").len("rows")
-        .with_columns(pl.lit(pool.name).alias("pool"), pl.lit(loc.licence or pool.licence).alias("licence"),
-                      pl.lit(where).alias("location"))
+        rows.group_by("origin", "sha256", "revision")
+        .len("rows")
+        .with_columns(
+            pl.lit(pool.name).alias("pool"),
+            pl.lit(loc.licence or pool.licence).alias("licence"),
+            pl.lit(where).alias("location"),
+        )
         .select("pool", "origin", "sha256", "revision", pl.col("rows").cast(pl.Int64), "licence", "location")
         .sort("origin")
     )

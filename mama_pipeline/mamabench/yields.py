@@ -1,4 +1,5 @@
 """Per-source counts from the accounting: upstream rows, fates, kept and yield."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -19,9 +20,7 @@ YIELD_SCHEMA = {
 
 def yield_table(accounting: pl.DataFrame) -> pl.DataFrame:
     """One row per pool in the fixed pool order; yield = kept / upstream rows, in percent."""
-    counts = {
-        (p, s): n for p, s, n in accounting.group_by("pool", "status").len().iter_rows()
-    }
+    counts = {(p, s): n for p, s, n in accounting.group_by("pool", "status").len().iter_rows()}
     unknown = set(accounting["status"].unique()) - set(STATUSES)
     if unknown:
         raise ValueError(f"accounting has statuses outside {STATUSES}: {sorted(unknown)}")
@@ -29,8 +28,9 @@ def yield_table(accounting: pl.DataFrame) -> pl.DataFrame:
     for p in POOLS:
         by = [counts.get((p.name, s), 0) for s in STATUSES]
         total = sum(by)
-        rows.append((p.name, p.dataset, p.track, p.scoping, total, *by,
-                     round(100 * by[0] / total, 1) if total else None))
+        rows.append(
+            (p.name, p.dataset, p.track, p.scoping, total, *by, round(100 * by[0] / total, 1) if total else None)
+        )
     return pl.DataFrame(rows, schema=YIELD_SCHEMA, orient="row")
 
 

@@ -12,9 +12,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
-from mama_pipeline.multipassage.question_ids import assign_question_ids
 from mama_pipeline.multipassage.multipassage_prompts import (
     fact_check_template,
     facts_stated_model,
@@ -22,6 +22,8 @@ from mama_pipeline.multipassage.multipassage_prompts import (
     verifier_template,
     writer_template,
 )
+from mama_pipeline.multipassage.multipassage_scoreboard import score_track
+from mama_pipeline.multipassage.question_ids import assign_question_ids
 from mama_pipeline.multipassage.questions import (
     decide,
     fact_check_requests,
@@ -31,20 +33,31 @@ from mama_pipeline.multipassage.questions import (
     verifier_requests,
     written_questions,
 )
-from mama_pipeline.multipassage.multipassage_scoreboard import score_track
 from mama_pipeline.multipassage.settings import check_against
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.settings import PipelineSettings
-from mama_pipeline.common.shared_inputs import CHUNKS
 
 GROUP = "multipassage"
 RANKINGS_TABLE = "multipassage_rankings"
 REGISTRY_TABLE = "multipassage_id_registry"
 QUESTIONS = dg.AssetIn("multipassage_questions")
 QUESTION_COLUMNS = [
-    "query_id", "query_text", "set_id", "chunk_ids", "facts", "fact_chunk_ids", "kind", "size", "source", "tier",
+    "query_id",
+    "query_text",
+    "set_id",
+    "chunk_ids",
+    "facts",
+    "fact_chunk_ids",
+    "kind",
+    "size",
+    "source",
+    "tier",
     "writer_model",
-    "writer_prompt_hash", "verifier_model", "verifier_prompt_hash", "temperature", "corpus_version",
+    "writer_prompt_hash",
+    "verifier_model",
+    "verifier_prompt_hash",
+    "temperature",
+    "corpus_version",
 ]
 
 
@@ -55,14 +68,15 @@ def _section_text(breadcrumb: list[str] | None) -> str:
 def chunk_lookup(chunks: pl.DataFrame, ids: set[str]) -> dict[str, dict]:
     """chunk id -> source, section, text for the chunks named by the sets."""
     part = chunks.filter(pl.col("chunk_id").is_in(list(ids))).select("chunk_id", "source", "breadcrumb", "text")
-    return {r["chunk_id"]: {"source": r["source"], "section": _section_text(r["breadcrumb"]), "text": r["text"]}
-            for r in part.to_dicts()}
+    return {
+        r["chunk_id"]: {"source": r["source"], "section": _section_text(r["breadcrumb"]), "text": r["text"]}
+        for r in part.to_dicts()
+    }
 
 
 def track_depth(s: PipelineSettings) -> int:
     """Ranks stored per question: enough for the pool and every cutoff."""
     return max(s.multipassage.pool_depth, *s.multipassage.cutoffs, *s.evaluation.cutoffs)
-
 
 
 @dg.asset(
@@ -84,25 +98,36 @@ def multipassage_candidates(
     anchors = chunks.filter(pl.col("source").is_in(list(tier_of)))["chunk_id"].to_list()
     encoder = embedding_encoder(spec, s.resolve)
     neighbours, stats = dense_neighbours(store.get(), encoder, chunks, anchors, mp.neighbours)
-    context.log.info(f"multipassage: {len(anchors)} anchors, {stats.encoded} chunk texts embedded now, "
-                     f"{stats.cached} from the cache")
+    context.log.info(
+        f"multipassage: {len(anchors)} anchors, {stats.encoded} chunk texts embedded now, {stats.cached} from the cache"
+    )
     frame = candidate_sets(
-        chunks, tier_of, mp.sets_per_source, neighbours, sizes=mp.set_sizes, section_level=mp.section_level,
-        min_similarity=mp.min_similarity, min_body_words=s.corpus.min_body_words, seed=mp.seed,
+        chunks,
+        tier_of,
+        mp.sets_per_source,
+        neighbours,
+        sizes=mp.set_sizes,
+        section_level=mp.section_level,
+        min_similarity=mp.min_similarity,
+        min_body_words=s.corpus.min_body_words,
+        seed=mp.seed,
     )
     by = frame.group_by("kind", "size", "status").len().sort("kind", "size", "status")
     sampled = frame.filter(pl.col("status") == "sampled").group_by("tier", "kind").len().sort("tier", "kind")
-    return dg.Output(frame, metadata={
-        "candidates": frame.height,
-        "sampled": int((frame["status"] == "sampled").sum()),
-        "not_sampled": int((frame["status"] == "not_sampled").sum()),
-        **{f"dropped/{k}": v for k, v in drop_counts(frame).items()},
-        "by_kind_size_status": md_table(by),
-        "sampled_by_tier": md_table(sampled),
-        "dense_retriever": mp.dense_retriever,
-        "chunk_texts_embedded_now": stats.encoded,
-        "seed": mp.seed,
-    })
+    return dg.Output(
+        frame,
+        metadata={
+            "candidates": frame.height,
+            "sampled": int((frame["status"] == "sampled").sum()),
+            "not_sampled": int((frame["status"] == "not_sampled").sum()),
+            **{f"dropped/{k}": v for k, v in drop_counts(frame).items()},
+            "by_kind_size_status": md_table(by),
+            "sampled_by_tier": md_table(sampled),
+            "dense_retriever": mp.dense_retriever,
+            "chunk_texts_embedded_now": stats.encoded,
+            "seed": mp.seed,
+        },
+    )
 
 
 @dg.multi_asset(
@@ -133,8 +158,11 @@ def multipassage_questions(
     lookup = chunk_lookup(chunks, set(sets["chunk_ids"].explode().drop_nulls().to_list()))
     w_cfg, v_cfg = getattr(s.llm, mp.writer_stage), getattr(s.llm, mp.verifier_stage)
     w_reasoning, v_reasoning = w_cfg.reasoning == "json_field", v_cfg.reasoning == "json_field"
-    w_tpl, v_tpl, f_tpl = writer_template(mp.max_words, w_reasoning), verifier_template(v_reasoning), \
-        fact_check_template(v_reasoning)
+    w_tpl, v_tpl, f_tpl = (
+        writer_template(mp.max_words, w_reasoning),
+        verifier_template(v_reasoning),
+        fact_check_template(v_reasoning),
+    )
     meta: dict = {}
     with llm.client(mp.writer_stage, context) as client:
         w_reports = run_writer(client, w_tpl, w_reasoning, sets, lookup)
@@ -146,9 +174,13 @@ def multipassage_questions(
     verdicts = []
     with llm.client(mp.verifier_stage, context) as client:
         # the verifier's two kinds of request, against the stage's budget before the first is sent
-        client.check_budget([(v_tpl, verifier_model(v_reasoning), v_requests)] + [
-            (f_tpl, facts_stated_model(v_reasoning, n), r)
-            for n, r in fact_check_requests(written, lookup, f_tpl).items()])
+        client.check_budget(
+            [(v_tpl, verifier_model(v_reasoning), v_requests)]
+            + [
+                (f_tpl, facts_stated_model(v_reasoning, n), r)
+                for n, r in fact_check_requests(written, lookup, f_tpl).items()
+            ]
+        )
         if v_requests:
             report = client.run(v_tpl, verifier_model(v_reasoning), v_requests)
             verdicts += report.results
@@ -163,25 +195,35 @@ def multipassage_questions(
     registry = db.read_table(REGISTRY_TABLE) if db.table_exists(REGISTRY_TABLE) else None
     ids, registry = assign_question_ids(kept["set_id"].to_list(), registry)
     questions = (
-        kept.with_columns(query_id=pl.col("set_id").replace_strict(ids, return_dtype=pl.String),
-                          query_text=pl.col("question"))
-        .select(QUESTION_COLUMNS).sort("query_id")
+        kept.with_columns(
+            query_id=pl.col("set_id").replace_strict(ids, return_dtype=pl.String), query_text=pl.col("question")
+        )
+        .select(QUESTION_COLUMNS)
+        .sort("query_id")
     )
     db.write_table(REGISTRY_TABLE, registry)
     counts = status_counts(decisions)
     by_tier = decisions.group_by("tier").agg(pl.len().alias("sets"), (pl.col("status") == "kept").sum().alias("kept"))
-    yield dg.Output(decisions, output_name="multipassage_decisions", metadata={
-        **{f"status/{k}": v for k, v in counts.items()},
-        "sets": decisions.height,
-        "verification_requests": len(v_requests),
-        "kept_by_tier": md_table(by_tier.sort("tier")),
-        **meta,
-    })
-    yield dg.Output(questions, output_name="multipassage_questions", metadata={
-        "questions": questions.height,
-        "by_size": md_table(questions.group_by("size", "kind").len().sort("size", "kind")),
-        "not_released": decisions.height - questions.height,
-    })
+    yield dg.Output(
+        decisions,
+        output_name="multipassage_decisions",
+        metadata={
+            **{f"status/{k}": v for k, v in counts.items()},
+            "sets": decisions.height,
+            "verification_requests": len(v_requests),
+            "kept_by_tier": md_table(by_tier.sort("tier")),
+            **meta,
+        },
+    )
+    yield dg.Output(
+        questions,
+        output_name="multipassage_questions",
+        metadata={
+            "questions": questions.height,
+            "by_size": md_table(questions.group_by("size", "kind").len().sort("size", "kind")),
+            "not_released": decisions.height - questions.height,
+        },
+    )
 
 
 @dg.asset(  # partitioned per retriever, as rankings, by build_defs (mama_pipeline.partitions)
@@ -190,8 +232,11 @@ def multipassage_questions(
     description="Top-k chunks per multi-passage question of one configured retriever (partition = retriever).",
 )
 def multipassage_rankings(
-    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
-    chunks: pl.DataFrame, questions: pl.DataFrame,
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    chunks: pl.DataFrame,
+    questions: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.retrieval.rankings import empty_rankings
     from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
@@ -201,9 +246,13 @@ def multipassage_rankings(
     if questions.is_empty():
         return dg.Output(empty_rankings(), metadata={"retriever": spec.name, "questions": 0, "rows": 0})
     db = store.get()
-    env = RetrievalEnv(store=db, work_dir=data_path(settings, "retrieval"), resolve=s.resolve,
-                       load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
-                       log=context.log.info)
+    env = RetrievalEnv(
+        store=db,
+        work_dir=data_path(settings, "retrieval"),
+        resolve=s.resolve,
+        load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
+        log=context.log.info,
+    )
     out = run_retriever(spec, chunks, questions.select("query_id", "query_text"), track_depth(s), env)
     return dg.Output(out.rankings, metadata={k: ("none" if v is None else v) for k, v in out.metadata.items()})
 
@@ -214,12 +263,15 @@ def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> p
 
     if not names or questions.is_empty():
         return empty_rankings()
-    table = store.read_table(RANKINGS_TABLE, partitions=names) if store.table_exists(RANKINGS_TABLE) else empty_rankings()
+    table = (
+        store.read_table(RANKINGS_TABLE, partitions=names) if store.table_exists(RANKINGS_TABLE) else empty_rankings()
+    )
     table = table.filter(pl.col("query_id").is_in(questions["query_id"].to_list()))
     missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
     if missing:
-        raise ValueError(f"multipassage_rankings of {missing} do not cover the current questions: materialise those "
-                         "partitions first")
+        raise ValueError(
+            f"multipassage_rankings of {missing} do not cover the current questions: materialise those partitions first"
+        )
     return table
 
 
@@ -229,8 +281,9 @@ def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> p
     ins={"questions": QUESTIONS},
     description="Judging pool of the track: the pooled retrievers' top-k per question plus every chunk of its set.",
 )
-def multipassage_pool(settings: SettingsResource, store: StoreResource,
-                      questions: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def multipassage_pool(
+    settings: SettingsResource, store: StoreResource, questions: pl.DataFrame
+) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.retrieval.pooling import pool_pairs, pool_stats
 
     s = settings.get()
@@ -239,8 +292,14 @@ def multipassage_pool(settings: SettingsResource, store: StoreResource,
     pieces = questions.select("query_id", pl.col("chunk_ids").alias("seed_chunk_id")).explode("seed_chunk_id")
     pooled_names = pooled if questions.height else []
     pool = pool_pairs(stored, pooled_names, s.multipassage.pool_depth, pieces, include_seed=True)
-    return dg.Output(pool, metadata={"retrievers": ", ".join(pooled), "depth": s.multipassage.pool_depth,
-                                     **pool_stats(pool, pooled_names, questions.height)})
+    return dg.Output(
+        pool,
+        metadata={
+            "retrievers": ", ".join(pooled),
+            "depth": s.multipassage.pool_depth,
+            **pool_stats(pool, pooled_names, questions.height),
+        },
+    )
 
 
 @dg.asset(
@@ -250,19 +309,31 @@ def multipassage_pool(settings: SettingsResource, store: StoreResource,
     "asked), or listed as failed with its reason.",
 )
 def multipassage_labels(
-    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
-    multipassage_pool: pl.DataFrame, questions: pl.DataFrame, chunks: pl.DataFrame,
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    llm: LLMResource,
+    multipassage_pool: pl.DataFrame,
+    questions: pl.DataFrame,
+    chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.judging.judge import judge_pairs
     from mama_pipeline.judging.rubric import output_model
 
     s = settings.get()
     with llm.client("judge", context) as client:
-        run = judge_pairs(client, store.get(), multipassage_pool.select("query_id", "chunk_id"),
-                          questions.select("query_id", "query_text"), chunks,
-                          answer_model=output_model(s.llm.judge.reasoning), batch_pairs=s.judging.batch_pairs)
-    outcomes = run.outcomes.join(multipassage_pool.select("query_id", "chunk_id", "is_seed"),
-                                 on=["query_id", "chunk_id"], how="left").rename({"is_seed": "required_piece"})
+        run = judge_pairs(
+            client,
+            store.get(),
+            multipassage_pool.select("query_id", "chunk_id"),
+            questions.select("query_id", "query_text"),
+            chunks,
+            answer_model=output_model(s.llm.judge.reasoning),
+            batch_pairs=s.judging.batch_pairs,
+        )
+    outcomes = run.outcomes.join(
+        multipassage_pool.select("query_id", "chunk_id", "is_seed"), on=["query_id", "chunk_id"], how="left"
+    ).rename({"is_seed": "required_piece"})
     return dg.Output(outcomes, metadata={**run.metadata(), **failure_listing(outcomes)})
 
 
@@ -273,8 +344,12 @@ def multipassage_labels(
     "(one cached request per pair), or listed as failed with its reason.",
 )
 def multipassage_fact_labels(
-    context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
-    multipassage_pool: pl.DataFrame, questions: pl.DataFrame, chunks: pl.DataFrame,
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    multipassage_pool: pl.DataFrame,
+    questions: pl.DataFrame,
+    chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.multipassage.fact_labels import label_facts
     from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
@@ -283,16 +358,22 @@ def multipassage_fact_labels(
     reasoning = s.llm.judge.reasoning == "json_field"
     lookup = chunk_lookup(chunks, set(multipassage_pool["chunk_id"].to_list()))
     with llm.client("judge", context) as client:
-        labels, reports = label_facts(client, fact_judge_template(reasoning), reasoning, multipassage_pool, questions,
-                                      lookup)
+        labels, reports = label_facts(
+            client, fact_judge_template(reasoning), reasoning, multipassage_pool, questions, lookup
+        )
     meta = {f"{n} facts:{k}": v for n, report in reports.items() for k, v in report.metadata().items()}
     stated = labels.filter(pl.col("status") == "labelled")
-    return dg.Output(labels, metadata={
-        "pairs": labels.height, "labelled": stated.height,
-        "pairs_stating_a_fact": int((stated["facts"].list.len() > 0).sum()),
-        "other_chunks_stating_a_fact": int(((stated["facts"].list.len() > 0) & ~stated["required_piece"]).sum()),
-        **failure_listing(labels), **meta,
-    })
+    return dg.Output(
+        labels,
+        metadata={
+            "pairs": labels.height,
+            "labelled": stated.height,
+            "pairs_stating_a_fact": int((stated["facts"].list.len() > 0).sum()),
+            "other_chunks_stating_a_fact": int(((stated["facts"].list.len() > 0) & ~stated["required_piece"]).sum()),
+            **failure_listing(labels),
+            **meta,
+        },
+    )
 
 
 @dg.multi_asset(
@@ -300,38 +381,67 @@ def multipassage_fact_labels(
     deps=[multipassage_rankings],
     ins={"questions": QUESTIONS, "multipassage_fact_labels": dg.AssetIn("multipassage_fact_labels")},
     outs={
-        "multipassage_scoreboard": dg.AssetOut(description="Mean of every track and headline measure per "
-                                               "retriever, for all questions and per tier."),
+        "multipassage_scoreboard": dg.AssetOut(
+            description="Mean of every track and headline measure per retriever, for all questions and per tier."
+        ),
         "multipassage_per_query": dg.AssetOut(description="Every (retriever, question, measure) value."),
-        "multipassage_significance": dg.AssetOut(description="Paired tests between every two retrievers, over all "
-                                                 "questions and per tier; Holm across pairs."),
+        "multipassage_significance": dg.AssetOut(
+            description="Paired tests between every two retrievers, over all questions and per tier; Holm across pairs."
+        ),
     },
 )
-def multipassage_scoreboard(settings: SettingsResource, store: StoreResource, multipassage_labels: pl.DataFrame,
-                            multipassage_fact_labels: pl.DataFrame, questions: pl.DataFrame):
+def multipassage_scoreboard(
+    settings: SettingsResource,
+    store: StoreResource,
+    multipassage_labels: pl.DataFrame,
+    multipassage_fact_labels: pl.DataFrame,
+    questions: pl.DataFrame,
+):
     s = settings.get()
     names = s.retrieval.retriever_names
     bounds = label_bounds(multipassage_labels, multipassage_fact_labels, s.llm.judge.max_failure_rate)
     if over := over_bound(bounds):  # unlabelled pairs would count as non-relevant: the board is refused, not biased
-        raise dg.Failure(f"multipassage scoreboard refused: {over}",
-                         metadata={b.unit: b.describe() for b in bounds})
+        raise dg.Failure(f"multipassage scoreboard refused: {over}", metadata={b.unit: b.describe() for b in bounds})
     labels = multipassage_labels.filter(pl.col("status") == "labelled")
     facts = multipassage_fact_labels.filter(pl.col("status") == "labelled")
-    scores = score_track(stored_track_rankings(store.get(), names, questions), labels, facts, questions, names,
-                         s.multipassage, s.evaluation)
+    scores = score_track(
+        stored_track_rankings(store.get(), names, questions),
+        labels,
+        facts,
+        questions,
+        names,
+        s.multipassage,
+        s.evaluation,
+    )
     overall = scores.board.filter((pl.col("tier") == "all") & pl.col("track"))
-    wide = overall.pivot(on="measure", index="retriever", values="mean", maintain_order=True) if overall.height else overall
-    yield dg.Output(scores.board, output_name="multipassage_scoreboard", metadata={
-        "questions": questions.height, "retrievers": ", ".join(names),
-        **{f"unlabelled {b.unit}": f"{b.failed} of {b.total} (bound {b.bound:.2%})" for b in bounds},
-        "scoreboard": md_table(wide),
-    })
-    yield dg.Output(scores.per_query, output_name="multipassage_per_query", metadata={"values": scores.per_query.height})
+    wide = (
+        overall.pivot(on="measure", index="retriever", values="mean", maintain_order=True)
+        if overall.height
+        else overall
+    )
+    yield dg.Output(
+        scores.board,
+        output_name="multipassage_scoreboard",
+        metadata={
+            "questions": questions.height,
+            "retrievers": ", ".join(names),
+            **{f"unlabelled {b.unit}": f"{b.failed} of {b.total} (bound {b.bound:.2%})" for b in bounds},
+            "scoreboard": md_table(wide),
+        },
+    )
+    yield dg.Output(
+        scores.per_query, output_name="multipassage_per_query", metadata={"values": scores.per_query.height}
+    )
     sig = scores.significance
-    yield dg.Output(sig, output_name="multipassage_significance", metadata={
-        "tests": sig.height, "measures": json.dumps(s.multipassage.significance_measures),
-        "significant_after_holm": int((sig["p_randomization_holm"] < s.evaluation.alpha).sum()),
-    })
+    yield dg.Output(
+        sig,
+        output_name="multipassage_significance",
+        metadata={
+            "tests": sig.height,
+            "measures": json.dumps(s.multipassage.significance_measures),
+            "significant_after_holm": int((sig["p_randomization_holm"] < s.evaluation.alpha).sum()),
+        },
+    )
 
 
 @dg.asset(
@@ -339,18 +449,37 @@ def multipassage_scoreboard(settings: SettingsResource, store: StoreResource, mu
     description="Static HTML page of the track: scoreboard (all and per tier), paired tests, how the questions "
     "were built (candidate drops, verification outcomes).",
 )
-def multipassage_report(settings: SettingsResource, multipassage_scoreboard: pl.DataFrame,
-                        multipassage_significance: pl.DataFrame, multipassage_candidates: pl.DataFrame,
-                        multipassage_decisions: pl.DataFrame) -> dg.MaterializeResult:
+def multipassage_report(
+    settings: SettingsResource,
+    multipassage_scoreboard: pl.DataFrame,
+    multipassage_significance: pl.DataFrame,
+    multipassage_candidates: pl.DataFrame,
+    multipassage_decisions: pl.DataFrame,
+) -> dg.MaterializeResult:
     from mama_pipeline.multipassage.multipassage_page import write_track_report
 
     s = settings.get()
-    page = write_track_report(multipassage_scoreboard, multipassage_significance, multipassage_candidates,
-                              multipassage_decisions, s.multipassage.headline_measure, s.evaluation.alpha,
-                              data_path(settings, "reports", "multipassage"))
-    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.path(str(page)),
-                                          "report_url": dg.MetadataValue.url(page.as_uri())})
+    page = write_track_report(
+        multipassage_scoreboard,
+        multipassage_significance,
+        multipassage_candidates,
+        multipassage_decisions,
+        s.multipassage.headline_measure,
+        s.evaluation.alpha,
+        data_path(settings, "reports", "multipassage"),
+    )
+    return dg.MaterializeResult(
+        metadata={"report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri())}
+    )
 
 
-ASSETS = [multipassage_candidates, multipassage_questions, multipassage_rankings, multipassage_pool,
-          multipassage_labels, multipassage_fact_labels, multipassage_scoreboard, multipassage_report]
+ASSETS = [
+    multipassage_candidates,
+    multipassage_questions,
+    multipassage_rankings,
+    multipassage_pool,
+    multipassage_labels,
+    multipassage_fact_labels,
+    multipassage_scoreboard,
+    multipassage_report,
+]

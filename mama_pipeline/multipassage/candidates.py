@@ -20,6 +20,7 @@ strata in proportion to their size by largest remainder, each stratum drawn by a
 generator seeded from ``sha256("<seed>:<source>")`` (as the single-chunk sample
 does), so one source's draw depends only on its own candidates.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,10 +60,20 @@ def _section_key(breadcrumb: list[str] | None, level: int) -> str | None:
 
 def _row(kind, size, chunk_ids, anchor, tier, sources, section, sim, reason, version) -> dict:
     return {
-        "set_id": set_id(chunk_ids), "kind": kind, "size": size, "chunk_ids": chunk_ids,
-        "anchor_chunk_id": anchor["chunk_id"], "source": anchor["source"], "tier": tier, "sources": sources,
-        "section": section, "min_similarity": sim, "status": "dropped" if reason else "candidate",
-        "drop_reason": reason, "corpus_version": version, "_ordinal": anchor["ordinal"],
+        "set_id": set_id(chunk_ids),
+        "kind": kind,
+        "size": size,
+        "chunk_ids": chunk_ids,
+        "anchor_chunk_id": anchor["chunk_id"],
+        "source": anchor["source"],
+        "tier": tier,
+        "sources": sources,
+        "section": section,
+        "min_similarity": sim,
+        "status": "dropped" if reason else "candidate",
+        "drop_reason": reason,
+        "corpus_version": version,
+        "_ordinal": anchor["ordinal"],
     }
 
 
@@ -80,10 +91,20 @@ def section_sets(chunks: list[dict], tier_of: dict[str, str], sizes: list[int], 
             for start in range(len(members) - n + 1):
                 run = members[start : start + n]
                 bad = next((c["reason"] for c in run if c["reason"]), None)
-                rows.append(_row(
-                    "section", n, [c["chunk_id"] for c in run], run[0], tier_of[source], [source] * n, section, None,
-                    f"boilerplate:{bad}" if bad else None, run[0]["corpus_version"],
-                ))
+                rows.append(
+                    _row(
+                        "section",
+                        n,
+                        [c["chunk_id"] for c in run],
+                        run[0],
+                        tier_of[source],
+                        [source] * n,
+                        section,
+                        None,
+                        f"boilerplate:{bad}" if bad else None,
+                        run[0]["corpus_version"],
+                    )
+                )
     return rows
 
 
@@ -124,18 +145,29 @@ def cross_source_sets(
                 reason = "below_similarity"
             else:
                 reason = None
-            rows.append(_row(
-                "cross_source", n, [c["chunk_id"] for c in members], anchor, tier_of[anchor["source"]],
-                [c["source"] for c in members], None, None if sim is None else float(sim), reason,
-                anchor["corpus_version"],
-            ))
+            rows.append(
+                _row(
+                    "cross_source",
+                    n,
+                    [c["chunk_id"] for c in members],
+                    anchor,
+                    tier_of[anchor["source"]],
+                    [c["source"] for c in members],
+                    None,
+                    None if sim is None else float(sim),
+                    reason,
+                    anchor["corpus_version"],
+                )
+            )
     return rows
 
 
 def _mark_duplicates(rows: list[dict]) -> None:
     seen: set[str] = set()
-    order = sorted(range(len(rows)), key=lambda i: (KINDS.index(rows[i]["kind"]), rows[i]["source"],
-                                                    rows[i]["_ordinal"], rows[i]["size"]))
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (KINDS.index(rows[i]["kind"]), rows[i]["source"], rows[i]["_ordinal"], rows[i]["size"]),
+    )
     for i in order:
         r = rows[i]
         if r["status"] != "candidate":
@@ -172,11 +204,14 @@ def candidate_sets(
 ) -> pl.DataFrame:
     """Every candidate set with its status (sampled, not_sampled, dropped) and drop reason."""
     reasons = [
-        boilerplate_reason(t, b, min_body_words) for t, b in zip(chunks["text"].to_list(), chunks["breadcrumb"].to_list())
+        boilerplate_reason(t, b, min_body_words)
+        for t, b in zip(chunks["text"].to_list(), chunks["breadcrumb"].to_list())
     ]
-    records = chunks.select("chunk_id", "source", "breadcrumb", "ordinal", "corpus_version").with_columns(
-        pl.Series("reason", reasons, dtype=pl.String)
-    ).to_dicts()
+    records = (
+        chunks.select("chunk_id", "source", "breadcrumb", "ordinal", "corpus_version")
+        .with_columns(pl.Series("reason", reasons, dtype=pl.String))
+        .to_dicts()
+    )
     rows = section_sets(records, tier_of, sizes, section_level) + cross_source_sets(
         records, tier_of, sizes, neighbours, min_similarity
     )

@@ -1,4 +1,5 @@
 """The multipassage group's Dagster definitions: ``multipassage_rankings`` has one partition per retriever."""
+
 import dagster as dg
 
 from mama_pipeline.multipassage.assets import ASSETS, multipassage_rankings

@@ -6,6 +6,7 @@ a re-run asks nothing that was answered before. Every pair ends ``labelled`` wit
 numbers of the facts stated (possibly none) or ``failed`` with its reason; a failed
 answer never becomes a label.
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -15,24 +16,34 @@ from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.multipassage.multipassage_prompts import facts_stated_model, render_facts, render_passages
 
 FACT_LABEL_SCHEMA = {
-    "query_id": pl.String, "chunk_id": pl.String, "required_piece": pl.Boolean,
+    "query_id": pl.String,
+    "chunk_id": pl.String,
+    "required_piece": pl.Boolean,
     "status": pl.String,  # labelled | failed
     "failure_reason": pl.String,
     "facts": pl.List(pl.Int64),  # numbers (from 1) of the question's facts the chunk states; null when failed
-    "judge_model": pl.String, "prompt_hash": pl.String,
+    "judge_model": pl.String,
+    "prompt_hash": pl.String,
 }
 
 
 def label_facts(
-    client: LLMClient, template: PromptTemplate, reasoning_field: bool, pool: pl.DataFrame, questions: pl.DataFrame,
+    client: LLMClient,
+    template: PromptTemplate,
+    reasoning_field: bool,
+    pool: pl.DataFrame,
+    questions: pl.DataFrame,
     chunks: dict[str, dict],
 ) -> tuple[pl.DataFrame, dict[int, RunReport]]:
     """Fact labels of every pair of ``pool`` (query_id, chunk_id, is_seed), one client call per number of facts.
 
     ``questions``: query_id, query_text, facts; ``chunks``: chunk id -> source, section, text.
     """
-    pairs = pool.select("query_id", "chunk_id", pl.col("is_seed").alias("required_piece")).join(
-        questions.select("query_id", "query_text", "facts"), on="query_id", how="left").sort("query_id", "chunk_id")
+    pairs = (
+        pool.select("query_id", "chunk_id", pl.col("is_seed").alias("required_piece"))
+        .join(questions.select("query_id", "query_text", "facts"), on="query_id", how="left")
+        .sort("query_id", "chunk_id")
+    )
     rows, reports = [], {}
     unknown = pairs.filter(pl.col("facts").is_null() | ~pl.col("chunk_id").is_in(list(chunks)))
     for q, c, piece, facts in unknown.select("query_id", "chunk_id", "required_piece", "facts").iter_rows():
@@ -40,12 +51,23 @@ def label_facts(
         rows.append(_row(q, c, piece, "failed", why, None, client.model, template.hash))
     asked = pairs.join(unknown.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti")
     runs = []
-    for (n,), part in asked.with_columns(n=pl.col("facts").list.len()).sort("n", "query_id", "chunk_id").group_by(
-            "n", maintain_order=True):
+    for (n,), part in (
+        asked.with_columns(n=pl.col("facts").list.len())
+        .sort("n", "query_id", "chunk_id")
+        .group_by("n", maintain_order=True)
+    ):
         records = part.to_dicts()
-        requests = [LLMRequest(f"{r['query_id']}|{r['chunk_id']}", template.render(
-            question=r["query_text"], facts=render_facts(r["facts"]), passages=render_passages([chunks[r["chunk_id"]]])))
-            for r in records]
+        requests = [
+            LLMRequest(
+                f"{r['query_id']}|{r['chunk_id']}",
+                template.render(
+                    question=r["query_text"],
+                    facts=render_facts(r["facts"]),
+                    passages=render_passages([chunks[r["chunk_id"]]]),
+                ),
+            )
+            for r in records
+        ]
         runs.append((n, records, facts_stated_model(reasoning_field, n), requests))
     client.check_budget((template, model, requests) for _, _, model, requests in runs)  # all, before the first
     for n, records, model, requests in runs:
@@ -53,14 +75,42 @@ def label_facts(
         reports[n] = report
         for r, res in zip(records, report.results):
             if res.ok:
-                rows.append(_row(r["query_id"], r["chunk_id"], r["required_piece"], "labelled", None,
-                                 sorted(set(res.value["facts"])), client.model, template.hash))
+                rows.append(
+                    _row(
+                        r["query_id"],
+                        r["chunk_id"],
+                        r["required_piece"],
+                        "labelled",
+                        None,
+                        sorted(set(res.value["facts"])),
+                        client.model,
+                        template.hash,
+                    )
+                )
             else:
-                rows.append(_row(r["query_id"], r["chunk_id"], r["required_piece"], "failed",
-                                 f"{res.status}: {res.error}", None, client.model, template.hash))
+                rows.append(
+                    _row(
+                        r["query_id"],
+                        r["chunk_id"],
+                        r["required_piece"],
+                        "failed",
+                        f"{res.status}: {res.error}",
+                        None,
+                        client.model,
+                        template.hash,
+                    )
+                )
     return pl.DataFrame(rows, schema=FACT_LABEL_SCHEMA).sort("query_id", "chunk_id"), reports
 
 
 def _row(q, c, piece, status, reason, facts, model, prompt_hash) -> dict:
-    return {"query_id": q, "chunk_id": c, "required_piece": piece, "status": status, "failure_reason": reason,
-            "facts": facts, "judge_model": model, "prompt_hash": prompt_hash}
+    return {
+        "query_id": q,
+        "chunk_id": c,
+        "required_piece": piece,
+        "status": status,
+        "failure_reason": reason,
+        "facts": facts,
+        "judge_model": model,
+        "prompt_hash": prompt_hash,
+    }

@@ -1,10 +1,11 @@
 """The judge's failures on the track: counted per label table, bounded by ``llm.judge.max_failure_rate``, listed."""
+
 from __future__ import annotations
 
 import polars as pl
 
-from mama_pipeline.llm.failure_bounds import StageFailures, pair_label_failures
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.llm.failure_bounds import StageFailures, pair_label_failures
 
 RELEVANCE_UNIT, FACTS_UNIT = "multi-passage pooled pairs (relevance)", "multi-passage pooled pairs (facts)"
 
@@ -23,5 +24,7 @@ def over_bound(stages: list[StageFailures]) -> str | None:
 def failure_listing(outcomes: pl.DataFrame, limit: int = 50) -> dict:
     """Metadata listing a label table's failed pairs with their reasons (the first ``limit``)."""
     failed = outcomes.filter(pl.col("status") == "failed")
-    return {"failed": failed.height,
-            "failures": md_table(failed.select("query_id", "chunk_id", "failure_reason").head(limit))}
+    return {
+        "failed": failed.height,
+        "failures": md_table(failed.select("query_id", "chunk_id", "failure_reason").head(limit)),
+    }

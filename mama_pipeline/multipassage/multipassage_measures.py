@@ -18,6 +18,7 @@ stated by some chunk in the top k (pyndeval ``StRecall@k``, subtopic recall);
 ``AllIn@k[pieces]``, 1 when every fact is stated in the top k (that recall is 1), else 0.
 A question the retriever returned nothing for scores 0, as a user would experience it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -53,50 +54,77 @@ def fact_qrels(questions: pl.DataFrame, fact_labels: pl.DataFrame) -> pl.DataFra
         .with_columns(fact=pl.int_ranges(1, pl.col("doc_id").list.len() + 1))
         .explode("doc_id", "fact")
     )
-    judged = fact_labels.select("query_id", pl.col("chunk_id").alias("doc_id"), pl.col("facts").alias("fact")).explode("fact")
+    judged = fact_labels.select("query_id", pl.col("chunk_id").alias("doc_id"), pl.col("facts").alias("fact")).explode(
+        "fact"
+    )
     known = questions.select("query_id", n=pl.col("fact_chunk_ids").list.len())
     judged = judged.join(known, on="query_id").drop_nulls("fact")
     bad = judged.filter(~pl.col("fact").is_between(1, pl.col("n")))
     if bad.height:
         q, c, f, n = bad.row(0)
-        raise ValueError(f"fact label of ({q}, {c}) names fact {f} of a question with {n} facts: the labels are stale; "
-                         "re-materialise multipassage_fact_labels")
-    both = pl.concat([own.select("query_id", "doc_id", pl.col("fact").cast(pl.Int64)),
-                      judged.select("query_id", "doc_id", pl.col("fact").cast(pl.Int64))]).unique()
+        raise ValueError(
+            f"fact label of ({q}, {c}) names fact {f} of a question with {n} facts: the labels are stale; "
+            "re-materialise multipassage_fact_labels"
+        )
+    both = pl.concat(
+        [
+            own.select("query_id", "doc_id", pl.col("fact").cast(pl.Int64)),
+            judged.select("query_id", "doc_id", pl.col("fact").cast(pl.Int64)),
+        ]
+    ).unique()
     return both.sort("query_id", "fact", "doc_id").select(
-        pl.col("query_id").cast(pl.String), pl.col("doc_id").cast(pl.String), pl.lit(1, pl.Int64).alias("relevance"),
+        pl.col("query_id").cast(pl.String),
+        pl.col("doc_id").cast(pl.String),
+        pl.lit(1, pl.Int64).alias("relevance"),
         pl.col("fact").cast(pl.String).alias("iteration"),
     )
 
 
 def graded_qrels(labels: pl.DataFrame, questions: pl.DataFrame, lenient: int) -> pl.DataFrame:
     """Judge labels (query_id, chunk_id, score) with the chunks of each question's set raised to ``lenient``."""
-    judged = labels.select(pl.col("query_id").cast(pl.String), pl.col("chunk_id").cast(pl.String).alias("doc_id"),
-                           pl.col("score").cast(pl.Int64).alias("relevance"))
-    pieces = questions.select(pl.col("query_id").cast(pl.String), pl.col("chunk_ids").alias("doc_id")).explode(
-        "doc_id").select("query_id", pl.col("doc_id").cast(pl.String), pl.lit(lenient, pl.Int64).alias("piece"))
+    judged = labels.select(
+        pl.col("query_id").cast(pl.String),
+        pl.col("chunk_id").cast(pl.String).alias("doc_id"),
+        pl.col("score").cast(pl.Int64).alias("relevance"),
+    )
+    pieces = (
+        questions.select(pl.col("query_id").cast(pl.String), pl.col("chunk_ids").alias("doc_id"))
+        .explode("doc_id")
+        .select("query_id", pl.col("doc_id").cast(pl.String), pl.lit(lenient, pl.Int64).alias("piece"))
+    )
     return (
         judged.join(pieces, on=["query_id", "doc_id"], how="full", coalesce=True)
-        .select("query_id", "doc_id", pl.max_horizontal(pl.col("relevance").fill_null(0),
-                                                         pl.col("piece").fill_null(0)).alias("relevance"))
+        .select(
+            "query_id",
+            "doc_id",
+            pl.max_horizontal(pl.col("relevance").fill_null(0), pl.col("piece").fill_null(0)).alias("relevance"),
+        )
         .sort("query_id", "doc_id")
     )
 
 
 def track_values(
-    run: pl.DataFrame, qrels: pl.DataFrame, query_ids: Sequence[str], retrievers: Sequence[str],
-    cutoffs: Sequence[int], alpha: float,
+    run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    query_ids: Sequence[str],
+    retrievers: Sequence[str],
+    cutoffs: Sequence[int],
+    alpha: float,
 ) -> pl.DataFrame:
     """Per (retriever, question, track measure) value.
 
     ``run``: (retriever, query_id, doc_id, rank); ``qrels``: the facts qrels (:func:`fact_qrels`).
     """
-    diversity = [ir_measures.Qrel(*row) for row in qrels.select("query_id", "doc_id", "relevance", "iteration").iter_rows()]
+    diversity = [
+        ir_measures.Qrel(*row) for row in qrels.select("query_id", "doc_id", "relevance", "iteration").iter_rows()
+    ]
     judged = set(qrels["query_id"].to_list())
     # ndeval runs once per alpha: StRecall (no alpha) is asked in a call of its own, as pyndeval returns 0 for
     # it when it shares a call with an alpha other than ndeval's default
-    groups = [[ir_measures.parse_measure(alpha_ndcg_name(k, alpha)) for k in cutoffs],
-              [ir_measures.parse_measure(f"StRecall@{k}") for k in cutoffs]]
+    groups = [
+        [ir_measures.parse_measure(alpha_ndcg_name(k, alpha)) for k in cutoffs],
+        [ir_measures.parse_measure(f"StRecall@{k}") for k in cutoffs],
+    ]
     name_of = {str(m): (f"R@{m['cutoff']}{PIECES}" if m.NAME == "StRecall" else str(m)) for g in groups for m in g}
     rows: dict[str, list] = {c: [] for c in PER_QUERY_SCHEMA}
 

@@ -8,6 +8,7 @@ shown (fact numbers 1..n), so the constrained decoder cannot name a passage or a
 Passages are fenced in ``<passage n="i">...</passage>``; tag-like text inside a
 passage is neutralised so the fence cannot be closed from within the data.
 """
+
 from __future__ import annotations
 
 import re
@@ -89,13 +90,20 @@ def _reasoning_first(reasoning_field: bool) -> dict:
 def writer_model(reasoning_field: bool, size: int) -> type[BaseModel]:
     """The writer's answer for a set of ``size`` passages: question, one fact list per passage, reason."""
     fact = Annotated[str, Field(max_length=FACT_CHARS)]
-    facts = {f"facts_passage_{i}": (list[fact], Field(max_length=FACTS_PER_PASSAGE,
-                                                      description=f"facts passage {i} states that the answer needs"))
-             for i in range(1, size + 1)}
+    facts = {
+        f"facts_passage_{i}": (
+            list[fact],
+            Field(max_length=FACTS_PER_PASSAGE, description=f"facts passage {i} states that the answer needs"),
+        )
+        for i in range(1, size + 1)
+    }
     return create_model(
         f"QuestionAnswer{size}{'WithReasoning' if reasoning_field else ''}",
         **_reasoning_first(reasoning_field),
-        question=(str | None, Field(max_length=QUESTION_CHARS, description="one question needing every passage, or null")),
+        question=(
+            str | None,
+            Field(max_length=QUESTION_CHARS, description="one question needing every passage, or null"),
+        ),
         **facts,
         reason=(str, Field(max_length=REASON_CHARS, description="what each passage contributes, or why none fits")),
     )
@@ -119,18 +127,25 @@ def writer_template(max_words: int, reasoning_field: bool) -> PromptTemplate:
 
 
 def verifier_template(reasoning_field: bool) -> PromptTemplate:
-    return PromptTemplate(VERIFIER_ID, VERIFIER_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field else ""),
-                          VERIFIER_USER)
+    return PromptTemplate(
+        VERIFIER_ID, VERIFIER_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field else ""), VERIFIER_USER
+    )
 
 
 def fact_check_template(reasoning_field: bool) -> PromptTemplate:
-    return PromptTemplate(FACT_CHECK_ID, FACT_CHECK_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field
-                                                                  else ""), FACT_CHECK_USER)
+    return PromptTemplate(
+        FACT_CHECK_ID,
+        FACT_CHECK_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field else ""),
+        FACT_CHECK_USER,
+    )
 
 
 def fact_judge_template(reasoning_field: bool) -> PromptTemplate:
-    return PromptTemplate(FACT_JUDGE_ID, FACT_JUDGE_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field
-                                                                  else ""), FACT_JUDGE_USER)
+    return PromptTemplate(
+        FACT_JUDGE_ID,
+        FACT_JUDGE_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field else ""),
+        FACT_JUDGE_USER,
+    )
 
 
 def verifier_model(reasoning_field: bool) -> type[BaseModel]:
@@ -150,5 +165,7 @@ def render_passages(passages: list[dict]) -> str:
     blocks = []
     for i, p in enumerate(passages, 1):
         text = _TAG.sub(lambda m: m.group(0).replace("<", "&lt;"), p["text"])
-        blocks.append(f'<passage n="{i}">\nSource: {p["source"]}\nSection: {p["section"] or "(none)"}\n\n{text}\n</passage>')
+        blocks.append(
+            f'<passage n="{i}">\nSource: {p["source"]}\nSection: {p["section"] or "(none)"}\n\n{text}\n</passage>'
+        )
     return "\n\n".join(blocks)

@@ -8,6 +8,7 @@ questions and per tier; paired tests between every two retrievers
 CI, randomization test, exact McNemar on 0/1 measures, Holm across pairs), over
 all questions and within each tier of at least ``min_tier_questions`` questions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,17 +16,22 @@ from dataclasses import dataclass
 import polars as pl
 
 from mama_pipeline.evaluation.judged_scoreboard import check_measures as check_named_measures
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.per_query_scoring import evaluate
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
 from mama_pipeline.multipassage.multipassage_measures import fact_qrels, graded_qrels, track_measure_names, track_values
 from mama_pipeline.multipassage.settings import MultipassageSettings
 
 BOARD_SCHEMA = {
-    "tier": pl.String, "retriever": pl.String, "measure": pl.String, "position": pl.Int64, "track": pl.Boolean,
-    "mean": pl.Float64, "n_queries": pl.Int64,
+    "tier": pl.String,
+    "retriever": pl.String,
+    "measure": pl.String,
+    "position": pl.Int64,
+    "track": pl.Boolean,
+    "mean": pl.Float64,
+    "n_queries": pl.Int64,
 }
 TRACK_SIGNIFICANCE_SCHEMA = {"tier": pl.String, **SIGNIFICANCE_SCHEMA}
 MIN_TIER_QUESTIONS = 2
@@ -50,7 +56,10 @@ def measure_names(mp: MultipassageSettings, ev: EvaluationSettings) -> tuple[lis
 
 def check_measures(mp: MultipassageSettings, ev: EvaluationSettings) -> None:
     track, headline = measure_names(mp, ev)
-    for key, names in (("significance_measures", mp.significance_measures), ("headline_measure", [mp.headline_measure])):
+    for key, names in (
+        ("significance_measures", mp.significance_measures),
+        ("headline_measure", [mp.headline_measure]),
+    ):
         check_named_measures(names, track + headline, f"multipassage.{key}")
 
 
@@ -78,30 +87,49 @@ def score_track(
     facts = fact_qrels(questions, fact_labels)
     per_query = pl.concat([track_values(run, facts, qids, retrievers, mp.cutoffs, mp.alpha), single])
     order = {m: i for i, m in enumerate(track + headline)}
-    segments = pl.concat([
-        questions.select("query_id", tier=pl.lit("all")),
-        questions.select("query_id", pl.col("tier").fill_null("(none)")).sort("tier", "query_id"),
-    ])
+    segments = pl.concat(
+        [
+            questions.select("query_id", tier=pl.lit("all")),
+            questions.select("query_id", pl.col("tier").fill_null("(none)")).sort("tier", "query_id"),
+        ]
+    )
     board = (
         per_query.join(segments, on="query_id")
         .group_by("tier", "retriever", "measure")
         .agg(pl.col("value").mean().alias("mean"), pl.len().cast(pl.Int64).alias("n_queries"))
-        .with_columns(position=pl.col("measure").replace_strict(order, return_dtype=pl.Int64),
-                      track=pl.col("measure").is_in(track))
+        .with_columns(
+            position=pl.col("measure").replace_strict(order, return_dtype=pl.Int64),
+            track=pl.col("measure").is_in(track),
+        )
     )
     tier_rank = {t: i for i, t in enumerate(["all", *sorted(set(questions["tier"].fill_null("(none)").to_list()))])}
     board = (
-        board.with_columns(_t=pl.col("tier").replace_strict(tier_rank, return_dtype=pl.Int64),
-                           _r=pl.col("retriever").replace_strict({r: i for i, r in enumerate(retrievers)},
-                                                                 return_dtype=pl.Int64))
-        .sort("_t", "_r", "position").select(list(BOARD_SCHEMA)).cast(BOARD_SCHEMA)
+        board.with_columns(
+            _t=pl.col("tier").replace_strict(tier_rank, return_dtype=pl.Int64),
+            _r=pl.col("retriever").replace_strict({r: i for i, r in enumerate(retrievers)}, return_dtype=pl.Int64),
+        )
+        .sort("_t", "_r", "position")
+        .select(list(BOARD_SCHEMA))
+        .cast(BOARD_SCHEMA)
     )
-    return TrackScores(per_query, board, _significance(per_query, segments, retrievers, mp, ev), qrels, facts,
-                       track + headline, retrievers)
+    return TrackScores(
+        per_query,
+        board,
+        _significance(per_query, segments, retrievers, mp, ev),
+        qrels,
+        facts,
+        track + headline,
+        retrievers,
+    )
 
 
-def _significance(per_query: pl.DataFrame, segments: pl.DataFrame, retrievers: list[str],
-                  mp: MultipassageSettings, ev: EvaluationSettings) -> pl.DataFrame:
+def _significance(
+    per_query: pl.DataFrame,
+    segments: pl.DataFrame,
+    retrievers: list[str],
+    mp: MultipassageSettings,
+    ev: EvaluationSettings,
+) -> pl.DataFrame:
     frames = [pl.DataFrame(schema=TRACK_SIGNIFICANCE_SCHEMA)]
     if len(retrievers) < 2:
         return frames[0]
@@ -110,7 +138,8 @@ def _significance(per_query: pl.DataFrame, segments: pl.DataFrame, retrievers: l
         if ids.height < (1 if tier == "all" else MIN_TIER_QUESTIONS):
             continue
         part = wanted.join(ids.select("query_id"), on="query_id", how="semi")
-        sig = pairwise_significance(part, mp.significance_measures, retrievers, n_resamples=ev.resamples,
-                                    seed=ev.seed, confidence=ev.confidence)
+        sig = pairwise_significance(
+            part, mp.significance_measures, retrievers, n_resamples=ev.resamples, seed=ev.seed, confidence=ev.confidence
+        )
         frames.append(sig.select(pl.lit(tier).alias("tier"), pl.all()))
     return pl.concat(frames, how="vertical_relaxed").cast(TRACK_SIGNIFICANCE_SCHEMA)

@@ -1,12 +1,13 @@
 """Nearest chunks of each anchor chunk under an embedding retriever (embedding cache + exact FAISS search)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 
-from mama_pipeline.retrieval.embedding_cache import Encoder, EmbedStats, embed_with_cache
+from mama_pipeline.retrieval.embedding_cache import EmbedStats, Encoder, embed_with_cache
 from mama_pipeline.retrieval.exact_search import faiss_hits
 from mama_pipeline.store import Store
 
@@ -43,6 +44,7 @@ def dense_neighbours(
         hits.rename({"query_id": "anchor_chunk_id"})
         .filter(pl.col("anchor_chunk_id") != pl.col("chunk_id"))
         .sort(["anchor_chunk_id", "score", "chunk_id"], descending=[False, True, False])
-        .group_by("anchor_chunk_id", maintain_order=True).head(k)
+        .group_by("anchor_chunk_id", maintain_order=True)
+        .head(k)
     )
     return out.cast(NEIGHBOUR_SCHEMA), stats

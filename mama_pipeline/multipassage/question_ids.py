@@ -3,6 +3,7 @@
 An id belongs to its chunk set (``set_id``) for good (registry table
 ``multipassage_id_registry``; numbering rules in :mod:`mama_pipeline.common.id_registry`).
 """
+
 from mama_pipeline.common.id_registry import IdRegistry
 
 QUESTION_IDS = IdRegistry("mq_", "set_id", "multi-passage id registry", "question id", "chunk sets")

@@ -21,39 +21,77 @@ Only ``kept`` questions are released, with their facts (each with the chunk that
 it). Verification is asked only for sets with a usable question and facts; a failed answer
 is never read as a verdict.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
 from mama_pipeline.llm.client import LLMClient, LLMRequest, LLMResult, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
-from mama_pipeline.multipassage.multipassage_prompts import facts_stated_model, render_facts, render_passages, writer_model
+from mama_pipeline.multipassage.multipassage_prompts import (
+    facts_stated_model,
+    render_facts,
+    render_passages,
+    writer_model,
+)
 from mama_pipeline.queries.rules import duplicate_key, normalise_query
 
 STATUSES = (
-    "kept", "writer_failed", "no_question", "empty_question", "too_long", "facts_missing", "verifier_failed",
-    "fact_not_stated", "single_chunk_answers", "set_incomplete", "duplicate_question",
+    "kept",
+    "writer_failed",
+    "no_question",
+    "empty_question",
+    "too_long",
+    "facts_missing",
+    "verifier_failed",
+    "fact_not_stated",
+    "single_chunk_answers",
+    "set_incomplete",
+    "duplicate_question",
 )
 SET_ITEM = "set"
 FACT_ITEM = "fact"
 DECISION_SCHEMA = {
-    "set_id": pl.String, "kind": pl.String, "size": pl.Int64, "chunk_ids": pl.List(pl.String),
-    "source": pl.String, "tier": pl.String, "status": pl.String, "question": pl.String, "raw_question": pl.String,
-    "words": pl.Int64, "writer_reason": pl.String,
+    "set_id": pl.String,
+    "kind": pl.String,
+    "size": pl.Int64,
+    "chunk_ids": pl.List(pl.String),
+    "source": pl.String,
+    "tier": pl.String,
+    "status": pl.String,
+    "question": pl.String,
+    "raw_question": pl.String,
+    "words": pl.Int64,
+    "writer_reason": pl.String,
     "facts": pl.List(pl.String),  # the facts a complete answer needs, passage by passage
     "fact_chunk_ids": pl.List(pl.String),  # the chunk each fact was taken from, in facts order
     "fact_verdicts": pl.List(pl.String),  # the verifier's stated / not_stated per fact, in facts order
     "set_verdict": pl.String,
     "alone_verdicts": pl.List(pl.String),  # one per chunk, in chunk_ids order
-    "missing": pl.String, "error": pl.String, "writer_model": pl.String, "writer_prompt_hash": pl.String,
-    "verifier_model": pl.String, "verifier_prompt_hash": pl.String, "temperature": pl.Float64,
+    "missing": pl.String,
+    "error": pl.String,
+    "writer_model": pl.String,
+    "writer_prompt_hash": pl.String,
+    "verifier_model": pl.String,
+    "verifier_prompt_hash": pl.String,
+    "temperature": pl.Float64,
     "corpus_version": pl.String,
 }
 WRITTEN_SCHEMA = {
-    k: DECISION_SCHEMA[k] for k in ("set_id", "status", "question", "raw_question", "words", "writer_reason", "facts",
-                                    "fact_chunk_ids", "error")
+    k: DECISION_SCHEMA[k]
+    for k in (
+        "set_id",
+        "status",
+        "question",
+        "raw_question",
+        "words",
+        "writer_reason",
+        "facts",
+        "fact_chunk_ids",
+        "error",
+    )
 }
 
 
@@ -74,8 +112,10 @@ def run_writer(
 ) -> dict[int, RunReport]:
     """The writer's answers per set size, one call of the client each (each size has its own answer schema); the
     stage's budget is checked over every size before the first is sent."""
-    runs = {size: (writer_model(reasoning_field, size), writer_requests(part, chunks, template))
-            for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)}
+    runs = {
+        size: (writer_model(reasoning_field, size), writer_requests(part, chunks, template))
+        for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)
+    }
     client.check_budget((template, model, requests) for model, requests in runs.values())
     return {size: client.run(template, model, requests) for size, (model, requests) in runs.items()}
 
@@ -116,9 +156,19 @@ def written_questions(sets: pl.DataFrame, results: Sequence[LLMResult], max_word
             status = "facts_missing"
         else:
             status = "written"
-        rows.append({"set_id": sid, "status": status, "question": text or None, "raw_question": raw, "words": words,
-                     "writer_reason": value.get("reason"), "facts": facts or None, "fact_chunk_ids": owners or None,
-                     "error": None if res.ok else f"writer {res.status}: {res.error}"})
+        rows.append(
+            {
+                "set_id": sid,
+                "status": status,
+                "question": text or None,
+                "raw_question": raw,
+                "words": words,
+                "writer_reason": value.get("reason"),
+                "facts": facts or None,
+                "fact_chunk_ids": owners or None,
+                "error": None if res.ok else f"writer {res.status}: {res.error}",
+            }
+        )
     return pl.DataFrame(rows, schema=WRITTEN_SCHEMA)
 
 
@@ -130,9 +180,15 @@ def verifier_requests(
     out = []
     for sid, question, ids in ready.select("set_id", "question", "chunk_ids").sort("set_id").iter_rows():
         for cid in ids:
-            out.append(LLMRequest(f"{sid}|{cid}", template.render(question=question, passages=render_passages([chunks[cid]]))))
-        out.append(LLMRequest(f"{sid}|{SET_ITEM}", template.render(question=question,
-                                                                  passages=render_passages(_passages(ids, chunks)))))
+            out.append(
+                LLMRequest(f"{sid}|{cid}", template.render(question=question, passages=render_passages([chunks[cid]])))
+            )
+        out.append(
+            LLMRequest(
+                f"{sid}|{SET_ITEM}",
+                template.render(question=question, passages=render_passages(_passages(ids, chunks))),
+            )
+        )
     return out
 
 
@@ -144,24 +200,32 @@ def _own_facts(facts: list[str], owners: list[str]) -> dict[str, list[str]]:
     return by_chunk
 
 
-def fact_check_requests(written: pl.DataFrame, chunks: dict[str, dict],
-                        template: PromptTemplate) -> dict[int, list[LLMRequest]]:
+def fact_check_requests(
+    written: pl.DataFrame, chunks: dict[str, dict], template: PromptTemplate
+) -> dict[int, list[LLMRequest]]:
     """Per written set, each chunk with the facts taken from it (``<set_id>|fact|<chunk_id>``), keyed by the number
     of facts shown (each number has its own answer schema)."""
     out: dict[int, list[LLMRequest]] = {}
     ready = written.filter(pl.col("status") == "written").sort("set_id")
     for sid, facts, owners in ready.select("set_id", "facts", "fact_chunk_ids").iter_rows():
         for cid, own in _own_facts(facts, owners).items():
-            out.setdefault(len(own), []).append(LLMRequest(f"{sid}|{FACT_ITEM}|{cid}", template.render(
-                facts=render_facts(own), passages=render_passages([chunks[cid]]))))
+            out.setdefault(len(own), []).append(
+                LLMRequest(
+                    f"{sid}|{FACT_ITEM}|{cid}",
+                    template.render(facts=render_facts(own), passages=render_passages([chunks[cid]])),
+                )
+            )
     return out
 
 
-def run_fact_checks(client: LLMClient, template: PromptTemplate, reasoning_field: bool, written: pl.DataFrame,
-                    chunks: dict[str, dict]) -> dict[int, RunReport]:
+def run_fact_checks(
+    client: LLMClient, template: PromptTemplate, reasoning_field: bool, written: pl.DataFrame, chunks: dict[str, dict]
+) -> dict[int, RunReport]:
     """The verifier's fact checks, one call of the client per number of facts shown."""
-    return {n: client.run(template, facts_stated_model(reasoning_field, n), requests)
-            for n, requests in sorted(fact_check_requests(written, chunks, template).items())}
+    return {
+        n: client.run(template, facts_stated_model(reasoning_field, n), requests)
+        for n, requests in sorted(fact_check_requests(written, chunks, template).items())
+    }
 
 
 def decide(
@@ -205,14 +269,28 @@ def decide(
                     status = "set_incomplete"
                 else:
                     status = "kept"
-        rows.append({
-            **{k: s[k] for k in ("set_id", "kind", "size", "chunk_ids", "source", "tier", "corpus_version")},
-            "status": status, "question": w["question"], "raw_question": w["raw_question"], "words": w["words"],
-            "writer_reason": w["writer_reason"], "facts": w["facts"], "fact_chunk_ids": w["fact_chunk_ids"],
-            "fact_verdicts": fact_verdicts, "set_verdict": set_verdict, "alone_verdicts": alone,
-            "missing": missing, "error": error, "writer_model": writer[0], "writer_prompt_hash": writer[1],
-            "verifier_model": verifier[0], "verifier_prompt_hash": verifier[1], "temperature": temperature,
-        })
+        rows.append(
+            {
+                **{k: s[k] for k in ("set_id", "kind", "size", "chunk_ids", "source", "tier", "corpus_version")},
+                "status": status,
+                "question": w["question"],
+                "raw_question": w["raw_question"],
+                "words": w["words"],
+                "writer_reason": w["writer_reason"],
+                "facts": w["facts"],
+                "fact_chunk_ids": w["fact_chunk_ids"],
+                "fact_verdicts": fact_verdicts,
+                "set_verdict": set_verdict,
+                "alone_verdicts": alone,
+                "missing": missing,
+                "error": error,
+                "writer_model": writer[0],
+                "writer_prompt_hash": writer[1],
+                "verifier_model": verifier[0],
+                "verifier_prompt_hash": verifier[1],
+                "temperature": temperature,
+            }
+        )
     decisions = pl.DataFrame(rows, schema=DECISION_SCHEMA)
     return _mark_duplicates(decisions)
 

@@ -1,10 +1,11 @@
 """Configuration of the multi-passage track."""
+
 from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from mama_pipeline.llm.settings import LLMSettings
 from mama_pipeline.common.settings_base import Section
+from mama_pipeline.llm.settings import LLMSettings
 
 # stages that always exist (an optional stage such as cross_model_judge may be unset, so it cannot write or verify)
 STAGES = tuple(k for k, f in LLMSettings.model_fields.items() if k != "embedded_server" and f.default is not None)
@@ -70,8 +71,10 @@ def check_against(mp: MultipassageSettings, retrievers: dict[str, str], tiers: l
     kind = retrievers.get(mp.dense_retriever)
     if kind not in EMBEDDING_KINDS:
         found = "is not in retrieval.retrievers" if kind is None else f"is a {kind} retriever"
-        raise ValueError(f"multipassage.dense_retriever {mp.dense_retriever!r} {found}; it must name an embedding "
-                         f"retriever (kind {' or '.join(EMBEDDING_KINDS)})")
+        raise ValueError(
+            f"multipassage.dense_retriever {mp.dense_retriever!r} {found}; it must name an embedding "
+            f"retriever (kind {' or '.join(EMBEDDING_KINDS)})"
+        )
     unknown = sorted(set(mp.sets_per_source) - set(tiers))
     if unknown:
         raise ValueError(f"multipassage.sets_per_source names tiers {unknown} that corpus.tiers does not have")

@@ -1,4 +1,5 @@
 """The ``llm_plan`` asset (group ``plan``): the bill of every LLM stage, to materialise before a run."""
+
 import dagster as dg
 import polars as pl
 
@@ -22,11 +23,14 @@ def llm_plan(context: dg.AssetExecutionContext, settings: SettingsResource) -> d
     context.log.info("\n" + text)
     frame = bills_frame(bills)
     planned = frame.filter(pl.col("requests").is_not_null())
-    return dg.Output(frame, metadata={
-        "plan": dg.MetadataValue.md("```\n" + text + "\n```"),
-        "table": md_table(frame.drop("tokens_counted_by", "latency_from")),
-        "requests_to_send": int(planned["to_send"].sum()),
-        "prompt_tokens_to_send": int(planned["prompt_tokens"].sum()),
-        "stages_over_budget": frame.filter(pl.col("over_budget") != "").height,
-        "stage_plans_not_computed": frame.height - planned.height,
-    })
+    return dg.Output(
+        frame,
+        metadata={
+            "plan": dg.MetadataValue.md("```\n" + text + "\n```"),
+            "table": md_table(frame.drop("tokens_counted_by", "latency_from")),
+            "requests_to_send": int(planned["to_send"].sum()),
+            "prompt_tokens_to_send": int(planned["prompt_tokens"].sum()),
+            "stages_over_budget": frame.filter(pl.col("over_budget") != "").height,
+            "stage_plans_not_computed": frame.height - planned.height,
+        },
+    )

@@ -5,12 +5,13 @@ inputs in the store; :func:`bill` asks the cache which of them are answered (the
 cache keys, nothing sent), counts the prompt tokens of the others and prices their time from the
 latencies the cache recorded for the same stage, model and endpoint.
 """
+
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from pydantic import BaseModel
 
@@ -70,7 +71,8 @@ def recorded_latency(client: LLMClient) -> tuple[float | None, int]:
     with client.store.connect() as con:  # the client made the table when it opened
         rows = con.execute(
             f"SELECT latency_s FROM {CACHE_TABLE} WHERE stage = ? AND model = ? AND endpoint = ? "
-            "AND status = 'ok' AND latency_s > 0", [client.stage, client.model, client.endpoint],
+            "AND status = 'ok' AND latency_s > 0",
+            [client.stage, client.model, client.endpoint],
         ).fetchall()
     return (statistics.median(r[0] for r in rows), len(rows)) if rows else (None, 0)
 
@@ -88,8 +90,19 @@ def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None, slo
     slots = slots or slots_of(cfg, cfg.concurrency)
     common = dict(asset=plan.asset, stage=plan.stage, model=client.model, max_tokens=cfg.max_tokens, slots=slots)
     if plan.runs is None:
-        return Bill(**common, requests=None, cached=None, to_send=None, prompt_tokens=None, tokens_counted_by="",
-                    latency_s=None, latency_from="", expected_s=None, over_budget="", note=plan.note)
+        return Bill(
+            **common,
+            requests=None,
+            cached=None,
+            to_send=None,
+            prompt_tokens=None,
+            tokens_counted_by="",
+            latency_s=None,
+            latency_from="",
+            expected_s=None,
+            over_budget="",
+            note=plan.note,
+        )
     counter = counter_for(cfg.tokenizer or client.model)
     requests = cached = to_send = tokens = 0
     for run in plan.runs:
@@ -107,6 +120,16 @@ def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None, slo
         latency, source = None, "none recorded; give --latency-s"
     expected = math.ceil(to_send / slots) * latency if latency is not None else None
     over = budget_breach(plan.stage, cfg, to_send, tokens, counter.method) or ""
-    return Bill(**common, requests=requests, cached=cached, to_send=to_send, prompt_tokens=tokens,
-                tokens_counted_by=counter.method, latency_s=latency, latency_from=source,
-                expected_s=None if expected is None else round(expected, 1), over_budget=over, note=plan.note)
+    return Bill(
+        **common,
+        requests=requests,
+        cached=cached,
+        to_send=to_send,
+        prompt_tokens=tokens,
+        tokens_counted_by=counter.method,
+        latency_s=latency,
+        latency_from=source,
+        expected_s=None if expected is None else round(expected, 1),
+        over_budget=over,
+        note=plan.note,
+    )

@@ -1,4 +1,5 @@
 """``mama-pipeline plan --select ...``: the bill of a selection's LLM stages, before anything is sent."""
+
 from __future__ import annotations
 
 from mama_pipeline.common.input_errors import InputError

@@ -1,4 +1,5 @@
 """The plan group's Dagster definitions."""
+
 import dagster as dg
 
 from mama_pipeline.plan.assets import llm_plan

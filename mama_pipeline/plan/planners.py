@@ -7,10 +7,11 @@ depend on answers asked in the same step (the rewrite gate, the multi-passage ve
 retrieval the plan does not run (RAG answering systems) are listed with the reason they are not
 computed.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 import polars as pl
 
@@ -69,11 +70,15 @@ def _judge_runs(
 
     model = output_model(inp.s.llm.judge.reasoning)
     holes = judge_holes(client, inp.store, pairs, queries, chunks, model)
-    return (PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(holes, inp.s.judging.batch_pairs))
+    return (
+        PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(holes, inp.s.judging.batch_pairs)
+    )
 
 
 def _judged_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    return _judge_runs(inp, client, inp.table("pooled_pairs"), inp.table("generated_queries"), inp.table("corpus_chunks"))
+    return _judge_runs(
+        inp, client, inp.table("pooled_pairs"), inp.table("generated_queries"), inp.table("corpus_chunks")
+    )
 
 
 def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
@@ -102,11 +107,16 @@ def _system_answers(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedR
     cfg = inp.s.systems.system(stage.split(":", 1)[1])
     items = inp.table("systems_items").filter(pl.col("track").is_in(cfg.tracks))
     if cfg.mode == "rag":
-        return (f"{items.height} items; not computed: each prompt carries the chunks {cfg.retriever} retrieves, "
-                "and the plan runs no retrieval")
+        return (
+            f"{items.height} items; not computed: each prompt carries the chunks {cfg.retriever} retrieves, "
+            "and the plan runs no retrieval"
+        )
     no_context = pl.DataFrame(schema=answering.CONTEXT_SCHEMA)
-    return [PlannedRun(t, m, r) for t, m, r, _ in
-            (answering.track_requests(cfg, track, items, no_context) for track in cfg.tracks) if r]
+    return [
+        PlannedRun(t, m, r)
+        for t, m, r, _ in (answering.track_requests(cfg, track, items, no_context) for track in cfg.tracks)
+        if r
+    ]
 
 
 def _system_grades(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
@@ -119,11 +129,17 @@ def _system_grades(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRu
     for name in inp.s.systems.names:
         answers = inp.table("system_answers", partition=name)
         if stage == "answer_grader":
-            runs.append(PlannedRun(SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade,
-                                   grading.short_answer_requests(answers, items)))
+            runs.append(
+                PlannedRun(SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade, grading.short_answer_requests(answers, items))
+            )
         else:
-            runs.append(PlannedRun(RUBRIC_JUDGE_PROMPT, RubricVerdict,
-                                   grading.rubric_requests(answers, items, inp.table("mamabench_criteria"))))
+            runs.append(
+                PlannedRun(
+                    RUBRIC_JUDGE_PROMPT,
+                    RubricVerdict,
+                    grading.rubric_requests(answers, items, inp.table("mamabench_criteria")),
+                )
+            )
     return runs
 
 
@@ -143,8 +159,13 @@ def _rewrites(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | 
     runs = []
     for kind in kinds:
         template = rewrite_template(kind.rewrite, r.max_rewrite_words, reasoning)
-        runs.append(PlannedRun(template, rewrite_model(reasoning),
-                               [LLMRequest(variant_id(q, kind.name), template.render(query=t)) for q, t in texts]))
+        runs.append(
+            PlannedRun(
+                template,
+                rewrite_model(reasoning),
+                [LLMRequest(variant_id(q, kind.name), template.render(query=t)) for q, t in texts],
+            )
+        )
     return runs
 
 
@@ -158,8 +179,13 @@ def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[Plan
     _, clean = clean_rankings(inp.s, inp.store, variants)  # the clean top-k's holes are judged too
     holes = hole_pairs(variants, inp.table("variant_rankings"), clean, inp.table("judgments"), judge_depth(inp.s))
     to_judge, _ = within_budget(holes, inp.s.robustness.max_hole_pairs)
-    return _judge_runs(inp, client, to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
-                       inp.table("generated_queries"), inp.table("corpus_chunks"))
+    return _judge_runs(
+        inp,
+        client,
+        to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
+        inp.table("generated_queries"),
+        inp.table("corpus_chunks"),
+    )
 
 
 def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
@@ -174,8 +200,10 @@ def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[
     lookup = chunk_lookup(inp.table("corpus_chunks"), set(sets["chunk_ids"].explode().drop_nulls().to_list()))
     reasoning = getattr(inp.s.llm, stage).reasoning == "json_field"
     template = writer_template(mp.max_words, reasoning)
-    return [PlannedRun(template, writer_model(reasoning, size), writer_requests(part, lookup, template))
-            for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)]
+    return [
+        PlannedRun(template, writer_model(reasoning, size), writer_requests(part, lookup, template))
+        for (size,), part in sets.sort("size", "set_id").group_by("size", maintain_order=True)
+    ]
 
 
 def _multipassage_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
@@ -191,14 +219,18 @@ PLANNERS = [
     Planner("judged_labels", _llm("judge"), _judged_labels),
     Planner("query_variants", _llm("query_rewriter", "rewrite_gate"), _rewrites),
     Planner("variant_labels", _llm("judge"), _variant_labels),
-    Planner("multipassage_questions",
-            lambda s: [(n, getattr(s.llm, n)) for n in dict.fromkeys((s.multipassage.writer_stage,
-                                                                      s.multipassage.verifier_stage))],
-            _multipassage_questions),
+    Planner(
+        "multipassage_questions",
+        lambda s: [
+            (n, getattr(s.llm, n)) for n in dict.fromkeys((s.multipassage.writer_stage, s.multipassage.verifier_stage))
+        ],
+        _multipassage_questions,
+    ),
     Planner("multipassage_labels", _llm("judge"), _multipassage_labels),
     Planner("system_answers", lambda s: [(f"system:{e.name}", e) for e in s.systems.entries], _system_answers),
-    Planner("system_grades", lambda s: _llm("answer_grader", "rubric_judge")(s) if s.systems.entries else [],
-            _system_grades),
+    Planner(
+        "system_grades", lambda s: _llm("answer_grader", "rubric_judge")(s) if s.systems.entries else [], _system_grades
+    ),
 ]
 
 
@@ -208,7 +240,9 @@ def stage_bills(
     """The bill of each stage ``planner``'s asset asks, sending nothing; ``latency_s``: the latency to price
     stages with no recorded one; ``rebuilt``: the asset's inputs that the same selection rebuilds first."""
     rebuilt = sorted(rebuilt)
-    stale = f"made from the stored inputs, which this selection rebuilds first ({', '.join(rebuilt)})" if rebuilt else ""
+    stale = (
+        f"made from the stored inputs, which this selection rebuilds first ({', '.join(rebuilt)})" if rebuilt else ""
+    )
     first = "; this selection builds them first: plan again after that step" if rebuilt else ""
     out = []
     for stage, cfg in planner.stages(inp.s):
@@ -217,7 +251,10 @@ def stage_bills(
                 runs = planner.runs(inp, stage, client)
             except NotBuilt as exc:
                 runs = f"{NOT_BUILT}: {exc}{first}"
-            plan = (StagePlan(planner.asset, stage, cfg, None, runs) if isinstance(runs, str)
-                    else StagePlan(planner.asset, stage, cfg, runs, stale))
+            plan = (
+                StagePlan(planner.asset, stage, cfg, None, runs)
+                if isinstance(runs, str)
+                else StagePlan(planner.asset, stage, cfg, runs, stale)
+            )
             out.append(bill(plan, client, latency_s, slots_of(cfg, inp.s.llm.embedded_server.n_parallel)))
     return out

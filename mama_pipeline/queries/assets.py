@@ -14,8 +14,16 @@ from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 GROUP = "queries"
 REGISTRY_TABLE = "query_id_registry"
 QUERY_COLUMNS = [
-    "query_id", "query_text", "seed_chunk_id", "source", "tier", "model", "prompt_hash", "temperature",
-    "reason", "corpus_version",
+    "query_id",
+    "query_text",
+    "seed_chunk_id",
+    "source",
+    "tier",
+    "model",
+    "prompt_hash",
+    "temperature",
+    "reason",
+    "corpus_version",
 ]
 
 

@@ -1,4 +1,5 @@
 """The queries group's Dagster definitions."""
+
 import dagster as dg
 
 from mama_pipeline.queries.assets import generated_queries

@@ -7,6 +7,7 @@ order. The id follows the seed chunk, not the question's wording: a rewritten
 question for the same chunk keeps its id (the prompt hash on the row says which
 prompt wrote it).
 """
+
 from mama_pipeline.common.id_registry import IdRegistry
 
 QUERY_IDS = IdRegistry("q_", "seed_chunk_id", "query id registry", "query id", "seed chunks")

@@ -1,4 +1,5 @@
 """The answerability gate and query writer: one prompt, one answer per sampled chunk."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, Field

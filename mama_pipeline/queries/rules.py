@@ -14,9 +14,10 @@ Each sampled chunk gets exactly one status, checked in this order:
 
 A kept question is stored whitespace-collapsed, with surrounding quotes removed.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import polars as pl
 

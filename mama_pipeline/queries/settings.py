@@ -1,4 +1,5 @@
 """Configuration of the answerability gate and query writer."""
+
 from pydantic import Field
 
 from mama_pipeline.common.settings_base import Section

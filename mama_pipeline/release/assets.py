@@ -15,7 +15,9 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE, circularity_flags, flag_record, system_flags
+from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE
+from mama_pipeline.circularity.flags import circularity_flags, flag_record, system_flags
+from mama_pipeline.common.held_out import held_out_path
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.llm.failure_bounds import (
     FailureBoundError,
@@ -29,6 +31,8 @@ from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_sta
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.scope_agreement import agreement_stats, classifier_agreement, classifier_audit
 from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
+from mama_pipeline.release.leaderboard_part import mamabench_files
+from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, write_release
 from mama_pipeline.release.mamaretrieval import (
     NAME,
     CorpusInfo,
@@ -36,10 +40,7 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
-from mama_pipeline.common.held_out import held_out_path
 from mama_pipeline.release.parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
-from mama_pipeline.release.leaderboard_part import mamabench_files
-from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, write_release
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource, StoreResource
@@ -88,10 +89,16 @@ def prompt_infos(s: PipelineSettings, queries: pl.DataFrame, judgments: pl.DataF
         "judge_endpoint" in judgments.columns
         and judgments.get_column("judge_endpoint").str.starts_with(EMBEDDED_PREFIX).any()
     )
-    writer = PromptInfo(writer_template, writer_model.model_json_schema(), writer_template.hash, qw.temperature,
-                        writer_smoke)
-    judge = PromptInfo(RELEVANCE_JUDGE, judge_model.model_json_schema(), label_prompt_hash(RELEVANCE_JUDGE, judge_model),
-                       jc.temperature, judge_smoke)
+    writer = PromptInfo(
+        writer_template, writer_model.model_json_schema(), writer_template.hash, qw.temperature, writer_smoke
+    )
+    judge = PromptInfo(
+        RELEVANCE_JUDGE,
+        judge_model.model_json_schema(),
+        label_prompt_hash(RELEVANCE_JUDGE, judge_model),
+        jc.temperature,
+        judge_smoke,
+    )
     return writer, judge
 
 
@@ -165,37 +172,48 @@ def mamaretrieval_release(
     reliability: pl.DataFrame,
 ) -> dg.MaterializeResult:
     s = settings.get()
-    stages = [query_writer_failures(gate_decisions, s.llm.query_writer.max_failure_rate),
-              judge_failures(pooled_pairs, judgments, s.llm.judge.max_failure_rate)]
+    stages = [
+        query_writer_failures(gate_decisions, s.llm.query_writer.max_failure_rate),
+        judge_failures(pooled_pairs, judgments, s.llm.judge.max_failure_rate),
+    ]
     try:
         refuse_over_bound(NAME, s.release.mamaretrieval_version, stages)
     except FailureBoundError as exc:
         raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
     rankings = store.get().read_table("rankings", partitions=s.retrieval.pooled)
-    inputs = mamaretrieval_inputs(s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings,
-                                  judgments, pooled_pairs, reliability)
+    inputs = mamaretrieval_inputs(
+        s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings, judgments, pooled_pairs, reliability
+    )
     folder = s.release_path(NAME, inputs.version)
     parts = mamaretrieval_parts(s, store.get(), inputs)
     manifest = write_mamaretrieval_release(folder, inputs, parts, s.release.held_out.rule("query_id"))
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
-    held = {"held_out": dg.MetadataValue.json(manifest["held_out"]),
-            "held_out_path": dg.MetadataValue.path(str(held_out_path(folder, NAME)))} if "held_out" in manifest else {}
+    held = (
+        {
+            "held_out": dg.MetadataValue.json(manifest["held_out"]),
+            "held_out_path": dg.MetadataValue.path(str(held_out_path(folder, NAME))),
+        }
+        if "held_out" in manifest
+        else {}
+    )
     f = manifest["figures"]
-    return dg.MaterializeResult(metadata={
-        "path": dg.MetadataValue.path(str(folder)),
-        "version": inputs.version,
-        "corpus_version": manifest["corpus"]["version"],
-        "smoke_test": manifest["smoke_test"],
-        "files": len(manifest["files"]),
-        "queries": f["queries"],
-        "judged_pairs": f["judged_pairs"],
-        "rankings": f["rankings"],
-        "chunks": f["chunks"],
-        "queries_without_strict_chunk": f["queries_without_strict_chunk"],
-        **{k: v for st in stages for k, v in st.metadata().items()},
-        **held,
-        "manifest": dg.MetadataValue.json({k: v for k, v in manifest.items() if k != "files"}),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(folder)),
+            "version": inputs.version,
+            "corpus_version": manifest["corpus"]["version"],
+            "smoke_test": manifest["smoke_test"],
+            "files": len(manifest["files"]),
+            "queries": f["queries"],
+            "judged_pairs": f["judged_pairs"],
+            "rankings": f["rankings"],
+            "chunks": f["chunks"],
+            "queries_without_strict_chunk": f["queries_without_strict_chunk"],
+            **{k: v for st in stages for k, v in st.metadata().items()},
+            **held,
+            "manifest": dg.MetadataValue.json({k: v for k, v in manifest.items() if k != "files"}),
+        }
+    )
 
 
 @dg.asset_check(asset=mamaretrieval_release, blocking=True)
@@ -203,11 +221,14 @@ def mamaretrieval_release_verifies(settings: SettingsResource) -> dg.AssetCheckR
     """Every file of the folder matches the SHA-256 and row count in its manifest."""
     s = settings.get()
     result = verify_release(s.release_path(NAME, s.release.mamaretrieval_version))
-    return dg.AssetCheckResult(passed=result.ok, metadata={
-        "files_checked": len(result.checked),
-        "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in result.problems) or "(none)"),
-        "files_not_in_manifest": len(result.unlisted),
-    })
+    return dg.AssetCheckResult(
+        passed=result.ok,
+        metadata={
+            "files_checked": len(result.checked),
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in result.problems) or "(none)"),
+            "files_not_in_manifest": len(result.unlisted),
+        },
+    )
 
 
 @dg.asset(
@@ -221,8 +242,7 @@ def release_publication(context: dg.AssetExecutionContext, settings: SettingsRes
     p, rel = s.release.publish, s.release
     mamabench_path = _latest_metadata(context.instance, MAMABENCH_RELEASE).get("path")
     targets = [
-        (NAME, s.release_path(NAME, rel.mamaretrieval_version), rel.mamaretrieval_version,
-         p.mamaretrieval_repo_id),
+        (NAME, s.release_path(NAME, rel.mamaretrieval_version), rel.mamaretrieval_version, p.mamaretrieval_repo_id),
         ("mamabench", Path(mamabench_path) if mamabench_path else None, rel.mamabench_version, p.mamabench_repo_id),
     ]
     meta: dict[str, Any] = {"dry_run": not p.enabled}
@@ -233,8 +253,9 @@ def release_publication(context: dg.AssetExecutionContext, settings: SettingsRes
             context.log.info(f"{name}: release.publish.{name}_repo_id is unset; not published")
             meta[f"{name}/published"] = False
             continue
-        outcome = publish_release(folder, name, version, repo_id or f"<release.publish.{name}_repo_id>", p,
-                                  log=context.log.info)
+        outcome = publish_release(
+            folder, name, version, repo_id or f"<release.publish.{name}_repo_id>", p, log=context.log.info
+        )
         meta[f"{name}/folder"] = dg.MetadataValue.path(str(folder))
         meta[f"{name}/operations"] = dg.MetadataValue.json(json.loads(json.dumps(outcome.operations)))
         if outcome.commit_url:
@@ -262,33 +283,50 @@ def release_publication(context: dg.AssetExecutionContext, settings: SettingsRes
 )
 def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.MaterializeResult:
     s = settings.get()
-    stages = [classifier_failures(tables["verdicts"], s.llm.classifier.max_failure_rate),
-              reference_classifier_failures(tables["agreement"], s.llm.classifier_reference.max_failure_rate)]
+    stages = [
+        classifier_failures(tables["verdicts"], s.llm.classifier.max_failure_rate),
+        reference_classifier_failures(tables["agreement"], s.llm.classifier_reference.max_failure_rate),
+    ]
     try:
         refuse_over_bound("mamabench", s.release.mamabench_version, stages)
     except FailureBoundError as exc:
         raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
     out_dir = s.release_path("mamabench", s.release.mamabench_version)
-    inputs = mamabench_inputs(tables, s.release.mamabench_version, s.mamabench.agreement_pools,
-                            s.mamabench.agreement_sample_size, s.mamabench.agreement_seed)
+    inputs = mamabench_inputs(
+        tables,
+        s.release.mamabench_version,
+        s.mamabench.agreement_pools,
+        s.mamabench.agreement_sample_size,
+        s.mamabench.agreement_seed,
+    )
     inputs.extra = extra_configurations("mamabench", StoreResource(settings=settings).get(), s)
     inputs.extra_files, inputs.card_sections = mamabench_files(s, StoreResource(settings=settings).get())
     inputs.widely_trained = s.mamabench.widely_trained_pools
     inputs.circularity = [flag_record(f) for f in system_flags(s)]
     rule = s.release.held_out.rule("item_id")
     hashes = write_release(out_dir, inputs, rule)
-    return dg.MaterializeResult(metadata={
-        "path": dg.MetadataValue.path(str(out_dir)),
-        "files": len(hashes),
-        "items": inputs.items.height,
-        "manifest_sha256": hashes["manifests/manifest.json"],
-        **({"held_out_path": dg.MetadataValue.path(str(held_out_path(out_dir, "mamabench"))),
-            "held_out_share": rule.share} if rule.active else {}),
-        **{k: v for st in stages for k, v in st.metadata().items()},
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(out_dir)),
+            "files": len(hashes),
+            "items": inputs.items.height,
+            "manifest_sha256": hashes["manifests/manifest.json"],
+            **(
+                {
+                    "held_out_path": dg.MetadataValue.path(str(held_out_path(out_dir, "mamabench"))),
+                    "held_out_share": rule.share,
+                }
+                if rule.active
+                else {}
+            ),
+            **{k: v for st in stages for k, v in st.metadata().items()},
+        }
+    )
 
 
-def mamabench_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[str], size: int, seed: int) -> ReleaseInputs:
+def mamabench_inputs(
+    tables: dict[str, pl.DataFrame], version: str, pools: list[str], size: int, seed: int
+) -> ReleaseInputs:
     """Assemble the writer's inputs from the stored tables."""
     verdicts = tables["verdicts"]
     classified = verdicts.filter(pl.col("via") == "classifier")
@@ -324,7 +362,9 @@ def mamabench_inputs(tables: dict[str, pl.DataFrame], version: str, pools: list[
             "reference_model": agreement["model_b"][0] if agreement.height else None,
             "classifier_identity": agreement["identity_a"][0] if agreement.height else None,
             "reference_identity": agreement["identity_b"][0] if agreement.height else None,
-            "pools": pools, "sample_size": size, "seed": seed,
+            "pools": pools,
+            "sample_size": size,
+            "seed": seed,
         },
         parity=agreement_stats(tables["parity"]),
         calibration=tables.get("calibration"),

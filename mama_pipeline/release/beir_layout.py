@@ -15,6 +15,7 @@ reads ``<subset>-corpus``, ``<subset>-queries`` and ``<subset>-qrels`` for an
 (0 included). ``title`` is empty so that every tool embeds exactly the chunk text
 that was retrieved and judged (MTEB and BEIR prepend a non-empty title).
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -28,21 +29,24 @@ QRELS = "qrels/test-00000-of-00001.parquet"
 
 def corpus_table(chunks: pl.DataFrame) -> pl.DataFrame:
     return chunks.select(
-        pl.col("chunk_id").cast(pl.String).alias("_id"), pl.lit("", dtype=pl.String).alias("title"),
+        pl.col("chunk_id").cast(pl.String).alias("_id"),
+        pl.lit("", dtype=pl.String).alias("title"),
         pl.col("text").cast(pl.String),
     ).sort("_id")
 
 
 def queries_table(queries: pl.DataFrame) -> pl.DataFrame:
     """``queries``: query_id, query_text."""
-    return queries.select(pl.col("query_id").cast(pl.String).alias("_id"),
-                          pl.col("query_text").cast(pl.String).alias("text")).sort("_id")
+    return queries.select(
+        pl.col("query_id").cast(pl.String).alias("_id"), pl.col("query_text").cast(pl.String).alias("text")
+    ).sort("_id")
 
 
 def qrels_table(labels: pl.DataFrame) -> pl.DataFrame:
     """``labels``: query_id, chunk_id, score (the graded label)."""
     return labels.select(
-        pl.col("query_id").cast(pl.String).alias("query-id"), pl.col("chunk_id").cast(pl.String).alias("corpus-id"),
+        pl.col("query_id").cast(pl.String).alias("query-id"),
+        pl.col("chunk_id").cast(pl.String).alias("corpus-id"),
         pl.col("score").cast(pl.Int32),
     ).sort("query-id", "corpus-id")
 
@@ -53,13 +57,18 @@ def triple_configs(track: str | None, what: str) -> tuple[ViewerConfig, ...]:
     return (
         ViewerConfig(f"{name}corpus", CORPUS, "BEIR/MTEB corpus: _id, title (empty), text", "corpus"),
         ViewerConfig(f"{name}queries", prefix + QUERIES, f"BEIR/MTEB queries ({what}): _id, text", "queries"),
-        ViewerConfig(f"{name}qrels", prefix + QRELS,
-                     f"BEIR/MTEB qrels ({what}): query-id, corpus-id, score (graded 0-6 label)", "test"),
+        ViewerConfig(
+            f"{name}qrels",
+            prefix + QRELS,
+            f"BEIR/MTEB qrels ({what}): query-id, corpus-id, score (graded 0-6 label)",
+            "test",
+        ),
     )
 
 
-def triple_tables(track: str | None, queries: pl.DataFrame, labels: pl.DataFrame,
-                  chunks: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+def triple_tables(
+    track: str | None, queries: pl.DataFrame, labels: pl.DataFrame, chunks: pl.DataFrame | None = None
+) -> dict[str, pl.DataFrame]:
     """The triple's tables (path -> frame); the main track (``track`` None) also writes the corpus from ``chunks``."""
     prefix, _ = _prefix(track)
     tables = {prefix + QUERIES: queries_table(queries), prefix + QRELS: qrels_table(labels)}

@@ -1,4 +1,5 @@
 """``mama-pipeline verify FOLDER [FOLDER ...]``: check release folders against their manifests."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,10 @@ def main(argv: list[str] | None = None) -> int:
         for rel in result.unlisted:
             print(f"note {folder}: {rel} is not covered by {result.manifest}")
         status = "OK" if result.ok else "FAILED"
-        print(f"{status} {folder}: {len(result.checked) - len(result.problems)}/{len(result.checked)} files match "
-              f"{result.manifest}")
+        print(
+            f"{status} {folder}: {len(result.checked) - len(result.problems)}/{len(result.checked)} files match "
+            f"{result.manifest}"
+        )
         if not result.ok:
             code = max(code, 1)
     return code

@@ -4,6 +4,7 @@ Provenance decides, not a file name: a subset holding tasks adjudicated from
 synthetic annotations is refused unless ``clinician.release_synthetic_labels``
 allows it, and then its card and its ``synthetic`` column say so.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -13,8 +14,8 @@ import polars as pl
 from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
 from mama_pipeline.clinician.clinician_page import annotators, markdown_section
 from mama_pipeline.clinician.synthetic import is_synthetic
-from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.common.held_out import configuration_split
+from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.store import Store
 
@@ -23,15 +24,32 @@ if TYPE_CHECKING:
 
 NAME = "clinician_validated"
 LAYOUT = {  # release -> (kind, file, columns)
-    "mamaretrieval": ("relevance", "data/clinician_validated.parquet",
-                      ["query_id", "chunk_id", "annotations", "tie", "tied_on", "d1_topic", "d2_meaningful",
-                       "d3_actionable", "d4_density", "score", "synthetic"]),
-    "mamabench": ("scope", "data/clinician_validated/test.jsonl",
-                  ["item_id", "annotations", "tie", "tied_on", "category", "synthetic"]),
+    "mamaretrieval": (
+        "relevance",
+        "data/clinician_validated.parquet",
+        [
+            "query_id",
+            "chunk_id",
+            "annotations",
+            "tie",
+            "tied_on",
+            "d1_topic",
+            "d2_meaningful",
+            "d3_actionable",
+            "d4_density",
+            "score",
+            "synthetic",
+        ],
+    ),
+    "mamabench": (
+        "scope",
+        "data/clinician_validated/test.jsonl",
+        ["item_id", "annotations", "tie", "tied_on", "category", "synthetic"],
+    ),
 }
 
 
-def _refusal(validated: pl.DataFrame, kind: str, settings: "PipelineSettings") -> str | None:
+def _refusal(validated: pl.DataFrame, kind: str, settings: PipelineSettings) -> str | None:
     """Why the subset must not ship (None when it may)."""
     c = settings.clinician
     if "synthetic" not in validated.columns:
@@ -39,16 +57,20 @@ def _refusal(validated: pl.DataFrame, kind: str, settings: "PipelineSettings") -
     mine = validated.filter(pl.col("kind") == kind)
     synthetic = int(mine["synthetic"].sum())
     if synthetic and not c.release_synthetic_labels:
-        return (f"{synthetic} of {mine.height} {kind} tasks were adjudicated from SYNTHETIC annotations (made up, "
-                "not clinicians'); set clinician.release_synthetic_labels: true to release them marked synthetic")
+        return (
+            f"{synthetic} of {mine.height} {kind} tasks were adjudicated from SYNTHETIC annotations (made up, "
+            "not clinicians'); set clinician.release_synthetic_labels: true to release them marked synthetic"
+        )
     fewest = mine["annotations"].min()
     if fewest is not None and fewest < c.min_annotations:
-        return (f"a task holds {fewest} annotations, fewer than clinician.min_annotations = {c.min_annotations}; "
-                "re-materialise clinician_validated")
+        return (
+            f"a task holds {fewest} annotations, fewer than clinician.min_annotations = {c.min_annotations}; "
+            "re-materialise clinician_validated"
+        )
     return None
 
 
-def configurations(release: str, store: Store, settings: "PipelineSettings") -> list[ReleaseConfiguration]:
+def configurations(release: str, store: Store, settings: PipelineSettings) -> list[ReleaseConfiguration]:
     if release not in LAYOUT or not store.table_exists(NAME):
         return []
     kind, path, columns = LAYOUT[release]
@@ -56,8 +78,11 @@ def configurations(release: str, store: Store, settings: "PipelineSettings") -> 
     why = _refusal(validated, kind, settings)
     if why:
         raise ReleaseError(f"release {release}: configuration {NAME} refused: {why}")
-    frame = validated.filter(pl.col("kind") == kind).select(columns).sort(columns[:2] if kind == "relevance"
-                                                                          else columns[:1])
+    frame = (
+        validated.filter(pl.col("kind") == kind)
+        .select(columns)
+        .sort(columns[:2] if kind == "relevance" else columns[:1])
+    )
     metrics = store.read_table("clinician_agreement") if store.table_exists("clinician_agreement") else None
     synthetic = is_synthetic(frame)
     n = settings.clinician.min_annotations
@@ -68,11 +93,23 @@ def configurations(release: str, store: Store, settings: "PipelineSettings") -> 
         frame, held = rule.split(frame)
         split = configuration_split("tasks", "the query_id of the task's pair", frame.height, held.height)
         shown = validated.filter((pl.col("kind") != kind) | pl.col("query_id").is_in(frame["query_id"].implode()))
-    section = markdown_section(metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA), shown,
-                               kind, synthetic, n, estimates)
+    section = markdown_section(
+        metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA), shown, kind, synthetic, n, estimates
+    )
     if split:
-        section += (f"\nThe {held.height} tasks whose query is held out are not in this folder (held-out split); "
-                    f"the agreement and estimate figures above are of all {frame.height + held.height} tasks.\n")
+        section += (
+            f"\nThe {held.height} tasks whose query is held out are not in this folder (held-out split); "
+            f"the agreement and estimate figures above are of all {frame.height + held.height} tasks.\n"
+        )
     what = "(query, chunk) pairs" if kind == "relevance" else "items' scope categories"
-    return [ReleaseConfiguration(NAME, path, f"{what} labelled by at least {annotators(n, synthetic)}, majority "
-                                 "label; ties listed", frame, section, held_out_frame=held, split=split)]
+    return [
+        ReleaseConfiguration(
+            NAME,
+            path,
+            f"{what} labelled by at least {annotators(n, synthetic)}, majority label; ties listed",
+            frame,
+            section,
+            held_out_frame=held,
+            split=split,
+        )
+    ]

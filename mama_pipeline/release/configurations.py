@@ -7,6 +7,7 @@ Two kinds of contribution, both assembled by :mod:`mama_pipeline.release.parts`:
 - a single-table :class:`ReleaseConfiguration` for either release (mamaretrieval
   or mamabench); in the mamaretrieval release each becomes a part (:meth:`as_part`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,10 +55,17 @@ class ReleaseConfiguration:
         """The same table as a mamaretrieval release part (with its held-out rows when split)."""
         held = None
         if self.held_out_frame is not None:
-            held = ConfigurationPart(self.name, {self.path: self.held_out_frame}, manifest={
-                "path": self.path, "rows": self.held_out_frame.height, "description": self.description})
+            held = ConfigurationPart(
+                self.name,
+                {self.path: self.held_out_frame},
+                manifest={"path": self.path, "rows": self.held_out_frame.height, "description": self.description},
+            )
         return ConfigurationPart(
-            self.name, {self.path: self.frame}, viewer_configs=(ViewerConfig(self.name, self.path, self.description),),
+            self.name,
+            {self.path: self.frame},
+            viewer_configs=(ViewerConfig(self.name, self.path, self.description),),
             card_section=self.card_section,
             manifest={"path": self.path, "rows": self.frame.height, "description": self.description},
-            held_out=held, split=self.split)
+            held_out=held,
+            split=self.split,
+        )

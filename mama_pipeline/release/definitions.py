@@ -1,4 +1,5 @@
 """The release stage's Dagster definitions: both releases, their publication and the release check."""
+
 import dagster as dg
 
 from mama_pipeline.release.assets import CHECKS, mamabench_release, mamaretrieval_release, release_publication

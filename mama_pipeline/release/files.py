@@ -1,4 +1,5 @@
 """File-level helpers of the release writers and verifier: parquet bytes, row counts, the folder and its manifest."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,10 @@ def write_parquet(df: pl.DataFrame, path: Path) -> None:
     """Parquet with fixed settings, so equal frames give equal bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     df.write_parquet(
-        path, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL, statistics=True,
+        path,
+        compression=PARQUET_COMPRESSION,
+        compression_level=PARQUET_LEVEL,
+        statistics=True,
         row_group_size=ROW_GROUP_SIZE,
     )
 
@@ -45,10 +49,9 @@ def json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
-
-
-def write_release_folder(out_dir: Path, tables: dict[str, pl.DataFrame], texts: dict[str, bytes],
-                         manifest: dict[str, Any]) -> dict[str, Any]:
+def write_release_folder(
+    out_dir: Path, tables: dict[str, pl.DataFrame], texts: dict[str, bytes], manifest: dict[str, Any]
+) -> dict[str, Any]:
     """Write ``tables`` (parquet) and ``texts`` into ``out_dir`` atomically, with ``manifest`` (its ``files``:
     every file's hash, size and rows) as ``manifest.json``; returns the manifest."""
     with atomic_folder(Path(out_dir)) as tmp:

@@ -3,6 +3,7 @@ three answer tracks, as ``leaderboard/`` (the same bytes as ``<data_dir>/leaderb
 the stored tables so equal inputs give equal bytes. Under the held-out rule the folder holds public values only.
 When no leaderboard was materialised the release has no ``leaderboard/`` folder (and no card section on it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,9 @@ def released_leaderboard(s, store: Store, benchmark: str) -> ReleasedLeaderboard
     cfg = s.evaluation if benchmark == "mamaretrieval" else s.systems
     stats = Stats(cfg.resamples, cfg.seed, cfg.confidence, cfg.alpha)
     rule = s.release.held_out.rule(ID_FIELD[benchmark])
-    files = folder_files(benchmark, measures_of(specs), entries, comparisons, per_query,
-                         facts(benchmark, stats, rule, specs))
+    files = folder_files(
+        benchmark, measures_of(specs), entries, comparisons, per_query, facts(benchmark, stats, rule, specs)
+    )
     heads = entries.filter(pl.col("headline"))
     per_track = {t: heads.filter(pl.col("track") == t).height for t in BENCHMARK_TRACKS[benchmark]}
     submissions = heads.filter(pl.col("source") == "submission")["entry_id"].n_unique()
@@ -61,12 +63,19 @@ def released_leaderboard(s, store: Store, benchmark: str) -> ReleasedLeaderboard
         "value an entry's figures come from), so any paired test against any entry can be re-run without "
         "rescoring it. Each release carries the leaderboards of its own benchmark (mamaretrieval: main, "
         "robustness, multi-passage; mamabench: mcq, short answer, rubric)."
-        + (" Under the held-out split its figures and files are of the public part, with the held-out mean and "
-           "the gap beside them." if rule.active else "")
+        + (
+            " Under the held-out split its figures and files are of the public part, with the held-out mean and "
+            "the gap beside them."
+            if rule.active
+            else ""
+        )
         + "\n"
     )
-    return ReleasedLeaderboard({f"{FOLDER}/{p}": b for p, b in files.items()}, section,
-                               {"path": FOLDER, "entries_per_track": per_track, "submissions": submissions})
+    return ReleasedLeaderboard(
+        {f"{FOLDER}/{p}": b for p, b in files.items()},
+        section,
+        {"path": FOLDER, "entries_per_track": per_track, "submissions": submissions},
+    )
 
 
 def mamaretrieval_part(s, store: Store, inp):
@@ -74,8 +83,9 @@ def mamaretrieval_part(s, store: Store, inp):
     got = released_leaderboard(s, store, "mamaretrieval")
     if got is None:
         return None
-    return ConfigurationPart(FOLDER, {}, texts=got.files, card_section=got.card_section, manifest=got.manifest,
-                             public_only=True)
+    return ConfigurationPart(
+        FOLDER, {}, texts=got.files, card_section=got.card_section, manifest=got.manifest, public_only=True
+    )
 
 
 def mamabench_files(s, store: Store) -> tuple[dict[str, bytes], list[str]]:

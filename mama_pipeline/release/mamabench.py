@@ -16,6 +16,7 @@ Layout (all text, byte-identical for identical inputs)::
 The folder is written next to its destination and swapped in by rename, so a
 failed run leaves the previous release in place.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,13 +27,13 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.mamabench.scope_agreement import AgreementStats
-from mama_pipeline.release.mamabench_card import render_card
-from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
-from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 from mama_pipeline.mamabench.held_out_key import split_key
+from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
+from mama_pipeline.mamabench.scope_agreement import AgreementStats
+from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
+from mama_pipeline.release.mamabench_card import render_card
 
 SET_TYPES = ("mcq", "open_ended", "open_ended_rubric")
 
@@ -96,7 +97,9 @@ def release_files(inp: ReleaseInputs) -> dict[str, bytes]:
     files.update(inp.extra_files)
     files["schema/canonical_item.schema.json"] = _json(item_json_schema())
     # whether a verdict came from the cache says how a build ran, not what it found: a warm rebuild is the same release
-    files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id").drop("from_cache", strict=False)))
+    files["audit/scope_verdicts.jsonl"] = _jsonl(
+        _records(inp.verdicts.sort("item_id").drop("from_cache", strict=False))
+    )
     files["audit/accounting.jsonl"] = _jsonl(_records(inp.accounting.sort("pool", "origin", "upstream_index")))
     if inp.agreement is not None:
         files["audit/agreement.json"] = _json({**(inp.agreement_info or {}), **inp.agreement.to_dict()})
@@ -118,12 +121,14 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
     sources = []
     for pool_row in inp.yields.to_dicts():
         prov = inp.provenance.filter(pl.col("pool") == pool_row["pool"]).sort("origin")
-        sources.append({
-            **pool_row,
-            "licence": prov["licence"][0] if prov.height else None,
-            "location": prov["location"][0] if prov.height else None,
-            "files": prov.select("origin", "sha256", "revision", "rows").to_dicts(),
-        })
+        sources.append(
+            {
+                **pool_row,
+                "licence": prov["licence"][0] if prov.height else None,
+                "location": prov["location"][0] if prov.height else None,
+                "files": prov.select("origin", "sha256", "revision", "rows").to_dicts(),
+            }
+        )
     return {
         "name": inp.name,
         "version": inp.version,
@@ -134,13 +139,17 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
         "refusals": refusals_by_reason(inp.accounting).to_dicts(),
         "cosmetic_defects": cosmetic_defect_counts(inp.accounting).to_dicts(),
         "criteria": inp.criteria.height,
-        "classifier": None if inp.classifier is None else {
+        "classifier": None
+        if inp.classifier is None
+        else {
             "model": inp.classifier.model,
             "prompt_id": inp.classifier.prompt_id,
             "prompt_hash": inp.classifier.prompt_hash,
             "smoke_test": inp.classifier.smoke_test,
         },
-        "agreement": None if inp.agreement is None else {
+        "agreement": None
+        if inp.agreement is None
+        else {
             **(inp.agreement_info or {}),
             "items": inp.agreement.items,
             "jointly_labelled": inp.agreement.jointly_labelled,
@@ -149,7 +158,9 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
             "cohens_kappa": inp.agreement.cohens_kappa,
             "note": inp.agreement.note,
         },
-        "kenya_parity": None if inp.parity is None else {
+        "kenya_parity": None
+        if inp.parity is None
+        else {
             "items": inp.parity.items,
             "jointly_labelled": inp.parity.jointly_labelled,
             "agreement_pct": inp.parity.agreement_pct,
@@ -168,14 +179,18 @@ def _referenced_criteria(items: pl.DataFrame) -> set[str]:
 
 
 SPLIT_ID = "item_id; a HealthBench item by healthbench:<prompt_id>"
+
+
 def split_inputs(inp: ReleaseInputs, rule: HeldOutRule) -> tuple[ReleaseInputs, ReleaseInputs]:
     """(public inputs, held-out inputs) by the rule on :func:`split_key`: items, their verdicts and accounting
     rows, the criteria only held-out items use, the calibration rows of held-out HealthBench prompts and the rows
     of other areas' configurations (which must carry item_id)."""
     unsplit = [c.name for c in inp.extra if "item_id" not in c.frame.columns]
     if unsplit:
-        raise ValueError(f"release {inp.name} {inp.version}: release.held_out.share > 0, but configuration(s) "
-                         f"{unsplit} have no item_id to split by; switch them off or set release.held_out.share: 0")
+        raise ValueError(
+            f"release {inp.name} {inp.version}: release.held_out.share > 0, but configuration(s) "
+            f"{unsplit} have no item_id to split by; switch them off or set release.held_out.share: 0"
+        )
     held = sorted(rule.held_ids(inp.items.select(split_key()).to_series()))
 
     def sides(df: pl.DataFrame | None, key: pl.Expr = split_key()) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
@@ -190,14 +205,31 @@ def split_inputs(inp: ReleaseInputs, rule: HeldOutRule) -> tuple[ReleaseInputs, 
     calibration, held_calibration = sides(inp.calibration, pl.lit("healthbench:") + pl.col("prompt_id"))
     public_criteria = _referenced_criteria(items)
     criteria = inp.criteria.filter(pl.col("criterion_id").is_in(sorted(public_criteria)))
-    held_criteria = inp.criteria.filter(pl.col("criterion_id").is_in(sorted(_referenced_criteria(held_items)
-                                                                             - public_criteria)))
+    held_criteria = inp.criteria.filter(
+        pl.col("criterion_id").is_in(sorted(_referenced_criteria(held_items) - public_criteria))
+    )
     extra = [(c, *sides(c.frame)) for c in inp.extra]
     split = {**rule.manifest(items.height, held_items.height), "id": SPLIT_ID}
-    public = replace(inp, items=items, verdicts=verdicts, accounting=accounting, criteria=criteria,
-                     calibration=calibration, extra=[replace(c, frame=f) for c, f, _ in extra], held_out=split)
-    private = replace(inp, items=held_items, verdicts=held_verdicts, accounting=held_accounting, criteria=held_criteria,
-                      calibration=held_calibration, extra=[replace(c, frame=f) for c, _, f in extra], held_out=split)
+    public = replace(
+        inp,
+        items=items,
+        verdicts=verdicts,
+        accounting=accounting,
+        criteria=criteria,
+        calibration=calibration,
+        extra=[replace(c, frame=f) for c, f, _ in extra],
+        held_out=split,
+    )
+    private = replace(
+        inp,
+        items=held_items,
+        verdicts=held_verdicts,
+        accounting=held_accounting,
+        criteria=held_criteria,
+        calibration=held_calibration,
+        extra=[replace(c, frame=f) for c, _, f in extra],
+        held_out=split,
+    )
     return public, private
 
 
@@ -208,7 +240,8 @@ def held_out_files(inp: ReleaseInputs) -> dict[str, bytes]:
     items = inp.items.sort("item_id")
     for set_type in SET_TYPES:
         files[f"data/{set_type}/test.jsonl"] = "".join(
-            j + "\n" for j in items.filter(pl.col("set_type") == set_type)["item_json"]).encode()
+            j + "\n" for j in items.filter(pl.col("set_type") == set_type)["item_json"]
+        ).encode()
     files["data/criteria/test.jsonl"] = _jsonl(_records(inp.criteria.sort("criterion_id")))
     if inp.calibration is not None:
         files["data/calibration/test.jsonl"] = _jsonl(_records(inp.calibration))
@@ -216,14 +249,17 @@ def held_out_files(inp: ReleaseInputs) -> dict[str, bytes]:
         files[c.path] = _jsonl(_records(c.frame))
     files["audit/scope_verdicts.jsonl"] = _jsonl(_records(inp.verdicts.sort("item_id")))
     files["audit/accounting.jsonl"] = _jsonl(_records(inp.accounting.sort("pool", "origin", "upstream_index")))
-    files["manifests/manifest.json"] = _json({
-        "name": f"{inp.name}-held-out", "version": inp.version,
-        "private": "the held-out part of the release: keep this folder private; never publish it",
-        "held_out": inp.held_out,
-        "items": {"total": items.height, **{s: int((items["set_type"] == s).sum()) for s in SET_TYPES}},
-        "items_by_pool": dict(items.group_by("pool").len().sort("pool").iter_rows()),
-        "files": {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())},
-    })
+    files["manifests/manifest.json"] = _json(
+        {
+            "name": f"{inp.name}-held-out",
+            "version": inp.version,
+            "private": "the held-out part of the release: keep this folder private; never publish it",
+            "held_out": inp.held_out,
+            "items": {"total": items.height, **{s: int((items["set_type"] == s).sum()) for s in SET_TYPES}},
+            "items_by_pool": dict(items.group_by("pool").len().sort("pool").iter_rows()),
+            "files": {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())},
+        }
+    )
     return files
 
 

@@ -1,10 +1,11 @@
 """The release's dataset card (README.md), generated from the manifest's figures."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mama_pipeline.common.markdown import Cells, table
 from mama_pipeline.circularity.flags import circularity_notes_of
+from mama_pipeline.common.markdown import Cells, table
 from mama_pipeline.release.mamaretrieval_card import held_out_section
 
 if TYPE_CHECKING:
@@ -67,9 +68,11 @@ print(f"accuracy {{accuracy:.3f}} on {{len(correct)}} items")
 
 
 def _scoring_section(m: dict[str, Any], listed: list[str]) -> list[str]:
-    out = ["## Scoring a model",
-           "Each track loads with `datasets.load_dataset(folder, track, split=\"test\")`. "
-           "Multiple choice (`mcq`) is scored by the chosen option's index against `answer_index`:"]
+    out = [
+        "## Scoring a model",
+        'Each track loads with `datasets.load_dataset(folder, track, split="test")`. '
+        "Multiple choice (`mcq`) is scored by the chosen option's index against `answer_index`:",
+    ]
     if "mcq" in listed:
         out.append(SCORING_SNIPPET.format(folder=f"{m['name']}-{m['version']}"))
     out.append(
@@ -79,15 +82,22 @@ def _scoring_section(m: dict[str, Any], listed: list[str]) -> list[str]:
         "`points`) whose text is in `criteria`; each criterion is judged met or not and the item scores "
         "HealthBench's way: met points over positive points, the mean clipped to [0, 1]. To score a model on "
         "every track as the project does, add it to `systems.entries` of the configuration "
-        "(README: Answering systems).")
+        "(README: Answering systems)."
+    )
     return out
 
 
-def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
-    every = ["mcq", "open_ended", "open_ended_rubric", "criteria"] + (["calibration"] if inp.calibration is not None else [])
+def render_card(inp: ReleaseInputs, m: dict[str, Any]) -> str:
+    every = ["mcq", "open_ended", "open_ended_rubric", "criteria"] + (
+        ["calibration"] if inp.calibration is not None else []
+    )
     every += [c.name for c in inp.extra]
-    counts = {**m["items"], "criteria": m["criteria"], "calibration": m["calibration_rows"],
-              **{c.name: c.frame.height for c in inp.extra}}
+    counts = {
+        **m["items"],
+        "criteria": m["criteria"],
+        "calibration": m["calibration_rows"],
+        **{c.name: c.frame.height for c in inp.extra},
+    }
     # a track with no rows is an empty file, which load_dataset refuses ("corresponds to no data"): not listed
     configs = [c for c in every if counts.get(c)]
     empty = [c for c in every if not counts.get(c)]
@@ -115,15 +125,39 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         "Every upstream row is accounted for: upstream rows = kept + refused + out of scope + unclassified. "
         "Yield is kept / upstream rows.",
         _table(
-            ["pool", "track", "scoped by", "upstream rows", "kept", "refused", "out of scope", "unclassified", "yield %"],
-            [[s["pool"], s["track"], s["scoped_by"], s["upstream_rows"], s["kept"], s["refused"], s["out_of_scope"],
-              s["unclassified"], s["yield_pct"]] for s in m["sources"]],
+            [
+                "pool",
+                "track",
+                "scoped by",
+                "upstream rows",
+                "kept",
+                "refused",
+                "out of scope",
+                "unclassified",
+                "yield %",
+            ],
+            [
+                [
+                    s["pool"],
+                    s["track"],
+                    s["scoped_by"],
+                    s["upstream_rows"],
+                    s["kept"],
+                    s["refused"],
+                    s["out_of_scope"],
+                    s["unclassified"],
+                    s["yield_pct"],
+                ]
+                for s in m["sources"]
+            ],
         ),
         f"**Total kept: {sum(s['kept'] for s in m['sources']):,}.**",
         *_training_section(m),
         "## Items by scope category",
-        _table(["set type", "category", "items"],
-               [[r["set_type"], r["category"] or "pre-scoped", r["items"]] for r in m["items_by_category"]]),
+        _table(
+            ["set type", "category", "items"],
+            [[r["set_type"], r["category"] or "pre-scoped", r["items"]] for r in m["items_by_category"]],
+        ),
     ]
     parts += _classifier_section(m)
     parts += [
@@ -133,12 +167,16 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
         "A row outside a pre-scoped pool's scope counts as out of scope whatever its defects, so refusals "
         "count only rows that would otherwise be kept or classified; `in prescope` tells whether the row "
         "matched its pool's scope rule.",
-        _table(["pool", "status", "reason", "in prescope", "rows"],
-               [[r["pool"], r["status"], r["reason"], r["in_prescope"], r["rows"]] for r in m["refusals"]])
-        if m["refusals"] else "None.",
+        _table(
+            ["pool", "status", "reason", "in prescope", "rows"],
+            [[r["pool"], r["status"], r["reason"], r["in_prescope"], r["rows"]] for r in m["refusals"]],
+        )
+        if m["refusals"]
+        else "None.",
         "## Cosmetic defects (kept unchanged, counted)",
         _table(["pool", "defect", "items"], [[r["pool"], r["defect"], r["items"]] for r in m["cosmetic_defects"]])
-        if m["cosmetic_defects"] else "None.",
+        if m["cosmetic_defects"]
+        else "None.",
     ]
     if inp.calibration is not None:
         parts += [
@@ -151,9 +189,14 @@ def render_card(inp: "ReleaseInputs", m: dict[str, Any]) -> str:
     parts += [
         "## Provenance and licences",
         "Each row keeps the licence of its source; the AfriMed-QA rows are non-commercial (CC BY-NC-SA 4.0).",
-        _table(["pool", "licence", "file", "revision", "sha256"],
-               [[s["pool"], s["licence"], f["origin"], f["revision"], f["sha256"][:16] + "…"]
-                for s in m["sources"] for f in s["files"]]),
+        _table(
+            ["pool", "licence", "file", "revision", "sha256"],
+            [
+                [s["pool"], s["licence"], f["origin"], f["revision"], f["sha256"][:16] + "…"]
+                for s in m["sources"]
+                for f in s["files"]
+            ],
+        ),
         "## Audit files",
         "`audit/scope_verdicts.jsonl` (every verdict with rationale and reasoning), `audit/accounting.jsonl` "
         "(the fate of every upstream row), `audit/agreement.json`, `audit/kenya_parity.json`, "
@@ -172,22 +215,34 @@ def _training_section(m: dict[str, Any]) -> list[str]:
     if pools:
         datasets = {s["pool"]: s["dataset"] for s in m["sources"] if "dataset" in s}
         named = ", ".join(f"{p} ({datasets[p]})" if p in datasets else p for p in pools)
-        out.append(f"{named} sit in many models' training data (setting `mamabench.widely_trained_pools`): a "
-                   "system may have seen these items, or their upstream source, in training. The systems report "
-                   "scores every pool separately, so a score on these pools well above the same system's score on "
-                   "the others reads as possible contamination, not skill.")
+        out.append(
+            f"{named} sit in many models' training data (setting `mamabench.widely_trained_pools`): a "
+            "system may have seen these items, or their upstream source, in training. The systems report "
+            "scores every pool separately, so a score on these pools well above the same system's score on "
+            "the others reads as possible contamination, not skill."
+        )
     else:
         out.append("None listed (setting `mamabench.widely_trained_pools`).")
     if m.get("circularity"):
-        out += ["## Circularity", "Answering systems are graded by LLM stages: where a grader shares a system's model "
-                "or model family, that system's grades (in the systems report, not in this folder) are flagged.",
-                "\n".join(f"- {n}" for n in circularity_notes_of(m["circularity"]))]
+        out += [
+            "## Circularity",
+            "Answering systems are graded by LLM stages: where a grader shares a system's model "
+            "or model family, that system's grades (in the systems report, not in this folder) are flagged.",
+            "\n".join(f"- {n}" for n in circularity_notes_of(m["circularity"])),
+        ]
     if m.get("held_out"):
-        out.append(held_out_section(m["held_out"], "items", "The configuration and category counts are of the "
-                                    "public items; the sources and yield table counts every kept item, public and "
-                                    "held out. Held-out items of public upstream pools can be re-assembled from "
-                                    "the upstream files: the split guards against training on this release, not "
-                                    "on the upstream.", heading="##").strip())
+        out.append(
+            held_out_section(
+                m["held_out"],
+                "items",
+                "The configuration and category counts are of the "
+                "public items; the sources and yield table counts every kept item, public and "
+                "held out. Held-out items of public upstream pools can be re-assembled from "
+                "the upstream files: the split guards against training on this release, not "
+                "on the upstream.",
+                heading="##",
+            ).strip()
+        )
     return out
 
 
@@ -203,11 +258,15 @@ def _classifier_section(m: dict[str, Any]) -> list[str]:
         "demographics. Items whose call failed are listed as unclassified, never labelled by default.",
     ]
     a = m["agreement"]
-    what = "" if a is None else {
-        "self_consistency": "Self-consistency (test-retest) of the classifier: its own model "
-        f"`{a.get('reference_model')}` asked again with other decoding,",
-        "cross_model": f"Cross-model agreement with another classifier model, `{a.get('reference_model')}`,",
-    }.get(a.get("audit") or "", "Agreement with the reference classifier,")
+    what = (
+        ""
+        if a is None
+        else {
+            "self_consistency": "Self-consistency (test-retest) of the classifier: its own model "
+            f"`{a.get('reference_model')}` asked again with other decoding,",
+            "cross_model": f"Cross-model agreement with another classifier model, `{a.get('reference_model')}`,",
+        }.get(a.get("audit") or "", "Agreement with the reference classifier,")
+    )
     if a is not None and a.get("note"):
         out.append(f"> **No classifier agreement figure.** {a['note']}")
     elif a is not None:

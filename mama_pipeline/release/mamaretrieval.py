@@ -19,24 +19,28 @@ The (chunk set, queries, labels) triple is one version: a release is refused whe
 query, ranking, pooled pair or label names a chunk id outside the corpus version,
 or when labels or queries come from a prompt other than the one shipped.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.reference_audit import audit_title
-from mama_pipeline.release.beir_layout import QRELS as BEIR_QRELS, QUERIES as BEIR_QUERIES, triple_tables
-from mama_pipeline.release.mamaretrieval_card import render_card
+from mama_pipeline.release.beir_layout import QRELS as BEIR_QRELS
+from mama_pipeline.release.beir_layout import QUERIES as BEIR_QUERIES
+from mama_pipeline.release.beir_layout import triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, write_release_folder
-from mama_pipeline.common.held_out import HeldOutRule, held_out_path
+from mama_pipeline.release.mamaretrieval_card import render_card
 
 NAME = "mamaretrieval"
 CARD = "README.md"
@@ -45,17 +49,32 @@ QUERY_PROMPT_FILE = "audit/query_writer_prompt.txt"
 EXAMPLES_SHOWN = 5
 REASONING = "audit/judgment_reasoning.parquet"
 # query-keyed tables (path -> query id column) that a held-out split divides: the BEIR/MTEB triple's too
-HELD_OUT_TABLES = {"data/queries.parquet": "query_id", "data/rankings.parquet": "query_id",
-                   "data/judgments.parquet": "query_id", REASONING: "query_id", BEIR_QUERIES: "_id",
-                   BEIR_QRELS: "query-id"}
+HELD_OUT_TABLES = {
+    "data/queries.parquet": "query_id",
+    "data/rankings.parquet": "query_id",
+    "data/judgments.parquet": "query_id",
+    REASONING: "query_id",
+    BEIR_QUERIES: "_id",
+    BEIR_QRELS: "query-id",
+}
 
 REQUIRED = {
     "chunks": ["chunk_id", "source", "page", "breadcrumb", "text", "corpus_version"],
     "queries": ["query_id", "query_text", "seed_chunk_id", "source", "tier", "model", "prompt_hash"],
     "rankings": ["query_id", "retriever", "rank", "chunk_id", "score"],
     "judgments": [
-        "query_id", "chunk_id", "judge_model", "prompt_hash", "d1_topic", "d2_meaningful", "d3_actionable",
-        "d4_density", "structural_violation", "score", "reasoning", "corpus_version",
+        "query_id",
+        "chunk_id",
+        "judge_model",
+        "prompt_hash",
+        "d1_topic",
+        "d2_meaningful",
+        "d3_actionable",
+        "d4_density",
+        "structural_violation",
+        "score",
+        "reasoning",
+        "corpus_version",
     ],
     "pooled_pairs": ["query_id", "chunk_id"],
 }
@@ -122,7 +141,9 @@ def _require_columns(inp: MamaretrievalInputs) -> None:
         df: pl.DataFrame = getattr(inp, table)
         missing = [c for c in columns if c not in df.columns]
         if missing:
-            raise ReleaseError(f"release {NAME} {inp.version}: table {table} lacks column(s) {missing}; it has {df.columns}")
+            raise ReleaseError(
+                f"release {NAME} {inp.version}: table {table} lacks column(s) {missing}; it has {df.columns}"
+            )
 
 
 def _examples(df: pl.DataFrame) -> str:
@@ -131,8 +152,9 @@ def _examples(df: pl.DataFrame) -> str:
     )
 
 
-def _refuse_outside(inp: MamaretrievalInputs, what: str, rows: pl.DataFrame, column: str, known: pl.Series,
-                    known_as: str) -> None:
+def _refuse_outside(
+    inp: MamaretrievalInputs, what: str, rows: pl.DataFrame, column: str, known: pl.Series, known_as: str
+) -> None:
     bad = rows.filter(~pl.col(column).is_in(known.implode()))
     if bad.height:
         raise ReleaseError(
@@ -148,7 +170,9 @@ def _corpus_version(chunks: pl.DataFrame) -> str:
     return versions[0]
 
 
-def _single_version(inp: MamaretrievalInputs, table: str, df: pl.DataFrame, model_col: str, expected: str) -> str | None:
+def _single_version(
+    inp: MamaretrievalInputs, table: str, df: pl.DataFrame, model_col: str, expected: str
+) -> str | None:
     versions = df.select(model_col, "prompt_hash").unique().sort(model_col, "prompt_hash")
     if versions.height > 1:
         raise ReleaseError(
@@ -172,7 +196,8 @@ def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
         raise ReleaseError(
             f"release {NAME} {inp.version} refused: {bad.height} label(s) set D2..D4 while D1 is false, first "
             f"(query_id={first['query_id']}, chunk_id={first['chunk_id']}: "
-            + ", ".join(f"{d}={first[d]}" for d in dims) + "); a label gated off by D1 has null D2..D4"
+            + ", ".join(f"{d}={first[d]}" for d in dims)
+            + "); a label gated off by D1 has null D2..D4"
         )
 
 
@@ -225,9 +250,7 @@ def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
 
 def released_rankings(inp: MamaretrievalInputs) -> pl.DataFrame:
     """The pooled retrievers' rankings down to the pool depth."""
-    return inp.rankings.filter(
-        pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth)
-    )
+    return inp.rankings.filter(pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth))
 
 
 def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
@@ -237,24 +260,33 @@ def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
         "data/queries.parquet": inp.queries.select(
             pl.col("query_id", "query_text", "seed_chunk_id", "source", "tier").cast(pl.String)
         ).sort("query_id"),
-        "data/rankings.parquet": released_rankings(inp).select(
-            pl.col("query_id").cast(pl.String), pl.col("retriever").cast(pl.String), pl.col("rank").cast(pl.Int32),
-            pl.col("chunk_id").cast(pl.String), pl.col("score").cast(pl.Float64),
-        ).sort("retriever", "query_id", "rank"),
+        "data/rankings.parquet": released_rankings(inp)
+        .select(
+            pl.col("query_id").cast(pl.String),
+            pl.col("retriever").cast(pl.String),
+            pl.col("rank").cast(pl.Int32),
+            pl.col("chunk_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64),
+        )
+        .sort("retriever", "query_id", "rank"),
         "data/judgments.parquet": inp.judgments.select(
-            pl.col("query_id", "chunk_id").cast(pl.String), pl.col("d1_topic").cast(pl.Boolean),
+            pl.col("query_id", "chunk_id").cast(pl.String),
+            pl.col("d1_topic").cast(pl.Boolean),
             pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
         ).sort("query_id", "chunk_id"),
         "data/chunks.parquet": inp.chunks.select(
-            pl.col("chunk_id", "source").cast(pl.String), pl.col("page").cast(pl.Int64),
-            pl.col("breadcrumb").cast(pl.List(pl.String)), pl.col("text").cast(pl.String),
+            pl.col("chunk_id", "source").cast(pl.String),
+            pl.col("page").cast(pl.Int64),
+            pl.col("breadcrumb").cast(pl.List(pl.String)),
+            pl.col("text").cast(pl.String),
         ).sort("chunk_id"),
         REASONING: inp.judgments.select(
             pl.col("query_id", "chunk_id", "judge_model").cast(pl.String),
             pl.col("prompt_hash").cast(pl.String).alias("label_prompt_hash"),
             pl.col("d1_topic").cast(pl.Boolean),
             pl.col("d2_meaningful", "d3_actionable", "d4_density").cast(grade),
-            pl.col("structural_violation").cast(pl.Boolean), pl.col("score").cast(grade),
+            pl.col("structural_violation").cast(pl.Boolean),
+            pl.col("score").cast(grade),
             pl.col("reasoning").cast(pl.String),
             pl.col("corpus_version").cast(pl.String).alias("judged_in_corpus_version"),
         ).sort("query_id", "chunk_id"),
@@ -267,8 +299,11 @@ def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[s
     queries = tables["data/queries.parquet"]
     judgments = tables["data/judgments.parquet"]
     rankings = tables["data/rankings.parquet"]
-    pool = inp.pooled_pairs.select("query_id", "chunk_id").unique().join(queries.select("query_id"), on="query_id",
-                                                                          how="semi")
+    pool = (
+        inp.pooled_pairs.select("query_id", "chunk_id")
+        .unique()
+        .join(queries.select("query_id"), on="query_id", how="semi")
+    )
     best = judgments.group_by("query_id").agg(pl.col("score").max().alias("best"))
     best = queries.select("query_id").join(best, on="query_id", how="left").with_columns(pl.col("best").fill_null(-1))
     scores = judgments.get_column("score").value_counts().sort("score")
@@ -302,26 +337,31 @@ def reliability_summary(inp: MamaretrievalInputs) -> list[dict[str, Any]] | None
     if inp.reliability is None:
         return None
     audits = []
-    for stage, kind, model in inp.reliability.select("reference_stage", "audit", "reference_model").unique(
-            maintain_order=True).iter_rows():
+    for stage, kind, model in (
+        inp.reliability.select("reference_stage", "audit", "reference_model").unique(maintain_order=True).iter_rows()
+    ):
         rows = inp.reliability.filter(pl.col("reference_stage") == stage).sort("metric")
         notes = rows.get_column("note").drop_nulls().unique().to_list()
-        audits.append({
-            "reference_stage": stage,
-            "audit": kind,
-            "title": audit_title(kind),
-            "reference_judge": model,
-            "decoding": inp.reference_decoding.get(stage),
-            "pairs": int(rows.get_column("pairs").max() or 0) if rows.height else 0,
-            "refused": notes[0] if notes else None,
-            "figures": None if notes else {m: (None if v is None else round(v, 4)) for m, v in
-                                           rows.select("metric", "value").iter_rows()},
-        })
+        audits.append(
+            {
+                "reference_stage": stage,
+                "audit": kind,
+                "title": audit_title(kind),
+                "reference_judge": model,
+                "decoding": inp.reference_decoding.get(stage),
+                "pairs": int(rows.get_column("pairs").max() or 0) if rows.height else 0,
+                "refused": notes[0] if notes else None,
+                "figures": None
+                if notes
+                else {m: (None if v is None else round(v, 4)) for m, v in rows.select("metric", "value").iter_rows()},
+            }
+        )
     return audits
 
 
-def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None,
-                   judge_model: str | None) -> dict[str, Any]:
+def build_manifest(
+    inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None, judge_model: str | None
+) -> dict[str, Any]:
     """Everything about the release except its file list."""
     smoke = inp.judge.smoke_test or inp.query_writer.smoke_test
     return {
@@ -372,8 +412,9 @@ def build_manifest(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], wr
     }
 
 
-def split_tables(tables: dict[str, pl.DataFrame], rule: HeldOutRule) -> tuple[dict[str, pl.DataFrame],
-                                                                               dict[str, pl.DataFrame]]:
+def split_tables(
+    tables: dict[str, pl.DataFrame], rule: HeldOutRule
+) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:
     """(public tables, held-out tables): the query-keyed tables split by the rule on query_id; chunks stay public."""
     public, held = dict(tables), {}
     for path, column in HELD_OUT_TABLES.items():
@@ -381,22 +422,35 @@ def split_tables(tables: dict[str, pl.DataFrame], rule: HeldOutRule) -> tuple[di
     return public, held
 
 
-def _held_out_manifest(inp: MamaretrievalInputs, rule: HeldOutRule, public: dict[str, Any],
-                       tables: dict[str, pl.DataFrame], split: dict[str, Any]) -> dict[str, Any]:
+def _held_out_manifest(
+    inp: MamaretrievalInputs,
+    rule: HeldOutRule,
+    public: dict[str, Any],
+    tables: dict[str, pl.DataFrame],
+    split: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "name": f"{NAME}-held-out",
         "version": inp.version,
         "private": "the held-out part of the release: keep this folder private; never publish it",
-        "public_release": {"name": NAME, "version": inp.version, "corpus_version": public["corpus"]["version"],
-                           "chunks": "data/chunks.parquet of the public release"},
+        "public_release": {
+            "name": NAME,
+            "version": inp.version,
+            "corpus_version": public["corpus"]["version"],
+            "chunks": "data/chunks.parquet of the public release",
+        },
         "held_out": split,
         "figures": figures(inp, tables),
         "producer": inp.producer,
     }
 
 
-def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: Sequence[ConfigurationPart] = (),
-                                held_out: HeldOutRule | None = None) -> dict[str, Any]:
+def write_mamaretrieval_release(
+    out_dir: Path,
+    inp: MamaretrievalInputs,
+    parts: Sequence[ConfigurationPart] = (),
+    held_out: HeldOutRule | None = None,
+) -> dict[str, Any]:
     """Check the inputs, write the release folder (with extra configurations) atomically; return its manifest.
 
     With an active ``held_out`` rule, the held-out queries' rows (queries, rankings, labels, reasoning) are
@@ -410,13 +464,16 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
     if held_out is not None and held_out.active:
         unsplit = sorted(p.name for p in parts if p.split is None and not p.public_only)
         if unsplit:
-            raise ReleaseError(f"release {NAME} {inp.version} refused: release.held_out.share > 0 with "
-                               f"configuration(s) {unsplit}, whose rows were not split by the held-out rule")
+            raise ReleaseError(
+                f"release {NAME} {inp.version} refused: release.held_out.share > 0 with "
+                f"configuration(s) {unsplit}, whose rows were not split by the held-out rule"
+            )
         tables, held = split_tables(tables, held_out)
     manifest = build_manifest(inp, tables, writer_model, judge_model)
     if held:
-        manifest["held_out"] = held_out.manifest(tables["data/queries.parquet"].height,
-                                                 held["data/queries.parquet"].height)
+        manifest["held_out"] = held_out.manifest(
+            tables["data/queries.parquet"].height, held["data/queries.parquet"].height
+        )
         if parts:
             manifest["held_out"]["configurations"] = {p.name: p.split for p in parts if p.split is not None}
     if parts:
@@ -430,16 +487,22 @@ def write_mamaretrieval_release(out_dir: Path, inp: MamaretrievalInputs, parts: 
     for part in parts:
         clash = (set(part.tables) | set(part.texts)) & (set(tables) | set(texts) | {CARD})
         if clash:
-            raise ReleaseError(f"release configuration {part.name!r} writes files the release already has: {sorted(clash)}")
+            raise ReleaseError(
+                f"release configuration {part.name!r} writes files the release already has: {sorted(clash)}"
+            )
         tables = {**tables, **part.tables}
         texts = {**texts, **part.texts}
     rows = {path: df.height for path, df in tables.items()}
     texts[CARD] = render_card(manifest, parts, rows).encode()
     written = write_release_folder(out_dir, tables, texts, manifest)
     if held:
-        held_manifest = _held_out_manifest(inp, held_out, manifest, {**held, "data/chunks.parquet":
-                                                                     tables["data/chunks.parquet"]},
-                                           manifest["held_out"])
+        held_manifest = _held_out_manifest(
+            inp,
+            held_out,
+            manifest,
+            {**held, "data/chunks.parquet": tables["data/chunks.parquet"]},
+            manifest["held_out"],
+        )
         held_texts: dict[str, bytes] = {}
         for part in parts:
             if part.held_out is not None:

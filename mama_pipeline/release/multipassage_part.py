@@ -20,6 +20,7 @@ version, when labels come from a judge prompt other than the one shipped, or whe
 the judge left more pooled pairs unlabelled (relevance or facts) than
 ``llm.judge.max_failure_rate`` allows.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.common.markdown import VERBATIM, table
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
 from mama_pipeline.multipassage.multipassage_measures import fact_qrels
@@ -43,15 +45,19 @@ from mama_pipeline.multipassage.multipassage_prompts import (
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes
-from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, PromptInfo, ReleaseError
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 
 NAME = "multipassage"
 FOLDER = "multipassage"
-TABLES = ("multipassage_questions", "multipassage_decisions", "multipassage_labels", "multipassage_fact_labels",
-          "multipassage_scoreboard")
+TABLES = (
+    "multipassage_questions",
+    "multipassage_decisions",
+    "multipassage_labels",
+    "multipassage_fact_labels",
+    "multipassage_scoreboard",
+)
 QRELS = f"{FOLDER}/facts.diversity.txt"
 STAGES = ("writer", "verifier", "fact_check", "fact_judge")
 PROMPTS = {k: f"{FOLDER}/prompts/multipassage_{k}.txt" for k in STAGES}
@@ -78,13 +84,18 @@ def prompt_infos(max_words: int, set_sizes: list[int], writer, verifier, judge) 
     """The shipped prompts of each stage (``writer``/``verifier``/``judge``: their llm stage settings); the writer's
     answer schemas keyed by set size, the fact checker's and the fact judge's by number of facts shown."""
     w, v, j = (x.reasoning == "json_field" for x in (writer, verifier, judge))
-    tpl = {"writer": writer_template(max_words, w), "verifier": verifier_template(v),
-           "fact_check": fact_check_template(v), "fact_judge": fact_judge_template(j)}
+    tpl = {
+        "writer": writer_template(max_words, w),
+        "verifier": verifier_template(v),
+        "fact_check": fact_check_template(v),
+        "fact_judge": fact_judge_template(j),
+    }
     schemas = {
         "writer": {f"set size {n}": writer_model(w, n).model_json_schema() for n in set_sizes},
         "verifier": verifier_model(v).model_json_schema(),
-        "fact_check": {f"{n} facts": facts_stated_model(v, n).model_json_schema()
-                       for n in range(1, FACTS_PER_PASSAGE + 1)},
+        "fact_check": {
+            f"{n} facts": facts_stated_model(v, n).model_json_schema() for n in range(1, FACTS_PER_PASSAGE + 1)
+        },
         "fact_judge": {f"{n} facts": facts_stated_model(j, n).model_json_schema() for n in range(2, MAX_FACTS + 1)},
     }
     stage = {"writer": writer, "verifier": verifier, "fact_check": verifier, "fact_judge": judge}
@@ -100,20 +111,33 @@ def multipassage_part(s: PipelineSettings, store: Store, inp: MamaretrievalInput
     tables = {}
     for name in TABLES:
         if not store.table_exists(name):
-            raise ReleaseError(f"release configuration {NAME}: table {name} is not in the store; materialise it "
-                               "first (or set multipassage.release: false)")
+            raise ReleaseError(
+                f"release configuration {NAME}: table {name} is not in the store; materialise it "
+                "first (or set multipassage.release: false)"
+            )
         tables[name] = store.read_table(name)
     pooled = s.multipassage.pool_retrievers or s.retrieval.pooled
     questions = tables["multipassage_questions"]
     mp = s.multipassage
-    prompts = prompt_infos(mp.max_words, mp.set_sizes, getattr(s.llm, mp.writer_stage),
-                           getattr(s.llm, mp.verifier_stage), s.llm.judge)
-    return build_part(inp, TrackInputs(
-        questions=questions, decisions=tables["multipassage_decisions"],
-        rankings=stored_track_rankings(store, pooled, questions), labels=tables["multipassage_labels"],
-        fact_labels=tables["multipassage_fact_labels"], prompts=prompts, retrievers=pooled, pool_depth=mp.pool_depth,
-        max_failure_rate=s.llm.judge.max_failure_rate, scoreboard=tables["multipassage_scoreboard"]),
-        s.release.held_out.rule("query_id"))
+    prompts = prompt_infos(
+        mp.max_words, mp.set_sizes, getattr(s.llm, mp.writer_stage), getattr(s.llm, mp.verifier_stage), s.llm.judge
+    )
+    return build_part(
+        inp,
+        TrackInputs(
+            questions=questions,
+            decisions=tables["multipassage_decisions"],
+            rankings=stored_track_rankings(store, pooled, questions),
+            labels=tables["multipassage_labels"],
+            fact_labels=tables["multipassage_fact_labels"],
+            prompts=prompts,
+            retrievers=pooled,
+            pool_depth=mp.pool_depth,
+            max_failure_rate=s.llm.judge.max_failure_rate,
+            scoreboard=tables["multipassage_scoreboard"],
+        ),
+        s.release.held_out.rule("query_id"),
+    )
 
 
 def _refuse(why: str) -> None:
@@ -138,12 +162,14 @@ def check(inp: MamaretrievalInputs, t: TrackInputs) -> None:
     for what, chunk_ids in named.items():
         outside = sorted(set(chunk_ids) - ids)
         if outside:
-            _refuse(f"{what} name {len(outside)} chunk(s) not in corpus version {', '.join(version)} "
-                    f"(e.g. {outside[0]})")
+            _refuse(
+                f"{what} name {len(outside)} chunk(s) not in corpus version {', '.join(version)} (e.g. {outside[0]})"
+            )
     hashes = set(t.labels.filter(pl.col("status") == "labelled")["prompt_hash"].unique().to_list())
     if hashes - {inp.judge.version_hash}:
-        _refuse(f"labels made with prompt hash(es) {sorted(hashes)}, the shipped judge prompt has "
-                f"{inp.judge.version_hash}")
+        _refuse(
+            f"labels made with prompt hash(es) {sorted(hashes)}, the shipped judge prompt has {inp.judge.version_hash}"
+        )
     shipped = t.prompts["fact_judge"].version_hash
     hashes = set(t.fact_labels.filter(pl.col("status") == "labelled")["prompt_hash"].unique().to_list())
     if hashes - {shipped}:
@@ -157,32 +183,51 @@ def release_tables(t: TrackInputs) -> dict[str, pl.DataFrame]:
     labelled = t.labels.filter(pl.col("status") == "labelled")
     qids = t.questions["query_id"].to_list()
     kept = pl.col("status") == "kept"  # failed questions and their facts are never shipped
-    decisions = t.decisions.with_columns(question=pl.when(kept).then(pl.col("question")),
-                                         facts=pl.when(kept).then(pl.col("facts")))
+    decisions = t.decisions.with_columns(
+        question=pl.when(kept).then(pl.col("question")), facts=pl.when(kept).then(pl.col("facts"))
+    )
     strings = pl.List(pl.String)
     return {
         f"{FOLDER}/questions.parquet": t.questions.select(
-            pl.col("query_id", "query_text", "set_id").cast(pl.String), pl.col("chunk_ids").cast(strings),
+            pl.col("query_id", "query_text", "set_id").cast(pl.String),
+            pl.col("chunk_ids").cast(strings),
             pl.col("facts", "fact_chunk_ids").cast(strings),
-            pl.col("kind").cast(pl.String), pl.col("size").cast(pl.Int8), pl.col("source", "tier").cast(pl.String),
+            pl.col("kind").cast(pl.String),
+            pl.col("size").cast(pl.Int8),
+            pl.col("source", "tier").cast(pl.String),
         ).sort("query_id"),
         f"{FOLDER}/rankings.parquet": t.rankings.filter(
             pl.col("retriever").is_in(t.retrievers) & (pl.col("rank") <= t.pool_depth) & pl.col("query_id").is_in(qids)
-        ).select(pl.col("query_id", "retriever").cast(pl.String), pl.col("rank").cast(pl.Int32),
-                 pl.col("chunk_id").cast(pl.String), pl.col("score").cast(pl.Float64)).sort("retriever", "query_id", "rank"),
+        )
+        .select(
+            pl.col("query_id", "retriever").cast(pl.String),
+            pl.col("rank").cast(pl.Int32),
+            pl.col("chunk_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64),
+        )
+        .sort("retriever", "query_id", "rank"),
         f"{FOLDER}/judgments.parquet": labelled.select(
-            pl.col("query_id", "chunk_id").cast(pl.String), pl.col("required_piece").cast(pl.Boolean),
-            pl.col("d1_topic").cast(pl.Boolean), pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
+            pl.col("query_id", "chunk_id").cast(pl.String),
+            pl.col("required_piece").cast(pl.Boolean),
+            pl.col("d1_topic").cast(pl.Boolean),
+            pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
         ).sort("query_id", "chunk_id"),
-        f"{FOLDER}/fact_judgments.parquet": t.fact_labels.filter(pl.col("status") == "labelled").select(
-            pl.col("query_id", "chunk_id").cast(pl.String), pl.col("required_piece").cast(pl.Boolean),
+        f"{FOLDER}/fact_judgments.parquet": t.fact_labels.filter(pl.col("status") == "labelled")
+        .select(
+            pl.col("query_id", "chunk_id").cast(pl.String),
+            pl.col("required_piece").cast(pl.Boolean),
             pl.col("facts").cast(pl.List(pl.Int8)),
-        ).sort("query_id", "chunk_id"),
+        )
+        .sort("query_id", "chunk_id"),
         f"{FOLDER}/decisions.parquet": decisions.select(
-            pl.col("set_id", "kind").cast(pl.String), pl.col("size").cast(pl.Int8),
-            pl.col("chunk_ids").cast(strings), pl.col("source", "tier", "status", "question").cast(pl.String),
-            pl.col("facts").cast(strings), pl.col("fact_verdicts").cast(strings),
-            pl.col("set_verdict").cast(pl.String), pl.col("alone_verdicts").cast(strings),
+            pl.col("set_id", "kind").cast(pl.String),
+            pl.col("size").cast(pl.Int8),
+            pl.col("chunk_ids").cast(strings),
+            pl.col("source", "tier", "status", "question").cast(pl.String),
+            pl.col("facts").cast(strings),
+            pl.col("fact_verdicts").cast(strings),
+            pl.col("set_verdict").cast(pl.String),
+            pl.col("alone_verdicts").cast(strings),
         ).sort("set_id"),
     }
 
@@ -226,9 +271,16 @@ def facts_elsewhere(t: TrackInputs) -> int:
 
 
 def _stage(info: PromptInfo, model: str | None, stage: str) -> dict[str, Any]:
-    return {"model": model, "prompt_id": info.template.id, "prompt_hash": info.version_hash,
-            "answer_schema_version": info.schema_version, "temperature": info.temperature,
-            "smoke_test": info.smoke_test, "prompt_file": PROMPTS[stage], "answer_schema_file": SCHEMAS[stage]}
+    return {
+        "model": model,
+        "prompt_id": info.template.id,
+        "prompt_hash": info.version_hash,
+        "answer_schema_version": info.schema_version,
+        "temperature": info.temperature,
+        "smoke_test": info.smoke_test,
+        "prompt_file": PROMPTS[stage],
+        "answer_schema_file": SCHEMAS[stage],
+    }
 
 
 def _one(values: pl.Series) -> str | None:
@@ -242,7 +294,8 @@ def build_manifest(inp: MamaretrievalInputs, t: TrackInputs, tables: dict[str, p
         board = [
             {"retriever": r, "measure": m, "mean": round(v, 4)}
             for r, m, v in t.scoreboard.filter((pl.col("tier") == "all") & pl.col("track"))
-            .select("retriever", "measure", "mean").iter_rows()
+            .select("retriever", "measure", "mean")
+            .iter_rows()
         ]
     return {
         "folder": FOLDER,
@@ -250,20 +303,23 @@ def build_manifest(inp: MamaretrievalInputs, t: TrackInputs, tables: dict[str, p
         "question_writer": _stage(t.prompts["writer"], _one(t.decisions["writer_model"]), "writer"),
         "verifier": _stage(t.prompts["verifier"], _one(t.decisions["verifier_model"]), "verifier"),
         "fact_checker": _stage(t.prompts["fact_check"], _one(t.decisions["verifier_model"]), "fact_check"),
-        "judge": {"model": _one(t.labels["judge_model"]), "prompt_hash": inp.judge.version_hash,
-                  "prompt": "the release's judge prompt and answer schema (manifest judge)"},
+        "judge": {
+            "model": _one(t.labels["judge_model"]),
+            "prompt_hash": inp.judge.version_hash,
+            "prompt": "the release's judge prompt and answer schema (manifest judge)",
+        },
         "fact_judge": _stage(t.prompts["fact_judge"], _one(t.fact_labels["judge_model"]), "fact_judge"),
         "verification": "kept only when every fact is stated by the chunk it was taken from, no chunk of the set "
-                        "alone answers the question completely and the set as a whole does (the verifier checks "
-                        "each fact against its chunk, grades each chunk alone, then the set)",
+        "alone answers the question completely and the set as a whole does (the verifier checks "
+        "each fact against its chunk, grades each chunk alone, then the set)",
         "max_failure_rate": t.max_failure_rate,
         "retrieval": {"retrievers": t.retrievers, "pool_depth": t.pool_depth},
         "qrels": QRELS,
         "measures": "alpha_nDCG@k (ndeval, one subtopic per fact, every chunk stating it relevant to it, so a "
-                    "chunk repeating a fact already ranked higher gains (1 - alpha) per repeat); R@k[pieces] (share "
-                    "of the facts stated in the top k, ndeval subtopic recall); AllIn@k[pieces] (every fact stated "
-                    "in the top k); single-chunk headline measures on the relevance labels with the set's chunks "
-                    "relevant",
+        "chunk repeating a fact already ranked higher gains (1 - alpha) per repeat); R@k[pieces] (share "
+        "of the facts stated in the top k, ndeval subtopic recall); AllIn@k[pieces] (every fact stated "
+        "in the top k); single-chunk headline measures on the relevance labels with the set's chunks "
+        "relevant",
         "scoreboard": board,
         "scoreboard_scope": t.scoreboard_scope,
         "figures": figures(inp, t, tables),
@@ -275,12 +331,16 @@ def card_section(manifest: dict[str, Any]) -> str:
     f = manifest["figures"]
     lines = ["## Multi-passage configuration\n"]
     if not f["questions"]:
-        lines.append(f"**This track produced nothing**: none of the {f['sets_written']} chunk sets written became a "
-                     f"verified question ({_outcomes(f['sets_by_status'])}), so its configurations are not listed."
-                     "\n")
+        lines.append(
+            f"**This track produced nothing**: none of the {f['sets_written']} chunk sets written became a "
+            f"verified question ({_outcomes(f['sets_by_status'])}), so its configurations are not listed."
+            "\n"
+        )
     if manifest["smoke_test"]:
-        lines.append("> **Smoke test.** The questions, verdicts or labels of this configuration come from the "
-                     "embedded smoke-test model: they exercise the pipeline and are not meaningful.\n")
+        lines.append(
+            "> **Smoke test.** The questions, verdicts or labels of this configuration come from the "
+            "embedded smoke-test model: they exercise the pipeline and are not meaningful.\n"
+        )
     lines.append(
         "Questions that can only be answered by combining two or three guideline chunks (files under "
         f"`{FOLDER}/`). Candidate sets are neighbours in one guideline section or chunks of different sources that "
@@ -292,27 +352,49 @@ def card_section(manifest: dict[str, Any]) -> str:
         "as relevant for the single-chunk measures, other pooled chunks when the judge grades them so. Questions "
         f"whose writing or verification failed are counted in `{FOLDER}/decisions.parquet`, never shipped. Pairs "
         "the judge could not label are counted below; the configuration is refused when they exceed "
-        f"{manifest['max_failure_rate']:.2%} of the pooled pairs.\n")
-    rows = [("questions", f["questions"]), ("by size", f["questions_by_size"]), ("by kind", f["questions_by_kind"]),
-            ("by tier", f["questions_by_tier"]), ("sets written", f["sets_written"]),
-            ("not released (failed writing or verification)", f["not_released"]),
-            ("outcomes", f["sets_by_status"]), ("judged pairs", f["judged_pairs"]),
-            ("chunks in the questions' sets", f["required_pieces"]),
-            ("set chunks the judge grades lenient", f["pieces_judged_lenient"]),
-            ("facts", f["facts"]), ("facts stated by another pooled chunk too", f["facts_stated_by_another_chunk"]),
-            ("pairs without a relevance label", f"{f['unlabelled_pairs']} of {f['unlabelled_pairs'] + f['judged_pairs']}"),
-            ("pairs without a fact label",
-             f"{f['fact_unlabelled_pairs']} of {f['fact_unlabelled_pairs'] + f['fact_judged_pairs']}")]
+        f"{manifest['max_failure_rate']:.2%} of the pooled pairs.\n"
+    )
+    rows = [
+        ("questions", f["questions"]),
+        ("by size", f["questions_by_size"]),
+        ("by kind", f["questions_by_kind"]),
+        ("by tier", f["questions_by_tier"]),
+        ("sets written", f["sets_written"]),
+        ("not released (failed writing or verification)", f["not_released"]),
+        ("outcomes", f["sets_by_status"]),
+        ("judged pairs", f["judged_pairs"]),
+        ("chunks in the questions' sets", f["required_pieces"]),
+        ("set chunks the judge grades lenient", f["pieces_judged_lenient"]),
+        ("facts", f["facts"]),
+        ("facts stated by another pooled chunk too", f["facts_stated_by_another_chunk"]),
+        ("pairs without a relevance label", f"{f['unlabelled_pairs']} of {f['unlabelled_pairs'] + f['judged_pairs']}"),
+        (
+            "pairs without a fact label",
+            f"{f['fact_unlabelled_pairs']} of {f['fact_unlabelled_pairs'] + f['fact_judged_pairs']}",
+        ),
+    ]
     lines.append(table(("figure", "value"), rows, VERBATIM) + "\n")
     if manifest["scoreboard"]:
         lines.append(f"### Multi-passage scoreboard ({manifest['scoreboard_scope']})\n")
-        lines.append(table(("retriever", "measure", "mean"), [(r["retriever"], r["measure"], r["mean"])
-                                                               for r in manifest["scoreboard"]],
-                           replace(VERBATIM, digits=4)) + "\n")
-    lines.append(f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval."
-                 + (" The configs `multipassage-queries` and `multipassage-qrels` (with `multipassage-corpus`) are the "
-                    "questions and their graded relevance labels in the BEIR/MTEB layout; they carry no facts, so "
-                    f"alpha-nDCG needs `{QRELS}`." if f["questions"] else "") + "\n")
+        lines.append(
+            table(
+                ("retriever", "measure", "mean"),
+                [(r["retriever"], r["measure"], r["mean"]) for r in manifest["scoreboard"]],
+                replace(VERBATIM, digits=4),
+            )
+            + "\n"
+        )
+    lines.append(
+        f"Measures: {manifest['measures']}. `{QRELS}` is ready for ndeval."
+        + (
+            " The configs `multipassage-queries` and `multipassage-qrels` (with `multipassage-corpus`) are the "
+            "questions and their graded relevance labels in the BEIR/MTEB layout; they carry no facts, so "
+            f"alpha-nDCG needs `{QRELS}`."
+            if f["questions"]
+            else ""
+        )
+        + "\n"
+    )
     return "\n".join(lines)
 
 
@@ -331,11 +413,16 @@ def split_track(t: TrackInputs, rule: HeldOutRule) -> tuple[TrackInputs, TrackIn
         by_id = pl.col("query_id").is_in(held_ids)
         keep = by_id if held else ~by_id
         in_sets = pl.col("set_id").is_in(held_sets)
-        return replace(t, questions=t.questions.filter(keep), decisions=t.decisions.filter(in_sets if held else ~in_sets),
-                       rankings=t.rankings.filter(keep), labels=t.labels.filter(keep),
-                       fact_labels=t.fact_labels.filter(keep), scoreboard=None if held else t.scoreboard,
-                       scoreboard_scope=f"all {t.questions.height} questions, the {len(held_ids)} held-out ones "
-                       "included")
+        return replace(
+            t,
+            questions=t.questions.filter(keep),
+            decisions=t.decisions.filter(in_sets if held else ~in_sets),
+            rankings=t.rankings.filter(keep),
+            labels=t.labels.filter(keep),
+            fact_labels=t.fact_labels.filter(keep),
+            scoreboard=None if held else t.scoreboard,
+            scoreboard_scope=f"all {t.questions.height} questions, the {len(held_ids)} held-out ones included",
+        )
 
     return side(False), side(True)
 
@@ -348,10 +435,14 @@ def build_part(inp: MamaretrievalInputs, t: TrackInputs, held_out: HeldOutRule |
         return _assemble(inp, t)
     public_t, held_t = split_track(t, held_out)
     public, held = _assemble(inp, public_t), _assemble(inp, held_t)
-    split = configuration_split("questions", "their own query_id (mq_NNNNN)", public_t.questions.height,
-                                held_t.questions.height)
-    return replace(public, split=split, held_out=ConfigurationPart(NAME, held.tables, {QRELS: held.texts[QRELS]},
-                                                                   manifest=held.manifest))
+    split = configuration_split(
+        "questions", "their own query_id (mq_NNNNN)", public_t.questions.height, held_t.questions.height
+    )
+    return replace(
+        public,
+        split=split,
+        held_out=ConfigurationPart(NAME, held.tables, {QRELS: held.texts[QRELS]}, manifest=held.manifest),
+    )
 
 
 def _assemble(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
@@ -362,12 +453,21 @@ def _assemble(inp: MamaretrievalInputs, t: TrackInputs) -> ConfigurationPart:
     texts |= {SCHEMAS[k]: json_bytes(t.prompts[k].answer_schema) for k in STAGES}
     texts[QRELS] = diversity_qrels(t.questions, t.fact_labels.filter(pl.col("status") == "labelled"))
     return ConfigurationPart(
-        name=NAME, tables=tables, texts=texts,
+        name=NAME,
+        tables=tables,
+        texts=texts,
         viewer_configs=(
-            ("multipassage_questions", f"{FOLDER}/questions.parquet", "multi-passage questions, their chunk sets and facts"),
+            (
+                "multipassage_questions",
+                f"{FOLDER}/questions.parquet",
+                "multi-passage questions, their chunk sets and facts",
+            ),
             ("multipassage_judgments", f"{FOLDER}/judgments.parquet", "labels of the multi-passage questions"),
-            ("multipassage_fact_judgments", f"{FOLDER}/fact_judgments.parquet",
-             "facts of the multi-passage questions each pooled chunk states"),
+            (
+                "multipassage_fact_judgments",
+                f"{FOLDER}/fact_judgments.parquet",
+                "facts of the multi-passage questions each pooled chunk states",
+            ),
             ("multipassage_rankings", f"{FOLDER}/rankings.parquet", "pooled retrievers' rankings of the questions"),
             *triple_configs(NAME, "multi-passage questions"),
         ),

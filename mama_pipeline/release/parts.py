@@ -7,9 +7,11 @@
 ``PART_ASSETS`` are the assets the mamaretrieval release reads through its parts (its Dagster deps);
 ``EXTRA_ASSETS`` those of the single-table configurations (deps of both releases).
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 from mama_pipeline.release import clinician_part
 from mama_pipeline.release.configurations import ConfigurationPart, ReleaseConfiguration
@@ -26,28 +28,39 @@ if TYPE_CHECKING:
 class Part(NamedTuple):
     name: str
     assets: tuple[str, ...]  # asset keys the part is built from
-    build: Callable[["PipelineSettings", Store, "MamaretrievalInputs"], ConfigurationPart | None]
+    build: Callable[[PipelineSettings, Store, MamaretrievalInputs], ConfigurationPart | None]
 
 
 MAMARETRIEVAL_PARTS: tuple[Part, ...] = (
-    Part("robustness", ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"),
-         robustness_part),
-    Part("multipassage", ("multipassage_questions", "multipassage_decisions", "multipassage_labels",
-                          "multipassage_fact_labels", "multipassage_scoreboard", "multipassage_rankings"),
-         multipassage_part),
+    Part("robustness", ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"), robustness_part),
+    Part(
+        "multipassage",
+        (
+            "multipassage_questions",
+            "multipassage_decisions",
+            "multipassage_labels",
+            "multipassage_fact_labels",
+            "multipassage_scoreboard",
+            "multipassage_rankings",
+        ),
+        multipassage_part,
+    ),
     Part("leaderboard", ("mamaretrieval_leaderboard",), leaderboard_part),
 )
 EXTRA_ASSETS: tuple[str, ...] = ("clinician_agreement", "clinician_estimates", "clinician_validated")
 
 
-def mamaretrieval_parts(settings: "PipelineSettings", store: Store, inputs: "MamaretrievalInputs",
-                        ) -> list[ConfigurationPart]:
+def mamaretrieval_parts(
+    settings: PipelineSettings,
+    store: Store,
+    inputs: MamaretrievalInputs,
+) -> list[ConfigurationPart]:
     """The tracks' parts (in ``MAMARETRIEVAL_PARTS`` order), then the single-table configurations by name."""
     parts = [p for part in MAMARETRIEVAL_PARTS if (p := part.build(settings, store, inputs)) is not None]
     return parts + [c.as_part() for c in extra_configurations("mamaretrieval", store, settings)]
 
 
-def extra_configurations(release: str, store: Store, settings: "PipelineSettings") -> list[ReleaseConfiguration]:
+def extra_configurations(release: str, store: Store, settings: PipelineSettings) -> list[ReleaseConfiguration]:
     """The single-table configurations of ``release`` (mamaretrieval or mamabench), sorted by name."""
     return sorted(clinician_part.configurations(release, store, settings), key=lambda c: c.name)
 

@@ -6,12 +6,14 @@ version. Off (``release.publish.enabled: false``) this is a dry run: the same
 operations are described and logged, nothing is sent. The token is read from the
 environment variable named in the configuration and is never logged or returned.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.release.settings import PublishSettings
@@ -45,20 +47,33 @@ class PublishPlan:
         ops: list[dict[str, Any]] = []
         if self.create_repo:
             ops.append({"op": "create_repo", "repo_id": self.repo_id, "repo_type": REPO_TYPE, "private": self.private})
-        ops.append({
-            "op": "create_commit",
-            "repo_id": self.repo_id,
-            "repo_type": REPO_TYPE,
-            "revision": self.branch,
-            "commit_message": self.commit_message,
-            "add": [
-                {"path_in_repo": rel, "sha256": sha256_file(self.folder / rel), "bytes": (self.folder / rel).stat().st_size}
-                for rel in self.files
-            ],
-            "delete": list(deletes),
-        })
-        ops.append({"op": "create_tag", "repo_id": self.repo_id, "repo_type": REPO_TYPE, "tag": self.version,
-                    "revision": "<the commit above>"})
+        ops.append(
+            {
+                "op": "create_commit",
+                "repo_id": self.repo_id,
+                "repo_type": REPO_TYPE,
+                "revision": self.branch,
+                "commit_message": self.commit_message,
+                "add": [
+                    {
+                        "path_in_repo": rel,
+                        "sha256": sha256_file(self.folder / rel),
+                        "bytes": (self.folder / rel).stat().st_size,
+                    }
+                    for rel in self.files
+                ],
+                "delete": list(deletes),
+            }
+        )
+        ops.append(
+            {
+                "op": "create_tag",
+                "repo_id": self.repo_id,
+                "repo_type": REPO_TYPE,
+                "tag": self.version,
+                "revision": "<the commit above>",
+            }
+        )
         return ops
 
 
@@ -95,8 +110,10 @@ def publish_release(
     plan = plan_publish(folder, name, version, repo_id, settings)
     if not settings.enabled:
         ops = plan.describe()
-        log(f"dry run (release.publish.enabled is false): {name} {version} -> {repo_id}: "
-            f"create_commit of {len(plan.files)} files on {plan.branch}, then create_tag {version}; nothing sent")
+        log(
+            f"dry run (release.publish.enabled is false): {name} {version} -> {repo_id}: "
+            f"create_commit of {len(plan.files)} files on {plan.branch}, then create_tag {version}; nothing sent"
+        )
         return PublishOutcome(dry_run=True, operations=ops)
     token = env.get(settings.token_env)
     if not token:

@@ -14,6 +14,7 @@ A release is refused when a variant's parent is not a released query (or its
 text changed), or a label or ranking names a chunk outside the corpus version,
 or labels come from a judge prompt other than the one shipped.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,10 +23,10 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.common.markdown import table
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
-from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
 from mama_pipeline.robustness.rewrite_prompt import gate_template, rewrite_template
@@ -47,46 +48,76 @@ def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs)
     tables = {}
     for name in ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"):
         if not store.table_exists(name):
-            raise ReleaseError(f"release configuration {NAME}: table {name} is not in the store; materialise it "
-                               "first (or set robustness.release: false)")
+            raise ReleaseError(
+                f"release configuration {NAME}: table {name} is not in the store; materialise it "
+                "first (or set robustness.release: false)"
+            )
         tables[name] = store.read_table(name)
     table = load_table(s.resolve(r.abbreviations) if r.abbreviations else None)
     prompts = {
         f"{FOLDER}/prompts/{t.id}.txt": t.text.encode()
         for t in [
-            *(rewrite_template(k.rewrite, r.max_rewrite_words, s.llm.query_rewriter.reasoning == "json_field")
-              for k in r.kinds if k.rewrite),
+            *(
+                rewrite_template(k.rewrite, r.max_rewrite_words, s.llm.query_rewriter.reasoning == "json_field")
+                for k in r.kinds
+                if k.rewrite
+            ),
             gate_template(s.llm.rewrite_gate.reasoning == "json_field"),
         ]
     }
     smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded
-    return build_part(inp, r, table, tables["query_variants"], tables["variant_decisions"],
-                      tables["variant_labels"], tables["variant_rankings"], prompts, smoke,
-                      s.release.held_out.rule("query_id"))
+    return build_part(
+        inp,
+        r,
+        table,
+        tables["query_variants"],
+        tables["variant_decisions"],
+        tables["variant_labels"],
+        tables["variant_rankings"],
+        prompts,
+        smoke,
+        s.release.held_out.rule("query_id"),
+    )
 
 
 def _refuse(what: str, bad: pl.DataFrame, why: str) -> None:
     if bad.height:
         example = ", ".join(f"{k}={v}" for k, v in bad.row(0, named=True).items())
-        raise ReleaseError(f"release configuration {NAME} refused: {bad.height} {what} {why} (e.g. {example}); "
-                           "re-materialise the robustness assets")
+        raise ReleaseError(
+            f"release configuration {NAME} refused: {bad.height} {what} {why} (e.g. {example}); "
+            "re-materialise the robustness assets"
+        )
 
 
 def check(inp: MamaretrievalInputs, variants: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame) -> None:
     released = inp.queries.select(pl.col("query_id").alias("parent_id"), pl.col("query_text").alias("_t"))
     joined = variants.join(released, on="parent_id", how="left")
-    _refuse("variants", joined.filter(pl.col("_t").is_null()).select("variant_id", "parent_id"),
-            "have a parent that is not a released query")
-    _refuse("variants", joined.filter(pl.col("_t").is_not_null() & (pl.col("_t") != pl.col("parent_text")))
-            .select("variant_id", "parent_id"), "were made from an older text of their parent")
+    _refuse(
+        "variants",
+        joined.filter(pl.col("_t").is_null()).select("variant_id", "parent_id"),
+        "have a parent that is not a released query",
+    )
+    _refuse(
+        "variants",
+        joined.filter(pl.col("_t").is_not_null() & (pl.col("_t") != pl.col("parent_text"))).select(
+            "variant_id", "parent_id"
+        ),
+        "were made from an older text of their parent",
+    )
     chunks = inp.chunks.select("chunk_id")
     for what, frame in (("variant labels", labels), ("variant ranking rows", rankings)):
-        _refuse(what, frame.join(chunks, on="chunk_id", how="anti").select("query_id" if "query_id" in frame.columns
-                                                                           else "variant_id", "chunk_id"),
-                "name a chunk outside the corpus version")
-    _refuse("variant labels", labels.filter(pl.col("prompt_hash") != inp.judge.version_hash)
-            .select("variant_id", "chunk_id", "prompt_hash"),
-            f"come from a judge prompt other than the shipped one ({inp.judge.version_hash})")
+        _refuse(
+            what,
+            frame.join(chunks, on="chunk_id", how="anti").select(
+                "query_id" if "query_id" in frame.columns else "variant_id", "chunk_id"
+            ),
+            "name a chunk outside the corpus version",
+        )
+    _refuse(
+        "variant labels",
+        labels.filter(pl.col("prompt_hash") != inp.judge.version_hash).select("variant_id", "chunk_id", "prompt_hash"),
+        f"come from a judge prompt other than the shipped one ({inp.judge.version_hash})",
+    )
 
 
 def how_made(kind: KindSettings, r: RobustnessSettings, table: AbbreviationTable, decisions: pl.DataFrame) -> str:
@@ -96,40 +127,67 @@ def how_made(kind: KindSettings, r: RobustnessSettings, table: AbbreviationTable
         models = ", ".join(sorted(set(mine.get_column("model").drop_nulls().to_list()))) or "(no answer)"
         gates = ", ".join(sorted(set(mine.get_column("gate_model").drop_nulls().to_list()))) or "(not reached)"
         style = "telegraphic nurse phrasing" if kind.rewrite == "telegraphic" else "code-switched Swahili-English"
-        return (f"LLM rewrite into {style} by {models} (prompt `{FOLDER}/prompts/query_rewrite_{kind.rewrite}.txt`), "
-                f"kept only when a second call, the same-information gate ({gates}, "
-                f"`{FOLDER}/prompts/rewrite_gate.txt`), answered yes; {mine.height} queries rewritten")
+        return (
+            f"LLM rewrite into {style} by {models} (prompt `{FOLDER}/prompts/query_rewrite_{kind.rewrite}.txt`), "
+            f"kept only when a second call, the same-information gate ({gates}, "
+            f"`{FOLDER}/prompts/rewrite_gate.txt`), answered yes; {mine.height} queries rewritten"
+        )
     steps = []
     for step in kind.steps:
         if step == "shorthand":
-            steps.append(f"clinical shorthand from the {len(table.entries)}-entry reviewed table "
-                         f"`{FOLDER}/abbreviations.tsv` (sha256 `{table.sha256[:16]}`), long forms replaced as whole "
-                         "words, longest first")
+            steps.append(
+                f"clinical shorthand from the {len(table.entries)}-entry reviewed table "
+                f"`{FOLDER}/abbreviations.tsv` (sha256 `{table.sha256[:16]}`), long forms replaced as whole "
+                "words, longest first"
+            )
         else:
             n = r.noise
-            steps.append(f"character noise by the typo library, seeded per variant from seed {r.seed}, the parent id "
-                         f"and the kind; expected edits per letter: keyboard-adjacent substitution {n.nearby_char}, "
-                         f"dropped letter {n.missing_char}, doubled letter {n.repeated_char}, transposition "
-                         f"{n.char_swap}")
+            steps.append(
+                f"character noise by the typo library, seeded per variant from seed {r.seed}, the parent id "
+                f"and the kind; expected edits per letter: keyboard-adjacent substitution {n.nearby_char}, "
+                f"dropped letter {n.missing_char}, doubled letter {n.repeated_char}, transposition "
+                f"{n.char_swap}"
+            )
     return ", then ".join(steps)
 
 
-def build_part(inp: MamaretrievalInputs, r: RobustnessSettings, table: AbbreviationTable, variants: pl.DataFrame,
-               decisions: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame,
-               prompts: dict[str, bytes], smoke_test: bool = False,
-               held_out: HeldOutRule | None = None) -> ConfigurationPart:
+def build_part(
+    inp: MamaretrievalInputs,
+    r: RobustnessSettings,
+    table: AbbreviationTable,
+    variants: pl.DataFrame,
+    decisions: pl.DataFrame,
+    labels: pl.DataFrame,
+    rankings: pl.DataFrame,
+    prompts: dict[str, bytes],
+    smoke_test: bool = False,
+    held_out: HeldOutRule | None = None,
+) -> ConfigurationPart:
     """The configuration; under an active ``held_out`` rule a variant (its decision, labels and rankings) follows
     its source query's side: the public part carries the public ones, ``held_out`` the others."""
     check(inp, variants, labels, rankings)
     if held_out is None or not held_out.active:
         return _assemble(inp, r, table, variants, decisions, labels, rankings, prompts, smoke_test)
     public, held = (
-        _assemble(inp, r, table, _side(variants, "variant_id", held_out, h), _side(decisions, "variant_id", held_out, h),
-                  _side(labels, "variant_id", held_out, h), _side(rankings, "query_id", held_out, h), prompts,
-                  smoke_test)
-        for h in (False, True))
-    split = configuration_split("variants", "the query_id of their source query (the variant id before `~`)",
-                                public.manifest["figures"]["variants"], held.manifest["figures"]["variants"])
+        _assemble(
+            inp,
+            r,
+            table,
+            _side(variants, "variant_id", held_out, h),
+            _side(decisions, "variant_id", held_out, h),
+            _side(labels, "variant_id", held_out, h),
+            _side(rankings, "query_id", held_out, h),
+            prompts,
+            smoke_test,
+        )
+        for h in (False, True)
+    )
+    split = configuration_split(
+        "variants",
+        "the query_id of their source query (the variant id before `~`)",
+        public.manifest["figures"]["variants"],
+        held.manifest["figures"]["variants"],
+    )
     return replace(public, held_out=ConfigurationPart(NAME, held.tables, manifest=held.manifest), split=split)
 
 
@@ -139,36 +197,69 @@ def _side(df: pl.DataFrame, column: str, rule: HeldOutRule, held: bool) -> pl.Da
     return df.filter(parent.map_elements(rule.is_held_out, return_dtype=pl.Boolean) == held)
 
 
-def _assemble(inp: MamaretrievalInputs, r: RobustnessSettings, table: AbbreviationTable, variants: pl.DataFrame,
-              decisions: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame,
-              prompts: dict[str, bytes], smoke_test: bool) -> ConfigurationPart:
+def _assemble(
+    inp: MamaretrievalInputs,
+    r: RobustnessSettings,
+    table: AbbreviationTable,
+    variants: pl.DataFrame,
+    decisions: pl.DataFrame,
+    labels: pl.DataFrame,
+    rankings: pl.DataFrame,
+    prompts: dict[str, bytes],
+    smoke_test: bool,
+) -> ConfigurationPart:
     pooled = rankings.filter(pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth))
     tables = {
         f"{FOLDER}/queries.parquet": variants.select(
             pl.col("variant_id").alias("query_id"), "parent_id", "kind", "query_text", "tier"
-        ).cast(pl.String).sort("query_id"),
+        )
+        .cast(pl.String)
+        .sort("query_id"),
         f"{FOLDER}/judgments.parquet": labels.select(
-            pl.col("variant_id").cast(pl.String).alias("query_id"), pl.col("chunk_id").cast(pl.String),
-            pl.col("d1_topic").cast(pl.Boolean), pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(GRADE),
+            pl.col("variant_id").cast(pl.String).alias("query_id"),
+            pl.col("chunk_id").cast(pl.String),
+            pl.col("d1_topic").cast(pl.Boolean),
+            pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(GRADE),
             pl.col("origin").cast(pl.String),
         ).sort("query_id", "chunk_id"),
         f"{FOLDER}/rankings.parquet": pooled.select(
-            pl.col("query_id", "retriever").cast(pl.String), pl.col("rank").cast(pl.Int32),
-            pl.col("chunk_id").cast(pl.String), pl.col("score").cast(pl.Float64),
+            pl.col("query_id", "retriever").cast(pl.String),
+            pl.col("rank").cast(pl.Int32),
+            pl.col("chunk_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64),
         ).sort("retriever", "query_id", "rank"),
         f"{FOLDER}/decisions.parquet": decisions.select(
-            "variant_id", "parent_id", "kind", "method", "status", "gate", "variant_text", "reason",
-            pl.col("seed").cast(pl.Int64), "recipe", "model", "prompt_hash", "gate_model", "gate_prompt_hash",
+            "variant_id",
+            "parent_id",
+            "kind",
+            "method",
+            "status",
+            "gate",
+            "variant_text",
+            "reason",
+            pl.col("seed").cast(pl.Int64),
+            "recipe",
+            "model",
+            "prompt_hash",
+            "gate_model",
+            "gate_prompt_hash",
         ).sort("variant_id"),
     }
     tables |= triple_tables(NAME, tables[f"{FOLDER}/queries.parquet"], tables[f"{FOLDER}/judgments.parquet"])
     texts = {f"{FOLDER}/abbreviations.tsv": Path(table.path).read_bytes(), **prompts}
-    counts = {k: dict(sorted(g.group_by("status").len().iter_rows()))
-              for (k,), g in decisions.group_by("kind", maintain_order=True)}
+    counts = {
+        k: dict(sorted(g.group_by("status").len().iter_rows()))
+        for (k,), g in decisions.group_by("kind", maintain_order=True)
+    }
     kinds: list[dict[str, Any]] = [
-        {"name": k.name, "steps": k.steps, "rewrite": k.rewrite, "how": how_made(k, r, table, decisions),
-         "decisions": counts.get(k.name, {}),
-         "variants": int((variants.get_column("kind") == k.name).sum())}
+        {
+            "name": k.name,
+            "steps": k.steps,
+            "rewrite": k.rewrite,
+            "how": how_made(k, r, table, decisions),
+            "decisions": counts.get(k.name, {}),
+            "variants": int((variants.get_column("kind") == k.name).sum()),
+        }
         for k in r.kinds
     ]
     origin = dict(labels.group_by("origin").len().iter_rows())
@@ -181,11 +272,17 @@ def _assemble(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviati
         "keep_when_gate_fails": r.keep_when_gate_fails,
         "rewrites_by_smoke_test_model": smoke_test,
         "kinds": kinds,
-        "figures": {"variants": variants.height, "labels_inherited": origin.get("inherited", 0),
-                    "labels_from_holes": origin.get("hole", 0), "rankings": pooled.height},
+        "figures": {
+            "variants": variants.height,
+            "labels_inherited": origin.get("inherited", 0),
+            "labels_from_holes": origin.get("hole", 0),
+            "rankings": pooled.height,
+        },
     }
     return ConfigurationPart(
-        name=NAME, tables=tables, texts=texts,
+        name=NAME,
+        tables=tables,
+        texts=texts,
         viewer_configs=(
             ("robustness_queries", f"{FOLDER}/queries.parquet", "query variants"),
             ("robustness_judgments", f"{FOLDER}/judgments.parquet", "labels of the query variants"),
@@ -197,11 +294,18 @@ def _assemble(inp: MamaretrievalInputs, r: RobustnessSettings, table: Abbreviati
     )
 
 
-def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: RobustnessSettings,
-                 smoke_test: bool = False) -> str:
-    rows = [(k["name"], k["how"], k["variants"],
-             ", ".join(f"{s}: {n}" for s, n in sorted(k["decisions"].items()) if s != "kept") or "none")
-            for k in kinds]
+def card_section(
+    kinds: list[dict[str, Any]], figures: dict[str, int], r: RobustnessSettings, smoke_test: bool = False
+) -> str:
+    rows = [
+        (
+            k["name"],
+            k["how"],
+            k["variants"],
+            ", ".join(f"{s}: {n}" for s, n in sorted(k["decisions"].items()) if s != "kept") or "none",
+        )
+        for k in kinds
+    ]
     return (
         "## Robustness configuration\n\n"
         "Variants of the released queries as a hurried nurse-midwife types them: misspelt, abbreviated, "
@@ -214,9 +318,17 @@ def card_section(kinds: list[dict[str, Any]], figures: dict[str, int], r: Robust
         f"{figures['labels_from_holes']} from holes; {figures['variants']} variants. `robustness-queries` and "
         "`robustness-qrels` (with `robustness-corpus`) are the variants and all their labels in the BEIR/MTEB "
         "layout.\n\n"
-        + table(("kind", "how it was made", "variants kept", "not kept (by reason)"), rows) + "\n"
-        + ("\nA rewrite whose gate answer failed is kept (robustness.keep_when_gate_fails).\n"
-           if r.keep_when_gate_fails else "")
-        + ("\n> The rewrites and gate verdicts come from the embedded smoke-test model: they exercise the "
-           "pipeline and are not meaningful.\n" if smoke_test else "")
+        + table(("kind", "how it was made", "variants kept", "not kept (by reason)"), rows)
+        + "\n"
+        + (
+            "\nA rewrite whose gate answer failed is kept (robustness.keep_when_gate_fails).\n"
+            if r.keep_when_gate_fails
+            else ""
+        )
+        + (
+            "\n> The rewrites and gate verdicts come from the embedded smoke-test model: they exercise the "
+            "pipeline and are not meaningful.\n"
+            if smoke_test
+            else ""
+        )
     )

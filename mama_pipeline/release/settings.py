@@ -1,4 +1,5 @@
 """Configuration of the versioned releases, publishing and the change watchers."""
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,7 @@ class PublishSettings(Section):
         return v
 
     @model_validator(mode="after")
-    def _targets_when_enabled(self) -> "PublishSettings":
+    def _targets_when_enabled(self) -> PublishSettings:
         if self.enabled and not (self.mamaretrieval_repo_id or self.mamabench_repo_id):
             raise ValueError("publish.enabled is true but no repo id is set (mamaretrieval_repo_id, mamabench_repo_id)")
         return self

@@ -4,6 +4,7 @@ Understands both releases: mamaretrieval's ``manifest.json`` (``files``: path ->
 {sha256, bytes, rows}) and mamabench's ``manifests/manifest.json`` (``files``:
 path -> sha256).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ class Verification:
 
 def find_manifest(folder: Path) -> Path:
     if not folder.is_dir():
-        raise VerifyError(f"{folder}: release folder does not exist" if not folder.exists() else f"{folder}: not a folder")
+        raise VerifyError(
+            f"{folder}: release folder does not exist" if not folder.exists() else f"{folder}: not a folder"
+        )
     for rel in MANIFEST_PLACES:
         if (folder / rel).is_file():
             return folder / rel

@@ -5,16 +5,17 @@ and ``generated_queries`` (query_id, query_text, seed_chunk_id, source, tier). `
 has one partition per configured retriever, fixed when definitions load; the
 pools read the partitions they need from the store.
 """
+
 from typing import Any
 
 import dagster as dg
 import polars as pl
 
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
 from mama_pipeline.retrieval.pooling import check_current, pool_pairs, pool_stats, stratified_query_sample
 from mama_pipeline.retrieval.rankings import ranking_violations
-from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 
 GROUP = "retrieval"

@@ -5,6 +5,7 @@ settings and of the chunk texts, so a changed corpus or analyzer builds a new
 index and an unchanged one is reused. Scores are Anserini's: rounded to 1e-4,
 with exact ties separated by 1e-6 steps in ascending chunk-id order.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,8 +13,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 

@@ -1,4 +1,5 @@
 """The retrieval group's Dagster definitions: ``rankings`` has one partition per configured retriever."""
+
 import dagster as dg
 
 from mama_pipeline.partitions import Partitions, partitioned

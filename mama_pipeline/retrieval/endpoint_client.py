@@ -9,12 +9,14 @@ answers the caller cannot parse are retried with exponential backoff and jitter,
 honouring ``Retry-After``; other HTTP errors fail at once. The key comes from the
 environment variable the configuration names and never appears in messages.
 """
+
 from __future__ import annotations
 
 import asyncio
 import os
 import random
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from mama_pipeline.llm.client import NO_KEY, backoff_delay, is_retryable, retry_after
 from mama_pipeline.retrieval.settings import EndpointParams
@@ -64,11 +66,13 @@ class JsonPoster:
         key = os.environ.get(params.api_key_env) or NO_KEY
         self._lean = LeanTransport() if transport is None and lean_applies(params.base_url) else None
         if self._lean is not None:
-            self._client = httpx2.AsyncClient(transport=self._lean, timeout=params.timeout_s, follow_redirects=True,
-                                              trust_env=False)
+            self._client = httpx2.AsyncClient(
+                transport=self._lean, timeout=params.timeout_s, follow_redirects=True, trust_env=False
+            )
         else:
             self._client = httpx2.AsyncClient(
-                timeout=params.timeout_s, transport=transport,
+                timeout=params.timeout_s,
+                transport=transport,
                 limits=httpx2.Limits(max_connections=params.concurrency, max_keepalive_connections=params.concurrency),
             )
         self._headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
@@ -84,7 +88,8 @@ class JsonPoster:
         if self._lean is not None:
             host, port, head = self._heads.get(url) or self._head(url)
             status, headers, content = await self._lean.exchange(
-                host, port, head + b"%d\r\n\r\n" % len(body), body, self._timeout, self._timeout)
+                host, port, head + b"%d\r\n\r\n" % len(body), body, self._timeout, self._timeout
+            )
             if status < 300 and not any(name.lower() == b"content-encoding" for name, _ in headers):
                 return content
             if not 300 <= status < 400:
@@ -142,7 +147,12 @@ async def with_retries(
             if not is_retryable(code):
                 raise EndpointRequestError(error) from None
             wait_at_least = retry_after(exc) if code == 429 else None
-        except (openai.APITimeoutError, openai.APIConnectionError, httpx2.TimeoutException, httpx2.TransportError) as exc:
+        except (
+            openai.APITimeoutError,
+            openai.APIConnectionError,
+            httpx2.TimeoutException,
+            httpx2.TransportError,
+        ) as exc:
             error = f"{type(exc).__name__} from {params.base_url}: {exc}"
         except MalformedAnswer as exc:
             error = f"malformed answer from {params.base_url}: {exc}"

@@ -4,6 +4,7 @@ Ties at the cut are resolved by the rankings order (score desc, chunk id desc):
 every chunk tying with the k-th score is returned, and :func:`order_rankings`
 keeps the right ones.
 """
+
 from __future__ import annotations
 
 import numpy as np

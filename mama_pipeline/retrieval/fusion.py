@@ -1,4 +1,5 @@
 """Reciprocal rank fusion of stored rankings, with pyserini's implementation (no JVM needed)."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -26,6 +27,7 @@ def rrf_hits(rankings: pl.DataFrame, runs: list[str], rrf_k: int, depth: int | N
         trec_runs.append(run)
     fused = reciprocal_rank_fusion(trec_runs, rrf_k=rrf_k, depth=depth, k=None).run_data
     return pl.from_pandas(fused[["topic", "docid", "score"]]).select(
-        query_id=pl.col("topic").cast(pl.String), chunk_id=pl.col("docid").cast(pl.String),
+        query_id=pl.col("topic").cast(pl.String),
+        chunk_id=pl.col("docid").cast(pl.String),
         score=pl.col("score").cast(pl.Float64),
     )

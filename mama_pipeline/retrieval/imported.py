@@ -7,11 +7,12 @@ or a score that is not a finite number fail with one line, ``file:line N: reason
 (parquet: ``file:row N``) for the first problem and the count of the others; the
 error's ``problems`` attribute lists them all.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import polars as pl
 

@@ -6,12 +6,13 @@ lacks ``jdk.incubator.vector``, which pyserini always asks for through
 once per process, so :func:`prepare_jvm` must run before any pyserini import:
 import pyserini only through :func:`import_lucene`.
 """
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 DROPPED_JVM_OPTIONS = frozenset({"--add-modules=jdk.incubator.vector"})
 PLACEHOLDER_OPENAI_KEY = "unused-placeholder-for-pyserini-import"

@@ -4,19 +4,22 @@ Texts go in batches with bounded concurrency, with the retry, timeout and key
 handling of :mod:`mama_pipeline.retrieval.endpoint_client`. A batch that still
 fails stops the run: no text is left unembedded.
 """
+
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from mama_pipeline.retrieval.embedding_cache import Encoded, Role
 from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, MalformedAnswer, open_client, with_retries
 from mama_pipeline.retrieval.settings import OpenAIEmbeddingsParams
+
 
 class OpenAIEmbeddingsEncoder:
     sparse = False

@@ -5,6 +5,7 @@ the seed chunk (the query's provenance) joins as its own pair when asked for.
 The audit pool is a wider pool (more retrievers, deeper) on a tier-stratified,
 seeded query sample, flagged with whether each pair is already in the main pool.
 """
+
 from __future__ import annotations
 
 import hashlib

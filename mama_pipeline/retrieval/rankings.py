@@ -4,6 +4,7 @@ trec_eval ignores the rank column and orders a query's documents by score
 descending, then by document id descending; ranks here are positions in that
 order, so our ranks and trec_eval's agree, and the top-k cut keeps the first k.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,9 +55,7 @@ def empty_rankings() -> pl.DataFrame:
     return pl.DataFrame(schema=RANKINGS_SCHEMA)
 
 
-def hits_from_matrix(
-    query_ids: list[str], chunk_ids: np.ndarray, scores: np.ndarray, idx: np.ndarray
-) -> pl.DataFrame:
+def hits_from_matrix(query_ids: list[str], chunk_ids: np.ndarray, scores: np.ndarray, idx: np.ndarray) -> pl.DataFrame:
     """Row-per-query search results (scores, chunk positions; -1 = no hit) -> long hits."""
     n, depth = idx.shape
     flat = idx.reshape(-1)

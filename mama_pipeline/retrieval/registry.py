@@ -3,11 +3,13 @@
 Heavy libraries (pyserini, torch, FAISS) load inside the runner of the kind that
 needs them, so importing this module stays cheap.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
@@ -193,12 +195,21 @@ def _rerank(spec, chunks, queries, depth, corpus_version, env):
     hits, failed, stats = rerank_hits(candidates, scorer, env.store, env.log)
     record_failures(env.store, spec.name, corpus_version, failed)
     meta = {
-        "run": p.run, "candidates_per_query": p.depth, "backend": p.backend.type, "model": scorer.label,
-        "max_seq_length": scorer.max_length, "candidate_pairs": stats.candidates, "pairs": stats.pairs,
-        "pairs_scored_now": stats.scored_now, "pairs_from_cache": stats.from_cache,
-        "pairs_truncated": stats.truncated, "pairs_token_count_unknown": stats.token_counts_unknown,
-        "queries_failed": len(failed), "failed_queries": ", ".join(list(failed)[:10]),
-        "first_failure": next(iter(failed.values()), ""), "cache_key": scorer.model_key,
+        "run": p.run,
+        "candidates_per_query": p.depth,
+        "backend": p.backend.type,
+        "model": scorer.label,
+        "max_seq_length": scorer.max_length,
+        "candidate_pairs": stats.candidates,
+        "pairs": stats.pairs,
+        "pairs_scored_now": stats.scored_now,
+        "pairs_from_cache": stats.from_cache,
+        "pairs_truncated": stats.truncated,
+        "pairs_token_count_unknown": stats.token_counts_unknown,
+        "queries_failed": len(failed),
+        "failed_queries": ", ".join(list(failed)[:10]),
+        "first_failure": next(iter(failed.values()), ""),
+        "cache_key": scorer.model_key,
     }
     if hasattr(scorer, "calls"):
         meta["http_calls"] = scorer.calls

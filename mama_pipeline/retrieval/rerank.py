@@ -7,14 +7,16 @@ timeouts, malformed answers after the retries) gets no reranked ranking at all,
 never one from default scores: it is listed in ``rerank_failures`` and asked
 again on the next run.
 """
+
 from __future__ import annotations
 
 import itertools
 import os
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -81,8 +83,11 @@ def rerank_hits(
     the hits of every query that was fully scored, the failed queries (query_id -> error) and the counts.
     """
     store.ensure_tables(CACHE_TABLE)
-    queries = _hashed(candidates.select("query_id", "query_text").unique("query_id", maintain_order=True),
-                      "query_text", "query_sha256")
+    queries = _hashed(
+        candidates.select("query_id", "query_text").unique("query_id", maintain_order=True),
+        "query_text",
+        "query_sha256",
+    )
     run = _Run(candidates, queries, _lookup(store, scorer.model_key, queries["query_sha256"].unique()), batch_queries)
     failed_sha: dict[str, str] = {}
     pending = _Pending()
@@ -130,8 +135,10 @@ def rerank_hits(
         write.result()  # a failed cache write fails the run
     stats.scored_now = scored_now
     failed = {q: failed_sha[s] for q, s in queries.select("query_id", "query_sha256").iter_rows() if s in failed_sha}
-    log(f"reranking: {finished} query texts scored ({len(failed)} queries failed), {stats.from_cache} of "
-        f"{stats.pairs} pairs from the cache")
+    log(
+        f"reranking: {finished} query texts scored ({len(failed)} queries failed), {stats.from_cache} of "
+        f"{stats.pairs} pairs from the cache"
+    )
     return hits, dict(sorted(failed.items())), stats
 
 
@@ -146,10 +153,12 @@ class _Run:
         self.queries = queries
         self.query_texts = queries["query_sha256"].n_unique()
         self._batch = max(1, batch_queries)
-        self._rows = (candidates.with_row_index("_row")
-                      .drop("query_text")
-                      .join(queries.with_row_index("_q"), on="query_id", maintain_order="left")
-                      .sort("_q", maintain_order=True))  # each query's candidates together, in their order
+        self._rows = (
+            candidates.with_row_index("_row")
+            .drop("query_text")
+            .join(queries.with_row_index("_q"), on="query_id", maintain_order="left")
+            .sort("_q", maintain_order=True)
+        )  # each query's candidates together, in their order
         self._per_query = self._rows.group_by("_q", maintain_order=True).len()["len"].to_list()
         self._candidates = candidates.select("query_id", "chunk_id")
         n = candidates.height
@@ -174,7 +183,7 @@ class _Run:
         """The groups of pairs to score, one per query text (per query id when texts repeat), made as asked for."""
         start = 0
         for b in range(0, len(self._per_query), self._batch):
-            sizes = self._per_query[b:b + self._batch]
+            sizes = self._per_query[b : b + self._batch]
             frame = self._rows.slice(start, sum(sizes))
             start += sum(sizes)
             ids = frame["chunk_id"].to_list()
@@ -185,9 +194,12 @@ class _Run:
                 self._text.setdefault(t, text)
             rows = frame["_row"].to_numpy()
             at = 0
-            for q, qtext, k in zip(frame["query_sha256"].gather(np.cumsum([0, *sizes[:-1]])).to_list(),
-                                   frame["query_text"].gather(np.cumsum([0, *sizes[:-1]])).to_list(), sizes):
-                group = self._query(q, ids[at:at + k], rows[at:at + k])
+            for q, qtext, k in zip(
+                frame["query_sha256"].gather(np.cumsum([0, *sizes[:-1]])).to_list(),
+                frame["query_text"].gather(np.cumsum([0, *sizes[:-1]])).to_list(),
+                sizes,
+            ):
+                group = self._query(q, ids[at : at + k], rows[at : at + k])
                 at += k
                 if group is not None:
                     yield PairGroup(qtext, group)
@@ -227,13 +239,16 @@ class _Run:
         if self._rows.height and (self.slot_of_row < 0).any():
             raise RuntimeError("rerank: candidate rows were left unprepared")  # the scorer stopped asking early
         stats = RerankStats(candidates=self.slot_of_row.size, pairs=self.slots, from_cache=self.from_cache)
-        tokens = self.tokens[:self.slots]
-        done = np.isfinite(self.scores[:self.slots])
+        tokens = self.tokens[: self.slots]
+        done = np.isfinite(self.scores[: self.slots])
         stats.token_counts_unknown = int(((tokens < 0) & done).sum())
         if max_length is not None:
             stats.truncated = int((tokens > max_length).sum())
-        ok = ~self._candidates["query_id"].is_in(
-            self.queries.filter(pl.col("query_sha256").is_in(list(failed_sha)))["query_id"].implode()).to_numpy()
+        ok = (
+            ~self._candidates["query_id"]
+            .is_in(self.queries.filter(pl.col("query_sha256").is_in(list(failed_sha)))["query_id"].implode())
+            .to_numpy()
+        )
         scores = self.scores[self.slot_of_row[ok]]
         if np.isnan(scores).any():
             raise RuntimeError(f"rerank: {int(np.isnan(scores).sum())} scores missing after scoring")
@@ -244,11 +259,18 @@ def record_failures(store: Store, retriever: str, corpus_version: str, failed: d
     """Replace this reranker's failure list for this corpus version with the latest run's."""
     store.ensure_tables(FAILURE_TABLE)
     frame = pl.DataFrame(
-        {"retriever": retriever, "corpus_version": corpus_version, "query_id": list(failed), "error": list(failed.values())},
+        {
+            "retriever": retriever,
+            "corpus_version": corpus_version,
+            "query_id": list(failed),
+            "error": list(failed.values()),
+        },
         schema={"retriever": pl.String, "corpus_version": pl.String, "query_id": pl.String, "error": pl.String},
     )
     with store.connect(write=True) as con:
-        con.execute(f"DELETE FROM {FAILURE_TABLE} WHERE retriever = ? AND corpus_version = ?", [retriever, corpus_version])
+        con.execute(
+            f"DELETE FROM {FAILURE_TABLE} WHERE retriever = ? AND corpus_version = ?", [retriever, corpus_version]
+        )
         con.register("_incoming", frame.to_arrow())
         con.execute(f"INSERT INTO {FAILURE_TABLE} BY NAME SELECT * FROM _incoming")
         con.unregister("_incoming")
@@ -270,8 +292,9 @@ class _Pending:
     def add(self, q: str, texts: list[str], scores: np.ndarray, tokens: np.ndarray | None) -> None:
         scores = np.asarray(scores, dtype=np.float64)
         if scores.shape != (len(texts),) or not np.isfinite(scores).all():
-            raise RuntimeError(f"reranker returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) "
-                               f"for {len(texts)} texts")
+            raise RuntimeError(
+                f"reranker returned {scores.shape} scores (finite: {np.isfinite(scores).all()}) for {len(texts)} texts"
+            )
         self._q.extend([q] * len(texts))
         self._t.extend(texts)
         self._scores.append(scores)
@@ -280,8 +303,12 @@ class _Pending:
 
     def frame(self) -> pl.DataFrame:
         out = pl.DataFrame(
-            {"query_sha256": self._q, "text_sha256": self._t, "score": np.concatenate(self._scores),
-             "n_tokens": np.concatenate(self._tokens)},
+            {
+                "query_sha256": self._q,
+                "text_sha256": self._t,
+                "score": np.concatenate(self._scores),
+                "n_tokens": np.concatenate(self._tokens),
+            },
             schema=PAIR_SCHEMA,
         ).with_columns(n_tokens=pl.when(pl.col("n_tokens") >= 0).then("n_tokens"))
         self._clear()

@@ -3,6 +3,7 @@
 Each turns groups of (query, chunk texts) into scores for :mod:`rerank`. Local
 models load inside these functions (torch and transformers are heavy imports).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,9 @@ import itertools
 import json
 import math
 import random
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -54,11 +56,14 @@ class CrossEncoderScorer:
 
                 source = model_source(params, default_dense_folder, resolve)
                 identity, self.label = source.identity, source.label
-                self.model = CrossEncoder(source.location, revision=source.revision, max_length=params.max_length,
-                                          device=params.device)
+                self.model = CrossEncoder(
+                    source.location, revision=source.revision, max_length=params.max_length, device=params.device
+                )
         except Exception as exc:  # noqa: BLE001 - any loader failure is reported with the model's name
-            raise ModelLoadError(f"cross-encoder {params.model_path or params.model_id or 'untrained MiniLM'} "
-                                 f"could not be loaded: {type(exc).__name__}: {exc}") from exc
+            raise ModelLoadError(
+                f"cross-encoder {params.model_path or params.model_id or 'untrained MiniLM'} "
+                f"could not be loaded: {type(exc).__name__}: {exc}"
+            ) from exc
         self.max_length = self.model.max_seq_length
         self.model_key = _key("cross_encoder", identity, {"max_length": self.max_length})
 
@@ -78,14 +83,15 @@ class CrossEncoderScorer:
         """Score a block of groups (numbered from ``first``) in one ``predict`` call."""
         queries = [g.query for g in block for _ in g.texts]
         texts = [t for g in block for t in g.texts]
-        scores = self.model.predict(list(zip(queries, texts)), batch_size=self.params.batch_size,
-                                    show_progress_bar=False, convert_to_numpy=True)
+        scores = self.model.predict(
+            list(zip(queries, texts)), batch_size=self.params.batch_size, show_progress_bar=False, convert_to_numpy=True
+        )
         ids = self.model.tokenizer(queries, texts, add_special_tokens=True, truncation=False, verbose=False)
         tokens = np.fromiter((len(x) for x in ids["input_ids"]), dtype=np.int32, count=len(texts))
         offset = 0
         for i, g in enumerate(block, first):
             k = len(g.texts)
-            done(i, GroupScores(np.asarray(scores[offset:offset + k], dtype=np.float64), tokens[offset:offset + k]))
+            done(i, GroupScores(np.asarray(scores[offset : offset + k], dtype=np.float64), tokens[offset : offset + k]))
             offset += k
 
 
@@ -122,13 +128,14 @@ class EndpointScorer:
 
         async def one(i: int, group: PairGroup) -> None:
             size = self.params.documents_per_request or len(group.texts)
-            parts = [group.texts[s:s + size] for s in range(0, len(group.texts), size)]
+            parts = [group.texts[s : s + size] for s in range(0, len(group.texts), size)]
             try:
                 if len(parts) == 1:
                     scores = await self._request(poster, sem, body(group.query, parts[0]), len(parts[0]))
                 else:
-                    scores = np.concatenate(await asyncio.gather(
-                        *(self._request(poster, sem, body(group.query, p), len(p)) for p in parts)))
+                    scores = np.concatenate(
+                        await asyncio.gather(*(self._request(poster, sem, body(group.query, p), len(p)) for p in parts))
+                    )
             except EndpointRequestError as exc:
                 done(i, GroupScores(error=str(exc)))
             else:
@@ -149,8 +156,9 @@ class EndpointScorer:
         finally:
             await poster.close()
 
-    async def _request(self, poster: JsonPoster, sem: asyncio.Semaphore, make_body: Callable[[], bytes],
-                       n: int) -> np.ndarray:
+    async def _request(
+        self, poster: JsonPoster, sem: asyncio.Semaphore, make_body: Callable[[], bytes], n: int
+    ) -> np.ndarray:
         body: list[bytes] = []  # made once a request slot is free: bodies of queries still queued take no memory
 
         async def send() -> bytes:
@@ -161,7 +169,9 @@ class EndpointScorer:
         def count() -> None:
             self.calls += 1
 
-        return await with_retries(self.params, sem, self._rng, send, count, lambda answer: parse_rerank_answer(answer, n))
+        return await with_retries(
+            self.params, sem, self._rng, send, count, lambda answer: parse_rerank_answer(answer, n)
+        )
 
 
 def rerank_body(params: RerankEndpointBackend, query: bytes, texts: list[bytes]) -> bytes:
@@ -207,7 +217,12 @@ def _complete_scores(items: list, n: int) -> np.ndarray | None:
         order, scores = np.asarray(index, dtype=np.int64), np.asarray(value, dtype=np.float64)
     except (TypeError, KeyError, OverflowError):
         return None
-    if order.min() < 0 or order.max() >= n or not np.isfinite(scores).all() or np.bincount(order, minlength=n).max() > 1:
+    if (
+        order.min() < 0
+        or order.max() >= n
+        or not np.isfinite(scores).all()
+        or np.bincount(order, minlength=n).max() > 1
+    ):
         return None
     out = np.empty(n, dtype=np.float64)
     out[order] = scores
@@ -250,11 +265,13 @@ class RerankersScorer:
                 location = snapshot_download(source.location, revision=source.revision)
             from rerankers import Reranker
 
-            self.ranker = Reranker(location, model_type=params.model_type, device=params.device,
-                                   batch_size=params.batch_size, verbose=0)
+            self.ranker = Reranker(
+                location, model_type=params.model_type, device=params.device, batch_size=params.batch_size, verbose=0
+            )
         except Exception as exc:  # noqa: BLE001
-            raise ModelLoadError(f"rerankers model {source.label} ({params.model_type}) could not be loaded: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise ModelLoadError(
+                f"rerankers model {source.label} ({params.model_type}) could not be loaded: {type(exc).__name__}: {exc}"
+            ) from exc
         self.label = f"{source.label} ({params.model_type})"
         tokenizer = getattr(self.ranker, "tokenizer", None)
         self._tokenizer = tokenizer if callable(tokenizer) else None

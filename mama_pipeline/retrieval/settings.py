@@ -4,10 +4,11 @@ Each retriever is one entry of ``retrieval.retrievers`` with a ``kind`` and that
 kind's typed ``params``; a wrong or unknown key fails at load time with its path.
 A retriever's ranking depth defaults to the deepest pool that uses it.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -105,7 +106,9 @@ class CrossEncoderBackend(EncoderModel):
         if (self.model_path or self.model_id) and self.untrained_minilm:
             raise ValueError("give model_path, model_id or untrained_minilm: true, not several")
         if not (self.model_path or self.model_id or self.untrained_minilm):
-            raise ValueError("a cross_encoder backend needs model_path, model_id (+ revision) or untrained_minilm: true")
+            raise ValueError(
+                "a cross_encoder backend needs model_path, model_id (+ revision) or untrained_minilm: true"
+            )
         return self
 
 
@@ -135,9 +138,7 @@ class RerankersBackend(EncoderModel):
         return self
 
 
-RerankBackend = Annotated[
-    Union[CrossEncoderBackend, RerankEndpointBackend, RerankersBackend], Field(discriminator="type")
-]
+RerankBackend = Annotated[CrossEncoderBackend | RerankEndpointBackend | RerankersBackend, Field(discriminator="type")]
 
 
 class RerankParams(Section):
@@ -200,10 +201,13 @@ class RerankRetriever(_Retriever):
 
 
 RetrieverSettings = Annotated[
-    Union[
-        Bm25Retriever, DenseRetriever, SparseRetriever, OpenAIEmbeddingsRetriever, ImportedRetriever, RrfRetriever,
-        RerankRetriever,
-    ],
+    Bm25Retriever
+    | DenseRetriever
+    | SparseRetriever
+    | OpenAIEmbeddingsRetriever
+    | ImportedRetriever
+    | RrfRetriever
+    | RerankRetriever,
     Field(discriminator="kind"),
 ]
 

@@ -5,6 +5,7 @@ form; at each position the longest matching long form wins. A query's shorthand
 variant depends only on the entries whose long form occurs in it, so editing the
 table changes only the variants it touches.
 """
+
 from __future__ import annotations
 
 import hashlib

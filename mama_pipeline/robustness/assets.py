@@ -10,16 +10,18 @@ import json
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, variant_labels as build_labels, within_budget
-from mama_pipeline.robustness.variant_rankings import clean_rankings_of, rank_variants, retriever_order
+from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, within_budget
+from mama_pipeline.robustness.labels import variant_labels as build_labels
 from mama_pipeline.robustness.robustness_page import write_page
 from mama_pipeline.robustness.robustness_scoreboard import robustness_board
+from mama_pipeline.robustness.variant_rankings import clean_rankings_of, rank_variants, retriever_order
 from mama_pipeline.robustness.variants import (
     decisions_frame,
     deterministic_decisions,
@@ -29,12 +31,12 @@ from mama_pipeline.robustness.variants import (
     status_counts,
 )
 from mama_pipeline.settings import PipelineSettings
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.store import Store
 
 GROUP = "robustness"
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 REPORT_DIR = ("reports", "robustness")
+
 
 def judge_depth(s: PipelineSettings) -> int:
     """The top-k of each clean and variant ranking whose holes are judged and whose Judged@k is reported."""
@@ -47,20 +49,24 @@ def clean_rankings(s: PipelineSettings, store: Store, variants: pl.DataFrame) ->
     parents = variants.get_column("parent_id").unique().sort().to_list()
     return names, clean_rankings_of(store.read_table(RANKINGS, partitions=names), names, parents)
 
+
 @dg.multi_asset(
     group_name=GROUP,
     ins={"queries": QUERIES},
     outs={
         "variant_decisions": dg.AssetOut(
             description="One decision per attempted (query, kind): kept, identical_to_parent, rewrite_failed, "
-            "empty_rewrite, too_long, gate_failed or gate_rejected, with the gate's reason and the recipe."),
+            "empty_rewrite, too_long, gate_failed or gate_rejected, with the gate's reason and the recipe."
+        ),
         "query_variants": dg.AssetOut(
             description="Kept variants (ids <query id>~<kind>) with parent id, kind, seed and recipe: seeded "
-            "character noise, clinical shorthand, and gated LLM rewrites (telegraphic, code-switched)."),
+            "character noise, clinical shorthand, and gated LLM rewrites (telegraphic, code-switched)."
+        ),
     },
 )
-def query_variants(context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
-                   queries: pl.DataFrame):
+def query_variants(
+    context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource, queries: pl.DataFrame
+):
     s = settings.get()
     r = s.robustness
     table = load_table(s.resolve(r.abbreviations) if r.abbreviations else None)
@@ -72,8 +78,12 @@ def query_variants(context: dg.AssetExecutionContext, settings: SettingsResource
     llm_meta = {}
     if selected.height:
         run = rewrite_decisions(
-            lambda stage: llm.client(stage, context), selected, llm_kinds, r,
-            s.llm.query_rewriter.reasoning == "json_field", s.llm.rewrite_gate.reasoning == "json_field",
+            lambda stage: llm.client(stage, context),
+            selected,
+            llm_kinds,
+            r,
+            s.llm.query_rewriter.reasoning == "json_field",
+            s.llm.rewrite_gate.reasoning == "json_field",
         )
         rows += run.decisions
         llm_meta = run.metadata
@@ -91,13 +101,26 @@ def query_variants(context: dg.AssetExecutionContext, settings: SettingsResource
         "queries": queries.height,
         "queries_rewritten_by_llm": selected.height,
     }
-    yield dg.Output(decisions, output_name="variant_decisions", metadata={
-        **common, **llm_meta, "decisions": decisions.height, "by_kind_and_status": md_table(counts),
-    })
-    yield dg.Output(variants, output_name="query_variants", metadata={
-        **common, "variants": variants.height,
-        "variants_by_kind": md_table(variants.group_by("kind").len().sort("kind")),
-    })
+    yield dg.Output(
+        decisions,
+        output_name="variant_decisions",
+        metadata={
+            **common,
+            **llm_meta,
+            "decisions": decisions.height,
+            "by_kind_and_status": md_table(counts),
+        },
+    )
+    yield dg.Output(
+        variants,
+        output_name="query_variants",
+        metadata={
+            **common,
+            "variants": variants.height,
+            "variants_by_kind": md_table(variants.group_by("kind").len().sort("kind")),
+        },
+    )
+
 
 @dg.asset(
     group_name=GROUP,
@@ -106,104 +129,194 @@ def query_variants(context: dg.AssetExecutionContext, settings: SettingsResource
     description="Each registry retriever's top-k for every variant (same index, encoder and depth as its clean "
     "ranking; fusions fuse the variant rankings of their runs; imported run files are skipped).",
 )
-def variant_rankings(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
-                     chunks: pl.DataFrame, query_variants: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def variant_rankings(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    chunks: pl.DataFrame,
+    query_variants: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
     s = settings.get()
-    rankings, meta = rank_variants(s.retrieval, s.robustness.retrievers, chunks, query_variants, store.get(),
-                                   data_path(settings, "retrieval"), s.resolve, context.log.info)
+    rankings, meta = rank_variants(
+        s.retrieval,
+        s.robustness.retrievers,
+        chunks,
+        query_variants,
+        store.get(),
+        data_path(settings, "retrieval"),
+        s.resolve,
+        context.log.info,
+    )
     bad = ranking_violations(rankings)
     if bad.height:
         raise RuntimeError(f"variant rankings: {bad.height} rows out of trec_eval order: {bad.head(3)}")
     return dg.Output(rankings, metadata={**meta, "variants": query_variants.height, "rows": rankings.height})
 
+
 @dg.multi_asset(
     group_name=GROUP,
     deps=[RANKINGS],
-    ins={"chunks": CHUNKS, "queries": QUERIES, "judgments": dg.AssetIn("judgments"),
-         "query_variants": dg.AssetIn("query_variants"), "variant_rankings": dg.AssetIn("variant_rankings")},
+    ins={
+        "chunks": CHUNKS,
+        "queries": QUERIES,
+        "judgments": dg.AssetIn("judgments"),
+        "query_variants": dg.AssetIn("query_variants"),
+        "variant_rankings": dg.AssetIn("variant_rankings"),
+    },
     outs={
         "variant_labels": dg.AssetOut(
             description="Every variant's labels: its parent's judged pairs (origin inherited) and the judged "
-            "holes of the parent (origin hole)."),
+            "holes of the parent (origin hole)."
+        ),
         "variant_holes": dg.AssetOut(
             description="(parent, chunk) pairs in the top-k of some variant or of the parent's clean ranking (by a "
             "scored retriever) without a label of the parent: judged now, reused from the label store, failed "
-            "(with the reason) or over the budget."),
+            "(with the reason) or over the budget."
+        ),
     },
 )
-def variant_labels(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
-                   llm: LLMResource, chunks: pl.DataFrame, queries: pl.DataFrame, judgments: pl.DataFrame,
-                   query_variants: pl.DataFrame, variant_rankings: pl.DataFrame):
+def variant_labels(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    llm: LLMResource,
+    chunks: pl.DataFrame,
+    queries: pl.DataFrame,
+    judgments: pl.DataFrame,
+    query_variants: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+):
     s = settings.get()
     depth = judge_depth(s)
     _, clean = clean_rankings(s, store.get(), query_variants)
     holes = hole_pairs(query_variants, variant_rankings, clean, judgments, depth)
     to_judge, over_budget = within_budget(holes, s.robustness.max_hole_pairs)
-    context.log.info(f"robustness: {holes.height} holes in the clean and variant top-{depth}, "
-                     f"{to_judge.height} to judge")
+    context.log.info(
+        f"robustness: {holes.height} holes in the clean and variant top-{depth}, {to_judge.height} to judge"
+    )
     with llm.client("judge", context) as client:
         run = judge_pairs(
-            client, store.get(), to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"), queries, chunks,
-            answer_model=output_model(s.llm.judge.reasoning), batch_pairs=s.judging.batch_pairs,
+            client,
+            store.get(),
+            to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
+            queries,
+            chunks,
+            answer_model=output_model(s.llm.judge.reasoning),
+            batch_pairs=s.judging.batch_pairs,
         )
     outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
     labels = build_labels(query_variants, judgments, run.outcomes.filter(pl.col("status") == "labelled"))
     status = dict(outcomes.group_by("status").len().iter_rows())
-    for q, c, reason in outcomes.filter(pl.col("status") == "failed").head(FAILURES_SHOWN).select(
-            "parent_id", "chunk_id", "failure_reason").iter_rows():
+    for q, c, reason in (
+        outcomes.filter(pl.col("status") == "failed")
+        .head(FAILURES_SHOWN)
+        .select("parent_id", "chunk_id", "failure_reason")
+        .iter_rows()
+    ):
         context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
     by_origin = labels.group_by("kind", "origin").len().sort("kind", "origin")
-    yield dg.Output(labels, output_name="variant_labels", metadata={
-        "labels": labels.height, "judge_depth": depth, "by_kind_and_origin": md_table(by_origin),
-    })
-    yield dg.Output(outcomes, output_name="variant_holes", metadata={
-        "judge_depth": depth,
-        "max_hole_pairs": "none" if s.robustness.max_hole_pairs is None else s.robustness.max_hole_pairs,
-        "holes": holes.height,
-        **{f"holes_in/{side}": holes.filter(pl.col("sides").str.contains(side)).height for side in ("clean", "variant")},
-        **{f"holes/{k}": status.get(k, 0) for k in ("judged", "reused", "failed", "over_budget")},
-        **{f"judge/{k}": v for k, v in run.metadata().items()},
-    })
+    yield dg.Output(
+        labels,
+        output_name="variant_labels",
+        metadata={
+            "labels": labels.height,
+            "judge_depth": depth,
+            "by_kind_and_origin": md_table(by_origin),
+        },
+    )
+    yield dg.Output(
+        outcomes,
+        output_name="variant_holes",
+        metadata={
+            "judge_depth": depth,
+            "max_hole_pairs": "none" if s.robustness.max_hole_pairs is None else s.robustness.max_hole_pairs,
+            "holes": holes.height,
+            **{
+                f"holes_in/{side}": holes.filter(pl.col("sides").str.contains(side)).height
+                for side in ("clean", "variant")
+            },
+            **{f"holes/{k}": status.get(k, 0) for k in ("judged", "reused", "failed", "over_budget")},
+            **{f"judge/{k}": v for k, v in run.metadata().items()},
+        },
+    )
+
 
 @dg.asset(
     group_name=GROUP,
     deps=[RANKINGS],
-    ins={"query_variants": dg.AssetIn("query_variants"), "variant_rankings": dg.AssetIn("variant_rankings"),
-         "variant_labels": dg.AssetIn("variant_labels"), "variant_decisions": dg.AssetIn("variant_decisions"),
-         "variant_holes": dg.AssetIn("variant_holes")},
+    ins={
+        "query_variants": dg.AssetIn("query_variants"),
+        "variant_rankings": dg.AssetIn("variant_rankings"),
+        "variant_labels": dg.AssetIn("variant_labels"),
+        "variant_decisions": dg.AssetIn("variant_decisions"),
+        "variant_holes": dg.AssetIn("variant_holes"),
+    },
     description="Per tier, kind, retriever and headline measure: clean and variant means, the drop with its "
     "paired bootstrap interval, the paired randomization test and Holm across the family; both sides' Judged@k "
     "and a flag where they differ beyond robustness.coverage_tolerance. Also written as an HTML page with the "
     "drop plot under <data_dir>/reports/robustness.",
 )
-def robustness_scoreboard(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
-                          query_variants: pl.DataFrame, variant_rankings: pl.DataFrame,
-                          variant_labels: pl.DataFrame, variant_decisions: pl.DataFrame,
-                          variant_holes: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def robustness_scoreboard(
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    query_variants: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+    variant_labels: pl.DataFrame,
+    variant_decisions: pl.DataFrame,
+    variant_holes: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     names, clean = clean_rankings(s, store.get(), query_variants)
     stats = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
     tolerance = s.robustness.coverage_tolerance
-    result = robustness_board(clean, variant_rankings, query_variants, variant_labels, stats, names,
-                              judge_depth(s), tolerance)
+    result = robustness_board(
+        clean, variant_rankings, query_variants, variant_labels, stats, names, judge_depth(s), tolerance
+    )
     board = result.board
     headline = s.evaluation.headline_measure
     smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded or s.llm.judge.embedded
-    page = write_page(s.data_path.joinpath(*REPORT_DIR), board, variant_decisions, variant_holes, headline,
-                      result.judged_measure, tolerance, s.evaluation.alpha, smoke)
+    page = write_page(
+        s.data_path.joinpath(*REPORT_DIR),
+        board,
+        variant_decisions,
+        variant_holes,
+        headline,
+        result.judged_measure,
+        tolerance,
+        s.evaluation.alpha,
+        smoke,
+    )
     overall = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline))
     context.log.info(f"robustness: scoreboard of {len(names)} retrievers on {query_variants.height} variants")
-    return dg.Output(board, metadata={
-        "page": dg.MetadataValue.path(str(page)),
-        "retrievers": ", ".join(names),
-        "resamples": stats.resamples,
-        "variants": query_variants.height,
-        "judged_measure": result.judged_measure,
-        "coverage_tolerance": tolerance,
-        "comparisons": overall.height,  # (kind, retriever) pairs of the tier "all"
-        "comparisons_coverage_differs": overall.filter(pl.col("coverage_differs")).height,
-        "headline": md_table(overall.select("kind", "retriever", "measure", "clean_mean", "variant_mean", "drop",
-                                            "ci_low", "ci_high", "p_holm", "clean_judged", "variant_judged",
-                                            "coverage_differs"), 100),
-        "noise_rates_per_letter": dg.MetadataValue.json(json.loads(s.robustness.noise.model_dump_json())),
-    })
+    return dg.Output(
+        board,
+        metadata={
+            "page": dg.MetadataValue.path(str(page)),
+            "retrievers": ", ".join(names),
+            "resamples": stats.resamples,
+            "variants": query_variants.height,
+            "judged_measure": result.judged_measure,
+            "coverage_tolerance": tolerance,
+            "comparisons": overall.height,  # (kind, retriever) pairs of the tier "all"
+            "comparisons_coverage_differs": overall.filter(pl.col("coverage_differs")).height,
+            "headline": md_table(
+                overall.select(
+                    "kind",
+                    "retriever",
+                    "measure",
+                    "clean_mean",
+                    "variant_mean",
+                    "drop",
+                    "ci_low",
+                    "ci_high",
+                    "p_holm",
+                    "clean_judged",
+                    "variant_judged",
+                    "coverage_differs",
+                ),
+                100,
+            ),
+            "noise_rates_per_letter": dg.MetadataValue.json(json.loads(s.robustness.noise.model_dump_json())),
+        },
+    )

@@ -6,8 +6,8 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.robustness.variants import SEPARATOR, same_text
 from mama_pipeline.common.shared_inputs import QUERIES
+from mama_pipeline.robustness.variants import SEPARATOR, same_text
 
 ID_RE = re.compile(r"^q_\d{5,}" + re.escape(SEPARATOR) + r"[a-z][a-z0-9_]*$")
 
@@ -24,9 +24,12 @@ def variants_follow_rules(query_variants: pl.DataFrame, queries: pl.DataFrame) -
         "bad_ids": sum(ID_RE.match(v) is None for v in ids),
         "ids_not_parent_and_kind": sum(a != b for a, b in zip(ids, expected)),
         "duplicate_ids": len(ids) - len(set(ids)),
-        "unknown_parents": query_variants.join(queries.select(pl.col("query_id").alias("parent_id")),
-                                               on="parent_id", how="anti").height,
-        "identical_to_parent": sum(same_text(a, b) for a, b in query_variants.select("query_text", "parent_text").iter_rows()),
+        "unknown_parents": query_variants.join(
+            queries.select(pl.col("query_id").alias("parent_id")), on="parent_id", how="anti"
+        ).height,
+        "identical_to_parent": sum(
+            same_text(a, b) for a, b in query_variants.select("query_text", "parent_text").iter_rows()
+        ),
     }
     return dg.AssetCheckResult(passed=not any(problems.values()), metadata={"variants": len(ids), **problems})
 
@@ -41,7 +44,8 @@ def no_rewrite_failures(variant_decisions: pl.DataFrame) -> dg.AssetCheckResult:
         pl.col("status").is_in(["rewrite_failed", "gate_failed"]) | (pl.col("gate") == "failed")
     ).select("variant_id", "status", "error")
     return dg.AssetCheckResult(
-        passed=failed.is_empty(), severity=dg.AssetCheckSeverity.WARN,
+        passed=failed.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
         metadata={"decisions": variant_decisions.height, "failed": failed.height, "failures": md_table(failed)},
     )
 
@@ -54,9 +58,13 @@ def no_rewrite_failures(variant_decisions: pl.DataFrame) -> dg.AssetCheckResult:
 def holes_judged(variant_holes: pl.DataFrame) -> dg.AssetCheckResult:
     open_holes = variant_holes.filter(pl.col("status").is_in(["failed", "over_budget"]))
     return dg.AssetCheckResult(
-        passed=open_holes.is_empty(), severity=dg.AssetCheckSeverity.WARN,
-        metadata={"holes": variant_holes.height, "unlabelled": open_holes.height,
-                  "by_status": md_table(variant_holes.group_by("status").len().sort("status"))},
+        passed=open_holes.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "holes": variant_holes.height,
+            "unlabelled": open_holes.height,
+            "by_status": md_table(variant_holes.group_by("status").len().sort("status")),
+        },
     )
 
 
@@ -68,11 +76,16 @@ def holes_judged(variant_holes: pl.DataFrame) -> dg.AssetCheckResult:
 def coverage_alike(robustness_scoreboard: pl.DataFrame) -> dg.AssetCheckResult:
     comparisons = robustness_scoreboard.unique(["tier", "kind", "retriever"], keep="first", maintain_order=True)
     differing = comparisons.filter(pl.col("coverage_differs")).select(
-        "tier", "kind", "retriever", "clean_judged", "variant_judged", "clean_ranked", "variant_ranked")
+        "tier", "kind", "retriever", "clean_judged", "variant_judged", "clean_ranked", "variant_ranked"
+    )
     return dg.AssetCheckResult(
-        passed=differing.is_empty(), severity=dg.AssetCheckSeverity.WARN,
-        metadata={"comparisons": comparisons.height, "coverage_differs": differing.height,
-                  "differing": md_table(differing, 50)},
+        passed=differing.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "comparisons": comparisons.height,
+            "coverage_differs": differing.height,
+            "differing": md_table(differing, 50),
+        },
     )
 
 

@@ -1,4 +1,5 @@
 """The robustness group's Dagster definitions."""
+
 import dagster as dg
 
 from mama_pipeline.robustness.assets import query_variants, robustness_scoreboard, variant_labels, variant_rankings

@@ -12,34 +12,57 @@ judge, prompt and label store as the pool (:func:`judge_pairs`, so a hole
 already labelled is reused, never re-asked), and the label then applies to the
 parent and to all its variants (``origin = hole``).
 """
+
 from __future__ import annotations
 
 import polars as pl
 
 VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 LABEL_SCHEMA = {
-    "variant_id": pl.String, "parent_id": pl.String, "kind": pl.String, "chunk_id": pl.String,
-    "d1_topic": pl.Boolean, "d2_meaningful": pl.Int8, "d3_actionable": pl.Int8, "d4_density": pl.Int8,
-    "score": pl.Int8, "origin": pl.String, "judge_model": pl.String, "prompt_hash": pl.String,
+    "variant_id": pl.String,
+    "parent_id": pl.String,
+    "kind": pl.String,
+    "chunk_id": pl.String,
+    "d1_topic": pl.Boolean,
+    "d2_meaningful": pl.Int8,
+    "d3_actionable": pl.Int8,
+    "d4_density": pl.Int8,
+    "score": pl.Int8,
+    "origin": pl.String,
+    "judge_model": pl.String,
+    "prompt_hash": pl.String,
 }
 HOLE_SCHEMA = {
-    "parent_id": pl.String, "chunk_id": pl.String, "best_rank": pl.Int32,
-    "sides": pl.String, "kinds": pl.String,  # sides: clean, variant or clean,variant; kinds: the variants' kinds
-    "retrievers": pl.String, "status": pl.String,  # judged | reused | failed | over_budget
+    "parent_id": pl.String,
+    "chunk_id": pl.String,
+    "best_rank": pl.Int32,
+    "sides": pl.String,
+    "kinds": pl.String,  # sides: clean, variant or clean,variant; kinds: the variants' kinds
+    "retrievers": pl.String,
+    "status": pl.String,  # judged | reused | failed | over_budget
     "failure_reason": pl.String,
 }
 
 
-def hole_pairs(variants: pl.DataFrame, variant_rankings: pl.DataFrame, clean_rankings: pl.DataFrame,
-               judgments: pl.DataFrame, depth: int) -> pl.DataFrame:
+def hole_pairs(
+    variants: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+    clean_rankings: pl.DataFrame,
+    judgments: pl.DataFrame,
+    depth: int,
+) -> pl.DataFrame:
     """(parent, chunk) pairs without a label of the parent in the top ``depth`` of some variant's ranking or of
     the parent's own clean ranking (both sides judged alike), best rank first."""
-    variant_top = variant_rankings.filter(pl.col("rank") <= depth).join(
-        variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind"), on="query_id", how="inner"
-    ).with_columns(side=pl.lit("variant"))
+    variant_top = (
+        variant_rankings.filter(pl.col("rank") <= depth)
+        .join(variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind"), on="query_id", how="inner")
+        .with_columns(side=pl.lit("variant"))
+    )
     parents = variants.select(pl.col("parent_id").alias("query_id")).unique()
-    clean_top = clean_rankings.filter(pl.col("rank") <= depth).join(parents, on="query_id", how="inner").with_columns(
-        parent_id=pl.col("query_id"), kind=pl.lit(None, pl.String), side=pl.lit("clean")
+    clean_top = (
+        clean_rankings.filter(pl.col("rank") <= depth)
+        .join(parents, on="query_id", how="inner")
+        .with_columns(parent_id=pl.col("query_id"), kind=pl.lit(None, pl.String), side=pl.lit("clean"))
     )
     columns = ["parent_id", "chunk_id", "rank", "kind", "retriever", "side"]
     judged = judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id")
@@ -67,9 +90,11 @@ def within_budget(holes: pl.DataFrame, max_pairs: int | None) -> tuple[pl.DataFr
 def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.DataFrame) -> pl.DataFrame:
     """One row per hole: judged now, reused from the label store, failed (with the reason) or over budget."""
     asked = holes.join(
-        outcomes.select(pl.col("query_id").alias("parent_id"), "chunk_id", pl.col("status").alias("_s"),
-                        "reused", "failure_reason"),
-        on=["parent_id", "chunk_id"], how="left",
+        outcomes.select(
+            pl.col("query_id").alias("parent_id"), "chunk_id", pl.col("status").alias("_s"), "reused", "failure_reason"
+        ),
+        on=["parent_id", "chunk_id"],
+        how="left",
     ).with_columns(
         status=pl.when(pl.col("_s") == "labelled")
         .then(pl.when(pl.col("reused")).then(pl.lit("reused")).otherwise(pl.lit("judged")))
@@ -77,8 +102,9 @@ def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.D
     )
     parts = [
         asked.select(list(HOLE_SCHEMA)),
-        over_budget.with_columns(status=pl.lit("over_budget"), failure_reason=pl.lit(None, pl.String))
-        .select(list(HOLE_SCHEMA)),
+        over_budget.with_columns(status=pl.lit("over_budget"), failure_reason=pl.lit(None, pl.String)).select(
+            list(HOLE_SCHEMA)
+        ),
     ]
     return pl.concat([p.select([pl.col(c).cast(t) for c, t in HOLE_SCHEMA.items()]) for p in parts]).sort(
         "best_rank", "parent_id", "chunk_id"
@@ -88,10 +114,13 @@ def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.D
 def variant_labels(variants: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFrame:
     """Every variant's labels: its parent's judgments (inherited) and the parent's hole labels (hole)."""
     cols = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]
-    need = pl.concat([
-        judgments.select(cols).with_columns(origin=pl.lit("inherited")),
-        hole_labels.select(cols).with_columns(origin=pl.lit("hole")),
-    ], how="vertical_relaxed").unique(["query_id", "chunk_id"], keep="first", maintain_order=True)
+    need = pl.concat(
+        [
+            judgments.select(cols).with_columns(origin=pl.lit("inherited")),
+            hole_labels.select(cols).with_columns(origin=pl.lit("hole")),
+        ],
+        how="vertical_relaxed",
+    ).unique(["query_id", "chunk_id"], keep="first", maintain_order=True)
     return (
         variants.select("variant_id", "parent_id", "kind")
         .join(need.rename({"query_id": "parent_id"}), on="parent_id", how="inner")

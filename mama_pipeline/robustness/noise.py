@@ -7,6 +7,7 @@ so nothing else in the process sees a reseeded generator. (nlpaug 1.1.11 offers
 only a process-wide ``Randomness.seed`` over random and numpy, which is why typo
 is used here.)
 """
+
 from __future__ import annotations
 
 import hashlib

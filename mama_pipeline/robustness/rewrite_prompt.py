@@ -4,6 +4,7 @@ The rewriter sees only the question; the gate, asked in a second call, sees the
 question and one rewrite and decides whether the rewrite asks for the same
 information. A rewrite is kept only on the gate's yes.
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
@@ -87,8 +88,9 @@ def rewrite_template(style: str, max_words: int, reasoning_field: bool) -> Promp
 
 
 def gate_template(reasoning_field: bool) -> PromptTemplate:
-    return PromptTemplate("rewrite_gate", GATE_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field else ""),
-                          GATE_USER)
+    return PromptTemplate(
+        "rewrite_gate", GATE_SYSTEM.format(reasoning_note=REASONING_NOTE if reasoning_field else ""), GATE_USER
+    )
 
 
 def rewrite_model(reasoning_field: bool) -> type[BaseModel]:

@@ -1,4 +1,5 @@
 """The robustness page of the report: drop per retriever and kind (plot and tables), both sides' Judged@k."""
+
 from __future__ import annotations
 
 import html
@@ -7,30 +8,49 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import number, page, table as _table
+from mama_pipeline.common.html_page import number, page
+from mama_pipeline.common.html_page import table as _table
 
 PAGE = "index.html"
 TITLE = "mamaretrieval robustness track"
 PLOT = "drop_by_retriever_and_kind.png"
 
 
-def write_page(folder: Path, board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame,
-               headline: str, judged: str, tolerance: float, alpha: float, smoke_test: bool) -> Path:
+def write_page(
+    folder: Path,
+    board: pl.DataFrame,
+    decisions: pl.DataFrame,
+    holes: pl.DataFrame,
+    headline: str,
+    judged: str,
+    tolerance: float,
+    alpha: float,
+    smoke_test: bool,
+) -> Path:
     """Write ``index.html`` and its plot into ``folder`` (replaced atomically); returns the page path."""
     with atomic_folder(folder) as tmp:
         _plot(board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)), headline, tmp / PLOT)
-        (tmp / PAGE).write_text(_page(board, decisions, holes, headline, judged, tolerance, alpha, smoke_test),
-                                encoding="utf-8")
+        (tmp / PAGE).write_text(
+            _page(board, decisions, holes, headline, judged, tolerance, alpha, smoke_test), encoding="utf-8"
+        )
     return folder / PAGE
 
 
 def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]]:
     """The largest drop in the headline measure per kind (all tiers), over the parents that have a variant."""
     rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline) & pl.col("drop").is_not_null())
-    worst = rows.sort(["kind", "drop", "retriever"], descending=[False, True, False]).group_by(
-        "kind", maintain_order=True).first()
-    return [(f"{r['kind']}: largest drop in {headline}", f"{number(r['drop'])} ({r['retriever']}, "
-             f"{r['n_queries']} queries)") for r in worst.iter_rows(named=True)]
+    worst = (
+        rows.sort(["kind", "drop", "retriever"], descending=[False, True, False])
+        .group_by("kind", maintain_order=True)
+        .first()
+    )
+    return [
+        (
+            f"{r['kind']}: largest drop in {headline}",
+            f"{number(r['drop'])} ({r['retriever']}, {r['n_queries']} queries)",
+        )
+        for r in worst.iter_rows(named=True)
+    ]
 
 
 def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
@@ -48,8 +68,12 @@ def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
     for i, kind in enumerate(kinds):
         sub = {r["retriever"]: r for r in rows.filter(pl.col("kind") == kind).iter_rows(named=True)}
         drops = [sub[r]["drop"] if r in sub else np.nan for r in retrievers]
-        low = [sub[r]["drop"] - sub[r]["ci_low"] if r in sub and sub[r]["ci_low"] is not None else 0 for r in retrievers]
-        high = [sub[r]["ci_high"] - sub[r]["drop"] if r in sub and sub[r]["ci_high"] is not None else 0 for r in retrievers]
+        low = [
+            sub[r]["drop"] - sub[r]["ci_low"] if r in sub and sub[r]["ci_low"] is not None else 0 for r in retrievers
+        ]
+        high = [
+            sub[r]["ci_high"] - sub[r]["drop"] if r in sub and sub[r]["ci_high"] is not None else 0 for r in retrievers
+        ]
         ax.bar(x + (i - (len(kinds) - 1) / 2) * width, drops, width, yerr=[low, high], capsize=2, label=kind)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x, retrievers)
@@ -62,26 +86,70 @@ def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
     plt.close(fig)
 
 
-def _page(board: pl.DataFrame, decisions: pl.DataFrame, holes: pl.DataFrame, headline: str, judged: str,
-          tolerance: float, alpha: float, smoke_test: bool) -> str:
-    overall = board.filter(pl.col("tier") == "all").with_columns(
-        significant=(pl.col("p_holm") < alpha)
-    ).select("kind", "retriever", "measure", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high",
-             "p_randomization", "p_holm", "significant", "coverage_differs")
+def _page(
+    board: pl.DataFrame,
+    decisions: pl.DataFrame,
+    holes: pl.DataFrame,
+    headline: str,
+    judged: str,
+    tolerance: float,
+    alpha: float,
+    smoke_test: bool,
+) -> str:
+    overall = (
+        board.filter(pl.col("tier") == "all")
+        .with_columns(significant=(pl.col("p_holm") < alpha))
+        .select(
+            "kind",
+            "retriever",
+            "measure",
+            "n_queries",
+            "clean_mean",
+            "variant_mean",
+            "drop",
+            "ci_low",
+            "ci_high",
+            "p_randomization",
+            "p_holm",
+            "significant",
+            "coverage_differs",
+        )
+    )
     judged_rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)).select(
-        "kind", "retriever", "n_queries", pl.col("clean_judged").alias(f"clean {judged}"),
-        pl.col("clean_ranked").alias("clean rankings"), pl.col("variant_judged").alias(f"variant {judged}"),
-        pl.col("variant_ranked").alias("variant rankings"), "coverage_differs",
+        "kind",
+        "retriever",
+        "n_queries",
+        pl.col("clean_judged").alias(f"clean {judged}"),
+        pl.col("clean_ranked").alias("clean rankings"),
+        pl.col("variant_judged").alias(f"variant {judged}"),
+        pl.col("variant_ranked").alias("variant rankings"),
+        "coverage_differs",
     )
     per_tier = board.filter((pl.col("tier") != "all") & (pl.col("measure") == headline)).select(
-        "tier", "kind", "retriever", "n_queries", "clean_mean", "variant_mean", "drop", "ci_low", "ci_high", "p_holm",
+        "tier",
+        "kind",
+        "retriever",
+        "n_queries",
+        "clean_mean",
+        "variant_mean",
+        "drop",
+        "ci_low",
+        "ci_high",
+        "p_holm",
         "coverage_differs",
     )
     statuses = decisions.group_by("kind", "status").len().sort("kind", "status")
     hole_status = holes.group_by("sides", "status").len().sort("sides", "status")
-    note = ("<p><strong>Smoke test:</strong> rewrites, gate verdicts and hole labels come from the embedded "
-            "SmolLM2-135M model; they exercise the pipeline and mean nothing clinically.</p>" if smoke_test else "")
-    return page(TITLE, [f"""{note}
+    note = (
+        "<p><strong>Smoke test:</strong> rewrites, gate verdicts and hole labels come from the embedded "
+        "SmolLM2-135M model; they exercise the pipeline and mean nothing clinically.</p>"
+        if smoke_test
+        else ""
+    )
+    return page(
+        TITLE,
+        [
+            f"""{note}
 <p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes:
 unlabelled chunks of the clean and of the variant top-k, judged alike).
 Drop = clean - variant, averaged over the parents that have a variant of the kind; interval: paired bootstrap (BCa);
@@ -95,5 +163,8 @@ with care.</p>
 {_table(judged_rows)}
 <h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
 <h2>Variants made, per kind and decision</h2>{_table(statuses)}
-<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}"""],
-                headline_figures(board, headline), heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries")
+<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}"""
+        ],
+        headline_figures(board, headline),
+        heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries",
+    )

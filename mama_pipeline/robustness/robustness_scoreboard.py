@@ -12,6 +12,7 @@ that are not empty) and a flag when the two differ by more than
 ``robustness.coverage_tolerance``: a drop is read only where both sides were
 judged alike.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -21,23 +22,41 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.per_query_scoring import evaluate
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 
 BOARD_SCHEMA = {
-    "tier": pl.String, "kind": pl.String, "retriever": pl.String, "measure": pl.String,
-    "n_queries": pl.Int64, "clean_mean": pl.Float64, "variant_mean": pl.Float64, "drop": pl.Float64,
-    "ci_low": pl.Float64, "ci_high": pl.Float64, "p_randomization": pl.Float64, "p_holm": pl.Float64,
+    "tier": pl.String,
+    "kind": pl.String,
+    "retriever": pl.String,
+    "measure": pl.String,
+    "n_queries": pl.Int64,
+    "clean_mean": pl.Float64,
+    "variant_mean": pl.Float64,
+    "drop": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_randomization": pl.Float64,
+    "p_holm": pl.Float64,
     # label coverage of each side's top-k: mean Judged@k over the n_queries whose ranking on that side is not
     # empty (clean_ranked, variant_ranked); coverage_differs: the two differ by more than the tolerance
-    "clean_judged": pl.Float64, "variant_judged": pl.Float64, "clean_ranked": pl.Int64, "variant_ranked": pl.Int64,
+    "clean_judged": pl.Float64,
+    "variant_judged": pl.Float64,
+    "clean_ranked": pl.Int64,
+    "variant_ranked": pl.Int64,
     "coverage_differs": pl.Boolean,
 }
-PAIR_SCHEMA = {"retriever": pl.String, "parent_id": pl.String, "kind": pl.String, "measure": pl.String,
-               "clean": pl.Float64, "variant": pl.Float64}
+PAIR_SCHEMA = {
+    "retriever": pl.String,
+    "parent_id": pl.String,
+    "kind": pl.String,
+    "measure": pl.String,
+    "clean": pl.Float64,
+    "variant": pl.Float64,
+}
 
 
 @dataclass
@@ -58,9 +77,16 @@ def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
-                  labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int,
-                  also: Sequence[str] = ()) -> tuple[pl.DataFrame, str]:
+def paired_values(
+    clean_rankings: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+    variants: pl.DataFrame,
+    labels: pl.DataFrame,
+    s: EvaluationSettings,
+    retrievers: list[str],
+    judged_k: int,
+    also: Sequence[str] = (),
+) -> tuple[pl.DataFrame, str]:
     """Per (retriever, parent, kind, measure): the clean and the variant value, for the significance measures,
     Judged@``judged_k`` and the measures named in ``also`` (measures of the plan, e.g. other Judged@k).
 
@@ -70,19 +96,25 @@ def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, 
     check_measures(s.significance_measures, plan.by_name(), "evaluation.significance_measures")
     judged = f"Judged@{judged_k}"
     parents = variants.get_column("parent_id").unique().sort().to_list()
-    run = rankings_to_run(pl.concat([
-        clean_rankings.filter(pl.col("query_id").is_in(parents) & pl.col("retriever").is_in(retrievers))
-        .select(variant_rankings.columns),
-        variant_rankings,
-    ]))
+    run = rankings_to_run(
+        pl.concat(
+            [
+                clean_rankings.filter(pl.col("query_id").is_in(parents) & pl.col("retriever").is_in(retrievers)).select(
+                    variant_rankings.columns
+                ),
+                variant_rankings,
+            ]
+        )
+    )
     query_ids = parents + variants.get_column("variant_id").sort().to_list()
     evaluation = evaluate(run, need_qrels(labels), query_ids, plan, retrievers, "rankings", "variant labels")
     ranked = run.select("retriever", "query_id").unique().with_columns(_ranked=pl.lit(True))
     values = (
         evaluation.per_query.filter(pl.col("measure").is_in([*s.significance_measures, judged, *also]))
         .join(ranked, on=["retriever", "query_id"], how="left")
-        .with_columns(value=pl.when(~pl.col("measure").str.starts_with("Judged@") | pl.col("_ranked"))
-                      .then(pl.col("value")))
+        .with_columns(
+            value=pl.when(~pl.col("measure").str.starts_with("Judged@") | pl.col("_ranked")).then(pl.col("value"))
+        )
         .drop("_ranked")
     )
     pairs = (
@@ -96,12 +128,21 @@ def paired_values(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, 
     return pairs, judged
 
 
-def robustness_board(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFrame, variants: pl.DataFrame,
-                     labels: pl.DataFrame, s: EvaluationSettings, retrievers: list[str], judged_k: int,
-                     coverage_tolerance: float) -> RobustnessBoard:
+def robustness_board(
+    clean_rankings: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+    variants: pl.DataFrame,
+    labels: pl.DataFrame,
+    s: EvaluationSettings,
+    retrievers: list[str],
+    judged_k: int,
+    coverage_tolerance: float,
+) -> RobustnessBoard:
     """One row per (tier, kind, retriever, significance measure), with both sides' Judged@k beside it."""
     if variants.is_empty():
-        return RobustnessBoard(pl.DataFrame(schema=BOARD_SCHEMA), pl.DataFrame(schema=PAIR_SCHEMA), f"Judged@{judged_k}")
+        return RobustnessBoard(
+            pl.DataFrame(schema=BOARD_SCHEMA), pl.DataFrame(schema=PAIR_SCHEMA), f"Judged@{judged_k}"
+        )
     pairs, judged = paired_values(clean_rankings, variant_rankings, variants, labels, s, retrievers, judged_k)
     tiers = variants.select("parent_id", "tier").unique()
     with_tier = pairs.join(tiers, on="parent_id", how="left")
@@ -110,20 +151,36 @@ def robustness_board(clean_rankings: pl.DataFrame, variant_rankings: pl.DataFram
     ]
     rows = []
     for tier, seg in segments:
-        coverage = {key: _coverage(group, coverage_tolerance)
-                    for key, group in seg.filter(pl.col("measure") == judged).group_by("kind", "retriever")}
+        coverage = {
+            key: _coverage(group, coverage_tolerance)
+            for key, group in seg.filter(pl.col("measure") == judged).group_by("kind", "retriever")
+        }
         for (kind, retriever, measure), group in seg.filter(pl.col("measure") != judged).group_by(
-                "kind", "retriever", "measure", maintain_order=True):
+            "kind", "retriever", "measure", maintain_order=True
+        ):
             a = group.get_column("clean").to_numpy().astype(float)
             b = group.get_column("variant").to_numpy().astype(float)
-            row = {"tier": tier, "kind": kind, "retriever": retriever, "measure": measure,
-                   "n_queries": a.size, "clean_mean": float(a.mean()),
-                   "variant_mean": float(b.mean()), "drop": float((a - b).mean()),
-                   "ci_low": None, "ci_high": None, "p_randomization": None, **coverage[(kind, retriever)]}
+            row = {
+                "tier": tier,
+                "kind": kind,
+                "retriever": retriever,
+                "measure": measure,
+                "n_queries": a.size,
+                "clean_mean": float(a.mean()),
+                "variant_mean": float(b.mean()),
+                "drop": float((a - b).mean()),
+                "ci_low": None,
+                "ci_high": None,
+                "p_randomization": None,
+                **coverage[(kind, retriever)],
+            }
             if a.size >= 2:
                 low, high = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
-                row.update(ci_low=_finite(low), ci_high=_finite(high),
-                           p_randomization=paired_randomization_p(a, b, s.resamples, s.seed))
+                row.update(
+                    ci_low=_finite(low),
+                    ci_high=_finite(high),
+                    p_randomization=paired_randomization_p(a, b, s.resamples, s.seed),
+                )
             rows.append(row)
     board = pl.DataFrame(rows, schema={k: v for k, v in BOARD_SCHEMA.items() if k != "p_holm"})
     return RobustnessBoard(_with_holm(board), pairs, judged)
@@ -134,8 +191,13 @@ def _coverage(judged: pl.DataFrame, tolerance: float) -> dict:
     clean, variant = judged.get_column("clean").drop_nulls(), judged.get_column("variant").drop_nulls()
     c = float(clean.mean()) if clean.len() else None
     v = float(variant.mean()) if variant.len() else None
-    return {"clean_judged": c, "variant_judged": v, "clean_ranked": clean.len(), "variant_ranked": variant.len(),
-            "coverage_differs": None if c is None or v is None else round(abs(c - v), 12) > tolerance}
+    return {
+        "clean_judged": c,
+        "variant_judged": v,
+        "clean_ranked": clean.len(),
+        "variant_ranked": variant.len(),
+        "coverage_differs": None if c is None or v is None else round(abs(c - v), 12) > tolerance,
+    }
 
 
 def _finite(x: float) -> float | None:

@@ -1,4 +1,5 @@
 """Configuration of the robustness track: which query variants are made, and how."""
+
 from __future__ import annotations
 
 from typing import Literal

@@ -6,9 +6,11 @@ Fusion and rerank retrievers fuse or rerank the variant rankings of their
 runs, so they run after them (a run not chosen is refused in one line);
 imported run files hold only the clean query ids and are skipped (listed).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 
@@ -44,8 +46,11 @@ def retriever_order(r: RetrievalSettings, names: list[str]) -> tuple[list[str], 
         missing = [x for x in needs(spec) if x not in runnable]
         if missing:
             role = "fusion" if spec.kind == "rrf" else "rerank"
-            fix = (f"imported runs cannot rank variants: leave {name!r} out of robustness.retrievers"
-                   if set(missing) <= set(skipped) else "add them to robustness.retrievers")
+            fix = (
+                f"imported runs cannot rank variants: leave {name!r} out of robustness.retrievers"
+                if set(missing) <= set(skipped)
+                else "add them to robustness.retrievers"
+            )
             raise ValueError(f"robustness: {role} retriever {name!r} needs variant rankings of {missing}; {fix}")
     order = [n for n in runnable if not needs(r.retriever(n))]
     waiting = [n for n in runnable if n not in order]
@@ -59,8 +64,14 @@ def retriever_order(r: RetrievalSettings, names: list[str]) -> tuple[list[str], 
 
 
 def rank_variants(
-    r: RetrievalSettings, names: list[str], chunks: pl.DataFrame, variants: pl.DataFrame, store: Store,
-    work_dir, resolve: Callable, log: Callable[[str], None] = print,
+    r: RetrievalSettings,
+    names: list[str],
+    chunks: pl.DataFrame,
+    variants: pl.DataFrame,
+    store: Store,
+    work_dir,
+    resolve: Callable,
+    log: Callable[[str], None] = print,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """The rankings table (query_id = variant id) of every chosen retriever, and per-retriever metadata."""
     order, skipped = retriever_order(r, names)
@@ -94,6 +105,8 @@ def clean_rankings_of(stored: pl.DataFrame, names: list[str], parents: list[str]
     ranked = set(clean.get_column("retriever").unique().to_list())
     for name in names:
         if parents and name not in ranked:
-            raise ValueError(f"robustness: retriever {name!r} has no clean rankings stored for any of the "
-                             f"{len(parents)} parent queries; materialise its rankings partition first")
+            raise ValueError(
+                f"robustness: retriever {name!r} has no clean rankings stored for any of the "
+                f"{len(parents)} parent queries; materialise its rankings partition first"
+            )
     return clean

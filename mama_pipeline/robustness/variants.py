@@ -5,12 +5,15 @@ A variant's id is its parent's id and its kind, ``q_00042~typo``. Every attempte
 candidate whose text equals its parent's (whitespace and case aside) is never
 kept (``identical_to_parent``).
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any
 
 import polars as pl
 
@@ -22,15 +25,38 @@ from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
 
 SEPARATOR = "~"
 DECISION_SCHEMA = {
-    "variant_id": pl.String, "parent_id": pl.String, "kind": pl.String, "method": pl.String,
+    "variant_id": pl.String,
+    "parent_id": pl.String,
+    "kind": pl.String,
+    "method": pl.String,
     "status": pl.String,  # kept | identical_to_parent | rewrite_failed | empty_rewrite | too_long | gate_failed | gate_rejected
     "gate": pl.String,  # passed | rejected | failed | null (deterministic kinds, or never gated)
-    "variant_text": pl.String, "reason": pl.String, "error": pl.String, "seed": pl.Int64, "recipe": pl.String,
-    "model": pl.String, "prompt_hash": pl.String, "gate_model": pl.String, "gate_prompt_hash": pl.String,
+    "variant_text": pl.String,
+    "reason": pl.String,
+    "error": pl.String,
+    "seed": pl.Int64,
+    "recipe": pl.String,
+    "model": pl.String,
+    "prompt_hash": pl.String,
+    "gate_model": pl.String,
+    "gate_prompt_hash": pl.String,
 }
 VARIANT_COLUMNS = [
-    "variant_id", "parent_id", "kind", "method", "query_text", "parent_text", "tier", "source", "seed", "recipe",
-    "gate", "model", "prompt_hash", "gate_model", "gate_prompt_hash",
+    "variant_id",
+    "parent_id",
+    "kind",
+    "method",
+    "query_text",
+    "parent_text",
+    "tier",
+    "source",
+    "seed",
+    "recipe",
+    "gate",
+    "model",
+    "prompt_hash",
+    "gate_model",
+    "gate_prompt_hash",
 ]
 SPACE = re.compile(r"\s+")
 
@@ -49,13 +75,19 @@ def same_text(a: str, b: str) -> bool:
 
 def _row(parent_id: str, kind: KindSettings, **fields: Any) -> dict[str, Any]:
     row = {c: None for c in DECISION_SCHEMA}
-    row.update(variant_id=variant_id(parent_id, kind.name), parent_id=parent_id, kind=kind.name,
-               method="+".join(kind.steps) if kind.steps else f"llm:{kind.rewrite}", **fields)
+    row.update(
+        variant_id=variant_id(parent_id, kind.name),
+        parent_id=parent_id,
+        kind=kind.name,
+        method="+".join(kind.steps) if kind.steps else f"llm:{kind.rewrite}",
+        **fields,
+    )
     return row
 
 
-def deterministic_decisions(queries: pl.DataFrame, kind: KindSettings, table: AbbreviationTable,
-                            r: RobustnessSettings) -> list[dict[str, Any]]:
+def deterministic_decisions(
+    queries: pl.DataFrame, kind: KindSettings, table: AbbreviationTable, r: RobustnessSettings
+) -> list[dict[str, Any]]:
     """Shorthand and noise steps, applied in the kind's order to every query."""
     rows = []
     for parent_id, text in queries.select("query_id", "query_text").sort("query_id").iter_rows():
@@ -95,8 +127,12 @@ def _failure(res: LLMResult) -> str:
 
 
 def rewrite_decisions(
-    open_client: Callable[[str], ContextManager[LLMClient]], queries: pl.DataFrame, kinds: list[KindSettings],
-    r: RobustnessSettings, rewriter_reasoning: bool, gate_reasoning: bool,
+    open_client: Callable[[str], AbstractContextManager[LLMClient]],
+    queries: pl.DataFrame,
+    kinds: list[KindSettings],
+    r: RobustnessSettings,
+    rewriter_reasoning: bool,
+    gate_reasoning: bool,
 ) -> RewriteRun:
     """Ask the rewriter for each LLM kind, then the gate for every usable rewrite; one decision per pair.
 
@@ -112,8 +148,13 @@ def rewrite_decisions(
     runs = []
     for kind in kinds:
         template = rewrite_template(kind.rewrite, r.max_rewrite_words, rewriter_reasoning)
-        runs.append((kind, template, [LLMRequest(variant_id(q, kind.name), template.render(query=t))
-                                      for q, t in sorted(texts.items())]))
+        runs.append(
+            (
+                kind,
+                template,
+                [LLMRequest(variant_id(q, kind.name), template.render(query=t)) for q, t in sorted(texts.items())],
+            )
+        )
     with open_client("query_rewriter") as rewriter:
         rewriter.check_budget((t, answer_model, reqs) for _, t, reqs in runs)  # every kind, before the first is sent
         reports = [(kind, t, rewriter.run(t, answer_model, reqs)) for kind, t, reqs in runs]
@@ -122,8 +163,12 @@ def rewrite_decisions(
         meta.update({f"{kind.name}/{k}": v for k, v in report.metadata().items()})
         for res in report.results:
             parent_id = res.item_id.split(SEPARATOR)[0]
-            common = dict(model=report.model, prompt_hash=template.hash, seed=decoding[0],
-                          recipe=f"{template.id} (temperature {decoding[1]})")
+            common = dict(
+                model=report.model,
+                prompt_hash=template.hash,
+                seed=decoding[0],
+                recipe=f"{template.id} (temperature {decoding[1]})",
+            )
             if not res.ok:
                 rows[res.item_id] = _row(parent_id, kind, status="rewrite_failed", error=_failure(res), **common)
                 continue
@@ -146,8 +191,9 @@ def rewrite_decisions(
             row = rows[res.item_id]
             row.update(gate_model=report.model, gate_prompt_hash=g_template.hash)
             if not res.ok:
-                row.update(gate="failed", error=_failure(res),
-                           status="kept" if r.keep_when_gate_fails else "gate_failed")
+                row.update(
+                    gate="failed", error=_failure(res), status="kept" if r.keep_when_gate_fails else "gate_failed"
+                )
             elif res.value["same_information"]:
                 row.update(gate="passed", status="kept", reason=res.value["reason"])
             else:
@@ -161,8 +207,9 @@ def decisions_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 def kept_variants(decisions: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
     """The kept variants with their parent's text, tier and source."""
-    parents = queries.select(pl.col("query_id").alias("parent_id"), pl.col("query_text").alias("parent_text"),
-                             "tier", "source")
+    parents = queries.select(
+        pl.col("query_id").alias("parent_id"), pl.col("query_text").alias("parent_text"), "tier", "source"
+    )
     return (
         decisions.filter(pl.col("status") == "kept")
         .rename({"variant_text": "query_text"})
@@ -176,4 +223,8 @@ def status_counts(decisions: pl.DataFrame) -> pl.DataFrame:
     """Decisions per kind and status (one row per kind, one column per status)."""
     if decisions.is_empty():
         return pl.DataFrame(schema={"kind": pl.String})
-    return decisions.pivot(on="status", index="kind", values="variant_id", aggregate_function="len").fill_null(0).sort("kind")
+    return (
+        decisions.pivot(on="status", index="kind", values="variant_id", aggregate_function="len")
+        .fill_null(0)
+        .sort("kind")
+    )

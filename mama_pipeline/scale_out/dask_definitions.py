@@ -4,6 +4,7 @@ Needs the ``dask`` extra (``pip install mama_pipeline[dask]``). The scheduler's 
 run config (``scripts/dask_cluster.sh start`` writes it); the workers import this module, so they need the
 same code, ``MAMA_CONFIG`` and ``MAMA_DATA_DIR`` as the launching process (docs/scale-out.md).
 """
+
 from unittest import mock
 
 import dagster as dg
@@ -29,8 +30,9 @@ class RunScopedDaskExecutor(DaskExecutor):
             yield from super().execute(plan_context, execution_plan)
 
 
-@dg.executor(name="dask", requirements=dg.multiple_process_executor_requirements(),
-             config_schema=dask_executor.config_schema)
+@dg.executor(
+    name="dask", requirements=dg.multiple_process_executor_requirements(), config_schema=dask_executor.config_schema
+)
 def run_scoped_dask_executor(init_context):
     ((cluster_type, cluster_configuration),) = init_context.executor_config["cluster"].items()
     return RunScopedDaskExecutor(cluster_type, cluster_configuration)

@@ -7,13 +7,14 @@ file read-only. Steps of Dagster's multiprocess executor therefore interleave
 their transactions instead of failing on DuckDB's file lock, and a step that
 dies mid-write leaves only its uncommitted transaction behind.
 """
+
 from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 import polars as pl
@@ -149,9 +150,7 @@ class Store:
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(
-        con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
-        ).fetchone()[0]
+        con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
     )
 
 
@@ -163,8 +162,12 @@ def _add_new_columns(con: duckdb.DuckDBPyConnection, table: str, ddl: str) -> No
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
             [table],
         ).fetchall()
-    have = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+    have = {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]
+        ).fetchall()
+    }
     for name, dtype in wanted:
         if name not in have:
             con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {dtype}')

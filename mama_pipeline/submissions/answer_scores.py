@@ -8,12 +8,14 @@ letter, or a text with ``Answer: X`` (the simple-evals rule). The failure bound 
 ``max_failure_rate`` a configured system gets unless its entry sets one; over it, or over a grader stage's
 bound, the track's figures are refused.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
@@ -44,16 +46,25 @@ def answer_rows(submission_id: str, submitted: pl.DataFrame, sample: pl.DataFram
     given = {r["item_id"]: r for r in submitted.iter_rows(named=True)}
     covered = set(sample.filter(pl.col("item_id").is_in(list(given)))["track"].to_list())
     rows = []
-    for item_id, track, raw in sample.filter(pl.col("track").is_in(list(covered))).select(
-            "item_id", "track", "item_json").iter_rows():
-        row = {k: None for k in ANSWERS_SCHEMA} | {"system": submission_id, "item_id": item_id, "track": track,
-                                                   "chunk_ids": []}
+    for item_id, track, raw in (
+        sample.filter(pl.col("track").is_in(list(covered))).select("item_id", "track", "item_json").iter_rows()
+    ):
+        row = {k: None for k in ANSWERS_SCHEMA} | {
+            "system": submission_id,
+            "item_id": item_id,
+            "track": track,
+            "chunk_ids": [],
+        }
         answer = given.get(item_id)
         if answer is None:
             row.update(status=ANSWER_FAILED, error=ABSENT)
         elif not answer["answer"].strip():
-            row.update(status=PARSE_FAILED, error="empty answer", raw_text=answer["answer"],
-                       chunk_ids=answer["cited_chunk_ids"])
+            row.update(
+                status=PARSE_FAILED,
+                error="empty answer",
+                raw_text=answer["answer"],
+                chunk_ids=answer["cited_chunk_ids"],
+            )
         else:
             text = answer["answer"]
             if track == "mcq":
@@ -64,9 +75,14 @@ def answer_rows(submission_id: str, submitted: pl.DataFrame, sample: pl.DataFram
     return pl.DataFrame(rows, schema=ANSWERS_SCHEMA), outside
 
 
-def score_answers(submission_id: str, submitted: pl.DataFrame, sample: pl.DataFrame, criteria: pl.DataFrame,
-                  client: Callable[[str], AbstractContextManager[LLMClient]], settings,
-                  ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+def score_answers(
+    submission_id: str,
+    submitted: pl.DataFrame,
+    sample: pl.DataFrame,
+    criteria: pl.DataFrame,
+    client: Callable[[str], AbstractContextManager[LLMClient]],
+    settings,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """(per-item scores, per-track counts, metadata) of one answers file."""
     answers, outside = answer_rows(submission_id, submitted, sample)
     grades, meta = grade_answers(answers, sample, criteria, client, "json_schema", settings.systems.answer_failures)
@@ -75,17 +91,37 @@ def score_answers(submission_id: str, submitted: pl.DataFrame, sample: pl.DataFr
     per_query, tracks = [], []
     for (track,), block in sorted(grades.group_by("track"), key=lambda kv: kv[0]):
         reason = refused.get((submission_id, track))
-        per_query.append(block.select(pl.lit(track).alias("track"), pl.col("item_id").alias("query_id"),
-                                      pl.lit("score").alias("measure"),
-                                      (pl.lit(None, pl.Float64) if reason else pl.col("score")).alias("value")))
+        per_query.append(
+            block.select(
+                pl.lit(track).alias("track"),
+                pl.col("item_id").alias("query_id"),
+                pl.lit("score").alias("measure"),
+                (pl.lit(None, pl.Float64) if reason else pl.col("score")).alias("value"),
+            )
+        )
         status = block["status"]
-        tracks.append({
-            "track": track, "n_items": block.height, "n_scored": int(block["score"].is_not_null().sum()),
-            "n_unanswered": int((status == ANSWER_FAILED).sum()), "n_invalid": int(block["invalid"].fill_null(False).sum()),
-            "n_grade_failed": int((status == GRADE_FAILED).sum()), "n_holes_judged": 0, "refused": reason,
-        })
-    meta.update({"answers_outside_the_sample": outside, "failure_bound": DEFAULT_BOUND,
-                 "answer_failures": settings.systems.answer_failures})
-    per_query_frame = pl.concat(per_query) if per_query else pl.DataFrame(
-        schema={"track": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64})
+        tracks.append(
+            {
+                "track": track,
+                "n_items": block.height,
+                "n_scored": int(block["score"].is_not_null().sum()),
+                "n_unanswered": int((status == ANSWER_FAILED).sum()),
+                "n_invalid": int(block["invalid"].fill_null(False).sum()),
+                "n_grade_failed": int((status == GRADE_FAILED).sum()),
+                "n_holes_judged": 0,
+                "refused": reason,
+            }
+        )
+    meta.update(
+        {
+            "answers_outside_the_sample": outside,
+            "failure_bound": DEFAULT_BOUND,
+            "answer_failures": settings.systems.answer_failures,
+        }
+    )
+    per_query_frame = (
+        pl.concat(per_query)
+        if per_query
+        else pl.DataFrame(schema={"track": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64})
+    )
     return per_query_frame, pl.DataFrame(tracks), meta

@@ -22,9 +22,18 @@ from mama_pipeline.submissions.submission_files import read_answers_file, read_r
 
 GROUP = "submissions"
 FOLDER = "submissions"
-READS = ["generated_queries", "corpus_chunks", "judgments", "query_variants", "variant_labels",
-         "multipassage_questions", "multipassage_labels", "multipassage_fact_labels", "mamabench_items",
-         "mamabench_criteria"]
+READS = [
+    "generated_queries",
+    "corpus_chunks",
+    "judgments",
+    "query_variants",
+    "variant_labels",
+    "multipassage_questions",
+    "multipassage_labels",
+    "multipassage_fact_labels",
+    "mamabench_items",
+    "mamabench_criteria",
+]
 
 
 def submission_folder(s: PipelineSettings, submission_id: str) -> Path:
@@ -40,8 +49,9 @@ def submission_folder(s: PipelineSettings, submission_id: str) -> Path:
     "configured measure with Judged@k per query and track. An answers file: graded by the configured graders "
     "under the systems' failure rules.",
 )
-def submission_scores(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource,
-                      llm: LLMResource) -> dg.MaterializeResult:
+def submission_scores(
+    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource
+) -> dg.MaterializeResult:
     s, db = settings.get(), store.get()
     sid = context.partition_key
     record = records.find(db, sid)
@@ -52,19 +62,31 @@ def submission_scores(context: dg.AssetExecutionContext, settings: SettingsResou
         per_query, tracks, meta = _retrieval(context, s, db, llm, path)
     else:
         per_query, tracks, meta = _answers(context, s, db, llm, sid, path)
-    records.write_scores(db, sid, per_query.with_columns(submission_id=pl.lit(sid)),
-                         tracks.with_columns(submission_id=pl.lit(sid)))
+    records.write_scores(
+        db, sid, per_query.with_columns(submission_id=pl.lit(sid)), tracks.with_columns(submission_id=pl.lit(sid))
+    )
     for row in tracks.iter_rows(named=True):
-        context.log.info(f"submission {sid} {row['track']}: {row['n_scored']} of {row['n_items']} scored, "
-                         f"{row['n_holes_judged']} holes judged" + (f"; refused: {row['refused']}" if row["refused"] else ""))
-    return dg.MaterializeResult(metadata={
-        "submission_id": sid, "kind": record.kind, "name": record.name, "model": record.model or "",
-        "link": record.link or "", "submitted_on": record.submitted_on,
-        "files": dg.MetadataValue.json(json.loads(record.files_json)),
-        "judge_model": record.judge_model or "", "judge_prompt_sha256": record.judge_prompt_sha256 or "",
-        "corpus_version": record.corpus_version or "", "tracks": md_table(tracks), "per_query_values": per_query.height,
-        **meta,
-    })
+        context.log.info(
+            f"submission {sid} {row['track']}: {row['n_scored']} of {row['n_items']} scored, "
+            f"{row['n_holes_judged']} holes judged" + (f"; refused: {row['refused']}" if row["refused"] else "")
+        )
+    return dg.MaterializeResult(
+        metadata={
+            "submission_id": sid,
+            "kind": record.kind,
+            "name": record.name,
+            "model": record.model or "",
+            "link": record.link or "",
+            "submitted_on": record.submitted_on,
+            "files": dg.MetadataValue.json(json.loads(record.files_json)),
+            "judge_model": record.judge_model or "",
+            "judge_prompt_sha256": record.judge_prompt_sha256 or "",
+            "corpus_version": record.corpus_version or "",
+            "tracks": md_table(tracks),
+            "per_query_values": per_query.height,
+            **meta,
+        }
+    )
 
 
 def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: Path):
@@ -73,10 +95,13 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
     from mama_pipeline.multipassage.assets import chunk_lookup
     from mama_pipeline.multipassage.fact_labels import label_facts
     from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
-    from mama_pipeline.submissions.submission_inputs import corpus, retrieval_tracks
     from mama_pipeline.submissions.retrieval_scores import (
-        TRACK_ORDER, judge_track_holes, score_track_run, tracks_covered,
+        TRACK_ORDER,
+        judge_track_holes,
+        score_track_run,
+        tracks_covered,
     )
+    from mama_pipeline.submissions.submission_inputs import corpus, retrieval_tracks
 
     chunk_ids, _ = corpus(db)
     tracks = retrieval_tracks(db, s)
@@ -87,30 +112,50 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
     reasoning = s.llm.judge.reasoning == "json_field"
     runs, fact_reports = [], []
     with llm.client("judge", context) as client:
+
         def judge(track, pairs: pl.DataFrame) -> pl.DataFrame:
             asked = queries if track.name != "multipassage" else track.questions.select("query_id", "query_text")
-            result = judge_pairs(client, db, pairs, asked, chunks, answer_model=output_model(s.llm.judge.reasoning),
-                                 batch_pairs=s.judging.batch_pairs)
+            result = judge_pairs(
+                client,
+                db,
+                pairs,
+                asked,
+                chunks,
+                answer_model=output_model(s.llm.judge.reasoning),
+                batch_pairs=s.judging.batch_pairs,
+            )
             runs.append(result)
             return result.outcomes
 
         def facts(track, pairs: pl.DataFrame) -> pl.DataFrame:
             lookup = chunk_lookup(chunks, set(pairs["chunk_id"].to_list()))
-            labels, reports = label_facts(client, fact_judge_template(reasoning), reasoning,
-                                          pairs.with_columns(is_seed=pl.lit(False)), track.questions, lookup)
+            labels, reports = label_facts(
+                client,
+                fact_judge_template(reasoning),
+                reasoning,
+                pairs.with_columns(is_seed=pl.lit(False)),
+                track.questions,
+                lookup,
+            )
             fact_reports.extend(reports.values())
             return labels
 
         outcomes = judge_track_holes(run, covered, judge, facts)
-    results = [score_track_run(run, t, *outcomes[t.name], s.evaluation, s.multipassage, s.llm.judge.max_failure_rate)
-               for t in sorted(covered, key=lambda t: TRACK_ORDER.index(t.name))]
+    results = [
+        score_track_run(run, t, *outcomes[t.name], s.evaluation, s.multipassage, s.llm.judge.max_failure_rate)
+        for t in sorted(covered, key=lambda t: TRACK_ORDER.index(t.name))
+    ]
     per_query = pl.concat([r.per_query for r in results])
-    meta = {"run_rows": run.height, "run_queries": run["query_id"].n_unique(),
-            "judge/asked": sum(r.asked for r in runs), "judge/http_calls": sum(r.calls for r in runs),
-            "judge/new_labels": sum(r.new_labels for r in runs),
-            "fact_judge/asked": sum(len(r.results) for r in fact_reports),
-            "fact_judge/http_calls": sum(r.calls for r in fact_reports),
-            "depths": ", ".join(f"{t.name}={t.depth}" for t in covered)}
+    meta = {
+        "run_rows": run.height,
+        "run_queries": run["query_id"].n_unique(),
+        "judge/asked": sum(r.asked for r in runs),
+        "judge/http_calls": sum(r.calls for r in runs),
+        "judge/new_labels": sum(r.new_labels for r in runs),
+        "fact_judge/asked": sum(len(r.results) for r in fact_reports),
+        "fact_judge/http_calls": sum(r.calls for r in fact_reports),
+        "depths": ", ".join(f"{t.name}={t.depth}" for t in covered),
+    }
     return per_query, pl.DataFrame([r.counts for r in results]), meta
 
 

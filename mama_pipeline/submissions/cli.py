@@ -6,6 +6,7 @@ again is the same submission: when its partition has been materialised, nothing 
 UTC, stored once with the first submission. A bad file ends in one line naming file and line, before anything
 is stored.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,7 +19,7 @@ from mama_pipeline.common.input_errors import InputError
 
 def _date(value: str | None) -> str:
     if value is None:
-        return dt.datetime.now(dt.timezone.utc).date().isoformat()
+        return dt.datetime.now(dt.UTC).date().isoformat()
     try:
         return dt.date.fromisoformat(value).isoformat()
     except ValueError:
@@ -33,8 +34,10 @@ def _judge(s, kind: str) -> tuple[str, str]:
 
     if kind == "retrieval":
         return s.llm.model_of(s.llm.judge), label_prompt_hash(RELEVANCE_JUDGE, output_model(s.llm.judge.reasoning))
-    return (f"short_answer={s.llm.model_of(s.llm.answer_grader)}; rubric={s.llm.model_of(s.llm.rubric_judge)}",
-            f"short_answer={SHORT_ANSWER_GRADER_PROMPT.hash}; rubric={RUBRIC_JUDGE_PROMPT.hash}")
+    return (
+        f"short_answer={s.llm.model_of(s.llm.answer_grader)}; rubric={s.llm.model_of(s.llm.rubric_judge)}",
+        f"short_answer={SHORT_ANSWER_GRADER_PROMPT.hash}; rubric={RUBRIC_JUDGE_PROMPT.hash}",
+    )
 
 
 def check(path: Path, kind: str, s, corpus_version: str | None) -> str:
@@ -55,17 +58,18 @@ def check(path: Path, kind: str, s, corpus_version: str | None) -> str:
     return version
 
 
-def submit(path: str, kind: str, name: str, model: str | None, link: str | None, date: str | None,
-           corpus_version: str | None) -> int:
+def submit(
+    path: str, kind: str, name: str, model: str | None, link: str | None, date: str | None, corpus_version: str | None
+) -> int:
     import dagster as dg
 
     from mama_pipeline.cli import dagster_home
     from mama_pipeline.common.file_ops import sha256_file
+    from mama_pipeline.partitions import SUBMISSIONS
     from mama_pipeline.resources import shared_resources
     from mama_pipeline.settings import config_path_from_env, load_settings
     from mama_pipeline.store import Store
     from mama_pipeline.submissions import records
-    from mama_pipeline.partitions import SUBMISSIONS
     from mama_pipeline.submissions.assets import READS, submission_folder, submission_scores
     from mama_pipeline.submissions.submission_files import submission_id
 
@@ -89,24 +93,45 @@ def submit(path: str, kind: str, name: str, model: str | None, link: str | None,
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, folder / source.name)
         judge_model, prompt_hash = _judge(s, kind)
-        records.add(db, records.Submission(
-            submission_id=sid, kind=kind, name=name, model=model, link=link, submitted_on=_date(date),
-            files_json=json.dumps([{"name": source.name, "sha256": sha256_file(folder / source.name)}]),
-            judge_model=judge_model, judge_prompt_sha256=prompt_hash, corpus_version=version))
+        records.add(
+            db,
+            records.Submission(
+                submission_id=sid,
+                kind=kind,
+                name=name,
+                model=model,
+                link=link,
+                submitted_on=_date(date),
+                files_json=json.dumps([{"name": source.name, "sha256": sha256_file(folder / source.name)}]),
+                judge_model=judge_model,
+                judge_prompt_sha256=prompt_hash,
+                corpus_version=version,
+            ),
+        )
         if not instance.has_dynamic_partition(SUBMISSIONS.name, sid):
             instance.add_dynamic_partitions(SUBMISSIONS.name, [sid])
         print(f"{sid}: {kind} submission {name!r} stored under {folder}; scoring", flush=True)
         result = dg.materialize(
-            [submission_scores, *(dg.AssetSpec(k) for k in READS)], selection=[key], partition_key=sid,
-            instance=instance, resources=shared_resources(str(config_path_from_env() or "")),
-            tags={"mama/trigger": "cli", "mama/submission": sid}, raise_on_error=False)
+            [submission_scores, *(dg.AssetSpec(k) for k in READS)],
+            selection=[key],
+            partition_key=sid,
+            instance=instance,
+            resources=shared_resources(str(config_path_from_env() or "")),
+            tags={"mama/trigger": "cli", "mama/submission": sid},
+            raise_on_error=False,
+        )
     if not result.success:
         failures = [ev for ev in result.all_events if ev.is_step_failure]
         reason = failures[0].step_failure_data.error.message.strip().splitlines()[-1] if failures else "run failed"
         print(f"FAILED submission_scores[{sid}]: {reason}", flush=True)
         return 1
-    for row in db.query("SELECT * FROM submission_tracks WHERE submission_id = ? ORDER BY track", [sid]).iter_rows(named=True):
-        print(f"  {row['track']}: {row['n_scored']} of {row['n_items']} scored, {row['n_unanswered']} unanswered, "
-              f"{row['n_invalid']} invalid, {row['n_grade_failed']} failed, {row['n_holes_judged']} holes judged"
-              + (f"; REFUSED: {row['refused']}" if row["refused"] else ""), flush=True)
+    for row in db.query("SELECT * FROM submission_tracks WHERE submission_id = ? ORDER BY track", [sid]).iter_rows(
+        named=True
+    ):
+        print(
+            f"  {row['track']}: {row['n_scored']} of {row['n_items']} scored, {row['n_unanswered']} unanswered, "
+            f"{row['n_invalid']} invalid, {row['n_grade_failed']} failed, {row['n_holes_judged']} holes judged"
+            + (f"; REFUSED: {row['refused']}" if row["refused"] else ""),
+            flush=True,
+        )
     return 0

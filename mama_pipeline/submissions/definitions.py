@@ -1,8 +1,9 @@
 """The submissions group's Dagster definitions."""
+
 import dagster as dg
 
-from mama_pipeline.submissions.assets import ASSETS
 from mama_pipeline.settings import PipelineSettings
+from mama_pipeline.submissions.assets import ASSETS
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:

@@ -4,6 +4,7 @@ A submission's row is written once, when it is accepted; a re-submission of the 
 ``submission_id``) keeps the first row, date included. The score tables hold one block of rows per
 submission, replaced together in one transaction when its partition is materialised.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,24 @@ from mama_pipeline.store.duckdb_store import ddl_path
 TABLE = "submissions"
 PER_QUERY = "submission_per_query"
 TRACKS = "submission_tracks"
-PER_QUERY_SCHEMA = {"submission_id": pl.String, "track": pl.String, "query_id": pl.String, "measure": pl.String,
-                    "value": pl.Float64}
-TRACKS_SCHEMA = {"submission_id": pl.String, "track": pl.String, "n_items": pl.Int64, "n_scored": pl.Int64,
-                 "n_unanswered": pl.Int64, "n_invalid": pl.Int64, "n_grade_failed": pl.Int64,
-                 "n_holes_judged": pl.Int64, "refused": pl.String}
+PER_QUERY_SCHEMA = {
+    "submission_id": pl.String,
+    "track": pl.String,
+    "query_id": pl.String,
+    "measure": pl.String,
+    "value": pl.Float64,
+}
+TRACKS_SCHEMA = {
+    "submission_id": pl.String,
+    "track": pl.String,
+    "n_items": pl.Int64,
+    "n_scored": pl.Int64,
+    "n_unanswered": pl.Int64,
+    "n_invalid": pl.Int64,
+    "n_grade_failed": pl.Int64,
+    "n_holes_judged": pl.Int64,
+    "refused": pl.String,
+}
 
 
 @dataclass(frozen=True)
@@ -55,8 +69,10 @@ def add(store: Store, submission: Submission) -> bool:
     with store.connect(write=True) as con:
         con.execute(ddl_path(TABLE).read_text())
         before = con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
-        con.execute(f"INSERT OR IGNORE INTO {TABLE} VALUES ({', '.join('?' * 10)})",
-                    [getattr(submission, k) for k in Submission.__dataclass_fields__])
+        con.execute(
+            f"INSERT OR IGNORE INTO {TABLE} VALUES ({', '.join('?' * 10)})",
+            [getattr(submission, k) for k in Submission.__dataclass_fields__],
+        )
         return con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0] > before
 
 

@@ -17,16 +17,17 @@ as non-relevant. Counted per track: ``n_holes_judged``, the holes labelled (aske
 store where an earlier submission or a re-score had them judged, so the count does not change on re-scoring);
 ``n_grade_failed``, the holes the judge could not label; ``n_unanswered``, queries the run returned nothing for.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import polars as pl
 
 from mama_pipeline.evaluation.judged_scoreboard import judged_qrels
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_scoring import evaluate
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.llm.failure_bounds import pair_label_failures
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
 from mama_pipeline.multipassage.multipassage_scoreboard import score_track
@@ -63,15 +64,22 @@ def tracks_covered(run: pl.DataFrame, tracks: list[TrackInputs]) -> list[TrackIn
 
 def holes(run: pl.DataFrame, track: TrackInputs) -> pl.DataFrame:
     """(query_id of the need, chunk_id) in the run's top ``depth`` of the track's queries without a label."""
-    need = pl.DataFrame({"query_id": list(track.need_of), "need": list(track.need_of.values())},
-                        schema={"query_id": pl.String, "need": pl.String})
+    need = pl.DataFrame(
+        {"query_id": list(track.need_of), "need": list(track.need_of.values())},
+        schema={"query_id": pl.String, "need": pl.String},
+    )
     top = run.filter(pl.col("rank") <= track.depth).join(need, on="query_id", how="inner")
-    return (top.select(pl.col("need").alias("query_id"), pl.col("doc_id").alias("chunk_id")).unique()
-            .join(track.labels.select(PAIR), on=PAIR, how="anti").sort(PAIR))
+    return (
+        top.select(pl.col("need").alias("query_id"), pl.col("doc_id").alias("chunk_id"))
+        .unique()
+        .join(track.labels.select(PAIR), on=PAIR, how="anti")
+        .sort(PAIR)
+    )
 
 
-def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFrame, facts: pl.DataFrame | None,
-                    ev, mp, bound: float) -> TrackResult:
+def score_track_run(
+    run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFrame, facts: pl.DataFrame | None, ev, mp, bound: float
+) -> TrackResult:
     """Per-query values of the run on one track, given the judge's outcomes for its holes.
 
     ``relevance``: judge outcomes (query_id, chunk_id, status, score) of the track's holes; ``facts``: fact-label
@@ -81,9 +89,10 @@ def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFra
     labels = pl.concat([track.labels.select(*PAIR, "score"), new], how="vertical_relaxed").unique(PAIR, keep="first")
     mine = run.filter(pl.col("query_id").is_in(track.query_ids))
     if track.name == "multipassage":
-        fact_labels = pl.concat([track.facts.select(*PAIR, "facts"),
-                                 facts.filter(pl.col("status") == "labelled").select(*PAIR, "facts")],
-                                how="vertical_relaxed").unique(PAIR, keep="first")
+        fact_labels = pl.concat(
+            [track.facts.select(*PAIR, "facts"), facts.filter(pl.col("status") == "labelled").select(*PAIR, "facts")],
+            how="vertical_relaxed",
+        ).unique(PAIR, keep="first")
         rankings = mine.select("query_id", pl.lit(RUN).alias("retriever"), "rank", pl.col("doc_id").alias("chunk_id"))
         per_query = score_track(rankings, labels, fact_labels, track.questions, [RUN], mp, ev).per_query
         failures = label_bounds(relevance, facts, bound)
@@ -91,8 +100,15 @@ def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFra
         need = pl.DataFrame({"query_id": list(track.need_of), "need": list(track.need_of.values())})
         qrels, _ = judged_qrels(labels.rename({"query_id": "need"}).join(need, on="need").drop("need"))
         plan = mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade)
-        per_query = evaluate(mine.with_columns(retriever=pl.lit(RUN)), qrels, sorted(track.query_ids), plan, [RUN],
-                             "submitted run", "labels").per_query
+        per_query = evaluate(
+            mine.with_columns(retriever=pl.lit(RUN)),
+            qrels,
+            sorted(track.query_ids),
+            plan,
+            [RUN],
+            "submitted run",
+            "labels",
+        ).per_query
         failures = [pair_label_failures(relevance, f"{track.name} holes of this submission", bound)]
     answered = mine["query_id"].n_unique()
     refused = over_bound(failures)
@@ -100,19 +116,27 @@ def score_track_run(run: pl.DataFrame, track: TrackInputs, relevance: pl.DataFra
     per_query = per_query.select(pl.lit(track.name).alias("track"), "query_id", "measure", "value")
     if refused:  # counts stay; the figures are refused, not biased by unlabelled pairs
         per_query = per_query.with_columns(pl.lit(None, pl.Float64).alias("value"))
-    return TrackResult(per_query, {
-        "track": track.name, "n_items": len(track.query_ids), "n_scored": answered,
-        "n_unanswered": len(track.query_ids) - answered, "n_invalid": 0,
-        "n_grade_failed": pl.concat(failed).unique().height,  # holes without a label (relevance or facts)
-        "n_holes_judged": int((relevance["status"] == "labelled").sum()) if relevance.height else 0,
-        "refused": refused,
-    })
+    return TrackResult(
+        per_query,
+        {
+            "track": track.name,
+            "n_items": len(track.query_ids),
+            "n_scored": answered,
+            "n_unanswered": len(track.query_ids) - answered,
+            "n_invalid": 0,
+            "n_grade_failed": pl.concat(failed).unique().height,  # holes without a label (relevance or facts)
+            "n_holes_judged": int((relevance["status"] == "labelled").sum()) if relevance.height else 0,
+            "refused": refused,
+        },
+    )
 
 
-def judge_track_holes(run: pl.DataFrame, tracks: list[TrackInputs],
-                      judge: Callable[[TrackInputs, pl.DataFrame], pl.DataFrame],
-                      label_facts: Callable[[TrackInputs, pl.DataFrame], pl.DataFrame],
-                      ) -> dict[str, tuple[pl.DataFrame, pl.DataFrame | None]]:
+def judge_track_holes(
+    run: pl.DataFrame,
+    tracks: list[TrackInputs],
+    judge: Callable[[TrackInputs, pl.DataFrame], pl.DataFrame],
+    label_facts: Callable[[TrackInputs, pl.DataFrame], pl.DataFrame],
+) -> dict[str, tuple[pl.DataFrame, pl.DataFrame | None]]:
     """Per track, the judge's outcomes for its holes (and the fact labels of the multi-passage ones)."""
     out = {}
     for track in tracks:

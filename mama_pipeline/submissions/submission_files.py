@@ -6,6 +6,7 @@
 - An answers file (JSONL ``{"item_id", "answer", optional "cited_chunk_ids"}``), checked against the mamabench
   item ids and the corpus's chunk ids.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.common.input_errors import InputError, at, read_text, text_lines
+from mama_pipeline.evaluation.trec import read_trec_run
 
 KINDS = ("retrieval", "answers")
 ANSWER_KEYS = {"item_id", "answer", "cited_chunk_ids"}
@@ -67,8 +68,13 @@ def _beir_results(path: Path, text: str) -> pl.DataFrame:
             raise InputError(at(path, f"query {qid!r}: expected an object {{doc_id: score}}", _line_of(text, qid)))
         for doc, score in docs.items():
             if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise InputError(at(path, f"query {qid!r}, document {doc!r}: score {score!r} is not a number",
-                                    _line_of(text, doc, after=qid)))
+                raise InputError(
+                    at(
+                        path,
+                        f"query {qid!r}, document {doc!r}: score {score!r} is not a number",
+                        _line_of(text, doc, after=qid),
+                    )
+                )
             rows["query_id"].append(qid)
             rows["doc_id"].append(doc)
             rows["score"].append(float(score))
@@ -103,12 +109,18 @@ def _known_ids(path: Path, text: str, run: pl.DataFrame, query_ids: set[str], ch
         value = bad[col][0]
         if trec:
             field = 0 if col == "query_id" else 2
-            line = next(n for n, fields in ((n, t.split()) for n, t in text_lines(path))
-                        if len(fields) > field and fields[field] == value)
+            line = next(
+                n
+                for n, fields in ((n, t.split()) for n, t in text_lines(path))
+                if len(fields) > field and fields[field] == value
+            )
         else:
             line = _line_of(text, value, after=None if col == "query_id" else bad["query_id"][0])
-        where = "the release's queries (main track, robustness variants, multi-passage questions)" \
-            if col == "query_id" else "the corpus"
+        where = (
+            "the release's queries (main track, robustness variants, multi-passage questions)"
+            if col == "query_id"
+            else "the corpus"
+        )
         raise InputError(at(path, f"unknown {what} {value!r}: not in {where}", line))
 
 
@@ -125,11 +137,12 @@ def read_answers_file(path: str | os.PathLike[str], item_ids: set[str], chunk_id
         except json.JSONDecodeError as exc:
             raise InputError(at(path, f"not JSON: {exc.msg}", lineno)) from None
         if not isinstance(record, dict):
-            raise InputError(at(path, "expected an object {\"item_id\", \"answer\", \"cited_chunk_ids\"}", lineno))
+            raise InputError(at(path, 'expected an object {"item_id", "answer", "cited_chunk_ids"}', lineno))
         extra = sorted(set(record) - ANSWER_KEYS)
         if extra or "item_id" not in record or "answer" not in record:
-            raise InputError(at(path, f"keys must be item_id, answer and optionally cited_chunk_ids; got "
-                                      f"{sorted(record)}", lineno))
+            raise InputError(
+                at(path, f"keys must be item_id, answer and optionally cited_chunk_ids; got {sorted(record)}", lineno)
+            )
         item, answer, cited = record["item_id"], record["answer"], record.get("cited_chunk_ids", [])
         if not isinstance(item, str) or item not in item_ids:
             raise InputError(at(path, f"unknown item id {item!r}: not a mamabench item", lineno))

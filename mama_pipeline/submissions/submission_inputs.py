@@ -1,5 +1,6 @@
 """What a submission is checked and scored against, read from the store: the release's query ids per track,
 the corpus's chunk ids and version, the labels that exist, and the mamabench items the systems answer."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -31,30 +32,51 @@ def retrieval_tracks(store: Store, s: PipelineSettings) -> list[TrackInputs]:
     if queries is None:
         raise ValueError("generated_queries is not in the store: materialise the queries before submitting")
     judgments = _table(store, "judgments")
-    main_labels = (judgments.select("query_id", "chunk_id", pl.col("score").cast(pl.Int64))
-                   if judgments is not None else pl.DataFrame(schema=EMPTY_LABELS))
+    main_labels = (
+        judgments.select("query_id", "chunk_id", pl.col("score").cast(pl.Int64))
+        if judgments is not None
+        else pl.DataFrame(schema=EMPTY_LABELS)
+    )
     ids = queries["query_id"].to_list()
     tracks = [TrackInputs("main", ids, {q: q for q in ids}, main_labels, s.retrieval.pool_depth)]
     variants = _table(store, "query_variants")
     if variants is not None and variants.height:
         holes = _table(store, "variant_labels")
-        hole_labels = (holes.filter(pl.col("origin") == "hole").select(
-            pl.col("parent_id").alias("query_id"), "chunk_id", pl.col("score").cast(pl.Int64)).unique()
-            if holes is not None else pl.DataFrame(schema=EMPTY_LABELS))
+        hole_labels = (
+            holes.filter(pl.col("origin") == "hole")
+            .select(pl.col("parent_id").alias("query_id"), "chunk_id", pl.col("score").cast(pl.Int64))
+            .unique()
+            if holes is not None
+            else pl.DataFrame(schema=EMPTY_LABELS)
+        )
         labels = pl.concat([main_labels, hole_labels]).unique(["query_id", "chunk_id"], keep="first")
         need = dict(variants.select("variant_id", "parent_id").iter_rows())
         tracks.append(TrackInputs("robustness", sorted(need), need, labels, judge_depth(s)))
     questions = _table(store, "multipassage_questions")
     if questions is not None and questions.height:
         rel, facts = _table(store, "multipassage_labels"), _table(store, "multipassage_fact_labels")
-        rel = (rel.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", pl.col("score").cast(pl.Int64))
-               if rel is not None else pl.DataFrame(schema=EMPTY_LABELS))
-        facts = (facts.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", "facts")
-                 if facts is not None else pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String,
-                                                                "facts": pl.List(pl.Int64)}))
+        rel = (
+            rel.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", pl.col("score").cast(pl.Int64))
+            if rel is not None
+            else pl.DataFrame(schema=EMPTY_LABELS)
+        )
+        facts = (
+            facts.filter(pl.col("status") == "labelled").select("query_id", "chunk_id", "facts")
+            if facts is not None
+            else pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "facts": pl.List(pl.Int64)})
+        )
         qids = questions["query_id"].to_list()
-        tracks.append(TrackInputs("multipassage", qids, {q: q for q in qids}, rel, s.multipassage.pool_depth,
-                                  facts=facts, questions=questions))
+        tracks.append(
+            TrackInputs(
+                "multipassage",
+                qids,
+                {q: q for q in qids},
+                rel,
+                s.multipassage.pool_depth,
+                facts=facts,
+                questions=questions,
+            )
+        )
     seen: dict[str, str] = {}
     for track in tracks:
         for q in track.query_ids:

@@ -5,6 +5,7 @@ rubric conversation's last user turn, is the query) and puts the top ``k``
 chunks, with their ids, in front of the question; the answer row records the
 ids it was given. A failed call stays a row with its status and reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,21 @@ import polars as pl
 
 from mama_pipeline.llm.client import FreeText, LLMRequest, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
-from mama_pipeline.systems.systems_prompts import CONTEXT_BLOCK, LETTERS, LetterAnswer, answer_template
 from mama_pipeline.systems.settings import SystemSettings
+from mama_pipeline.systems.systems_prompts import CONTEXT_BLOCK, LETTERS, LetterAnswer, answer_template
 
 ANSWERS_SCHEMA = {
-    "system": pl.String, "item_id": pl.String, "track": pl.String, "status": pl.String,
-    "answer": pl.String, "raw_text": pl.String, "chunk_ids": pl.List(pl.String),
-    "prompt_id": pl.String, "prompt_hash": pl.String, "cache_key": pl.String, "error": pl.String,
+    "system": pl.String,
+    "item_id": pl.String,
+    "track": pl.String,
+    "status": pl.String,
+    "answer": pl.String,
+    "raw_text": pl.String,
+    "chunk_ids": pl.List(pl.String),
+    "prompt_id": pl.String,
+    "prompt_hash": pl.String,
+    "cache_key": pl.String,
+    "error": pl.String,
 }
 CONTEXT_SCHEMA = {"item_id": pl.String, "rank": pl.Int64, "chunk_id": pl.String, "text": pl.String}
 
@@ -104,8 +113,19 @@ def answer_rows(
         answer = None
         if res.ok:
             answer = res.value["answer"] if "answer" in res.value else res.value["text"]
-        rows.append((
-            system, res.item_id, track, res.status, answer, res.raw_text, given.get(res.item_id, []),
-            template.id, template.hash, res.cache_key, res.error,
-        ))
+        rows.append(
+            (
+                system,
+                res.item_id,
+                track,
+                res.status,
+                answer,
+                res.raw_text,
+                given.get(res.item_id, []),
+                template.id,
+                template.hash,
+                res.cache_key,
+                res.error,
+            )
+        )
     return pl.DataFrame(rows, schema=ANSWERS_SCHEMA, orient="row")

@@ -8,6 +8,7 @@ adding a system asks only that system; answers and grades are cached by content
 in the shared LLM client, so a re-run asks nothing and a changed grader prompt
 re-grades without re-asking answers.
 """
+
 from dataclasses import replace
 from typing import Any
 
@@ -17,16 +18,17 @@ import polars as pl
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT
 from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
 from mama_pipeline.common.markdown import METADATA
+from mama_pipeline.common.metadata import FAILURES_SHOWN
+from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
-from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table as metadata_table
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.graders import grade_answers
 from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
-from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.systems_page import SystemsReport, sample_note, write_report
+from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.systems_scoreboard import scoreboard
 
 GROUP = "systems"
@@ -55,12 +57,18 @@ def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[
     picked = sample_items(every, cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria)
     counts = picked.group_by("track").len().sort("track")
     left_out = over_max_criteria(every, cfg.max_rubric_criteria)
-    return dg.Output(picked, metadata={
-        "benchmark_items": every.height, "items": picked.height,
-        **{f"items/{t}": n for t, n in counts.iter_rows()},
-        "items_per_track": cfg.items_per_track or "all", "sample_seed": cfg.sample_seed,
-        "rubric_items_over_max_criteria": left_out,
-    })
+    return dg.Output(
+        picked,
+        metadata={
+            "benchmark_items": every.height,
+            "items": picked.height,
+            **{f"items/{t}": n for t, n in counts.iter_rows()},
+            "items_per_track": cfg.items_per_track or "all",
+            "sample_seed": cfg.sample_seed,
+            "rubric_items_over_max_criteria": left_out,
+        },
+    )
+
 
 @dg.asset(  # partitioned per system by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
@@ -70,7 +78,10 @@ def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[
     "the chunk ids a RAG system was given, prompt hash; failed calls stay rows with their reason.",
 )
 def system_answers(
-    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, llm: LLMResource,
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    llm: LLMResource,
     items: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     s = settings.get()
@@ -90,38 +101,59 @@ def system_answers(
             meta.update({f"{track}/{k.split('/', 1)[1]}": v for k, v in report.metadata().items()})
     answers = pl.concat(frames) if frames else pl.DataFrame(schema=answering.ANSWERS_SCHEMA)
     failed = answers.filter(pl.col("status") != "ok")
-    context.log.info(f"{cfg.name}: {answers.height} answers, {failed.height} failed, "
-                     f"{sum(r.calls for r in reports)} HTTP calls")
-    return dg.Output(answers.sort("track", "item_id"), metadata={
-        **meta, "mode": cfg.mode, "answers": answers.height, "failed": failed.height,
-        "http_calls": sum(r.calls for r in reports),
-        "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
-    })
+    context.log.info(
+        f"{cfg.name}: {answers.height} answers, {failed.height} failed, {sum(r.calls for r in reports)} HTTP calls"
+    )
+    return dg.Output(
+        answers.sort("track", "item_id"),
+        metadata={
+            **meta,
+            "mode": cfg.mode,
+            "answers": answers.height,
+            "failed": failed.height,
+            "http_calls": sum(r.calls for r in reports),
+            "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
+        },
+    )
+
 
 @dg.asset(  # partitioned per system by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
-    ins={"answers": dg.AssetIn("system_answers"), "items": dg.AssetIn("systems_items"),
-         "criteria": dg.AssetIn("mamabench_criteria")},
+    ins={
+        "answers": dg.AssetIn("system_answers"),
+        "items": dg.AssetIn("systems_items"),
+        "criteria": dg.AssetIn("mamabench_criteria"),
+    },
     description="One grade per answer (partition = system): mcq letter vs key (invalid counted wrong), short "
     "answers by the grader stage, rubric items by the rubric judge with HealthBench's example score.",
 )
 def system_grades(
-    context: dg.AssetExecutionContext, settings: SettingsResource, llm: LLMResource,
-    answers: pl.DataFrame, items: pl.DataFrame, criteria: pl.DataFrame,
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    answers: pl.DataFrame,
+    items: pl.DataFrame,
+    criteria: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     cfg = s.systems.system(context.partition_key)
-    grades, meta = grade_answers(answers, items, criteria, lambda stage: llm.client(stage, context),
-                                 cfg.mcq_output, s.systems.answer_failures)
+    grades, meta = grade_answers(
+        answers, items, criteria, lambda stage: llm.client(stage, context), cfg.mcq_output, s.systems.answer_failures
+    )
     by_status = grades.group_by("track", "status").len().sort("track", "status")
     failed = grades.filter(pl.col("status") != grading.GRADED)
-    return dg.Output(grades, metadata={
-        **meta, "grades": grades.height,
-        **{f"{t}/{st}": n for t, st, n in by_status.iter_rows()},
-        "invalid_answers": int(grades["invalid"].fill_null(False).sum()),
-        "answer_failures_policy": s.systems.answer_failures,
-        "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
-    })
+    return dg.Output(
+        grades,
+        metadata={
+            **meta,
+            "grades": grades.height,
+            **{f"{t}/{st}": n for t, st, n in by_status.iter_rows()},
+            "invalid_answers": int(grades["invalid"].fill_null(False).sum()),
+            "answer_failures_policy": s.systems.answer_failures,
+            "failures": md_table(failed.select("track", "item_id", "status", "error").head(FAILURES_SHOWN)),
+        },
+    )
+
 
 @dg.asset(
     group_name=GROUP,
@@ -131,17 +163,40 @@ def system_grades(
     "failures; figures over a failure bound refused; rubric rows carry the rubric grader's agreement with "
     "physicians.",
 )
-def system_scoreboard(settings: SettingsResource, grades: pl.DataFrame, harness: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def system_scoreboard(
+    settings: SettingsResource, grades: pl.DataFrame, harness: pl.DataFrame
+) -> dg.Output[pl.DataFrame]:
     cfg = settings.get().systems
     refused = refusals(failure_stages(grades, settings.get()))
     board = scoreboard(grades, harness, cfg.resamples, cfg.seed, cfg.confidence, cfg.answer_failures, refused)
     overall = board.filter(pl.col("segment_kind") == "all").select(
-        "system", "track", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_unanswered", "mean_answered",
-        "mean_unanswered_as_0", "n_invalid", "n_grade_failed", "grader_macro_f1")
-    return dg.Output(board, metadata={"rows": board.height, "resamples": cfg.resamples, "seed": cfg.seed,
-                                      "answer_failures": cfg.answer_failures, "overall": md_table(overall),
-                                      "refused": "; ".join(refused.values()) or "none",
-                                      "circularity": md_table(flag_table(system_flags(settings.get())))})
+        "system",
+        "track",
+        "n_items",
+        "n_scored",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "n_unanswered",
+        "mean_answered",
+        "mean_unanswered_as_0",
+        "n_invalid",
+        "n_grade_failed",
+        "grader_macro_f1",
+    )
+    return dg.Output(
+        board,
+        metadata={
+            "rows": board.height,
+            "resamples": cfg.resamples,
+            "seed": cfg.seed,
+            "answer_failures": cfg.answer_failures,
+            "overall": md_table(overall),
+            "refused": "; ".join(refused.values()) or "none",
+            "circularity": md_table(flag_table(system_flags(settings.get()))),
+        },
+    )
+
 
 @dg.asset(
     group_name=GROUP,
@@ -156,36 +211,69 @@ def system_comparisons(settings: SettingsResource, grades: pl.DataFrame) -> dg.O
     refused = refusals(failure_stages(grades, settings.get()))
     table = compare_systems(grades, baselines, cfg.resamples, cfg.seed, cfg.confidence, refused)
     significant = table.filter(pl.col("p_randomization_holm") < cfg.alpha).height if table.height else 0
-    return dg.Output(table, metadata={"comparisons": table.height, "significant_after_holm": significant,
-                                      "refused": "; ".join(refused.values()) or "none"})
+    return dg.Output(
+        table,
+        metadata={
+            "comparisons": table.height,
+            "significant_after_holm": significant,
+            "refused": "; ".join(refused.values()) or "none",
+        },
+    )
+
 
 @dg.asset(
     group_name=GROUP,
-    ins={"board": dg.AssetIn("system_scoreboard"), "comparisons": dg.AssetIn("system_comparisons"),
-         "grades": dg.AssetIn("system_grades"), "answers": dg.AssetIn("system_answers"),
-         "harness": dg.AssetIn("calibration_harness_report")},
+    ins={
+        "board": dg.AssetIn("system_scoreboard"),
+        "comparisons": dg.AssetIn("system_comparisons"),
+        "grades": dg.AssetIn("system_grades"),
+        "answers": dg.AssetIn("system_answers"),
+        "harness": dg.AssetIn("calibration_harness_report"),
+    },
     description="HTML report (scoreboard with error bars, closed-book vs RAG deltas per category, significance, "
     "the rubric grader's agreement with physicians, failures) and per-item result files per system.",
 )
 def systems_report(
-    context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, board: pl.DataFrame,
-    comparisons: pl.DataFrame, grades: pl.DataFrame, answers: pl.DataFrame, harness: pl.DataFrame,
+    context: dg.AssetExecutionContext,
+    settings: SettingsResource,
+    store: StoreResource,
+    board: pl.DataFrame,
+    comparisons: pl.DataFrame,
+    grades: pl.DataFrame,
+    answers: pl.DataFrame,
+    harness: pl.DataFrame,
 ) -> dg.MaterializeResult:
     s = settings.get()
     notes = _report_notes(context, s, grades, store)
     rule = s.release.held_out.rule("item_id")  # the system_held_out_scoreboard's figures, computed the same way
-    page = write_report(SystemsReport(
-        board=board, comparisons=comparisons, grades=grades, answers=answers,
-        systems=[_describe(c) for c in s.systems.entries], grader=_grader_lines(s), harness=harness,
-        notes=notes, alpha=s.systems.alpha, answer_failures=s.systems.answer_failures,
-        rubric_parse_retries=s.llm.rubric_judge.parse_retries,
-        held_out=system_gaps(grades, rule, s.systems.resamples, s.systems.seed) if rule.active else None,
-        held_out_rule=rule, resamples=s.systems.resamples, seed=s.systems.seed,
-    ), data_path(settings, *REPORT_DIR))
-    return dg.MaterializeResult(metadata={
-        "report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri()),
-        "item_files": dg.MetadataValue.path(str(page.parent / "items")), "notes": "\n".join(notes),
-    })
+    page = write_report(
+        SystemsReport(
+            board=board,
+            comparisons=comparisons,
+            grades=grades,
+            answers=answers,
+            systems=[_describe(c) for c in s.systems.entries],
+            grader=_grader_lines(s),
+            harness=harness,
+            notes=notes,
+            alpha=s.systems.alpha,
+            answer_failures=s.systems.answer_failures,
+            rubric_parse_retries=s.llm.rubric_judge.parse_retries,
+            held_out=system_gaps(grades, rule, s.systems.resamples, s.systems.seed) if rule.active else None,
+            held_out_rule=rule,
+            resamples=s.systems.resamples,
+            seed=s.systems.seed,
+        ),
+        data_path(settings, *REPORT_DIR),
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.path(str(page)),
+            "report_url": dg.MetadataValue.url(page.as_uri()),
+            "item_files": dg.MetadataValue.path(str(page.parent / "items")),
+            "notes": "\n".join(notes),
+        }
+    )
 
 
 ASSETS = [systems_items, system_answers, system_grades, system_scoreboard, system_comparisons, systems_report]
@@ -205,20 +293,35 @@ def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, it
     def no_stored_runs(names: list[str]) -> pl.DataFrame:
         raise ValueError(f"system {cfg.name!r}: a fused retriever cannot rank mamabench items")
 
-    env = RetrievalEnv(store=db, work_dir=data_path(settings, "retrieval"), resolve=s.resolve,
-                       load_rankings=no_stored_runs, log=context.log.info)
+    env = RetrievalEnv(
+        store=db,
+        work_dir=data_path(settings, "retrieval"),
+        resolve=s.resolve,
+        load_rankings=no_stored_runs,
+        log=context.log.info,
+    )
     out = run_retriever(s.retrieval.retriever(cfg.retriever), chunks, answering.retrieval_queries(items), cfg.k, env)
     contexts = answering.contexts_from_rankings(out.rankings, chunks, cfg.k)
-    meta = {f"retrieval/{k}": ("none" if v is None else v) for k, v in out.metadata.items()
-            if isinstance(v, (str, int, float, bool)) or v is None}
+    meta = {
+        f"retrieval/{k}": ("none" if v is None else v)
+        for k, v in out.metadata.items()
+        if isinstance(v, (str, int, float, bool)) or v is None
+    }
     return contexts, meta
 
 
 def _describe(cfg) -> dict[str, Any]:
-    return {"system": cfg.name, "mode": cfg.mode, "model": cfg.model or "(embedded)",
-            "endpoint": ", ".join(cfg.base_urls) or "(embedded)", "retriever": cfg.retriever or "",
-            "k": cfg.k if cfg.mode == "rag" else None, "baseline": cfg.baseline or "",
-            "tracks": ", ".join(cfg.tracks), "mcq_output": cfg.mcq_output}
+    return {
+        "system": cfg.name,
+        "mode": cfg.mode,
+        "model": cfg.model or "(embedded)",
+        "endpoint": ", ".join(cfg.base_urls) or "(embedded)",
+        "retriever": cfg.retriever or "",
+        "k": cfg.k if cfg.mode == "rag" else None,
+        "baseline": cfg.baseline or "",
+        "tracks": ", ".join(cfg.tracks),
+        "mcq_output": cfg.mcq_output,
+    }
 
 
 def _grader_lines(s) -> dict[str, str]:
@@ -235,21 +338,30 @@ def _report_notes(context, s, grades: pl.DataFrame, store: StoreResource) -> lis
     cfg = s.systems
     left_out = 0
     if cfg.max_rubric_criteria:
-        left_out = over_max_criteria(benchmark_items(store.get().read_table("mamabench_items")), cfg.max_rubric_criteria)
-    notes = [sample_note(grades["item_id"].n_unique(), cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria,
-                         left_out)
-             + f"; {cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals."]
+        left_out = over_max_criteria(
+            benchmark_items(store.get().read_table("mamabench_items")), cfg.max_rubric_criteria
+        )
+    notes = [
+        sample_note(
+            grades["item_id"].n_unique(), cfg.items_per_track, cfg.sample_seed, cfg.max_rubric_criteria, left_out
+        )
+        + f"; {cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals."
+    ]
     embedded = [c.name for c in cfg.entries if c.embedded]
     if embedded or any(getattr(s.llm, st).embedded for st in GRADER_STAGES.values()):
-        notes.append("Some systems or graders are the embedded SmolLM2-135M smoke-test model "
-                     f"({', '.join(embedded) or 'graders'}): the figures exercise the pipeline and say nothing "
-                     "about clinical quality.")
+        notes.append(
+            "Some systems or graders are the embedded SmolLM2-135M smoke-test model "
+            f"({', '.join(embedded) or 'graders'}): the figures exercise the pipeline and say nothing "
+            "about clinical quality."
+        )
     notes.append(_harness_match(context, grades))
     notes += circularity_notes(system_flags(s))
     if s.mamabench.widely_trained_pools:
-        notes.append(f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (setting "
-                     "mamabench.widely_trained_pools). A system may have seen their items in training: compare its "
-                     "score on them with its score on the other pools in the 'by pool' tables.")
+        notes.append(
+            f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (setting "
+            "mamabench.widely_trained_pools). A system may have seen their items in training: compare its "
+            "score on them with its score on the other pools in the 'by pool' tables."
+        )
     return notes
 
 
@@ -266,5 +378,7 @@ def _harness_match(context, grades: pl.DataFrame) -> str:
     harness = f"{model.value} @ {endpoint.value}"
     if used == [harness] and prompt.value == RUBRIC_JUDGE_PROMPT.hash:
         return f"The calibration harness ran with the same rubric grader ({harness}, prompt {prompt.value})."
-    return (f"WARNING: the calibration harness ran with {harness} (prompt {prompt.value}), but rubric grades came "
-            f"from {', '.join(used)} (prompt {RUBRIC_JUDGE_PROMPT.hash}): re-materialise calibration_judge_labels.")
+    return (
+        f"WARNING: the calibration harness ran with {harness} (prompt {prompt.value}), but rubric grades came "
+        f"from {', '.join(used)} (prompt {RUBRIC_JUDGE_PROMPT.hash}): re-materialise calibration_judge_labels."
+    )

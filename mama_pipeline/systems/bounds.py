@@ -6,6 +6,7 @@ A grader's bound is its stage's (``llm.answer_grader``, ``llm.rubric_judge``):
 the share of the system's answers it could not grade. Above either bound, that
 system's scoreboard rows and comparisons on the track are refused.
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -24,5 +25,8 @@ def failure_stages(grades: pl.DataFrame, settings) -> dict[tuple[str, str], list
 
 def refusals(stages: dict[tuple[str, str], list[StageFailures]]) -> dict[tuple[str, str], str]:
     """(system, track) -> why its figures are refused, for each one with a failure count over its bound."""
-    return {key: "; ".join(f.describe() for f in found if f.over)
-            for key, found in stages.items() if any(f.over for f in found)}
+    return {
+        key: "; ".join(f.describe() for f in found if f.over)
+        for key, found in stages.items()
+        if any(f.over for f in found)
+    }

@@ -33,8 +33,13 @@ def answers_cover_the_sample(
     unexplained = answers.filter((pl.col("status") != "ok") & pl.col("error").is_null()).height
     return dg.AssetCheckResult(
         passed=missing == duplicated == mismatched == unexplained == 0,
-        metadata={"answers": answers.height, "missing_items": missing, "duplicated_items": duplicated,
-                  "status_answer_mismatch": mismatched, "failures_without_reason": unexplained},
+        metadata={
+            "answers": answers.height,
+            "missing_items": missing,
+            "duplicated_items": duplicated,
+            "status_answer_mismatch": mismatched,
+            "failures_without_reason": unexplained,
+        },
     )
 
 
@@ -56,14 +61,19 @@ def grades_are_well_formed(
     invalid_scored = grades.filter(pl.col("invalid").fill_null(False) & (pl.col("score") != 0)).height
     return dg.AssetCheckResult(
         passed=unscored_grade == stray.height == out_of_range == invalid_scored == 0,
-        metadata={"grades": grades.height, "graded_without_score": unscored_grade,
-                  "failures_with_score": stray.height, "scores_out_of_range": out_of_range,
-                  "invalid_answers_scored": invalid_scored},
+        metadata={
+            "grades": grades.height,
+            "graded_without_score": unscored_grade,
+            "failures_with_score": stray.height,
+            "scores_out_of_range": out_of_range,
+            "invalid_answers_scored": invalid_scored,
+        },
     )
 
 
 @dg.asset_check(
-    asset="system_grades", blocking=True,
+    asset="system_grades",
+    blocking=True,
     description="Per track, the items the system left unanswered stay under its max_failure_rate and the answers "
     "its grader could not grade under the grader stage's; above either, the system's scoreboard rows and comparisons "
     "on that track are refused.",

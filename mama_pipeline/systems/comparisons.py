@@ -11,6 +11,7 @@ deltas). Holm's correction runs across the comparisons of one (track, segment)
 family, per test. A pair with fewer than two items scored for both is not tested
 (and not listed); nor is a pair with a (system, track) refused over a failure bound.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -21,7 +22,11 @@ import polars as pl
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, holm, pairwise_significance
 
 COMPARISON_SCHEMA = {
-    "track": pl.String, "segment": pl.String, "comparison": pl.String, "system_a": pl.String, "system_b": pl.String,
+    "track": pl.String,
+    "segment": pl.String,
+    "comparison": pl.String,
+    "system_a": pl.String,
+    "system_b": pl.String,
     **{k: v for k, v in SIGNIFICANCE_SCHEMA.items() if k not in ("retriever_a", "retriever_b")},
 }
 MIN_ITEMS = 2  # a paired test needs at least two items scored for both systems
@@ -29,41 +34,64 @@ MEASURE_OF_TRACK = {"mcq": "correct", "short_answer": "grade", "rubric": "exampl
 BINARY_MEASURES = {"correct"}  # exact McNemar: mcq correctness only
 
 
-def _compare(grades: pl.DataFrame, track: str, a: str, b: str, n_resamples: int, seed: int,
-             confidence: float) -> pl.DataFrame | None:
+def _compare(
+    grades: pl.DataFrame, track: str, a: str, b: str, n_resamples: int, seed: int, confidence: float
+) -> pl.DataFrame | None:
     scored = grades.filter((pl.col("track") == track) & pl.col("score").is_not_null() & pl.col("system").is_in([a, b]))
     common = scored.group_by("item_id").len().filter(pl.col("len") == 2).select("item_id")
     if common.height < MIN_ITEMS:
         return None
     per_query = scored.join(common, on="item_id").select(
-        pl.lit(MEASURE_OF_TRACK[track]).alias("measure"), pl.col("system").alias("retriever"),
-        pl.col("item_id").alias("query_id"), pl.col("score").alias("value"),
+        pl.lit(MEASURE_OF_TRACK[track]).alias("measure"),
+        pl.col("system").alias("retriever"),
+        pl.col("item_id").alias("query_id"),
+        pl.col("score").alias("value"),
     )
-    return pairwise_significance(per_query, [MEASURE_OF_TRACK[track]], [a, b], n_resamples=n_resamples, seed=seed,
-                                 confidence=confidence, binary_measures=BINARY_MEASURES)
+    return pairwise_significance(
+        per_query,
+        [MEASURE_OF_TRACK[track]],
+        [a, b],
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        binary_measures=BINARY_MEASURES,
+    )
 
 
-def compare_systems(grades: pl.DataFrame, baselines: dict[str, str], n_resamples: int, seed: int,
-                    confidence: float, refused: Collection[tuple[str, str]] = ()) -> pl.DataFrame:
+def compare_systems(
+    grades: pl.DataFrame,
+    baselines: dict[str, str],
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    refused: Collection[tuple[str, str]] = (),
+) -> pl.DataFrame:
     """Every pair per track (segment ALL) and each RAG system against its baseline per category, leaving
     out the ``refused`` (system, track)s."""
     blocks = []
     for track in sorted(grades["track"].unique().to_list()):
-        systems = sorted(s for s in grades.filter(pl.col("track") == track)["system"].unique().to_list()
-                         if (s, track) not in refused)
+        systems = sorted(
+            s for s in grades.filter(pl.col("track") == track)["system"].unique().to_list() if (s, track) not in refused
+        )
         for a, b in itertools.combinations(systems, 2):
             kind = "rag_vs_baseline" if baselines.get(a) == b or baselines.get(b) == a else "systems"
             # the RAG system first, so a positive difference is what retrieval adds
             first, second = (b, a) if baselines.get(b) == a else (a, b)
             segments = [("ALL", grades)]
             if kind == "rag_vs_baseline":
-                segments += [(c, grades.filter(pl.col("category") == c))
-                             for c in sorted(grades["category"].unique().to_list())]
+                segments += [
+                    (c, grades.filter(pl.col("category") == c)) for c in sorted(grades["category"].unique().to_list())
+                ]
             for segment, part in segments:
                 out = _compare(part, track, first, second, n_resamples, seed, confidence)
                 if out is not None:
-                    blocks.append(out.rename({"retriever_a": "system_a", "retriever_b": "system_b"}).with_columns(
-                        pl.lit(track).alias("track"), pl.lit(segment).alias("segment"), pl.lit(kind).alias("comparison")))
+                    blocks.append(
+                        out.rename({"retriever_a": "system_a", "retriever_b": "system_b"}).with_columns(
+                            pl.lit(track).alias("track"),
+                            pl.lit(segment).alias("segment"),
+                            pl.lit(kind).alias("comparison"),
+                        )
+                    )
     if not blocks:
         return pl.DataFrame(schema=COMPARISON_SCHEMA)
     table = pl.concat(blocks).select(list(COMPARISON_SCHEMA))

@@ -2,6 +2,7 @@
 
 A configuration without ``systems.entries`` has nothing to evaluate, and the group is left out.
 """
+
 import dagster as dg
 
 from mama_pipeline.partitions import Partitions, partitioned

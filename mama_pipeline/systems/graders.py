@@ -1,8 +1,10 @@
 """Every track's answers of one system graded: mcq by key, short answers and rubric items by their grader stage."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
@@ -14,18 +16,32 @@ from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, Sh
 
 
 def grade_answers(
-    answers: pl.DataFrame, items: pl.DataFrame, criteria: pl.DataFrame,
-    client: Callable[[str], AbstractContextManager[LLMClient]], mcq_output: str, answer_failures: str,
+    answers: pl.DataFrame,
+    items: pl.DataFrame,
+    criteria: pl.DataFrame,
+    client: Callable[[str], AbstractContextManager[LLMClient]],
+    mcq_output: str,
+    answer_failures: str,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """(grades with the grader of each row, the grader calls' metadata); ``client(stage)`` opens a grader stage."""
     rows = grading.mcq_grades(answers, items, mcq_output)
     meta: dict[str, Any] = {}
     graders: dict[str, str] = {}
     for track, build, grade, template, model in (
-        ("short_answer", lambda: grading.short_answer_requests(answers, items),
-         lambda rep: grading.short_answer_grades(answers, items, rep), SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade),
-        ("rubric", lambda: grading.rubric_requests(answers, items, criteria),
-         lambda rep: grading.rubric_grades(answers, items, criteria, rep), RUBRIC_JUDGE_PROMPT, RubricVerdict),
+        (
+            "short_answer",
+            lambda: grading.short_answer_requests(answers, items),
+            lambda rep: grading.short_answer_grades(answers, items, rep),
+            SHORT_ANSWER_GRADER_PROMPT,
+            ShortAnswerGrade,
+        ),
+        (
+            "rubric",
+            lambda: grading.rubric_requests(answers, items, criteria),
+            lambda rep: grading.rubric_grades(answers, items, criteria, rep),
+            RUBRIC_JUDGE_PROMPT,
+            RubricVerdict,
+        ),
     ):
         if answers.filter(pl.col("track") == track).is_empty():
             continue

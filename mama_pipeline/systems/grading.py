@@ -18,6 +18,7 @@ reason kept, and ``answer_failures: score_zero`` scores it 0 instead. A grader
 call that fails after the grader stage's ``parse_retries`` and ``max_retries`` is
 listed (``grade_failed``) and never becomes a grade.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,23 +29,45 @@ import polars as pl
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, render_conversation
 from mama_pipeline.calibration.rubric_score import rubric_score
 from mama_pipeline.llm.client import LLMRequest, RunReport
-from mama_pipeline.systems.systems_prompts import LETTERS, SHORT_ANSWER_GRADER_PROMPT, SHORT_ANSWER_SCORES, extract_letter
+from mama_pipeline.systems.systems_prompts import (
+    LETTERS,
+    SHORT_ANSWER_GRADER_PROMPT,
+    SHORT_ANSWER_SCORES,
+    extract_letter,
+)
 
 GRADED, ANSWER_FAILED, GRADE_FAILED = "graded", "answer_failed", "grade_failed"
 PARSE_FAILED = "parse_failed"  # the LLM client's status of an answer it received and could not use
 GRADES_SCHEMA = {
-    "system": pl.String, "item_id": pl.String, "track": pl.String, "pool": pl.String, "category": pl.String,
-    "status": pl.String, "score": pl.Float64, "correct": pl.Boolean, "invalid": pl.Boolean, "grade": pl.String,
-    "achieved_points": pl.Float64, "possible_points": pl.Float64, "grader_reasoning": pl.String,
-    "criteria": pl.String, "grader_prompt_hash": pl.String, "error": pl.String,
+    "system": pl.String,
+    "item_id": pl.String,
+    "track": pl.String,
+    "pool": pl.String,
+    "category": pl.String,
+    "status": pl.String,
+    "score": pl.Float64,
+    "correct": pl.Boolean,
+    "invalid": pl.Boolean,
+    "grade": pl.String,
+    "achieved_points": pl.Float64,
+    "possible_points": pl.Float64,
+    "grader_reasoning": pl.String,
+    "criteria": pl.String,
+    "grader_prompt_hash": pl.String,
+    "error": pl.String,
 }
 CRITERION_SEP = "#"
 
 
 def _row(answer: dict[str, Any], item: dict[str, Any], **fields: Any) -> dict[str, Any]:
     base = {k: None for k in GRADES_SCHEMA}
-    base.update(system=answer["system"], item_id=answer["item_id"], track=answer["track"],
-                pool=item["pool"], category=item["category"])
+    base.update(
+        system=answer["system"],
+        item_id=answer["item_id"],
+        track=answer["track"],
+        pool=item["pool"],
+        category=item["category"],
+    )
     base.update(fields)
     return base
 
@@ -55,8 +78,16 @@ def _ungradable(answer: dict[str, Any], item: dict[str, Any]) -> dict[str, Any] 
         return None
     error = f"{answer['status']}: {answer['error']}"
     if answer["status"] == PARSE_FAILED:
-        return _row(answer, item, status=GRADED, score=0.0, correct=False if answer["track"] == "mcq" else None,
-                    invalid=True, grade="invalid", error=error)
+        return _row(
+            answer,
+            item,
+            status=GRADED,
+            score=0.0,
+            correct=False if answer["track"] == "mcq" else None,
+            invalid=True,
+            grade="invalid",
+            error=error,
+        )
     return _row(answer, item, status=ANSWER_FAILED, error=error)
 
 
@@ -82,16 +113,30 @@ def mcq_grades(answers: pl.DataFrame, items: pl.DataFrame, mcq_output: str) -> l
         given = answer["answer"] if mcq_output == "json_schema" else extract_letter(answer["answer"], letters)
         invalid = given is None or given not in letters
         correct = not invalid and given == letters[parsed["answer_index"]]
-        rows.append(_row(answer, item, status=GRADED, score=float(correct), correct=correct, invalid=invalid,
-                         grade="invalid" if invalid else given))
+        rows.append(
+            _row(
+                answer,
+                item,
+                status=GRADED,
+                score=float(correct),
+                correct=correct,
+                invalid=invalid,
+                grade="invalid" if invalid else given,
+            )
+        )
     return rows
 
 
 def short_answer_requests(answers: pl.DataFrame, items: pl.DataFrame) -> list[LLMRequest]:
     return [
-        LLMRequest(item_id=answer["item_id"], messages=SHORT_ANSWER_GRADER_PROMPT.render(
-            question=parsed["question"], reference=parsed["answer"], answer=answer["answer"]))
-        for answer, _, parsed in _joined(answers, items, "short_answer") if answer["status"] == "ok"
+        LLMRequest(
+            item_id=answer["item_id"],
+            messages=SHORT_ANSWER_GRADER_PROMPT.render(
+                question=parsed["question"], reference=parsed["answer"], answer=answer["answer"]
+            ),
+        )
+        for answer, _, parsed in _joined(answers, items, "short_answer")
+        if answer["status"] == "ok"
     ]
 
 
@@ -108,8 +153,17 @@ def short_answer_grades(answers: pl.DataFrame, items: pl.DataFrame, report: RunR
             rows.append(_row(answer, item, status=GRADE_FAILED, error=f"{res.status}: {res.error}", **common))
             continue
         grade = res.value["grade"]
-        rows.append(_row(answer, item, status=GRADED, score=SHORT_ANSWER_SCORES[grade], grade=grade,
-                         grader_reasoning=res.value["reasoning"], **common))
+        rows.append(
+            _row(
+                answer,
+                item,
+                status=GRADED,
+                score=SHORT_ANSWER_SCORES[grade],
+                grade=grade,
+                grader_reasoning=res.value["reasoning"],
+                **common,
+            )
+        )
     return rows
 
 
@@ -134,10 +188,12 @@ def rubric_requests(answers: pl.DataFrame, items: pl.DataFrame, criteria: pl.Dat
             continue
         conversation = render_conversation(parsed["question"], answer["answer"])
         for i, (_, _, criterion) in enumerate(_criteria(parsed, text, answer["item_id"])):
-            requests.append(LLMRequest(
-                item_id=f"{answer['item_id']}{CRITERION_SEP}{i}",
-                messages=RUBRIC_JUDGE_PROMPT.render(conversation=conversation, criterion=criterion),
-            ))
+            requests.append(
+                LLMRequest(
+                    item_id=f"{answer['item_id']}{CRITERION_SEP}{i}",
+                    messages=RUBRIC_JUDGE_PROMPT.render(conversation=conversation, criterion=criterion),
+                )
+            )
     return requests
 
 
@@ -157,21 +213,33 @@ def rubric_grades(
             if not res.ok:
                 failed = failed or f"criterion {cid}: {res.status}: {res.error}"
                 continue
-            graded.append({"criterion_id": cid, "points": points, "criteria_met": res.value["criteria_met"],
-                           "explanation": res.value["explanation"]})
+            graded.append(
+                {
+                    "criterion_id": cid,
+                    "points": points,
+                    "criteria_met": res.value["criteria_met"],
+                    "explanation": res.value["explanation"],
+                }
+            )
         common = {"grader_prompt_hash": RUBRIC_JUDGE_PROMPT.hash, "criteria": json.dumps(graded, ensure_ascii=False)}
         if failed:
             rows.append(_row(answer, item, status=GRADE_FAILED, error=failed, **common))
             continue
         per_item[answer["item_id"]] = _row(answer, item, status=GRADED, **common)
-        scorable += [{"example_id": answer["item_id"], "points": g["points"], "criteria_met": g["criteria_met"]}
-                     for g in graded]
+        scorable += [
+            {"example_id": answer["item_id"], "points": g["points"], "criteria_met": g["criteria_met"]} for g in graded
+        ]
     if scorable:
-        examples = rubric_score(pl.DataFrame(scorable, schema={
-            "example_id": pl.String, "points": pl.Int64, "criteria_met": pl.Boolean})).examples
+        examples = rubric_score(
+            pl.DataFrame(scorable, schema={"example_id": pl.String, "points": pl.Int64, "criteria_met": pl.Boolean})
+        ).examples
         for example_id, achieved, possible, score in examples.iter_rows():
-            per_item[example_id].update(score=float(score), achieved_points=float(achieved),
-                                        possible_points=float(possible), grade=f"{achieved}/{possible}")
+            per_item[example_id].update(
+                score=float(score),
+                achieved_points=float(achieved),
+                possible_points=float(possible),
+                grade=f"{achieved}/{possible}",
+            )
     return rows + list(per_item.values())
 
 

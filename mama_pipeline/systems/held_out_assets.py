@@ -1,4 +1,5 @@
 """Dagster asset of the systems scoreboard on the public and the held-out items (group ``systems``)."""
+
 import dagster as dg
 import polars as pl
 

@@ -4,6 +4,7 @@ Items come from the ``mamabench_items`` table (item_id, pool, set_type,
 category, item_json). Pre-scoped pools carry no scope category; they are
 reported under ``PRESCOPED``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,11 @@ import polars as pl
 TRACK_OF_SET_TYPE = {"mcq": "mcq", "open_ended": "short_answer", "open_ended_rubric": "rubric"}
 PRESCOPED = "PRESCOPED"
 ITEMS_SCHEMA = {
-    "item_id": pl.String, "track": pl.String, "pool": pl.String, "category": pl.String, "item_json": pl.String,
+    "item_id": pl.String,
+    "track": pl.String,
+    "pool": pl.String,
+    "category": pl.String,
+    "item_json": pl.String,
     "n_criteria": pl.Int64,
 }
 

@@ -5,14 +5,15 @@ keys as an ``llm.*`` stage (``max_failure_rate`` bounds the share of a track's
 items it may leave unanswered), a system prompt, and a mode (``closed_book``, or
 ``rag`` with a registry retriever of ``retrieval.retrievers`` and ``k``).
 """
+
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.common.settings_base import Section
+from mama_pipeline.llm.settings import StageSettings
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"  # a Dagster partition key and a file name
 TRACKS = ("mcq", "short_answer", "rubric")
@@ -38,7 +39,7 @@ class SystemSettings(StageSettings):
     baseline: str | None = None  # rag: the closed-book system it is compared with
 
     @model_validator(mode="after")
-    def _mode(self) -> "SystemSettings":
+    def _mode(self) -> SystemSettings:
         if self.mode == "rag" and not self.retriever:
             raise ValueError(f"system {self.name!r}: mode rag needs 'retriever'")
         if self.mode == "closed_book" and (self.retriever or self.baseline):
@@ -63,7 +64,7 @@ class SystemsSettings(Section):
     alpha: float = Field(0.05, gt=0, lt=1)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "SystemsSettings":
+    def _consistent(self) -> SystemsSettings:
         names = [s.name for s in self.entries]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -6,6 +6,7 @@ timestamp. Per-item files (``items/<system>.jsonl``) hold item id, track, pool,
 scope category, answer, grade, score and the retrieved chunk ids, so anyone can
 run a paired test against these results.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,10 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import esc as _e, number, p_value, page, table as _table
 from mama_pipeline.common.held_out import HeldOutRule
+from mama_pipeline.common.html_page import esc as _e
+from mama_pipeline.common.html_page import number, p_value, page
+from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.evaluation.held_out_gaps import gaps_html
 from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
@@ -25,8 +28,22 @@ from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
 PAGE = "systems.html"
 ITEMS_DIR = "items"
 TITLE = "mamabench: answering systems"
-ITEM_FILE_COLUMNS = ("item_id", "track", "pool", "category", "status", "answer", "grade", "score", "correct",
-                     "invalid", "chunk_ids", "prompt_hash", "grader_prompt_hash", "error")
+ITEM_FILE_COLUMNS = (
+    "item_id",
+    "track",
+    "pool",
+    "category",
+    "status",
+    "answer",
+    "grade",
+    "score",
+    "correct",
+    "invalid",
+    "chunk_ids",
+    "prompt_hash",
+    "grader_prompt_hash",
+    "error",
+)
 
 
 @dataclass
@@ -59,39 +76,48 @@ def sample_note(n_items: int, items_per_track: int, seed: int, max_rubric_criter
 
 def scoreboard_note(answer_failures: str) -> str:
     """What the scoreboard's figures are, under the failure policy in effect."""
-    unanswered = ("unanswered items (transport failures: HTTP errors and timeouts after the client's retries, an "
-                  "endpoint down past its patience) are listed and ")
-    unanswered += ("left out of mean (answer_failures: exclude); mean_unanswered_as_0 counts them as 0"
-                   if answer_failures == "exclude" else
-                   "count as 0 in mean (answer_failures: score_zero); mean_answered leaves them out")
-    return ("Mean per track with its bootstrap interval over items (mcq: accuracy; short answer: correct 1, "
-            "partially correct 0.5, incorrect 0; rubric: the mean of HealthBench example scores, not clipped, which "
-            "are the values the paired comparisons use, with HealthBench's score, that mean clipped to [0, 1], "
-            "beside it as healthbench_score). A system's own output that cannot be graded (JSON breaking the schema, "
-            "an empty answer, an answer cut at max_tokens, no valid letter) is a wrong answer: score 0, counted in "
-            f"n_invalid. The {unanswered}. Answers the grader could not grade (n_grade_failed) are listed and in "
-            "neither mean. A system whose unanswered items, or whose ungraded answers, exceed the failure bound "
-            "(systems.entries[].max_failure_rate; llm.answer_grader or llm.rubric_judge max_failure_rate) has its "
-            "figures on that track refused, with the reason. Rubric rows show the rubric grader's agreement with "
-            "physicians on the calibration side-file (same grader, same scope category) beside the score.")
+    unanswered = (
+        "unanswered items (transport failures: HTTP errors and timeouts after the client's retries, an "
+        "endpoint down past its patience) are listed and "
+    )
+    unanswered += (
+        "left out of mean (answer_failures: exclude); mean_unanswered_as_0 counts them as 0"
+        if answer_failures == "exclude"
+        else "count as 0 in mean (answer_failures: score_zero); mean_answered leaves them out"
+    )
+    return (
+        "Mean per track with its bootstrap interval over items (mcq: accuracy; short answer: correct 1, "
+        "partially correct 0.5, incorrect 0; rubric: the mean of HealthBench example scores, not clipped, which "
+        "are the values the paired comparisons use, with HealthBench's score, that mean clipped to [0, 1], "
+        "beside it as healthbench_score). A system's own output that cannot be graded (JSON breaking the schema, "
+        "an empty answer, an answer cut at max_tokens, no valid letter) is a wrong answer: score 0, counted in "
+        f"n_invalid. The {unanswered}. Answers the grader could not grade (n_grade_failed) are listed and in "
+        "neither mean. A system whose unanswered items, or whose ungraded answers, exceed the failure bound "
+        "(systems.entries[].max_failure_rate; llm.answer_grader or llm.rubric_judge max_failure_rate) has its "
+        "figures on that track refused, with the reason. Rubric rows show the rubric grader's agreement with "
+        "physicians on the calibration side-file (same grader, same scope category) beside the score."
+    )
 
 
 def healthbench_note(parse_retries: int) -> str:
     """Where the rubric grading differs from HealthBench's simple-evals."""
     retries = f"re-asked {parse_retries} time{'s' if parse_retries != 1 else ''}" if parse_retries else "not re-asked"
-    return ("Rubric grading differs from HealthBench's simple-evals (healthbench_eval.py) in three ways: the grader "
-            "prompt is this project's (calibration.rubric_judge, the one the calibration harness checks against "
-            "physicians), not simple-evals' GRADER_TEMPLATE; the grader is given each criterion without its "
-            "\"[points]\" prefix (simple-evals writes \"[5] criterion\"), as the physicians' meta-eval rows the "
-            f"harness grades carry none; a grader answer that does not parse is {retries} "
-            "(llm.rubric_judge.parse_retries) and then listed as a grader failure, where simple-evals asks again "
-            "until it parses. The rubric figures are not directly comparable with published HealthBench scores.")
+    return (
+        "Rubric grading differs from HealthBench's simple-evals (healthbench_eval.py) in three ways: the grader "
+        "prompt is this project's (calibration.rubric_judge, the one the calibration harness checks against "
+        "physicians), not simple-evals' GRADER_TEMPLATE; the grader is given each criterion without its "
+        '"[points]" prefix (simple-evals writes "[5] criterion"), as the physicians\' meta-eval rows the '
+        f"harness grades carry none; a grader answer that does not parse is {retries} "
+        "(llm.rubric_judge.parse_retries) and then listed as a grader failure, where simple-evals asks again "
+        "until it parses. The rubric figures are not directly comparable with published HealthBench scores."
+    )
 
 
 def item_results(answers: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
     """Answers joined with their grades, one row per (system, item)."""
     joined = answers.select("system", "item_id", "answer", "chunk_ids", "prompt_hash").join(
-        grades, on=["system", "item_id"], how="inner", validate="1:1")
+        grades, on=["system", "item_id"], how="inner", validate="1:1"
+    )
     return joined.select("system", *ITEM_FILE_COLUMNS).sort("system", "track", "item_id")
 
 
@@ -114,10 +140,16 @@ def write_report(report: SystemsReport, folder: str | os.PathLike[str]) -> Path:
 def headline_figures(report: SystemsReport) -> list[tuple[str, str]]:
     """Each system's headline mean per track, over the items it was scored on (or why it is refused)."""
     overall = report.board.filter(pl.col("segment_kind") == "all").sort("track", "system")
-    return [(f"{r['system']}: {r['track']} ({MEASURE_OF_TRACK[r['track']]})",
-             f"refused ({r['refused']})" if r["refused"] is not None else
-             f"{number(r['mean'])} over {r['n_scored']} of {r['n_items']} items")
-            for r in overall.iter_rows(named=True) if r["refused"] is not None or r["mean"] is not None]
+    return [
+        (
+            f"{r['system']}: {r['track']} ({MEASURE_OF_TRACK[r['track']]})",
+            f"refused ({r['refused']})"
+            if r["refused"] is not None
+            else f"{number(r['mean'])} over {r['n_scored']} of {r['n_items']} items",
+        )
+        for r in overall.iter_rows(named=True)
+        if r["refused"] is not None or r["mean"] is not None
+    ]
 
 
 def _page(r: SystemsReport, figures: dict[str, str]) -> str:
@@ -140,7 +172,8 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
             seg = block.filter(pl.col("segment_kind") == kind)
             if seg.height:
                 wide = seg.with_columns(_interval_text().alias("v")).pivot(
-                    on="system", index="segment", values="v", maintain_order=True)
+                    on="system", index="segment", values="v", maintain_order=True
+                )
                 parts.append(f"<h4>by {kind}</h4>" + _table(wide))
     parts.append(_deltas_section(r, figures))
     parts.append(_significance_section(r))
@@ -148,25 +181,54 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
         parts.append(gaps_html(r.held_out, ["system", "track"], r.held_out_rule, "items", r.resamples, r.seed))
     parts.append(_harness_section(r))
     parts.append(_failures_section(r))
-    files = ", ".join(f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>"
-                      for s in sorted(r.grades["system"].unique().to_list()))
+    files = ", ".join(
+        f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>" for s in sorted(r.grades["system"].unique().to_list())
+    )
     parts.append(f"<h2>Per-item results</h2><p>{files or '(none)'}</p>")
     return page(TITLE, parts, headline_figures(r))
 
 
 def _interval_text() -> pl.Expr:
-    return pl.when(pl.col("refused").is_not_null()).then(pl.lit("refused")).when(
-        pl.col("mean").is_null()).then(pl.lit("")).otherwise(
-        pl.format("{} [{}, {}] n={}", pl.col("mean").round(3), pl.col("ci_low").round(3), pl.col("ci_high").round(3),
-                  pl.col("n_scored")))
+    return (
+        pl.when(pl.col("refused").is_not_null())
+        .then(pl.lit("refused"))
+        .when(pl.col("mean").is_null())
+        .then(pl.lit(""))
+        .otherwise(
+            pl.format(
+                "{} [{}, {}] n={}",
+                pl.col("mean").round(3),
+                pl.col("ci_low").round(3),
+                pl.col("ci_high").round(3),
+                pl.col("n_scored"),
+            )
+        )
+    )
 
 
 def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
-    cols = ["system", "n_items", "n_scored", "mean", "ci_low", "ci_high", "n_unanswered", "mean_answered",
-            "mean_unanswered_as_0", "n_invalid", "n_grade_failed"]
+    cols = [
+        "system",
+        "n_items",
+        "n_scored",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "n_unanswered",
+        "mean_answered",
+        "mean_unanswered_as_0",
+        "n_invalid",
+        "n_grade_failed",
+    ]
     if track == "rubric":
-        cols += ["healthbench_score", "grader_rows", "grader_macro_f1", "grader_balanced_accuracy",
-                 "grader_agree_on_met", "grader_agree_on_not_met"]
+        cols += [
+            "healthbench_score",
+            "grader_rows",
+            "grader_macro_f1",
+            "grader_balanced_accuracy",
+            "grader_agree_on_met",
+            "grader_agree_on_not_met",
+        ]
     return board.select(*cols, "refused")
 
 
@@ -177,13 +239,29 @@ def _deltas(r: SystemsReport) -> pl.DataFrame:
 def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
     d = _deltas(r)
     if d.is_empty():
-        return ("<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, one of "
-                "the two is refused over its failure bound, or fewer than two items were scored for both.</p>")
-    view = d.select("track", "segment", pl.col("system_a").alias("rag"), pl.col("system_b").alias("closed_book"),
-                    "n_queries", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_randomization_holm",
-                    "p_mcnemar_holm")
-    out = ["<h2>Closed-book vs RAG</h2><p class='note'>diff = RAG &minus; closed-book on items scored for both, "
-           "per scope category, with the paired bootstrap interval and Holm-adjusted p values.</p>", _table(view)]
+        return (
+            "<h2>Closed-book vs RAG</h2><p>No comparison: no RAG system names a closed-book baseline, one of "
+            "the two is refused over its failure bound, or fewer than two items were scored for both.</p>"
+        )
+    view = d.select(
+        "track",
+        "segment",
+        pl.col("system_a").alias("rag"),
+        pl.col("system_b").alias("closed_book"),
+        "n_queries",
+        "mean_a",
+        "mean_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_randomization_holm",
+        "p_mcnemar_holm",
+    )
+    out = [
+        "<h2>Closed-book vs RAG</h2><p class='note'>diff = RAG &minus; closed-book on items scored for both, "
+        "per scope category, with the paired bootstrap interval and Holm-adjusted p values.</p>",
+        _table(view),
+    ]
     if "deltas" in figures:
         out.append(f"<img src='{figures['deltas']}' alt='closed-book vs RAG deltas'>")
     return "\n".join(out)
@@ -192,33 +270,58 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
 def _significance_section(r: SystemsReport) -> str:
     sig = r.comparisons.filter(pl.col("segment") == "ALL")
     if sig.is_empty():
-        return ("<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track that are "
-                "not refused over a failure bound, or fewer than two items scored for both.</p>")
+        return (
+            "<h2>Paired significance</h2><p>Nothing to compare: fewer than two systems on every track that are "
+            "not refused over a failure bound, or fewer than two items scored for both.</p>"
+        )
     rows = []
     for row in sig.iter_rows(named=True):
         p = row["p_randomization_holm"]
         cls = "sig" if p is not None and p < r.alpha else ""
-        mc = "" if row["p_mcnemar_holm"] is None else f"{p_value(row['p_mcnemar_holm'])} ({row['only_a']}/{row['only_b']})"
-        rows.append(f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
-                    f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{row['diff']:+.3f}</td>"
-                    f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p_value(p)}</td><td>{mc}</td></tr>")
-    head = ("<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
-            "<th>randomization p (Holm)</th><th>exact McNemar p (Holm) (only a/only b)</th></tr>")
-    return (f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
-            f"per-item values; exact McNemar on mcq only; Holm across the pairs of each track; bold: p &lt; "
-            f"{r.alpha}.</p><table>{head}{''.join(rows)}</table>")
+        mc = (
+            ""
+            if row["p_mcnemar_holm"] is None
+            else f"{p_value(row['p_mcnemar_holm'])} ({row['only_a']}/{row['only_b']})"
+        )
+        rows.append(
+            f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
+            f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{row['diff']:+.3f}</td>"
+            f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p_value(p)}</td><td>{mc}</td></tr>"
+        )
+    head = (
+        "<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
+        "<th>randomization p (Holm)</th><th>exact McNemar p (Holm) (only a/only b)</th></tr>"
+    )
+    return (
+        f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
+        f"per-item values; exact McNemar on mcq only; Holm across the pairs of each track; bold: p &lt; "
+        f"{r.alpha}.</p><table>{head}{''.join(rows)}</table>"
+    )
 
 
 def _harness_section(r: SystemsReport) -> str:
     if r.harness is None or r.harness.is_empty():
-        return ("<h2>Rubric grader vs physicians</h2><p>No calibration harness result: the rubric grader's "
-                "agreement with physicians is unknown.</p>")
+        return (
+            "<h2>Rubric grader vs physicians</h2><p>No calibration harness result: the rubric grader's "
+            "agreement with physicians is unknown.</p>"
+        )
     view = r.harness.filter(pl.col("rater").is_in(["judge", "physicians_pooled"])).select(
-        "rater", "scope_category", "rows", "met_rate", "reference_met_rate", "agree_on_met", "agree_on_not_met",
-        "consensus_agreement", "macro_f1", "balanced_accuracy")
-    return ("<h2>Rubric grader vs physicians</h2><p class='note'>The calibration harness run with the rubric grader "
-            "used here (stage rubric_judge, same prompt), on HealthBench's physician labels; physicians against "
-            "each other as the baseline.</p>" + _table(view))
+        "rater",
+        "scope_category",
+        "rows",
+        "met_rate",
+        "reference_met_rate",
+        "agree_on_met",
+        "agree_on_not_met",
+        "consensus_agreement",
+        "macro_f1",
+        "balanced_accuracy",
+    )
+    return (
+        "<h2>Rubric grader vs physicians</h2><p class='note'>The calibration harness run with the rubric grader "
+        "used here (stage rubric_judge, same prompt), on HealthBench's physician labels; physicians against "
+        "each other as the baseline.</p>" + _table(view)
+    )
 
 
 def _failures_section(r: SystemsReport) -> str:
@@ -228,10 +331,12 @@ def _failures_section(r: SystemsReport) -> str:
     if failed.is_empty() and broken.is_empty():
         return "<h2>Failures</h2><p>None.</p>"
     zero = "counted as 0 in mean" if r.answer_failures == "score_zero" else "left out of mean"
-    out = [f"<h2>Failures</h2><p class='note'>answer_failed: not answered (transport failures), {zero}; "
-           "grade_failed: answered, not graded, in neither mean. Graded and invalid: the system's own output could "
-           f"not be graded, scored 0. {failed.height + broken.height} in all; the first {FAILURES_SHOWN} of each "
-           "kind are listed.</p>"]
+    out = [
+        f"<h2>Failures</h2><p class='note'>answer_failed: not answered (transport failures), {zero}; "
+        "grade_failed: answered, not graded, in neither mean. Graded and invalid: the system's own output could "
+        f"not be graded, scored 0. {failed.height + broken.height} in all; the first {FAILURES_SHOWN} of each "
+        "kind are listed.</p>"
+    ]
     for part in (failed, broken.with_columns(pl.lit("invalid").alias("status"))):
         if part.height:
             out.append(_table(part.group_by("system", "track", "status").len().sort("system", "track", "status")))
@@ -247,8 +352,11 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for track in ("mcq", "short_answer", "rubric"):
-        seg = r.board.filter((pl.col("track") == track) & pl.col("segment_kind").is_in(["all", "category"])
-                             & pl.col("mean").is_not_null())
+        seg = r.board.filter(
+            (pl.col("track") == track)
+            & pl.col("segment_kind").is_in(["all", "category"])
+            & pl.col("mean").is_not_null()
+        )
         if seg.is_empty():
             continue
         systems = seg["system"].unique().sort().to_list()
@@ -266,8 +374,9 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
                     lo.append(m - (a if a is not None else m))
                     hi.append((b if b is not None else m) - m)
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=system)
-        ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(segments))], segments,
-                      rotation=20, fontsize="small")
+        ax.set_xticks(
+            [j + width * (len(systems) - 1) / 2 for j in range(len(segments))], segments, rotation=20, fontsize="small"
+        )
         ax.set_ylabel(MEASURE_OF_TRACK[track])
         ax.set_ylim(min([0.0, *seg["ci_low"].drop_nulls().to_list(), *seg["mean"].to_list()]) - 0.05, 1.05)
         ax.set_title(track)
@@ -278,8 +387,10 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
         labels = [f"{t} {s}\n{a} vs {b}" for t, s, a, b in d.select("track", "segment", "system_a", "system_b").rows()]
         fig, ax = plt.subplots(figsize=(5.5, 0.45 * len(labels) + 1.2))
         diffs = d["diff"].to_list()
-        err = [[x - lo for x, lo in zip(diffs, d["ci_low"].to_list())],
-               [hi - x for x, hi in zip(diffs, d["ci_high"].to_list())]]
+        err = [
+            [x - lo for x, lo in zip(diffs, d["ci_low"].to_list())],
+            [hi - x for x, hi in zip(diffs, d["ci_high"].to_list())],
+        ]
         ax.errorbar(diffs, list(range(len(labels))), xerr=err, fmt="o", capsize=3)
         ax.axvline(0, color="#999", linewidth=1)
         ax.set_yticks(list(range(len(labels))), labels, fontsize="x-small")
@@ -296,5 +407,3 @@ def _save(fig, path: Path) -> str:
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
     return path.name
-
-

@@ -4,6 +4,7 @@ Every template is a :class:`PromptTemplate`, so its hash (in the LLM cache key
 and in the results) changes whenever its text does. A system's own system
 prompt is the template's system message.
 """
+
 from __future__ import annotations
 
 import re

@@ -14,6 +14,7 @@ its figures are refused, with the reason. Rubric rows carry the rubric grader's
 agreement with physicians from the calibration harness, for the same scope
 category (overall for ``all`` and pool rows).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,12 +24,27 @@ from mama_pipeline.evaluation.significance import compact
 from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED, GRADED
 
 SCOREBOARD_SCHEMA = {
-    "system": pl.String, "track": pl.String, "segment_kind": pl.String, "segment": pl.String,
-    "n_items": pl.Int64, "n_scored": pl.Int64, "n_unanswered": pl.Int64, "n_grade_failed": pl.Int64,
-    "n_invalid": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "mean_answered": pl.Float64, "mean_unanswered_as_0": pl.Float64, "healthbench_score": pl.Float64,
-    "refused": pl.String, "grader_rows": pl.Int64, "grader_macro_f1": pl.Float64,
-    "grader_balanced_accuracy": pl.Float64, "grader_agree_on_met": pl.Float64, "grader_agree_on_not_met": pl.Float64,
+    "system": pl.String,
+    "track": pl.String,
+    "segment_kind": pl.String,
+    "segment": pl.String,
+    "n_items": pl.Int64,
+    "n_scored": pl.Int64,
+    "n_unanswered": pl.Int64,
+    "n_grade_failed": pl.Int64,
+    "n_invalid": pl.Int64,
+    "mean": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "mean_answered": pl.Float64,
+    "mean_unanswered_as_0": pl.Float64,
+    "healthbench_score": pl.Float64,
+    "refused": pl.String,
+    "grader_rows": pl.Int64,
+    "grader_macro_f1": pl.Float64,
+    "grader_balanced_accuracy": pl.Float64,
+    "grader_agree_on_met": pl.Float64,
+    "grader_agree_on_not_met": pl.Float64,
 }
 MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "mean example score"}
 BATCH = 1000  # resamples (and jackknife samples) per vectorised call: bounds memory at any item count
@@ -39,8 +55,9 @@ def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def bootstrap_ci(values: np.ndarray, n_resamples: int, seed: int,
-                 confidence: float) -> tuple[float | None, float | None]:
+def bootstrap_ci(
+    values: np.ndarray, n_resamples: int, seed: int, confidence: float
+) -> tuple[float | None, float | None]:
     """Bootstrap interval of the mean over items; a point when the values do not vary."""
     if values.size == 0:
         return None, None
@@ -50,9 +67,16 @@ def bootstrap_ci(values: np.ndarray, n_resamples: int, seed: int,
     from scipy import stats
 
     for method in ("BCa", "percentile"):
-        res = stats.bootstrap((compact(values),), _mean, vectorized=True, n_resamples=n_resamples,
-                              confidence_level=confidence, method=method, batch=BATCH,
-                              rng=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            (compact(values),),
+            _mean,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method=method,
+            batch=BATCH,
+            rng=np.random.default_rng(seed),
+        )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if np.isfinite(low) and np.isfinite(high):
             return low, high
@@ -79,8 +103,9 @@ def _grader(harness: pl.DataFrame | None, segment_kind: str, segment: str) -> di
     return {f"grader_{f}": r[f] for f in GRADER_FIGURES}
 
 
-def _figures(part: pl.DataFrame, track: str, answer_failures: str, n_resamples: int, seed: int,
-             confidence: float) -> dict[str, float | int | None]:
+def _figures(
+    part: pl.DataFrame, track: str, answer_failures: str, n_resamples: int, seed: int, confidence: float
+) -> dict[str, float | int | None]:
     answered = part.filter(pl.col("status") == GRADED)["score"].to_numpy().astype(float)
     n_unanswered = part.filter(pl.col("status") == ANSWER_FAILED).height
     with_zero = np.concatenate([answered, np.zeros(n_unanswered)])
@@ -88,16 +113,25 @@ def _figures(part: pl.DataFrame, track: str, answer_failures: str, n_resamples: 
     low, high = bootstrap_ci(headline, n_resamples, seed, confidence)
     mean = float(headline.mean()) if headline.size else None
     return {
-        "n_scored": int(headline.size), "mean": mean, "ci_low": low, "ci_high": high,
+        "n_scored": int(headline.size),
+        "mean": mean,
+        "ci_low": low,
+        "ci_high": high,
         "mean_answered": float(answered.mean()) if answered.size else None,
         "mean_unanswered_as_0": float(with_zero.mean()) if with_zero.size else None,
         "healthbench_score": float(np.clip(mean, 0.0, 1.0)) if track == "rubric" and mean is not None else None,
     }
 
 
-def scoreboard(grades: pl.DataFrame, harness: pl.DataFrame | None, n_resamples: int, seed: int,
-               confidence: float, answer_failures: str = "exclude",
-               refused: dict[tuple[str, str], str] | None = None) -> pl.DataFrame:
+def scoreboard(
+    grades: pl.DataFrame,
+    harness: pl.DataFrame | None,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    answer_failures: str = "exclude",
+    refused: dict[tuple[str, str], str] | None = None,
+) -> pl.DataFrame:
     """One row per (system, track, segment) present in the grades; figures of a refused (system, track) null."""
     refused = refused or {}
     rows = []
@@ -108,11 +142,23 @@ def scoreboard(grades: pl.DataFrame, harness: pl.DataFrame | None, n_resamples: 
                 figures = _figures(part, track, answer_failures, n_resamples, seed, confidence)
             else:  # counts only: no interval is computed for figures that are not shown
                 figures = {"n_scored": part.filter(pl.col("score").is_not_null()).height}
-            rows.append({
-                "system": system, "track": track, "segment_kind": kind, "segment": segment,
-                "n_items": part.height, "n_unanswered": part.filter(pl.col("status") == ANSWER_FAILED).height,
-                "n_grade_failed": part.filter(pl.col("status") == GRADE_FAILED).height,
-                "n_invalid": int(part["invalid"].fill_null(False).sum()), **figures, "refused": reason,
-                **(_grader(harness, kind, segment) if track == "rubric" else {f"grader_{f}": None for f in GRADER_FIGURES}),
-            })
+            rows.append(
+                {
+                    "system": system,
+                    "track": track,
+                    "segment_kind": kind,
+                    "segment": segment,
+                    "n_items": part.height,
+                    "n_unanswered": part.filter(pl.col("status") == ANSWER_FAILED).height,
+                    "n_grade_failed": part.filter(pl.col("status") == GRADE_FAILED).height,
+                    "n_invalid": int(part["invalid"].fill_null(False).sum()),
+                    **figures,
+                    "refused": reason,
+                    **(
+                        _grader(harness, kind, segment)
+                        if track == "rubric"
+                        else {f"grader_{f}": None for f in GRADER_FIGURES}
+                    ),
+                }
+            )
     return pl.DataFrame(rows, schema=SCOREBOARD_SCHEMA)

@@ -1,4 +1,5 @@
 """Calibration metrics on a hand-made set; every expected figure is worked out by hand below."""
+
 import polars as pl
 import pytest
 
@@ -113,7 +114,9 @@ def test_physician_baseline(report):
 
 def test_rater_alone_on_a_row_is_skipped_for_the_baseline():
     # r1 has one physician: nothing to compare, so the physician baseline has no rows at all
-    one = JUDGED.head(1).with_columns(pl.lit([True]).alias("binary_labels"), pl.lit(["a"]).alias("anonymized_physician_ids"))
+    one = JUDGED.head(1).with_columns(
+        pl.lit([True]).alias("binary_labels"), pl.lit(["a"]).alias("anonymized_physician_ids")
+    )
     report = harness_report(one, [])
     assert report["rater"].to_list() == [JUDGE]
 

@@ -1,14 +1,15 @@
 """The calibration asset checks fail when their invariant is broken."""
+
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.rater_agreement import harness_report
 from mama_pipeline.calibration.checks import (
     every_meta_eval_row_accounted,
     harness_covers_answered_rows,
     judge_labels_consistent,
 )
 from mama_pipeline.calibration.meta_eval import read_meta_eval
+from mama_pipeline.calibration.rater_agreement import harness_report
 from mama_pipeline.calibration.rubric_judge import LABEL_SCHEMA, judged_rows
 from mama_pipeline.calibration.side_file import build_side_file
 from mama_pipeline_tests.calibration.fixtures import META_EVAL_SAMPLE, VERDICTS
@@ -24,24 +25,33 @@ def labels_for(side_file: pl.DataFrame, statuses: list[str], met: list) -> pl.Da
     n = len(statuses)
     rows = side_file.head(n)
     return pl.DataFrame(
-        {"upstream_line": rows["upstream_line"], "prompt_id": rows["prompt_id"],
-         "completion_id": rows["completion_id"], "scope_category": rows["scope_category"],
-         "status": statuses, "criteria_met": met, "explanation": ["e" if m is not None else None for m in met],
-         "error": [None if s == "ok" else "boom" for s in statuses]},
+        {
+            "upstream_line": rows["upstream_line"],
+            "prompt_id": rows["prompt_id"],
+            "completion_id": rows["completion_id"],
+            "scope_category": rows["scope_category"],
+            "status": statuses,
+            "criteria_met": met,
+            "explanation": ["e" if m is not None else None for m in met],
+            "error": [None if s == "ok" else "boom" for s in statuses],
+        },
         schema=LABEL_SCHEMA,
     )
 
 
 def test_accounting_check(inputs):
     meta, side = inputs
-    ok = every_meta_eval_row_accounted(calibration_side_file_accounting=side.accounting, meta_eval=meta,
-                                       side_file=side.rows)
+    ok = every_meta_eval_row_accounted(
+        calibration_side_file_accounting=side.accounting, meta_eval=meta, side_file=side.rows
+    )
     assert ok.passed
-    lost = every_meta_eval_row_accounted(calibration_side_file_accounting=side.accounting, meta_eval=meta,
-                                         side_file=side.rows.head(40))
+    lost = every_meta_eval_row_accounted(
+        calibration_side_file_accounting=side.accounting, meta_eval=meta, side_file=side.rows.head(40)
+    )
     assert not lost.passed
-    extra = every_meta_eval_row_accounted(calibration_side_file_accounting=side.accounting,
-                                          meta_eval=meta.head(71), side_file=side.rows)
+    extra = every_meta_eval_row_accounted(
+        calibration_side_file_accounting=side.accounting, meta_eval=meta.head(71), side_file=side.rows
+    )
     assert not extra.passed
 
 

@@ -1,4 +1,5 @@
 """Reading the physician meta-evaluation file in its upstream format, locally and from the hub layout."""
+
 import json
 import shutil
 from pathlib import Path
@@ -11,8 +12,17 @@ from mama_pipeline.calibration.settings import META_EVAL_FILE, MetaEvalSource
 from mama_pipeline.settings import load_settings
 from mama_pipeline_tests.calibration.fixtures import META_EVAL_SAMPLE
 
-NATIVE = ["prompt", "completion", "rubric", "category", "binary_labels", "anonymized_physician_ids",
-          "prompt_id", "completion_id", "canary"]
+NATIVE = [
+    "prompt",
+    "completion",
+    "rubric",
+    "category",
+    "binary_labels",
+    "anonymized_physician_ids",
+    "prompt_id",
+    "completion_id",
+    "canary",
+]
 
 
 def test_fixture_reads_every_field_unchanged():
@@ -44,8 +54,14 @@ GOOD = json.loads(META_EVAL_SAMPLE.read_text().splitlines()[0])
     "bad, reason",
     [
         ({k: v for k, v in GOOD.items() if k != "rubric"}, r"line 2 .*rubric: Field required"),
-        ({**GOOD, "binary_labels": [True], "anonymized_physician_ids": ["p1", "p2"]}, r"line 2 .*1 binary_labels but 2 anonymized_physician_ids"),
-        ({**GOOD, "binary_labels": ["True", "False"], "anonymized_physician_ids": ["p1", "p2"]}, r"line 2 .*binary_labels.0"),
+        (
+            {**GOOD, "binary_labels": [True], "anonymized_physician_ids": ["p1", "p2"]},
+            r"line 2 .*1 binary_labels but 2 anonymized_physician_ids",
+        ),
+        (
+            {**GOOD, "binary_labels": ["True", "False"], "anonymized_physician_ids": ["p1", "p2"]},
+            r"line 2 .*binary_labels.0",
+        ),
         ({**GOOD, "prompt": []}, r"line 2 .*prompt has no messages"),
         ({**GOOD, "new_field": 1}, r"line 2 .*new_field: Extra inputs are not permitted"),
         ("{not json", r":2: not valid JSON"),

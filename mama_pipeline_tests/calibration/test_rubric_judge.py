@@ -1,11 +1,12 @@
 """The candidate rubric judge through the shared client against the fake OpenAI-compatible server."""
+
 import json
 
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, harness_report
 from mama_pipeline.calibration.meta_eval import read_meta_eval
+from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, harness_report
 from mama_pipeline.calibration.rubric_judge import (
     LABEL_SCHEMA,
     RUBRIC_JUDGE_PROMPT,
@@ -56,11 +57,16 @@ def test_sample_is_seeded_stable_and_nested(side_file):
 
 def test_failed_calls_are_listed_never_labelled(side_file, make_client):
     rows = side_file.head(5).with_columns(
-        pl.Series("completion", [
-            answer(True), answer(False), answer(True),
-            "[[fault:malformed]] an answer the server garbles every time",
-            "[[fault:500]] an answer the server never returns",
-        ])
+        pl.Series(
+            "completion",
+            [
+                answer(True),
+                answer(False),
+                answer(True),
+                "[[fault:malformed]] an answer the server garbles every time",
+                "[[fault:500]] an answer the server never returns",
+            ],
+        )
     )
     client = make_client(stage=STAGE, max_retries=1, parse_retries=1)
     report = client.run(RUBRIC_JUDGE_PROMPT, RubricVerdict, judge_requests(rows))

@@ -1,4 +1,5 @@
 """HealthBench rubric score: met points (negatives included) over positive points; mean clipped."""
+
 import polars as pl
 import pytest
 
@@ -6,7 +7,9 @@ from mama_pipeline.calibration.rubric_score import rubric_score
 
 
 def grades(rows):
-    return pl.DataFrame(rows, schema={"example_id": pl.String, "points": pl.Int64, "criteria_met": pl.Boolean}, orient="row")
+    return pl.DataFrame(
+        rows, schema={"example_id": pl.String, "points": pl.Int64, "criteria_met": pl.Boolean}, orient="row"
+    )
 
 
 EX1 = [("ex1", 5, True), ("ex1", 3, False), ("ex1", -4, True)]  # (5 - 4) / (5 + 3) = 0.125

@@ -1,4 +1,5 @@
 """The side-file keeps every native field, adds the scope category, and accounts for every row."""
+
 import polars as pl
 import pytest
 
@@ -18,7 +19,10 @@ def test_counts_per_category_and_outcome(meta_eval):
     assert side.accounting.rows() == EXPECTED_ACCOUNTING
     assert side.accounting["rows"].sum() == meta_eval.height
     assert dict(side.rows.group_by("scope_category").len().iter_rows()) == {
-        "MATERNAL": 32, "CHILD_HEALTH": 12, "SEXUAL_AND_REPRODUCTIVE_HEALTH": 4}
+        "MATERNAL": 32,
+        "CHILD_HEALTH": 12,
+        "SEXUAL_AND_REPRODUCTIVE_HEALTH": 4,
+    }
 
 
 def test_every_native_field_is_kept_unchanged(meta_eval):
@@ -48,8 +52,10 @@ def test_verdicts_with_extra_columns_or_repeated_rows_are_accepted(meta_eval):
     "verdicts, reason",
     [
         (VERDICTS.rename({"category": "label"}), r"missing column\(s\) \['category'\]"),
-        (pl.concat([VERDICTS, VERDICTS.head(1).with_columns(pl.lit("NONE").alias("category"))]),
-         "conflicting verdicts.*e6fe887a"),
+        (
+            pl.concat([VERDICTS, VERDICTS.head(1).with_columns(pl.lit("NONE").alias("category"))]),
+            "conflicting verdicts.*e6fe887a",
+        ),
         (VERDICTS.with_columns(pl.lit("PREGNANCY").alias("category")), "unknown category.*PREGNANCY"),
         (VERDICTS.with_columns(pl.lit(None, pl.String).alias("prompt_id")), "null prompt_id"),
     ],

@@ -1,9 +1,14 @@
 """Circularity flags: model families, per-part overrides, and which judge / judged pairs are flagged."""
+
 import pytest
 from pydantic import ValidationError
 
 from mama_pipeline.circularity.flags import (
-    circularity_flags, circularity_notes, flag_table, model_family, retriever_notes,
+    circularity_flags,
+    circularity_notes,
+    flag_table,
+    model_family,
+    retriever_notes,
 )
 from mama_pipeline.settings import ConfigError, PipelineSettings, load_settings
 
@@ -13,20 +18,38 @@ REV = "a" * 40
 
 def _settings(**over) -> PipelineSettings:
     raw = {
-        "llm": {"judge": {**REMOTE, "model": "Qwen/Qwen3.5-397B-A17B-FP8"},
-                "query_writer": {**REMOTE, "model": "meta-llama/Llama-3.3-70B-Instruct"},
-                "answer_grader": {**REMOTE, "model": "openai/gpt-oss-120b"},
-                "rubric_judge": {**REMOTE, "model": "openai/gpt-oss-120b"}},
-        "retrieval": {"retrievers": [
-            {"name": "bm25", "kind": "bm25"},
-            {"name": "qemb", "kind": "dense", "params": {"model_id": "Qwen/Qwen3.5-Embedding-8B", "revision": REV}},
-            {"name": "e5", "kind": "dense", "params": {"model_id": "intfloat/e5-large-v2", "revision": REV}},
-            {"name": "fused", "kind": "rrf", "params": {"runs": ["bm25", "qemb"]}},
-            {"name": "rr", "kind": "rerank", "params": {"run": "bm25", "backend": {
-                "type": "endpoint", "base_url": "http://rr:8000/v1", "model": "qwen/qwen3.5-397b-a17b-fp8"}}},
-        ]},
-        "systems": {"entries": [{"name": "gpt", **REMOTE, "model": "openai/gpt-oss-20b"},
-                                {"name": "llama", **REMOTE, "model": "meta-llama/Llama-3.1-8B-Instruct"}]},
+        "llm": {
+            "judge": {**REMOTE, "model": "Qwen/Qwen3.5-397B-A17B-FP8"},
+            "query_writer": {**REMOTE, "model": "meta-llama/Llama-3.3-70B-Instruct"},
+            "answer_grader": {**REMOTE, "model": "openai/gpt-oss-120b"},
+            "rubric_judge": {**REMOTE, "model": "openai/gpt-oss-120b"},
+        },
+        "retrieval": {
+            "retrievers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "qemb", "kind": "dense", "params": {"model_id": "Qwen/Qwen3.5-Embedding-8B", "revision": REV}},
+                {"name": "e5", "kind": "dense", "params": {"model_id": "intfloat/e5-large-v2", "revision": REV}},
+                {"name": "fused", "kind": "rrf", "params": {"runs": ["bm25", "qemb"]}},
+                {
+                    "name": "rr",
+                    "kind": "rerank",
+                    "params": {
+                        "run": "bm25",
+                        "backend": {
+                            "type": "endpoint",
+                            "base_url": "http://rr:8000/v1",
+                            "model": "qwen/qwen3.5-397b-a17b-fp8",
+                        },
+                    },
+                },
+            ]
+        },
+        "systems": {
+            "entries": [
+                {"name": "gpt", **REMOTE, "model": "openai/gpt-oss-20b"},
+                {"name": "llama", **REMOTE, "model": "meta-llama/Llama-3.1-8B-Instruct"},
+            ]
+        },
     }
     for key, value in over.items():
         raw[key] = value
@@ -43,9 +66,13 @@ def test_model_family_is_organisation_and_base_name():
 
 def test_judge_shares_family_or_model_with_retrievers_and_grader_with_systems():
     flags = {(f.judge, f.part): f for f in circularity_flags(_settings())}
-    assert set(flags) == {("llm.judge", "retrieval.qemb"), ("llm.judge", "retrieval.rr"),
-                          ("llm.judge", "retrieval.fused"), ("llm.answer_grader", "systems.gpt"),
-                          ("llm.rubric_judge", "systems.gpt")}
+    assert set(flags) == {
+        ("llm.judge", "retrieval.qemb"),
+        ("llm.judge", "retrieval.rr"),
+        ("llm.judge", "retrieval.fused"),
+        ("llm.answer_grader", "systems.gpt"),
+        ("llm.rubric_judge", "systems.gpt"),
+    }
     assert flags[("llm.judge", "retrieval.qemb")].shared == "family"
     assert flags[("llm.judge", "retrieval.rr")].shared == "model"  # the same id, case aside
     assert flags[("llm.judge", "retrieval.fused")].model == "fuses retrieval.qemb"
@@ -63,17 +90,22 @@ def test_configured_families_and_the_query_writer_flag_every_retriever():
     notes = retriever_notes(flags, ["bm25", "e5"])
     assert set(notes) == {"bm25", "e5"} and "llm.query_writer (meta-llama/Llama-3.3-70B-Instruct)" in notes["bm25"]
     lines = circularity_notes([f for f in flags if f.judge == "llm.judge"])
-    assert lines[0] == ("Circular: llm.judge (Qwen/Qwen3.5-397B-A17B-FP8) and llm.query_writer "
-                        "(meta-llama/Llama-3.3-70B-Instruct) share the model family qwen/qwen3.5: every retriever's "
-                        "figures (the judge labels pairs for queries its own model family wrote).")
+    assert lines[0] == (
+        "Circular: llm.judge (Qwen/Qwen3.5-397B-A17B-FP8) and llm.query_writer "
+        "(meta-llama/Llama-3.3-70B-Instruct) share the model family qwen/qwen3.5: every retriever's "
+        "figures (the judge labels pairs for queries its own model family wrote)."
+    )
     assert lines[1].endswith("share the model: the figures of rr (a judge may favour its own model family).")
 
 
 def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail(tmp_path):
     s = PipelineSettings.model_validate({"systems": {"entries": [{"name": "x"}]}})
     got = {(f.judge, f.part, f.shared) for f in circularity_flags(s)}
-    assert got == {("llm.judge", "llm.query_writer", "model"), ("llm.answer_grader", "systems.x", "model"),
-                   ("llm.rubric_judge", "systems.x", "model")}
+    assert got == {
+        ("llm.judge", "llm.query_writer", "model"),
+        ("llm.answer_grader", "systems.x", "model"),
+        ("llm.rubric_judge", "systems.x", "model"),
+    }
     with pytest.raises(ValidationError, match=r"circularity.families names unknown parts \['retrieval.nope'\]"):
         _settings(circularity={"families": {"retrieval.nope": "a/b"}})
     bad = tmp_path / "bad.yaml"

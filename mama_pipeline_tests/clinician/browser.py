@@ -1,4 +1,5 @@
 """Headless Chromium over the DevTools protocol: log in with a session cookie, wait for text, measure, screenshot."""
+
 from __future__ import annotations
 
 import base64
@@ -8,12 +9,12 @@ import json
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mama_pipeline_tests.headless_browser import find_chromium
 from mama_pipeline_tests.support.processes import free_port
-
 
 # Left/right/top/bottom of the smallest element inside the labelling view whose text contains each needle.
 LAYOUT_JS = """(needles => needles.map(n => {
@@ -55,10 +56,21 @@ def chromium(profile: Path, width: int = 1600, height: int = 1100) -> Iterator[D
 
     port = free_port()
     proc = subprocess.Popen(
-        [find_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
-         f"--remote-debugging-port={port}", f"--user-data-dir={profile}", f"--window-size={width},{height}",
-         "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            find_chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-quic",
+            f"--remote-debugging-port={port}",
+            f"--user-data-dir={profile}",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -84,8 +96,9 @@ def chromium(profile: Path, width: int = 1600, height: int = 1100) -> Iterator[D
             proc.wait(15)
 
 
-def open_logged_in(dt: DevTools, base: str, cookies: dict[str, str], url: str, needles: list[str],
-                   timeout: float = 120) -> list[dict | None]:
+def open_logged_in(
+    dt: DevTools, base: str, cookies: dict[str, str], url: str, needles: list[str], timeout: float = 120
+) -> list[dict | None]:
     """Set the session cookies, open ``url``, wait until every needle is on the page; return their boxes."""
     dt.send("Network.enable")
     for name, value in cookies.items():

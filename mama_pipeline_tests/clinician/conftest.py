@@ -1,5 +1,6 @@
 """One real Label Studio server for the clinician tests that need it."""
-from typing import Iterator
+
+from collections.abc import Iterator
 
 import pytest
 

@@ -1,11 +1,12 @@
 """Agreement of the LLM judges with clinicians, checked against figures worked out by hand (see fixtures)."""
+
 import polars as pl
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline_tests.clinician import fixtures as fx
 
 
@@ -56,8 +57,9 @@ def test_relevance_agreement_matches_hand_computed_figures():
     # D1: values T,T,F,T / T,T,T,T: D_o = 2/8, D_e = 2*7*1/(8*7) = 2/8, alpha = 0
     assert alphas["krippendorff_alpha_d1_topic"] == pytest.approx(0.0)
     assert -1.0 <= alphas["krippendorff_alpha_score"] <= 1.0
-    cell = confusion.filter((pl.col("comparison") == "annotator 11") & (pl.col("llm") == "3") &
-                            (pl.col("clinician") == "4"))
+    cell = confusion.filter(
+        (pl.col("comparison") == "annotator 11") & (pl.col("llm") == "3") & (pl.col("clinician") == "4")
+    )
     assert cell["count"].to_list() == [1]
     assert confusion.filter(pl.col("comparison") == "annotator 11")["count"].sum() == 4
 

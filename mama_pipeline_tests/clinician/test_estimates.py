@@ -1,5 +1,6 @@
 """Prediction-powered estimates: a hand-worked cell, the refusal rules, the scoreboard's judge-only figures,
 and a simulation with a judge biased by a known amount."""
+
 import json
 import math
 import random
@@ -8,10 +9,10 @@ import polars as pl
 import pytest
 
 from mama_pipeline.clinician.estimates import ESTIMATED, REFUSED, ppi_estimates
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.common.strata import uniform_sample
+from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 
 PAIR = {"query_id": pl.String, "chunk_id": pl.String}
 
@@ -22,8 +23,10 @@ def _frame(rows: list[tuple], cols: dict) -> pl.DataFrame:
 
 def _hand_case():
     """Two queries (tiers a, b), one retriever, top-2 each; pool depth 2."""
-    run = _frame([("r", "q1", "c1", 1), ("r", "q1", "c2", 2), ("r", "q2", "c3", 1), ("r", "q2", "c4", 2)],
-                 {"retriever": pl.String, "query_id": pl.String, "chunk_id": pl.String, "rank": pl.Int64})
+    run = _frame(
+        [("r", "q1", "c1", 1), ("r", "q1", "c2", 2), ("r", "q2", "c3", 1), ("r", "q2", "c4", 2)],
+        {"retriever": pl.String, "query_id": pl.String, "chunk_id": pl.String, "rank": pl.Int64},
+    )
     queries = _frame([("q1", "a"), ("q2", "b")], {"query_id": pl.String, "tier": pl.String})
     pool = run.select("query_id", "chunk_id")
     judge = _frame([("q1", "c1", 6), ("q1", "c2", 4), ("q2", "c3", 3), ("q2", "c4", 0)], {**PAIR, "score": pl.Int8})
@@ -34,8 +37,9 @@ def _hand_case():
 def test_a_hand_worked_cell_and_the_refusal_rules():
     run, queries, pool, judge, clin = _hand_case()
     plan = mamaretrieval_plan([2, 3], 3, 5, 6)
-    out = ppi_estimates(run, queries, pool, judge, clin, pool, plan, min_pairs=3, synthetic=True,
-                        circularity={"r": "same family"})
+    out = ppi_estimates(
+        run, queries, pool, judge, clin, pool, plan, min_pairs=3, synthetic=True, circularity={"r": "same family"}
+    )
     cell = out.filter((pl.col("tier") == "all") & (pl.col("label") == "P@2 lenient")).row(0, named=True)
     # judge, lenient cut 3: 1, 1, 1, 0 -> 3 of 4 slots; clinicians on the three labelled pairs: 1, 0, 1
     # PPI: 3/4 + mean(1-1, 0-1, 1-1) = 0.75 - 1/3; sd: judge values (1,1,1,0) pop sd sqrt(3)/4 over sqrt(4),
@@ -55,8 +59,11 @@ def test_a_hand_worked_cell_and_the_refusal_rules():
     assert "2 sampled pairs with a clinicians' majority label; an estimate needs at least 3" in tier_a["reason"]
     # k = 3 goes below the pool only when the retriever returned a third chunk: here it did not (4 slots empty)
     deeper = run.vstack(_frame([("r", "q1", "c9", 3)], dict(run.schema)))
-    p3 = ppi_estimates(deeper, queries, pool, judge, clin, pool, plan, 3).filter(
-        (pl.col("tier") == "all") & (pl.col("label") == "P@3 lenient")).row(0, named=True)
+    p3 = (
+        ppi_estimates(deeper, queries, pool, judge, clin, pool, plan, 3)
+        .filter((pl.col("tier") == "all") & (pl.col("label") == "P@3 lenient"))
+        .row(0, named=True)
+    )
     assert p3["status"] == REFUSED and "1 of the 5 top-k pairs were never pooled" in p3["reason"]
     none = ppi_estimates(run, queries, pool, judge, clin, pool.clear(), plan, 3)
     assert (none["status"] == REFUSED).all() and (none["design"] == "none").all()
@@ -75,8 +82,11 @@ def test_uniform_sample_is_seeded_every_pair_alike_and_stable_when_the_pool_grow
     new = b.filter(pl.col("chunk_id").str.starts_with("n")).height
     assert kept + new == 12  # an old pair leaves only for a new one
     # every pair alike: over 400 seeds each of 60 pairs is drawn 400 x 12/60 = 80 times on average
-    counts = pl.concat([uniform_sample(pool, ["query_id", "chunk_id"], 12, seed=s) for s in range(400)]) \
-        .group_by("chunk_id").len()["len"]
+    counts = (
+        pl.concat([uniform_sample(pool, ["query_id", "chunk_id"], 12, seed=s) for s in range(400)])
+        .group_by("chunk_id")
+        .len()["len"]
+    )
     assert counts.len() == 60 and 50 < counts.min() and counts.max() < 110
 
 
@@ -84,9 +94,11 @@ def test_judge_only_figures_are_the_scoreboards():
     """Against ir_measures' P@k and the scoreboard's wP@k on a ranking with unjudged and missing slots."""
     rng = random.Random(3)
     rows = [("r1" if i % 2 else "r2", f"q{q}", f"c{rng.randrange(30)}", 0) for q in range(6) for i in range(8)]
-    ranked = (pl.DataFrame(rows, schema=["retriever", "query_id", "chunk_id", "rank"], orient="row")
-              .unique(["retriever", "query_id", "chunk_id"], maintain_order=True)
-              .with_columns(rank=pl.int_range(pl.len()).over("retriever", "query_id") + 1))
+    ranked = (
+        pl.DataFrame(rows, schema=["retriever", "query_id", "chunk_id", "rank"], orient="row")
+        .unique(["retriever", "query_id", "chunk_id"], maintain_order=True)
+        .with_columns(rank=pl.int_range(pl.len()).over("retriever", "query_id") + 1)
+    )
     ranked = ranked.filter(~((pl.col("query_id") == "q0") & (pl.col("retriever") == "r1")))  # nothing returned
     queries = pl.DataFrame({"query_id": [f"q{q}" for q in range(7)], "tier": ["x", "y"] * 3 + ["x"]})
     pool = ranked.select("query_id", "chunk_id").unique()
@@ -95,8 +107,9 @@ def test_judge_only_figures_are_the_scoreboards():
     plan = mamaretrieval_plan([1, 3, 5], 3, 5, 6)
     ours = ppi_estimates(ranked, queries, pool, judge, judge.clear(), pool.clear(), plan, 2)
     run = rankings_to_run(ranked)
-    qrels = judge.select("query_id", pl.col("chunk_id").alias("doc_id"), pl.col("score").cast(pl.Int64)
-                         .alias("relevance"))
+    qrels = judge.select(
+        "query_id", pl.col("chunk_id").alias("doc_id"), pl.col("score").cast(pl.Int64).alias("relevance")
+    )
     ev = evaluate(run, qrels, queries["query_id"].to_list(), plan, ["r1", "r2"])
     board = scoreboard(ev, qrels, queries)
     both = ours.join(board.select("retriever", "tier", "measure", "mean"), on=["retriever", "tier", "measure"])
@@ -132,8 +145,11 @@ def test_simulation_judge_biased_by_a_known_amount_ppi_covers_the_truth():
         pool = run.select("query_id", "chunk_id")
         sample = uniform_sample(pool, ["query_id", "chunk_id"], 200, seed=rep)
         clin = truth.join(sample, on=["query_id", "chunk_id"], how="semi")
-        cell = ppi_estimates(run, queries, pool, judge, clin, sample, plan, 30).filter(
-            (pl.col("tier") == "all") & (pl.col("label") == "P@10 lenient")).row(0, named=True)
+        cell = (
+            ppi_estimates(run, queries, pool, judge, clin, sample, plan, 30)
+            .filter((pl.col("tier") == "all") & (pl.col("label") == "P@10 lenient"))
+            .row(0, named=True)
+        )
         true_p = sum(s >= 3 for _, _, s in truth_rows) / 1000
         misses.append(abs(cell["judge_only"] - true_p))
         covered += cell["ci_low"] <= true_p <= cell["ci_high"]
@@ -147,8 +163,8 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     import dagster as dg
     import yaml
 
-    from mama_pipeline.release.clinician_part import configurations
     from mama_pipeline.clinician.clinician_page import markdown_section
+    from mama_pipeline.release.clinician_part import configurations
     from mama_pipeline.resources import shared_resources
     from mama_pipeline.store import Store
     from mama_pipeline_tests.clinician import fixtures as fx
@@ -160,17 +176,29 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
                 annotation["synthetic"] = True
         (tmp_path / f"{kind}.json").write_text(json.dumps(tasks))
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "data_dir": str(tmp_path / "data"),
-        "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
-        "evaluation": {"cutoffs": [1], "lenient": 3, "strict": 5},
-        "clinician": {"exports": {"relevance": "relevance.json", "scope": "scope.json"},
-                      "relevance_sample_size": 0, "estimation_sample_size": 10, "min_estimation_pairs": 2,
-                      "scope_sample_size": 3, "release_synthetic_labels": True},
-    }))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(tmp_path / "data"),
+                "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
+                "evaluation": {"cutoffs": [1], "lenient": 3, "strict": 5},
+                "clinician": {
+                    "exports": {"relevance": "relevance.json", "scope": "scope.json"},
+                    "relevance_sample_size": 0,
+                    "estimation_sample_size": 10,
+                    "min_estimation_pairs": 2,
+                    "scope_sample_size": 3,
+                    "release_synthetic_labels": True,
+                },
+            }
+        )
+    )
     store = Store(tmp_path / "data" / "mama.duckdb")
-    ranked = fx.judgments_frame().select("query_id", "chunk_id").with_columns(
-        retriever=pl.lit("bm25"), rank=pl.lit(1, pl.Int32), score=pl.lit(1.0))
+    ranked = (
+        fx.judgments_frame()
+        .select("query_id", "chunk_id")
+        .with_columns(retriever=pl.lit("bm25"), rank=pl.lit(1, pl.Int32), score=pl.lit(1.0))
+    )
     store.write_table("rankings", ranked, partition="bm25")
     result = dg.materialize(fx.ALL, resources=shared_resources(str(cfg)))
     assert result.success
@@ -203,4 +231,5 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     metrics, validated = store.read_table("clinician_agreement"), store.read_table("clinician_validated")
     none = est.with_columns(design=pl.lit("none"))
     assert markdown_section(metrics, validated, "relevance", True, 2, none) == markdown_section(
-        metrics, validated, "relevance", True, 2)
+        metrics, validated, "relevance", True, 2
+    )

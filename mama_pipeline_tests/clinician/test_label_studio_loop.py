@@ -4,6 +4,7 @@ Also: the labelling view in headless Chromium shows the rubric beside the query
 and chunk, and a wrong token or an unreachable server fails with the URL named
 and leaves no project behind.
 """
+
 import json
 import shutil
 import socket
@@ -30,8 +31,16 @@ from mama_pipeline_tests.clinician.label_studio_server import login
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
 SHOT_COPY = Path("/tmp/label_studio_labelling_view.png")
-PUSH = ["judgments", "pooled_pairs", "generated_queries", "corpus_chunks", "mamabench_scope_verdicts",
-        "mamabench_adapted", "clinician_tasks", "clinician_projects"]
+PUSH = [
+    "judgments",
+    "pooled_pairs",
+    "generated_queries",
+    "corpus_chunks",
+    "mamabench_scope_verdicts",
+    "mamabench_adapted",
+    "clinician_tasks",
+    "clinician_projects",
+]
 
 
 def _config(tmp_path: Path, url: str, prefix: str) -> Path:
@@ -50,8 +59,12 @@ def _figures(metrics: pl.DataFrame, comparison: str) -> dict:
 
 def _sensor(cfg: Path, instance: dg.DagsterInstance, cursor: str | None):
     defs = fx.defs(str(cfg))
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, repository_def=defs.get_repository_def(),
-                                  resources={"settings": SettingsResource(config_path=str(cfg))})
+    ctx = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        repository_def=defs.get_repository_def(),
+        resources={"settings": SettingsResource(config_path=str(cfg))},
+    )
     return clinician_annotations_sensor(load_settings(cfg))(ctx), ctx
 
 
@@ -90,8 +103,14 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     request, ctx = _sensor(tmp_path / "cfg.yaml", instance, None)
     assert isinstance(request, dg.RunRequest) and request.run_key == ctx.cursor
     selected = {k.to_user_string() for k in request.asset_selection}
-    assert selected == {"clinician_labels", "clinician_agreement", "clinician_confusion", "clinician_validated",
-                        "clinician_estimates", "clinician_report"}
+    assert selected == {
+        "clinician_labels",
+        "clinician_agreement",
+        "clinician_confusion",
+        "clinician_validated",
+        "clinician_estimates",
+        "clinician_report",
+    }
     page = tmp_path / "data" / "reports" / "clinician" / "agreement.html"
     assert not page.exists()
     run = dg.materialize(fx.ALL, selection=request.asset_selection, resources=resources, instance=instance)
@@ -121,8 +140,11 @@ def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):
     quiet, _ = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
     assert isinstance(quiet, dg.SkipReason) and "no new or changed annotations" in quiet.skip_message
     first = ls.export(projects["scope"]["id"])[0]["annotations"][0]["id"]
-    httpx.patch(f"{label_studio.url}/api/annotations/{first}/", headers={"Authorization": f"Token {label_studio.token}"},
-                json={"result": fx.scope_result("NONE")}).raise_for_status()
+    httpx.patch(
+        f"{label_studio.url}/api/annotations/{first}/",
+        headers={"Authorization": f"Token {label_studio.token}"},
+        json={"result": fx.scope_result("NONE")},
+    ).raise_for_status()
     changed, _ = _sensor(tmp_path / "cfg.yaml", instance, ctx.cursor)
     assert isinstance(changed, dg.RunRequest) and changed.run_key not in (None, ctx.cursor)
 
@@ -156,11 +178,22 @@ def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_stud
     result = push_tasks(ls, "view", "relevance", label_studio_tasks(tasks, "relevance"))
     task = next(t for t in ls.tasks(result.project_id) if t["data"]["query_id"] == "q_00001")
     session = login(label_studio.url, label_studio.email, label_studio.password)
-    needles = [fx.QUERY_TEXT, fx.CHUNK_TEXT[:50], "D1 topic (true or false)", "D2 meaningful clinical content",
-               "D3 actionable guidance", "D4 density for THIS question"]
+    needles = [
+        fx.QUERY_TEXT,
+        fx.CHUNK_TEXT[:50],
+        "D1 topic (true or false)",
+        "D2 meaningful clinical content",
+        "D3 actionable guidance",
+        "D4 density for THIS question",
+    ]
     with chromium(tmp_path / "profile") as dt:
-        boxes = open_logged_in(dt, label_studio.url, dict(session.cookies.items()),
-                               f"{label_studio.url}/projects/{result.project_id}/data?task={task['id']}", needles)
+        boxes = open_logged_in(
+            dt,
+            label_studio.url,
+            dict(session.cookies.items()),
+            f"{label_studio.url}/projects/{result.project_id}/data?task={task['id']}",
+            needles,
+        )
         shot = screenshot(dt, tmp_path / "labelling_view.png")
     shutil.copy(tmp_path / "labelling_view.png", SHOT_COPY)
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 30_000
@@ -173,14 +206,26 @@ def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_stud
 def test_wrong_token_or_unreachable_server_names_the_url_and_leaves_no_project(tmp_path, label_studio, monkeypatch):
     admin = LabelStudio(label_studio.url, label_studio.token)
     before = {p["id"] for p in admin.projects()}
-    tasks = [{"data": {"task_key": "relevance:q:c", "query_id": "q", "chunk_id": "c", "query": "?", "where": "w",
-                       "chunk": "text"}}]
+    tasks = [
+        {
+            "data": {
+                "task_key": "relevance:q:c",
+                "query_id": "q",
+                "chunk_id": "c",
+                "query": "?",
+                "where": "w",
+                "chunk": "text",
+            }
+        }
+    ]
     with pytest.raises(LabelStudioError, match=rf"^Label Studio at {label_studio.url} rejected the API token"):
         push_tasks(LabelStudio(label_studio.url, "not-the-token"), "bad", "relevance", tasks)
     dead = f"http://127.0.0.1:{_closed_port()}"
     with pytest.raises(LabelStudioError, match=rf"^Label Studio at {dead} is unreachable"):
         push_tasks(LabelStudio(dead, label_studio.token), "bad", "relevance", tasks)
-    with pytest.raises(LabelStudioError, match=rf"^Label Studio at {label_studio.url}: POST .*import failed with HTTP 400"):
+    with pytest.raises(
+        LabelStudioError, match=rf"^Label Studio at {label_studio.url}: POST .*import failed with HTTP 400"
+    ):
         push_tasks(admin, "half", "relevance", [{"data": {"task_key": "relevance:q:c"}}])  # no query, chunk: refused
     assert {p["id"] for p in admin.projects()} == before  # the project created for the failed push is gone
 

@@ -1,11 +1,12 @@
 """scripts/label_studio.sh on a server of its own: nothing reported outside, Label Studio's own version kept,
 annotator accounts added while sign-up is disabled, and stop (the last test: it ends the server)."""
+
 import json
 import re
 import secrets
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.slow
 VENV = REPO / ".label-studio-venv"
 VERSION_FILE = VENV / "lib" / "python3.11" / "site-packages" / "label_studio" / "core" / "version_.py"
 NOTHING_OUT = {  # Label Studio 1.23 reads LABEL_STUDIO_<NAME> before <NAME>
-    "LABEL_STUDIO_SENTRY_DSN": "", "LABEL_STUDIO_FRONTEND_SENTRY_DSN": "", "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
+    "LABEL_STUDIO_SENTRY_DSN": "",
+    "LABEL_STUDIO_FRONTEND_SENTRY_DSN": "",
+    "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
     "LABEL_STUDIO_LATEST_VERSION_CHECK": "false",
 }
 
@@ -41,9 +44,9 @@ def test_started_server_sends_no_error_reports_or_analytics(started):
     admin = login(server.url, server.email, server.password)
     page = admin.get("/version/").text  # a superuser sees the running server's settings
     settings = json.loads(page.removeprefix("<pre>").removesuffix("</pre>"))["settings"]
-    assert {k: settings[k] for k in ("SENTRY_DSN", "FRONTEND_SENTRY_DSN", "COLLECT_ANALYTICS",
-                                     "LATEST_VERSION_CHECK")} == {
-        "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "", "COLLECT_ANALYTICS": "False", "LATEST_VERSION_CHECK": "False"}
+    assert {
+        k: settings[k] for k in ("SENTRY_DSN", "FRONTEND_SENTRY_DSN", "COLLECT_ANALYTICS", "LATEST_VERSION_CHECK")
+    } == {"SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "", "COLLECT_ANALYTICS": "False", "LATEST_VERSION_CHECK": "False"}
     projects = admin.get("/projects/").text  # what a browser gets: no error reporting, no analytics
     assert "sentry_dsn: null" in projects and "collect_analytics: false" in projects
     assert not re.search(r"<script[^>]*src=[^>]*(sentry|googletagmanager)", projects)
@@ -53,8 +56,9 @@ def test_label_studio_keeps_its_own_version(started):
     server, before = started
     backend = httpx.get(f"{server.url}/api/version").json()["label-studio-os-backend"]
     around = VENV.resolve().parent  # the repository git would find above Label Studio's package
-    known = subprocess.run(["git", "cat-file", "-e", f"{backend['commit']}^{{commit}}"], cwd=around,
-                           capture_output=True)
+    known = subprocess.run(
+        ["git", "cat-file", "-e", f"{backend['commit']}^{{commit}}"], cwd=around, capture_output=True
+    )
     assert known.returncode != 0, f"Label Studio reports a commit of {around} ({backend['commit']}) as its own"
     assert VERSION_FILE.stat().st_mtime_ns == before  # start-up left Label Studio's version_.py alone
 

@@ -1,4 +1,5 @@
 """The clinician group with no server: task files out, labels from Label Studio export files, report, release configs."""
+
 import json
 
 import dagster as dg
@@ -6,11 +7,11 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.release.clinician_part import configurations
 from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.release import mamaretrieval
-from mama_pipeline.release.parts import extra_configurations
+from mama_pipeline.release.clinician_part import configurations
 from mama_pipeline.release.mamaretrieval import ReleaseError
+from mama_pipeline.release.parts import extra_configurations
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
@@ -19,15 +20,32 @@ from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.mamabench.test_release import inputs  # noqa: F401  (the mamabench release fixture)
 from mama_pipeline_tests.release import fixtures as release_fx
 
-CLINICIAN = ["clinician_tasks", "clinician_projects", "clinician_labels", "clinician_agreement",
-             "clinician_confusion", "clinician_validated", "clinician_report"]
+CLINICIAN = [
+    "clinician_tasks",
+    "clinician_projects",
+    "clinician_labels",
+    "clinician_agreement",
+    "clinician_confusion",
+    "clinician_validated",
+    "clinician_report",
+]
 
 
 def _config(tmp_path, name: str = "cfg.yaml", **clinician) -> str:
     cfg = tmp_path / name  # one file per variant: settings are cached by file and modification time
-    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": {
-        "exports": {"relevance": "relevance.json", "scope": "scope.json"}, "relevance_sample_size": 4,
-        "scope_sample_size": 3, **clinician}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(tmp_path / "data"),
+                "clinician": {
+                    "exports": {"relevance": "relevance.json", "scope": "scope.json"},
+                    "relevance_sample_size": 4,
+                    "scope_sample_size": 3,
+                    **clinician,
+                },
+            }
+        )
+    )
     return str(cfg)
 
 
@@ -43,8 +61,12 @@ def offline(tmp_path):
 def test_offline_run_reads_exports_writes_task_files_and_report(offline):
     tmp_path, result = offline
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"no_llm_label_in_task_data": True, "one_label_per_task_and_annotator": True,
-                      "labels_belong_to_current_sample": True, "estimates_follow_the_sample_size_rule": True}
+    assert checks == {
+        "no_llm_label_in_task_data": True,
+        "one_label_per_task_and_annotator": True,
+        "labels_belong_to_current_sample": True,
+        "estimates_follow_the_sample_size_rule": True,
+    }
     data = tmp_path / "data"
     tasks = json.loads((data / "clinician" / "label_studio" / "relevance_tasks.json").read_text())
     assert len(tasks) == 4 and all(set(t) == {"data"} for t in tasks)  # Label Studio's import format
@@ -87,7 +109,9 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
     assert pl.read_parquet(folder / rel.path).equals(rel.frame)
     card = (folder / "README.md").read_text()
     front = yaml.safe_load(card.split("---")[1])
-    assert {"config_name": "clinician_validated", "data_files": [{"split": "test", "path": rel.path}]} in front["configs"]
+    assert {"config_name": "clinician_validated", "data_files": [{"split": "test", "path": rel.path}]} in front[
+        "configs"
+    ]
     assert "## Clinician validation" in card
     assert verify_release(folder).ok
     again = tmp_path / "again"
@@ -95,7 +119,7 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
     assert (again / rel.path).read_bytes() == (folder / rel.path).read_bytes()
 
 
-def test_mamabench_release_gets_the_scope_subset(offline, inputs):
+def test_mamabench_release_gets_the_scope_subset(offline, inputs):  # noqa: F811 (the fixture)
     from mama_pipeline.release.mamabench import ReleaseInputs, release_files
 
     store, s = Store(offline[0] / "data" / "mama.duckdb"), load_settings(offline[0] / "cfg.yaml")
@@ -103,7 +127,10 @@ def test_mamabench_release_gets_the_scope_subset(offline, inputs):
     files = release_files(ReleaseInputs(**{**inputs.__dict__, "extra": [scope]}))
     rows = [json.loads(line) for line in files["data/clinician_validated/test.jsonl"].decode().splitlines()]
     assert [(r["item_id"], r["tie"], r["category"]) for r in rows] == [
-        ("mb-1", False, "MATERNAL"), ("mb-2", True, None), ("mb-3", False, "CHILD_HEALTH")]
+        ("mb-1", False, "MATERNAL"),
+        ("mb-2", True, None),
+        ("mb-3", False, "CHILD_HEALTH"),
+    ]
     card = files["README.md"].decode()
     front = yaml.safe_load(card.split("---")[1])
     assert any(c["config_name"] == "clinician_validated" for c in front["configs"])
@@ -128,8 +155,14 @@ def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_pa
         ClinicianSettings(synthetic_annotators=2, label_studio_url="http://127.0.0.1:8080")
 
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": {
-        "synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(tmp_path / "data"),
+                "clinician": {"synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3},
+            }
+        )
+    )
     assert dg.materialize(fx.ALL, resources=shared_resources(str(cfg))).success
     store = Store(tmp_path / "data" / "mama.duckdb")
     labels = store.read_table("clinician_labels")
@@ -148,8 +181,12 @@ def test_synthetic_labels_are_known_by_their_mark_not_their_file_name(tmp_path, 
     and then its card and rows say so."""
     from mama_pipeline.clinician.tasks import relevance_tasks, scope_tasks
 
-    tasks = pl.concat([relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5),
-                       scope_tasks(fx.verdicts_frame(), fx.adapted_frame(), 3, 1)])
+    tasks = pl.concat(
+        [
+            relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5),
+            scope_tasks(fx.verdicts_frame(), fx.adapted_frame(), 3, 1),
+        ]
+    )
     for kind in ("relevance", "scope"):
         export = synthetic_export(tasks, kind, 2, 5)
         for t in export:  # the mark on one level only
@@ -164,8 +201,11 @@ def test_synthetic_labels_are_known_by_their_mark_not_their_file_name(tmp_path, 
     store = Store(tmp_path / "data" / "mama.duckdb")
     assert store.read_table("clinician_labels")["synthetic"].to_list() == [True] * 14
     assert store.read_table("clinician_validated")["synthetic"].to_list() == [True] * 7
-    with pytest.raises(ReleaseError, match=r"^release mamabench: configuration clinician_validated refused: 3 of 3 "
-                       "scope tasks were adjudicated from SYNTHETIC annotations .*release_synthetic_labels: true"):
+    with pytest.raises(
+        ReleaseError,
+        match=r"^release mamabench: configuration clinician_validated refused: 3 of 3 "
+        "scope tasks were adjudicated from SYNTHETIC annotations .*release_synthetic_labels: true",
+    ):
         configurations("mamabench", store, load_settings(cfg))
 
     allowed = load_settings(_config(tmp_path, "allowed.yaml", min_annotations=1, release_synthetic_labels=True))

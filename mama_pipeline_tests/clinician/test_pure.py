@@ -1,4 +1,5 @@
 """Labelling configs, the stratified sample and the reading of Label Studio exports."""
+
 import json
 import xml.etree.ElementTree as ET
 
@@ -8,13 +9,18 @@ import pytest
 from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.annotations import ExportError, latest_per_annotator, parse_export, read_export_file
 from mama_pipeline.clinician.labelling_config import (
-    CATEGORIES, DIMENSIONS, relevance_config, rubric_definitions, scope_config, scope_definitions,
+    CATEGORIES,
+    DIMENSIONS,
+    relevance_config,
+    rubric_definitions,
+    scope_config,
+    scope_definitions,
 )
 from mama_pipeline.clinician.projects import annotations_fingerprint
 from mama_pipeline.clinician.tasks import TASK_DATA_KEYS, relevance_tasks, scope_tasks
+from mama_pipeline.common.strata import round_robin_sample
 from mama_pipeline.judging import rubric
 from mama_pipeline.mamabench import scope_prompt
-from mama_pipeline.common.strata import round_robin_sample
 from mama_pipeline_tests.clinician import fixtures as fx
 
 
@@ -67,9 +73,15 @@ def test_relevance_sample_is_seeded_stratified_and_carries_no_llm_label():
 
 
 def test_scope_sample_covers_every_category_including_none():
-    verdicts = pl.DataFrame({"item_id": [f"i{i}" for i in range(12)], "pool": "p", "via": "classifier",
-                             "status": ["ok"] * 11 + ["parse_failed"],
-                             "category": ["NONE"] * 8 + ["MATERNAL", "NEONATAL", "NEONATAL", None]})
+    verdicts = pl.DataFrame(
+        {
+            "item_id": [f"i{i}" for i in range(12)],
+            "pool": "p",
+            "via": "classifier",
+            "status": ["ok"] * 11 + ["parse_failed"],
+            "category": ["NONE"] * 8 + ["MATERNAL", "NEONATAL", "NEONATAL", None],
+        }
+    )
     adapted = pl.DataFrame({"item_id": [f"i{i}" for i in range(12)], "scope_input": "stem"})
     tasks = scope_tasks(verdicts, adapted, 4, 1)
     assert sorted(tasks["stratum"]) == ["MATERNAL", "NEONATAL", "NEONATAL", "NONE"]
@@ -78,14 +90,22 @@ def test_scope_sample_covers_every_category_including_none():
     df = pl.DataFrame({"k": [str(i) for i in range(20)], "s": ["a"] * 10 + ["b"] * 10})
     before = round_robin_sample(df, ["s"], ["k"], 4, 3).filter(pl.col("s") == "a")
     grown = pl.concat([df, pl.DataFrame({"k": ["x1", "x2"], "s": ["b", "b"]})])
-    assert round_robin_sample(grown, ["s"], ["k"], 4, 3).filter(pl.col("s") == "a").equals(before)  # strata seeded alone
+    assert (
+        round_robin_sample(grown, ["s"], ["k"], 4, 3).filter(pl.col("s") == "a").equals(before)
+    )  # strata seeded alone
 
 
 def test_export_rows_statuses_and_latest_per_annotator():
     tasks = fx.export_file_tasks("relevance", {"one": 11, "two": 12})
-    tasks[0]["annotations"].append({"id": 99, "completed_by": {"id": 11, "email": "x@y"}, "was_cancelled": False,
-                                    "updated_at": "2026-02-01T00:00:00Z", "result": fx.relevance_result(
-                                        (True, 1, 1, 1))})
+    tasks[0]["annotations"].append(
+        {
+            "id": 99,
+            "completed_by": {"id": 11, "email": "x@y"},
+            "was_cancelled": False,
+            "updated_at": "2026-02-01T00:00:00Z",
+            "result": fx.relevance_result((True, 1, 1, 1)),
+        }
+    )
     tasks[1]["annotations"][0]["was_cancelled"] = True
     tasks[2]["annotations"][1]["result"] = fx.relevance_result((True, 1, None, 0))
     rows = parse_export(tasks, "export.json")
@@ -144,12 +164,23 @@ def test_every_row_says_whether_it_is_synthetic_from_its_own_mark():
     tasks[2]["meta"] = {"synthetic": True}  # a made-up task: both its annotations
     rows = parse_export(tasks, "clinicians.json")
     assert rows.select("task_key", "annotator_id", "synthetic").rows() == [
-        ("scope:mb-1", "1", False), ("scope:mb-1", "2", True), ("scope:mb-2", "1", False), ("scope:mb-2", "2", False),
-        ("scope:mb-3", "1", True), ("scope:mb-3", "2", True)]
+        ("scope:mb-1", "1", False),
+        ("scope:mb-1", "2", True),
+        ("scope:mb-2", "1", False),
+        ("scope:mb-2", "2", False),
+        ("scope:mb-3", "1", True),
+        ("scope:mb-3", "2", True),
+    ]
     majority = majority_labels(latest_per_annotator(rows)[0], 2)
     assert majority.select("task_key", "synthetic").rows() == [
-        ("scope:mb-1", True), ("scope:mb-2", False), ("scope:mb-3", True)]
+        ("scope:mb-1", True),
+        ("scope:mb-2", False),
+        ("scope:mb-3", True),
+    ]
     tasks[1]["annotations"][0]["synthetic"] = "yes"
-    with pytest.raises(ExportError, match=r"^clinicians\.json: task 1 \(id 2\), annotation 0: synthetic is 'yes', "
-                       "not true or false$"):
+    with pytest.raises(
+        ExportError,
+        match=r"^clinicians\.json: task 1 \(id 2\), annotation 0: synthetic is 'yes', "
+        "not true or false$",
+    ):
         parse_export(tasks, "clinicians.json")

@@ -1,4 +1,5 @@
 """The bundle parser on good and broken bundles, in every format."""
+
 from __future__ import annotations
 
 import hashlib
@@ -99,11 +100,13 @@ def test_writer_round_trips(tmp_path):
     assert n == 2 and not (tmp_path / "out.txt.tmp").exists()
     parsed = load_bundle(path)
     assert parsed.chunks.select("source", "page", "breadcrumb", "text").rows() == [
-        ("src-a", 3, ["Top", "Sub"], PPH), ("src-b", 4, [], ECL)
+        ("src-a", 3, ["Top", "Sub"], PPH),
+        ("src-b", 4, [], ECL),
     ]
     assert format_chunk("src-a", 3, [], PPH).splitlines()[0] == f"<sep>[SOURCE:src-a|PAGE:3|CID:{cid(PPH)}]"
     assert format_chunk("src-a", 3, ["Top"], PPH, "with_breadcrumb").splitlines()[0] == (
-        f"<sep>[SOURCE:src-a|PAGE:3|CID:{cid('> Top' + chr(10) + PPH)}]")
+        f"<sep>[SOURCE:src-a|PAGE:3|CID:{cid('> Top' + chr(10) + PPH)}]"
+    )
     assert format_chunk("src-a", 3, ["Top"], PPH, "none").splitlines()[0] == "<sep>[SOURCE:src-a|PAGE:3]"
 
 
@@ -117,8 +120,11 @@ def test_writer_round_trips(tmp_path):
         ("[SOURCE:msf|PAGE:-1|CID:{cid}]", 8, "page is not a non-negative integer"),
         ("[SOURCE:msf|PAGE:3|CID:XYZ]", 8, "malformed header: CID 'XYZ'"),
         ("[SOURCE:bad slug!|PAGE:3|CID:{cid}]", 8, "malformed header: source 'bad slug!'"),
-        ("[SOURCE:msf|PAGE:3|CID:0123456789abcdef]", 8,
-         "CID does not match the bundle's convention: given 0123456789abcdef, but the body hashes to .*1 of 3 given CIDs"),
+        (
+            "[SOURCE:msf|PAGE:3|CID:0123456789abcdef]",
+            8,
+            "CID does not match the bundle's convention: given 0123456789abcdef, but the body hashes to .*1 of 3 given CIDs",
+        ),
     ],
 )
 def test_bad_header_names_file_and_line(tmp_path, header, line_no, message):
@@ -197,7 +203,13 @@ def test_unknown_suffix_and_missing_file(tmp_path):
 
 def records() -> list[dict]:
     return [
-        {"source": "msf", "page": 12, "chunk_id": cid(PPH), "breadcrumb": ["Chapter 3", "Active management"], "text": PPH},
+        {
+            "source": "msf",
+            "page": 12,
+            "chunk_id": cid(PPH),
+            "breadcrumb": ["Chapter 3", "Active management"],
+            "text": PPH,
+        },
         {"source": "who-mod-3", "page": 7, "breadcrumb": "> Module 2 > Magnesium sulfate", "text": ECL},
         {"source": "who-mod-3", "page": "8", "cid": cid(NEO), "text": NEO},
     ]
@@ -205,9 +217,19 @@ def records() -> list[dict]:
 
 def test_jsonl_and_parquet_give_the_same_chunks_as_text(tmp_path):
     jsonl = write(tmp_path, "\n".join(json.dumps(r) for r in records()) + "\n", "chunks.jsonl")
-    rows = [{**r, "breadcrumb": r.get("breadcrumb") if isinstance(r.get("breadcrumb"), list) else
-             ["Module 2", "Magnesium sulfate"] if r.get("breadcrumb") else [], "page": int(r["page"]),
-             "chunk_id": r.get("chunk_id") or r.get("cid")} for r in records()]
+    rows = [
+        {
+            **r,
+            "breadcrumb": r.get("breadcrumb")
+            if isinstance(r.get("breadcrumb"), list)
+            else ["Module 2", "Magnesium sulfate"]
+            if r.get("breadcrumb")
+            else [],
+            "page": int(r["page"]),
+            "chunk_id": r.get("chunk_id") or r.get("cid"),
+        }
+        for r in records()
+    ]
     parquet = tmp_path / "chunks.parquet"
     pl.DataFrame([{k: v for k, v in r.items() if k != "cid"} for r in rows]).write_parquet(parquet)
     from_jsonl = load_bundle(jsonl)
@@ -216,7 +238,11 @@ def test_jsonl_and_parquet_give_the_same_chunks_as_text(tmp_path):
     assert from_jsonl.chunks.select(cols).rows() == from_parquet.chunks.select(cols).rows()
     assert from_jsonl.chunks.get_column("chunk_id").to_list() == [cid(PPH), cid(ECL), cid(NEO)]
     assert from_jsonl.chunks.get_column("breadcrumb").to_list()[1] == ["Module 2", "Magnesium sulfate"]
-    assert from_jsonl.corpus_version == from_parquet.corpus_version == load_bundle(write(tmp_path, good_bundle())).corpus_version
+    assert (
+        from_jsonl.corpus_version
+        == from_parquet.corpus_version
+        == load_bundle(write(tmp_path, good_bundle())).corpus_version
+    )
 
 
 def test_jsonl_bad_records_name_their_line(tmp_path):
@@ -249,8 +275,10 @@ CRUMBED = [("src-a", 1, ["Chapter 3", "Bleeding"], PPH), ("src-b", 7, ["Module 2
 
 
 def test_real_header_with_sep_parses(tmp_path):
-    text = (f"<sep>[SOURCE:source-00-guideline|PAGE:1|CID:{cid(PPH)}]\n> Chapter 1 > Section 1\n{PPH}\n"
-            f"<sep>[SOURCE:NICE_intrapartum_2023|PAGE:14]\n\n{ECL}\n\n")
+    text = (
+        f"<sep>[SOURCE:source-00-guideline|PAGE:1|CID:{cid(PPH)}]\n> Chapter 1 > Section 1\n{PPH}\n"
+        f"<sep>[SOURCE:NICE_intrapartum_2023|PAGE:14]\n\n{ECL}\n\n"
+    )
     parsed = load_bundle(write(tmp_path, text))
     assert parsed.chunks.select("chunk_id", "source", "page", "breadcrumb", "text", "line").rows() == [
         (cid(PPH), "source-00-guideline", 1, ["Chapter 1", "Section 1"], PPH, 1),
@@ -268,13 +296,19 @@ def test_ids_and_version_do_not_depend_on_the_cid_convention(tmp_path, canonical
         assert path.read_text().startswith("<sep>[SOURCE:src-a|PAGE:1")
         parsed[cid_of] = load_bundle(path, canonical=canonical)
     assert {k: p.cid_convention for k, p in parsed.items()} == {
-        "body": "body", "with_breadcrumb": "with_breadcrumb", "none": "none_given"}
+        "body": "body",
+        "with_breadcrumb": "with_breadcrumb",
+        "none": "none_given",
+    }
     assert parsed["body"].cid_matches == {"body": 2, "both": 1}  # the chunk without breadcrumb fits both
     ids = {k: p.chunks.get_column("chunk_id").to_list() for k, p in parsed.items()}
     assert ids["body"] == ids["with_breadcrumb"] == ids["none"]
     assert len({p.corpus_version for p in parsed.values()}) == 1
-    expected = [cid(PPH), cid(ECL), cid(NEO)] if canonical == "body" else [
-        cid(f"> Chapter 3\n> Bleeding\n{PPH}"), cid(f"> Module 2\n{ECL}"), cid(NEO)]
+    expected = (
+        [cid(PPH), cid(ECL), cid(NEO)]
+        if canonical == "body"
+        else [cid(f"> Chapter 3\n> Bleeding\n{PPH}"), cid(f"> Module 2\n{ECL}"), cid(NEO)]
+    )
     assert ids["body"] == expected
 
 
@@ -293,13 +327,18 @@ def test_cids_matching_neither_text_fail_with_counts_or_are_skipped(tmp_path):
     text = "".join(format_chunk(*c) for c in CRUMBED).replace(f"CID:{cid(ECL)}", "CID:00000000000000aa")
     text += f"<sep>[SOURCE:src-c|PAGE:9|CID:00000000000000bb]\n> Top\n{PPH} Extra.\n"
     path = write(tmp_path, text)
-    with pytest.raises(BundleError, match=r"chunks_for_rag.txt:5: CID does not match the bundle's convention: "
-                                          r"given 00000000000000aa.*2 of 4 given CIDs .*\(body\), at lines 5, 10"):
+    with pytest.raises(
+        BundleError,
+        match=r"chunks_for_rag.txt:5: CID does not match the bundle's convention: "
+        r"given 00000000000000aa.*2 of 4 given CIDs .*\(body\), at lines 5, 10",
+    ):
         load_bundle(path)
     parsed = load_bundle(path, on_bad="skip")
     assert parsed.chunks.get_column("chunk_id").to_list() == [cid(PPH), cid(NEO)]
     assert parsed.issues.select("line", "reason", "action").rows() == [
-        (5, "cid_mismatch", "skipped"), (10, "cid_mismatch", "skipped")]
+        (5, "cid_mismatch", "skipped"),
+        (10, "cid_mismatch", "skipped"),
+    ]
     assert parsed.cid_matches == {"body": 1, "both": 1, "neither": 2}
 
 
@@ -319,7 +358,8 @@ def test_a_minority_convention_is_a_mismatch(tmp_path):
     assert parsed.cid_convention == "body"
     assert parsed.issues.get_column("detail").to_list() == [
         f"given {cid(chr(10).join(['> Chapter 3', '> Bleeding', NEO]))} hashes the with_breadcrumb text, "
-        "but the bundle's CIDs hash the body text"]
+        "but the bundle's CIDs hash the body text"
+    ]
 
 
 @pytest.mark.parametrize("preamble", ["Title page\n", "<sep>\nnotes\n"])

@@ -1,4 +1,5 @@
 """The corpus assets and checks on a bundle with a bad chunk, in fail and skip modes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,10 +9,8 @@ import yaml
 
 from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
-from mama_pipeline.settings import load_settings
-
 
 defs = build_corpus_defs(load_settings())
 

@@ -1,4 +1,5 @@
 """Bundle locations: local paths and pinned hub files, read offline from a hub cache."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,10 @@ def test_local_paths_resolve_against_the_config_folder(tmp_path):
 def test_hub_spec_parsing():
     hub = parse_hub_spec("hf://datasets/org/mama-corpus@v0.2.0/bundles/chunks_for_rag.txt")
     assert (hub.repo_type, hub.repo_id, hub.revision, hub.path) == (
-        "dataset", "org/mama-corpus", "v0.2.0", "bundles/chunks_for_rag.txt"
+        "dataset",
+        "org/mama-corpus",
+        "v0.2.0",
+        "bundles/chunks_for_rag.txt",
     )
     assert parse_hub_spec(f"hf://org/model@{COMMIT}/x.parquet").repo_type == "model"
 
@@ -62,7 +66,11 @@ def _resolve_offline(hf_home: Path, spec: str) -> dict:
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
     env.pop("HF_HUB_CACHE", None)
     out = subprocess.run(
-        [sys.executable, "-c", code, spec], env=env, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", code, spec],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
         cwd=Path(__file__).resolve().parents[2],
     )
     assert out.returncode == 0, out.stderr

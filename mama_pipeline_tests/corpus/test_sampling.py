@@ -1,4 +1,5 @@
 """Boilerplate rejection, largest-remainder allocation and per-source seeded sampling."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -42,8 +43,11 @@ def test_boilerplate_reasons(text, crumb, reason):
         (CLINICAL, ["Chapter 3: Bleeding after birth", "Active management"]),
         (CLINICAL, ["Contents of the delivery kit"]),  # not a contents heading
         (CLINICAL, ["Objectives of postnatal care visits in the community"]),
-        ("Dose table:\n| Drug | Dose |\n|---|---|\n| Oxytocin | 10 IU IM |\n| Misoprostol | 800 mcg |\n"
-         "| Tranexamic acid | 1 g IV over 10 minutes |", ["Chapter 3"]),
+        (
+            "Dose table:\n| Drug | Dose |\n|---|---|\n| Oxytocin | 10 IU IM |\n| Misoprostol | 800 mcg |\n"
+            "| Tranexamic acid | 1 g IV over 10 minutes |",
+            ["Chapter 3"],
+        ),
     ],
 )
 def test_clinical_chunks_pass(text, crumb):
@@ -78,8 +82,16 @@ def corpus(spec: dict[str, dict[str, int]], boilerplate_per_source: int = 0) -> 
             rows.append((source, ["Annex"], f"Figure {i}."))
     return pl.DataFrame(
         [
-            {"chunk_id": chunk_id(t), "source": s, "page": k, "breadcrumb": b, "text": t, "given_cid": None,
-             "line": k * 5 + 1, "ordinal": k}
+            {
+                "chunk_id": chunk_id(t),
+                "source": s,
+                "page": k,
+                "breadcrumb": b,
+                "text": t,
+                "given_cid": None,
+                "line": k * 5 + 1,
+                "ordinal": k,
+            }
             for k, (s, b, t) in enumerate(rows)
         ],
         schema=CHUNK_SCHEMA,
@@ -147,8 +159,13 @@ def test_editing_one_chunk_text_keeps_the_sampled_positions():
     target = base.row(0, named=True)
     new_text = target["text"] + " Edited."
     edited = df.with_columns(
-        pl.when(pl.col("chunk_id") == target["chunk_id"]).then(pl.lit(new_text)).otherwise(pl.col("text")).alias("text"),
-        pl.when(pl.col("chunk_id") == target["chunk_id"]).then(pl.lit(chunk_id(new_text))).otherwise(pl.col("chunk_id"))
+        pl.when(pl.col("chunk_id") == target["chunk_id"])
+        .then(pl.lit(new_text))
+        .otherwise(pl.col("text"))
+        .alias("text"),
+        pl.when(pl.col("chunk_id") == target["chunk_id"])
+        .then(pl.lit(chunk_id(new_text)))
+        .otherwise(pl.col("chunk_id"))
         .alias("chunk_id"),
     )
     after = sample_chunks(edited, s).sampled

@@ -1,4 +1,5 @@
 """``mama-pipeline materialize --executor in_process``: the project's definitions, a line per step, a summary."""
+
 import os
 import subprocess
 import sys
@@ -11,9 +12,21 @@ CLI = str(Path(sys.executable).with_name("mama-pipeline"))
 def test_in_process_materialize_prints_steps_and_summary(tmp_path):
     env = {**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
     env.pop("DAGSTER_HOME", None)
-    proc = subprocess.run([CLI, "materialize", "--select", "key:mamabench_raw_medmcqa or key:mamabench_raw_whb",
-                           "--executor", "in_process"], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            CLI,
+            "materialize",
+            "--select",
+            "key:mamabench_raw_medmcqa or key:mamabench_raw_whb",
+            "--executor",
+            "in_process",
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     steps = [line.split()[2] for line in out.splitlines() if " ok " in line]

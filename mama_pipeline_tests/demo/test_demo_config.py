@@ -1,4 +1,5 @@
 """The demo configuration: loads, points at the demo-sized cuts, and keeps its LLM work to about a hundred requests."""
+
 import csv
 import importlib.util
 import json

@@ -1,5 +1,6 @@
 """The in-process runner (a line per step, events to a file) and the end-of-run summary."""
-from datetime import datetime, timezone
+
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -37,8 +38,9 @@ def broken() -> None:
     raise RuntimeError("boom")
 
 
-DEFS = dg.Definitions(assets=[first, second, sharded, broken], asset_checks=[second_is_two],
-                      resources={"io_manager": dg.mem_io_manager})
+DEFS = dg.Definitions(
+    assets=[first, second, sharded, broken], asset_checks=[second_is_two], resources={"io_manager": dg.mem_io_manager}
+)
 
 
 def test_one_line_per_step_in_the_terminal_and_events_in_the_log(tmp_path, capfd):
@@ -92,8 +94,10 @@ def test_every_failed_steps_one_line_reason_is_printed_under_its_line(tmp_path, 
         from_instance = failed_steps_of_run(instance, run_id)
     lines = capfd.readouterr().out.splitlines()
     reasons = [lines[i + 1].strip() for i, line in enumerate(lines) if " FAILED " in line]
-    assert reasons == ["Label Studio at http://ls:8080 rejected the API token (HTTP 401); see its log",
-                       "ValueError: data/x.csv:3: not a number"]
+    assert reasons == [
+        "Label Studio at http://ls:8080 rejected the API token (HTTP 401); see its log",
+        "ValueError: data/x.csv:3: not a number",
+    ]
     assert [s.reason for s in tally.steps + tally2.steps] == reasons
     # the multiprocess path reads the same reasons back from the instance
     assert from_instance == ["FAILED wrapped: ValueError: data/x.csv:3: not a number"]
@@ -104,23 +108,27 @@ def test_the_summary_claims_only_what_this_run_materialised(tmp_path, monkeypatc
     monkeypatch.setitem(summary.AREA_LINES, "alpha", lambda ctx: ["2 things in the alpha tables"])
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
-        second_run = datetime.now(timezone.utc).replace(tzinfo=None)
+        second_run = datetime.now(UTC).replace(tzinfo=None)
         run_in_process(DEFS, None, instance, tmp_path / "run.log")  # first, second again; sharded; broken fails
-        areas = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(),
-                                                          second_run))
-        idle_run = datetime.now(timezone.utc).replace(tzinfo=None)  # a third run that materialised nothing
+        areas = summary.area_lines(
+            summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), second_run)
+        )
+        idle_run = datetime.now(UTC).replace(tzinfo=None)  # a third run that materialised nothing
         idle = summary.area_lines(summary.SummaryContext(None, store, instance, DEFS.resolve_asset_graph(), idle_run))
     assert areas["alpha"] == ["2 things in the alpha tables"]
     assert areas["beta"] == ["1 of 2 assets materialised this run: sharded"]  # broken failed: not claimed
-    assert idle["alpha"] == ["(not materialised this run; the store holds an earlier run's) 2 things in the "
-                             "alpha tables"]
+    assert idle["alpha"] == [
+        "(not materialised this run; the store holds an earlier run's) 2 things in the alpha tables"
+    ]
     assert idle["beta"] == ["0 of 2 assets materialised this run; 1 from earlier runs"]
 
 
 def test_summary_lines_from_the_store_and_the_groups(tmp_path):
     store = Store(tmp_path / "mama.duckdb")
     with store.connect(write=True) as con:  # just the columns the summary reads
-        con.execute("CREATE TABLE sampled_chunks AS SELECT * FROM (VALUES ('c1', 'high'), ('c2', 'low')) t(chunk_id, tier)")
+        con.execute(
+            "CREATE TABLE sampled_chunks AS SELECT * FROM (VALUES ('c1', 'high'), ('c2', 'low')) t(chunk_id, tier)"
+        )
         con.execute("CREATE TABLE corpus_chunks AS SELECT * FROM (VALUES ('c1'), ('c2'), ('c3')) t(chunk_id)")
     with dg.instance_for_test() as instance:
         run_in_process(DEFS, {dg.AssetKey("first"), dg.AssetKey("second")}, instance, tmp_path / "run.log")
@@ -130,8 +138,15 @@ def test_summary_lines_from_the_store_and_the_groups(tmp_path):
     # groups nobody summarises: what was materialised of them
     assert areas["alpha"] == ["2 of 2 assets materialised this run: first, second"]
     assert areas["beta"] == ["0 of 2 assets materialised this run"]
-    text = summary.render(RunTally(runs=1), 1.0, areas, {"report evaluation": Path("r.html")}, Path("m.duckdb"),
-                          Path("m.log"), summary.ui_command(Path("/h"), Path("/c.yaml")))
+    text = summary.render(
+        RunTally(runs=1),
+        1.0,
+        areas,
+        {"report evaluation": Path("r.html")},
+        Path("m.duckdb"),
+        Path("m.log"),
+        summary.ui_command(Path("/h"), Path("/c.yaml")),
+    )
     assert "report evaluation: r.html" in text
     assert "DAGSTER_HOME=/h MAMA_CONFIG=/c.yaml .venv/bin/dagster dev -w workspace.yaml" in text
 
@@ -139,11 +154,13 @@ def test_summary_lines_from_the_store_and_the_groups(tmp_path):
 def test_llm_line_counts_this_runs_requests_and_says_when_the_answers_are_the_smoke_test_models(tmp_path):
     store = Store(tmp_path / "mama.duckdb")
     with store.connect(write=True) as con:  # just the columns the summary reads
-        con.execute("CREATE TABLE llm_responses AS SELECT * FROM (VALUES "
-                    "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2019-06-01'), "
-                    "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2021-06-01'), "
-                    "('classifier', 'smollm', 'embedded:m.gguf:1', 60, 2.0, TIMESTAMP '2021-06-01')"
-                    ") t(stage, model, endpoint, completion_tokens, latency_s, created_at)")
+        con.execute(
+            "CREATE TABLE llm_responses AS SELECT * FROM (VALUES "
+            "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2019-06-01'), "
+            "('judge', 'smollm', 'embedded:m.gguf:1', 49, 1.0, TIMESTAMP '2021-06-01'), "
+            "('classifier', 'smollm', 'embedded:m.gguf:1', 60, 2.0, TIMESTAMP '2021-06-01')"
+            ") t(stage, model, endpoint, completion_tokens, latency_s, created_at)"
+        )
     ctx = summary.SummaryContext(None, store, None, None, datetime(2020, 1, 1))
     lines = summary.llm_lines(ctx)
     assert lines[0] == "2 requests answered this run (classifier 1, judge 1); model smollm"
@@ -159,8 +176,11 @@ def second_is_three(second: int) -> dg.AssetCheckResult:
 
 
 def test_a_failed_warning_check_is_a_warning_not_a_failure(tmp_path, capfd):
-    defs = dg.Definitions(assets=[first, second], asset_checks=[second_is_two, second_is_three],
-                          resources={"io_manager": dg.mem_io_manager})
+    defs = dg.Definitions(
+        assets=[first, second],
+        asset_checks=[second_is_two, second_is_three],
+        resources={"io_manager": dg.mem_io_manager},
+    )
     with dg.instance_for_test() as instance:
         tally = run_in_process(defs, None, instance, tmp_path / "run.log")
     assert not tally.failed and tally.checks_passed == 1 and tally.checks_failed == []

@@ -1,4 +1,5 @@
 """The evaluation group in Dagster: scoreboard, per-query files, significance, report; a run file added later."""
+
 import subprocess
 import sys
 
@@ -9,11 +10,10 @@ import polars as pl
 from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.evaluation.per_query_files import read_per_query_file
 from mama_pipeline.resources import shared_resources
+from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
-from mama_pipeline.settings import load_settings
-
 
 defs = build_evaluation_defs(load_settings())
 
@@ -22,9 +22,13 @@ TIERS = ["very_high", "high", "moderate"]
 
 def _inputs(seed: int = 2):
     rng = np.random.default_rng(seed)
-    queries = pl.DataFrame({"query_id": [f"q_{i:05d}" for i in range(1, 31)],
-                            "query_text": [f"question {i}" for i in range(1, 31)],
-                            "tier": [TIERS[i % 3] for i in range(30)]})
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q_{i:05d}" for i in range(1, 31)],
+            "query_text": [f"question {i}" for i in range(1, 31)],
+            "tier": [TIERS[i % 3] for i in range(30)],
+        }
+    )
     rankings, judged = [], {}
     for name, skill in (("alpha", 0.7), ("beta", 0.3)):
         for q in queries["query_id"]:
@@ -32,11 +36,14 @@ def _inputs(seed: int = 2):
             for rank, c in enumerate(chunks, start=1):
                 cid = f"c{int(c):03d}"
                 rankings.append((q, name, rank, cid, float(11 - rank)))
-                judged.setdefault((q, cid), int(rng.integers(2, 7)) if rng.random() < skill else int(rng.integers(0, 3)))
+                judged.setdefault(
+                    (q, cid), int(rng.integers(2, 7)) if rng.random() < skill else int(rng.integers(0, 3))
+                )
     judged[("q_00001", "c000")] = 6  # c000 quotes question 1 (see the chunks stub): one leaked query
     rankings = pl.DataFrame(rankings, schema=["query_id", "retriever", "rank", "chunk_id", "score"], orient="row")
-    judgments = pl.DataFrame([(q, c, s) for (q, c), s in judged.items()],
-                             schema=["query_id", "chunk_id", "score"], orient="row")
+    judgments = pl.DataFrame(
+        [(q, c, s) for (q, c), s in judged.items()], schema=["query_id", "chunk_id", "score"], orient="row"
+    )
     return queries, rankings, as_judging_table(judgments)
 
 
@@ -58,18 +65,25 @@ def _materialize(cfg, queries, judgments, selection):
 
     @dg.asset(key="corpus_chunks")
     def chunks_stub() -> pl.DataFrame:
-        return as_corpus_chunks(pl.DataFrame({
-            "chunk_id": [f"c{i:03d}" for i in range(40)],
-            "text": ["Text: question 1 in full."] + [f"chunk {i}" for i in range(1, 40)],
-            "source": ["src-a"] * 40,
-        }))
+        return as_corpus_chunks(
+            pl.DataFrame(
+                {
+                    "chunk_id": [f"c{i:03d}" for i in range(40)],
+                    "text": ["Text: question 1 in full."] + [f"chunk {i}" for i in range(1, 40)],
+                    "source": ["src-a"] * 40,
+                }
+            )
+        )
 
     @dg.asset(key="judgments")
     def judgments_stub() -> pl.DataFrame:
         return judgments
 
-    result = dg.materialize([queries_stub, chunks_stub, judgments_stub, *defs.assets, *defs.asset_checks],
-                            resources=shared_resources(str(cfg)), selection=selection)
+    result = dg.materialize(
+        [queries_stub, chunks_stub, judgments_stub, *defs.assets, *defs.asset_checks],
+        resources=shared_resources(str(cfg)),
+        selection=selection,
+    )
     assert result.success
     return result
 
@@ -82,11 +96,22 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     for name in ("alpha", "beta"):
         store.write_table("rankings", rankings.filter(pl.col("retriever") == name), partition=name)
 
-    evaluation = dg.AssetSelection.assets("scoreboard", "per_query_results", "significance", "evaluation_report",
-                                          "segment_scoreboard", "segment_significance")
-    result = _materialize(cfg, queries, judgments,
-                          dg.AssetSelection.assets("generated_queries", "corpus_chunks", "judgments") | evaluation
-                          | dg.AssetSelection.checks_for_assets("scoreboard", "significance"))
+    evaluation = dg.AssetSelection.assets(
+        "scoreboard",
+        "per_query_results",
+        "significance",
+        "evaluation_report",
+        "segment_scoreboard",
+        "segment_significance",
+    )
+    result = _materialize(
+        cfg,
+        queries,
+        judgments,
+        dg.AssetSelection.assets("generated_queries", "corpus_chunks", "judgments")
+        | evaluation
+        | dg.AssetSelection.checks_for_assets("scoreboard", "significance"),
+    )
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     assert checks == {"scoreboard_covers_every_query": True, "significance_covers_every_pair": True}
 
@@ -116,8 +141,10 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     a = read_per_query_file(per_query_dir / "alpha.perquery.tsv")
     b = read_per_query_file(per_query_dir / "beta.perquery.tsv")
     assert a["query_id"].to_list() == b["query_id"].to_list() == queries["query_id"].to_list()
-    mats = {m.asset_key.to_user_string(): m.metadata for m in
-            (e.materialization for e in result.get_asset_materialization_events())}
+    mats = {
+        m.asset_key.to_user_string(): m.metadata
+        for m in (e.materialization for e in result.get_asset_materialization_events())
+    }
     assert mats["evaluation_report"]["leaked_queries_exact"].value == 1
     page = mats["evaluation_report"]["report"].value
     assert page.endswith("reports/evaluation/scoreboard.html")
@@ -125,8 +152,10 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     assert "Paired significance" in html and "HR@5 lenient" in html and "per_tier.png" in html
     assert "Results by segment" in html and "By query length" in html and "segments.png" in html
     # every stage on the embedded model: the judge labels pairs for queries its own model wrote
-    assert ("Circular: llm.judge (smollm2-135m-instruct) and llm.query_writer (smollm2-135m-instruct) share the "
-            "model: every retriever") in html
+    assert (
+        "Circular: llm.judge (smollm2-135m-instruct) and llm.query_writer (smollm2-135m-instruct) share the "
+        "model: every retriever"
+    ) in html
     assert "| llm.judge | smollm2-135m-instruct | llm.query_writer |" in mats["scoreboard"]["circularity"].value
     for png in ("metric_by_k.png", "per_tier.png", "score_distribution.png", "segments.png"):
         assert (tmp_path / "data" / "reports" / "evaluation" / png).stat().st_size > 1000
@@ -142,29 +171,51 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     cfg = _config(tmp_path, f"[{{name: gamma, path: {run_file}}}]")
     labels_before = store.read_table("judgments")
     result = _materialize(cfg, queries, judgments, evaluation | dg.AssetSelection.checks_for_assets("scoreboard"))
-    assert {m.asset_key.to_user_string() for m in
-            (e.materialization for e in result.get_asset_materialization_events())} == {
-        "scoreboard", "per_query_results", "significance", "evaluation_report", "segment_scoreboard",
-        "segment_significance"}  # judgments not re-materialised
+    assert {
+        m.asset_key.to_user_string() for m in (e.materialization for e in result.get_asset_materialization_events())
+    } == {
+        "scoreboard",
+        "per_query_results",
+        "significance",
+        "evaluation_report",
+        "segment_scoreboard",
+        "segment_significance",
+    }  # judgments not re-materialised
     assert store.read_table("judgments").equals(labels_before)
     overall = store.read_table("scoreboard").filter(pl.col("tier") == "all")
     judged10 = dict(overall.filter(pl.col("measure") == "Judged@10").select("retriever", "mean").iter_rows())
     assert set(judged10) == {"alpha", "beta", "gamma"} and judged10["alpha"] == 1.0 and judged10["gamma"] <= 0.5
     sig = store.read_table("significance")
     assert sig.filter(pl.col("measure") == "RR(rel=3)").select("retriever_a", "retriever_b").rows() == [
-        ("alpha", "beta"), ("alpha", "gamma"), ("beta", "gamma")]
+        ("alpha", "beta"),
+        ("alpha", "gamma"),
+        ("beta", "gamma"),
+    ]
     assert (per_query_dir / "gamma.perquery.tsv").exists()
 
 
 def test_definitions_load_without_heavy_imports():
     heavy = ("torch", "pyserini", "faiss", "matplotlib", "sentence_transformers", "scipy", "statsmodels")
-    code = ("import sys; from mama_pipeline.evaluation.definitions import defs; "
-            f"print([m for m in {heavy!r} if m in sys.modules])")
+    code = (
+        "import sys; from mama_pipeline.evaluation.definitions import defs; "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     keys = {k.to_user_string() for a in defs.assets for k in a.keys}
-    assert keys == {"scoreboard", "per_query_results", "significance", "evaluation_report", "beir_scoreboard",
-                    "beir_significance", "beir_audits", "segment_scoreboard", "segment_significance",
-                    "beir_segment_scoreboard", "beir_segment_significance", "held_out_scoreboard"}
+    assert keys == {
+        "scoreboard",
+        "per_query_results",
+        "significance",
+        "evaluation_report",
+        "beir_scoreboard",
+        "beir_significance",
+        "beir_audits",
+        "segment_scoreboard",
+        "segment_significance",
+        "beir_segment_scoreboard",
+        "beir_segment_significance",
+        "held_out_scoreboard",
+    }
     assert {a.group_names_by_key[k] for a in defs.assets for k in a.keys} == {"evaluation"}

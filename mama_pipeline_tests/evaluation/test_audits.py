@@ -1,4 +1,5 @@
 """Leak and truncation audits."""
+
 import polars as pl
 import pytest
 
@@ -6,18 +7,31 @@ from mama_pipeline.evaluation.audits import encoder_token_counter, leak_audit, t
 
 
 def test_leak_audit_finds_verbatim_queries_in_their_gold_documents_only():
-    queries = pl.DataFrame({"query_id": ["q1", "q2", "q3", "q4"], "text": [
-        "oxytocin 10 IU IM",            # verbatim in its gold document
-        "Signs of  PRE-ECLAMPSIA",      # inside after case and whitespace folding
-        "breech delivery",              # only inside a document that is not its gold one
-        "cord clamping",                # inside a document labelled 0 (not gold)
-    ]})
-    corpus = pl.DataFrame({"doc_id": ["d1", "d2", "d3", "d4"], "text": [
-        "Give oxytocin 10 IU IM after birth.", "Know the signs of pre-eclampsia early.",
-        "Assisted breech delivery steps.", "Delayed cord clamping is recommended.",
-    ]})
-    qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3", "q4"], "doc_id": ["d1", "d2", "d1", "d4"],
-                          "relevance": [1, 2, 1, 0]})
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3", "q4"],
+            "text": [
+                "oxytocin 10 IU IM",  # verbatim in its gold document
+                "Signs of  PRE-ECLAMPSIA",  # inside after case and whitespace folding
+                "breech delivery",  # only inside a document that is not its gold one
+                "cord clamping",  # inside a document labelled 0 (not gold)
+            ],
+        }
+    )
+    corpus = pl.DataFrame(
+        {
+            "doc_id": ["d1", "d2", "d3", "d4"],
+            "text": [
+                "Give oxytocin 10 IU IM after birth.",
+                "Know the signs of pre-eclampsia early.",
+                "Assisted breech delivery steps.",
+                "Delayed cord clamping is recommended.",
+            ],
+        }
+    )
+    qrels = pl.DataFrame(
+        {"query_id": ["q1", "q2", "q3", "q4"], "doc_id": ["d1", "d2", "d1", "d4"], "relevance": [1, 2, 1, 0]}
+    )
     summary, leaked = leak_audit(queries, corpus, qrels)
     assert summary == {"queries_with_gold": 3, "leaked_exact": 1, "leaked_any": 2}
     assert leaked.rows() == [("q1", "d1", "exact"), ("q2", "d2", "case_whitespace")]

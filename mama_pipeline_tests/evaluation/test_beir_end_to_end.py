@@ -1,4 +1,5 @@
 """The MIRIAD sample end to end: BM25 (pyserini) and MiniLM (sentence-transformers) through the retrieval registry."""
+
 import json
 from pathlib import Path
 
@@ -8,9 +9,8 @@ import pytest
 
 from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.store import Store
 from mama_pipeline.settings import load_settings
-
+from mama_pipeline.store import Store
 
 defs = build_evaluation_defs(load_settings())
 
@@ -39,8 +39,10 @@ def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch):
     sig = store.read_table("beir_significance")
     assert sig.select("measure").to_series().to_list() == ["Success@10", "RR", "nDCG@10"]
     assert sig.filter(pl.col("measure") == "Success@10")["p_mcnemar"].null_count() == 0
-    audits = {(a, r, f): v for a, r, f, v in store.read_table("beir_audits").select(
-        "audit", "retriever", "figure", "value").iter_rows()}
+    audits = {
+        (a, r, f): v
+        for a, r, f, v in store.read_table("beir_audits").select("audit", "retriever", "figure", "value").iter_rows()
+    }
     assert audits[("leak", None, "leaked_any")] == 0 and audits[("leak", None, "queries_with_gold")] == 300
     # MIRIAD passages average ~1,000 MiniLM tokens: every one exceeds its 256-token limit
     assert audits[("truncation", "minilm", "max_seq_length")] == 256

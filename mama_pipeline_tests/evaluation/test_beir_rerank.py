@@ -1,6 +1,7 @@
 """Acceptance: BM25 reranked by a CrossEncoder on the MIRIAD sample is scored, tested against BM25 and reported
 with its segment tables. The cross-encoder is all-MiniLM-L6-v2 with an untrained head: its scores are not
 meaningful, only the plumbing is under test."""
+
 from pathlib import Path
 
 import dagster as dg
@@ -9,9 +10,8 @@ import pytest
 
 from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.store import Store
 from mama_pipeline.settings import load_settings
-
+from mama_pipeline.store import Store
 
 defs = build_evaluation_defs(load_settings())
 
@@ -51,13 +51,15 @@ def test_bm25_reranked_on_miriad_is_scored_tested_and_reported_by_segment(tmp_pa
     assert set(segments["retriever"]) == {"bm25", "bm25-ce"}
     assert set(segments["dimension"]) == {"query length", "relevant chunk length"}
     for dim in ("query length", "relevant chunk length"):
-        counts = segments.filter((pl.col("dimension") == dim) & (pl.col("retriever") == "bm25")
-                                 & (pl.col("measure") == "RR"))
+        counts = segments.filter(
+            (pl.col("dimension") == dim) & (pl.col("retriever") == "bm25") & (pl.col("measure") == "RR")
+        )
         assert counts["n_queries"].sum() == 60  # every query in exactly one segment
     seg_sig = store.read_table("beir_segment_significance")
     tested = segments.filter("tested").select("dimension", "segment").unique()
     assert tested.height >= 1 and seg_sig.select("dimension", "segment").unique().sort("segment").equals(
-        tested.sort("segment").select("dimension", "segment"))
+        tested.sort("segment").select("dimension", "segment")
+    )
     assert (seg_sig["n_queries"] >= 20).all() and set(seg_sig["retriever_b"]) == {"bm25-ce"}
 
     report = tmp_path / "data" / "reports" / "beir-miriad-sample"

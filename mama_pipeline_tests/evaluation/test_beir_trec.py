@@ -1,4 +1,5 @@
 """BEIR and TREC files: round trips, the hub cache offline, and bad input named by file and line."""
+
 import json
 import os
 import subprocess
@@ -36,7 +37,8 @@ def test_beir_round_trip_is_byte_identical(tmp_path):
 def test_graded_scores_are_kept_and_split_queries_follow_file_order(tmp_path):
     folder = _copy_sample(tmp_path / "b")
     (folder / "qrels" / "dev.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n68_406582_8_3\t68_406582_8\t2\n68_406582_8_1\t68_406582_8\t0\n")
+        "query-id\tcorpus-id\tscore\n68_406582_8_3\t68_406582_8\t2\n68_406582_8_1\t68_406582_8\t0\n"
+    )
     bench = read_beir(folder, split="dev")
     assert bench.qrels["relevance"].to_list() == [2, 0]
     assert bench.benchmark_query_ids() == ["68_406582_8_1", "68_406582_8_3"]  # queries.jsonl order
@@ -44,10 +46,23 @@ def test_graded_scores_are_kept_and_split_queries_follow_file_order(tmp_path):
 
 
 def test_mamaretrieval_export_reads_back(tmp_path):
-    chunks = pl.DataFrame({"chunk_id": ["c2", "c1"], "text": ["Give oxytocin 10 IU IM.", "Check the fundus."],
-                           "source": ["who", "msf"], "tier": ["high", "very_high"]})
-    queries = pl.DataFrame({"query_id": ["q_00001"], "query_text": ["Oxytocin dose for PPH?"],
-                            "seed_chunk_id": ["c2"], "source": ["who"], "tier": ["high"]})
+    chunks = pl.DataFrame(
+        {
+            "chunk_id": ["c2", "c1"],
+            "text": ["Give oxytocin 10 IU IM.", "Check the fundus."],
+            "source": ["who", "msf"],
+            "tier": ["high", "very_high"],
+        }
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q_00001"],
+            "query_text": ["Oxytocin dose for PPH?"],
+            "seed_chunk_id": ["c2"],
+            "source": ["who"],
+            "tier": ["high"],
+        }
+    )
     qrels = pl.DataFrame({"query_id": ["q_00001", "q_00001"], "doc_id": ["c2", "c1"], "relevance": [6, 0]})
     bench = mamaretrieval_to_beir(chunks, queries, qrels)
     write_beir(bench, tmp_path / "mr")
@@ -61,8 +76,15 @@ def test_mamaretrieval_export_reads_back(tmp_path):
 
 
 def test_trec_run_and_qrels_round_trip(tmp_path):
-    run = pl.DataFrame({"retriever": ["bm25"] * 3, "query_id": ["q1"] * 3, "doc_id": ["a", "b", "c"],
-                        "rank": [1, 2, 3], "score": [2.5, 2.5, 1.0]})  # a tie: written scores must keep the order
+    run = pl.DataFrame(
+        {
+            "retriever": ["bm25"] * 3,
+            "query_id": ["q1"] * 3,
+            "doc_id": ["a", "b", "c"],
+            "rank": [1, 2, 3],
+            "score": [2.5, 2.5, 1.0],
+        }
+    )  # a tie: written scores must keep the order
     assert write_trec_run(run, tmp_path / "run.txt") is True
     back = read_trec_run(tmp_path / "run.txt")
     assert back["doc_id"].to_list() == ["a", "b", "c"] and back["rank"].to_list() == [1, 2, 3]
@@ -81,16 +103,23 @@ def test_trec_run_reader_orders_like_trec_eval(tmp_path):
     assert set(back["retriever"].to_list()) == {"mine"}
 
 
-@pytest.mark.parametrize("name,content,line,reason", [
-    ("qrels/test.tsv", "query-id\tcorpus-id\tscore\n68_406582_8_1\t68_406582_8\t1\n68_406582_8_2\tnope\t1\n", 3,
-     "document 'nope'"),
-    ("qrels/test.tsv", "query-id\tcorpus-id\tscore\n68_406582_8_1\t68_406582_8 1\n", 2, "expected 3 tab-separated"),
-    ("qrels/test.tsv", "query-id\tcorpus-id\tscore\n68_406582_8_1\t68_406582_8\thigh\n", 2, "is not an integer"),
-    ("qrels/test.tsv", "qid\tdocid\tscore\n", 1, "header must be"),
-    ("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq_unknown\t68_406582_8\t1\n", 2, "query 'q_unknown'"),
-    ("queries.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": \n', 2, "not valid JSON"),
-    ("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n', 2, "duplicate _id 'd1'"),
-])
+@pytest.mark.parametrize(
+    "name,content,line,reason",
+    [
+        (
+            "qrels/test.tsv",
+            "query-id\tcorpus-id\tscore\n68_406582_8_1\t68_406582_8\t1\n68_406582_8_2\tnope\t1\n",
+            3,
+            "document 'nope'",
+        ),
+        ("qrels/test.tsv", "query-id\tcorpus-id\tscore\n68_406582_8_1\t68_406582_8 1\n", 2, "expected 3 tab-separated"),
+        ("qrels/test.tsv", "query-id\tcorpus-id\tscore\n68_406582_8_1\t68_406582_8\thigh\n", 2, "is not an integer"),
+        ("qrels/test.tsv", "qid\tdocid\tscore\n", 1, "header must be"),
+        ("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq_unknown\t68_406582_8\t1\n", 2, "query 'q_unknown'"),
+        ("queries.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": \n', 2, "not valid JSON"),
+        ("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n', 2, "duplicate _id 'd1'"),
+    ],
+)
 def test_bad_beir_input_names_file_and_line(tmp_path, name, content, line, reason):
     folder = _copy_sample(tmp_path / "b")
     (folder / name).write_text(content)
@@ -121,9 +150,11 @@ def test_hub_parquet_layout(tmp_path):
         (folder / sub).mkdir(parents=True)
     bench.corpus.rename({"doc_id": "_id"}).write_parquet(folder / "corpus" / "corpus-00000-of-00001.parquet")
     bench.queries.select(pl.col("query_id").alias("_id"), "text").write_parquet(
-        folder / "queries" / "queries-00000-of-00001.parquet")
-    bench.qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"),
-                       pl.col("relevance").alias("score")).write_parquet(folder / "qrels" / "test-00000-of-00001.parquet")
+        folder / "queries" / "queries-00000-of-00001.parquet"
+    )
+    bench.qrels.select(
+        pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), pl.col("relevance").alias("score")
+    ).write_parquet(folder / "qrels" / "test-00000-of-00001.parquet")
     back = read_beir(folder)
     assert back.corpus.equals(bench.corpus) and back.qrels.equals(bench.qrels)
     assert back.queries["query_id"].to_list() == bench.queries["query_id"].to_list()
@@ -137,8 +168,18 @@ def test_preset_from_hub_cache_offline(tmp_path):
     (repo / "refs" / "main").write_text(SHA)
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "MAMA_DATA_DIR": str(tmp_path / "d")}
     env.pop("HF_HUB_CACHE", None)
-    cmd = [sys.executable, "-m", "mama_pipeline.evaluation.cli", "audit", "--benchmark", "miriad-200k",
-           "--revision", SHA, "--max-queries", "25"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mama_pipeline.evaluation.cli",
+        "audit",
+        "--benchmark",
+        "miriad-200k",
+        "--revision",
+        SHA,
+        "--max-queries",
+        "25",
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

@@ -1,4 +1,5 @@
 """The mamaretrieval scoreboard on the public and the held-out queries, as an asset."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,18 +17,25 @@ SALT = "eval-split"
 
 
 def _held(q: str) -> bool:
-    return int(hashlib.sha256(f"{SALT}:{q}".encode()).hexdigest()[:16], 16) / 16 ** 16 < 0.4
+    return int(hashlib.sha256(f"{SALT}:{q}".encode()).hexdigest()[:16], 16) / 16**16 < 0.4
 
 
 QUERIES = [f"q_{i:05d}" for i in range(1, 11)]
 # bm25 finds the answer on odd-numbered queries, dense on every query; "P@3" is not a tested measure
-VALUES = [(r, q, m, v) for q in QUERIES for r, v in (("bm25", float(int(q[-1]) % 2)), ("dense", 1.0))
-          for m in ("RR(rel=3)", "P@3")]
+VALUES = [
+    (r, q, m, v)
+    for q in QUERIES
+    for r, v in (("bm25", float(int(q[-1]) % 2)), ("dense", 1.0))
+    for m in ("RR(rel=3)", "P@3")
+]
 
 
 def test_public_and_held_out_side_by_side_per_retriever(tmp_path):
-    cfg = {"data_dir": str(tmp_path / "data"), "release": {"held_out": {"share": 0.4, "salt": SALT}},
-           "evaluation": {"significance_measures": ["RR(rel=3)"], "resamples": 200}}
+    cfg = {
+        "data_dir": str(tmp_path / "data"),
+        "release": {"held_out": {"share": 0.4, "salt": SALT}},
+        "evaluation": {"significance_measures": ["RR(rel=3)"], "resamples": 200},
+    }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
 
     @dg.asset(key="per_query_results")
@@ -35,8 +43,12 @@ def test_public_and_held_out_side_by_side_per_retriever(tmp_path):
         return pl.DataFrame(VALUES, schema=["retriever", "query_id", "measure", "value"], orient="row")
 
     with dg.instance_for_test() as instance:
-        dg.materialize([stub, held_out_scoreboard], resources=shared_resources(str(tmp_path / "c.yaml")),
-                       instance=instance, raise_on_error=True)
+        dg.materialize(
+            [stub, held_out_scoreboard],
+            resources=shared_resources(str(tmp_path / "c.yaml")),
+            instance=instance,
+            raise_on_error=True,
+        )
     board = Store(tmp_path / "data" / "mama.duckdb").read_table("held_out_scoreboard").sort("retriever")
     held = [q for q in QUERIES if _held(q)]
     public = [q for q in QUERIES if not _held(q)]
@@ -71,9 +83,23 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
     raw = yaml.safe_load(cfg.read_text())
     raw["release"] = {"held_out": {"share": 0.4, "salt": SALT}}
     cfg.write_text(yaml.safe_dump(raw))
-    _materialize(cfg, queries, judgments, dg.AssetSelection.assets(
-        "generated_queries", "corpus_chunks", "judgments", "scoreboard", "per_query_results", "significance",
-        "evaluation_report", "segment_scoreboard", "segment_significance", "held_out_scoreboard"))
+    _materialize(
+        cfg,
+        queries,
+        judgments,
+        dg.AssetSelection.assets(
+            "generated_queries",
+            "corpus_chunks",
+            "judgments",
+            "scoreboard",
+            "per_query_results",
+            "significance",
+            "evaluation_report",
+            "segment_scoreboard",
+            "segment_significance",
+            "held_out_scoreboard",
+        ),
+    )
     page = (tmp_path / "data" / "reports" / "evaluation" / "scoreboard.html").read_text()
     section = page.split("<h2>Public and held-out parts</h2>")[1].split("<h2>")[0]
     assert "share 0.4" in section and f"<code>{SALT}</code>" in section and "independent samples" in section
@@ -83,10 +109,12 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
     board = store.read_table("held_out_scoreboard")
     assert set(board["n_held_out"]) == {len(held)} and set(board["n_public"]) == {30 - len(held)}
     for r in board.iter_rows(named=True):
-        cells = (f"<td>{r['retriever']}</td><td>{r['measure']}</td><td>{r['mean_public']:.3f}</td>"
-                 f"<td>{r['n_public']}</td><td>{r['mean_held_out']:.3f}</td><td>{r['n_held_out']}</td>"
-                 f"<td>{r['gap']:.3f}</td><td>{r['p_permutation']:.3f}</td><td>{r['relative_gap']:.3f}</td>"
-                 f"<td>{r['p_relative']:.3f}</td>")
+        cells = (
+            f"<td>{r['retriever']}</td><td>{r['measure']}</td><td>{r['mean_public']:.3f}</td>"
+            f"<td>{r['n_public']}</td><td>{r['mean_held_out']:.3f}</td><td>{r['n_held_out']}</td>"
+            f"<td>{r['gap']:.3f}</td><td>{r['p_permutation']:.3f}</td><td>{r['relative_gap']:.3f}</td>"
+            f"<td>{r['p_relative']:.3f}</td>"
+        )
         assert cells in section, cells
     # two retrievers on the same queries: each one's relative gap is the other's, negated
     for m in board["measure"].unique().to_list():
@@ -97,5 +125,7 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
     raw["release"] = {"held_out": {"share": 0.0}}
     cfg.write_text(yaml.safe_dump(raw))
     _materialize(cfg, queries, judgments, dg.AssetSelection.assets("evaluation_report"))
-    assert "Public and held-out parts" not in (tmp_path / "data" / "reports" / "evaluation" / "scoreboard.html"
-                                               ).read_text()
+    assert (
+        "Public and held-out parts"
+        not in (tmp_path / "data" / "reports" / "evaluation" / "scoreboard.html").read_text()
+    )

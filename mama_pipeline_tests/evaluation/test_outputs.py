@@ -1,26 +1,30 @@
 """Per-query files and the HTML report: pairable, deterministic, complete."""
+
 import json
 
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_files import read_per_query_file, write_per_query_files
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.significance import pairwise_significance
 
 
 @pytest.fixture
 def evaluated():
-    run = pl.DataFrame({
-        "retriever": ["a"] * 4 + ["b"] * 3,
-        "query_id": ["q2", "q2", "q1", "q1", "q1", "q2", "q3"],
-        "doc_id": ["x", "y", "z", "y", "z", "x", "w"],
-        "rank": [1, 2, 1, 2, 1, 1, 1],
-    })
-    qrels = pl.DataFrame({"query_id": ["q1", "q1", "q2", "q3"], "doc_id": ["z", "y", "x", "w"],
-                          "relevance": [6, 2, 4, 5]})
+    run = pl.DataFrame(
+        {
+            "retriever": ["a"] * 4 + ["b"] * 3,
+            "query_id": ["q2", "q2", "q1", "q1", "q1", "q2", "q3"],
+            "doc_id": ["x", "y", "z", "y", "z", "x", "w"],
+            "rank": [1, 2, 1, 2, 1, 1, 1],
+        }
+    )
+    qrels = pl.DataFrame(
+        {"query_id": ["q1", "q1", "q2", "q3"], "doc_id": ["z", "y", "x", "w"], "relevance": [6, 2, 4, 5]}
+    )
     tiers = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "tier": ["high", "low", "high"]})
     ev = evaluate(run, qrels, ["q1", "q2", "q3"], mamaretrieval_plan([1, 3], 3, 5), ["a", "b"])
     board = scoreboard(ev, qrels, tiers)
@@ -44,14 +48,25 @@ def test_per_query_files_pair_by_query_id(tmp_path, evaluated):
 
 def test_report_is_complete_and_byte_identical_when_rebuilt(tmp_path, evaluated):
     run, qrels, _, board, sig = evaluated
-    inputs = ReportInputs(title="demo", board=board, significance=sig, headline="Success(rel=3)@1",
-                          label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
-                          label_mix=label_mix(run, qrels, 3), mix_k=3)
+    inputs = ReportInputs(
+        title="demo",
+        board=board,
+        significance=sig,
+        headline="Success(rel=3)@1",
+        label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
+        label_mix=label_mix(run, qrels, 3),
+        mix_k=3,
+    )
     first = write_report(inputs, tmp_path / "r1")
     second = write_report(inputs, tmp_path / "r2")
     names = sorted(p.name for p in first.parent.iterdir())
-    assert names == ["metric_by_k.png", "per_tier.png", "score_distribution.png", "scoreboard.html",
-                     "significance_heatmap.png"]
+    assert names == [
+        "metric_by_k.png",
+        "per_tier.png",
+        "score_distribution.png",
+        "scoreboard.html",
+        "significance_heatmap.png",
+    ]
     for name in names:
         assert (first.parent / name).read_bytes() == (second.parent / name).read_bytes(), name
     html = first.read_text()

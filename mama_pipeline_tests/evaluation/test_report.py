@@ -1,13 +1,14 @@
 """The HTML report's sections: facts, intervals, one sentence per cut, breakdowns, audits, no raw JSON."""
+
 import re
 
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_files import first_relevant_ranks, write_per_query_files
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
 from mama_pipeline.evaluation.significance import bootstrap_mean_ci, pairwise_significance
 
 QUERIES = [f"q{i}" for i in range(12)]
@@ -19,8 +20,9 @@ def graded():
     for i, q in enumerate(QUERIES):
         rows += [("a", q, f"d{i}", 1), ("a", q, "x", 2), ("b", q, "x", 1), ("b", q, f"d{i}", 2)]
     run = pl.DataFrame(rows, schema=["retriever", "query_id", "doc_id", "rank"], orient="row")
-    qrels = pl.DataFrame({"query_id": QUERIES, "doc_id": [f"d{i}" for i in range(12)],
-                          "relevance": [6, 4, 3, 5, 1, 6, 2, 3, 4, 5, 6, 0]})
+    qrels = pl.DataFrame(
+        {"query_id": QUERIES, "doc_id": [f"d{i}" for i in range(12)], "relevance": [6, 4, 3, 5, 1, 6, 2, 3, 4, 5, 6, 0]}
+    )
     ev = evaluate(run, qrels, QUERIES, mamaretrieval_plan([1, 3, 5], 3, 5), ["a", "b"])
     tiers = pl.DataFrame({"query_id": QUERIES, "tier": ["high", "low"] * 6})
     sources = pl.DataFrame({"query_id": QUERIES, "source": ["who"] * 8 + ["msf"] * 4})
@@ -32,24 +34,64 @@ def graded():
 def full_inputs(graded) -> ReportInputs:
     run, qrels, ev, board, sig, tiers, sources = graded
     audits = [("reference_judge", "self_consistency", "judge-x"), ("cross_model_judge", "cross_model", "judge-y")]
-    reliability = pl.concat([pl.DataFrame({
-        "reference_stage": [s] * 2, "audit": [k] * 2, "reference_model": [m] * 2,
-        "metric": ["lenient_agreement", "weighted_kappa_linear"], "value": [0.75, 0.4], "pairs": [4, 4]})
-        for s, k, m in audits])
-    confusion = pl.concat([pl.DataFrame({
-        "reference_stage": [s] * 7, "audit": [k] * 7, "reference_model": [m] * 7, "main_score": list(range(7)),
-        **{f"ref_{j}": [int(i == j) for i in range(7)] for j in range(7)}}) for s, k, m in audits])
-    completeness = pl.DataFrame({"scope": ["all", "all"], "cut": ["lenient", "strict"], "threshold": [3, 5],
-                                 "audit_queries": [2, 2], "queries_with_relevant": [2, 1], "relevant_known": [3, 1],
-                                 "relevant_in_main_pool": [2, 1], "recall_micro": [2 / 3, 1.0],
-                                 "recall_macro": [0.75, 1.0]})
+    reliability = pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "reference_stage": [s] * 2,
+                    "audit": [k] * 2,
+                    "reference_model": [m] * 2,
+                    "metric": ["lenient_agreement", "weighted_kappa_linear"],
+                    "value": [0.75, 0.4],
+                    "pairs": [4, 4],
+                }
+            )
+            for s, k, m in audits
+        ]
+    )
+    confusion = pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "reference_stage": [s] * 7,
+                    "audit": [k] * 7,
+                    "reference_model": [m] * 7,
+                    "main_score": list(range(7)),
+                    **{f"ref_{j}": [int(i == j) for i in range(7)] for j in range(7)},
+                }
+            )
+            for s, k, m in audits
+        ]
+    )
+    completeness = pl.DataFrame(
+        {
+            "scope": ["all", "all"],
+            "cut": ["lenient", "strict"],
+            "threshold": [3, 5],
+            "audit_queries": [2, 2],
+            "queries_with_relevant": [2, 1],
+            "relevant_known": [3, 1],
+            "relevant_in_main_pool": [2, 1],
+            "recall_micro": [2 / 3, 1.0],
+            "recall_macro": [0.75, 1.0],
+        }
+    )
     return ReportInputs(
-        title="demo", board=board, significance=sig, headline="Success(rel=3)@1",
+        title="demo",
+        board=board,
+        significance=sig,
+        headline="Success(rel=3)@1",
         header=[("corpus version", "v-123"), ("judge model", "judge-x"), ("judge prompt hash", "abc123")],
-        notes=["Leak audit: 0 of 12.", "Leak audit: 0 of 12."], per_query=ev.per_query,
+        notes=["Leak audit: 0 of 12.", "Leak audit: 0 of 12."],
+        per_query=ev.per_query,
         segments={"tier": tiers, "source": sources},
-        label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")), label_mix=label_mix(run, qrels, 3),
-        mix_k=3, reliability=reliability, confusion=confusion, completeness=completeness, resamples=300,
+        label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
+        label_mix=label_mix(run, qrels, 3),
+        mix_k=3,
+        reliability=reliability,
+        confusion=confusion,
+        completeness=completeness,
+        resamples=300,
     )
 
 
@@ -57,11 +99,26 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
     page = write_report(full_inputs(graded), tmp_path / "r")
     html = page.read_text()
     names = sorted(p.name for p in page.parent.iterdir())
-    assert names == ["judge_confusion.png", "judge_confusion_cross_model_judge.png", "metric_by_k.png",
-                     "per_source.png", "per_tier.png",
-                     "pool_completeness.png", "score_distribution.png", "scoreboard.html", "significance_heatmap.png"]
-    for heading in ("Scoreboard", "Paired significance", "Per-tier results", "Per-source results",
-                    "Label distribution", "Judge reliability", "Pool completeness"):
+    assert names == [
+        "judge_confusion.png",
+        "judge_confusion_cross_model_judge.png",
+        "metric_by_k.png",
+        "per_source.png",
+        "per_tier.png",
+        "pool_completeness.png",
+        "score_distribution.png",
+        "scoreboard.html",
+        "significance_heatmap.png",
+    ]
+    for heading in (
+        "Scoreboard",
+        "Paired significance",
+        "Per-tier results",
+        "Per-source results",
+        "Label distribution",
+        "Judge reliability",
+        "Pool completeness",
+    ):
         assert f"<h2>{heading}</h2>" in html, heading
     assert "<th>corpus version</th><td>v-123</td>" in html and "abc123" in html
     # each reliability audit is named by what it measures
@@ -75,14 +132,17 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
 
 
 def test_binary_qrels_state_each_cut_once(tmp_path):
-    run = pl.DataFrame({"retriever": ["a", "a", "b"], "query_id": ["q1", "q2", "q1"], "doc_id": ["d1", "d9", "d9"],
-                        "rank": [1, 1, 1]})
+    run = pl.DataFrame(
+        {"retriever": ["a", "a", "b"], "query_id": ["q1", "q2", "q1"], "doc_id": ["d1", "d9", "d9"], "rank": [1, 1, 1]}
+    )
     qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "doc_id": ["d1", "d2", "d3"], "relevance": [1, 1, 0]})
     ev = evaluate(run, qrels, ["q1", "q2", "q3"], beir_plan([1, 10]), ["a", "b"])
     board = scoreboard(ev, qrels)
     sig = pairwise_significance(ev.per_query, ["Success@10"], ["a", "b"], n_resamples=200)
-    html = write_report(ReportInputs(title="beir", board=board, significance=sig, headline="Success@10",
-                                     per_query=ev.per_query), tmp_path / "r").read_text()
+    html = write_report(
+        ReportInputs(title="beir", board=board, significance=sig, headline="Success@10", per_query=ev.per_query),
+        tmp_path / "r",
+    ).read_text()
     sentence = re.search(r"Queries without any qualifying document, of 3: ([^<]*)\.</p>", html).group(1)
     assert sentence == "relevant (label &ge; 1): 1"
 
@@ -101,11 +161,23 @@ def test_per_query_files_hold_run_files_and_first_relevant_ranks(tmp_path, grade
     from mama_pipeline.evaluation.trec import read_trec_run
 
     run, qrels, ev, *_ = graded
-    folder = write_per_query_files(ev.per_query, ev.retrievers, ev.measures, ev.query_ids, tmp_path / "pq", "demo",
-                                   run=run, qrels=qrels, relevant_at=3)
+    folder = write_per_query_files(
+        ev.per_query,
+        ev.retrievers,
+        ev.measures,
+        ev.query_ids,
+        tmp_path / "pq",
+        "demo",
+        run=run,
+        qrels=qrels,
+        relevant_at=3,
+    )
     back = read_trec_run(folder / "b.run", "b")
-    assert back.sort("query_id", "rank").select("query_id", "doc_id", "rank").equals(
-        run.filter(pl.col("retriever") == "b").sort("query_id", "rank").select("query_id", "doc_id", "rank"))
+    assert (
+        back.sort("query_id", "rank")
+        .select("query_id", "doc_id", "rank")
+        .equals(run.filter(pl.col("retriever") == "b").sort("query_id", "rank").select("query_id", "doc_id", "rank"))
+    )
     ranks = pl.read_csv(folder / "b.first_relevant.tsv", separator="\t", schema_overrides={"query_id": pl.String})
     assert ranks["query_id"].to_list() == QUERIES
     # b ranks each query's own document second; q4 (label 1), q6 (2) and q11 (0) have none at >= 3

@@ -1,4 +1,5 @@
 """Both HTML reports in headless Chromium: the page renders, every image loads, no console errors."""
+
 from pathlib import Path
 
 import polars as pl
@@ -14,8 +15,9 @@ SAMPLE = Path(__file__).resolve().parents[2] / "mama_pipeline" / "sample_data" /
 
 def beir_page(folder: Path) -> Path:
     """The BEIR report of the bundled MIRIAD sample, for two rankings: the gold passage first, or fifth."""
-    cfg = BeirBenchmarkSettings(name="miriad-sample", path=str(SAMPLE), retrievers=["gold-first", "gold-fifth"],
-                                max_queries=40)
+    cfg = BeirBenchmarkSettings(
+        name="miriad-sample", path=str(SAMPLE), retrievers=["gold-first", "gold-fifth"], max_queries=40
+    )
     loaded = load_benchmark(cfg, Path)
     gold = loaded.benchmark.qrels.group_by("query_id", maintain_order=True).agg(pl.col("doc_id").first())
     others = loaded.benchmark.corpus["doc_id"].head(6).to_list()
@@ -41,16 +43,34 @@ def assert_renders(page: Path, headings: list[str]) -> None:
 
 def test_mamaretrieval_report_renders_in_chromium(tmp_path, graded):  # noqa: F811
     page = write_report(full_inputs(graded), tmp_path / "mamaretrieval")
-    assert_renders(page, ["Scoreboard", "Paired significance", "Per-tier results", "Per-source results",
-                          "Label distribution", "Judge reliability", "Pool completeness"])
+    assert_renders(
+        page,
+        [
+            "Scoreboard",
+            "Paired significance",
+            "Per-tier results",
+            "Per-source results",
+            "Label distribution",
+            "Judge reliability",
+            "Pool completeness",
+        ],
+    )
 
 
 def test_beir_report_renders_in_chromium(tmp_path):
     page = beir_page(tmp_path / "beir")
     html = page.read_text()
     assert "{" not in html.split("</style>")[1] and "40 queries (first 40)" in html
-    assert_renders(page, ["Scoreboard", "Paired significance", "Measures by cutoff k", "Label distribution",
-                          "Leak audit (queries found verbatim in a relevant document)"])
+    assert_renders(
+        page,
+        [
+            "Scoreboard",
+            "Paired significance",
+            "Measures by cutoff k",
+            "Label distribution",
+            "Leak audit (queries found verbatim in a relevant document)",
+        ],
+    )
 
 
 def test_a_missing_image_is_reported(tmp_path, graded):  # noqa: F811

@@ -1,12 +1,13 @@
 """Scoreboard figures against a direct pytrec_eval computation, and the hand-made wHR / wP."""
+
 import numpy as np
 import polars as pl
 import pytest
 import pytrec_eval
 
 from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard, wide_scoreboard
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
 
 CUTOFFS = [1, 3, 5, 10, 20]
 
@@ -34,9 +35,9 @@ def _random_benchmark(seed: int = 7):
                 runs.append((name, q, str(d), float(s)))
     qrels_df = pl.DataFrame(qrels, schema=["query_id", "doc_id", "relevance"], orient="row")
     scored = pl.DataFrame(runs, schema=["retriever", "query_id", "doc_id", "score"], orient="row")
-    ranked = scored.sort(["retriever", "query_id", "score", "doc_id"], descending=[False, False, True, True]).with_columns(
-        (pl.int_range(pl.len()).over("retriever", "query_id") + 1).alias("rank")
-    )
+    ranked = scored.sort(
+        ["retriever", "query_id", "score", "doc_id"], descending=[False, False, True, True]
+    ).with_columns((pl.int_range(pl.len()).over("retriever", "query_id") + 1).alias("rank"))
     return query_ids, qrels_df, ranked
 
 
@@ -108,14 +109,17 @@ def test_order_comes_from_rank_not_from_tied_scores():
 
 def test_whr_and_wp_hand_example():
     # q1 ranks labels [6, unjudged, 3, 0]; q2 returns [2]; q3 returns nothing
-    run = pl.DataFrame({
-        "retriever": ["r"] * 5,
-        "query_id": ["q1", "q1", "q1", "q1", "q2"],
-        "doc_id": ["a", "x", "b", "c", "d"],
-        "rank": [1, 2, 3, 4, 1],
-    })
-    qrels = pl.DataFrame({"query_id": ["q1", "q1", "q1", "q2"], "doc_id": ["a", "b", "c", "d"],
-                          "relevance": [6, 3, 0, 2]})
+    run = pl.DataFrame(
+        {
+            "retriever": ["r"] * 5,
+            "query_id": ["q1", "q1", "q1", "q1", "q2"],
+            "doc_id": ["a", "x", "b", "c", "d"],
+            "rank": [1, 2, 3, 4, 1],
+        }
+    )
+    qrels = pl.DataFrame(
+        {"query_id": ["q1", "q1", "q1", "q2"], "doc_id": ["a", "b", "c", "d"], "relevance": [6, 3, 0, 2]}
+    )
     ev = evaluate(run, qrels, ["q1", "q2", "q3"], mamaretrieval_plan([1, 3, 5], 3, 5))
     v = {(q, m): x for q, m, x in ev.per_query.select("query_id", "measure", "value").iter_rows()}
     assert v[("q1", "wHR@1")] == pytest.approx(1.0)
@@ -133,12 +137,17 @@ def test_whr_and_wp_hand_example():
 
 
 def test_robust_measures_lead_the_scoreboard():
-    labels = wide_scoreboard(scoreboard(
-        evaluate(pl.DataFrame({"retriever": ["r"], "query_id": ["q"], "doc_id": ["a"], "rank": [1]}),
-                 pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [4]}), ["q"],
-                 mamaretrieval_plan([1, 5], 3, 5)),
-        pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [4]}),
-    )).columns[1:]
+    labels = wide_scoreboard(
+        scoreboard(
+            evaluate(
+                pl.DataFrame({"retriever": ["r"], "query_id": ["q"], "doc_id": ["a"], "rank": [1]}),
+                pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [4]}),
+                ["q"],
+                mamaretrieval_plan([1, 5], 3, 5),
+            ),
+            pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [4]}),
+        )
+    ).columns[1:]
     assert labels[:6] == ["HR@1 lenient", "HR@5 lenient", "HR@1 strict", "HR@5 strict", "MRR lenient", "MRR strict"]
     assert labels[6:8] == ["wHR@1", "wHR@5"] and labels[-1] == "Judged@5"
 
@@ -155,16 +164,24 @@ def test_runs_outside_the_benchmark_are_dropped_and_counted():
     assert ev.dropped == {"run rows of queries outside the benchmark": 1, "qrels of queries outside the benchmark": 1}
 
 
-@pytest.mark.parametrize("column,values,reason", [
-    ("doc_id", ["a", "a"], "document 'a' appears more than once"),
-    ("rank", [1, 1], "rank 1 appears more than once"),
-])
+@pytest.mark.parametrize(
+    "column,values,reason",
+    [
+        ("doc_id", ["a", "a"], "document 'a' appears more than once"),
+        ("rank", [1, 1], "rank 1 appears more than once"),
+    ],
+)
 def test_run_with_duplicates_is_an_error(column, values, reason):
     run = {"retriever": ["r", "r"], "query_id": ["q", "q"], "doc_id": ["a", "b"], "rank": [1, 2]}
     run[column] = values
     with pytest.raises(EvaluationInputError, match=reason):
-        evaluate(pl.DataFrame(run), pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1]}), ["q"],
-                 beir_plan([1]), run_source="rankings")
+        evaluate(
+            pl.DataFrame(run),
+            pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1]}),
+            ["q"],
+            beir_plan([1]),
+            run_source="rankings",
+        )
 
 
 def test_a_run_column_of_the_wrong_type_is_a_one_line_error():
@@ -174,4 +191,7 @@ def test_a_run_column_of_the_wrong_type_is_a_one_line_error():
     with pytest.raises(EvaluationInputError) as err:
         check_run(run, "runs/a.parquet")
     message = str(err.value)
-    assert message.startswith("runs/a.parquet: column types: conversion from `str` to `i64` failed") and "\n" not in message
+    assert (
+        message.startswith("runs/a.parquet: column types: conversion from `str` to `i64` failed")
+        and "\n" not in message
+    )

@@ -1,11 +1,12 @@
 """Segment breakdowns: bands, relevant-chunk length, query counts, per-segment tests, report section."""
+
 import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan
 from mama_pipeline.evaluation.segments import band_labels, segment_keys, segment_results
 from mama_pipeline.evaluation.settings import SegmentSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
@@ -20,12 +21,21 @@ def test_band_labels_and_settings():
 
 
 def test_keys_band_queries_and_their_most_relevant_chunk():
-    queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "query_text": ["a b", "a b c d e", "a  b   c"],
-                            "tier": ["high", None, "very_high"]})
-    docs = pl.DataFrame({"doc_id": ["d1", "d2", "d3", "d4"],
-                         "text": [" ".join(["w"] * n) for n in (5, 30, 10, 50)]})
-    qrels = pl.DataFrame({"query_id": ["q1", "q1", "q2", "q2", "q3"], "doc_id": ["d1", "d2", "d3", "d4", "d2"],
-                          "relevance": [3, 1, 2, 2, 0]})
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3"],
+            "query_text": ["a b", "a b c d e", "a  b   c"],
+            "tier": ["high", None, "very_high"],
+        }
+    )
+    docs = pl.DataFrame({"doc_id": ["d1", "d2", "d3", "d4"], "text": [" ".join(["w"] * n) for n in (5, 30, 10, 50)]})
+    qrels = pl.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q2", "q2", "q3"],
+            "doc_id": ["d1", "d2", "d3", "d4", "d2"],
+            "relevance": [3, 1, 2, 2, 0],
+        }
+    )
     keys = segment_keys(queries, qrels, docs, 1, [3], [20, 40], ["tier"], {"tier": ["very_high", "high"]})
     got = {(d, q): (s, o) for q, d, s, o in keys.iter_rows()}
     assert got[("tier", "q3")] == ("very_high", 0) and got[("tier", "q1")] == ("high", 1)
@@ -36,8 +46,9 @@ def test_keys_band_queries_and_their_most_relevant_chunk():
     assert got[("relevant chunk length", "q2")][0] == "20-39 words"
     assert got[("relevant chunk length", "q3")][0] == "no relevant chunk"  # label 0 is not relevant
     with pytest.raises(ValueError, match="'d9' of query 'q1' is not in the corpus"):
-        segment_keys(queries, pl.DataFrame({"query_id": ["q1"], "doc_id": ["d9"], "relevance": [1]}),
-                     docs, 1, [3], [20], [])
+        segment_keys(
+            queries, pl.DataFrame({"query_id": ["q1"], "doc_id": ["d9"], "relevance": [1]}), docs, 1, [3], [20], []
+        )
 
 
 def _evaluated(n=60, seed=1):
@@ -51,9 +62,13 @@ def _evaluated(n=60, seed=1):
     run = pl.DataFrame(rows, schema=["retriever", "query_id", "doc_id", "rank"], orient="row")
     qrels = pl.DataFrame({"query_id": ids, "doc_id": [f"{q}-rel" for q in ids], "relevance": [1] * n})
     ev = evaluate(run, qrels, ids, beir_plan([1, 3]), ["good", "weak"])
-    queries = pl.DataFrame({"query_id": ids, "query_text": ["short q" if i % 3 else "a much longer query text here"
-                                                            for i in range(n)],
-                            "source": ["s1" if i < 45 else "s2" for i in range(n)]})
+    queries = pl.DataFrame(
+        {
+            "query_id": ids,
+            "query_text": ["short q" if i % 3 else "a much longer query text here" for i in range(n)],
+            "source": ["s1" if i < 45 else "s2" for i in range(n)],
+        }
+    )
     docs = pl.DataFrame({"doc_id": [f"{q}-rel" for q in ids], "text": ["word " * (10 + i) for i in range(n)]})
     return ev, qrels, queries, docs
 
@@ -62,7 +77,9 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     ev, qrels, queries, docs = _evaluated()
     keys = segment_keys(queries, qrels, docs, 1, [4], [40], ["source"])
     result = segment_results(ev, keys, ["Success@1", "RR"], 20, n_resamples=500)
-    sizes = dict(result.board.filter(pl.col("dimension") == "source").select("segment", "n_queries").unique().iter_rows())
+    sizes = dict(
+        result.board.filter(pl.col("dimension") == "source").select("segment", "n_queries").unique().iter_rows()
+    )
     assert sizes == {"s1": 45, "s2": 15}
     s1 = result.board.filter((pl.col("segment") == "s1") & (pl.col("measure") == "Success@1"))
     per_query = ev.per_query.filter(pl.col("measure") == "Success@1").join(queries, on="query_id")
@@ -73,18 +90,27 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     assert result.board.filter(pl.col("segment") == "s2")["tested"].sum() == 0
     # a segment's test is the ordinary paired test on that segment's queries
     s1_ids = queries.filter(pl.col("source") == "s1").select("query_id")
-    direct = pairwise_significance(ev.per_query.join(s1_ids, on="query_id"), ["Success@1", "RR"], ["good", "weak"],
-                                   n_resamples=500)
+    direct = pairwise_significance(
+        ev.per_query.join(s1_ids, on="query_id"), ["Success@1", "RR"], ["good", "weak"], n_resamples=500
+    )
     mine = result.significance.filter((pl.col("dimension") == "source") & (pl.col("segment") == "s1"))
     assert mine.drop("dimension", "segment").equals(direct)
 
-    page = write_report(ReportInputs(title="t", board=scoreboard(ev, qrels), significance=direct,
-                                     headline="Success@1", segment_tests=result), tmp_path / "r")
+    page = write_report(
+        ReportInputs(
+            title="t", board=scoreboard(ev, qrels), significance=direct, headline="Success@1", segment_tests=result
+        ),
+        tmp_path / "r",
+    )
     html = page.read_text()
     assert "Results by segment" in html and "By source" in html and "By relevant chunk length" in html
     assert "s2</td><td>15</td>" in html and "No segment" not in html.split("By source")[1].split("<h3>")[0]
     assert (tmp_path / "r" / "segments.png").stat().st_size > 1000
-    again = write_report(ReportInputs(title="t", board=scoreboard(ev, qrels), significance=direct,
-                                      headline="Success@1", segment_tests=result), tmp_path / "r2")
+    again = write_report(
+        ReportInputs(
+            title="t", board=scoreboard(ev, qrels), significance=direct, headline="Success@1", segment_tests=result
+        ),
+        tmp_path / "r2",
+    )
     assert again.read_bytes() == page.read_bytes()
     assert (tmp_path / "r2" / "segments.png").read_bytes() == (tmp_path / "r" / "segments.png").read_bytes()

@@ -1,4 +1,5 @@
 """Paired significance on small examples with known answers."""
+
 import itertools
 
 import numpy as np
@@ -43,8 +44,15 @@ def test_bootstrap_ci_is_scipys_paired_bca_and_seeded():
     a = rng.random(40)
     b = a - 0.1 + rng.normal(0, 0.05, 40)
     low, high = paired_bootstrap_ci(a, b, n_resamples=2000, seed=11)
-    ref = stats.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
-                          n_resamples=2000, method="BCa", rng=np.random.default_rng(11)).confidence_interval
+    ref = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=2000,
+        method="BCa",
+        rng=np.random.default_rng(11),
+    ).confidence_interval
     assert (low, high) == pytest.approx((ref.low, ref.high))
     assert low < (a - b).mean() < high and low > 0  # a is clearly better
     assert paired_bootstrap_ci(a, b, n_resamples=2000, seed=11) == (low, high)  # deterministic
@@ -55,14 +63,30 @@ def test_whole_number_values_give_the_same_statistics_bit_for_bit_as_floats():
     a, b = rng.integers(0, 2, 3000).astype(float), rng.integers(0, 2, 3000).astype(float)
     assert compact(a).dtype == np.int8 and compact(np.array([0.5, 1.0])).dtype == np.float64
     assert compact(np.array([0.0, 64.0])).dtype == np.float64  # differences of int8 values must not overflow
-    ref = stats.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
-                          n_resamples=500, method="BCa", batch=1000, rng=np.random.default_rng(2)).confidence_interval
+    ref = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=500,
+        method="BCa",
+        batch=1000,
+        rng=np.random.default_rng(2),
+    ).confidence_interval
     assert paired_bootstrap_ci(a, b, 500, 2) == (ref.low, ref.high)
-    ref = stats.bootstrap((a,), np.mean, vectorized=True, n_resamples=500, method="BCa", batch=1000,
-                          rng=np.random.default_rng(2)).confidence_interval
+    ref = stats.bootstrap(
+        (a,), np.mean, vectorized=True, n_resamples=500, method="BCa", batch=1000, rng=np.random.default_rng(2)
+    ).confidence_interval
     assert bootstrap_mean_ci(a, 500, 2) == (ref.low, ref.high)
-    ref = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
-                                 vectorized=True, n_resamples=500, batch=1000, rng=np.random.default_rng(2))
+    ref = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=500,
+        batch=1000,
+        rng=np.random.default_rng(2),
+    )
     assert paired_randomization_p(a, b, 500, 2) == ref.pvalue
 
 
@@ -84,22 +108,31 @@ def test_holm_family_with_a_missing_p_keeps_its_other_adjusted_values():
 
 def test_mcnemar_only_on_the_measures_named_0_1():
     qids = [f"q{i}" for i in range(6)]
-    per_query = pl.concat([
-        pl.DataFrame({"retriever": "a", "query_id": qids, "measure": m, "value": [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]})
-        for m in ("correct", "grade")
-    ] + [
-        pl.DataFrame({"retriever": "b", "query_id": qids, "measure": m, "value": [0.0, 0.0, 1.0, 0.0, 1.0, 1.0]})
-        for m in ("correct", "grade")
-    ])
-    table = pairwise_significance(per_query, ["correct", "grade"], ["a", "b"], n_resamples=100,
-                                  binary_measures={"correct"})
+    per_query = pl.concat(
+        [
+            pl.DataFrame({"retriever": "a", "query_id": qids, "measure": m, "value": [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]})
+            for m in ("correct", "grade")
+        ]
+        + [
+            pl.DataFrame({"retriever": "b", "query_id": qids, "measure": m, "value": [0.0, 0.0, 1.0, 0.0, 1.0, 1.0]})
+            for m in ("correct", "grade")
+        ]
+    )
+    table = pairwise_significance(
+        per_query, ["correct", "grade"], ["a", "b"], n_resamples=100, binary_measures={"correct"}
+    )
     by = {r["measure"]: r for r in table.iter_rows(named=True)}
     assert (by["correct"]["only_a"], by["correct"]["only_b"]) == (2, 1)
     assert by["correct"]["p_mcnemar"] == pytest.approx(1.0)  # 2 vs 1 discordant: 2 * P(X <= 1 | 3, 1/2) = 1
     assert by["grade"]["p_mcnemar"] is None  # all 0/1 here, but not 0/1 by definition
     with pytest.raises(ValueError, match="'grade' is named 0/1 but holds other values"):
-        pairwise_significance(per_query.with_columns(pl.col("value") / 2), ["grade"], ["a", "b"], n_resamples=100,
-                              binary_measures={"grade"})
+        pairwise_significance(
+            per_query.with_columns(pl.col("value") / 2),
+            ["grade"],
+            ["a", "b"],
+            n_resamples=100,
+            binary_measures={"grade"},
+        )
 
 
 def test_holm_spares_the_heap_statsmodels_collects_and_leaves_gc_as_it_was(monkeypatch):
@@ -118,17 +151,23 @@ def test_pairwise_table_covers_every_pair_and_applies_holm():
     rng = np.random.default_rng(5)
     qids = [f"q{i}" for i in range(50)]
     hits = {"a": rng.random(50) < 0.8, "b": rng.random(50) < 0.5, "c": rng.random(50) < 0.45}
-    per_query = pl.concat([
-        pl.DataFrame({"retriever": name, "query_id": qids, "measure": "Success@5", "value": h.astype(float)})
-        for name, h in hits.items()
-    ] + [
-        pl.DataFrame({"retriever": name, "query_id": qids, "measure": "RR", "value": h * 0.5})
-        for name, h in hits.items()
-    ])
+    per_query = pl.concat(
+        [
+            pl.DataFrame({"retriever": name, "query_id": qids, "measure": "Success@5", "value": h.astype(float)})
+            for name, h in hits.items()
+        ]
+        + [
+            pl.DataFrame({"retriever": name, "query_id": qids, "measure": "RR", "value": h * 0.5})
+            for name, h in hits.items()
+        ]
+    )
     table = pairwise_significance(per_query, ["Success@5", "RR"], ["a", "b", "c"], n_resamples=1000, seed=1)
     assert table.height == 6
     assert table.filter(pl.col("measure") == "Success@5").select("retriever_a", "retriever_b").rows() == [
-        ("a", "b"), ("a", "c"), ("b", "c")]
+        ("a", "b"),
+        ("a", "c"),
+        ("b", "c"),
+    ]
     hr = table.filter(pl.col("measure") == "Success@5")
     assert hr["p_mcnemar_holm"].to_list() == pytest.approx(holm(hr["p_mcnemar"].to_list()))
     assert hr["p_randomization_holm"].to_list() == pytest.approx(holm(hr["p_randomization"].to_list()))
@@ -140,7 +179,8 @@ def test_pairwise_table_covers_every_pair_and_applies_holm():
 
 
 def test_missing_queries_are_an_error():
-    per_query = pl.DataFrame({"retriever": ["a", "a", "b"], "query_id": ["q1", "q2", "q1"], "measure": "RR",
-                              "value": [1.0, 0.5, 1.0]})
+    per_query = pl.DataFrame(
+        {"retriever": ["a", "a", "b"], "query_id": ["q1", "q2", "q1"], "measure": "RR", "value": [1.0, 0.5, 1.0]}
+    )
     with pytest.raises(ValueError, match="same queries"):
         pairwise_significance(per_query, ["RR"], ["a", "b"], n_resamples=100)

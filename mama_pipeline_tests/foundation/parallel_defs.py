@@ -1,4 +1,5 @@
 """Test-only definitions: two independent assets and one LLM asset over the real resources."""
+
 import time
 
 import dagster as dg

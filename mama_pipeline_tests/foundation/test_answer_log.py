@@ -1,4 +1,5 @@
 """The answer log: a killed process's answers are folded into the cache, never asked again, never twice."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,24 @@ from mama_pipeline_tests.foundation.test_llm_client import TEMPLATE, Verdict
 def row(key: str, reasoning: str, created_at: str = "2026-01-02 03:04:05.000006") -> dict:
     """A cache row as a log line holds it (the answer {"reasoning": ..., "label": 1})."""
     return {
-        "cache_key": key, "stage": "judge", "endpoint": "e", "model": "fake-model", "template_id": "unit",
-        "template_hash": "h", "schema_hash": "s", "status": "ok",
-        "raw_text": f'{{"reasoning": "{reasoning}", "label": 1}}', "reasoning": reasoning,
-        "parsed_json": f'{{"label":1,"reasoning":"{reasoning}"}}', "error": None, "prompt_tokens": 7,
-        "completion_tokens": 3, "cached_tokens": 0, "attempts": 1, "latency_s": 0.25, "created_at": created_at,
+        "cache_key": key,
+        "stage": "judge",
+        "endpoint": "e",
+        "model": "fake-model",
+        "template_id": "unit",
+        "template_hash": "h",
+        "schema_hash": "s",
+        "status": "ok",
+        "raw_text": f'{{"reasoning": "{reasoning}", "label": 1}}',
+        "reasoning": reasoning,
+        "parsed_json": f'{{"label":1,"reasoning":"{reasoning}"}}',
+        "error": None,
+        "prompt_tokens": 7,
+        "completion_tokens": 3,
+        "cached_tokens": 0,
+        "attempts": 1,
+        "latency_s": 0.25,
+        "created_at": created_at,
     }
 
 
@@ -32,15 +46,26 @@ def cached(store) -> dict[str, tuple]:
 def test_torn_last_line_is_skipped_and_only_its_request_is_asked(store, fake_llm):
     url = fake_llm.url
     messages: list[str] = []
-    client = LLMClient("judge", StageSettings(base_urls=[url], model="fake-model"), store, endpoint="e",
-                       model="fake-model", resolve_urls=lambda: [url], log=messages.append)
+    client = LLMClient(
+        "judge",
+        StageSettings(base_urls=[url], model="fake-model"),
+        store,
+        endpoint="e",
+        model="fake-model",
+        resolve_urls=lambda: [url],
+        log=messages.append,
+    )
     reqs = [LLMRequest(f"i{n}", TEMPLATE.render(text=f"torn log {n}")) for n in range(3)]
-    keys = [cache_key("e", "fake-model", TEMPLATE, r.messages, decoding_params(client.s), schema_of(Verdict)) for r in reqs]
+    keys = [
+        cache_key("e", "fake-model", TEMPLATE, r.messages, decoding_params(client.s), schema_of(Verdict)) for r in reqs
+    ]
     folder = store.path.parent / "mama.duckdb.answers"
     folder.mkdir()
     torn = json.dumps(row(keys[2], "cut"))[:60]  # the kill came in the middle of the third line
     name = "20260102T030405000006-4242-0a1b2c3d.jsonl"
-    (folder / name).write_text(json.dumps(row(keys[0], "logged a")) + "\n" + json.dumps(row(keys[1], "logged b")) + "\n" + torn)
+    (folder / name).write_text(
+        json.dumps(row(keys[0], "logged a")) + "\n" + json.dumps(row(keys[1], "logged b")) + "\n" + torn
+    )
 
     before = fake_llm.stats()["chat_calls"]
     report = client.run(TEMPLATE, Verdict, reqs)
@@ -69,8 +94,12 @@ sys.stdin.read()
 
 def test_a_live_process_log_is_left_alone_and_folded_once_it_is_killed(store):
     folder = store.path.parent / "mama.duckdb.answers"
-    proc = subprocess.Popen([sys.executable, "-c", LIVE_WRITER, str(folder), json.dumps(row("k-live", "live"))],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LIVE_WRITER, str(folder), json.dumps(row("k-live", "live"))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline() == "written\n"
         (name,) = [p.name for p in folder.iterdir()]
@@ -88,16 +117,23 @@ def test_a_live_process_log_is_left_alone_and_folded_once_it_is_killed(store):
 def test_the_last_answer_of_a_key_wins_and_lines_that_are_no_cache_rows_are_skipped(store):
     folder = store.path.parent / "mama.duckdb.answers"
     folder.mkdir()
-    lines = [json.dumps(row("k1", "oldest")), "not json at all", json.dumps(row("k2", "only")),
-             json.dumps({**row("k3", "bad"), "attempts": "one"}), json.dumps({**row("k4", "bad"), "model": None}),
-             json.dumps({**row("k5", "bad"), "created_at": "yesterday"})]  # lines 2, 4, 5 and 6 are no cache rows
+    lines = [
+        json.dumps(row("k1", "oldest")),
+        "not json at all",
+        json.dumps(row("k2", "only")),
+        json.dumps({**row("k3", "bad"), "attempts": "one"}),
+        json.dumps({**row("k4", "bad"), "model": None}),
+        json.dumps({**row("k5", "bad"), "created_at": "yesterday"}),
+    ]  # lines 2, 4, 5 and 6 are no cache rows
     (folder / "20260101T000000000000-1-aaaaaaaa.jsonl").write_text("\n".join(lines) + "\n")
     (folder / "20260101T000001000000-2-bbbbbbbb.jsonl").write_text(
-        json.dumps(row("k1", "newest", "2026-01-01 00:00:01.000000")) + "\n")
+        json.dumps(row("k1", "newest", "2026-01-01 00:00:01.000000")) + "\n"
+    )
     skipped = [f"{folder}/20260101T000000000000-1-aaaaaaaa.jsonl:{n}: not a cache row, skipped" for n in (2, 4, 5, 6)]
     assert recover(store) == skipped + [
         "2 answers of a killed run recovered from 20260101T000000000000-1-aaaaaaaa.jsonl",
-        "1 answers of a killed run recovered from 20260101T000001000000-2-bbbbbbbb.jsonl"]
+        "1 answers of a killed run recovered from 20260101T000001000000-2-bbbbbbbb.jsonl",
+    ]
     assert cached(store) == {"k1": ("newest", "2026-01-01 00:00:01"), "k2": ("only", "2026-01-02 03:04:05.000006")}
     (folder / "20260101T000002000000-3-cccccccc.jsonl").write_text(json.dumps(row("k2", "re-asked later")) + "\n")
     recover(store)
@@ -123,8 +159,15 @@ def test_recoverers_racing_on_the_same_logs_fold_each_file_once(store, tmp_path)
     for n, name in enumerate(names):
         (folder / name).write_text(json.dumps(row(f"k{n}", f"answer {n}")) + "\n")
     go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", RECOVERER, str(store.path), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RECOVERER, str(store.path), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     assert [p.stdout.readline() for p in procs] == ["ready\n"] * 4
     go.touch()  # all four start within a millisecond or so
     outs = [p.communicate(timeout=120) for p in procs]

@@ -7,6 +7,7 @@ unit and may also import its own area's modules. Separately, the package has no 
 that run when a module loads (module level, ``TYPE_CHECKING`` blocks excluded); function-level imports are
 deferred and cannot form a load-time cycle.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mama_pipeline"
 DOC = ROOT / "docs" / "architecture.md"
-NAME_RULE_EXEMPT = {"__init__", "assets", "checks", "definitions", "settings", "cli", "sensors", "schedules",
-                    "held_out_assets"}  # docs/architecture.md, "Names"
+NAME_RULE_EXEMPT = {
+    "__init__",
+    "assets",
+    "checks",
+    "definitions",
+    "settings",
+    "cli",
+    "sensors",
+    "schedules",
+    "held_out_assets",
+}  # docs/architecture.md, "Names"
 
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
@@ -47,10 +57,11 @@ def unit(module: str) -> str:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(path: Path, mtime_ns: int) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
@@ -94,7 +105,9 @@ def documented_layers(doc: Path = DOC) -> list[list[str]]:
     """The ``layers`` block of docs/architecture.md: one line per layer, bottom first."""
     match = re.search(r"```layers\n(.*?)```", doc.read_text(), re.S)
     assert match, f"{doc}: no ```layers block"
-    return [re.sub(r"#.*", "", line).split() for line in match.group(1).splitlines() if re.sub(r"#.*", "", line).strip()]
+    return [
+        re.sub(r"#.*", "", line).split() for line in match.group(1).splitlines() if re.sub(r"#.*", "", line).strip()
+    ]
 
 
 def violations(package: Path = PACKAGE, doc: Path = DOC) -> list[str]:
@@ -102,7 +115,10 @@ def violations(package: Path = PACKAGE, doc: Path = DOC) -> list[str]:
     layers = documented_layers(doc)
     rank = {u: i for i, layer in enumerate(layers) for u in layer}
     mods = modules(package)
-    out = [f"unit {u!r} is in the code but not in {doc.name}'s layers" for u in sorted({unit(m) for m in mods} - set(rank) - {"mama_pipeline"})]
+    out = [
+        f"unit {u!r} is in the code but not in {doc.name}'s layers"
+        for u in sorted({unit(m) for m in mods} - set(rank) - {"mama_pipeline"})
+    ]
     for module, path in mods.items():
         src = unit(module)
         for target, line, _ in imports(path, set(mods), module):
@@ -120,7 +136,9 @@ def violations(package: Path = PACKAGE, doc: Path = DOC) -> list[str]:
 def load_cycles(package: Path = PACKAGE) -> list[list[str]]:
     """Import cycles among the imports that run when modules load (strongly connected components > 1)."""
     mods = modules(package)
-    graph = {m: sorted({t for t, _, at_load in imports(p, set(mods), m) if at_load and t != m}) for m, p in mods.items()}
+    graph = {
+        m: sorted({t for t, _, at_load in imports(p, set(mods), m) if at_load and t != m}) for m, p in mods.items()
+    }
     index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
 
     def strongconnect(v: str) -> None:  # Tarjan, iterative enough for this package's depth
@@ -158,8 +176,13 @@ def test_every_import_follows_the_documented_layers():
 
 def test_common_imports_no_area():
     mods = modules()
-    up = [f"{m}: {t}" for m, p in mods.items() if unit(m) == "common"
-          for t, _, _ in imports(p, set(mods), m) if unit(t) not in ("common", "mama_pipeline")]
+    up = [
+        f"{m}: {t}"
+        for m, p in mods.items()
+        if unit(m) == "common"
+        for t, _, _ in imports(p, set(mods), m)
+        if unit(t) not in ("common", "mama_pipeline")
+    ]
     assert not up
 
 
@@ -180,9 +203,13 @@ def scratch_package(tmp_path):
     """A three-unit package and its document, to show the checks can fail."""
     pkg = tmp_path / "mama_pipeline"
     for rel, text in {
-        "__init__.py": "", "common/__init__.py": "", "common/helpers.py": "X = 1\n",
-        "corpus/__init__.py": "", "corpus/assets.py": "from mama_pipeline.common.helpers import X\n",
-        "release/__init__.py": "", "release/assets.py": "from mama_pipeline.corpus.assets import X\n",
+        "__init__.py": "",
+        "common/__init__.py": "",
+        "common/helpers.py": "X = 1\n",
+        "corpus/__init__.py": "",
+        "corpus/assets.py": "from mama_pipeline.common.helpers import X\n",
+        "release/__init__.py": "",
+        "release/assets.py": "from mama_pipeline.corpus.assets import X\n",
     }.items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text)
@@ -195,13 +222,17 @@ def test_an_upward_import_a_function_level_one_and_a_cycle_are_caught(scratch_pa
     pkg, doc = scratch_package
     assert violations(pkg, doc) == [] and load_cycles(pkg) == []
     (pkg / "common/helpers.py").write_text("X = 1\n\n\ndef f():\n    from mama_pipeline.release import assets\n")
-    assert violations(pkg, doc) == ["mama_pipeline/common/helpers.py:5: common imports release "
-                                    "(mama_pipeline.release.assets), a later layer"]
+    assert violations(pkg, doc) == [
+        "mama_pipeline/common/helpers.py:5: common imports release (mama_pipeline.release.assets), a later layer"
+    ]
     assert load_cycles(pkg) == []  # function level: no load-time cycle
-    (pkg / "corpus/assets.py").write_text("from mama_pipeline.common.helpers import X\n"
-                                          "from mama_pipeline.release.assets import X as Y\n")
-    assert "mama_pipeline/corpus/assets.py:2: corpus imports release (mama_pipeline.release.assets), a later layer" \
+    (pkg / "corpus/assets.py").write_text(
+        "from mama_pipeline.common.helpers import X\nfrom mama_pipeline.release.assets import X as Y\n"
+    )
+    assert (
+        "mama_pipeline/corpus/assets.py:2: corpus imports release (mama_pipeline.release.assets), a later layer"
         in violations(pkg, doc)
+    )
     assert load_cycles(pkg) == [["mama_pipeline.corpus.assets", "mama_pipeline.release.assets"]]
     (pkg / "plan").mkdir()
     (pkg / "plan/__init__.py").write_text("")
@@ -216,7 +247,9 @@ def test_only_the_root_definitions_read_the_settings_at_import():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             for call in ast.walk(node):
-                name = getattr(call.func, "id", getattr(call.func, "attr", None)) if isinstance(call, ast.Call) else None
+                name = (
+                    getattr(call.func, "id", getattr(call.func, "attr", None)) if isinstance(call, ast.Call) else None
+                )
                 if name == "load_settings":
                     found.append(module)
     assert found == ["mama_pipeline.definitions"]

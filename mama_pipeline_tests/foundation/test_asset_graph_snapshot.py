@@ -2,6 +2,7 @@
 
 Regenerate after an intended change with ``UPDATE_SNAPSHOTS=1 pytest mama_pipeline_tests/foundation``.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,25 +57,58 @@ def test_asset_graph_matches_snapshot():
 def test_every_area_group_is_present_and_stages_are_chained():
     assets = graph_summary()["assets"]
     groups = {a["group"] for a in assets.values()}
-    assert groups == {"mamabench", "calibration", "corpus", "queries", "retrieval", "judging", "evaluation", "release",
-                      "multipassage", "clinician", "robustness", "systems", "plan", "submissions", "leaderboard",
-                      "reports"}
-    chain = [("corpus_chunks", "sampled_chunks"), ("sampled_chunks", "generated_queries"),
-             ("pooled_pairs", "judged_labels"), ("judged_labels", "judgments"), ("judgments", "scoreboard"),
-             ("judgments", "mamaretrieval_release"), ("mamabench_items", "mamabench_release"),
-             ("healthbench_scope_verdicts", "calibration_side_file"),
-             ("multipassage_candidates", "multipassage_questions"), ("multipassage_pool", "multipassage_labels"),
-             ("multipassage_labels", "multipassage_scoreboard"),
-             ("multipassage_questions", "mamaretrieval_release"), ("multipassage_labels", "mamaretrieval_release"),
-             ("judgments", "clinician_tasks"), ("clinician_labels", "clinician_agreement"),
-             ("generated_queries", "query_variants"), ("query_variants", "variant_rankings"),
-             ("judgments", "variant_labels"), ("variant_labels", "robustness_scoreboard"),
-             ("variant_labels", "mamaretrieval_release"), ("clinician_report", "reports_index"),
-             ("mamabench_items", "systems_items"), ("calibration_harness_report", "system_scoreboard"),
-             ("judgments", "submission_scores"), ("variant_labels", "submission_scores"),
-             ("multipassage_fact_labels", "submission_scores"), ("mamabench_items", "submission_scores"),
-             ("per_query_results", "mamaretrieval_leaderboard"), ("system_grades", "mamabench_leaderboard"),
-             ("submission_scores", "mamaretrieval_leaderboard"), ("submission_scores", "mamabench_leaderboard"),
-             ("mamaretrieval_leaderboard", "mamaretrieval_release"), ("mamabench_leaderboard", "mamabench_release")]
+    assert groups == {
+        "mamabench",
+        "calibration",
+        "corpus",
+        "queries",
+        "retrieval",
+        "judging",
+        "evaluation",
+        "release",
+        "multipassage",
+        "clinician",
+        "robustness",
+        "systems",
+        "plan",
+        "submissions",
+        "leaderboard",
+        "reports",
+    }
+    chain = [
+        ("corpus_chunks", "sampled_chunks"),
+        ("sampled_chunks", "generated_queries"),
+        ("pooled_pairs", "judged_labels"),
+        ("judged_labels", "judgments"),
+        ("judgments", "scoreboard"),
+        ("judgments", "mamaretrieval_release"),
+        ("mamabench_items", "mamabench_release"),
+        ("healthbench_scope_verdicts", "calibration_side_file"),
+        ("multipassage_candidates", "multipassage_questions"),
+        ("multipassage_pool", "multipassage_labels"),
+        ("multipassage_labels", "multipassage_scoreboard"),
+        ("multipassage_questions", "mamaretrieval_release"),
+        ("multipassage_labels", "mamaretrieval_release"),
+        ("judgments", "clinician_tasks"),
+        ("clinician_labels", "clinician_agreement"),
+        ("generated_queries", "query_variants"),
+        ("query_variants", "variant_rankings"),
+        ("judgments", "variant_labels"),
+        ("variant_labels", "robustness_scoreboard"),
+        ("variant_labels", "mamaretrieval_release"),
+        ("clinician_report", "reports_index"),
+        ("mamabench_items", "systems_items"),
+        ("calibration_harness_report", "system_scoreboard"),
+        ("judgments", "submission_scores"),
+        ("variant_labels", "submission_scores"),
+        ("multipassage_fact_labels", "submission_scores"),
+        ("mamabench_items", "submission_scores"),
+        ("per_query_results", "mamaretrieval_leaderboard"),
+        ("system_grades", "mamabench_leaderboard"),
+        ("submission_scores", "mamaretrieval_leaderboard"),
+        ("submission_scores", "mamabench_leaderboard"),
+        ("mamaretrieval_leaderboard", "mamaretrieval_release"),
+        ("mamabench_leaderboard", "mamabench_release"),
+    ]
     for upstream, downstream in chain:
         assert upstream in assets[downstream]["inputs"], (upstream, downstream)

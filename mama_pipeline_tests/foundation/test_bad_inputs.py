@@ -5,25 +5,26 @@ input and either runs a ``mama-pipeline`` command on it (exit status 2, one stde
 line, no traceback) or calls the loader a Dagster asset calls (an InputError
 whose message is one line).
 """
+
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 import mama_pipeline
 from mama_pipeline.calibration.meta_eval import read_meta_eval
+from mama_pipeline.cli import main as cli_main
 from mama_pipeline.clinician.annotations import parse_export, read_export_file
 from mama_pipeline.clinician.label_studio import LabelStudio
-from mama_pipeline.cli import main as cli_main
-from mama_pipeline.corpus.bundle import format_chunk, load_bundle
 from mama_pipeline.common import input_errors
 from mama_pipeline.common.input_errors import InputError, describe, run_cli
+from mama_pipeline.corpus.bundle import format_chunk, load_bundle
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool
@@ -55,7 +56,7 @@ def half(path: Path) -> bytes:
 
 def chop_last_line(path: Path) -> bytes:
     data = path.read_bytes().rstrip(b"\n")
-    return data[: data.rfind(b"\n") + 1] + data[data.rfind(b"\n") + 1:][:25]
+    return data[: data.rfind(b"\n") + 1] + data[data.rfind(b"\n") + 1 :][:25]
 
 
 def latin1(path: Path, at: int = 40) -> bytes:
@@ -65,12 +66,13 @@ def latin1(path: Path, at: int = 40) -> bytes:
 
 # -- entry points -------------------------------------------------------------
 def bundle(name: str) -> Callable[[Path], Callable[[], object]]:
-    return lambda d: (lambda: load_bundle(d / name))
+    return lambda d: lambda: load_bundle(d / name)
 
 
 def pool(name: str, file: str) -> Callable[[Path], Callable[[], object]]:
     def run(d: Path) -> Callable[[], object]:
         return lambda: load_pool(POOL_BY_NAME[name], SourceLocation(path=str(d / file)), Path)
+
     run.pool = name
     return run
 
@@ -88,8 +90,18 @@ def verify(folder: str = "release") -> Callable[[Path], list[str]]:
 
 
 def imported(run: str) -> Callable[[Path], list[str]]:
-    return lambda d: ["eval", "beir", "--benchmark", str(d / "imported" / "beir"), "--retriever", "a",
-                      "--out", str(d / "out"), "--config", str(d / "imported" / "config.yaml")]
+    return lambda d: [
+        "eval",
+        "beir",
+        "--benchmark",
+        str(d / "imported" / "beir"),
+        "--retriever",
+        "a",
+        "--out",
+        str(d / "out"),
+        "--config",
+        str(d / "imported" / "config.yaml"),
+    ]
 
 
 def config(file: str = "config.yaml") -> Callable[[Path], list[str]]:
@@ -103,6 +115,7 @@ def beir_with(name: str, content: bytes) -> Callable[[Path], None]:
         for rel in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
             (folder / rel).write_bytes((BEIR / rel).read_bytes())
         (folder / name).write_bytes(content)
+
     return build
 
 
@@ -118,17 +131,21 @@ def release_with(manifest: bytes | None) -> Callable[[Path], None]:
         (folder / "data.jsonl").write_text('{"a": 1}\n')
         if manifest is not None:
             (folder / "manifest.json").write_bytes(manifest)
+
     return build
 
 
 def imported_run(name: str, write: Callable[[Path], None]) -> Callable[[Path], None]:
     """The sample BEIR benchmark, a configuration naming retriever ``a`` = an imported run file, and that file."""
+
     def build(folder: Path) -> None:
         beir_with("corpus.jsonl", (BEIR / "corpus.jsonl").read_bytes())(folder / "beir")
         (folder / "config.yaml").write_text(
             f"data_dir: {folder / 'data'}\nretrieval:\n  retrievers:\n"
-            f"    - {{name: a, kind: imported, params: {{path: {folder / name}}}}}\n")
+            f"    - {{name: a, kind: imported, params: {{path: {folder / name}}}}}\n"
+        )
         write(folder / name)
+
     return build
 
 
@@ -136,15 +153,22 @@ BEIR_QUERY, BEIR_DOC = "68_406582_8_1", "68_406582_8"
 
 
 def trec_run_with_problems(path: Path) -> None:
-    path.write_text(f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n{BEIR_QUERY} Q0 nope 2 1.0 a\n"
-                    f"{BEIR_QUERY} Q0 {BEIR_DOC} 3 0.5 a\nq_unknown Q0 {BEIR_DOC} 1 high a\n")
+    path.write_text(
+        f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n{BEIR_QUERY} Q0 nope 2 1.0 a\n"
+        f"{BEIR_QUERY} Q0 {BEIR_DOC} 3 0.5 a\nq_unknown Q0 {BEIR_DOC} 1 high a\n"
+    )
 
 
 def parquet_run_with_problems(path: Path) -> None:
     import polars as pl
 
-    pl.DataFrame({"query_id": [BEIR_QUERY, BEIR_QUERY, "q_unknown"], "chunk_id": [BEIR_DOC, "nope", BEIR_DOC],
-                  "score": [2.0, float("nan"), 1.0]}).write_parquet(path)
+    pl.DataFrame(
+        {
+            "query_id": [BEIR_QUERY, BEIR_QUERY, "q_unknown"],
+            "chunk_id": [BEIR_DOC, "nope", BEIR_DOC],
+            "score": [2.0, float("nan"), 1.0],
+        }
+    ).write_parquet(path)
 
 
 RUN = "q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n"
@@ -158,17 +182,20 @@ def trec_files(**bad: bytes | None) -> Callable[[Path], None]:
         for name, content in {**RUN_AND_QRELS, **bad}.items():
             if content is not None:
                 (folder / name).write_bytes(content)
+
     return build
 
 
 def ls_export(edit: Callable[[list[dict]], None]) -> Callable[[Path], None]:
     """The clinician fixture's relevance export (one annotator) with ``edit`` applied."""
+
     def build(path: Path) -> None:
         from mama_pipeline_tests.clinician.fixtures import export_file_tasks
 
         tasks = export_file_tasks("relevance", {"one": 11})
         edit(tasks)
         path.write_text(json.dumps(tasks))
+
     return build
 
 
@@ -179,6 +206,7 @@ def clinician_labels(d: Path) -> Callable[[], object]:
 def label_studio_at_web_page(d: Path) -> Callable[[], object]:
     """Label Studio's client against a server answering every request with the case's HTML page (HTTP 502), served
     under the case folder's path so that the URL in the message names it."""
+
     def call() -> object:
         body = (d / "page.html").read_bytes()
 
@@ -200,129 +228,346 @@ def label_studio_at_web_page(d: Path) -> Callable[[], object]:
                     return ls.whoami()
             finally:
                 httpd.shutdown()
+
     return call
 
 
-BAD_GATEWAY = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n"
-               "<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n" + "<!-- padding -->\n" * 5
-               + "</body>\n</html>\n")
+BAD_GATEWAY = (
+    "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n"
+    "<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n"
+    + "<!-- padding -->\n" * 5
+    + "</body>\n</html>\n"
+)
 
 CASES = [
     # corpus bundle
-    Case("bundle-missing", "chunks_for_rag.txt", None, bundle("chunks_for_rag.txt"), "corpus bundle file does not exist"),
-    Case("bundle-empty", "chunks_for_rag.txt", b"", bundle("chunks_for_rag.txt"), "not a corpus bundle: no <sep>[SOURCE"),
-    Case("bundle-truncated-header", "chunks_for_rag.txt", text(GOOD_CHUNK + "<sep>[SOURCE:msf|PA"),
-         bundle("chunks_for_rag.txt"), ":4: malformed header"),
-    Case("bundle-truncated-after-header", "chunks_for_rag.txt", text(GOOD_CHUNK + "<sep>[SOURCE:msf|PAGE:2]\n"),
-         bundle("chunks_for_rag.txt"), ":4: empty chunk"),
-    Case("bundle-latin1", "chunks_for_rag.txt", text(GOOD_CHUNK).replace(b"oxytocin", b"oxytoc\xedn"),
-         bundle("chunks_for_rag.txt"), ":1: bytes that are not UTF-8: byte 0xed at line 3"),
-    Case("bundle-csv-shaped", "chunks_for_rag.txt", b"chunk_id,text\nabc,hello\n", bundle("chunks_for_rag.txt"),
-         ":1: not a corpus bundle"),
-    Case("bundle-parquet-garbage", "chunks.parquet", b"PAR1 not really", bundle("chunks.parquet"),
-         "not a corpus bundle: cannot read as parquet"),
+    Case(
+        "bundle-missing", "chunks_for_rag.txt", None, bundle("chunks_for_rag.txt"), "corpus bundle file does not exist"
+    ),
+    Case(
+        "bundle-empty", "chunks_for_rag.txt", b"", bundle("chunks_for_rag.txt"), "not a corpus bundle: no <sep>[SOURCE"
+    ),
+    Case(
+        "bundle-truncated-header",
+        "chunks_for_rag.txt",
+        text(GOOD_CHUNK + "<sep>[SOURCE:msf|PA"),
+        bundle("chunks_for_rag.txt"),
+        ":4: malformed header",
+    ),
+    Case(
+        "bundle-truncated-after-header",
+        "chunks_for_rag.txt",
+        text(GOOD_CHUNK + "<sep>[SOURCE:msf|PAGE:2]\n"),
+        bundle("chunks_for_rag.txt"),
+        ":4: empty chunk",
+    ),
+    Case(
+        "bundle-latin1",
+        "chunks_for_rag.txt",
+        text(GOOD_CHUNK).replace(b"oxytocin", b"oxytoc\xedn"),
+        bundle("chunks_for_rag.txt"),
+        ":1: bytes that are not UTF-8: byte 0xed at line 3",
+    ),
+    Case(
+        "bundle-csv-shaped",
+        "chunks_for_rag.txt",
+        b"chunk_id,text\nabc,hello\n",
+        bundle("chunks_for_rag.txt"),
+        ":1: not a corpus bundle",
+    ),
+    Case(
+        "bundle-parquet-garbage",
+        "chunks.parquet",
+        b"PAR1 not really",
+        bundle("chunks.parquet"),
+        "not a corpus bundle: cannot read as parquet",
+    ),
     # the nine upstream pools
     Case("medmcqa-missing", "validation.parquet", None, pool("medmcqa", "validation.parquet"), "does not exist"),
-    Case("medmcqa-truncated", "validation.parquet", lambda p: p.write_bytes(half(UP / "medmcqa/validation-sample-120.parquet")),
-         pool("medmcqa", "validation.parquet"), "cannot be read as .parquet"),
+    Case(
+        "medmcqa-truncated",
+        "validation.parquet",
+        lambda p: p.write_bytes(half(UP / "medmcqa/validation-sample-120.parquet")),
+        pool("medmcqa", "validation.parquet"),
+        "cannot be read as .parquet",
+    ),
     Case("medqa-empty", "test.jsonl", b"", pool("medqa_usmle", "test.jsonl"), "no records"),
-    Case("medqa-truncated", "test.jsonl",
-         lambda p: p.write_bytes(chop_last_line(UP / "medqa_usmle/us_4_options_test-sample-150.jsonl")),
-         pool("medqa_usmle", "test.jsonl"), "test.jsonl:150: not valid JSON"),
-    Case("afrimedqa-mcq-latin1", "afrimedqa.csv", lambda p: p.write_bytes(latin1(UP / "afrimedqa/afrimedqa_v2_sample_10.csv", 400)),
-         pool("afrimedqa_mcq", "afrimedqa.csv"), "bytes that are not UTF-8"),
-    Case("afrimedqa-saq-wrong-columns", "saq.csv", b"question,answer\nWhat?,That.\n", pool("afrimedqa_saq", "saq.csv"),
-         "missing column(s)"),
+    Case(
+        "medqa-truncated",
+        "test.jsonl",
+        lambda p: p.write_bytes(chop_last_line(UP / "medqa_usmle/us_4_options_test-sample-150.jsonl")),
+        pool("medqa_usmle", "test.jsonl"),
+        "test.jsonl:150: not valid JSON",
+    ),
+    Case(
+        "afrimedqa-mcq-latin1",
+        "afrimedqa.csv",
+        lambda p: p.write_bytes(latin1(UP / "afrimedqa/afrimedqa_v2_sample_10.csv", 400)),
+        pool("afrimedqa_mcq", "afrimedqa.csv"),
+        "bytes that are not UTF-8",
+    ),
+    Case(
+        "afrimedqa-saq-wrong-columns",
+        "saq.csv",
+        b"question,answer\nWhat?,That.\n",
+        pool("afrimedqa_saq", "saq.csv"),
+        "missing column(s)",
+    ),
     Case("kenya-empty", "vignettes.csv", b"", pool("kenya_vignettes", "vignettes.csv"), "empty CSV file"),
-    Case("kenya-truncated", "vignettes.csv", lambda p: p.write_bytes(chop_last_line(UP / "kenya_vignettes/vignettes-sample-60.csv")),
-         pool("kenya_vignettes", "vignettes.csv"), "where the header has"),
-    Case("whb-truncated", "whb.json", lambda p: p.write_bytes(half(UP / "whb/WHB_subset.json")), pool("whb", "whb.json"),
-         "not valid JSON"),
+    Case(
+        "kenya-truncated",
+        "vignettes.csv",
+        lambda p: p.write_bytes(chop_last_line(UP / "kenya_vignettes/vignettes-sample-60.csv")),
+        pool("kenya_vignettes", "vignettes.csv"),
+        "where the header has",
+    ),
+    Case(
+        "whb-truncated",
+        "whb.json",
+        lambda p: p.write_bytes(half(UP / "whb/WHB_subset.json")),
+        pool("whb", "whb.json"),
+        "not valid JSON",
+    ),
     Case("whb-object-not-list", "whb.json", b'{"question": "x"}', pool("whb", "whb.json"), "expected a JSON list"),
-    Case("oss-eval-latin1", "oss.jsonl", lambda p: p.write_bytes(latin1(UP / "healthbench/oss_eval-sample-40.jsonl")),
-         pool("healthbench_oss_eval", "oss.jsonl"), "oss.jsonl:1: bytes that are not UTF-8"),
-    Case("consensus-array-records", "consensus.jsonl", b"[1, 2]\n", pool("healthbench_consensus", "consensus.jsonl"),
-         "line 1: expected a JSON object"),
-    Case("hard-missing-key", "hard.jsonl", b'{"prompt_id": "x"}\n', pool("healthbench_hard", "hard.jsonl"),
-         "line 1: missing column(s)"),
+    Case(
+        "oss-eval-latin1",
+        "oss.jsonl",
+        lambda p: p.write_bytes(latin1(UP / "healthbench/oss_eval-sample-40.jsonl")),
+        pool("healthbench_oss_eval", "oss.jsonl"),
+        "oss.jsonl:1: bytes that are not UTF-8",
+    ),
+    Case(
+        "consensus-array-records",
+        "consensus.jsonl",
+        b"[1, 2]\n",
+        pool("healthbench_consensus", "consensus.jsonl"),
+        "line 1: expected a JSON object",
+    ),
+    Case(
+        "hard-missing-key",
+        "hard.jsonl",
+        b'{"prompt_id": "x"}\n',
+        pool("healthbench_hard", "hard.jsonl"),
+        "line 1: missing column(s)",
+    ),
     # the HealthBench meta-evaluation file (calibration side-file)
-    Case("meta-eval-empty", "meta.jsonl", b"\n", lambda d: (lambda: read_meta_eval(d / "meta.jsonl")), "meta.jsonl: no rows"),
-    Case("meta-eval-latin1", "meta.jsonl", b'{"prompt_id": "caf\xe9"}\n', lambda d: (lambda: read_meta_eval(d / "meta.jsonl")),
-         "meta.jsonl:1: bytes that are not UTF-8"),
+    Case(
+        "meta-eval-empty",
+        "meta.jsonl",
+        b"\n",
+        lambda d: lambda: read_meta_eval(d / "meta.jsonl"),
+        "meta.jsonl: no rows",
+    ),
+    Case(
+        "meta-eval-latin1",
+        "meta.jsonl",
+        b'{"prompt_id": "caf\xe9"}\n',
+        lambda d: lambda: read_meta_eval(d / "meta.jsonl"),
+        "meta.jsonl:1: bytes that are not UTF-8",
+    ),
     # the robustness track's abbreviation table (robustness.abbreviations)
-    Case("abbreviations-latin1", "abbreviations.tsv", b"long_form\tshort_form\nblood pressure\tBP\ncaf\xe9\tcf\n",
-         lambda d: (lambda: load_table(d / "abbreviations.tsv")), "abbreviations.tsv:3: bytes that are not UTF-8"),
+    Case(
+        "abbreviations-latin1",
+        "abbreviations.tsv",
+        b"long_form\tshort_form\nblood pressure\tBP\ncaf\xe9\tcf\n",
+        lambda d: lambda: load_table(d / "abbreviations.tsv"),
+        "abbreviations.tsv:3: bytes that are not UTF-8",
+    ),
     # BEIR folders through `mama-pipeline eval audit`
     Case("beir-missing", "beir", None, audit(), "BEIR folder does not exist"),
     Case("beir-empty-corpus", "beir", beir_with("corpus.jsonl", b""), audit(), "corpus.jsonl: no corpus records"),
-    Case("beir-truncated-corpus", "beir", beir_with("corpus.jsonl", b'{"_id": "d1", "text": "abc"}\n{"_id": "d2", "te'),
-         audit(), "corpus.jsonl:2: not valid JSON"),
-    Case("beir-latin1-queries", "beir", beir_with("queries.jsonl", b'{"_id": "q1", "text": "caf\xe9"}\n'), audit(),
-         "queries.jsonl:1: bytes that are not UTF-8"),
-    Case("beir-qrels-wrong-header", "beir", beir_with("qrels/test.tsv", b"qid docid rel\nq1 d1 1\n"), audit(),
-         "test.tsv:1: header must be"),
+    Case(
+        "beir-truncated-corpus",
+        "beir",
+        beir_with("corpus.jsonl", b'{"_id": "d1", "text": "abc"}\n{"_id": "d2", "te'),
+        audit(),
+        "corpus.jsonl:2: not valid JSON",
+    ),
+    Case(
+        "beir-latin1-queries",
+        "beir",
+        beir_with("queries.jsonl", b'{"_id": "q1", "text": "caf\xe9"}\n'),
+        audit(),
+        "queries.jsonl:1: bytes that are not UTF-8",
+    ),
+    Case(
+        "beir-qrels-wrong-header",
+        "beir",
+        beir_with("qrels/test.tsv", b"qid docid rel\nq1 d1 1\n"),
+        audit(),
+        "test.tsv:1: header must be",
+    ),
     Case("beir-qrels-empty", "beir", beir_with("qrels/test.tsv", b""), audit(), "test.tsv: empty qrels file"),
     Case("beir-parquet-garbage", "beir", beir_parquet_with_bad_corpus, audit(), "cannot be read as parquet"),
     # TREC runs and qrels through `mama-pipeline eval trec`
-    Case("run-missing", "trec", trec_files(**{"run.txt": None}), trec("trec/run.txt", "trec/qrels.txt"),
-         "run.txt: run file does not exist"),
-    Case("run-empty", "trec", trec_files(**{"run.txt": b""}), trec("trec/run.txt", "trec/qrels.txt"),
-         "run.txt: empty run file"),
-    Case("run-truncated", "trec", trec_files(**{"run.txt": text(RUN + "q1 Q0 d3 3")}), trec("trec/run.txt", "trec/qrels.txt"),
-         "run.txt:3: expected 6 fields"),
-    Case("run-latin1", "trec", trec_files(**{"run.txt": text(RUN) + b"q2 Q0 d\xe9 1 1.0 bm25\n"}),
-         trec("trec/run.txt", "trec/qrels.txt"), "run.txt:3: bytes that are not UTF-8"),
-    Case("run-bad-score", "trec", trec_files(**{"run.txt": b"q1 Q0 d1 1 high bm25\n"}), trec("trec/run.txt", "trec/qrels.txt"),
-         "run.txt:1: rank '1' must be an integer and score 'high' a number"),
-    Case("qrels-missing", "trec", trec_files(**{"qrels.txt": None}), trec("trec/run.txt", "trec/qrels.txt"),
-         "qrels.txt: qrels file does not exist"),
-    Case("qrels-empty", "trec", trec_files(**{"qrels.txt": b"\n\n"}), trec("trec/run.txt", "trec/qrels.txt"),
-         "qrels.txt: empty qrels file"),
-    Case("qrels-graded-as-text", "trec", trec_files(**{"qrels.txt": b"q1 0 d1 relevant\n"}), trec("trec/run.txt", "trec/qrels.txt"),
-         "qrels.txt:1: relevance 'relevant' is not an integer"),
+    Case(
+        "run-missing",
+        "trec",
+        trec_files(**{"run.txt": None}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "run.txt: run file does not exist",
+    ),
+    Case(
+        "run-empty",
+        "trec",
+        trec_files(**{"run.txt": b""}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "run.txt: empty run file",
+    ),
+    Case(
+        "run-truncated",
+        "trec",
+        trec_files(**{"run.txt": text(RUN + "q1 Q0 d3 3")}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "run.txt:3: expected 6 fields",
+    ),
+    Case(
+        "run-latin1",
+        "trec",
+        trec_files(**{"run.txt": text(RUN) + b"q2 Q0 d\xe9 1 1.0 bm25\n"}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "run.txt:3: bytes that are not UTF-8",
+    ),
+    Case(
+        "run-bad-score",
+        "trec",
+        trec_files(**{"run.txt": b"q1 Q0 d1 1 high bm25\n"}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "run.txt:1: rank '1' must be an integer and score 'high' a number",
+    ),
+    Case(
+        "qrels-missing",
+        "trec",
+        trec_files(**{"qrels.txt": None}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "qrels.txt: qrels file does not exist",
+    ),
+    Case(
+        "qrels-empty",
+        "trec",
+        trec_files(**{"qrels.txt": b"\n\n"}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "qrels.txt: empty qrels file",
+    ),
+    Case(
+        "qrels-graded-as-text",
+        "trec",
+        trec_files(**{"qrels.txt": b"q1 0 d1 relevant\n"}),
+        trec("trec/run.txt", "trec/qrels.txt"),
+        "qrels.txt:1: relevance 'relevant' is not an integer",
+    ),
     # imported run files (retriever kind imported) through `mama-pipeline eval beir`
-    Case("imported-trec-several-problems", "imported", imported_run("run.trec", trec_run_with_problems),
-         imported("run.trec"), "run.trec:line 2: unknown chunk id 'nope' (and 3 more problems)"),
-    Case("imported-trec-latin1", "imported", imported_run("run.trec", lambda p: p.write_bytes(
-        text(f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n") + b"q\xe9 Q0 d 2 1.0 a\n")), imported("run.trec"),
-         "run.trec:2: bytes that are not UTF-8: byte 0xe9 at column 2"),
-    Case("imported-parquet-several-problems", "imported", imported_run("run.parquet", parquet_run_with_problems),
-         imported("run.parquet"), "run.parquet:row 2: unknown chunk id 'nope' (and 2 more problems)"),
+    Case(
+        "imported-trec-several-problems",
+        "imported",
+        imported_run("run.trec", trec_run_with_problems),
+        imported("run.trec"),
+        "run.trec:line 2: unknown chunk id 'nope' (and 3 more problems)",
+    ),
+    Case(
+        "imported-trec-latin1",
+        "imported",
+        imported_run(
+            "run.trec", lambda p: p.write_bytes(text(f"{BEIR_QUERY} Q0 {BEIR_DOC} 1 2.0 a\n") + b"q\xe9 Q0 d 2 1.0 a\n")
+        ),
+        imported("run.trec"),
+        "run.trec:2: bytes that are not UTF-8: byte 0xe9 at column 2",
+    ),
+    Case(
+        "imported-parquet-several-problems",
+        "imported",
+        imported_run("run.parquet", parquet_run_with_problems),
+        imported("run.parquet"),
+        "run.parquet:row 2: unknown chunk id 'nope' (and 2 more problems)",
+    ),
     # release folders through `mama-pipeline verify`
     Case("release-missing", "release", None, verify(), "release folder does not exist"),
     Case("release-no-manifest", "release", release_with(None), verify(), "no manifest"),
     Case("release-manifest-empty", "release", release_with(b""), verify(), "manifest.json:1: not valid JSON"),
-    Case("release-manifest-truncated", "release", release_with(b'{"files": {"data.jsonl": {"sha256": "ab'), verify(),
-         "manifest.json:1: not valid JSON"),
-    Case("release-manifest-latin1", "release", release_with(b'{"files": {"caf\xe9.jsonl": "00"}}'), verify(),
-         "manifest.json:1: bytes that are not UTF-8"),
-    Case("release-manifest-files-list", "release", release_with(b'{"files": ["data.jsonl"]}'), verify(),
-         "'files' must map file paths"),
+    Case(
+        "release-manifest-truncated",
+        "release",
+        release_with(b'{"files": {"data.jsonl": {"sha256": "ab'),
+        verify(),
+        "manifest.json:1: not valid JSON",
+    ),
+    Case(
+        "release-manifest-latin1",
+        "release",
+        release_with(b'{"files": {"caf\xe9.jsonl": "00"}}'),
+        verify(),
+        "manifest.json:1: bytes that are not UTF-8",
+    ),
+    Case(
+        "release-manifest-files-list",
+        "release",
+        release_with(b'{"files": ["data.jsonl"]}'),
+        verify(),
+        "'files' must map file paths",
+    ),
     # configuration files through `mama-pipeline eval export --config`
     Case("config-missing", "config.yaml", None, config(), "configuration file does not exist"),
-    Case("config-truncated", "config.yaml", b"corpus:\n  on_bad_chunk: skip\n  tiers: {high: {quota: 3, sources: [a, b",
-         config(), "config.yaml:3: configuration file is not valid YAML"),
-    Case("config-latin1", "config.yaml", b"corpus:\n  bundle: caf\xe9.txt\n", config(),
-         "config.yaml:2: bytes that are not UTF-8"),
+    Case(
+        "config-truncated",
+        "config.yaml",
+        b"corpus:\n  on_bad_chunk: skip\n  tiers: {high: {quota: 3, sources: [a, b",
+        config(),
+        "config.yaml:3: configuration file is not valid YAML",
+    ),
+    Case(
+        "config-latin1",
+        "config.yaml",
+        b"corpus:\n  bundle: caf\xe9.txt\n",
+        config(),
+        "config.yaml:2: bytes that are not UTF-8",
+    ),
     Case("config-empty", "config.yaml", b"# settings to come\n", config(), "config.yaml: configuration file is empty"),
     Case("config-list", "config.yaml", b"- corpus\n- judging\n", config(), "top level must be a mapping, not list"),
     Case("config-unknown-key", "config.yaml", b"corpus:\n  bundel: x.txt\n", config(), "key 'corpus.bundel'"),
-    Case("config-wrong-type", "config.yaml", b"corpus:\n  min_body_words: many\n  on_bad_chunk: sometimes\n", config(),
-         "key 'corpus.min_body_words'"),
+    Case(
+        "config-wrong-type",
+        "config.yaml",
+        b"corpus:\n  min_body_words: many\n  on_bad_chunk: sometimes\n",
+        config(),
+        "key 'corpus.min_body_words'",
+    ),
     # Label Studio exports and servers of the clinician loop
-    Case("ls-export-result-not-object", "export.json",
-         ls_export(lambda t: t[1]["annotations"][0].update(result=["yes"])), clinician_labels,
-         "task 1 (id 2), annotation 0: a result entry is not an object"),
-    Case("ls-export-string-task-id", "export.json", ls_export(lambda t: t[0].update(id="t-1")), clinician_labels,
-         "task 0 (id 't-1'): task id 't-1' is not int"),
-    Case("ls-export-string-annotation-id", "export.json", ls_export(lambda t: t[3]["annotations"][0].update(id="a-4")),
-         clinician_labels, "task 3 (id 4), annotation 0: annotation id 'a-4' is not int"),
-    Case("ls-export-data-disagrees-with-key", "export.json",
-         ls_export(lambda t: t[2]["data"].update(query_id="q_00001")), clinician_labels,
-         "task 2 (id 3): data (query_id 'q_00001', chunk_id 'cccccccccccccccc') disagrees with its task_key "
-         "'relevance:q_00003:cccccccccccccccc'"),
-    Case("ls-server-answers-html", "page.html", text(BAD_GATEWAY), label_studio_at_web_page,
-         "GET /api/current-user/whoami failed with HTTP 502 (text/html): '<html> <head><title>502 Bad Gateway"),
+    Case(
+        "ls-export-result-not-object",
+        "export.json",
+        ls_export(lambda t: t[1]["annotations"][0].update(result=["yes"])),
+        clinician_labels,
+        "task 1 (id 2), annotation 0: a result entry is not an object",
+    ),
+    Case(
+        "ls-export-string-task-id",
+        "export.json",
+        ls_export(lambda t: t[0].update(id="t-1")),
+        clinician_labels,
+        "task 0 (id 't-1'): task id 't-1' is not int",
+    ),
+    Case(
+        "ls-export-string-annotation-id",
+        "export.json",
+        ls_export(lambda t: t[3]["annotations"][0].update(id="a-4")),
+        clinician_labels,
+        "task 3 (id 4), annotation 0: annotation id 'a-4' is not int",
+    ),
+    Case(
+        "ls-export-data-disagrees-with-key",
+        "export.json",
+        ls_export(lambda t: t[2]["data"].update(query_id="q_00001")),
+        clinician_labels,
+        "task 2 (id 3): data (query_id 'q_00001', chunk_id 'cccccccccccccccc') disagrees with its task_key "
+        "'relevance:q_00003:cccccccccccccccc'",
+    ),
+    Case(
+        "ls-server-answers-html",
+        "page.html",
+        text(BAD_GATEWAY),
+        label_studio_at_web_page,
+        "GET /api/current-user/whoami failed with HTTP 502 (text/html): '<html> <head><title>502 Bad Gateway",
+    ),
 ]
 
 
@@ -332,7 +577,11 @@ def test_the_sweep_covers_every_kind_of_bad_input():
     assert {"bundle", "beir", "run", "qrels", "release", "config"} <= kinds
     assert {getattr(c.run, "pool", None) for c in CASES} - {None} == set(POOL_BY_NAME)  # all nine pools
     assert {kind for c in CASES for kind in ("missing", "empty", "truncated", "latin1") if kind in c.id} == {
-        "missing", "empty", "truncated", "latin1"}
+        "missing",
+        "empty",
+        "truncated",
+        "latin1",
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -373,8 +622,9 @@ def test_materialize_reports_a_bad_configuration_before_running_anything(tmp_pat
     assert err.startswith(f"mama-pipeline: error: {config}:2: configuration file is not valid YAML") and "\n" not in err
 
 
-@pytest.mark.parametrize("select, reason", [("a,b", "Invalid selection string"),
-                                             ("no_such_asset", "['no_such_asset'] were selected")])
+@pytest.mark.parametrize(
+    "select, reason", [("a,b", "Invalid selection string"), ("no_such_asset", "['no_such_asset'] were selected")]
+)
 def test_materialize_refuses_a_bad_selection_in_one_line(tmp_path, monkeypatch, capsys, select, reason):
     monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
     assert cli_main(["materialize", "--select", select, "--executor", "in_process"]) == 2

@@ -1,4 +1,5 @@
 """Configured paths: bundled defaults resolve against the package, paths a user writes against the user's file."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,9 +10,9 @@ import mama_pipeline
 from mama_pipeline.calibration.meta_eval import locate as locate_meta_eval
 from mama_pipeline.corpus.bundle import load_bundle
 from mama_pipeline.corpus.location import resolve_bundle
+from mama_pipeline.corpus.watch import bundle_fingerprint
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.sources import SourceError, load_pool
-from mama_pipeline.corpus.watch import bundle_fingerprint
 from mama_pipeline.settings import load_settings
 
 PACKAGE = Path(mama_pipeline.__file__).resolve().parent
@@ -39,7 +40,8 @@ def test_paths_the_user_writes_resolve_against_the_users_file(tmp_path):
     folder = tmp_path / "project"
     (folder / "up").mkdir(parents=True)
     (folder / "up" / "oss.jsonl").write_bytes(
-        (PACKAGE / "sample_data/upstream/healthbench/oss_eval-sample-40.jsonl").read_bytes())
+        (PACKAGE / "sample_data/upstream/healthbench/oss_eval-sample-40.jsonl").read_bytes()
+    )
     config = folder / "config.yaml"
     config.write_text(
         "corpus:\n  bundle: corpus/chunks_for_rag.txt\n"
@@ -50,8 +52,9 @@ def test_paths_the_user_writes_resolve_against_the_users_file(tmp_path):
     s = load_settings(config)
     assert s.resolve(s.corpus.bundle) == folder / "corpus" / "chunks_for_rag.txt"
     assert resolve_bundle(s.corpus.bundle, Path(s.config_dir)).path == folder / "corpus" / "chunks_for_rag.txt"
-    oss = load_pool(next(p for p in POOLS if p.name == "healthbench_oss_eval"), s.mamabench.sources.healthbench_oss_eval,
-                    s.resolve)
+    oss = load_pool(
+        next(p for p in POOLS if p.name == "healthbench_oss_eval"), s.mamabench.sources.healthbench_oss_eval, s.resolve
+    )
     assert oss.files[0].path == folder / "up" / "oss.jsonl"
     with pytest.raises(SourceError, match=f"source file {folder / 'up' / 'missing.parquet'} does not exist"):
         load_pool(next(p for p in POOLS if p.name == "medmcqa"), s.mamabench.sources.medmcqa, s.resolve)
@@ -63,7 +66,12 @@ def test_paths_the_user_writes_resolve_against_the_users_file(tmp_path):
 def test_the_released_v02_tiers_name_all_nineteen_sources():
     s = load_settings(REPO / "config" / "mamaretrieval-v0.2.yaml")
     tiers = {name: (t.quota, len(t.sources)) for name, t in s.corpus.tiers.items()}
-    assert tiers == {"very_high": (520, 3), "high": (285, 8), "moderate_high": (225, 1), "moderate": (173, 6),
-                     "low_moderate": (113, 1)}
+    assert tiers == {
+        "very_high": (520, 3),
+        "high": (285, 8),
+        "moderate_high": (225, 1),
+        "moderate": (173, 6),
+        "low_moderate": (113, 1),
+    }
     assert sum(s.corpus.quota_of().values()) == 5_216
     assert "icm-essential-competencies-for-midwifery-practice" in s.corpus.tiers["moderate"].sources

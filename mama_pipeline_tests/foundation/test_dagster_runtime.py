@@ -1,11 +1,11 @@
 """Definitions load fast and light; parallel steps share the store; secrets stay out of every record."""
+
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 from pathlib import Path
-
 
 from mama_pipeline.store import Store
 
@@ -24,9 +24,17 @@ def test_definitions_validate_without_heavy_imports(tmp_path):
     out = run_dagster(["definitions", "validate", "-m", "mama_pipeline.definitions"], tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     probe = subprocess.run(
-        [sys.executable, "-c", "import sys, mama_pipeline.definitions; "
-         "print(sorted(m for m in ('torch','pyserini','faiss','sentence_transformers') if m in sys.modules))"],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import sys, mama_pipeline.definitions; "
+            "print(sorted(m for m in ('torch','pyserini','faiss','sentence_transformers') if m in sys.modules))",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert probe.stdout.strip() == "[]", probe.stderr[-2000:]
 
 
@@ -39,8 +47,17 @@ def test_wrong_config_key_fails_at_load_with_key_named(tmp_path):
 
 
 def test_two_independent_assets_materialise_in_parallel_processes(tmp_path):
-    out = run_dagster(["asset", "materialize", "-m", "mama_pipeline_tests.foundation.parallel_defs",
-                       "--select", "left_table,right_table"], tmp_path)
+    out = run_dagster(
+        [
+            "asset",
+            "materialize",
+            "-m",
+            "mama_pipeline_tests.foundation.parallel_defs",
+            "--select",
+            "left_table,right_table",
+        ],
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "multiprocess" in out.stderr
     store = Store(tmp_path / "data" / "mama.duckdb")
@@ -51,11 +68,18 @@ def test_two_independent_assets_materialise_in_parallel_processes(tmp_path):
 def test_api_key_never_reaches_store_logs_or_metadata(tmp_path, fake_llm):
     secret = "sk-test-SECRET-4f9a1c7e"
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"llm:\n  judge:\n    base_urls: [{fake_llm.url}]\n    model: fake\n    api_key_env: MAMA_TEST_KEY\n")
-    out = run_dagster(["asset", "materialize", "-m", "mama_pipeline_tests.foundation.parallel_defs",
-                       "--select", "llm_probe"], tmp_path, MAMA_CONFIG=str(cfg), MAMA_TEST_KEY=secret)
+    cfg.write_text(
+        f"llm:\n  judge:\n    base_urls: [{fake_llm.url}]\n    model: fake\n    api_key_env: MAMA_TEST_KEY\n"
+    )
+    out = run_dagster(
+        ["asset", "materialize", "-m", "mama_pipeline_tests.foundation.parallel_defs", "--select", "llm_probe"],
+        tmp_path,
+        MAMA_CONFIG=str(cfg),
+        MAMA_TEST_KEY=secret,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     import hashlib
+
     assert hashlib.sha256(secret.encode()).hexdigest()[:12] in fake_llm.stats()["bearer_digests"]  # it was sent
     assert secret not in out.stdout + out.stderr
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "cfg.yaml"]

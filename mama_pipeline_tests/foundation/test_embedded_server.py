@@ -1,4 +1,5 @@
 """One real call to the embedded llama.cpp server (SmolLM2-135M from its wheel)."""
+
 from __future__ import annotations
 
 import urllib.request
@@ -24,8 +25,13 @@ def test_embedded_server_answers_schema_valid_json_and_stops(store, tmp_path):
     tpl = PromptTemplate(id="smoke", system="Classify the clinical topic.", user="Question: {q}\nAnswer in JSON.")
     with embedded_server(settings, tmp_path / "server.log") as url:
         client = LLMClient(
-            "classifier", StageSettings(max_tokens=128), store, endpoint=endpoint_identity(settings),
-            model=settings.model_alias, resolve_urls=lambda: [url], smoke_test=True,
+            "classifier",
+            StageSettings(max_tokens=128),
+            store,
+            endpoint=endpoint_identity(settings),
+            model=settings.model_alias,
+            resolve_urls=lambda: [url],
+            smoke_test=True,
         )
         report = client.run(tpl, Scope, [LLMRequest("q1", tpl.render(q="How is postpartum haemorrhage treated?"))])
     (res,) = report.results

@@ -1,4 +1,5 @@
 """Endpoint outages, error bodies and parse-failure re-asks, against the fault-injecting server."""
+
 from __future__ import annotations
 
 import threading
@@ -7,8 +8,8 @@ import time
 import pytest
 
 from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV, LLMRequest
-from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.foundation.test_llm_client import TEMPLATE, Verdict, ask
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 OUTAGE = dict(max_retries=0, backoff_base_s=0.05, backoff_max_s=0.5, concurrency=4)
 
@@ -19,12 +20,14 @@ def requests(n: int, tag: str) -> list[LLMRequest]:
 
 def outage_after(server, answered: int, down_s: float) -> threading.Thread:
     """Stop ``server`` once it has answered ``answered`` calls, restart it ``down_s`` later."""
+
     def run() -> None:
         while server.stats()["chat_calls"] < answered:
             time.sleep(0.02)
         server.stop()
         time.sleep(down_s)
         server.start()
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
@@ -116,7 +119,13 @@ def test_the_command_option_makes_the_runs_reask_parse_failures(monkeypatch):
     seen: list[tuple[str, str | None]] = []
     monkeypatch.setenv(RETRY_PARSE_FAILED_ENV, "0")  # recorded, so the variable the command sets is undone afterwards
     monkeypatch.delenv(RETRY_PARSE_FAILED_ENV)
-    monkeypatch.setattr(cli, "materialize", lambda select, executor="multiprocess", run_config=None: seen.append((select, os.environ.get(RETRY_PARSE_FAILED_ENV))) or 0)
+    monkeypatch.setattr(
+        cli,
+        "materialize",
+        lambda select, executor="multiprocess", run_config=None: (
+            seen.append((select, os.environ.get(RETRY_PARSE_FAILED_ENV))) or 0
+        ),
+    )
     assert cli.main(["materialize", "--select", "judged_labels"]) == 0
     assert cli.main(["materialize", "--select", "judged_labels", "--retry-parse-failed"]) == 0
     assert seen == [("judged_labels", None), ("judged_labels", "1")]

@@ -1,4 +1,5 @@
 """The lean HTTP transport under the openai client: keep-alive reuse, framing, and httpx's errors for every failure."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +21,7 @@ class RawServer:
         self.requests = 0
         self.server: asyncio.Server | None = None
 
-    async def __aenter__(self) -> "RawServer":
+    async def __aenter__(self) -> RawServer:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1"
         return self
@@ -34,8 +35,14 @@ class RawServer:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 body = await reader.readexactly(length)
                 self.requests += 1
                 answer, close = self.script(self.requests, body)
@@ -53,8 +60,14 @@ class RawServer:
 
 def ok(payload: dict, extra: bytes = b"") -> bytes:
     data = json.dumps(payload).encode()
-    return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: " + str(len(data)).encode()
-            + b"\r\n" + extra + b"\r\n" + data)
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+        + str(len(data)).encode()
+        + b"\r\n"
+        + extra
+        + b"\r\n"
+        + data
+    )
 
 
 def client_for(url: str, timeout_s: float = 5.0) -> openai.AsyncOpenAI:
@@ -98,10 +111,13 @@ def test_answers_reuse_kept_alive_connections_and_send_the_body_intact():
     async def main():
         async with RawServer(script) as server:
             client = client_for(server.url)
-            out = [await client.post("/chat/completions", content=json.dumps({"i": i}).encode(), cast_to=object)
-                   for i in range(5)]
-            out += await asyncio.gather(*(client.post("/chat/completions", content=b'{"i": 9}', cast_to=object)
-                                          for _ in range(3)))
+            out = [
+                await client.post("/chat/completions", content=json.dumps({"i": i}).encode(), cast_to=object)
+                for i in range(5)
+            ]
+            out += await asyncio.gather(
+                *(client.post("/chat/completions", content=b'{"i": 9}', cast_to=object) for _ in range(3))
+            )
             await client.close()
             return out, server.connections
 
@@ -128,8 +144,10 @@ def test_a_connection_the_server_closed_after_answering_is_replaced():
 def test_chunked_and_gzip_answers_are_decoded():
     data = gzip.compress(json.dumps({"answer": "B"}).encode())
     chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (data[:7], data[7:])) + b"0\r\n\r\n"
-    answer = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
-              b"transfer-encoding: chunked\r\n\r\n" + chunked)
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+        b"transfer-encoding: chunked\r\n\r\n" + chunked
+    )
 
     assert run(post_once(answer)) == {"answer": "B"}
 
@@ -142,10 +160,13 @@ def test_http_errors_keep_their_status_for_the_retry_rules():
     assert exc.value.response.headers["retry-after"] == "2"
 
 
-@pytest.mark.parametrize("answer", [
-    b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"cut",  # cut off mid-body
-    b"not http at all\r\n\r\n",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{"cut',  # cut off mid-body
+        b"not http at all\r\n\r\n",
+    ],
+)
 def test_cut_or_malformed_answers_are_connection_errors_never_values(answer):
     with pytest.raises(openai.APIConnectionError) as exc:
         run(post_once(answer, close=True))

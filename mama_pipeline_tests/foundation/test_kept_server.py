@@ -1,4 +1,5 @@
 """One embedded server kept for every step of an in-process run (model loaded once, prompt cache kept)."""
+
 from __future__ import annotations
 
 import urllib.request
@@ -24,7 +25,9 @@ def test_runs_do_not_nest():
 @pytest.mark.slow
 def test_steps_of_a_run_share_one_server_which_stops_with_the_run(tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
-    config.write_text(f"data_dir: {tmp_path / 'data'}\nllm:\n  embedded_server: {{n_parallel: 1, n_ctx: 2048, threads: 1}}\n")
+    config.write_text(
+        f"data_dir: {tmp_path / 'data'}\nllm:\n  embedded_server: {{n_parallel: 1, n_ctx: 2048, threads: 1}}\n"
+    )
     llm = LLMResource(settings=SettingsResource(config_path=str(config)))
     with kept_for_the_run():
         urls = []
@@ -49,7 +52,11 @@ def test_auto_threads_are_the_cores_left_idle():
     assert free_cores((100, 1000), (110, 1200), 2) == 1  # busy machine: still one thread
     assert free_cores((100, 1000), (100, 1000), 2) == 2  # no time passed: nothing seen busy
     assert resolve_threads(EmbeddedServerSettings(threads=3)) == 3
-    assert 1 <= resolve_threads(EmbeddedServerSettings(threads="auto"), sample_s=0.05) <= len(__import__("os").sched_getaffinity(0))
+    assert (
+        1
+        <= resolve_threads(EmbeddedServerSettings(threads="auto"), sample_s=0.05)
+        <= len(__import__("os").sched_getaffinity(0))
+    )
     with pytest.raises(ValueError):
         EmbeddedServerSettings(threads=0)
     with pytest.raises(ValueError):

@@ -1,4 +1,5 @@
 """The shared LLM client against a real local HTTP server that injects faults."""
+
 from __future__ import annotations
 
 import time
@@ -93,7 +94,9 @@ def test_schema_violation_is_reasked(make_client, fake_llm):
     report, calls = calls_during(fake_llm, lambda: ask(make_client(parse_retries=1), "[[fault:schemax1]] g"))
     assert calls == 2 and report.results[0].ok
     report, calls = calls_during(fake_llm, lambda: ask(make_client(parse_retries=1), "[[fault:schema]] h"))
-    assert calls == 2 and report.results[0].status == "parse_failed" and "violates the schema" in report.results[0].error
+    assert (
+        calls == 2 and report.results[0].status == "parse_failed" and "violates the schema" in report.results[0].error
+    )
 
 
 def test_cache_key_covers_template_and_model_not_runtime_knobs(make_client, fake_llm):
@@ -128,8 +131,9 @@ def test_server_side_reasoning_channel_is_captured(make_client, fake_llm):
         label: int
 
     tpl = PromptTemplate(id="bare", system="s", user="{text}")
-    report = make_client(reasoning="server").run(tpl, Bare, [
-        LLMRequest("x", tpl.render(text="r [[reasoning]]")), LLMRequest("y", tpl.render(text="none"))])
+    report = make_client(reasoning="server").run(
+        tpl, Bare, [LLMRequest("x", tpl.render(text="r [[reasoning]]")), LLMRequest("y", tpl.render(text="none"))]
+    )
     with_channel, without = report.results
     assert with_channel.ok and with_channel.reasoning == "server-side reasoning before the verdict"
     assert without.ok and without.reasoning is None

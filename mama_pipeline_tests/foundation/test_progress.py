@@ -1,11 +1,11 @@
 """The shared progress helper: lines in Dagster run logs, a tqdm bar in a terminal, lines in a pipe."""
+
 import io
 import time
 
 import dagster as dg
 import pytest
 
-from mama_pipeline.common import progress
 from mama_pipeline.common.progress import progress_line, track
 
 
@@ -79,21 +79,33 @@ def test_beir_retriever_progress_estimates_only_from_the_encoders_own_count(monk
     lines: list[str] = []
 
     def logged(label, total, unit="items", **kw):  # every update logged; no heartbeat thread
-        return track(label, total, unit, log=lines.append, every_s=0,
-                     **{k: v for k, v in kw.items() if k not in ("heartbeat", "every_s", "log")})
+        return track(
+            label,
+            total,
+            unit,
+            log=lines.append,
+            every_s=0,
+            **{k: v for k, v in kw.items() if k not in ("heartbeat", "every_s", "log")},
+        )
 
     monkeypatch.setattr(beir_evaluation, "track", logged)
     monkeypatch.setattr(embedding_cache, "track", logged)
     monkeypatch.setattr(embedding_cache, "PROGRESS_EVERY_TEXTS", 2)  # 8 chunks: four counts per encoding
-    settings = RetrievalSettings.model_validate({"retrievers": [
-        {"name": "minilm", "kind": "dense"},
-        {"name": "minilm-prompted", "kind": "dense", "params": {"document_prompt": "passage: "}},
-    ]})
+    settings = RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {"name": "minilm", "kind": "dense"},
+                {"name": "minilm-prompted", "kind": "dense", "params": {"document_prompt": "passage: "}},
+            ]
+        }
+    )
     store = Store(tmp_path / "mama.duckdb")
-    env = lambda load: RetrievalEnv(store=store, work_dir=tmp_path, resolve=lambda p: p, load_rankings=load,
-                                    log=lambda _m: None)
-    rankings, _ = beir_evaluation.run_registry(["minilm", "minilm-prompted"], chunks_frame(), queries_frame(), 3,
-                                               settings, env)
+    env = lambda load: RetrievalEnv(
+        store=store, work_dir=tmp_path, resolve=lambda p: p, load_rankings=load, log=lambda _m: None
+    )
+    rankings, _ = beir_evaluation.run_registry(
+        ["minilm", "minilm-prompted"], chunks_frame(), queries_frame(), 3, settings, env
+    )
     assert set(rankings["retriever"]) == {"minilm", "minilm-prompted"}
     counted = [line for line in lines if " retrievers" in line]
     assert [line.split(": ")[1].split(",")[0] for line in counted] == ["1/2 retrievers", "2/2 retrievers"]

@@ -1,4 +1,5 @@
 """The locked DuckDB store: atomic table and partition replacement, DDL enforcement."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -20,8 +21,16 @@ def test_partition_replace_is_atomic_and_isolated(store):
 
 def test_failed_write_leaves_previous_table_intact(store):
     def row(key, stage):
-        return pl.DataFrame({"cache_key": [key], "stage": [stage], "item_id": ["i"], "error": ["e"],
-                             "attempts": [1], "created_at": [datetime(2026, 1, 1)]})
+        return pl.DataFrame(
+            {
+                "cache_key": [key],
+                "stage": [stage],
+                "item_id": ["i"],
+                "error": ["e"],
+                "attempts": [1],
+                "created_at": [datetime(2026, 1, 1)],
+            }
+        )
 
     store.write_table("llm_failures", row("k", "judge"))
     with pytest.raises(Exception, match="NOT NULL"):
@@ -50,11 +59,21 @@ def test_writers_in_several_processes_interleave(tmp_path):
 
 def test_a_partitioned_table_from_an_older_ddl_gains_the_new_columns(store):
     with store.connect(write=True) as con:  # judged_labels as created before judge identities were recorded
-        con.execute("CREATE TABLE judged_labels (query_id VARCHAR NOT NULL, chunk_id VARCHAR NOT NULL, "
-                    "status VARCHAR NOT NULL, reused BOOLEAN NOT NULL, judge_model VARCHAR, _partition VARCHAR NOT NULL)")
+        con.execute(
+            "CREATE TABLE judged_labels (query_id VARCHAR NOT NULL, chunk_id VARCHAR NOT NULL, "
+            "status VARCHAR NOT NULL, reused BOOLEAN NOT NULL, judge_model VARCHAR, _partition VARCHAR NOT NULL)"
+        )
         con.execute("INSERT INTO judged_labels VALUES ('q1', 'c1', 'labelled', false, 'm', 'shard_000')")
-    new = pl.DataFrame({"query_id": ["q2"], "chunk_id": ["c2"], "status": ["labelled"], "reused": [False],
-                        "judge_model": ["m"], "judge_identity": ["abc"]})
+    new = pl.DataFrame(
+        {
+            "query_id": ["q2"],
+            "chunk_id": ["c2"],
+            "status": ["labelled"],
+            "reused": [False],
+            "judge_model": ["m"],
+            "judge_identity": ["abc"],
+        }
+    )
     store.write_table("judged_labels", new, partition="shard_001")
     rows = store.query("select query_id, judge_identity, _partition from judged_labels order by 1").rows()
     assert rows == [("q1", None, "shard_000"), ("q2", "abc", "shard_001")]

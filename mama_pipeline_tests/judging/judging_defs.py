@@ -1,11 +1,12 @@
 """Test-only definitions: the judging group over synthetic upstream assets and the real resources."""
+
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
 from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 

@@ -1,4 +1,5 @@
 """The judging group end to end: shards in parallel Dagster processes, then gather, checks and audits."""
+
 import os
 import subprocess
 import sys
@@ -20,8 +21,14 @@ SHARDS = ["shard_000", "shard_001", "shard_002", "shard_003"]
 
 
 def dagster_cli(args, env):
-    return subprocess.Popen([DAGSTER, "asset", "materialize", "-m", MODULE, *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [DAGSTER, "asset", "materialize", "-m", MODULE, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
@@ -53,8 +60,17 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     shards = store.query("select _partition, count(*) n from judged_labels group by 1 order by 1")
     assert shards["_partition"].to_list() == SHARDS and shards["n"].sum() == pool.height
 
-    downstream = ["judgments", "judging_failures", "orphaned_judgments", "judge_pilot_sample", "reference_judgments",
-                  "judge_reliability", "judge_confusion", "audit_judgments", "pool_completeness"]
+    downstream = [
+        "judgments",
+        "judging_failures",
+        "orphaned_judgments",
+        "judge_pilot_sample",
+        "reference_judgments",
+        "judge_reliability",
+        "judge_confusion",
+        "audit_judgments",
+        "pool_completeness",
+    ]
     result = dg.materialize(
         [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *upstream],
         selection=dg.AssetSelection.assets(*downstream),
@@ -62,9 +78,13 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     )
     assert result.success
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert set(checks) == {"every_pooled_pair_labelled_or_failed", "failure_rate_under_bound", "structural_rule",
-                           "reference_is_another_judge",
-                           "score_distribution_per_tier"}
+    assert set(checks) == {
+        "every_pooled_pair_labelled_or_failed",
+        "failure_rate_under_bound",
+        "structural_rule",
+        "reference_is_another_judge",
+        "score_distribution_per_tier",
+    }
     assert all(e.passed for e in checks.values()), {k: (e.passed, e.metadata) for k, e in checks.items()}
 
     faulty = store.read_table("corpus_chunks")["chunk_id"][judging_defs.FAULTY_CHUNK]
@@ -80,6 +100,9 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     audit = store.read_table("audit_judgments")
     assert audit.filter(pl.col("status") == "labelled")["reused"].sum() > 0  # main-pool labels reused
     recall = store.read_table("pool_completeness").filter(pl.col("scope") == "all")
-    assert set(recall["cut"]) == {"lenient", "strict"} and ((recall["recall_micro"] <= 1) | recall["recall_micro"].is_null()).all()
+    assert (
+        set(recall["cut"]) == {"lenient", "strict"}
+        and ((recall["recall_micro"] <= 1) | recall["recall_micro"].is_null()).all()
+    )
     # audit holes were judged: every audit pair not in the main pool has a label or a failure
     assert audit.height == store.read_table("audit_pool").height

@@ -3,6 +3,7 @@
 The judging group runs in-process over the synthetic upstream assets against the
 fault-injecting server; each test writes its own configuration.
 """
+
 from __future__ import annotations
 
 import dagster as dg
@@ -18,8 +19,9 @@ UPSTREAM = [judging_defs.queries, judging_defs.chunks, judging_defs.pooled_pairs
 ASSETS = [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *UPSTREAM]
 
 
-def write_config(tmp_path, judge: str, reference: str, judging: str = "shards: 4, pilot_size: 10",
-                 cross_model: str | None = None) -> str:
+def write_config(
+    tmp_path, judge: str, reference: str, judging: str = "shards: 4, pilot_size: 10", cross_model: str | None = None
+) -> str:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
         f"data_dir: {tmp_path / 'data'}\n"
@@ -36,12 +38,21 @@ def judge_everything(cfg: str) -> dg.ExecuteInProcessResult:
     resources = shared_resources(cfg)
     assert dg.materialize(UPSTREAM, resources=resources).success
     for key in SHARDS:
-        assert dg.materialize(ASSETS, selection=dg.AssetSelection.assets("judged_labels"), partition_key=key,
-                              resources=resources).success
+        assert dg.materialize(
+            ASSETS, selection=dg.AssetSelection.assets("judged_labels"), partition_key=key, resources=resources
+        ).success
     return dg.materialize(
-        ASSETS, resources=resources, raise_on_error=False,
-        selection=dg.AssetSelection.assets("judgments", "judging_failures", "judge_pilot_sample",
-                                           "reference_judgments", "judge_reliability", "judge_confusion"),
+        ASSETS,
+        resources=resources,
+        raise_on_error=False,
+        selection=dg.AssetSelection.assets(
+            "judgments",
+            "judging_failures",
+            "judge_pilot_sample",
+            "reference_judgments",
+            "judge_reliability",
+            "judge_confusion",
+        ),
     )
 
 
@@ -51,7 +62,8 @@ def calls(server) -> int:
 
 @pytest.mark.parametrize("difference", ["seed: 1", "endpoint"])
 def test_reference_with_the_same_model_name_but_another_endpoint_or_seed_asks_its_own_questions(
-        tmp_path, fake_llm, difference):
+    tmp_path, fake_llm, difference
+):
     judge = f"base_urls: [{fake_llm.url}], model: fake-judge"
     reference = judge + (", seed: 1" if difference == "seed: 1" else ", cache_namespace: another-server")
     cfg = write_config(tmp_path, judge, reference)
@@ -78,22 +90,29 @@ def test_reference_with_the_same_model_name_but_another_endpoint_or_seed_asks_it
 
 def test_self_consistency_and_cross_model_agreement_are_measured_side_by_side(tmp_path, fake_llm):
     judge = f"base_urls: [{fake_llm.url}], model: fake-judge"
-    cfg = write_config(tmp_path, judge, judge + ", seed: 1",
-                       cross_model=f"base_urls: [{fake_llm.url}], model: fake-reference")
+    cfg = write_config(
+        tmp_path, judge, judge + ", seed: 1", cross_model=f"base_urls: [{fake_llm.url}], model: fake-reference"
+    )
     result = judge_everything(cfg)
     assert result.success
     store = Store(tmp_path / "data" / "mama.duckdb")
     rows = store.read_table("reference_judgments")
     assert rows.group_by("reference_stage", "reference_model").len().sort("reference_stage").rows() == [
-        ("cross_model_judge", "fake-reference", 10), ("reference_judge", "fake-judge", 10)]
+        ("cross_model_judge", "fake-reference", 10),
+        ("reference_judge", "fake-judge", 10),
+    ]
     reliability = store.read_table("judge_reliability")
     audits = reliability.select("reference_stage", "audit", "reference_model").unique().sort("reference_stage")
-    assert audits.rows() == [("cross_model_judge", "cross_model", "fake-reference"),
-                             ("reference_judge", "self_consistency", "fake-judge")]
+    assert audits.rows() == [
+        ("cross_model_judge", "cross_model", "fake-reference"),
+        ("reference_judge", "self_consistency", "fake-judge"),
+    ]
     assert reliability.filter(pl.col("metric") == "lenient_agreement")["pairs"].to_list() == [10, 10]
     confusion = store.read_table("judge_confusion")
-    sums = {s: confusion.filter(pl.col("reference_stage") == s).select(pl.col("^ref_.*$")).to_numpy().sum()
-            for s in ("reference_judge", "cross_model_judge")}
+    sums = {
+        s: confusion.filter(pl.col("reference_stage") == s).select(pl.col("^ref_.*$")).to_numpy().sum()
+        for s in ("reference_judge", "cross_model_judge")
+    }
     assert sums == {"reference_judge": 10, "cross_model_judge": 10}
     asked = result.asset_materializations_for_node("reference_judgments")[0].metadata
     assert asked["http_calls"].value == 20  # 10 pilot pairs asked of each reference, each request counted once
@@ -107,8 +126,10 @@ def test_a_cross_model_judge_on_the_judges_own_model_is_refused_in_one_line(tmp_
     from mama_pipeline.settings import ConfigError, load_settings
 
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text("llm:\n  judge: {model: m1, base_urls: ['http://a:1/v1']}\n"
-                   "  cross_model_judge: {model: m1, base_urls: ['http://b:1/v1'], seed: 5}\n")
+    cfg.write_text(
+        "llm:\n  judge: {model: m1, base_urls: ['http://a:1/v1']}\n"
+        "  cross_model_judge: {model: m1, base_urls: ['http://b:1/v1'], seed: 5}\n"
+    )
     with pytest.raises(ConfigError, match="cross_model_judge asks the judge's own model 'm1'") as err:
         load_settings(cfg)
     assert "\n" not in str(err.value).strip()
@@ -136,13 +157,22 @@ def test_identical_reference_judge_is_refused_by_a_blocking_check_and_the_report
 
 def test_shard_count_of_the_run_must_match_the_loaded_partitions(tmp_path, fake_llm):
     # the definitions loaded 4 shard partitions (the sample configuration); this run's file says 8
-    cfg = write_config(tmp_path, f"base_urls: [{fake_llm.url}], model: fake-judge",
-                       f"base_urls: [{fake_llm.url}], model: fake-reference", judging="shards: 8")
+    cfg = write_config(
+        tmp_path,
+        f"base_urls: [{fake_llm.url}], model: fake-judge",
+        f"base_urls: [{fake_llm.url}], model: fake-reference",
+        judging="shards: 8",
+    )
     resources = shared_resources(cfg)
     assert dg.materialize(UPSTREAM, resources=resources).success
     before = calls(fake_llm)
-    result = dg.materialize(ASSETS, selection=dg.AssetSelection.assets("judged_labels"), partition_key="shard_000",
-                            resources=resources, raise_on_error=False)
+    result = dg.materialize(
+        ASSETS,
+        selection=dg.AssetSelection.assets("judged_labels"),
+        partition_key="shard_000",
+        resources=resources,
+        raise_on_error=False,
+    )
     assert not result.success and calls(fake_llm) == before
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     message = failure.step_failure_data.error.to_string()
@@ -151,8 +181,11 @@ def test_shard_count_of_the_run_must_match_the_loaded_partitions(tmp_path, fake_
 
 def test_judge_failures_above_the_bound_block_the_labels_downstream(tmp_path, fake_llm):
     # chunk FAULTY_CHUNK always answers HTTP 500: its pooled pairs fail (a few percent of the pool)
-    cfg = write_config(tmp_path, f"base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 0, "
-                       "max_failure_rate: 0.0", f"base_urls: [{fake_llm.url}], model: fake-reference")
+    cfg = write_config(
+        tmp_path,
+        f"base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 0, max_failure_rate: 0.0",
+        f"base_urls: [{fake_llm.url}], model: fake-reference",
+    )
     result = judge_everything(cfg)
     check = {e.check_name: e for e in result.get_asset_check_evaluations()}["failure_rate_under_bound"]
     assert not check.passed and check.blocking
@@ -168,16 +201,23 @@ def test_judge_server_outage_during_judging_fails_no_pair_and_the_run_log_record
     from mama_pipeline_tests.support.fake_llm_server import running_server
 
     with running_server(delay=0.2) as server:
-        judge = (f"base_urls: [{server.url}], model: fake-judge, concurrency: 2, max_retries: 0, "
-                 "backoff_base_s: 0.05, backoff_max_s: 0.5, endpoint_patience_s: 60")
+        judge = (
+            f"base_urls: [{server.url}], model: fake-judge, concurrency: 2, max_retries: 0, "
+            "backoff_base_s: 0.05, backoff_max_s: 0.5, endpoint_patience_s: 60"
+        )
         cfg = write_config(tmp_path, judge, f"base_urls: [{server.url}], model: fake-reference")
         resources = shared_resources(cfg)
         assert dg.materialize(UPSTREAM, resources=resources).success
         pool = Store(tmp_path / "data" / "mama.duckdb").read_table("pooled_pairs")
         instance = dg.DagsterInstance.ephemeral()
         outage = outage_after(server, answered=4, down_s=3.0)
-        result = dg.materialize(ASSETS, selection=dg.AssetSelection.assets("judged_labels"), partition_key="shard_000",
-                                resources=resources, instance=instance)
+        result = dg.materialize(
+            ASSETS,
+            selection=dg.AssetSelection.assets("judged_labels"),
+            partition_key="shard_000",
+            resources=resources,
+            instance=instance,
+        )
         outage.join(30)
     assert result.success
     shard = Store(tmp_path / "data" / "mama.duckdb").read_table("judged_labels")

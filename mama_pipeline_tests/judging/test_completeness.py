@@ -1,4 +1,5 @@
 """Pool completeness: recall of the main pool against relevant chunks known from both rounds."""
+
 import polars as pl
 import pytest
 
@@ -12,11 +13,13 @@ def frame(rows):
 def test_recall_on_hand_example():
     main = frame([("q1", "a"), ("q1", "b"), ("q2", "c"), ("q3", "x")])
     audit = frame([("q1", "a"), ("q1", "b"), ("q1", "d"), ("q2", "c"), ("q2", "e"), ("q2", "f")])
-    labels = pl.DataFrame({
-        "query_id": ["q1", "q1", "q1", "q2", "q2", "q2", "q3"],
-        "chunk_id": ["a", "b", "d", "c", "e", "f", "x"],
-        "score": [6, 3, 5, 4, 1, 3, 6],
-    })
+    labels = pl.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q1", "q2", "q2", "q2", "q3"],
+            "chunk_id": ["a", "b", "d", "c", "e", "f", "x"],
+            "score": [6, 3, 5, 4, 1, 3, 6],
+        }
+    )
     tiers = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "tier": ["high", "low", "high"]})
     t = pool_recall(main, audit, labels, tiers, {"lenient": 3, "strict": 5})
     row = {(r["scope"], r["cut"]): r for r in t.to_dicts()}
@@ -27,7 +30,9 @@ def test_recall_on_hand_example():
     # strict: q1 relevant a, d -> 1/2; q2 none
     assert row["all", "strict"]["recall_micro"] == pytest.approx(1 / 2)
     assert row["all", "strict"]["queries_with_relevant"] == 1 and row["all", "strict"]["audit_queries"] == 2
-    assert row["low", "strict"]["recall_micro"] is None and row["low", "lenient"]["recall_micro"] == pytest.approx(1 / 2)
+    assert row["low", "strict"]["recall_micro"] is None and row["low", "lenient"]["recall_micro"] == pytest.approx(
+        1 / 2
+    )
     assert row["high", "lenient"]["recall_micro"] == pytest.approx(2 / 3)
 
 

@@ -1,10 +1,11 @@
 """Judge agreement statistics on a hand-worked example, and the seeded stratified pilot."""
+
 import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.reliability import agreement, pilot_sample
 from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.judging.reliability import agreement, pilot_sample
 
 # (d1, d2, d3, d4) of the main and the reference judge on six pairs
 MAIN = [(True, 2, 2, 2), (True, 1, 1, 1), (False, 0, 0, 0), (True, 2, 1, 2), (True, 1, 0, 0), (True, 2, 2, 1)]
@@ -68,12 +69,14 @@ def test_kappa_of_a_single_level_is_reported_undefined_not_a_number():
 
 
 def judged(n):
-    return pl.DataFrame({
-        "query_id": [f"q{i // 5:03d}" for i in range(n)],
-        "chunk_id": [f"c{i:04d}" for i in range(n)],
-        "tier": [["high", "low"][i % 2] for i in range(n)],
-        "score": [[0, 0, 0, 1, 2, 3, 4, 0, 0, 5, 6, 0][i % 12] for i in range(n)],
-    })
+    return pl.DataFrame(
+        {
+            "query_id": [f"q{i // 5:03d}" for i in range(n)],
+            "chunk_id": [f"c{i:04d}" for i in range(n)],
+            "tier": [["high", "low"][i % 2] for i in range(n)],
+            "score": [[0, 0, 0, 1, 2, 3, 4, 0, 0, 5, 6, 0][i % 12] for i in range(n)],
+        }
+    )
 
 
 def test_pilot_sample_is_seeded_stratified_and_stable():

@@ -1,4 +1,5 @@
 """The rubric prompt: stable system message, query before chunk, fenced chunk text, verdict-only schemas."""
+
 import json
 import os
 
@@ -24,7 +25,9 @@ def test_system_message_is_identical_for_every_pair_and_query_comes_first():
     b = render_pair("Signs of sepsis in a newborn?", "msf-obstetric", None, "Fever, poor feeding.")
     assert a[0] == b[0] and a[0]["role"] == "system" and a[0]["content"] == RELEVANCE_JUDGE.system
     user = a[1]["content"]
-    assert user.index("Dose of oxytocin") < user.index("who-pcpnc") < user.index("page 12") < user.index("Give oxytocin")
+    assert (
+        user.index("Dose of oxytocin") < user.index("who-pcpnc") < user.index("page 12") < user.index("Give oxytocin")
+    )
     assert "page unknown" in b[1]["content"]
 
 
@@ -60,7 +63,12 @@ def test_query_text_cannot_close_its_fence():
 def test_schemas_hold_verdicts_only_with_reasoning_first():
     with_r = JudgeVerdictsWithReasoning.model_json_schema()
     assert list(with_r["properties"]) == ["reasoning", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density"]
-    assert list(JudgeVerdicts.model_json_schema()["properties"]) == ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density"]
+    assert list(JudgeVerdicts.model_json_schema()["properties"]) == [
+        "d1_topic",
+        "d2_meaningful",
+        "d3_actionable",
+        "d4_density",
+    ]
     for schema in (with_r, JudgeVerdicts.model_json_schema()):
         assert "score" not in json.dumps(schema)
         assert schema["additionalProperties"] is False

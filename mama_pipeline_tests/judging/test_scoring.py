@@ -1,4 +1,5 @@
 """Score = D1 x (D2 + D3 + D4), the gate and the structural rule, computed in code."""
+
 import pytest
 
 from mama_pipeline.judging.label_score import score_verdicts

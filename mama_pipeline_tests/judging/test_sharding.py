@@ -1,4 +1,5 @@
 """Query shards: stable, complete and disjoint."""
+
 import polars as pl
 import pytest
 

@@ -6,6 +6,7 @@ label or answer was stored or acknowledged to the answer log (the complete lines
 of the log files the killed process left; the fake server lists every request
 digest it received). The log holds cache rows only: the API key never reaches it.
 """
+
 import hashlib
 import json
 import os
@@ -22,16 +23,33 @@ from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReaso
 from mama_pipeline.llm.client import cache_key, decoding_params, schema_of
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.support import kill_worker
+from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.support.synthetic_judging import request_digests
 
 pytestmark = pytest.mark.slow
 CYCLES = 10
 SECRET = "sk-kill-test-3f9a1c7e5b2d"  # the API key the worker sends
-CACHE_FIELDS = {"cache_key", "stage", "endpoint", "model", "template_id", "template_hash", "schema_hash", "status",
-                "raw_text", "reasoning", "parsed_json", "error", "prompt_tokens", "completion_tokens", "cached_tokens",
-                "attempts", "latency_s", "created_at"}
+CACHE_FIELDS = {
+    "cache_key",
+    "stage",
+    "endpoint",
+    "model",
+    "template_id",
+    "template_hash",
+    "schema_hash",
+    "status",
+    "raw_text",
+    "reasoning",
+    "parsed_json",
+    "error",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "attempts",
+    "latency_s",
+    "created_at",
+}
 
 
 def requested_digests(server) -> set[str]:
@@ -42,11 +60,18 @@ def requested_digests(server) -> set[str]:
 def pair_cache_keys(pool, queries, chunks, url) -> dict[str, tuple[str, str]]:
     settings = StageSettings(base_urls=[url], **kill_worker.SETTINGS)
     schema = schema_of(JudgeVerdictsWithReasoning)
-    rows = pool.join(queries, on="query_id").join(chunks.select("chunk_id", "text", "page", csource="source"), on="chunk_id")
+    rows = pool.join(queries, on="query_id").join(
+        chunks.select("chunk_id", "text", "page", csource="source"), on="chunk_id"
+    )
     return {
-        cache_key("fake-endpoint", "fake-model", RELEVANCE_JUDGE,
-                  render_pair(r["query_text"], r["csource"], r["page"], r["text"]), decoding_params(settings), schema):
-        (r["query_id"], r["chunk_id"])
+        cache_key(
+            "fake-endpoint",
+            "fake-model",
+            RELEVANCE_JUDGE,
+            render_pair(r["query_text"], r["csource"], r["page"], r["text"]),
+            decoding_params(settings),
+            schema,
+        ): (r["query_id"], r["chunk_id"])
         for r in rows.iter_rows(named=True)
     }
 
@@ -57,10 +82,16 @@ def snapshot(store: Store, keys: dict[str, tuple[str, str]]) -> tuple[pl.DataFra
         return pl.DataFrame(), set(), set()
     with store.connect() as con:
         tables = {t for (t,) in con.execute("select table_name from information_schema.tables").fetchall()}
-        labels = con.execute("select * from judgment_labels order by query_id, chunk_id").pl() \
-            if "judgment_labels" in tables else pl.DataFrame()
-        cached = [k for (k,) in con.execute("select cache_key from llm_responses").fetchall()] \
-            if "llm_responses" in tables else []
+        labels = (
+            con.execute("select * from judgment_labels order by query_id, chunk_id").pl()
+            if "judgment_labels" in tables
+            else pl.DataFrame()
+        )
+        cached = (
+            [k for (k,) in con.execute("select cache_key from llm_responses").fetchall()]
+            if "llm_responses" in tables
+            else []
+        )
     assert len(cached) == len(set(cached)), "a cache key is stored twice"
     stored = {keys[k] for k in cached if k in keys}
     if labels.height:
@@ -84,8 +115,10 @@ def acknowledged(store: Store) -> tuple[dict[str, dict], bytes]:
 def cache_rows(store: Store, keys: list[str]) -> dict[str, dict]:
     with store.connect() as con:
         df = con.execute("select * from llm_responses where cache_key in (select unnest(?))", [keys]).pl()
-    return {r["cache_key"]: {**r, "created_at": r["created_at"].strftime("%Y-%m-%d %H:%M:%S.%f")}
-            for r in df.iter_rows(named=True)}
+    return {
+        r["cache_key"]: {**r, "created_at": r["created_at"].strftime("%Y-%m-%d %H:%M:%S.%f")}
+        for r in df.iter_rows(named=True)
+    }
 
 
 def test_sigkill_at_random_points_loses_duplicates_and_resends_nothing(tmp_path):
@@ -102,8 +135,13 @@ def test_sigkill_at_random_points_loses_duplicates_and_resends_nothing(tmp_path)
         logged_before: dict[str, dict] = {}
         for cycle in range(CYCLES + 1):
             server.reset()
-            proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.support.kill_worker", str(db), server.url],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "mama_pipeline_tests.support.kill_worker", str(db), server.url],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
             if cycle < CYCLES:
                 deadline = time.monotonic() + 60
                 while server.stats()["chat_calls"] == 0 and proc.poll() is None and time.monotonic() < deadline:
@@ -116,13 +154,16 @@ def test_sigkill_at_random_points_loses_duplicates_and_resends_nothing(tmp_path)
                 assert hashlib.sha256(SECRET.encode()).hexdigest()[:12] in server.stats()["bearer_digests"]
             sent = {digests[d] for d in requested_digests(server)}
             acked_before = stored_before | {keys[k] for k in logged_before}
-            assert not sent & acked_before, f"cycle {cycle}: {len(sent & acked_before)} stored or logged pairs sent again"
+            assert not sent & acked_before, (
+                f"cycle {cycle}: {len(sent & acked_before)} stored or logged pairs sent again"
+            )
             labels, stored, cached = snapshot(store, keys)
             assert labels.height == labels.select("query_id", "chunk_id").n_unique(), "a label is duplicated"
             if labels_before.height:
                 kept = labels.join(labels_before.select("query_id", "chunk_id"), on=["query_id", "chunk_id"])
-                assert kept.sort("query_id", "chunk_id").equals(labels_before.sort("query_id", "chunk_id")), \
+                assert kept.sort("query_id", "chunk_id").equals(labels_before.sort("query_id", "chunk_id")), (
                     f"cycle {cycle}: a stored label was lost or changed"
+                )
             if logged_before:  # the killed run's log was folded into the cache as it was written
                 assert cache_rows(store, sorted(logged_before)) == logged_before
             logged, raw = acknowledged(store)
@@ -135,4 +176,6 @@ def test_sigkill_at_random_points_loses_duplicates_and_resends_nothing(tmp_path)
     assert kills_with_log_only_answers >= 3, "too few kills left answers that only the log held"
     assert not logged_before, "the finished run left an answer log behind"
     assert labels_before.height == pool.height
-    assert set(labels_before.select("query_id", "chunk_id").iter_rows()) == set(pool.select("query_id", "chunk_id").iter_rows())
+    assert set(labels_before.select("query_id", "chunk_id").iter_rows()) == set(
+        pool.select("query_id", "chunk_id").iter_rows()
+    )

@@ -2,6 +2,7 @@
 as its asset writes them: side by side with the configured entries, refusals without figures, per-query files that
 reproduce a paired test with scipy, byte-identical rebuilds and releases, the held-out gap, and the page in
 headless Chromium."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,10 @@ import polars as pl
 import pytest
 import yaml
 
+from mama_pipeline.common.held_out import hash_position
 from mama_pipeline.leaderboard.assets import mamabench_leaderboard, mamaretrieval_leaderboard
 from mama_pipeline.leaderboard.leaderboard_files import read_per_query
 from mama_pipeline.release.leaderboard_part import mamaretrieval_part, released_leaderboard
-from mama_pipeline.common.held_out import hash_position
 from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
@@ -33,10 +34,17 @@ RESAMPLES = 300
 def _per_query() -> pl.DataFrame:
     rows = []
     for i, q in enumerate(QUERIES):
-        for r, hit, ndcg in (("bm25", float(i % 2), 0.3 + 0.01 * (i % 7)), ("dense", float(i not in (3, 8)),
-                                                                              0.6 + 0.01 * (i % 5))):
-            rows += [(r, q, "Success(rel=3)@5", hit), (r, q, "nDCG@10", ndcg), (r, q, "Judged@5", 1.0),
-                     (r, q, "Judged@10", 0.9 if r == "bm25" else 1.0), (r, q, "P@5", 0.2)]
+        for r, hit, ndcg in (
+            ("bm25", float(i % 2), 0.3 + 0.01 * (i % 7)),
+            ("dense", float(i not in (3, 8)), 0.6 + 0.01 * (i % 5)),
+        ):
+            rows += [
+                (r, q, "Success(rel=3)@5", hit),
+                (r, q, "nDCG@10", ndcg),
+                (r, q, "Judged@5", 1.0),
+                (r, q, "Judged@10", 0.9 if r == "bm25" else 1.0),
+                (r, q, "P@5", 0.2),
+            ]
     return pl.DataFrame(rows, schema=["retriever", "query_id", "measure", "value"], orient="row")
 
 
@@ -48,10 +56,24 @@ def _grades() -> pl.DataFrame:
         # sys-b leaves most short answers unanswered: over its failure bound, refused
         item_sa = f"kenya_vignettes:{i}"
         rows.append(("sys-a", item_sa, "short_answer", "kenya_vignettes", "MATERNAL", "graded", 0.5, None, False))
-        rows.append(("sys-b", item_sa, "short_answer", "kenya_vignettes", "MATERNAL",
-                     "answer_failed" if i % 2 else "graded", None if i % 2 else 1.0, None, False))
-    df = pl.DataFrame(rows, schema=["system", "item_id", "track", "pool", "category", "status", "score", "correct",
-                                    "invalid"], orient="row")
+        rows.append(
+            (
+                "sys-b",
+                item_sa,
+                "short_answer",
+                "kenya_vignettes",
+                "MATERNAL",
+                "answer_failed" if i % 2 else "graded",
+                None if i % 2 else 1.0,
+                None,
+                False,
+            )
+        )
+    df = pl.DataFrame(
+        rows,
+        schema=["system", "item_id", "track", "pool", "category", "status", "score", "correct", "invalid"],
+        orient="row",
+    )
     return df.with_columns(pl.col("system").alias("_partition"))
 
 
@@ -62,9 +84,16 @@ def _stubs():
 
     @dg.asset(key="multipassage_per_query")
     def multipassage_per_query() -> pl.DataFrame:
-        return pl.DataFrame([(r, f"mp_{i:03d}", m, float((i + (r == "dense")) % 2)) for r in ("bm25", "dense")
-                             for i in range(6) for m in ("AllIn@10[pieces]", "Judged@10")],
-                            schema=["retriever", "query_id", "measure", "value"], orient="row")
+        return pl.DataFrame(
+            [
+                (r, f"mp_{i:03d}", m, float((i + (r == "dense")) % 2))
+                for r in ("bm25", "dense")
+                for i in range(6)
+                for m in ("AllIn@10[pieces]", "Judged@10")
+            ],
+            schema=["retriever", "query_id", "measure", "value"],
+            orient="row",
+        )
 
     @dg.asset(key="query_variants")
     def query_variants() -> pl.DataFrame:
@@ -72,30 +101,52 @@ def _stubs():
 
     @dg.asset(key="variant_rankings")
     def variant_rankings() -> pl.DataFrame:
-        return pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
-                                    "chunk_id": pl.String, "score": pl.Float64})
+        return pl.DataFrame(
+            schema={
+                "query_id": pl.String,
+                "retriever": pl.String,
+                "rank": pl.Int32,
+                "chunk_id": pl.String,
+                "score": pl.Float64,
+            }
+        )
 
     @dg.asset(key="variant_labels")
     def variant_labels() -> pl.DataFrame:
-        return pl.DataFrame(schema={"variant_id": pl.String, "parent_id": pl.String, "kind": pl.String,
-                                    "chunk_id": pl.String, "score": pl.Int8})
+        return pl.DataFrame(
+            schema={
+                "variant_id": pl.String,
+                "parent_id": pl.String,
+                "kind": pl.String,
+                "chunk_id": pl.String,
+                "score": pl.Int8,
+            }
+        )
 
     @dg.asset(key="system_grades")
     def system_grades() -> pl.DataFrame:
         return _grades()
 
-    return [per_query_results, multipassage_per_query, query_variants, variant_rankings, variant_labels,
-            system_grades]
+    return [per_query_results, multipassage_per_query, query_variants, variant_rankings, variant_labels, system_grades]
 
 
 def _config(tmp: Path, **extra) -> Path:
-    cfg = {"data_dir": str(tmp / "data"),
-           "evaluation": {"cutoffs": [5, 10], "significance_measures": ["Success(rel=3)@5", "nDCG@10"],
-                          "headline_measure": "Success(rel=3)@5", "resamples": RESAMPLES},
-           "multipassage": {"significance_measures": ["AllIn@10[pieces]"], "headline_measure": "AllIn@10[pieces]",
-                            "cutoffs": [10]},
-           "systems": {"entries": [{"name": "sys-a"}, {"name": "sys-b"}], "resamples": RESAMPLES},
-           **extra}
+    cfg = {
+        "data_dir": str(tmp / "data"),
+        "evaluation": {
+            "cutoffs": [5, 10],
+            "significance_measures": ["Success(rel=3)@5", "nDCG@10"],
+            "headline_measure": "Success(rel=3)@5",
+            "resamples": RESAMPLES,
+        },
+        "multipassage": {
+            "significance_measures": ["AllIn@10[pieces]"],
+            "headline_measure": "AllIn@10[pieces]",
+            "cutoffs": [10],
+        },
+        "systems": {"entries": [{"name": "sys-a"}, {"name": "sys-b"}], "resamples": RESAMPLES},
+        **extra,
+    }
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -107,8 +158,10 @@ def _submit(store: Store) -> None:
     store.ensure_tables("submissions", "submission_per_query", "submission_tracks")
     with store.connect(write=True) as con:
         for sid, kind, name in (("r1", "retrieval", "new-retriever"), ("a1", "answers", "new-system")):
-            con.execute("INSERT INTO submissions VALUES (?, ?, ?, 'm', 'https://x', '2026-12-01', '[]', 'j', 'h', "
-                        "'c0ffee')", [sid, kind, name])
+            con.execute(
+                "INSERT INTO submissions VALUES (?, ?, ?, 'm', 'https://x', '2026-12-01', '[]', 'j', 'h', 'c0ffee')",
+                [sid, kind, name],
+            )
         for i, q in enumerate(QUERIES):
             hit = float(i not in (3, 8, 11))  # close to dense
             ndcg = 0.62 + 0.01 * (i % 3)
@@ -116,19 +169,27 @@ def _submit(store: Store) -> None:
                 con.execute("INSERT INTO submission_per_query VALUES ('r1', 'main', ?, ?, ?)", [q, m, v])
         con.execute("INSERT INTO submission_per_query VALUES ('r1', 'multipassage', 'mp_000', 'AllIn@10[pieces]', 1)")
         for i, item in enumerate(ITEMS):
-            con.execute("INSERT INTO submission_per_query VALUES ('a1', 'mcq', ?, 'score', ?)",
-                        [item, None if i == 0 else float(i % 3 != 0)])  # item 0 left out (null)
-        rows = [("r1", "main", 24, 24, 0, 0, 0, 30, None), ("r1", "multipassage", 6, 0, 0, 0, 0, 0,
-                                                            "judge failed on 5 of 9 holes (bound 5%)"),
-                ("a1", "mcq", 20, 19, 1, 0, 0, 0, None),
-                ("a1", "short_answer", 20, 2, 0, 0, 18, 0, "answer_grader failed on 18 of 20 answers")]
+            con.execute(
+                "INSERT INTO submission_per_query VALUES ('a1', 'mcq', ?, 'score', ?)",
+                [item, None if i == 0 else float(i % 3 != 0)],
+            )  # item 0 left out (null)
+        rows = [
+            ("r1", "main", 24, 24, 0, 0, 0, 30, None),
+            ("r1", "multipassage", 6, 0, 0, 0, 0, 0, "judge failed on 5 of 9 holes (bound 5%)"),
+            ("a1", "mcq", 20, 19, 1, 0, 0, 0, None),
+            ("a1", "short_answer", 20, 2, 0, 0, 18, 0, "answer_grader failed on 18 of 20 answers"),
+        ]
         con.executemany("INSERT INTO submission_tracks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
 def _materialize(config: Path) -> None:
     with dg.instance_for_test() as instance:
-        dg.materialize([*_stubs(), mamaretrieval_leaderboard, mamabench_leaderboard],
-                       resources=shared_resources(str(config)), instance=instance, raise_on_error=True)
+        dg.materialize(
+            [*_stubs(), mamaretrieval_leaderboard, mamabench_leaderboard],
+            resources=shared_resources(str(config)),
+            instance=instance,
+            raise_on_error=True,
+        )
 
 
 def _folder_bytes(folder: Path) -> dict[str, bytes]:
@@ -159,8 +220,9 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     sub = main.filter(pl.col("entry_id") == "submission/r1").row(0, named=True)
     assert (sub["name"], sub["n"], sub["judged_measure"]) == ("new-retriever", len(QUERIES), "Judged@5")
     assert sub["mean"] == pytest.approx(21 / 24) and sub["judged_mean"] == pytest.approx(0.8)
-    ndcg = board.filter((pl.col("track") == "main") & (pl.col("measure") == "nDCG@10")
-                        & (pl.col("entry_id") == "configured/bm25")).row(0, named=True)
+    ndcg = board.filter(
+        (pl.col("track") == "main") & (pl.col("measure") == "nDCG@10") & (pl.col("entry_id") == "configured/bm25")
+    ).row(0, named=True)
     assert ndcg["judged_measure"] == "Judged@10" and ndcg["judged_mean"] == pytest.approx(0.9)
 
     # refused tracks: listed with the reason, no figure, in the table, the JSON and the page
@@ -190,14 +252,27 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     entries = {e["entry_id"]: e for e in track["main"]["entries"]}
     a = read_per_query((folder / entries["configured/dense"]["per_query_file"]).read_bytes())
     b = read_per_query((folder / entries["submission/r1"]["per_query_file"]).read_bytes())
-    pair = a.filter(pl.col("measure") == "nDCG@10").join(b.filter(pl.col("measure") == "nDCG@10"), on="query_id"
-                                                          ).sort("query_id")
+    pair = (
+        a.filter(pl.col("measure") == "nDCG@10")
+        .join(b.filter(pl.col("measure") == "nDCG@10"), on="query_id")
+        .sort("query_id")
+    )
     x, y = pair["value"].to_numpy(), pair["value_right"].to_numpy()
-    p = stats.permutation_test((x, y), lambda u, v, axis=-1: np.mean(u - v, axis=axis), permutation_type="samples",
-                               vectorized=True, n_resamples=RESAMPLES, alternative="two-sided", batch=1000,
-                               rng=np.random.default_rng(0)).pvalue
-    listed = next(c for c in track["main"]["comparisons"]["nDCG@10"]
-                  if (c["entry_a"], c["entry_b"]) == ("configured/dense", "submission/r1"))
+    p = stats.permutation_test(
+        (x, y),
+        lambda u, v, axis=-1: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        alternative="two-sided",
+        batch=1000,
+        rng=np.random.default_rng(0),
+    ).pvalue
+    listed = next(
+        c
+        for c in track["main"]["comparisons"]["nDCG@10"]
+        if (c["entry_a"], c["entry_b"]) == ("configured/dense", "submission/r1")
+    )
     assert listed["n_shared"] == len(QUERIES) == pair.height
     assert listed["p_randomization"] == pytest.approx(float(p), abs=1e-12)
 
@@ -218,8 +293,9 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     assert "leaderboard/leaderboard.json" in manifest["files"]
     bench = released_leaderboard(s, store, "mamabench")
     assert "leaderboard/per_query/mcq/submission/a1.tsv" in bench.files
-    assert bench.files == {f"leaderboard/{k}": v for k, v in
-                           _folder_bytes(tmp_path / "data" / "leaderboard" / "mamabench").items()}
+    assert bench.files == {
+        f"leaderboard/{k}": v for k, v in _folder_bytes(tmp_path / "data" / "leaderboard" / "mamabench").items()
+    }
 
     _screenshot(tmp_path / "data" / "reports" / "leaderboard" / "mamaretrieval.html", tmp_path / "leaderboard.png")
 
@@ -239,9 +315,21 @@ def _screenshot(page: Path, png: Path) -> None:
     check = check_page(page, chromium)
     assert check.errors == [] and check.title == "mamaretrieval leaderboard"
     assert check.headings[:2] == ["About", "mamaretrieval: main"]
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={png}", "--window-size=1400,1100", page.resolve().as_uri()],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={png}",
+            "--window-size=1400,1100",
+            page.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -252,8 +340,9 @@ def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_besid
     held = {q for q in QUERIES if hash_position(q, salt) < share}
     assert 2 <= len(held) <= len(QUERIES) - 2
     board = Store(tmp_path / "data" / "mama.duckdb").read_table("leaderboard")
-    bm25 = board.filter((pl.col("track") == "main") & (pl.col("entry_id") == "configured/bm25")
-                        & pl.col("headline")).row(0, named=True)
+    bm25 = board.filter(
+        (pl.col("track") == "main") & (pl.col("entry_id") == "configured/bm25") & pl.col("headline")
+    ).row(0, named=True)
     hits = {q: float(i % 2) for i, q in enumerate(QUERIES)}
     public = [hits[q] for q in QUERIES if q not in held]
     held_out = [hits[q] for q in QUERIES if q in held]
@@ -281,8 +370,11 @@ def test_without_configured_systems_the_mamabench_boards_hold_the_submissions(tm
     store = Store(tmp_path / "data" / "mama.duckdb")
     _submit(store)
     with dg.instance_for_test() as instance:
-        dg.materialize([mamabench_leaderboard], resources=shared_resources(str(config)), instance=instance,
-                       raise_on_error=True)
+        dg.materialize(
+            [mamabench_leaderboard], resources=shared_resources(str(config)), instance=instance, raise_on_error=True
+        )
     board = store.read_table("leaderboard").filter(pl.col("headline"))
     assert board.sort("track")[["track", "entry_id", "standing"]].rows() == [
-        ("mcq", "submission/a1", "best"), ("short_answer", "submission/a1", "refused")]
+        ("mcq", "submission/a1", "best"),
+        ("short_answer", "submission/a1", "refused"),
+    ]

@@ -1,4 +1,5 @@
 """Every adapter on the real fixture rows, plus hand-made bad rows in each upstream format."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ from mama_pipeline_tests.mamabench.helpers import SETTINGS, adapted, raw, status
 def frame(records: list[dict], origin: str = "hand.jsonl") -> pl.DataFrame:
     return pl.DataFrame(
         [(origin, i, None, json.dumps(r), "0" * 64, None) for i, r in enumerate(records)],
-        schema=RAW_SCHEMA, orient="row",
+        schema=RAW_SCHEMA,
+        orient="row",
     )
 
 
@@ -24,12 +26,24 @@ def items(df: pl.DataFrame) -> list[CanonicalItem]:
 
 
 def test_every_upstream_row_gets_exactly_one_adapted_row() -> None:
-    for pool in ("medmcqa", "medqa_usmle", "afrimedqa_mcq", "kenya_vignettes", "afrimedqa_saq", "whb",
-                 "healthbench_oss_eval", "healthbench_consensus", "healthbench_hard"):
+    for pool in (
+        "medmcqa",
+        "medqa_usmle",
+        "afrimedqa_mcq",
+        "kenya_vignettes",
+        "afrimedqa_saq",
+        "whb",
+        "healthbench_oss_eval",
+        "healthbench_consensus",
+        "healthbench_hard",
+    ):
         a, r = adapted(pool), raw(pool)
         assert a.height == r.height
-        assert a.select("origin", "upstream_index").sort("upstream_index").equals(
-            r.select("origin", "upstream_index").sort("upstream_index"))
+        assert (
+            a.select("origin", "upstream_index")
+            .sort("upstream_index")
+            .equals(r.select("origin", "upstream_index").sort("upstream_index"))
+        )
         assert a.filter(pl.col("status") == "refused")["reason"].null_count() == 0
 
 
@@ -53,9 +67,17 @@ def test_medmcqa_is_prescoped_by_subject() -> None:
 
 
 def test_medmcqa_bad_rows_are_refused_with_reasons() -> None:
-    base = {"question": "Drug of choice for eclampsia?", "opa": "Magnesium sulphate", "opb": "Diazepam",
-            "opc": "Phenytoin", "opd": "Labetalol", "cop": 0, "choice_type": "single",
-            "subject_name": "Gynaecology & Obstetrics", "topic_name": None}
+    base = {
+        "question": "Drug of choice for eclampsia?",
+        "opa": "Magnesium sulphate",
+        "opb": "Diazepam",
+        "opc": "Phenytoin",
+        "opd": "Labetalol",
+        "cop": 0,
+        "choice_type": "single",
+        "subject_name": "Gynaecology & Obstetrics",
+        "topic_name": None,
+    }
     rows = [
         {**base, "id": "ok"},
         {**base, "id": "test-split", "cop": -1},
@@ -65,15 +87,29 @@ def test_medmcqa_bad_rows_are_refused_with_reasons() -> None:
         {**base, "id": "ok"},  # repeated upstream id
     ]
     a = adapt_pool("medmcqa", frame(rows), SETTINGS)
-    assert a["reason"].to_list() == [None, "answer_outside_options", "duplicated_correct_text", "empty_question",
-                                     "unparseable_options", "duplicate_id"]
+    assert a["reason"].to_list() == [
+        None,
+        "answer_outside_options",
+        "duplicated_correct_text",
+        "empty_question",
+        "unparseable_options",
+        "duplicate_id",
+    ]
     assert a["in_prescope"].to_list() == [True] * 6
 
 
 def test_medmcqa_rows_outside_the_kept_subjects_are_out_of_scope_whatever_their_defects() -> None:
-    base = {"question": "Drug of choice for eclampsia?", "opa": "Magnesium sulphate", "opb": "Diazepam",
-            "opc": "Phenytoin", "opd": "Labetalol", "cop": 0, "choice_type": "single",
-            "subject_name": "Gynaecology & Obstetrics", "topic_name": None}
+    base = {
+        "question": "Drug of choice for eclampsia?",
+        "opa": "Magnesium sulphate",
+        "opb": "Diazepam",
+        "opc": "Phenytoin",
+        "opd": "Labetalol",
+        "cop": 0,
+        "choice_type": "single",
+        "subject_name": "Gynaecology & Obstetrics",
+        "topic_name": None,
+    }
     rows = [
         {**base, "id": "in-dup", "opc": "magnesium sulphate"},
         {**base, "id": "out-dup", "opc": "magnesium sulphate", "subject_name": "Anatomy"},
@@ -83,8 +119,12 @@ def test_medmcqa_rows_outside_the_kept_subjects_are_out_of_scope_whatever_their_
     ]
     a = adapt_pool("medmcqa", frame(rows), SETTINGS)
     assert a.select("status", "reason").rows() == [
-        ("refused", "duplicated_correct_text"), ("out_of_scope", None), ("out_of_scope", None),
-        ("out_of_scope", None), ("out_of_scope", None)]
+        ("refused", "duplicated_correct_text"),
+        ("out_of_scope", None),
+        ("out_of_scope", None),
+        ("out_of_scope", None),
+        ("out_of_scope", None),
+    ]
     assert a["detail"][1] == "outside the pre-scope; also not scorable: duplicated_correct_text (A repeated at C)"
     assert a["detail"][2] == "outside the pre-scope; also not scorable: empty_question"
 
@@ -100,20 +140,37 @@ def test_medqa_goes_to_the_classifier_in_mcq_mode() -> None:
 
 
 def test_medqa_bad_rows() -> None:
-    base = {"question": "Q?", "answer": "b", "options": {"A": "a", "B": "b", "C": "c", "D": "d"},
-            "answer_idx": "B", "meta_info": "step1"}
-    rows = [base, {**base, "question": "Q2?", "answer": "c"}, {**base, "question": "Q3?", "answer_idx": "E"},
-            {**base, "question": "Q4?", "options": ["a", "b"]}, base]
+    base = {
+        "question": "Q?",
+        "answer": "b",
+        "options": {"A": "a", "B": "b", "C": "c", "D": "d"},
+        "answer_idx": "B",
+        "meta_info": "step1",
+    }
+    rows = [
+        base,
+        {**base, "question": "Q2?", "answer": "c"},
+        {**base, "question": "Q3?", "answer_idx": "E"},
+        {**base, "question": "Q4?", "options": ["a", "b"]},
+        base,
+    ]
     a = adapt_pool("medqa_usmle", frame(rows), SETTINGS)
-    assert a["reason"].to_list() == [None, "answer_text_mismatch", "answer_outside_options",
-                                     "unparseable_options", "duplicate_id"]
+    assert a["reason"].to_list() == [
+        None,
+        "answer_text_mismatch",
+        "answer_outside_options",
+        "unparseable_options",
+        "duplicate_id",
+    ]
 
 
 def test_afrimed_mcq_refuses_the_multi_answer_row_and_prescopes_obstetrics() -> None:
     a = adapted("afrimedqa_mcq")
     # the multi-answer row is outside the obstetrics pre-scope: out of scope, not a refusal
     assert status_counts(a) == {("kept", None): 4, ("out_of_scope", None): 6}
-    multi = a.filter(pl.col("upstream_id").str.starts_with("1f2756560b3598b5")).row(0, named=True)  # "Erectile dysfunction"
+    multi = a.filter(pl.col("upstream_id").str.starts_with("1f2756560b3598b5")).row(
+        0, named=True
+    )  # "Erectile dysfunction"
     assert multi["detail"] == "outside the pre-scope; also not scorable: multiple_correct (A,C,D,E)"
     assert multi["item_json"] is None
     kept = items(a.filter(pl.col("status") == "kept"))
@@ -130,8 +187,12 @@ def test_afrimed_options_parsing_failures() -> None:
         {**base, "sample_id": "not-json", "answer_options": "{option1: x"},
         {**base, "sample_id": "gap", "answer_options": json.dumps({"option1": "a", "option3": "c"})},
         {**base, "sample_id": "letter", "correct_answer": "option9"},
-        {**base, "sample_id": "trailing", "answer_options": json.dumps(
-            {"option1": "a", "option2": "b", "option3": "c", "option4": None}), "correct_answer": "option2"},
+        {
+            **base,
+            "sample_id": "trailing",
+            "answer_options": json.dumps({"option1": "a", "option2": "b", "option3": "c", "option4": None}),
+            "correct_answer": "option2",
+        },
     ]
     a = adapt_pool("afrimedqa_mcq", frame(rows, "x.csv"), SETTINGS)
     assert a["reason"].to_list() == ["unparseable_options", "unparseable_options", "answer_outside_options", None]
@@ -152,8 +213,14 @@ def test_kenya_vignettes_are_classified_open_ended_with_prior_labels_kept_aside(
 def test_afrimed_saq_is_prescoped_and_refuses_rows_without_an_answer() -> None:
     a = adapted("afrimedqa_saq")
     by_id = dict(zip(a["upstream_id"], a["status"]))
-    assert by_id == {"fixture-saq-01": "kept", "fixture-saq-02": "kept", "fixture-saq-03": "kept",
-                     "fixture-saq-04": "out_of_scope", "fixture-saq-05": "refused", "fixture-saq-06": "out_of_scope"}
+    assert by_id == {
+        "fixture-saq-01": "kept",
+        "fixture-saq-02": "kept",
+        "fixture-saq-03": "kept",
+        "fixture-saq-04": "out_of_scope",
+        "fixture-saq-05": "refused",
+        "fixture-saq-06": "out_of_scope",
+    }
     assert a.filter(pl.col("status") == "refused")["reason"].to_list() == ["empty_answer"]
     assert items(a)[0].answer.startswith("Oxytocin")
 

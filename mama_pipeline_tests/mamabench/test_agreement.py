@@ -1,4 +1,5 @@
 """Agreement statistics on a hand-made example whose figures are worked out by hand."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -14,11 +15,13 @@ from mama_pipeline.mamabench.scope_agreement import (
 from mama_pipeline_tests.mamabench.helpers import adapted
 
 M, N, C, S, X = "MATERNAL", "NEONATAL", "CHILD_HEALTH", "SEXUAL_AND_REPRODUCTIVE_HEALTH", "NONE"
-PAIRS = pl.DataFrame({
-    "item_id": [f"i{k:02d}" for k in range(1, 11)],
-    "a": [M, M, M, N, C, C, X, X, X, None],
-    "b": [M, M, X, N, C, N, X, X, None, S],
-})
+PAIRS = pl.DataFrame(
+    {
+        "item_id": [f"i{k:02d}" for k in range(1, 11)],
+        "a": [M, M, M, N, C, C, X, X, X, None],
+        "b": [M, M, X, N, C, N, X, X, None, S],
+    }
+)
 
 
 def test_agreement_figures_match_the_hand_computation() -> None:
@@ -31,7 +34,13 @@ def test_agreement_figures_match_the_hand_computation() -> None:
     # Wilson 95%: centre (0.75 + z^2/16) / (1 + z^2/8), half-width 0.2596
     assert st.agreement_ci95 == pytest.approx((40.93, 92.85), abs=0.02)
     per = {r["category"]: (r["count_a"], r["count_b"], r["diff"], r["diff_pct"]) for r in st.per_category}
-    assert per == {M: (3, 2, -1, -12.5), N: (1, 2, 1, 12.5), C: (2, 1, -1, -12.5), S: (0, 0, 0, 0.0), X: (2, 3, 1, 12.5)}
+    assert per == {
+        M: (3, 2, -1, -12.5),
+        N: (1, 2, 1, 12.5),
+        C: (2, 1, -1, -12.5),
+        S: (0, 0, 0, 0.0),
+        X: (2, 3, 1, 12.5),
+    }
 
 
 def test_confusion_matrix_has_every_cell() -> None:
@@ -64,11 +73,13 @@ def test_verdict_pairs_turn_failures_into_nulls() -> None:
 def test_parity_against_prior_labels_maps_srh_and_counts_unclassified() -> None:
     rows = adapted("kenya_vignettes").head(3)  # priors SRH, ... as the fixture has them
     priors = rows["prior_category"].to_list()
-    verdicts = pl.DataFrame({
-        "item_id": rows["item_id"],
-        "status": ["ok", "ok", "parse_failed"],
-        "category": [S, X, None],
-    })
+    verdicts = pl.DataFrame(
+        {
+            "item_id": rows["item_id"],
+            "status": ["ok", "ok", "parse_failed"],
+            "category": [S, X, None],
+        }
+    )
     pairs = prior_pairs(rows, verdicts, "kenya_vignettes")
     assert priors[0] == "SRH" and pairs["a"][0] == S
     assert pairs["b"].to_list()[1:] == [X, None]

@@ -1,4 +1,5 @@
 """The mamabench group materialised end to end on the fixtures, with the fake LLM server as classifier."""
+
 from __future__ import annotations
 
 import json
@@ -12,21 +13,30 @@ import yaml
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
+from mama_pipeline.release.assets import mamabench_release
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
+from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.mamabench.helpers import PACKAGE
-from mama_pipeline.release.assets import mamabench_release
-from mama_pipeline.settings import load_settings
-
 
 defs = build_mamabench_defs(load_settings())
 
-CALIBRATION = pl.DataFrame({
-    "upstream_line": [1], "prompt": [[{"role": "user", "content": "Is spotting normal at 8 weeks?"}]],
-    "completion": ["It can be."], "rubric": ["Mentions when to seek care."], "category": ["cluster:x"],
-    "binary_labels": [[True, False]], "anonymized_physician_ids": [["d1", "d2"]], "prompt_id": ["p1"],
-    "completion_id": ["c1"], "canary": [None], "scope_category": ["MATERNAL"],
-}, schema_overrides={"canary": pl.String})
+CALIBRATION = pl.DataFrame(
+    {
+        "upstream_line": [1],
+        "prompt": [[{"role": "user", "content": "Is spotting normal at 8 weeks?"}]],
+        "completion": ["It can be."],
+        "rubric": ["Mentions when to seek care."],
+        "category": ["cluster:x"],
+        "binary_labels": [[True, False]],
+        "anonymized_physician_ids": [["d1", "d2"]],
+        "prompt_id": ["p1"],
+        "completion_id": ["c1"],
+        "canary": [None],
+        "scope_category": ["MATERNAL"],
+    },
+    schema_overrides={"canary": pl.String},
+)
 
 
 @dg.asset(key="calibration_side_file")
@@ -39,14 +49,18 @@ def write_config(tmp_path: Path, url: str, reference: dict) -> Path:
     (tmp_path / "sample_data").symlink_to(PACKAGE / "sample_data")  # the defaults resolve against the config folder
     path = tmp_path / "config.yaml"
     fast = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "concurrency": 32}
-    path.write_text(yaml.safe_dump({
-        "data_dir": str(tmp_path / "data"),
-        "llm": {
-            "classifier": {"base_urls": [url], "model": "fake-classifier", **fast},
-            "classifier_reference": {"base_urls": [url], **fast, **reference},
-        },
-        "mamabench": {"agreement_sample_size": 10},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(tmp_path / "data"),
+                "llm": {
+                    "classifier": {"base_urls": [url], "model": "fake-classifier", **fast},
+                    "classifier_reference": {"base_urls": [url], **fast, **reference},
+                },
+                "mamabench": {"agreement_sample_size": 10},
+            }
+        )
+    )
     return path
 
 
@@ -55,21 +69,30 @@ def config(tmp_path: Path, fake_llm) -> Path:
     return write_config(tmp_path, fake_llm.url, {"model": "fake-reference"})
 
 
-def materialise(config: Path, selection: dg.AssetSelection = dg.AssetSelection.all(),
-                raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    return dg.materialize([stub_side_file, *defs.assets, mamabench_release, *defs.asset_checks], resources=shared_resources(str(config)),
-                          selection=selection, raise_on_error=raise_on_error)
+def materialise(
+    config: Path, selection: dg.AssetSelection = dg.AssetSelection.all(), raise_on_error: bool = True
+) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [stub_side_file, *defs.assets, mamabench_release, *defs.asset_checks],
+        resources=shared_resources(str(config)),
+        selection=selection,
+        raise_on_error=raise_on_error,
+    )
 
 
-def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(config, tmp_path, fake_llm, monkeypatch):
+def test_group_materialises_reuses_answers_and_reclassifies_after_a_prompt_edit(
+    config, tmp_path, fake_llm, monkeypatch
+):
     fake_llm.reset()
     result = materialise(config)
     assert result.success
     checks = result.get_asset_check_evaluations()
-    assert {c.check_name: c.passed for c in checks} == {"mamabench_accounting_invariant": True,
-                                                        "mamabench_items_valid": True,
-                                                        "classifier_failure_rate_under_bound": True,
-                                                        "reference_is_another_classifier": True}
+    assert {c.check_name: c.passed for c in checks} == {
+        "mamabench_accounting_invariant": True,
+        "mamabench_items_valid": True,
+        "classifier_failure_rate_under_bound": True,
+        "reference_is_another_classifier": True,
+    }
     first_calls = fake_llm.stats()["chat_calls"]
     # 150 MedQA + 60 Kenya + 40 oss_eval + 6 hard (same conversations as oss_eval: cached) + 10 reference
     assert first_calls == 150 + 60 + 40 + 10
@@ -122,7 +145,8 @@ CLASSIFIER_CALLS = 150 + 60 + 40  # MedQA + Kenya + oss_eval (the hard pool's co
 
 @pytest.mark.parametrize("difference", [{"seed": 1}, {"temperature": 0.7}, {"cache_namespace": "another-server"}])
 def test_reference_with_the_classifiers_model_name_but_another_endpoint_or_decoding_asks_its_own_questions(
-        tmp_path, fake_llm, difference):
+    tmp_path, fake_llm, difference
+):
     config = write_config(tmp_path, fake_llm.url, {"model": "fake-classifier", **difference})
     fake_llm.reset()
     result = materialise(config)
@@ -172,8 +196,11 @@ def test_identical_reference_classifier_is_refused_by_a_blocking_check_and_the_c
 
 
 RUN_CONFIGS = {"materialize-run-config.yaml", "multiprocess-run-config.yaml"}  # Dagster run configs, no settings
-BUNDLED = [PACKAGE / "sample_config.yaml", PACKAGE / "demo_config.yaml",
-           *(p for p in sorted((PACKAGE.parent / "config").glob("*.yaml")) if p.name not in RUN_CONFIGS)]
+BUNDLED = [
+    PACKAGE / "sample_config.yaml",
+    PACKAGE / "demo_config.yaml",
+    *(p for p in sorted((PACKAGE.parent / "config").glob("*.yaml")) if p.name not in RUN_CONFIGS),
+]
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)

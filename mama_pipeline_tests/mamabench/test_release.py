@@ -1,4 +1,5 @@
 """The release folder: hub layout, figures, determinism, and atomic replacement."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,13 +10,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.scope_agreement import agreement_stats, prior_pairs
 from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, release_files, write_release
 from mama_pipeline.mamabench.schema import CanonicalItem, Category, item_json_schema
+from mama_pipeline.mamabench.scope_agreement import agreement_stats, prior_pairs
 from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
 from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.yields import yield_table
+from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, release_files, write_release
 from mama_pipeline_tests.mamabench.helpers import adapted
 
 CATS = [c.value for c in Category]
@@ -27,9 +28,25 @@ def scripted_verdicts(rows: pl.DataFrame) -> pl.DataFrame:
     out = []
     for k, (item_id, pool) in enumerate(todo.select("item_id", "pool").iter_rows()):
         failed = k % 7 == 3
-        out.append((item_id, pool, "classifier", "parse_failed" if failed else "ok", None if failed else CATS[k % 5],
-                    None if failed else "because", "thinking", "bad json" if failed else None, False, "model-x",
-                    "http://x", SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.hash, None, "0123456789abcdef"))
+        out.append(
+            (
+                item_id,
+                pool,
+                "classifier",
+                "parse_failed" if failed else "ok",
+                None if failed else CATS[k % 5],
+                None if failed else "because",
+                "thinking",
+                "bad json" if failed else None,
+                False,
+                "model-x",
+                "http://x",
+                SCOPE_TEMPLATE.id,
+                SCOPE_TEMPLATE.hash,
+                None,
+                "0123456789abcdef",
+            )
+        )
     v = pl.DataFrame(out, schema=VERDICT_SCHEMA, orient="row")
     return pl.concat([v, joined_verdicts(rows, v)])
 
@@ -39,30 +56,64 @@ def inputs() -> ReleaseInputs:
     rows = pl.concat([adapted(p.name) for p in POOLS])
     verdicts = scripted_verdicts(rows)
     items, accounting = finalise(rows, verdicts)
-    provenance = pl.DataFrame({"pool": [p.name for p in POOLS], "origin": ["f"] * 9, "sha256": ["ab" * 32] * 9,
-                               "revision": [None] * 9, "rows": [1] * 9, "licence": ["MIT"] * 9, "location": ["local"] * 9})
+    provenance = pl.DataFrame(
+        {
+            "pool": [p.name for p in POOLS],
+            "origin": ["f"] * 9,
+            "sha256": ["ab" * 32] * 9,
+            "revision": [None] * 9,
+            "rows": [1] * 9,
+            "licence": ["MIT"] * 9,
+            "location": ["local"] * 9,
+        }
+    )
     parity = prior_pairs(rows, verdicts, "kenya_vignettes")
-    calibration = pl.DataFrame({"prompt_id": ["p2", "p1"], "binary_labels": [[True, False], [True]],
-                                "scope_category": ["MATERNAL", "NEONATAL"]})
+    calibration = pl.DataFrame(
+        {
+            "prompt_id": ["p2", "p1"],
+            "binary_labels": [[True, False], [True]],
+            "scope_category": ["MATERNAL", "NEONATAL"],
+        }
+    )
     return ReleaseInputs(
-        name="mamabench", version="9.9.9", items=items, criteria=criteria_table(rows, items), accounting=accounting,
-        verdicts=verdicts, yields=yield_table(accounting), provenance=provenance,
+        name="mamabench",
+        version="9.9.9",
+        items=items,
+        criteria=criteria_table(rows, items),
+        accounting=accounting,
+        verdicts=verdicts,
+        yields=yield_table(accounting),
+        provenance=provenance,
         classifier=ClassifierInfo("model-x", SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.hash, SCOPE_TEMPLATE.text, False),
-        agreement=agreement_stats(parity), agreement_info={"reference_model": "model-y", "pools": ["kenya_vignettes"]},
-        parity=agreement_stats(parity), calibration=calibration,
+        agreement=agreement_stats(parity),
+        agreement_info={"reference_model": "model-y", "pools": ["kenya_vignettes"]},
+        parity=agreement_stats(parity),
+        calibration=calibration,
     )
 
 
 def test_layout_and_items(inputs: ReleaseInputs) -> None:
     files = release_files(inputs)
     assert set(files) == {
-        "README.md", "data/mcq/test.jsonl", "data/open_ended/test.jsonl", "data/open_ended_rubric/test.jsonl",
-        "data/criteria/test.jsonl", "data/calibration/test.jsonl", "schema/canonical_item.schema.json",
-        "manifests/manifest.json", "audit/scope_verdicts.jsonl", "audit/accounting.jsonl", "audit/agreement.json",
-        "audit/kenya_parity.json", "audit/scope_classifier_prompt.txt",
+        "README.md",
+        "data/mcq/test.jsonl",
+        "data/open_ended/test.jsonl",
+        "data/open_ended_rubric/test.jsonl",
+        "data/criteria/test.jsonl",
+        "data/calibration/test.jsonl",
+        "schema/canonical_item.schema.json",
+        "manifests/manifest.json",
+        "audit/scope_verdicts.jsonl",
+        "audit/accounting.jsonl",
+        "audit/agreement.json",
+        "audit/kenya_parity.json",
+        "audit/scope_classifier_prompt.txt",
     }
-    released = [json.loads(line) for k in ("mcq", "open_ended", "open_ended_rubric")
-                for line in files[f"data/{k}/test.jsonl"].decode().splitlines()]
+    released = [
+        json.loads(line)
+        for k in ("mcq", "open_ended", "open_ended_rubric")
+        for line in files[f"data/{k}/test.jsonl"].decode().splitlines()
+    ]
     assert len(released) == inputs.items.height
     for item in released:
         CanonicalItem.model_validate(item)
@@ -83,12 +134,21 @@ def test_manifest_and_card_carry_the_figures(inputs: ReleaseInputs) -> None:
     m = json.loads(files["manifests/manifest.json"])
     assert m["items"]["total"] == inputs.items.height
     assert {s["pool"]: s["kept"] for s in m["sources"]} == dict(zip(inputs.yields["pool"], inputs.yields["kept"]))
-    assert {"pool": "afrimedqa_saq", "status": "refused", "reason": "empty_answer", "in_prescope": True,
-            "rows": 1} in m["refusals"]
+    assert {
+        "pool": "afrimedqa_saq",
+        "status": "refused",
+        "reason": "empty_answer",
+        "in_prescope": True,
+        "rows": 1,
+    } in m["refusals"]
     assert not any(r["pool"] == "afrimedqa_mcq" for r in m["refusals"])  # its multi-answer row is out of scope
     assert any(r["reason"] == "parse_failed" for r in m["refusals"])  # unclassified rows are listed too
-    assert m["classifier"] == {"model": "model-x", "prompt_id": "scope_classifier",
-                               "prompt_hash": SCOPE_TEMPLATE.hash, "smoke_test": False}
+    assert m["classifier"] == {
+        "model": "model-x",
+        "prompt_id": "scope_classifier",
+        "prompt_hash": SCOPE_TEMPLATE.hash,
+        "smoke_test": False,
+    }
     assert m["calibration_rows"] == 2 and m["version"] == "9.9.9"
     assert set(m["files"]) == set(files) - {"README.md", "manifests/manifest.json"}
     card = files["README.md"].decode()
@@ -127,8 +187,13 @@ def test_bytes_are_deterministic_and_the_write_is_atomic(inputs: ReleaseInputs, 
 
 
 def test_smoke_test_builds_say_so(inputs: ReleaseInputs) -> None:
-    smoke = ReleaseInputs(**{**inputs.__dict__, "calibration": None,
-                             "classifier": ClassifierInfo("smollm2", "scope_classifier", "h", "t", True)})
+    smoke = ReleaseInputs(
+        **{
+            **inputs.__dict__,
+            "calibration": None,
+            "classifier": ClassifierInfo("smollm2", "scope_classifier", "h", "t", True),
+        }
+    )
     files = release_files(smoke)
     assert "Smoke-test build" in files["README.md"].decode()
     assert "data/calibration/test.jsonl" not in files
@@ -137,7 +202,7 @@ def test_smoke_test_builds_say_so(inputs: ReleaseInputs) -> None:
 def _held_by_hand(item_id: str, salt: str, share: float) -> bool:
     import hashlib
 
-    return int(hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()[:16], 16) / 16 ** 16 < share
+    return int(hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()[:16], 16) / 16**16 < share
 
 
 def _ids(path: Path) -> set[str]:
@@ -145,7 +210,8 @@ def _ids(path: Path) -> set[str]:
 
 
 def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_none(
-        inputs: ReleaseInputs, tmp_path: Path) -> None:
+    inputs: ReleaseInputs, tmp_path: Path
+) -> None:
     from dataclasses import replace
 
     from mama_pipeline.common.held_out import HeldOutRule
@@ -158,12 +224,16 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
 
     held = {i for i in every if _held_by_hand(key(i), "salt-a", 0.3)}
     assert 0 < len(held) < len(every)
-    held_prompt = next(key(i) for i in sorted(held) if i.startswith("healthbench"))[len("healthbench:"):]
+    held_prompt = next(key(i) for i in sorted(held) if i.startswith("healthbench"))[len("healthbench:") :]
     # the same prompt in two pools falls on one side
     shared = [i for i in every if i.startswith("healthbench") and key(i) == f"healthbench:{held_prompt}"]
     assert set(shared) <= held
-    calibration = pl.concat([inputs.calibration, pl.DataFrame({"prompt_id": [held_prompt], "binary_labels": [[True]],
-                                                               "scope_category": ["MATERNAL"]})])
+    calibration = pl.concat(
+        [
+            inputs.calibration,
+            pl.DataFrame({"prompt_id": [held_prompt], "binary_labels": [[True]], "scope_category": ["MATERNAL"]}),
+        ]
+    )
     inp = replace(inputs, calibration=calibration, widely_trained=["medmcqa", "medqa_usmle"])
     public = tmp_path / "releases" / "mamabench" / "9.9.9"
     write_release(public, inp, HeldOutRule(0.3, "salt-a", "item_id"))
@@ -172,6 +242,7 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
     public_ids = set().union(*(_ids(public / f"data/{s}/test.jsonl") for s in sets))
     private_ids = set().union(*(_ids(private / f"data/{s}/test.jsonl") for s in sets))
     assert private_ids == held and public_ids == every - held
+
     def audit_ids(folder: Path, audit: str) -> set[str]:
         return {json.loads(x)["item_id"] for x in (folder / f"audit/{audit}.jsonl").read_text().splitlines()}
 
@@ -186,8 +257,11 @@ def test_held_out_folder_holds_exactly_the_held_out_items_and_the_public_folder_
             assert not any(f'"{i}"' in p.read_text() for i in held), p
     cal = {json.loads(x)["prompt_id"] for x in (private / "data/calibration/test.jsonl").read_text().splitlines()}
     assert cal == {held_prompt}
-    used = {r["criterion_id"] for line in (public / "data/open_ended_rubric/test.jsonl").read_text().splitlines()
-            for r in json.loads(line).get("rubrics") or []}
+    used = {
+        r["criterion_id"]
+        for line in (public / "data/open_ended_rubric/test.jsonl").read_text().splitlines()
+        for r in json.loads(line).get("rubrics") or []
+    }
     criteria = (public / "data/criteria/test.jsonl").read_text().splitlines()
     assert {json.loads(x)["criterion_id"] for x in criteria} == used
     m = json.loads((public / "manifests/manifest.json").read_text())
@@ -215,29 +289,39 @@ def test_share_zero_and_no_rule_write_the_same_bytes(inputs: ReleaseInputs, tmp_
 def test_card_names_the_graders_circularity_flags_and_says_when_none_are_trained_pools(inputs: ReleaseInputs) -> None:
     from dataclasses import replace
 
-    flag = {"judge": "llm.rubric_judge", "judge_model": "openai/gpt-oss-120b", "part": "systems.gpt",
-            "model": "openai/gpt-oss-20b", "shared": "family", "family": "openai/gpt",
-            "note": "circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share "
-                    "the model family openai/gpt"}
+    flag = {
+        "judge": "llm.rubric_judge",
+        "judge_model": "openai/gpt-oss-120b",
+        "part": "systems.gpt",
+        "model": "openai/gpt-oss-20b",
+        "shared": "family",
+        "family": "openai/gpt",
+        "note": "circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share "
+        "the model family openai/gpt",
+    }
     files = release_files(replace(inputs, circularity=[flag]))
     assert json.loads(files["manifests/manifest.json"])["circularity"] == [flag]
     card = files["README.md"].decode()
-    assert ("- Circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share the model "
-            "family openai/gpt: the grades of gpt (a grader may favour its own model family).") in card
+    assert (
+        "- Circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share the model "
+        "family openai/gpt: the grades of gpt (a grader may favour its own model family)."
+    ) in card
     plain = release_files(inputs)["README.md"].decode()
     assert "## Circularity" not in plain and "None listed (setting `mamabench.widely_trained_pools`)." in plain
 
 
 def test_every_listed_track_loads_an_empty_one_is_not_listed_and_the_scoring_snippet_runs(
-        inputs: ReleaseInputs, tmp_path: Path, monkeypatch) -> None:
+    inputs: ReleaseInputs, tmp_path: Path, monkeypatch
+) -> None:
     import re
 
     import datasets
 
     from mama_pipeline_tests.release.test_hub_loading import listed, load_every_listed_config
 
-    no_short_answers = ReleaseInputs(**{**inputs.__dict__,
-                                        "items": inputs.items.filter(pl.col("set_type") != "open_ended")})
+    no_short_answers = ReleaseInputs(
+        **{**inputs.__dict__, "items": inputs.items.filter(pl.col("set_type") != "open_ended")}
+    )
     out = tmp_path / "mb"
     write_release(out, no_short_answers)
     card = (out / "README.md").read_text()
@@ -258,8 +342,11 @@ def test_other_areas_files_are_released_hashed_and_described_in_the_public_folde
     from mama_pipeline.common.held_out import HeldOutRule
 
     board = b'{"benchmark": "mamabench"}\n'
-    with_board = replace(inputs, extra_files={"leaderboard/leaderboard.json": board},
-                         card_sections=["## Leaderboard\n\nThe leaderboard folder."])
+    with_board = replace(
+        inputs,
+        extra_files={"leaderboard/leaderboard.json": board},
+        card_sections=["## Leaderboard\n\nThe leaderboard folder."],
+    )
     files = release_files(with_board)
     assert files["leaderboard/leaderboard.json"] == board
     manifest = json.loads(files["manifests/manifest.json"])

@@ -1,4 +1,5 @@
 """The scope classifier's prompt: categories, rules, modes, and the answer models."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,7 +32,9 @@ def test_mcq_mode_shows_the_options_and_conversation_mode_labels_roles() -> None
     assert mcq[0] == {"role": "system", "content": SCOPE_TEMPLATE.system}
     assert "multiple-choice" in mcq[1]["content"]
     assert mcq[1]["content"].endswith("Question:\nDrug for eclampsia?\n\nOptions:\nA. Magnesium sulphate\nB. Diazepam")
-    convo = render_conversation([("user", "I am a nurse. Baby is yellow? {x}"), ("assistant", "How old?"), ("user", "3 days")])
+    convo = render_conversation(
+        [("user", "I am a nurse. Baby is yellow? {x}"), ("assistant", "How old?"), ("user", "3 days")]
+    )
     msgs = render_messages("open_ended", convo)
     assert "[USER]\nI am a nurse. Baby is yellow? {x}\n\n[ASSISTANT]\nHow old?\n\n[USER]\n3 days" in msgs[1]["content"]
     assert "conversation" in msgs[1]["content"]
@@ -48,8 +51,9 @@ def test_answer_models_put_reasoning_first_and_reject_unknown_categories() -> No
 def test_the_hash_follows_the_text() -> None:
     from mama_pipeline.llm.prompt_template import PromptTemplate
 
-    edited = PromptTemplate(SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.system.replace("NONE is the default", "NONE is default"),
-                            SCOPE_TEMPLATE.user)
+    edited = PromptTemplate(
+        SCOPE_TEMPLATE.id, SCOPE_TEMPLATE.system.replace("NONE is the default", "NONE is default"), SCOPE_TEMPLATE.user
+    )
     assert edited.hash != SCOPE_TEMPLATE.hash
 
 
@@ -57,5 +61,7 @@ def test_length_caps_are_advertised_but_not_enforced_on_parse() -> None:
     props = ScopeVerdictWithReasoning.model_json_schema()["properties"]
     assert props["reasoning"]["maxLength"] == 600 and props["rationale"]["maxLength"] == 200
     assert ScopeVerdict.model_json_schema()["properties"]["rationale"]["maxLength"] == 200
-    long = ScopeVerdictWithReasoning.model_validate({"reasoning": "x" * 900, "category": "NONE", "rationale": "y" * 300})
+    long = ScopeVerdictWithReasoning.model_validate(
+        {"reasoning": "x" * 900, "category": "NONE", "rationale": "y" * 300}
+    )
     assert long.category is Category.NONE

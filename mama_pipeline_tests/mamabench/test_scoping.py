@@ -1,4 +1,5 @@
 """Scope verdicts through the real client and the fake server; the consensus join; the accounting."""
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,16 @@ def test_verdicts_failures_consensus_join_and_accounting(make_client, rows) -> N
     by_id = {r["item_id"]: r for r in verdicts.iter_rows(named=True)}
     assert [by_id[i]["status"] for i in oss_ids] == ["ok", "ok", "parse_failed", "transport_failed"]
     assert by_id[oss_ids[0]]["category"] == "MATERNAL" and by_id[oss_ids[0]]["rationale"] == "about MATERNAL"
-    assert by_id[oss_ids[0]]["reasoning"] == "r" and by_id[oss_ids[0]]["prompt_hash"] == scope_prompt.SCOPE_TEMPLATE.hash
+    assert (
+        by_id[oss_ids[0]]["reasoning"] == "r" and by_id[oss_ids[0]]["prompt_hash"] == scope_prompt.SCOPE_TEMPLATE.hash
+    )
     assert by_id[oss_ids[2]]["category"] is None and by_id[oss_ids[2]]["error"]
 
     twin = {k: f"healthbench_consensus:{k.split(':', 1)[1]}" for k in oss_ids}
     assert by_id[twin[oss_ids[0]]]["status"] == "ok" and by_id[twin[oss_ids[0]]]["category"] == "MATERNAL"
-    assert by_id[twin[oss_ids[0]]]["source_item_id"] == oss_ids[0] and by_id[twin[oss_ids[0]]]["via"] == "oss_eval_verdict"
+    assert (
+        by_id[twin[oss_ids[0]]]["source_item_id"] == oss_ids[0] and by_id[twin[oss_ids[0]]]["via"] == "oss_eval_verdict"
+    )
     assert by_id[twin[oss_ids[2]]]["status"] == "oss_eval_verdict_failed"
     orphan = "healthbench_consensus:mamabench-fixture-consensus-no-oss-eval"
     assert by_id[orphan]["status"] == "no_oss_eval_verdict"
@@ -91,12 +96,14 @@ def test_pending_rows_without_a_verdict_are_an_error() -> None:
 
 
 def test_yield_and_refusal_tables_from_a_hand_made_accounting() -> None:
-    acc = pl.DataFrame({
-        "pool": ["medqa_usmle"] * 4 + ["whb"] * 2,
-        "status": ["kept", "out_of_scope", "refused", "unclassified", "kept", "kept"],
-        "reason": [None, None, "empty_question", "parse_failed", None, None],
-        "in_prescope": [None, None, None, None, True, True],
-    })
+    acc = pl.DataFrame(
+        {
+            "pool": ["medqa_usmle"] * 4 + ["whb"] * 2,
+            "status": ["kept", "out_of_scope", "refused", "unclassified", "kept", "kept"],
+            "reason": [None, None, "empty_question", "parse_failed", None, None],
+            "in_prescope": [None, None, None, None, True, True],
+        }
+    )
     y = {r["pool"]: r for r in yield_table(acc).iter_rows(named=True)}
     assert (y["medqa_usmle"]["upstream_rows"], y["medqa_usmle"]["kept"], y["medqa_usmle"]["yield_pct"]) == (4, 1, 25.0)
     assert y["whb"]["yield_pct"] == 100.0 and y["medmcqa"]["upstream_rows"] == 0 and y["medmcqa"]["yield_pct"] is None

@@ -1,4 +1,5 @@
 """The MCQ scorability rule: refuse only what letter scoring cannot represent; count cosmetics."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,7 +50,11 @@ def test_cosmetic_defects_are_counted_and_text_is_not_rewritten() -> None:
     assert v.reason is None
     assert v.choices == ["A. Oxytocin", "B) Misoprostol", "Ergometrine\u2019s dose", "n/a"]
     assert v.defects == [
-        "embedded_letter_prefix", "non_ascii_typography", "terse_stem", "placeholder_option", "trailing_empty_options",
+        "embedded_letter_prefix",
+        "non_ascii_typography",
+        "terse_stem",
+        "placeholder_option",
+        "trailing_empty_options",
     ]
 
 

@@ -1,4 +1,5 @@
 """Upstream loaders: fixtures, folders, the hub cache offline, and bad files."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,15 @@ from mama_pipeline.mamabench.sources import SourceError, load_pool
 from mama_pipeline_tests.mamabench.helpers import PACKAGE, SETTINGS, resolve
 
 EXPECTED_ROWS = {
-    "medmcqa": 120, "medqa_usmle": 150, "afrimedqa_mcq": 10, "kenya_vignettes": 60, "afrimedqa_saq": 6,
-    "whb": 20, "healthbench_oss_eval": 40, "healthbench_consensus": 11, "healthbench_hard": 7,
+    "medmcqa": 120,
+    "medqa_usmle": 150,
+    "afrimedqa_mcq": 10,
+    "kenya_vignettes": 60,
+    "afrimedqa_saq": 6,
+    "whb": 20,
+    "healthbench_oss_eval": 40,
+    "healthbench_consensus": 11,
+    "healthbench_hard": 7,
 }
 UPSTREAM = PACKAGE / "sample_data" / "upstream"
 
@@ -88,7 +96,9 @@ def test_json_list_and_broken_jsonl_are_reported_with_position(tmp_path: Path) -
     with pytest.raises(SourceError, match=r"whb\.json record 4: missing column\(s\) 'justification'"):
         load_pool(POOL_BY_NAME["whb"], SourceLocation(path=str(bad)), resolve)
     broken = tmp_path / "oss.jsonl"
-    broken.write_text((UPSTREAM / "healthbench" / "oss_eval-sample-40.jsonl").read_text().splitlines()[0] + "\n{not json\n")
+    broken.write_text(
+        (UPSTREAM / "healthbench" / "oss_eval-sample-40.jsonl").read_text().splitlines()[0] + "\n{not json\n"
+    )
     with pytest.raises(SourceError, match=r"oss\.jsonl:2: not valid JSON"):
         load_pool(POOL_BY_NAME["healthbench_oss_eval"], SourceLocation(path=str(broken)), resolve)
 
@@ -118,8 +128,11 @@ def test_kenya_vignettes_read_from_the_upstream_xlsx(tmp_path: Path) -> None:
     path = tmp_path / "Prompt responses.xlsx"
     book.save(path)
     loaded = load_pool(POOL_BY_NAME["kenya_vignettes"], SourceLocation(path=str(path)), resolve)
-    from_csv = load_pool(POOL_BY_NAME["kenya_vignettes"],
-                         SourceLocation(path=str(UPSTREAM / "kenya_vignettes" / "vignettes-sample-60.csv")), resolve)
+    from_csv = load_pool(
+        POOL_BY_NAME["kenya_vignettes"],
+        SourceLocation(path=str(UPSTREAM / "kenya_vignettes" / "vignettes-sample-60.csv")),
+        resolve,
+    )
     assert loaded.rows.height == 60
     same = ["upstream_index", "upstream_id", "record"]  # file name and hash differ, the rows do not
     assert loaded.rows.select(same).equals(from_csv.rows.select(same))
@@ -160,13 +173,25 @@ def test_hub_download_reads_an_offline_hub_cache_at_a_pinned_revision(tmp_path: 
     (repo / "refs" / "main").write_text(commit)
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     env.pop("HF_HUB_CACHE", None)
-    done = subprocess.run([sys.executable, "-c", HUB_SCRIPT, "main", commit], env=env, capture_output=True,
-                          text=True, timeout=120, cwd=PACKAGE.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", HUB_SCRIPT, "main", commit],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=PACKAGE.parent,
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     for rev in ("main", commit):
         assert out[rev] == [150, [commit], "data/phrases_no_exclude_test.jsonl"]
-    missing = subprocess.run([sys.executable, "-c", HUB_SCRIPT, "f" * 40], env=env, capture_output=True,
-                             text=True, timeout=120, cwd=PACKAGE.parent)
+    missing = subprocess.run(
+        [sys.executable, "-c", HUB_SCRIPT, "f" * 40],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=PACKAGE.parent,
+    )
     assert missing.returncode != 0
     assert "cannot fetch data/phrases_no_exclude_test.jsonl from dataset GBaker/MedQA-USMLE-4-options" in missing.stderr

@@ -7,6 +7,7 @@ hand-made tables over the real corpus chunks, stored before the first round. Wri
 success, check results and materialisation metadata as JSON; ROUNDS (default 1) repeats the whole
 sequence (a second round shows what is reused).
 """
+
 import json
 import sys
 
@@ -23,12 +24,13 @@ from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as release_fx
 
-
 corpus_defs = build_corpus_defs(load_settings())
 defs = build_multipassage_defs(load_settings())
 
-MAIN_INPUTS = [dg.AssetSpec(k) for k in ("generated_queries", "judgments", "pooled_pairs", "rankings",
-                                         "query_gate_decisions", "judge_reliability")]
+MAIN_INPUTS = [
+    dg.AssetSpec(k)
+    for k in ("generated_queries", "judgments", "pooled_pairs", "rankings", "query_gate_decisions", "judge_reliability")
+]
 
 
 def store_release_inputs(s: PipelineSettings) -> None:
@@ -39,24 +41,53 @@ def store_release_inputs(s: PipelineSettings) -> None:
     writer = query_writer_template(s.queries.max_words, s.llm.query_writer.reasoning == "json_field")
     queries = seeds.select(
         query_id=pl.format("q_{}", pl.int_range(1, 3).cast(pl.String).str.zfill(5)),
-        query_text=pl.format("What does {} say?", pl.col("source")), seed_chunk_id="chunk_id", source="source",
-        tier=pl.lit("high"), model=pl.lit("fake-model"), prompt_hash=pl.lit(writer.hash), temperature=pl.lit(0.0),
+        query_text=pl.format("What does {} say?", pl.col("source")),
+        seed_chunk_id="chunk_id",
+        source="source",
+        tier=pl.lit("high"),
+        model=pl.lit("fake-model"),
+        prompt_hash=pl.lit(writer.hash),
+        temperature=pl.lit(0.0),
         corpus_version="corpus_version",
     )
     depth = s.retrieval.pool_depth
-    rows = [(q, r, rank, c, 1.0 / rank) for q in queries["query_id"] for r in s.retrieval.pooled
-            for rank, c in enumerate(chunks["chunk_id"].head(depth), start=1)]
-    rankings = pl.DataFrame(rows, schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
-                                          "chunk_id": pl.String, "score": pl.Float64}, orient="row")
+    rows = [
+        (q, r, rank, c, 1.0 / rank)
+        for q in queries["query_id"]
+        for r in s.retrieval.pooled
+        for rank, c in enumerate(chunks["chunk_id"].head(depth), start=1)
+    ]
+    rankings = pl.DataFrame(
+        rows,
+        schema={
+            "query_id": pl.String,
+            "retriever": pl.String,
+            "rank": pl.Int32,
+            "chunk_id": pl.String,
+            "score": pl.Float64,
+        },
+        orient="row",
+    )
     pairs = rankings.select("query_id", "chunk_id").unique().sort("query_id", "chunk_id")
     judge_hash = label_prompt_hash(RELEVANCE_JUDGE, output_model(s.llm.judge.reasoning))
     store.write_table("generated_queries", queries)
     for retriever in s.retrieval.pooled:
         store.write_table("rankings", rankings.filter(pl.col("retriever") == retriever), partition=retriever)
-    store.write_table("pooled_pairs", pairs.with_columns(retrievers=pl.Series([sorted(s.retrieval.pooled)] * pairs.height),
-                                                         best_rank=pl.lit(1), is_seed=pl.lit(False), pool_size=pl.lit(depth)))
-    store.write_table("judgments", release_fx.judgments(pairs).with_columns(
-        prompt_hash=pl.lit(judge_hash), corpus_version=pl.lit(chunks["corpus_version"][0])))
+    store.write_table(
+        "pooled_pairs",
+        pairs.with_columns(
+            retrievers=pl.Series([sorted(s.retrieval.pooled)] * pairs.height),
+            best_rank=pl.lit(1),
+            is_seed=pl.lit(False),
+            pool_size=pl.lit(depth),
+        ),
+    )
+    store.write_table(
+        "judgments",
+        release_fx.judgments(pairs).with_columns(
+            prompt_hash=pl.lit(judge_hash), corpus_version=pl.lit(chunks["corpus_version"][0])
+        ),
+    )
     store.write_table("query_gate_decisions", release_fx.gate_decisions())
     store.write_table("judge_reliability", release_fx.reliability())
 
@@ -68,16 +99,25 @@ def main(out_path: str, rounds: int = 1) -> None:
     report: dict = {"steps": []}
 
     def run(selection, partition=None):
-        result = dg.materialize([*assets, *checks], resources=resources, selection=selection,
-                                partition_key=partition, raise_on_error=False)
-        step = {"selection": str(selection), "partition": partition, "success": result.success,
-                "checks": {c.check_name: c.passed for c in result.get_asset_check_evaluations()}, "metadata": {}}
+        result = dg.materialize(
+            [*assets, *checks], resources=resources, selection=selection, partition_key=partition, raise_on_error=False
+        )
+        step = {
+            "selection": str(selection),
+            "partition": partition,
+            "success": result.success,
+            "checks": {c.check_name: c.passed for c in result.get_asset_check_evaluations()},
+            "metadata": {},
+        }
         for mat in result.get_asset_materialization_events():
             m = mat.materialization
             step["metadata"][m.asset_key.to_user_string()] = {k: str(v.value) for k, v in m.metadata.items()}
         if not result.success:
-            step["errors"] = [str(e.event_specific_data.error)[:4000] for e in result.all_events
-                              if e.is_failure and getattr(e.event_specific_data, "error", None)]
+            step["errors"] = [
+                str(e.event_specific_data.error)[:4000]
+                for e in result.all_events
+                if e.is_failure and getattr(e.event_specific_data, "error", None)
+            ]
         report["steps"].append(step)
 
     def checked(*names):
@@ -90,8 +130,17 @@ def main(out_path: str, rounds: int = 1) -> None:
         run(checked("multipassage_candidates", "multipassage_decisions", "multipassage_questions"))
         for name in load_settings().retrieval.retriever_names:
             run(dg.AssetSelection.assets("multipassage_rankings"), name)
-        run(checked("multipassage_pool", "multipassage_labels", "multipassage_fact_labels", "multipassage_scoreboard",
-                    "multipassage_per_query", "multipassage_significance", "multipassage_report"))
+        run(
+            checked(
+                "multipassage_pool",
+                "multipassage_labels",
+                "multipassage_fact_labels",
+                "multipassage_scoreboard",
+                "multipassage_per_query",
+                "multipassage_significance",
+                "multipassage_report",
+            )
+        )
         run(checked("mamaretrieval_release"))
     with open(out_path, "w") as fh:
         json.dump(report, fh, indent=1)

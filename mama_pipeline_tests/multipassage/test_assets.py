@@ -3,6 +3,7 @@
 Runs in a fresh process (retriever partitions come from the configuration at import), with two
 MiniLM retrievers and their RRF fusion, so the whole track (candidates through release) runs offline.
 """
+
 import json
 import os
 import subprocess
@@ -41,7 +42,9 @@ def config(tmp_path, url: str) -> dict:
     raw["evaluation"]["headline_measure"] = "Success(rel=3)@5"
     raw["evaluation"]["resamples"] = 200
     raw["multipassage"].update(
-        sets_per_source={t: 4 for t in raw["corpus"]["tiers"]}, pool_depth=3, min_similarity=0.3,
+        sets_per_source={t: 4 for t in raw["corpus"]["tiers"]},
+        pool_depth=3,
+        min_similarity=0.3,
         significance_measures=["alpha_nDCG@10", "AllIn@10[pieces]"],
     )
     return raw
@@ -52,9 +55,19 @@ def materialise(tmp_path, cfg: dict, rounds: int) -> dict:
     env = {**os.environ, "MAMA_CONFIG": str(tmp_path / "config.yaml")}
     env.pop("DAGSTER_HOME", None)
     env.pop("MAMA_DATA_DIR", None)
-    out = subprocess.run([sys.executable, "-m", "mama_pipeline_tests.multipassage.dagster_run",
-                          str(tmp_path / "report.json"), str(rounds)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mama_pipeline_tests.multipassage.dagster_run",
+            str(tmp_path / "report.json"),
+            str(rounds),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads((tmp_path / "report.json").read_text())
 
@@ -86,11 +99,16 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     pieces = questions.select("query_id", pl.col("chunk_ids").alias("chunk_id")).explode("chunk_id")
     assert pieces.join(labels.filter(pl.col("required_piece")), on=["query_id", "chunk_id"], how="anti").is_empty()
     # each kept question carries its facts, each verified against the chunk of the set it came from
-    assert all(len(f) >= 2 and set(c) == set(ids) for f, c, ids in
-               questions.select("facts", "fact_chunk_ids", "chunk_ids").iter_rows())
+    assert all(
+        len(f) >= 2 and set(c) == set(ids)
+        for f, c, ids in questions.select("facts", "fact_chunk_ids", "chunk_ids").iter_rows()
+    )
     fact_labels = db.read_table("multipassage_fact_labels")
-    assert fact_labels.select("query_id", "chunk_id").sort("query_id", "chunk_id").equals(
-        labels.select("query_id", "chunk_id").sort("query_id", "chunk_id"))  # every pooled pair, once
+    assert (
+        fact_labels.select("query_id", "chunk_id")
+        .sort("query_id", "chunk_id")
+        .equals(labels.select("query_id", "chunk_id").sort("query_id", "chunk_id"))
+    )  # every pooled pair, once
     n_facts = dict(questions.select("query_id", pl.col("facts").list.len()).iter_rows())
     assert all(1 <= f <= n_facts[q] for q, fs in fact_labels.select("query_id", "facts").iter_rows() for f in fs or [])
     rankings = db.read_table("multipassage_rankings")
@@ -128,10 +146,16 @@ def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     assert all(s["success"] for s in second)
     assert fake_llm.stats()["chat_calls"] == calls
     meta = {k: v for s in second for k, v in s["metadata"].items()}
-    for asset, calls in (("multipassage_decisions", ["write size 2:query_writer", "write size 3:query_writer",
-                                                     "verify:judge", "check 1 facts:judge"]),
-                         ("multipassage_fact_labels", [k[:-len("/requests")] for k in meta["multipassage_fact_labels"]
-                                                       if k.endswith("/requests")])):
+    for asset, calls in (
+        (
+            "multipassage_decisions",
+            ["write size 2:query_writer", "write size 3:query_writer", "verify:judge", "check 1 facts:judge"],
+        ),
+        (
+            "multipassage_fact_labels",
+            [k[: -len("/requests")] for k in meta["multipassage_fact_labels"] if k.endswith("/requests")],
+        ),
+    ):
         assert calls  # every client call of the step was served from the cache
         assert all(meta[asset][f"{c}/cache_hits"] == meta[asset][f"{c}/requests"] for c in calls)
     assert meta["multipassage_labels"]["new_labels"] == "0"

@@ -1,4 +1,5 @@
 """Candidate chunk sets: section runs, cross-source neighbours, drop reasons, seeded tier-weighted sampling."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -6,46 +7,75 @@ import pytest
 
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts, set_id
 
-BODY = "Give oxytocin 10 IU intramuscularly within one minute of birth and check the uterus every fifteen minutes " \
-       "for the first two hours, massaging it when soft and recording blood loss."
+BODY = (
+    "Give oxytocin 10 IU intramuscularly within one minute of birth and check the uterus every fifteen minutes "
+    "for the first two hours, massaging it when soft and recording blood loss."
+)
 
 
 def chunks(rows: list[tuple[str, str, list[str], str]]) -> pl.DataFrame:
     """(chunk_id, source, breadcrumb, text) in bundle order."""
     return pl.DataFrame(
-        [{"chunk_id": c, "source": s, "breadcrumb": b, "text": t, "ordinal": i, "corpus_version": "v1"}
-         for i, (c, s, b, t) in enumerate(rows)],
-        schema={"chunk_id": pl.String, "source": pl.String, "breadcrumb": pl.List(pl.String), "text": pl.String,
-                "ordinal": pl.Int64, "corpus_version": pl.String},
+        [
+            {"chunk_id": c, "source": s, "breadcrumb": b, "text": t, "ordinal": i, "corpus_version": "v1"}
+            for i, (c, s, b, t) in enumerate(rows)
+        ],
+        schema={
+            "chunk_id": pl.String,
+            "source": pl.String,
+            "breadcrumb": pl.List(pl.String),
+            "text": pl.String,
+            "ordinal": pl.Int64,
+            "corpus_version": pl.String,
+        },
     )
 
 
 SEC = ["Chapter 1", "Third stage"]
-CORPUS = chunks([
-    ("a1", "src-a", SEC, BODY + " one"),
-    ("a2", "src-a", SEC, BODY + " two"),
-    ("a3", "src-a", SEC, "References"),  # boilerplate (short body)
-    ("a4", "src-a", ["Chapter 1", "Fourth stage"], BODY + " four"),
-    ("b1", "src-b", ["Ch"], BODY + " b one"),
-    ("c1", "src-c", ["Ch"], BODY + " c one"),
-])
+CORPUS = chunks(
+    [
+        ("a1", "src-a", SEC, BODY + " one"),
+        ("a2", "src-a", SEC, BODY + " two"),
+        ("a3", "src-a", SEC, "References"),  # boilerplate (short body)
+        ("a4", "src-a", ["Chapter 1", "Fourth stage"], BODY + " four"),
+        ("b1", "src-b", ["Ch"], BODY + " b one"),
+        ("c1", "src-c", ["Ch"], BODY + " c one"),
+    ]
+)
 NEIGHBOURS = pl.DataFrame(
-    [("a1", "b1", 0.9), ("a1", "c1", 0.7), ("a1", "a2", 0.95), ("a2", "b1", 0.4), ("a4", "a1", 0.8),
-     ("a1", "a3", 0.99)],
-    schema={"anchor_chunk_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}, orient="row",
+    [
+        ("a1", "b1", 0.9),
+        ("a1", "c1", 0.7),
+        ("a1", "a2", 0.95),
+        ("a2", "b1", 0.4),
+        ("a4", "a1", 0.8),
+        ("a1", "a3", 0.99),
+    ],
+    schema={"anchor_chunk_id": pl.String, "chunk_id": pl.String, "score": pl.Float64},
+    orient="row",
 )
 
 
 def build(quota: int = 100, seed: int = 1, corpus: pl.DataFrame = CORPUS, tiers=None, neighbours=NEIGHBOURS):
     tier_of = tiers or {"src-a": "high"}
-    return candidate_sets(corpus, tier_of, {"high": quota, "low": quota}, neighbours, sizes=[2, 3], section_level=2,
-                          min_similarity=0.5, min_body_words=10, seed=seed)
+    return candidate_sets(
+        corpus,
+        tier_of,
+        {"high": quota, "low": quota},
+        neighbours,
+        sizes=[2, 3],
+        section_level=2,
+        min_similarity=0.5,
+        min_body_words=10,
+        seed=seed,
+    )
 
 
 def by_chunks(frame: pl.DataFrame) -> dict[tuple[str, ...], dict]:
     """Rows by chunk ids; a dropped row short of partners is keyed with its size too."""
-    return {tuple(r["chunk_ids"]) + ((r["size"],) if len(r["chunk_ids"]) < r["size"] else ()): r
-            for r in frame.to_dicts()}
+    return {
+        tuple(r["chunk_ids"]) + ((r["size"],) if len(r["chunk_ids"]) < r["size"] else ()): r for r in frame.to_dicts()
+    }
 
 
 def test_section_runs_and_boilerplate_drops():
@@ -71,8 +101,17 @@ def test_cross_source_partners_threshold_and_missing_sources():
 
 def test_duplicate_sets_are_dropped_once_and_counted():
     neighbours = pl.concat([NEIGHBOURS, pl.DataFrame({"anchor_chunk_id": ["b1"], "chunk_id": ["a1"], "score": [0.9]})])
-    frame = candidate_sets(CORPUS, {"src-a": "high", "src-b": "high"}, {"high": 100}, neighbours, sizes=[2],
-                           section_level=2, min_similarity=0.5, min_body_words=10, seed=1)
+    frame = candidate_sets(
+        CORPUS,
+        {"src-a": "high", "src-b": "high"},
+        {"high": 100},
+        neighbours,
+        sizes=[2],
+        section_level=2,
+        min_similarity=0.5,
+        min_body_words=10,
+        seed=1,
+    )
     same = frame.filter(pl.col("set_id") == set_id(["b1", "a1"]))
     assert sorted(same["status"].to_list()) == ["dropped", "sampled"]
     assert same.filter(pl.col("status") == "dropped")["drop_reason"].to_list() == ["duplicate_set"]
@@ -81,27 +120,35 @@ def test_duplicate_sets_are_dropped_once_and_counted():
 
 
 def test_quota_sampling_is_seeded_and_per_source():
-    many = chunks([(f"a{i}", "src-a", SEC, f"{BODY} {i}") for i in range(12)]
-                  + [(f"z{i}", "src-z", SEC, f"{BODY} z{i}") for i in range(12)])
+    many = chunks(
+        [(f"a{i}", "src-a", SEC, f"{BODY} {i}") for i in range(12)]
+        + [(f"z{i}", "src-z", SEC, f"{BODY} z{i}") for i in range(12)]
+    )
     tiers = {"src-a": "high", "src-z": "low"}
-    near = pl.DataFrame({"anchor_chunk_id": [f"a{i}" for i in range(12)], "chunk_id": [f"z{i}" for i in range(12)],
-                         "score": [0.8] * 12})
+    near = pl.DataFrame(
+        {"anchor_chunk_id": [f"a{i}" for i in range(12)], "chunk_id": [f"z{i}" for i in range(12)], "score": [0.8] * 12}
+    )
 
     def build(**kw):
-        return globals()["build"](neighbours=near.filter(pl.col("chunk_id").is_in(kw["corpus"]["chunk_id"].to_list())),
-                                  **kw)
+        return globals()["build"](
+            neighbours=near.filter(pl.col("chunk_id").is_in(kw["corpus"]["chunk_id"].to_list())), **kw
+        )
 
     first = build(quota=3, seed=7, corpus=many, tiers=tiers)
     again = build(quota=3, seed=7, corpus=many, tiers=tiers)
     assert first.equals(again)
     sampled = first.filter(pl.col("status") == "sampled")
     assert sampled.group_by("source").len().sort("source")["len"].to_list() == [3, 3]
-    assert build(quota=3, seed=8, corpus=many, tiers=tiers).filter(pl.col("status") == "sampled")["set_id"].to_list() \
+    assert (
+        build(quota=3, seed=8, corpus=many, tiers=tiers).filter(pl.col("status") == "sampled")["set_id"].to_list()
         != sampled["set_id"].to_list()
+    )
     # a source's draw depends only on its own candidates: untiering src-z leaves src-a's sample unchanged
     alone = build(quota=3, seed=7, corpus=many, tiers={"src-a": "high"})
-    assert alone.filter(pl.col("status") == "sampled")["set_id"].to_list() == \
-        sampled.filter(pl.col("source") == "src-a")["set_id"].to_list()
+    assert (
+        alone.filter(pl.col("status") == "sampled")["set_id"].to_list()
+        == sampled.filter(pl.col("source") == "src-a")["set_id"].to_list()
+    )
 
 
 def test_set_id_is_order_free_and_content_derived():

@@ -1,4 +1,5 @@
 """Track measures against hand-computed values (ir_measures: pyndeval for the facts, pytrec_eval for the labels)."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,12 @@ from mama_pipeline.multipassage.settings import MultipassageSettings
 
 # one fact per chunk of each set (fact n taken from the n-th chunk), unless a test says otherwise
 QUESTIONS = pl.DataFrame(
-    {"query_id": ["mq_00001", "mq_00002", "mq_00003"], "chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]],
-     "fact_chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]], "tier": ["high", "high", "low"]},
+    {
+        "query_id": ["mq_00001", "mq_00002", "mq_00003"],
+        "chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]],
+        "fact_chunk_ids": [["A", "B"], ["C", "D", "E"], ["F", "G"]],
+        "tier": ["high", "high", "low"],
+    },
 )
 FACT_LABEL_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "facts": pl.List(pl.Int64)}
 NO_FACT_LABELS = pl.DataFrame(schema=FACT_LABEL_SCHEMA)
@@ -26,12 +31,16 @@ def fact_labels(rows: list[tuple[str, str, list[int]]]) -> pl.DataFrame:
 
 def run_of(rankings: dict[str, list[str]], retriever: str = "r1") -> pl.DataFrame:
     rows = [(retriever, q, d, i + 1) for q, docs in rankings.items() for i, d in enumerate(docs)]
-    return pl.DataFrame(rows, schema={"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String,
-                                      "rank": pl.Int64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={"retriever": pl.String, "query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64},
+        orient="row",
+    )
 
 
-def values(run: pl.DataFrame, cutoffs=(2, 4), labels: pl.DataFrame = NO_FACT_LABELS,
-           alpha: float = 0.5) -> dict[tuple[str, str], float]:
+def values(
+    run: pl.DataFrame, cutoffs=(2, 4), labels: pl.DataFrame = NO_FACT_LABELS, alpha: float = 0.5
+) -> dict[tuple[str, str], float]:
     qrels = fact_qrels(QUESTIONS, labels)
     v = track_values(run, qrels, QUESTIONS["query_id"].to_list(), ["r1"], list(cutoffs), alpha)
     return {(q, m): x for _, q, m, x in v.iter_rows()}
@@ -104,8 +113,9 @@ def test_fact_qrels_list_every_chunk_stating_each_fact():
 
 
 def test_graded_qrels():
-    labels = pl.DataFrame({"query_id": ["mq_00001", "mq_00001", "mq_00001"], "chunk_id": ["A", "B", "X"],
-                           "score": [6, 1, 4]})
+    labels = pl.DataFrame(
+        {"query_id": ["mq_00001", "mq_00001", "mq_00001"], "chunk_id": ["A", "B", "X"], "score": [6, 1, 4]}
+    )
     graded = {(q, d): r for q, d, r in graded_qrels(labels, QUESTIONS, 3).iter_rows()}
     assert graded[("mq_00001", "A")] == 6  # a piece keeps a higher judge score
     assert graded[("mq_00001", "B")] == 3  # a piece judged low is raised to the lenient cut
@@ -114,13 +124,18 @@ def test_graded_qrels():
 
 
 def test_scoreboard_means_per_tier_and_paired_tests():
-    rankings = pl.concat([
-        run_of({"mq_00001": ["A", "B"], "mq_00002": ["C", "D", "E"], "mq_00003": ["F", "G"]}, "good"),
-        run_of({"mq_00001": ["X", "A"], "mq_00002": ["Z", "C"], "mq_00003": ["Y"]}, "weak"),
-    ]).select("query_id", "retriever", "rank", pl.col("doc_id").alias("chunk_id"), score=-pl.col("rank").cast(pl.Float64))
+    rankings = pl.concat(
+        [
+            run_of({"mq_00001": ["A", "B"], "mq_00002": ["C", "D", "E"], "mq_00003": ["F", "G"]}, "good"),
+            run_of({"mq_00001": ["X", "A"], "mq_00002": ["Z", "C"], "mq_00003": ["Y"]}, "weak"),
+        ]
+    ).select(
+        "query_id", "retriever", "rank", pl.col("doc_id").alias("chunk_id"), score=-pl.col("rank").cast(pl.Float64)
+    )
     labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
-    mp = MultipassageSettings(cutoffs=[3], significance_measures=["AllIn@3[pieces]", "alpha_nDCG@3"],
-                              headline_measure="AllIn@3[pieces]")
+    mp = MultipassageSettings(
+        cutoffs=[3], significance_measures=["AllIn@3[pieces]", "alpha_nDCG@3"], headline_measure="AllIn@3[pieces]"
+    )
     ev = EvaluationSettings(cutoffs=[3], resamples=200)
     scores = score_track(rankings, labels, NO_FACT_LABELS, QUESTIONS, ["good", "weak"], mp, ev)
     board = {(t, r, m): x for t, r, m, x in scores.board.select("tier", "retriever", "measure", "mean").iter_rows()}
@@ -143,9 +158,17 @@ def test_unknown_significance_measure_is_named():
 
 def test_no_verified_questions_gives_an_empty_scoreboard_not_an_error():
     empty_q = QUESTIONS.clear()
-    rankings = pl.DataFrame(schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
-                                    "chunk_id": pl.String, "score": pl.Float64})
+    rankings = pl.DataFrame(
+        schema={
+            "query_id": pl.String,
+            "retriever": pl.String,
+            "rank": pl.Int32,
+            "chunk_id": pl.String,
+            "score": pl.Float64,
+        }
+    )
     labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
-    scores = score_track(rankings, labels, NO_FACT_LABELS, empty_q, ["a", "b"], MultipassageSettings(),
-                         EvaluationSettings())
+    scores = score_track(
+        rankings, labels, NO_FACT_LABELS, empty_q, ["a", "b"], MultipassageSettings(), EvaluationSettings()
+    )
     assert scores.board.is_empty() and scores.per_query.is_empty() and scores.significance.is_empty()

@@ -1,4 +1,5 @@
 """Cross-source neighbours under any embedding retriever, a served one (openai_embeddings) included."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,11 @@ def test_the_neighbour_retriever_may_be_any_embedding_retriever():
     mp = MultipassageSettings(dense_retriever="served")
     check_against(mp, {"served": "openai_embeddings"}, [])  # a served encoder, as at paper scale
     check_against(MultipassageSettings(dense_retriever="local"), {"local": "dense"}, [])
-    with pytest.raises(ValueError, match="'served' is a bm25 retriever; it must name an embedding retriever "
-                                         r"\(kind dense or openai_embeddings\)"):
+    with pytest.raises(
+        ValueError,
+        match="'served' is a bm25 retriever; it must name an embedding retriever "
+        r"\(kind dense or openai_embeddings\)",
+    ):
         check_against(mp, {"served": "bm25"}, [])
     with pytest.raises(ValueError, match="'served' is not in retrieval.retrievers"):
         check_against(mp, {}, [])
@@ -33,8 +37,22 @@ def fake_vector(text: str, dim: int = 16) -> list[float]:
 
 
 def test_neighbours_from_a_served_encoder_are_the_nearest_by_cosine(store, tmp_path, fake_llm):
-    spec = RetrievalSettings.model_validate({"retrievers": [{"name": "served", "kind": "openai_embeddings", "params": {
-        "base_url": fake_llm.url, "model": "fake-embed", "dimensions": 16, "backoff_base_s": 0.01}}]}).retriever("served")
+    spec = RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {
+                    "name": "served",
+                    "kind": "openai_embeddings",
+                    "params": {
+                        "base_url": fake_llm.url,
+                        "model": "fake-embed",
+                        "dimensions": 16,
+                        "backoff_base_s": 0.01,
+                    },
+                }
+            ]
+        }
+    ).retriever("served")
     encoder = embedding_encoder(spec, lambda p: tmp_path / p)
     assert isinstance(encoder, OpenAIEmbeddingsEncoder)
     chunks = chunks_frame()

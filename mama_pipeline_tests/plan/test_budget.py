@@ -1,4 +1,5 @@
 """Stage budgets: a run over max_new_requests / max_new_prompt_tokens stops before sending anything."""
+
 from __future__ import annotations
 
 import os
@@ -41,15 +42,17 @@ def test_over_max_new_requests_sends_nothing_and_names_stage_and_counts(make_cli
     with pytest.raises(BudgetExceeded) as err:
         client.run(TEMPLATE, Verdict, requests("b1", "b2", "b3"))
     assert fake_llm.stats()["chat_calls"] == before
-    assert str(err.value) == ("stage query_writer: over its budget, stopped before sending: "
-                              "3 new requests > max_new_requests 2")
+    assert str(err.value) == (
+        "stage query_writer: over its budget, stopped before sending: 3 new requests > max_new_requests 2"
+    )
 
 
 def test_cached_answers_do_not_count_against_the_budget(make_client, fake_llm):
     _, sent = calls(fake_llm, lambda: make_client().run(TEMPLATE, Verdict, requests("c1", "c2")))
     assert sent == 2
-    report, sent = calls(fake_llm, lambda: make_client(max_new_requests=1).run(
-        TEMPLATE, Verdict, requests("c1", "c2", "c3")))
+    report, sent = calls(
+        fake_llm, lambda: make_client(max_new_requests=1).run(TEMPLATE, Verdict, requests("c1", "c2", "c3"))
+    )
     assert sent == 1 and report.cache_hits == 2 and all(r.ok for r in report.results)
 
 
@@ -57,8 +60,11 @@ def test_budget_adds_up_over_the_runs_of_one_step(make_client, fake_llm):
     client = make_client(max_new_requests=3)
     _, sent = calls(fake_llm, lambda: client.run(TEMPLATE, Verdict, requests("s1", "s2")))
     assert sent == 2
-    with pytest.raises(BudgetExceeded, match=r"4 new requests > max_new_requests 3 \(2 of them sent by this "
-                                             r"step's earlier runs\)"):
+    with pytest.raises(
+        BudgetExceeded,
+        match=r"4 new requests > max_new_requests 3 \(2 of them sent by this "
+        r"step's earlier runs\)",
+    ):
         calls(fake_llm, lambda: client.run(TEMPLATE, Verdict, requests("s3", "s4")))
 
 
@@ -66,21 +72,30 @@ def test_prompt_token_budget_counts_with_the_local_tokenizer(make_client, fake_l
     # WordPiece, uncased: "you label things ." = 4 tokens, "label this : kidney stones" = 5 tokens
     assert counter_for(MINILM).count(TEMPLATE.render(text="kidney stones")) == 9
     before = fake_llm.stats()["chat_calls"]
-    with pytest.raises(BudgetExceeded, match=r"stage judge: .*9 new prompt tokens \(tokenizer .*model \(message "
-                                             r"text, no chat template\)\) > max_new_prompt_tokens 8"):
+    with pytest.raises(
+        BudgetExceeded,
+        match=r"stage judge: .*9 new prompt tokens \(tokenizer .*model \(message "
+        r"text, no chat template\)\) > max_new_prompt_tokens 8",
+    ):
         make_client(tokenizer=MINILM, max_new_prompt_tokens=8).run(TEMPLATE, Verdict, requests("kidney stones"))
     assert fake_llm.stats()["chat_calls"] == before
-    report, sent = calls(fake_llm, lambda: make_client(tokenizer=MINILM, max_new_prompt_tokens=9).run(
-        TEMPLATE, Verdict, requests("kidney stones")))
+    report, sent = calls(
+        fake_llm,
+        lambda: make_client(tokenizer=MINILM, max_new_prompt_tokens=9).run(
+            TEMPLATE, Verdict, requests("kidney stones")
+        ),
+    )
     assert sent == 1 and report.results[0].ok
 
 
 def test_prompt_tokens_are_estimated_without_a_local_tokenizer(make_client):
     # 17 + 13 characters ("You label things." and "Label this: abc") / 4, rounded up: 8 tokens
-    with pytest.raises(BudgetExceeded, match=r"8 new prompt tokens \(estimate \(4 characters a token; no local "
-                                             r"tokenizer\)\) > max_new_prompt_tokens 7"):
-        make_client(model="no-such-org/no-such-model", max_new_prompt_tokens=7).run(
-            TEMPLATE, Verdict, requests("abc"))
+    with pytest.raises(
+        BudgetExceeded,
+        match=r"8 new prompt tokens \(estimate \(4 characters a token; no local "
+        r"tokenizer\)\) > max_new_prompt_tokens 7",
+    ):
+        make_client(model="no-such-org/no-such-model", max_new_prompt_tokens=7).run(TEMPLATE, Verdict, requests("abc"))
 
 
 def test_judge_checks_every_batch_before_sending_the_first(make_client, fake_llm, store):
@@ -91,8 +106,9 @@ def test_judge_checks_every_batch_before_sending_the_first(make_client, fake_llm
     with pytest.raises(BudgetExceeded, match="stage judge: .*6 new requests > max_new_requests 5$"):
         judge_pairs(client, store, pool, queries, chunks, JudgeVerdictsWithReasoning, batch_pairs=2)
     assert fake_llm.stats()["chat_calls"] == before
-    run = judge_pairs(make_client(max_new_requests=6), store, pool, queries, chunks, JudgeVerdictsWithReasoning,
-                      batch_pairs=2)
+    run = judge_pairs(
+        make_client(max_new_requests=6), store, pool, queries, chunks, JudgeVerdictsWithReasoning, batch_pairs=2
+    )
     assert run.new_labels == 6 and fake_llm.stats()["chat_calls"] - before == 6
 
 

@@ -1,5 +1,6 @@
 """The plan before a run (``mama-pipeline plan``, the ``llm_plan`` asset) and the budget in a Dagster run,
 against a real DuckDB store and the fault-injecting OpenAI-compatible server; the plan sends nothing."""
+
 from __future__ import annotations
 
 import os
@@ -22,22 +23,31 @@ from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
-CHUNKS = pl.DataFrame({
-    "chunk_id": ["c1", "c2", "c3"],
-    "source": ["who", "who", "msf"],
-    "breadcrumb": [["Bleeding"], [], ["Fever", "Sepsis"]],
-    "text": ["Give oxytocin 10 IU after birth.", "Check the uterus every 15 minutes.", "Start antibiotics early."],
-    "page": [1, 2, 3], "given_cid": [None] * 3, "line": [1, 2, 3], "ordinal": [1, 2, 3], "corpus_version": ["v1"] * 3,
-    "tier": ["high"] * 3, "section": ["Bleeding", "", "Fever"],
-}, schema_overrides={"given_cid": pl.String})
+CHUNKS = pl.DataFrame(
+    {
+        "chunk_id": ["c1", "c2", "c3"],
+        "source": ["who", "who", "msf"],
+        "breadcrumb": [["Bleeding"], [], ["Fever", "Sepsis"]],
+        "text": ["Give oxytocin 10 IU after birth.", "Check the uterus every 15 minutes.", "Start antibiotics early."],
+        "page": [1, 2, 3],
+        "given_cid": [None] * 3,
+        "line": [1, 2, 3],
+        "ordinal": [1, 2, 3],
+        "corpus_version": ["v1"] * 3,
+        "tier": ["high"] * 3,
+        "section": ["Bleeding", "", "Fever"],
+    },
+    schema_overrides={"given_cid": pl.String},
+)
 
 
 def write_config(tmp_path: Path, fake_llm, **stage_overrides) -> str:
     raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
     raw["data_dir"] = str(tmp_path / "data")
     for stage in ("query_writer", "judge"):
-        raw["llm"][stage].update(base_urls=[fake_llm.url], model="fake-model", backoff_base_s=0.01, concurrency=2,
-                                 **stage_overrides)
+        raw["llm"][stage].update(
+            base_urls=[fake_llm.url], model="fake-model", backoff_base_s=0.01, concurrency=2, **stage_overrides
+        )
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
     return str(path)
@@ -99,10 +109,19 @@ def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm)
     queries, chunks = make_queries(2), make_chunks(4)
     pool = make_pool(queries, chunks, per_query=3)  # 6 pairs
     stored_queries = queries.with_columns(  # the columns the tables' DDL asks for
-        seed_chunk_id=pl.Series(chunks["chunk_id"][:2]), model=pl.lit("m"), prompt_hash=pl.lit("h"),
-        temperature=pl.lit(0.0), reason=pl.lit(None, pl.String), corpus_version=pl.lit("v1"))
-    stored_chunks = chunks.drop("tier").with_columns(breadcrumb=pl.lit([], pl.List(pl.String)), given_cid=pl.lit(None, pl.String),
-                                        line=pl.col("page"), ordinal=pl.col("page"))
+        seed_chunk_id=pl.Series(chunks["chunk_id"][:2]),
+        model=pl.lit("m"),
+        prompt_hash=pl.lit("h"),
+        temperature=pl.lit(0.0),
+        reason=pl.lit(None, pl.String),
+        corpus_version=pl.lit("v1"),
+    )
+    stored_chunks = chunks.drop("tier").with_columns(
+        breadcrumb=pl.lit([], pl.List(pl.String)),
+        given_cid=pl.lit(None, pl.String),
+        line=pl.col("page"),
+        ordinal=pl.col("page"),
+    )
     for name, df in (("generated_queries", stored_queries), ("corpus_chunks", stored_chunks), ("pooled_pairs", pool)):
         store.write_table(name, df)
     s = load_settings(config)
@@ -116,8 +135,9 @@ def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm)
 
 def run_cli(config: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MAMA_CONFIG": config, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.run([sys.executable, "-m", "mama_pipeline.cli", "plan", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mama_pipeline.cli", "plan", *args], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, fake_llm):
@@ -127,20 +147,27 @@ def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, f
     out = run_cli(config, "--select", "generated_queries", "--latency-s", "2")
     assert out.returncode == 1, out.stderr
     lines = out.stdout.splitlines()
-    block = lines[lines.index("generated_queries · query_writer · fake-model"):]
+    block = lines[lines.index("generated_queries · query_writer · fake-model") :]
     assert block[1].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
-    assert block[2].startswith("  completion cap 512 tokens a request (up to 1,536 completion tokens); "
-                               "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)")
-    assert block[3] == ("  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
-                        "3 new requests > max_new_requests 2")
+    assert block[2].startswith(
+        "  completion cap 512 tokens a request (up to 1,536 completion tokens); "
+        "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)"
+    )
+    assert block[3] == (
+        "  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
+        "3 new requests > max_new_requests 2"
+    )
     assert not any(line.startswith("judged_labels") for line in lines)  # only the selection's stages
     assert fake_llm.stats()["chat_calls"] == before
 
 
-@pytest.mark.parametrize("args, reason", [
-    (["--latency-s", "0"], "--latency-s 0: must be a positive number of seconds"),
-    (["--select", "no_such_asset"], "--select 'no_such_asset': "),
-])
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["--latency-s", "0"], "--latency-s 0: must be a positive number of seconds"),
+        (["--select", "no_such_asset"], "--select 'no_such_asset': "),
+    ],
+)
 def test_cli_bad_arguments_are_one_line_and_exit_2(tmp_path, fake_llm, args, reason):
     out = run_cli(write_config(tmp_path, fake_llm), *args)
     assert out.returncode == 2 and out.stderr.startswith(f"mama-pipeline: error: {reason}")
@@ -173,14 +200,19 @@ def test_a_dagster_run_over_budget_fails_before_sending(tmp_path, fake_llm):
     config = write_config(tmp_path, fake_llm, max_new_requests=2)
     store_of(config).write_table("sampled_chunks", CHUNKS)
     before = fake_llm.stats()["chat_calls"]
-    result = dg.materialize([*corpus_defs.assets, *queries_defs.assets], selection=["generated_queries", "query_gate_decisions"],
-                            resources=shared_resources(config), raise_on_error=False)
+    result = dg.materialize(
+        [*corpus_defs.assets, *queries_defs.assets],
+        selection=["generated_queries", "query_gate_decisions"],
+        resources=shared_resources(config),
+        raise_on_error=False,
+    )
     assert not result.success and fake_llm.stats()["chat_calls"] == before
     (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     cause = failure.step_failure_data.error.cause  # the asset's own exception, under Dagster's wrapper
     assert cause.cls_name == "BudgetExceeded" and cause.message.strip() == (
         "mama_pipeline.llm.budget.BudgetExceeded: stage query_writer: over its budget, stopped before sending: "
-        "3 new requests > max_new_requests 2")
+        "3 new requests > max_new_requests 2"
+    )
 
 
 def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make_client, fake_llm):
@@ -198,16 +230,20 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
     template = PromptTemplate(id="repeat", system="Say it.", user="{text}")
     requests = [LLMRequest(i, template.render(text=t)) for i, t in (("a", "same"), ("b", "same"), ("c", "other"))]
     client = make_client(stage="query_writer")
-    plan = StagePlan("some_asset", "query_writer", StageSettings(concurrency=1), [PlannedRun(template, Answer, requests)])
+    plan = StagePlan(
+        "some_asset", "query_writer", StageSettings(concurrency=1), [PlannedRun(template, Answer, requests)]
+    )
     b = bill(plan, client, latency_s=0.5)
     assert (b.requests, b.cached, b.to_send, b.slots, b.expected_s) == (3, 0, 2, 1, 1.0)  # ceil(2 / 1) x 0.5 s
     assert "requests 3: 0 cached, 2 to send (1 share a prompt with another request: asked once);" in render([b])
     # "Say it." + "same": 11 characters, 3 tokens; "Say it." + "other": 12 characters, 3 tokens
-    assert render([b]).endswith("To send: 2 requests, 6 prompt tokens (stage plans computed: 1 of 1); "
-                                "1.0 s if the stages run one after another")
+    assert render([b]).endswith(
+        "To send: 2 requests, 6 prompt tokens (stage plans computed: 1 of 1); 1.0 s if the stages run one after another"
+    )
     unpriced = bill(plan, client)
     assert unpriced.expected_s is None and render([b, unpriced]).endswith(
-        "1.0 s if the stages run one after another, not counting 1 stage plans with requests to send but no latency")
+        "1.0 s if the stages run one after another, not counting 1 stage plans with requests to send but no latency"
+    )
     assert render([unpriced]).endswith("expected time unknown (no latency recorded or given: --latency-s)")
 
 
@@ -226,19 +262,24 @@ def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for
     from mama_pipeline_tests.systems.fixtures import items_frame, mcq, short
 
     config = write_config(tmp_path, fake_llm)  # the sample's systems: smollm-closed (every track), smollm-rag (mcq)
-    items = benchmark_items(items_frame([
-        mcq("m1", "Which drug prevents haemorrhage?", ["Oxytocin", "Aspirin"], 0),
-        mcq("m2", "Which drug treats eclampsia?", ["Magnesium sulfate", "Paracetamol"], 0),
-        short("s1", "When is oxytocin given?", "Within a minute of birth"),
-    ]))
+    items = benchmark_items(
+        items_frame(
+            [
+                mcq("m1", "Which drug prevents haemorrhage?", ["Oxytocin", "Aspirin"], 0),
+                mcq("m2", "Which drug treats eclampsia?", ["Magnesium sulfate", "Paracetamol"], 0),
+                short("s1", "When is oxytocin given?", "Within a minute of birth"),
+            ]
+        )
+    )
     store_of(config).write_table("systems_items", items)
     before = fake_llm.stats()["chat_calls"]
     bills = plan_bills(config, ["system_answers", "system_grades"])
     closed = one(bills, "system_answers", "system:smollm-closed")
     assert (closed.requests, closed.cached, closed.to_send, closed.max_tokens) == (3, 0, 3, 48)
     rag = one(bills, "system_answers", "system:smollm-rag")
-    assert rag.requests is None and rag.note == ("2 items; not computed: each prompt carries the chunks bm25 "
-                                                 "retrieves, and the plan runs no retrieval")
+    assert rag.requests is None and rag.note == (
+        "2 items; not computed: each prompt carries the chunks bm25 retrieves, and the plan runs no retrieval"
+    )
     grader = one(bills, "system_grades", "answer_grader")
     assert grader.requests is None and grader.note == "inputs not yet built: system_answers"
     assert fake_llm.stats()["chat_calls"] == before
@@ -252,14 +293,33 @@ def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_
     config = write_config(tmp_path, fake_llm)
     store = store_of(config)
     store.write_table("corpus_chunks", CHUNKS.drop("section", "tier"))
-    rows = [("ms_a", 2, ["c1", "c2"], "sampled"), ("ms_b", 3, ["c1", "c2", "c3"], "sampled"),
-            ("ms_c", 2, ["c2", "c3"], "sampled"), ("ms_d", 2, ["c1", "c3"], "not_sampled")]
-    store.write_table("multipassage_candidates", pl.DataFrame({
-        "set_id": [r[0] for r in rows], "kind": ["section"] * 4, "size": [r[1] for r in rows],
-        "chunk_ids": [r[2] for r in rows], "anchor_chunk_id": [r[2][0] for r in rows], "source": ["who"] * 4,
-        "tier": ["high"] * 4, "sources": [["who"]] * 4, "section": [None] * 4, "min_similarity": [None] * 4,
-        "status": [r[3] for r in rows], "drop_reason": [None] * 4, "corpus_version": ["v1"] * 4,
-    }, schema_overrides={"section": pl.String, "min_similarity": pl.Float64}))
+    rows = [
+        ("ms_a", 2, ["c1", "c2"], "sampled"),
+        ("ms_b", 3, ["c1", "c2", "c3"], "sampled"),
+        ("ms_c", 2, ["c2", "c3"], "sampled"),
+        ("ms_d", 2, ["c1", "c3"], "not_sampled"),
+    ]
+    store.write_table(
+        "multipassage_candidates",
+        pl.DataFrame(
+            {
+                "set_id": [r[0] for r in rows],
+                "kind": ["section"] * 4,
+                "size": [r[1] for r in rows],
+                "chunk_ids": [r[2] for r in rows],
+                "anchor_chunk_id": [r[2][0] for r in rows],
+                "source": ["who"] * 4,
+                "tier": ["high"] * 4,
+                "sources": [["who"]] * 4,
+                "section": [None] * 4,
+                "min_similarity": [None] * 4,
+                "status": [r[3] for r in rows],
+                "drop_reason": [None] * 4,
+                "corpus_version": ["v1"] * 4,
+            },
+            schema_overrides={"section": pl.String, "min_similarity": pl.Float64},
+        ),
+    )
     b = one(plan_bills(config, ["multipassage_questions"]), "multipassage_questions", "query_writer")
     assert (b.requests, b.cached, b.to_send) == (3, 0, 3)  # the three sampled sets, two schemas (sizes 2 and 3)
 
@@ -267,7 +327,12 @@ def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_
     reasoning = s.llm.query_writer.reasoning == "json_field"
     sampled = store.read_table("multipassage_candidates").filter(pl.col("status") == "sampled")
     with LLMResource(settings=SettingsResource(config_path=config)).client("query_writer") as client:
-        run_writer(client, writer_template(s.multipassage.max_words, reasoning), reasoning, sampled,
-                   chunk_lookup(store.read_table("corpus_chunks"), {"c1", "c2", "c3"}))
+        run_writer(
+            client,
+            writer_template(s.multipassage.max_words, reasoning),
+            reasoning,
+            sampled,
+            chunk_lookup(store.read_table("corpus_chunks"), {"c1", "c2", "c3"}),
+        )
     b = one(plan_bills(config, ["multipassage_questions"]), "multipassage_questions", "query_writer")
     assert (b.requests, b.cached, b.to_send) == (3, 3, 0)  # the plan's cache keys are the ones the writer used

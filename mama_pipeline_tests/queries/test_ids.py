@@ -1,9 +1,9 @@
 """Stable query ids: numbered by seed chunk id, never renumbered, never reused."""
+
 from __future__ import annotations
 
-import pytest
-
 import polars as pl
+import pytest
 
 from mama_pipeline.queries.query_ids import REGISTRY_SCHEMA, assign_query_ids, format_query_id
 

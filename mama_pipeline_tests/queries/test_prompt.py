@@ -1,4 +1,5 @@
 """The query-writer prompt and its output models."""
+
 from __future__ import annotations
 
 import pytest

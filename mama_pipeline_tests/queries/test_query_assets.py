@@ -1,4 +1,5 @@
 """The corpus and queries assets end to end, against the fake OpenAI-compatible server."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,10 +14,8 @@ from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.corpus.hashing import chunk_id
 from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
-from mama_pipeline.settings import load_settings
-
 
 corpus_defs = build_corpus_defs(load_settings())
 queries_defs = build_queries_defs(load_settings())
@@ -49,8 +48,12 @@ def materialise(workspace: Path) -> dict[str, dict]:
     }
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     assert checks == {
-        "chunk_ids_unique_and_content_derived": True, "bundle_is_clean": True, "quotas_filled": False,
-        "sample_matches_corpus": True, "queries_follow_rules": True, "no_gate_failures": True,
+        "chunk_ids_unique_and_content_derived": True,
+        "bundle_is_clean": True,
+        "quotas_filled": False,
+        "sample_matches_corpus": True,
+        "queries_follow_rules": True,
+        "no_gate_failures": True,
         "query_writer_failure_rate_under_bound": True,
     }
     return meta

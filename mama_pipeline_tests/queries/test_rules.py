@@ -1,4 +1,5 @@
 """The query rules: every sampled chunk gets exactly one counted status."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -42,12 +43,27 @@ def test_each_rule_gives_its_status():
     ]
     d = decide(sampled(ids), results)
     assert d.get_column("status").to_list() == [
-        "kept", "not_answerable", "empty_query", "too_long", "duplicate_query", "llm_failed", "llm_failed", "kept",
+        "kept",
+        "not_answerable",
+        "empty_query",
+        "too_long",
+        "duplicate_query",
+        "llm_failed",
+        "llm_failed",
+        "kept",
     ]
-    assert d.filter(pl.col("status") == "llm_failed").get_column("error").to_list() == ["answer is not JSON", "HTTP 500"]
+    assert d.filter(pl.col("status") == "llm_failed").get_column("error").to_list() == [
+        "answer is not JSON",
+        "HTTP 500",
+    ]
     assert d.filter(pl.col("status") == "llm_failed").get_column("query_text").null_count() == 2
     assert status_counts(d) == {
-        "kept": 2, "not_answerable": 1, "empty_query": 1, "too_long": 1, "duplicate_query": 1, "llm_failed": 2,
+        "kept": 2,
+        "not_answerable": 1,
+        "empty_query": 1,
+        "too_long": 1,
+        "duplicate_query": 1,
+        "llm_failed": 2,
     }
     assert d.get_column("words").to_list()[3] == 21
 
@@ -83,8 +99,13 @@ def test_answers_must_match_the_sampled_chunks():
 def test_keep_rates_per_tier_and_source():
     ids = [f"{i:016x}" for i in range(5)]
     tiers = ["very_high", "very_high", "very_high", "low_moderate", "low_moderate"]
-    results = [ok(ids[0], "A?"), ok(ids[1], "B?"), ok(ids[2], None),
-               ok(ids[3], None), LLMResult(ids[4], "k", "transport_failed", error="x")]
+    results = [
+        ok(ids[0], "A?"),
+        ok(ids[1], "B?"),
+        ok(ids[2], None),
+        ok(ids[3], None),
+        LLMResult(ids[4], "k", "transport_failed", error="x"),
+    ]
     rates = keep_rates(decide(sampled(ids, tiers), results), "tier")
     assert rates.rows() == [("low_moderate", 2, 1, 0, 0.0), ("very_high", 3, 3, 2, 0.6667)]
     assert keep_rates(decide(sampled(ids, tiers), results), "source").height == 2

@@ -6,6 +6,7 @@ BLOCK is the index of the card's fenced ``python`` block. The block's ``folder =
 the hub id of all-MiniLM-L6-v2 at the wheel's folder (offline); nothing else is changed. Prints one JSON object:
 the block's ``results`` / ``result`` as the sentence-transformers evaluator or MTEB returned them.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,11 @@ def main(folder: str, index: str) -> None:
     scope: dict = {}
     exec(compile(code, f"{folder}/README.md[python block {index}]", "exec"), scope)
     if "results" in scope:
-        out = {"kind": "sentence-transformers", "primary_metric": scope["evaluator"].primary_metric,
-               "results": {k: float(v) for k, v in scope["results"].items()}}
+        out = {
+            "kind": "sentence-transformers",
+            "primary_metric": scope["evaluator"].primary_metric,
+            "results": {k: float(v) for k, v in scope["results"].items()},
+        }
     else:
         out = {"kind": "mteb", "scores": scope["result"].task_results[0].scores}
     print(json.dumps(out, default=float))

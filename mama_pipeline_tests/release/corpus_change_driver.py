@@ -7,6 +7,7 @@ server, rebuilds it from cached answers, then edits one pooled chunk, lets the
 corpus-version sensor see the change and runs what it requests (up to the
 release). Prints one JSON object with what the test asserts.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +22,8 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.run_plan import execute_plan, plan_runs
 from mama_pipeline.resources import SettingsResource
+from mama_pipeline.run_plan import execute_plan, plan_runs
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 
@@ -31,8 +32,11 @@ CHECK_INPUTS = dg.AssetKey("judging_failures")  # read by the check on judgments
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def chat_calls(url: str) -> int:
@@ -60,8 +64,11 @@ def stage_calls(instance: dg.DagsterInstance, run_ids: list[str], asset: str, ke
         for record in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
             mat = record.event_log_entry.asset_materialization
             if mat.asset_key == dg.AssetKey(asset):
-                calls += sum(int(v.value) for k, v in mat.metadata.items()
-                             if (k.endswith(key[1:]) if key.startswith("*") else k == key))
+                calls += sum(
+                    int(v.value)
+                    for k, v in mat.metadata.items()
+                    if (k.endswith(key[1:]) if key.startswith("*") else k == key)
+                )
     return calls
 
 
@@ -72,12 +79,15 @@ def edit_pooled_chunk(bundle: Path, store: Store, untiered: set[str]) -> tuple[s
     """
     r = store.read_table("rankings").filter(pl.col("rank") <= 2).sort("query_id", "rank")
     margins = r.group_by("query_id", maintain_order=True).agg(
-        pl.col("chunk_id").first(), (pl.col("score").first() - pl.col("score").last()).alias("margin"))
-    chunks = store.read_table("corpus_chunks").join(store.read_table("sampled_chunks").select("chunk_id"),
-                                                     on="chunk_id", how="anti")
+        pl.col("chunk_id").first(), (pl.col("score").first() - pl.col("score").last()).alias("margin")
+    )
+    chunks = store.read_table("corpus_chunks").join(
+        store.read_table("sampled_chunks").select("chunk_id"), on="chunk_id", how="anti"
+    )
     chunks = chunks.with_columns(pl.col("source").is_in(untiered).alias("untiered"))
-    target = chunks.join(margins, on="chunk_id").sort("untiered", "margin", "chunk_id", descending=True).row(
-        0, named=True)
+    target = (
+        chunks.join(margins, on="chunk_id").sort("untiered", "margin", "chunk_id", descending=True).row(0, named=True)
+    )
     text = bundle.read_text()
     header = f"|CID:{target['chunk_id']}]"
     assert text.count(header) == 1 and text.count(target["text"]) == 1, "chunk to edit is not unique in the bundle"
@@ -107,8 +117,9 @@ def main(module: str, work: Path, fake_url: str) -> None:
         manifest_before = json.loads((release_dir / "manifest.json").read_text())
 
         def tick(cursor: str | None):
-            context = dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor,
-                                              resources={"settings": SettingsResource()})
+            context = dg.build_sensor_context(
+                instance=instance, definitions=defs, cursor=cursor, resources={"settings": SettingsResource()}
+            )
             return defs.get_sensor_def("corpus_version_sensor").evaluate_tick(context)
 
         first_tick = tick(None)
@@ -119,16 +130,21 @@ def main(module: str, work: Path, fake_url: str) -> None:
         second_tick = tick(first_tick.cursor)
         out["tick_after_edit"] = "SkipReason" if second_tick.skip_message else "RunRequest"
         [request] = second_tick.run_requests
-        requested = set(request.asset_graph_subset.asset_keys) if request.requires_backfill_daemon() \
+        requested = (
+            set(request.asset_graph_subset.asset_keys)
+            if request.requires_backfill_daemon()
             else set(request.asset_selection)
+        )
         # what the release is built from and a corpus change can reach (mamabench's pools, which the clinician
         # subset also reads, are not downstream of the corpus and stay as they are)
         affected = upstream & dg.AssetSelection.assets("corpus_chunks").downstream().resolve(graph)
-        out["not_requested"] = sorted(k.to_user_string() for k in affected - requested
-                                      if graph.get(k).is_materializable)
+        out["not_requested"] = sorted(
+            k.to_user_string() for k in affected - requested if graph.get(k).is_materializable
+        )
         calls = chat_calls(fake_url)
-        runs = execute_plan(defs, plan_runs(graph, requested & upstream), instance,
-                            tags={"mama/trigger": "corpus_version_sensor"})
+        runs = execute_plan(
+            defs, plan_runs(graph, requested & upstream), instance, tags={"mama/trigger": "corpus_version_sensor"}
+        )
         out["change_runs_ok"] = all(r.success for r in runs)
         out["calls_after_edit"] = chat_calls(fake_url) - calls
         out["judge"] = judge_metadata(instance, [r.run_id for r in runs])
@@ -138,9 +154,9 @@ def main(module: str, work: Path, fake_url: str) -> None:
         out["reference_calls"] = stage_calls(instance, run_ids, "reference_judgments", "http_calls")
         out["hole_calls"] = stage_calls(instance, run_ids, "variant_holes", "judge/http_calls")
         # the multi-passage track labels its pooled pairs that hold the new chunk: relevance and facts
-        out["multipassage_calls"] = (stage_calls(instance, run_ids, "multipassage_labels", "http_calls")
-                                     + stage_calls(instance, run_ids, "multipassage_fact_labels",
-                                                   "* facts:judge/http_calls"))
+        out["multipassage_calls"] = stage_calls(instance, run_ids, "multipassage_labels", "http_calls") + stage_calls(
+            instance, run_ids, "multipassage_fact_labels", "* facts:judge/http_calls"
+        )
         pool_after = store.read_table("pooled_pairs").select("query_id", "chunk_id")
         new_pairs = pool_after.join(labels_before, on=["query_id", "chunk_id"], how="anti")
         out["new_pairs"] = new_pairs.height

@@ -1,4 +1,5 @@
 """Small hand-made tables shaped like the corpus, queries, retrieval and judging assets."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -17,32 +18,36 @@ RETRIEVERS = [{"name": "bm25", "kind": "bm25", "params": {"k1": 0.9}}, {"name": 
 
 
 def chunks() -> pl.DataFrame:
-    return pl.DataFrame({
-        "chunk_id": IDS,
-        "source": ["who-a", "who-a", "who-a", "nice-b", "nice-b", "nice-b"],
-        "page": [1, 2, 3, 1, 2, 3],
-        "breadcrumb": [["Labour", "Third stage"]] * 6,
-        "text": TEXTS,
-        "given_cid": IDS,
-        "line": [1, 5, 9, 13, 17, 21],
-        "ordinal": list(range(6)),
-        "corpus_version": [CORPUS_VERSION] * 6,
-    })
+    return pl.DataFrame(
+        {
+            "chunk_id": IDS,
+            "source": ["who-a", "who-a", "who-a", "nice-b", "nice-b", "nice-b"],
+            "page": [1, 2, 3, 1, 2, 3],
+            "breadcrumb": [["Labour", "Third stage"]] * 6,
+            "text": TEXTS,
+            "given_cid": IDS,
+            "line": [1, 5, 9, 13, 17, 21],
+            "ordinal": list(range(6)),
+            "corpus_version": [CORPUS_VERSION] * 6,
+        }
+    )
 
 
 def queries() -> pl.DataFrame:
-    return pl.DataFrame({
-        "query_id": ["q_00002", "q_00001"],  # unsorted on purpose
-        "query_text": ["When is oxytocin given?", "What dose of oxytocin prevents PPH?"],
-        "seed_chunk_id": [IDS[3], IDS[0]],
-        "source": ["nice-b", "who-a"],
-        "tier": ["high", "very_high"],
-        "model": ["qwen-test"] * 2,
-        "prompt_hash": [WRITER_TEMPLATE.hash] * 2,
-        "temperature": [0.0, 0.0],
-        "reason": ["clinical", "clinical"],
-        "corpus_version": [CORPUS_VERSION] * 2,
-    })
+    return pl.DataFrame(
+        {
+            "query_id": ["q_00002", "q_00001"],  # unsorted on purpose
+            "query_text": ["When is oxytocin given?", "What dose of oxytocin prevents PPH?"],
+            "seed_chunk_id": [IDS[3], IDS[0]],
+            "source": ["nice-b", "who-a"],
+            "tier": ["high", "very_high"],
+            "model": ["qwen-test"] * 2,
+            "prompt_hash": [WRITER_TEMPLATE.hash] * 2,
+            "temperature": [0.0, 0.0],
+            "reason": ["clinical", "clinical"],
+            "corpus_version": [CORPUS_VERSION] * 2,
+        }
+    )
 
 
 def rankings() -> pl.DataFrame:
@@ -52,8 +57,17 @@ def rankings() -> pl.DataFrame:
             for rank, i in enumerate(ids, start=1):
                 rows.append((q, retriever, rank, IDS[i], 10.0 - rank))
     rows.append(("q_00001", "audit-only", 1, IDS[5], 1.0))  # not pooled: not released
-    return pl.DataFrame(rows, schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
-                                      "chunk_id": pl.String, "score": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "query_id": pl.String,
+            "retriever": pl.String,
+            "rank": pl.Int32,
+            "chunk_id": pl.String,
+            "score": pl.Float64,
+        },
+        orient="row",
+    )
 
 
 def pooled_pairs(depth: int = 3) -> pl.DataFrame:
@@ -91,21 +105,35 @@ def judgments(pairs: pl.DataFrame | None = None) -> pl.DataFrame:
 def gate_decisions(failed: int = 0, kept: int = 2) -> pl.DataFrame:
     """The query writer's gate decisions: ``kept`` chunks kept, ``failed`` more with a failed answer."""
     n = kept + failed
-    return pl.DataFrame({
-        "seed_chunk_id": [f"seed{i}" for i in range(n)], "source": ["who-a"] * n, "tier": ["high"] * n,
-        "status": ["kept"] * kept + ["llm_failed"] * failed, "model": ["qwen-test"] * n,
-        "prompt_hash": [WRITER_TEMPLATE.hash] * n, "temperature": [0.0] * n, "corpus_version": [CORPUS_VERSION] * n,
-    })
+    return pl.DataFrame(
+        {
+            "seed_chunk_id": [f"seed{i}" for i in range(n)],
+            "source": ["who-a"] * n,
+            "tier": ["high"] * n,
+            "status": ["kept"] * kept + ["llm_failed"] * failed,
+            "model": ["qwen-test"] * n,
+            "prompt_hash": [WRITER_TEMPLATE.hash] * n,
+            "temperature": [0.0] * n,
+            "corpus_version": [CORPUS_VERSION] * n,
+        }
+    )
 
 
 def reliability(note: str | None = None) -> pl.DataFrame:
     """A judge_reliability table: agreement figures, or refused (values null) with ``note``."""
     metrics = ["lenient_agreement", "strict_agreement", "weighted_kappa_linear"]
-    return pl.DataFrame({
-        "reference_stage": ["reference_judge"] * 3, "audit": ["self_consistency"] * 3,
-        "reference_model": ["judge-test"] * 3,
-        "metric": metrics, "value": [None] * 3 if note else [0.75, 0.5, 0.4], "pairs": [4] * 3, "note": [note] * 3,
-    }, schema_overrides={"value": pl.Float64, "note": pl.String})
+    return pl.DataFrame(
+        {
+            "reference_stage": ["reference_judge"] * 3,
+            "audit": ["self_consistency"] * 3,
+            "reference_model": ["judge-test"] * 3,
+            "metric": metrics,
+            "value": [None] * 3 if note else [0.75, 0.5, 0.4],
+            "pairs": [4] * 3,
+            "note": [note] * 3,
+        },
+        schema_overrides={"value": pl.Float64, "note": pl.String},
+    )
 
 
 def inputs(**overrides) -> MamaretrievalInputs:
@@ -118,8 +146,9 @@ def inputs(**overrides) -> MamaretrievalInputs:
         judgments=judgments(),
         pooled_pairs=pooled_pairs(),
         corpus=CorpusInfo("sample_data/corpus/chunks_for_rag.txt", None, "ab" * 32, "body"),
-        query_writer=PromptInfo(WRITER_TEMPLATE, QueryAnswerWithReasoning.model_json_schema(), WRITER_TEMPLATE.hash,
-                                0.0, False),
+        query_writer=PromptInfo(
+            WRITER_TEMPLATE, QueryAnswerWithReasoning.model_json_schema(), WRITER_TEMPLATE.hash, 0.0, False
+        ),
         judge=PromptInfo(RELEVANCE_JUDGE, JudgeVerdictsWithReasoning.model_json_schema(), JUDGE_HASH, 0.0, False),
         retrievers=RETRIEVERS,
         pool_depth=3,

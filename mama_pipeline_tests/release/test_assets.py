@@ -1,4 +1,5 @@
 """The release assets over the real store and IO manager, from hand-made upstream tables."""
+
 from __future__ import annotations
 
 import hashlib
@@ -34,8 +35,19 @@ llm:
   query_writer: {base_urls: ["http://writer:8000/v1"], model: qwen-test}
   judge: {base_urls: ["http://judge-1:8000/v1"], model: judge-test}
 """
-UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings",
-                                       "mamabench_release", "query_gate_decisions", "judge_reliability")]
+UPSTREAM = [
+    dg.AssetSpec(k)
+    for k in (
+        "corpus_chunks",
+        "generated_queries",
+        "judgments",
+        "pooled_pairs",
+        "rankings",
+        "mamabench_release",
+        "query_gate_decisions",
+        "judge_reliability",
+    )
+]
 
 
 def setup_store(tmp_path: Path, remote_llm: bool) -> Path:
@@ -48,16 +60,22 @@ def setup_store(tmp_path: Path, remote_llm: bool) -> Path:
     store.write_table("judgments", fx.judgments())
     store.write_table("query_gate_decisions", fx.gate_decisions())
     store.write_table("judge_reliability", fx.reliability())
-    store.write_table("pooled_pairs", fx.pooled_pairs().with_columns(
-        retrievers=[["bm25"]] * fx.pooled_pairs().height, is_seed=False, pool_size=4))
+    store.write_table(
+        "pooled_pairs",
+        fx.pooled_pairs().with_columns(retrievers=[["bm25"]] * fx.pooled_pairs().height, is_seed=False, pool_size=4),
+    )
     for name, part in fx.rankings().partition_by("retriever", as_dict=True).items():
         store.write_table("rankings", part, partition=name[0])
     return config
 
 
 def materialize(config: Path, instance: dg.DagsterInstance, *assets) -> dg.ExecuteInProcessResult:
-    return dg.materialize([*UPSTREAM, *assets], resources=shared_resources(str(config)), instance=instance,
-                          selection=[a.key for a in assets if isinstance(a, dg.AssetsDefinition)])
+    return dg.materialize(
+        [*UPSTREAM, *assets],
+        resources=shared_resources(str(config)),
+        instance=instance,
+        selection=[a.key for a in assets if isinstance(a, dg.AssetsDefinition)],
+    )
 
 
 @pytest.mark.parametrize("remote_llm", [True, False])
@@ -65,11 +83,17 @@ def test_release_asset_writes_a_verified_folder(tmp_path, monkeypatch, remote_ll
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     config = setup_store(tmp_path, remote_llm)
     with dg.instance_for_test() as instance:
-        instance.report_runless_asset_event(dg.AssetMaterialization(
-            "corpus_chunks", metadata={"bundle_sha256": "ab" * 32, "bundle_commit": "(local file)"}))
-        result = dg.materialize([*UPSTREAM, mamaretrieval_release, mamaretrieval_release_verifies],
-                                resources=shared_resources(str(config)), instance=instance,
-                                selection=[mamaretrieval_release.key])
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                "corpus_chunks", metadata={"bundle_sha256": "ab" * 32, "bundle_commit": "(local file)"}
+            )
+        )
+        result = dg.materialize(
+            [*UPSTREAM, mamaretrieval_release, mamaretrieval_release_verifies],
+            resources=shared_resources(str(config)),
+            instance=instance,
+            selection=[mamaretrieval_release.key],
+        )
         assert result.success
         checks = result.get_asset_check_evaluations()
         assert [c.passed for c in checks] == [True]
@@ -89,8 +113,13 @@ def test_release_asset_fails_on_a_label_outside_the_corpus(tmp_path, monkeypatch
     config = setup_store(tmp_path, True)
     Store(tmp_path / "data" / "mama.duckdb").write_table("corpus_chunks", fx.chunks().slice(1))
     with dg.instance_for_test() as instance:
-        result = dg.materialize([*UPSTREAM, mamaretrieval_release], resources=shared_resources(str(config)),
-                                instance=instance, selection=[mamaretrieval_release.key], raise_on_error=False)
+        result = dg.materialize(
+            [*UPSTREAM, mamaretrieval_release],
+            resources=shared_resources(str(config)),
+            instance=instance,
+            selection=[mamaretrieval_release.key],
+            raise_on_error=False,
+        )
     assert not result.success
     error = result.get_step_failure_events()[0].step_failure_data.error
     failure = error.cause.message if error.cause else error.message
@@ -107,8 +136,9 @@ def test_publication_asset_dry_run_records_both_releases(tmp_path, monkeypatch):
     card_sha = hashlib.sha256(b"card\n").hexdigest()
     (mamabench / "manifests" / "manifest.json").write_text(json.dumps({"files": {"README.md": card_sha}}))
     with dg.instance_for_test() as instance:
-        instance.report_runless_asset_event(dg.AssetMaterialization("mamabench_release",
-                                                                    metadata={"path": dg.MetadataValue.path(mamabench)}))
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization("mamabench_release", metadata={"path": dg.MetadataValue.path(mamabench)})
+        )
         assert materialize(config, instance, mamaretrieval_release).success
         result = materialize(config, instance, release_publication)
         assert result.success

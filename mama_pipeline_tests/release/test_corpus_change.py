@@ -4,6 +4,7 @@ Also: rebuilding from the same inputs and cached LLM answers gives a byte-identi
 Runs the real corpus, queries, retrieval (all-MiniLM-L6-v2), judging and release assets, with a
 fake OpenAI-compatible server as every LLM, in a subprocess (definitions read MAMA_CONFIG at import).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,11 @@ def write_config(root: Path, llm_url: str) -> Path:
     for stage in LLM_STAGES:
         raw["llm"].setdefault(stage, {}).update(base_urls=[llm_url], model="fake-model")
     # dense: the fake writer's questions share no words with the corpus, so BM25 would find nothing
-    raw["retrieval"].update(retrievers=[{"name": "minilm", "kind": "dense"}], pool_depth=5,
-                            audit={"n_queries": 3, "seed": 0, "depth": 5, "retrievers": []})
+    raw["retrieval"].update(
+        retrievers=[{"name": "minilm", "kind": "dense"}],
+        pool_depth=5,
+        audit={"n_queries": 3, "seed": 0, "depth": 5, "retrievers": []},
+    )
     raw["judging"] = {"shards": 2}
     raw.pop("systems", None)  # answering systems are not part of the corpus-change path (their RAG retriever is bm25)
     config = root / "config.yaml"
@@ -41,10 +45,28 @@ def write_config(root: Path, llm_url: str) -> Path:
 @pytest.mark.slow
 def test_edited_chunk_triggers_sensor_and_only_new_pairs_are_judged(tmp_path, fake_llm):
     config = write_config(tmp_path / "sample", fake_llm.url)
-    env = {**os.environ, "MAMA_CONFIG": str(config), "MAMA_DATA_DIR": str(tmp_path / "data"),
-           "DAGSTER_HOME": str(tmp_path / "dagster_home"), "OPENAI_API_KEY": "unused"}
-    out = subprocess.run([sys.executable, "-m", "mama_pipeline_tests.release.corpus_change_driver", DEFS_MODULE,
-                          str(tmp_path), fake_llm.url], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    env = {
+        **os.environ,
+        "MAMA_CONFIG": str(config),
+        "MAMA_DATA_DIR": str(tmp_path / "data"),
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "OPENAI_API_KEY": "unused",
+    }
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mama_pipeline_tests.release.corpus_change_driver",
+            DEFS_MODULE,
+            str(tmp_path),
+            fake_llm.url,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert out.returncode == 0, out.stderr[-5000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["first_runs_ok"] and r["second_runs_ok"] and r["change_runs_ok"]
@@ -58,7 +80,8 @@ def test_edited_chunk_triggers_sensor_and_only_new_pairs_are_judged(tmp_path, fa
     # the reference judge labels pilot pairs it lacks; the robustness track judges the (parent, new chunk)
     # holes its clean and variant rankings surface; the multi-passage track labels the facts of its pooled pairs
     # that hold the new chunk; nothing else is asked
-    assert r["calls_after_edit"] == (r["new_pairs"] + r["writer_calls"] + r["reference_calls"] + r["hole_calls"]
-                                     + r["multipassage_calls"])
+    assert r["calls_after_edit"] == (
+        r["new_pairs"] + r["writer_calls"] + r["reference_calls"] + r["hole_calls"] + r["multipassage_calls"]
+    )
     assert r["old_id_released"] == 0 and r["new_id_released"] > 0
     assert r["corpus_version_changed"] and r["smoke_test"] is False

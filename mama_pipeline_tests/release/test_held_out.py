@@ -1,4 +1,5 @@
 """The declared held-out split: the hash rule, and the public and held-out folders of mamaretrieval."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,14 +9,14 @@ import polars as pl
 import pytest
 
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
-from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.configurations import ConfigurationPart
+from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline_tests.release import fixtures as fx
 
 
 def _by_hand(item_id: str, salt: str, share: float) -> bool:
-    return int(hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()[:16], 16) / 16 ** 16 < share
+    return int(hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()[:16], 16) / 16**16 < share
 
 
 def test_rule_is_the_declared_hash_and_an_items_side_never_moves_when_items_are_added():
@@ -54,8 +55,12 @@ def test_held_out_folder_holds_exactly_the_held_out_queries_and_the_public_folde
     manifest = write_mamaretrieval_release(public, fx.inputs(), held_out=rule)
     held = tmp_path / "releases" / "mamaretrieval-held-out" / "0.3.0"
     assert held_out_path(public, "mamaretrieval") == held
-    for rel in ("data/queries.parquet", "data/rankings.parquet", "data/judgments.parquet",
-                "audit/judgment_reasoning.parquet"):
+    for rel in (
+        "data/queries.parquet",
+        "data/rankings.parquet",
+        "data/judgments.parquet",
+        "audit/judgment_reasoning.parquet",
+    ):
         assert set(pl.read_parquet(public / rel)["query_id"].to_list()) == {"q_00002"}, rel
         assert set(pl.read_parquet(held / rel)["query_id"].to_list()) == {"q_00001"}, rel
     # q_00001: pool depth 3 of bm25 [0,1,2] and dense [4,2,1] -> 4 pooled pairs, 4 labels, 2 x 3 ranking rows
@@ -67,12 +72,20 @@ def test_held_out_folder_holds_exactly_the_held_out_queries_and_the_public_folde
     for p in public.rglob("*.parquet"):  # no table of the public folder names a held-out query, the BEIR triple's too
         frame = pl.read_parquet(p)
         assert not any("q_00001" in str(v) for c in frame.columns for v in frame[c].to_list()), p
-    for rel, column in (("queries/queries-00000-of-00001.parquet", "_id"),
-                        ("qrels/test-00000-of-00001.parquet", "query-id")):
+    for rel, column in (
+        ("queries/queries-00000-of-00001.parquet", "_id"),
+        ("qrels/test-00000-of-00001.parquet", "query-id"),
+    ):
         assert set(pl.read_parquet(public / rel)[column].to_list()) == {"q_00002"}, rel
         assert set(pl.read_parquet(held / rel)[column].to_list()) == {"q_00001"}, rel
-    split = {"rule": 'held out iff int(sha256(salt + ":" + id).hexdigest()[:16], 16) / 16**16 < share',
-             "share": 0.5, "salt": salt, "id": "query_id", "public_items": 1, "held_out_items": 1}
+    split = {
+        "rule": 'held out iff int(sha256(salt + ":" + id).hexdigest()[:16], 16) / 16**16 < share',
+        "share": 0.5,
+        "salt": salt,
+        "id": "query_id",
+        "public_items": 1,
+        "held_out_items": 1,
+    }
     assert manifest["held_out"] == split
     assert manifest["figures"]["queries"] == 1 and manifest["figures"]["judged_pairs"] == 4
     held_manifest = json.loads((held / "manifest.json").read_text())
@@ -85,8 +98,9 @@ def test_held_out_folder_holds_exactly_the_held_out_queries_and_the_public_folde
 
 def test_share_zero_writes_what_no_rule_writes(tmp_path):
     a = write_mamaretrieval_release(tmp_path / "a" / "mamaretrieval" / "v", fx.inputs())
-    b = write_mamaretrieval_release(tmp_path / "b" / "mamaretrieval" / "v", fx.inputs(),
-                                    held_out=HeldOutRule(0.0, "x", "query_id"))
+    b = write_mamaretrieval_release(
+        tmp_path / "b" / "mamaretrieval" / "v", fx.inputs(), held_out=HeldOutRule(0.0, "x", "query_id")
+    )
     assert a == b and "held_out" not in b
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
@@ -96,8 +110,9 @@ def test_share_zero_writes_what_no_rule_writes(tmp_path):
 def test_a_configuration_not_split_is_refused_with_a_held_out_share(tmp_path):
     part = ConfigurationPart("robustness", {"robustness/queries.parquet": pl.DataFrame({"query_id": ["q_00001"]})})
     with pytest.raises(ReleaseError, match=r"configuration\(s\) \['robustness'\].*not split"):
-        write_mamaretrieval_release(tmp_path / "r" / "mamaretrieval" / "v", fx.inputs(), [part],
-                                    HeldOutRule(0.5, "x", "query_id"))
+        write_mamaretrieval_release(
+            tmp_path / "r" / "mamaretrieval" / "v", fx.inputs(), [part], HeldOutRule(0.5, "x", "query_id")
+        )
     assert not (tmp_path / "r").exists()
 
 

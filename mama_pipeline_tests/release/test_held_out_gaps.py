@@ -1,4 +1,5 @@
 """Public vs held-out scoreboard figures, hand-checked on a tiny fixture."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,13 +7,13 @@ import hashlib
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.held_out_key import split_key
 from mama_pipeline.common.held_out import HeldOutRule
 from mama_pipeline.evaluation.held_out_gaps import part_gaps
+from mama_pipeline.mamabench.held_out_key import split_key
 
 
 def _held(i: str, salt: str, share: float = 0.5) -> bool:
-    return int(hashlib.sha256(f"{salt}:{i}".encode()).hexdigest()[:16], 16) / 16 ** 16 < share
+    return int(hashlib.sha256(f"{salt}:{i}".encode()).hexdigest()[:16], 16) / 16**16 < share
 
 
 def _ids_and_salt(n_public: int, n_held: int, key=lambda i: i, prefix: str = "q") -> tuple[list[str], list[str], str]:
@@ -29,8 +30,14 @@ def _ids_and_salt(n_public: int, n_held: int, key=lambda i: i, prefix: str = "q"
 
 def test_retriever_gap_and_unpaired_permutation_p_by_hand():
     public, held, salt = _ids_and_salt(3, 2)
-    values = pl.DataFrame({"retriever": ["bm25"] * 5, "measure": ["RR"] * 5, "query_id": public + held,
-                           "value": [1.0, 1.0, 0.0, 0.0, 0.0]})
+    values = pl.DataFrame(
+        {
+            "retriever": ["bm25"] * 5,
+            "measure": ["RR"] * 5,
+            "query_id": public + held,
+            "value": [1.0, 1.0, 0.0, 0.0, 0.0],
+        }
+    )
     board = part_gaps(values, ["retriever", "measure"], "query_id", HeldOutRule(0.5, salt, "query_id"), 1000, 0)
     row = board.row(0, named=True)
     assert (row["n_public"], row["n_held_out"]) == (3, 2)
@@ -43,10 +50,12 @@ def test_retriever_gap_and_unpaired_permutation_p_by_hand():
 
 
 def test_no_held_out_part_gives_no_figures_and_says_why():
-    values = pl.DataFrame({"retriever": ["bm25"] * 3, "measure": ["RR"] * 3, "query_id": ["a", "b", "c"],
-                           "value": [1.0, 0.0, 1.0]})
+    values = pl.DataFrame(
+        {"retriever": ["bm25"] * 3, "measure": ["RR"] * 3, "query_id": ["a", "b", "c"], "value": [1.0, 0.0, 1.0]}
+    )
     row = part_gaps(values, ["retriever", "measure"], "query_id", HeldOutRule(0.0, "x", "query_id"), 100, 0).row(
-        0, named=True)
+        0, named=True
+    )
     assert row["n_held_out"] == 0 and row["gap"] is None and row["p_permutation"] is None
     assert "share is 0" in row["note"] and row["mean_public"] is None
 
@@ -54,15 +63,18 @@ def test_no_held_out_part_gives_no_figures_and_says_why():
 def test_system_gap_uses_the_scoreboards_mean_and_the_healthbench_prompt_key():
     key = lambda i: "healthbench:" + i.split(":", 1)[1]  # noqa: E731
     public, held, salt = _ids_and_salt(2, 2, key, prefix="healthbench_consensus:p")
-    grades = pl.DataFrame({"system": ["a"] * 4, "track": ["rubric"] * 4, "item_id": public + held,
-                           "value": [1.5, 1.5, 0.25, 0.75]})
-    board = part_gaps(grades, ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
-                      key=split_key())
+    grades = pl.DataFrame(
+        {"system": ["a"] * 4, "track": ["rubric"] * 4, "item_id": public + held, "value": [1.5, 1.5, 0.25, 0.75]}
+    )
+    board = part_gaps(
+        grades, ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0, key=split_key()
+    )
     row = board.row(0, named=True)
     # rubric: the unclipped mean, as the scoreboard's mean and its comparisons: 1.5 public, (0.25 + 0.75) / 2 held out
     assert (row["mean_public"], row["mean_held_out"], row["gap"]) == (1.5, 0.5, 1.0)
-    one = part_gaps(grades.head(3), ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0,
-                    key=split_key()).row(0, named=True)
+    one = part_gaps(
+        grades.head(3), ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 100, 0, key=split_key()
+    ).row(0, named=True)
     assert one["n_held_out"] == 1 and one["gap"] is None and "fewer than 2" in one["note"]
 
 
@@ -74,8 +86,9 @@ def test_relative_gap_pairs_on_the_item_across_entries_by_hand():
     rows = [("a", m, i, v) for m, vs in a.items() for i, v in zip(items, vs)]
     rows += [("b", m, i, v) for m, vs in b.items() for i, v in zip(items, vs)]
     values = pl.DataFrame(rows, schema=["retriever", "measure", "query_id", "value"], orient="row")
-    board = part_gaps(values, ["retriever", "measure"], "query_id", HeldOutRule(0.5, salt, "query_id"), 1000, 0,
-                      entry="retriever")
+    board = part_gaps(
+        values, ["retriever", "measure"], "query_id", HeldOutRule(0.5, salt, "query_id"), 1000, 0, entry="retriever"
+    )
     got = {(r["retriever"], r["measure"]): r for r in board.iter_rows(named=True)}
     # RR, a minus b per item: public (0, 1, 0), held (0, -1): relative gap 1/3 + 1/2 = 5/6. Exact over the 10 ways
     # to hold out 2 of (0, 1, 0, 0, -1): the held-out sum h gives a difference -5h/6; >= 5/6 when h = -1 (3 ways),

@@ -5,6 +5,7 @@ own figure (its dense retriever from the all-MiniLM-L6-v2 wheel, scored by its e
 The demo releases are built once, by ``mama-pipeline materialize`` of everything both releases are built from on the
 demo configuration (embedded smoke-test model, as ``mama-pipeline demo``).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,14 +46,25 @@ def load_every_listed_config(folder: Path, cache: Path) -> dict[str, int]:
 
 
 def offline_env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-            "MTEB_CACHE": str(tmp / "mteb"), "PYTHONPATH": os.pathsep.join(
-                [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return {
+        **os.environ,
+        "HF_HOME": str(tmp / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "MTEB_CACHE": str(tmp / "mteb"),
+        "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
 
 
 def card_snippet(folder: Path, block: int, tmp: Path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "mama_pipeline_tests.release.card_snippets", str(folder), str(block)],
-                         cwd=REPO, env=offline_env(tmp), capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-m", "mama_pipeline_tests.release.card_snippets", str(folder), str(block)],
+        cwd=REPO,
+        env=offline_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -62,9 +74,9 @@ def project_ndcg10(folder: Path, tmp: Path, cut: int | None) -> tuple[float, int
     over every query with a judged pair (``cut`` None), or relevance binarised at ``cut`` over the queries with a
     relevant chunk; (mean, queries)."""
     from mama_pipeline.evaluation.beir_evaluation import load_benchmark, registry_inputs, run_registry
-    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
-    from mama_pipeline.evaluation.runs import rankings_to_run
     from mama_pipeline.evaluation.per_query_scoring import evaluate
+    from mama_pipeline.evaluation.runs import rankings_to_run
+    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
     from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
     from mama_pipeline.retrieval.registry import RetrievalEnv
     from mama_pipeline.retrieval.settings import RetrievalSettings
@@ -95,11 +107,19 @@ def test_an_empty_configuration_is_not_listed_and_every_listed_one_loads(tmp_pat
     chunks = fx.chunks().with_columns(chunk_id=pl.Series(ids), given_cid=pl.Series(ids))
     rename = dict(zip(fx.IDS, ids))
     remap = pl.col("chunk_id").replace(rename)
-    inp = fx.inputs(chunks=chunks, rankings=fx.rankings().with_columns(remap),
-                    judgments=fx.judgments().with_columns(remap), pooled_pairs=fx.pooled_pairs().with_columns(remap),
-                    queries=fx.queries().with_columns(pl.col("seed_chunk_id").replace(rename)))
-    empty = ReleaseConfiguration("nothing_here", "data/nothing_here.parquet", "a track that produced nothing",
-                                 pl.DataFrame(schema={"query_id": pl.String}))
+    inp = fx.inputs(
+        chunks=chunks,
+        rankings=fx.rankings().with_columns(remap),
+        judgments=fx.judgments().with_columns(remap),
+        pooled_pairs=fx.pooled_pairs().with_columns(remap),
+        queries=fx.queries().with_columns(pl.col("seed_chunk_id").replace(rename)),
+    )
+    empty = ReleaseConfiguration(
+        "nothing_here",
+        "data/nothing_here.parquet",
+        "a track that produced nothing",
+        pl.DataFrame(schema={"query_id": pl.String}),
+    )
     out = tmp_path / "r"
     write_mamaretrieval_release(out, inp, [empty.as_part()])
     names = [c["config_name"] for c in listed(out)]
@@ -118,8 +138,10 @@ def test_an_empty_configuration_is_not_listed_and_every_listed_one_loads(tmp_pat
     got = sorted(zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]))
     assert got == sorted(inp.judgments.select("query_id", "chunk_id", "score").iter_rows())
     queries = datasets.load_dataset(str(out), "queries", split="queries", cache_dir=str(tmp_path / "cache"))
-    assert dict(zip(queries["_id"], queries["text"])) == {"q_00001": "What dose of oxytocin prevents PPH?",
-                                                          "q_00002": "When is oxytocin given?"}
+    assert dict(zip(queries["_id"], queries["text"])) == {
+        "q_00001": "What dose of oxytocin prevents PPH?",
+        "q_00002": "When is oxytocin given?",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +149,14 @@ def demo_releases(tmp_path_factory) -> tuple[Path, Path]:
     data = tmp_path_factory.mktemp("demo") / "data"
     env = {**os.environ, "MAMA_CONFIG": str(DEMO_CONFIG), "MAMA_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
     env.pop("DAGSTER_HOME", None)
-    out = subprocess.run([CLI, "materialize", "--select", BOTH_RELEASES, "--executor", "in_process"], cwd=REPO,
-                         env=env, capture_output=True, text=True, timeout=2400)
+    out = subprocess.run(
+        [CLI, "materialize", "--select", BOTH_RELEASES, "--executor", "in_process"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+    )
     assert out.returncode == 0, out.stdout[-5000:]
     return data / "releases" / "mamaretrieval" / "0.0.0-demo", data / "releases" / "mamabench" / "0.0.0-demo"
 
@@ -165,7 +193,9 @@ def test_mteb_on_the_card_snippet_matches_the_project_ndcg10(demo_releases, tmp_
     retrieval, _ = demo_releases
     got = card_snippet(retrieval, 1, tmp_path)
     by_subset = {s["hf_subset"]: s for s in got["scores"]["test"]}
-    offered = {c["config_name"].removesuffix("-qrels") for c in listed(retrieval) if c["config_name"].endswith("-qrels")}
+    offered = {
+        c["config_name"].removesuffix("-qrels") for c in listed(retrieval) if c["config_name"].endswith("-qrels")
+    }
     assert "robustness" in offered and set(by_subset) == {"default", *offered}  # MTEB ran every track the card offers
     expected, n = project_ndcg10(retrieval, tmp_path, cut=None)
     assert n == pl.read_parquet(retrieval / "qrels" / "test-00000-of-00001.parquet")["query-id"].n_unique()

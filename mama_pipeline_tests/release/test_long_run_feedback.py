@@ -1,4 +1,5 @@
 """LLM stages report progress in the run log and token usage in the materialisation metadata."""
+
 from __future__ import annotations
 
 import os
@@ -27,10 +28,25 @@ def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm, monke
     config.write_text(yaml.safe_dump(raw))
     home = tmp_path / "dagster_home"
     home.mkdir()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "MAMA_DATA_DIR": str(tmp_path / "data"),
-           "MAMA_CONFIG": str(config)}
-    out = subprocess.run([DAGSTER, "asset", "materialize", "-m", "mama_pipeline_tests.release.feedback_defs",
-                          "--select", SELECTION, "--config-json", IN_PROCESS], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MAMA_DATA_DIR": str(tmp_path / "data"), "MAMA_CONFIG": str(config)}
+    out = subprocess.run(
+        [
+            DAGSTER,
+            "asset",
+            "materialize",
+            "-m",
+            "mama_pipeline_tests.release.feedback_defs",
+            "--select",
+            SELECTION,
+            "--config-json",
+            IN_PROCESS,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
 
     monkeypatch.setenv("DAGSTER_HOME", str(home))  # restored after the test, whatever it was

@@ -1,4 +1,5 @@
 """The mamaretrieval release folder: layout, manifest, card, refusals, atomic and deterministic writes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,10 +16,20 @@ from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieva
 from mama_pipeline_tests.release import fixtures as fx
 
 EXPECTED_FILES = {
-    "README.md", "manifest.json", "data/queries.parquet", "data/rankings.parquet", "data/judgments.parquet",
-    "data/chunks.parquet", "audit/judgment_reasoning.parquet", "audit/judge_relevance_prompt.txt",
-    "audit/query_writer_prompt.txt", "schema/judge_answer.schema.json", "schema/query_answer.schema.json",
-    "corpus/corpus-00000-of-00001.parquet", "queries/queries-00000-of-00001.parquet", "qrels/test-00000-of-00001.parquet",
+    "README.md",
+    "manifest.json",
+    "data/queries.parquet",
+    "data/rankings.parquet",
+    "data/judgments.parquet",
+    "data/chunks.parquet",
+    "audit/judgment_reasoning.parquet",
+    "audit/judge_relevance_prompt.txt",
+    "audit/query_writer_prompt.txt",
+    "schema/judge_answer.schema.json",
+    "schema/query_answer.schema.json",
+    "corpus/corpus-00000-of-00001.parquet",
+    "queries/queries-00000-of-00001.parquet",
+    "qrels/test-00000-of-00001.parquet",
 }
 
 
@@ -40,8 +51,15 @@ def test_layout_tables_and_manifest(tmp_path):
     assert set(rankings["retriever"]) == {"bm25", "dense"}  # the audit-only retriever is not pooled
     assert rankings["rank"].max() == 3 and rankings.height == 2 * 2 * 3
     judgments = pl.read_parquet(out / "data/judgments.parquet")
-    assert judgments.columns == ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density",
-                                 "score"]
+    assert judgments.columns == [
+        "query_id",
+        "chunk_id",
+        "d1_topic",
+        "d2_meaningful",
+        "d3_actionable",
+        "d4_density",
+        "score",
+    ]
     assert judgments.height == fx.pooled_pairs().height
     chunks = pl.read_parquet(out / "data/chunks.parquet")
     assert chunks.sort("chunk_id")["text"].to_list() == fx.chunks().sort("chunk_id")["text"].to_list()
@@ -126,15 +144,20 @@ def test_same_inputs_give_byte_identical_files(tmp_path):
     assert files_of(a) == files_of(b)
 
 
-@pytest.mark.parametrize("table,what", [("judgments", "labels"), ("rankings", "ranking rows"),
-                                        ("pooled_pairs", "pooled pairs")])
+@pytest.mark.parametrize(
+    "table,what", [("judgments", "labels"), ("rankings", "ranking rows"), ("pooled_pairs", "pooled pairs")]
+)
 def test_refuses_chunk_ids_outside_the_corpus_version(tmp_path, table, what):
     out = tmp_path / "r"
     write_mamaretrieval_release(out, fx.inputs())
     before = files_of(out)
     df = getattr(fx, table)()
-    stale = df.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("deadbeefdeadbeef"))
-                            .otherwise(pl.col("chunk_id")).alias("chunk_id"))
+    stale = df.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.lit("deadbeefdeadbeef"))
+        .otherwise(pl.col("chunk_id"))
+        .alias("chunk_id")
+    )
     with pytest.raises(ReleaseError) as err:
         write_mamaretrieval_release(out, fx.inputs(**{table: stale}))
     msg = str(err.value)
@@ -147,63 +170,103 @@ def test_refuses_chunk_ids_outside_the_corpus_version(tmp_path, table, what):
 def test_refuses_labels_of_unknown_queries_and_mixed_or_stale_prompts(tmp_path):
     j = fx.judgments()
     with pytest.raises(ReleaseError, match="name a query_id not in the released queries"):
-        write_mamaretrieval_release(tmp_path / "r", fx.inputs(
-            judgments=j.with_columns(pl.lit("q_09999").alias("query_id"))))
-    mixed = j.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("other-judge"))
-                           .otherwise(pl.col("judge_model")).alias("judge_model"))
+        write_mamaretrieval_release(
+            tmp_path / "r", fx.inputs(judgments=j.with_columns(pl.lit("q_09999").alias("query_id")))
+        )
+    mixed = j.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.lit("other-judge"))
+        .otherwise(pl.col("judge_model"))
+        .alias("judge_model")
+    )
     with pytest.raises(ReleaseError, match="judgments come from 2 \\(model, prompt\\) versions"):
         write_mamaretrieval_release(tmp_path / "r", fx.inputs(judgments=mixed))
     with pytest.raises(ReleaseError, match="queries were made with prompt hash 0000"):
-        write_mamaretrieval_release(tmp_path / "r", fx.inputs(
-            queries=fx.queries().with_columns(pl.lit("0000").alias("prompt_hash"))))
+        write_mamaretrieval_release(
+            tmp_path / "r", fx.inputs(queries=fx.queries().with_columns(pl.lit("0000").alias("prompt_hash")))
+        )
     with pytest.raises(ReleaseError, match="no rankings of pooled retriever"):
-        write_mamaretrieval_release(tmp_path / "r", fx.inputs(
-            rankings=fx.rankings().filter(pl.col("retriever") != "dense")))
+        write_mamaretrieval_release(
+            tmp_path / "r", fx.inputs(rankings=fx.rankings().filter(pl.col("retriever") != "dense"))
+        )
     with pytest.raises(ReleaseError, match="table judgments lacks column"):
         write_mamaretrieval_release(tmp_path / "r", fx.inputs(judgments=j.drop("reasoning")))
     assert not (tmp_path / "r").exists()
 
 
 def test_card_shows_self_consistency_and_cross_model_agreement_side_by_side_each_named(tmp_path):
-    cross = fx.reliability().with_columns(reference_stage=pl.lit("cross_model_judge"), audit=pl.lit("cross_model"),
-                                          reference_model=pl.lit("other-judge"), value=pl.Series([0.5, 0.25, 0.1]))
-    inputs = fx.inputs(reliability=pl.concat([fx.reliability(), cross]), reference_decoding={
-        "reference_judge": "temperature 0.8, seed 1", "cross_model_judge": "temperature 0.0, seed 0"})
+    cross = fx.reliability().with_columns(
+        reference_stage=pl.lit("cross_model_judge"),
+        audit=pl.lit("cross_model"),
+        reference_model=pl.lit("other-judge"),
+        value=pl.Series([0.5, 0.25, 0.1]),
+    )
+    inputs = fx.inputs(
+        reliability=pl.concat([fx.reliability(), cross]),
+        reference_decoding={
+            "reference_judge": "temperature 0.8, seed 1",
+            "cross_model_judge": "temperature 0.0, seed 0",
+        },
+    )
     manifest = write_mamaretrieval_release(tmp_path / "r", inputs)
     kinds = [(a["reference_stage"], a["audit"], a["reference_judge"]) for a in manifest["judge_reliability"]]
-    assert kinds == [("reference_judge", "self_consistency", "judge-test"),
-                     ("cross_model_judge", "cross_model", "other-judge")]
+    assert kinds == [
+        ("reference_judge", "self_consistency", "judge-test"),
+        ("cross_model_judge", "cross_model", "other-judge"),
+    ]
     card = (tmp_path / "r" / "README.md").read_text()
-    assert ("- **Self-consistency (test-retest)** on a pilot sample of 4 pairs: the judge's own model `judge-test` "
-            "asked again (temperature 0.8, seed 1): how stable its labels are, not whether another judge would "
-            "give them.") in card
-    assert ("- **Cross-model agreement** on a pilot sample of 4 pairs: another model, `other-judge` "
-            "(temperature 0.0, seed 0), labelling the same pairs.") in card
-    assert ("| measure | self-consistency (test-retest): judge-test | cross-model agreement: other-judge |\n"
-            "|---|---|---|\n| lenient_agreement | 0.75 | 0.5 |\n| strict_agreement | 0.5 | 0.25 |\n"
-            "| weighted_kappa_linear | 0.4 | 0.1 |") in card
+    assert (
+        "- **Self-consistency (test-retest)** on a pilot sample of 4 pairs: the judge's own model `judge-test` "
+        "asked again (temperature 0.8, seed 1): how stable its labels are, not whether another judge would "
+        "give them."
+    ) in card
+    assert (
+        "- **Cross-model agreement** on a pilot sample of 4 pairs: another model, `other-judge` "
+        "(temperature 0.0, seed 0), labelling the same pairs."
+    ) in card
+    assert (
+        "| measure | self-consistency (test-retest): judge-test | cross-model agreement: other-judge |\n"
+        "|---|---|---|\n| lenient_agreement | 0.75 | 0.5 |\n| strict_agreement | 0.5 | 0.25 |\n"
+        "| weighted_kappa_linear | 0.4 | 0.1 |"
+    ) in card
     assert "different reference judge" not in card
 
 
 def test_circularity_flags_stand_next_to_the_query_writer_and_the_retrievers_they_touch(tmp_path):
     flags = [
-        {"judge": "llm.judge", "judge_model": "Qwen/Qwen3-8B", "part": "llm.query_writer", "model": "Qwen/Qwen3-8B",
-         "shared": "model", "family": "qwen/qwen3",
-         "note": "circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer (Qwen/Qwen3-8B) share the model"},
-        {"judge": "llm.judge", "judge_model": "Qwen/Qwen3-8B", "part": "retrieval.dense", "model": "Qwen/Qwen3-Emb",
-         "shared": "family", "family": "qwen/qwen3",
-         "note": "circular: llm.judge (Qwen/Qwen3-8B) and retrieval.dense (Qwen/Qwen3-Emb) share the model family "
-                 "qwen/qwen3"},
+        {
+            "judge": "llm.judge",
+            "judge_model": "Qwen/Qwen3-8B",
+            "part": "llm.query_writer",
+            "model": "Qwen/Qwen3-8B",
+            "shared": "model",
+            "family": "qwen/qwen3",
+            "note": "circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer (Qwen/Qwen3-8B) share the model",
+        },
+        {
+            "judge": "llm.judge",
+            "judge_model": "Qwen/Qwen3-8B",
+            "part": "retrieval.dense",
+            "model": "Qwen/Qwen3-Emb",
+            "shared": "family",
+            "family": "qwen/qwen3",
+            "note": "circular: llm.judge (Qwen/Qwen3-8B) and retrieval.dense (Qwen/Qwen3-Emb) share the model family "
+            "qwen/qwen3",
+        },
     ]
     manifest = write_mamaretrieval_release(tmp_path / "rel", fx.inputs(circularity=flags))
     assert manifest["circularity"] == flags
     card = (tmp_path / "rel" / "README.md").read_text()
-    assert ("| query writer | qwen-test (temperature 0.0) (circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer "
-            "(Qwen/Qwen3-8B) share the model) |") in card
+    assert (
+        "| query writer | qwen-test (temperature 0.0) (circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer "
+        "(Qwen/Qwen3-8B) share the model) |"
+    ) in card
     assert "| retriever | kind | rankings | circularity |" in card
     assert "| bm25 | bm25 | 6 | none |" in card
-    assert ("| dense | dense | 6 | circular: llm.judge (Qwen/Qwen3-8B) and retrieval.dense (Qwen/Qwen3-Emb) share "
-            "the model family qwen/qwen3 |") in card
+    assert (
+        "| dense | dense | 6 | circular: llm.judge (Qwen/Qwen3-8B) and retrieval.dense (Qwen/Qwen3-Emb) share "
+        "the model family qwen/qwen3 |"
+    ) in card
     assert "### Circularity\n\n- Circular: llm.judge (Qwen/Qwen3-8B) and llm.query_writer" in card
     plain = write_mamaretrieval_release(tmp_path / "plain", fx.inputs())
     assert "circularity" not in plain

@@ -1,4 +1,5 @@
 """Publishing: dry run describes the commit and tag; enabled, it sends them with the token from the environment."""
+
 from __future__ import annotations
 
 import hashlib
@@ -62,8 +63,16 @@ class FakeHub:
 
 def test_dry_run_describes_commit_and_tag_and_sends_nothing(release):
     hub, logs = FakeHub(), []
-    outcome = publish_release(release, "mamaretrieval", "0.3.0", "org/mr", PublishSettings(), env={"HF_TOKEN": TOKEN},
-                              api_factory=hub, log=logs.append)
+    outcome = publish_release(
+        release,
+        "mamaretrieval",
+        "0.3.0",
+        "org/mr",
+        PublishSettings(),
+        env={"HF_TOKEN": TOKEN},
+        api_factory=hub,
+        log=logs.append,
+    )
     assert outcome.dry_run and hub.calls == [] and hub.tokens == []
     commit, tag = outcome.operations
     assert commit["op"] == "create_commit" and commit["repo_id"] == "org/mr" and commit["repo_type"] == "dataset"
@@ -72,8 +81,13 @@ def test_dry_run_describes_commit_and_tag_and_sends_nothing(release):
     assert set(added) == {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
     assert "manifest.json" in added and "data/judgments.parquet" in added
     assert added["README.md"]["sha256"] == hashlib.sha256((release / "README.md").read_bytes()).hexdigest()
-    assert tag == {"op": "create_tag", "repo_id": "org/mr", "repo_type": "dataset", "tag": "0.3.0",
-                   "revision": "<the commit above>"}
+    assert tag == {
+        "op": "create_tag",
+        "repo_id": "org/mr",
+        "repo_type": "dataset",
+        "tag": "0.3.0",
+        "revision": "<the commit above>",
+    }
     assert any("dry run" in line for line in logs)
     assert TOKEN not in repr(outcome) + "".join(logs)
 
@@ -81,8 +95,16 @@ def test_dry_run_describes_commit_and_tag_and_sends_nothing(release):
 def test_enabled_sends_one_commit_then_the_tag_with_the_env_token(release):
     hub, logs = FakeHub(), []
     settings = PublishSettings(enabled=True, mamaretrieval_repo_id="org/mr", token_env="MY_HF_TOKEN", create_repo=True)
-    outcome = publish_release(release, "mamaretrieval", "0.3.0", "org/mr", settings,
-                              env={"MY_HF_TOKEN": TOKEN}, api_factory=hub, log=logs.append)
+    outcome = publish_release(
+        release,
+        "mamaretrieval",
+        "0.3.0",
+        "org/mr",
+        settings,
+        env={"MY_HF_TOKEN": TOKEN},
+        api_factory=hub,
+        log=logs.append,
+    )
     assert hub.tokens == [TOKEN]
     names = [c[0] for c in hub.calls]
     assert names == ["create_repo", "list_repo_refs", "list_repo_files", "create_commit", "create_tag"]
@@ -93,8 +115,12 @@ def test_enabled_sends_one_commit_then_the_tag_with_the_env_token(release):
     deletes = [op.path_in_repo for op in operations if isinstance(op, CommitOperationDelete)]
     assert adds == {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
     assert deletes == ["data/old.parquet"]  # stale file of an earlier release; .gitattributes is kept
-    assert hub.calls[4][2] == {"tag": "0.3.0", "tag_message": "mamaretrieval 0.3.0", "revision": "c" * 40,
-                               "repo_type": "dataset"}
+    assert hub.calls[4][2] == {
+        "tag": "0.3.0",
+        "tag_message": "mamaretrieval 0.3.0",
+        "revision": "c" * 40,
+        "repo_type": "dataset",
+    }
     assert not outcome.dry_run and outcome.commit_oid == "c" * 40 and outcome.deleted == ["data/old.parquet"]
     assert TOKEN not in repr(outcome) + "".join(logs) + repr(outcome.operations)
 
@@ -113,9 +139,15 @@ def test_a_corrupted_folder_is_never_published(release):
     (release / "data" / "chunks.parquet").write_bytes(b"not parquet")
     hub = FakeHub()
     with pytest.raises(PublishError, match="fails verification: data/chunks.parquet"):
-        publish_release(release, "mamaretrieval", "0.3.0", "org/mr",
-                        PublishSettings(enabled=True, mamaretrieval_repo_id="org/mr"),
-                        env={"HF_TOKEN": TOKEN}, api_factory=hub)
+        publish_release(
+            release,
+            "mamaretrieval",
+            "0.3.0",
+            "org/mr",
+            PublishSettings(enabled=True, mamaretrieval_repo_id="org/mr"),
+            env={"HF_TOKEN": TOKEN},
+            api_factory=hub,
+        )
     assert hub.calls == []
 
 

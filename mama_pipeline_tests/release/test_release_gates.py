@@ -1,4 +1,5 @@
 """Invariants and failure bounds the release writers enforce."""
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,9 @@ def test_labels_with_dimensions_set_while_d1_is_false_are_refused_with_the_row_n
     gated = j.filter(~pl.col("d1_topic")).row(0, named=True)
     bad = j.with_columns(
         pl.when((pl.col("query_id") == gated["query_id"]) & (pl.col("chunk_id") == gated["chunk_id"]))
-        .then(pl.lit(1, pl.Int8)).otherwise(pl.col(dim)).alias(dim)
+        .then(pl.lit(1, pl.Int8))
+        .otherwise(pl.col(dim))
+        .alias(dim)
     )
     with pytest.raises(ReleaseError) as err:
         write_mamaretrieval_release(tmp_path / "r", fx.inputs(judgments=bad))
@@ -37,8 +40,12 @@ def test_labels_with_dimensions_set_while_d1_is_false_are_refused_with_the_row_n
 def test_labels_of_two_judge_identities_are_refused(tmp_path):
     j = fx.judgments().with_columns(judge_identity=pl.lit("aaaa"))
     write_mamaretrieval_release(tmp_path / "one", fx.inputs(judgments=j))
-    mixed = j.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("bbbb"))
-                           .otherwise(pl.col("judge_identity")).alias("judge_identity"))
+    mixed = j.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.lit("bbbb"))
+        .otherwise(pl.col("judge_identity"))
+        .alias("judge_identity")
+    )
     with pytest.raises(ReleaseError, match=r"judgments come from 2 judge identities \['aaaa', 'bbbb'\]"):
         write_mamaretrieval_release(tmp_path / "two", fx.inputs(judgments=mixed))
 
@@ -49,8 +56,9 @@ def test_the_benchmark_synthetic_judgments_respect_the_d1_gate(tmp_path):
     inputs = synthetic_inputs(0.01)
     write_mamaretrieval_release(tmp_path / "bench", inputs)
     gated = inputs.judgments.filter(~pl.col("d1_topic"))
-    assert gated.height and gated.select(pl.col("d2_meaningful", "d3_actionable", "d4_density").is_null().all()).row(0) \
-        == (True, True, True)
+    assert gated.height and gated.select(pl.col("d2_meaningful", "d3_actionable", "d4_density").is_null().all()).row(
+        0
+    ) == (True, True, True)
 
 
 def test_stage_failure_counts_and_refusal_name_the_stage_and_the_counts():
@@ -66,8 +74,10 @@ def test_stage_failure_counts_and_refusal_name_the_stage_and_the_counts():
     refuse_over_bound("mamaretrieval", "1.0", [writer, classifier])  # at or under their bounds: no refusal
     with pytest.raises(FailureBoundError) as err:
         refuse_over_bound("mamaretrieval", "1.0", [writer, judge])
-    assert str(err.value).startswith("release mamaretrieval 1.0 refused: stage judge: 1 of 4 pooled pairs failed "
-                                     "(25.00%), bound 20.00% (llm.judge.max_failure_rate)")
+    assert str(err.value).startswith(
+        "release mamaretrieval 1.0 refused: stage judge: 1 of 4 pooled pairs failed "
+        "(25.00%), bound 20.00% (llm.judge.max_failure_rate)"
+    )
     assert "query_writer" not in str(err.value)
 
 
@@ -88,16 +98,23 @@ def run_release(tmp_path, monkeypatch, bound: float, gate_failed: int = 0, note:
     store.write_table("query_gate_decisions", fx.gate_decisions(failed=gate_failed))
     store.write_table("judge_reliability", fx.reliability(note))
     with dg.instance_for_test() as instance:
-        return dg.materialize([*UPSTREAM, mamaretrieval_release], resources=shared_resources(str(config)),
-                              instance=instance, selection=[mamaretrieval_release.key], raise_on_error=False)
+        return dg.materialize(
+            [*UPSTREAM, mamaretrieval_release],
+            resources=shared_resources(str(config)),
+            instance=instance,
+            selection=[mamaretrieval_release.key],
+            raise_on_error=False,
+        )
 
 
 def test_release_refuses_to_build_above_a_stage_failure_bound_naming_the_stage_and_counts(tmp_path, monkeypatch):
     result = run_release(tmp_path, monkeypatch, bound=0.2, gate_failed=1)  # 1 of 3 sampled chunks: 33% > 20%
     assert not result.success
     error = result.get_step_failure_events()[0].step_failure_data.error.to_string()
-    assert ("release mamaretrieval 0.3.0 refused: stage query_writer: 1 of 3 sampled chunks failed (33.33%), "
-            "bound 20.00% (llm.query_writer.max_failure_rate)") in error
+    assert (
+        "release mamaretrieval 0.3.0 refused: stage query_writer: 1 of 3 sampled chunks failed (33.33%), "
+        "bound 20.00% (llm.query_writer.max_failure_rate)"
+    ) in error
     assert not (tmp_path / "data" / "releases").exists()
 
 
@@ -115,9 +132,13 @@ def test_release_at_or_under_the_bound_builds_and_its_card_states_the_reliabilit
     assert audit["decoding"] == "temperature 0.0, seed 0"
     card = (folder / "README.md").read_text()
     assert "### Judge reliability" in card and "| lenient_agreement | 0.75 |" in card
-    assert ("- **Self-consistency (test-retest)** on a pilot sample of 4 pairs: the judge's own model `judge-test` "
-            "asked again (temperature 0.0, seed 0)") in card
-    assert "| measure | self-consistency (test-retest): judge-test |" in card and "different reference judge" not in card
+    assert (
+        "- **Self-consistency (test-retest)** on a pilot sample of 4 pairs: the judge's own model `judge-test` "
+        "asked again (temperature 0.0, seed 0)"
+    ) in card
+    assert (
+        "| measure | self-consistency (test-retest): judge-test |" in card and "different reference judge" not in card
+    )
     meta = result.asset_materializations_for_node("mamaretrieval_release")[0].metadata
     assert meta["query_writer/failed"].value == 1 and meta["judge/failed"].value == 0
 
@@ -135,24 +156,29 @@ def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_ref
     import yaml
 
     from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
-    from mama_pipeline.settings import load_settings
-
     from mama_pipeline.release.assets import mamabench_release
     from mama_pipeline.resources import shared_resources
-    from mama_pipeline_tests.support.fake_llm_server import running_server
+    from mama_pipeline.settings import load_settings
     from mama_pipeline_tests.mamabench.helpers import PACKAGE
     from mama_pipeline_tests.mamabench.test_assets import stub_side_file
+    from mama_pipeline_tests.support.fake_llm_server import running_server
 
     (tmp_path / "sample_data").symlink_to(PACKAGE / "sample_data")
     config = tmp_path / "config.yaml"
     with running_server(fault_rate=0.3) as server:  # 30% of first attempts fault; no retries: they fail
         strict = {"base_urls": [server.url], "max_retries": 0, "parse_retries": 0, "max_failure_rate": 0.05}
-        config.write_text(yaml.safe_dump({
-            "data_dir": str(tmp_path / "data"),
-            "llm": {"classifier": {**strict, "model": "fake-classifier"},
-                    "classifier_reference": {**strict, "model": "fake-reference", "max_failure_rate": 1.0}},
-            "mamabench": {"agreement_sample_size": 10},
-        }))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "llm": {
+                        "classifier": {**strict, "model": "fake-classifier"},
+                        "classifier_reference": {**strict, "model": "fake-reference", "max_failure_rate": 1.0},
+                    },
+                    "mamabench": {"agreement_sample_size": 10},
+                }
+            )
+        )
         defs = build_mamabench_defs(load_settings())
         assets = [stub_side_file, *defs.assets, mamabench_release, *defs.asset_checks]
         resources = shared_resources(str(config))
@@ -162,14 +188,17 @@ def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_ref
         assert not result.asset_materializations_for_node("mamabench_release")  # blocked
         # a run without the checks: the release refuses by itself (transport failures were asked again and
         # answered; the cached parse failures remain, still above the bound)
-        alone = dg.materialize(assets, resources=resources, raise_on_error=False,
-                               selection=dg.AssetSelection.all().without_checks())
+        alone = dg.materialize(
+            assets, resources=resources, raise_on_error=False, selection=dg.AssetSelection.all().without_checks()
+        )
     assert not alone.success
     (failure,) = alone.get_step_failure_events()
     assert failure.step_key == "mamabench_release"
     error = failure.step_failure_data.error.to_string()
     total = check.metadata["classifier/items"].value
-    match = re.search(rf"release mamabench 0.0.0-sample refused: stage classifier: (\d+) of {total} items failed", error)
+    match = re.search(
+        rf"release mamabench 0.0.0-sample refused: stage classifier: (\d+) of {total} items failed", error
+    )
     assert match and int(match.group(1)) > 0.05 * total
     assert "classifier_reference" not in error  # under its own bound
     assert not (tmp_path / "data" / "releases" / "mamabench").exists()

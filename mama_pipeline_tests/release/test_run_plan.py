@@ -1,4 +1,5 @@
 """Selections crossing partitions definitions are cut into runs in dependency order, as a backfill would."""
+
 import dagster as dg
 
 from mama_pipeline.run_plan import execute_plan, materialize_commands, plan_runs
@@ -44,8 +45,9 @@ def release() -> None:
     _record("release")
 
 
-DEFS = dg.Definitions(assets=[corpus, queries, rankings, pool, labels, release],
-                      resources={"io_manager": dg.mem_io_manager})
+DEFS = dg.Definitions(
+    assets=[corpus, queries, rankings, pool, labels, release], resources={"io_manager": dg.mem_io_manager}
+)
 
 
 def names(step) -> list[str]:
@@ -54,12 +56,23 @@ def names(step) -> list[str]:
 
 def test_plan_groups_by_partitions_definition_in_dependency_order():
     graph = DEFS.resolve_asset_graph()
-    steps = plan_runs(graph, [dg.AssetKey("chunks")] + [dg.AssetKey(n) for n in
-                                                         ("queries", "rankings", "pool", "labels", "release")])
-    assert [names(s) for s in steps] == [["chunks", "issues", "queries"], ["rankings"], ["pool"], ["labels"],
-                                         ["release"]]
-    assert [s.partition_keys() for s in steps] == [[None], ["bm25", "dense"], [None], ["shard_000", "shard_001"],
-                                                   [None]]
+    steps = plan_runs(
+        graph, [dg.AssetKey("chunks")] + [dg.AssetKey(n) for n in ("queries", "rankings", "pool", "labels", "release")]
+    )
+    assert [names(s) for s in steps] == [
+        ["chunks", "issues", "queries"],
+        ["rankings"],
+        ["pool"],
+        ["labels"],
+        ["release"],
+    ]
+    assert [s.partition_keys() for s in steps] == [
+        [None],
+        ["bm25", "dense"],
+        [None],
+        ["shard_000", "shard_001"],
+        [None],
+    ]
 
 
 def test_a_multi_asset_output_pulls_in_its_siblings():
@@ -76,8 +89,16 @@ def test_execute_plan_materialises_every_partition_after_its_parents():
         assert all(r.success for r in results) and len(results) == 7
         assert instance.get_run_by_id(results[0].run_id).tags["mama/trigger"] == "test"
         status = instance.get_status_by_partition(dg.AssetKey("labels"), ["shard_000", "shard_001"], SHARDS)
-    assert ORDER == ["corpus", "queries", "rankings[bm25]", "rankings[dense]", "pool", "labels[shard_000]",
-                     "labels[shard_001]", "release"]
+    assert ORDER == [
+        "corpus",
+        "queries",
+        "rankings[bm25]",
+        "rankings[dense]",
+        "pool",
+        "labels[shard_000]",
+        "labels[shard_001]",
+        "release",
+    ]
     assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
 
 
@@ -93,7 +114,9 @@ def test_materialize_commands_name_each_run():
 def test_materialize_commands_pass_a_run_config_to_each_run():
     steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("rankings")])
     assert [c[-2:] for c in materialize_commands(steps, "mod", "/cfg/forkserver.yaml")] == [
-        ["-c", "/cfg/forkserver.yaml"], ["-c", "/cfg/forkserver.yaml"]]
+        ["-c", "/cfg/forkserver.yaml"],
+        ["-c", "/cfg/forkserver.yaml"],
+    ]
 
 
 def test_execute_plan_uses_the_given_loggers_and_reports_each_run():
@@ -117,8 +140,13 @@ def test_execute_plan_uses_the_given_loggers_and_reports_each_run():
     ORDER.clear()
     steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("queries"), dg.AssetKey("rankings")])
     with dg.instance_for_test() as instance:
-        results = execute_plan(DEFS, steps, instance, logger_defs={"collect": collect},
-                               on_run=lambda n, total, step, key: announced.append((n, total, key)))
+        results = execute_plan(
+            DEFS,
+            steps,
+            instance,
+            logger_defs={"collect": collect},
+            on_run=lambda n, total, step, key: announced.append((n, total, key)),
+        )
     assert all(r.success for r in results)
     assert announced == [(1, 3, None), (2, 3, "bm25"), (3, 3, "dense")]
     assert seen == ["queries", "rankings", "rankings"]

@@ -1,4 +1,5 @@
 """The scale-out examples load: the multi-server settings file and the multiprocess run config."""
+
 from __future__ import annotations
 
 import json
@@ -45,10 +46,15 @@ def test_multiserver_settings_load():
 
 
 def test_run_config_is_valid_for_the_definitions_loaded_with_the_example_settings(tmp_path):
-    env = {**os.environ, "MAMA_CONFIG": str(SETTINGS), "MAMA_DATA_DIR": str(tmp_path / "data"),
-           "DAGSTER_HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", PROBE, str(RUN_CONFIG)], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=300)
+    env = {
+        **os.environ,
+        "MAMA_CONFIG": str(SETTINGS),
+        "MAMA_DATA_DIR": str(tmp_path / "data"),
+        "DAGSTER_HOME": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(RUN_CONFIG)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["executor"] == "multi_or_in_process_executor"

@@ -1,4 +1,5 @@
 """``verify_release`` and ``mama-pipeline verify`` catch corrupted, missing and miscounted files."""
+
 from __future__ import annotations
 
 import hashlib
@@ -72,8 +73,9 @@ def test_mamabench_style_manifest_is_understood(tmp_path):
     (folder / "manifests").mkdir()
     data = b'{"id": 1}\n{"id": 2}\n'
     (folder / "data" / "mcq" / "test.jsonl").write_bytes(data)
-    (folder / "manifests" / "manifest.json").write_text(json.dumps(
-        {"files": {"data/mcq/test.jsonl": hashlib.sha256(data).hexdigest()}}))
+    (folder / "manifests" / "manifest.json").write_text(
+        json.dumps({"files": {"data/mcq/test.jsonl": hashlib.sha256(data).hexdigest()}})
+    )
     assert verify_release(folder).ok
     (folder / "data" / "mcq" / "test.jsonl").write_bytes(data + b'{"id": 3}\n')
     assert verify_release(folder).problems[0].startswith("data/mcq/test.jsonl: sha256")

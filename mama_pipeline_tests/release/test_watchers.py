@@ -1,4 +1,5 @@
 """The corpus-version sensor and the mamabench sources schedule, evaluated with Dagster's test contexts."""
+
 from __future__ import annotations
 
 import shutil
@@ -7,22 +8,26 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
-from mama_pipeline.mamabench.assets import RAW_ASSETS
-from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.corpus import watch
-from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
+from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.corpus.sensors import TRIGGER_TAG
+from mama_pipeline.mamabench.assets import RAW_ASSETS
+from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
+from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import SettingsResource, shared_resources
-from mama_pipeline.settings import SAMPLE_CONFIG
-from mama_pipeline.settings import load_settings
-
+from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 
 queries_defs = build_queries_defs(load_settings())
 
 PACKAGE = SAMPLE_CONFIG.parent
-CORPUS_DOWNSTREAM = {"corpus_chunks", "corpus_issues", "sampled_chunks", "sampling_rejections",
-                     "generated_queries", "query_gate_decisions"}
+CORPUS_DOWNSTREAM = {
+    "corpus_chunks",
+    "corpus_issues",
+    "sampled_chunks",
+    "sampling_rejections",
+    "generated_queries",
+    "query_gate_decisions",
+}
 
 
 @pytest.fixture
@@ -37,15 +42,20 @@ def sample_copy(tmp_path, monkeypatch) -> Path:
 
 def sensor_defs(config: Path, *extra: dg.AssetsDefinition) -> dg.Definitions:
     return dg.Definitions.merge(  # the corpus area brings its sensor, built from this configuration
-        build_corpus_defs(load_settings(config)), queries_defs,
+        build_corpus_defs(load_settings(config)),
+        queries_defs,
         dg.Definitions(assets=list(extra), resources=shared_resources(str(config))),
     )
 
 
 def evaluate(defs: dg.Definitions, config: Path, instance: dg.DagsterInstance, cursor: str | None):
     """One tick through Dagster's own evaluation (run requests resolved and validated as the daemon does)."""
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
-                                      resources={"settings": SettingsResource(config_path=str(config))})
+    context = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        definitions=defs,
+        resources={"settings": SettingsResource(config_path=str(config))},
+    )
     tick = defs.get_sensor_def("corpus_version_sensor").evaluate_tick(context)
     if tick.skip_message:
         return dg.SkipReason(tick.skip_message), tick.cursor
@@ -82,8 +92,9 @@ def test_without_a_cursor_the_latest_corpus_materialisation_is_the_baseline(samp
     defs = sensor_defs(sample_copy)
     with dg.instance_for_test() as instance:
         job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("corpus_chunks")])
-        assert job.execute_in_process(instance=instance, asset_selection=[
-            dg.AssetKey("corpus_chunks"), dg.AssetKey("corpus_issues")]).success
+        assert job.execute_in_process(
+            instance=instance, asset_selection=[dg.AssetKey("corpus_chunks"), dg.AssetKey("corpus_issues")]
+        ).success
         unchanged, _ = evaluate(defs, sample_copy, instance, None)
         assert isinstance(unchanged, dg.SkipReason) and "unchanged" in unchanged.skip_message
         edit_one_chunk(sample_copy)  # edited while the sensor was off
@@ -112,8 +123,11 @@ def test_partitioned_downstream_assets_turn_the_request_into_a_backfill(sample_c
 
 def test_hub_bundle_is_watched_by_revision_commit(sample_copy, monkeypatch):
     config = sample_copy.parent / "hub.yaml"
-    config.write_text(sample_copy.read_text().replace(
-        "bundle: sample_data/corpus/chunks_for_rag.txt", "bundle: hf://datasets/org/corpus@main/chunks_for_rag.txt"))
+    config.write_text(
+        sample_copy.read_text().replace(
+            "bundle: sample_data/corpus/chunks_for_rag.txt", "bundle: hf://datasets/org/corpus@main/chunks_for_rag.txt"
+        )
+    )
     commits = {"main": "a" * 40}
     asked = []
 
@@ -137,10 +151,16 @@ def test_hub_bundle_is_watched_by_revision_commit(sample_copy, monkeypatch):
 def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_copy):
     medqa = sample_copy.parent / "sample_data" / "upstream" / "medqa_usmle" / "us_4_options_test-sample-150.jsonl"
     # written in the user's file, the path resolves against the copy (the bundled default would name the package's)
-    sample_copy.write_text(sample_copy.read_text().replace(
-        "mamabench:\n", f"mamabench:\n  sources:\n    medqa_usmle: {{path: {medqa.relative_to(sample_copy.parent)}}}\n", 1))
+    sample_copy.write_text(
+        sample_copy.read_text().replace(
+            "mamabench:\n",
+            f"mamabench:\n  sources:\n    medqa_usmle: {{path: {medqa.relative_to(sample_copy.parent)}}}\n",
+            1,
+        )
+    )
     settings = SettingsResource(config_path=str(sample_copy))
     with dg.instance_for_test() as instance:
+
         def tick():
             # closed here: the context opens its own instance from the test's, and one left open would reset
             # Dagster's current defs-state storage to a gone instance's when collected, in a later test
@@ -160,7 +180,9 @@ def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_c
 
 
 def test_hub_sources_compare_revision_commits():
-    assert watch.recorded_fingerprints({"revision": "c" * 40, "sha256": {"x.parquet": "f" * 64}}) == {"revision": "c" * 40}
+    assert watch.recorded_fingerprints({"revision": "c" * 40, "sha256": {"x.parquet": "f" * 64}}) == {
+        "revision": "c" * 40
+    }
     assert watch.recorded_fingerprints({"revision": None, "sha256": {"x.parquet": "f" * 64}}) == {"x.parquet": "f" * 64}
     current = {"a": {"revision": "c" * 40}, "b": {"x.csv": "1"}, "c": {"y.csv": "2"}}
     recorded = {"a": {"revision": "c" * 40}, "b": {"x.csv": "0"}, "c": None}

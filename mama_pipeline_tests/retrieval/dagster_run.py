@@ -5,6 +5,7 @@ QUERIES.parquet OUT.json``
 (stub ``corpus_chunks`` and ``generated_queries`` assets serve the two files).
 Writes each step's success, check results and materialisation metadata as JSON.
 """
+
 import json
 import sys
 
@@ -14,7 +15,6 @@ import polars as pl
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval.definitions import build_defs as build_retrieval_defs
 from mama_pipeline.settings import load_settings
-
 
 defs = build_retrieval_defs(load_settings())
 
@@ -34,20 +34,33 @@ def main(chunks_path: str, queries_path: str, out_path: str) -> None:
     report: dict = {"steps": []}
 
     def run(selection, partition=None):
-        result = dg.materialize([*assets, *checks], resources=resources, selection=selection,
-                                partition_key=partition, raise_on_error=False)
-        step = {"selection": str(selection), "partition": partition, "success": result.success,
-                "checks": {c.check_name: c.passed for c in result.get_asset_check_evaluations()},
-                "metadata": {}}
+        result = dg.materialize(
+            [*assets, *checks], resources=resources, selection=selection, partition_key=partition, raise_on_error=False
+        )
+        step = {
+            "selection": str(selection),
+            "partition": partition,
+            "success": result.success,
+            "checks": {c.check_name: c.passed for c in result.get_asset_check_evaluations()},
+            "metadata": {},
+        }
         for mat in result.get_asset_materialization_events():
             m = mat.materialization
             step["metadata"][m.asset_key.to_user_string()] = {k: str(v.value) for k, v in m.metadata.items()}
         if not result.success:
-            step["errors"] = [_messages(e.event_specific_data.error) for e in result.all_events
-                              if e.is_failure and getattr(e.event_specific_data, "error", None)]
-            step["failure_metadata"] = {k: str(v.value) for e in result.all_events if e.is_failure
-                                        for k, v in (getattr(getattr(e.event_specific_data, "user_failure_data", None),
-                                                             "metadata", None) or {}).items()}
+            step["errors"] = [
+                _messages(e.event_specific_data.error)
+                for e in result.all_events
+                if e.is_failure and getattr(e.event_specific_data, "error", None)
+            ]
+            step["failure_metadata"] = {
+                k: str(v.value)
+                for e in result.all_events
+                if e.is_failure
+                for k, v in (
+                    getattr(getattr(e.event_specific_data, "user_failure_data", None), "metadata", None) or {}
+                ).items()
+            }
         report["steps"].append(step)
 
     run(dg.AssetSelection.assets("corpus_chunks", "generated_queries"))

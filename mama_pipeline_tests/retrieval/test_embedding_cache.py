@@ -1,4 +1,5 @@
 """The embedding cache: a new corpus version embeds only its new chunk texts."""
+
 import hashlib
 
 import numpy as np
@@ -21,8 +22,10 @@ class CountingEncoder:
 
     def encode(self, texts, role):
         self.calls.append(list(texts))
-        rows = [np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).random(self.dimension)
-                for t in texts]
+        rows = [
+            np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).random(self.dimension)
+            for t in texts
+        ]
         vecs = np.asarray(rows, dtype=np.float32)
         if self.sparse:
             vecs = sp.csr_matrix(np.where(vecs > 0.8, vecs, 0).astype(np.float32))

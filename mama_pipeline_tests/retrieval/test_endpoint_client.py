@@ -1,4 +1,5 @@
 """The rerank client's posts on the lean transport: kept-alive connections, compressed answers, error statuses, redirects."""
+
 import asyncio
 import gzip
 import json
@@ -40,14 +41,15 @@ def test_posts_send_their_bodies_intact_on_one_kept_alive_connection():
 
 def test_compressed_answers_are_decoded():
     data = gzip.compress(b'{"results": []}')
-    answer = (b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: " + str(len(data)).encode()
-              + b"\r\n\r\n" + data)
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: " + str(len(data)).encode() + b"\r\n\r\n" + data
+    )
     answers, _, _ = post_all(lambda n, body: (answer, False), [b"{}"])
     assert answers == [b'{"results": []}']
 
 
 def test_error_statuses_keep_their_status_and_retry_after():
-    answer = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 2\r\ncontent-length: 13\r\n\r\n{\"error\": 1}\n"
+    answer = b'HTTP/1.1 429 Too Many Requests\r\nretry-after: 2\r\ncontent-length: 13\r\n\r\n{"error": 1}\n'
     exc, _, _ = post_all(lambda n, body: (answer, False), [b"{}"])
     assert isinstance(exc, StatusError) and exc.status_code == 429
     assert exc.response.headers["retry-after"] == "2" and '{"error": 1}' in str(exc)

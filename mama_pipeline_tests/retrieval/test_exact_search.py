@@ -1,4 +1,5 @@
 """FAISS exact inner-product search and sparse dot-product search against brute-force numpy."""
+
 import numpy as np
 import polars as pl
 import scipy.sparse as sp

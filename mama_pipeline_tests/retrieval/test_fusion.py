@@ -1,4 +1,5 @@
 """Reciprocal rank fusion through pyserini's implementation, and its wiring in the registry."""
+
 import subprocess
 import sys
 
@@ -26,8 +27,10 @@ def test_rrf_needs_its_runs():
 
 
 def test_fusion_does_not_start_the_jvm():
-    code = ("import sys; from mama_pipeline.retrieval.fusion import rrf_hits; import pyserini.fusion; "
-            "print('jnius' in sys.modules)")
+    code = (
+        "import sys; from mama_pipeline.retrieval.fusion import rrf_hits; import pyserini.fusion; "
+        "print('jnius' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -37,14 +40,24 @@ def test_registry_fuses_imported_runs(store, tmp_path):
     ids = chunks["chunk_id"].to_list()
     (tmp_path / "a.trec").write_text("".join(f"q_00001 Q0 {c} {i + 1} {10 - i} a\n" for i, c in enumerate(ids[:4])))
     (tmp_path / "b.trec").write_text("".join(f"q_00001 Q0 {c} {i + 1} {5 - i} b\n" for i, c in enumerate(ids[3::-1])))
-    settings = RetrievalSettings.model_validate({"retrievers": [
-        {"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
-        {"name": "b", "kind": "imported", "params": {"path": "b.trec"}},
-        {"name": "f", "kind": "rrf", "params": {"runs": ["a", "b"]}},
-    ], "pool_depth": 3, "audit": {"depth": 3}})
+    settings = RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {"name": "a", "kind": "imported", "params": {"path": "a.trec"}},
+                {"name": "b", "kind": "imported", "params": {"path": "b.trec"}},
+                {"name": "f", "kind": "rrf", "params": {"runs": ["a", "b"]}},
+            ],
+            "pool_depth": 3,
+            "audit": {"depth": 3},
+        }
+    )
     stored: list[pl.DataFrame] = []
-    env = RetrievalEnv(store, tmp_path / "work", lambda p: tmp_path / p,
-                       lambda names: pl.concat(stored).filter(pl.col("retriever").is_in(names)))
+    env = RetrievalEnv(
+        store,
+        tmp_path / "work",
+        lambda p: tmp_path / p,
+        lambda names: pl.concat(stored).filter(pl.col("retriever").is_in(names)),
+    )
     outs = {}
     for spec in settings.retrievers:
         outs[spec.name] = run_retriever(spec, chunks, queries, settings.depth_of(spec.name), env)
@@ -62,9 +75,15 @@ def test_registry_fuses_imported_runs(store, tmp_path):
 def test_fusion_refuses_stale_stored_rankings(store, tmp_path):
     chunks, queries = chunks_frame(), queries_frame()
     stale = pl.concat([ranking("a", {"q_00001": ["gone-chunk"]}), ranking("b", {"q_00001": [chunks["chunk_id"][0]]})])
-    spec = RetrievalSettings.model_validate({"retrievers": [
-        {"name": "a", "kind": "bm25"}, {"name": "b", "kind": "bm25"},
-        {"name": "f", "kind": "rrf", "params": {"runs": ["a", "b"]}}]}).retriever("f")
+    spec = RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {"name": "a", "kind": "bm25"},
+                {"name": "b", "kind": "bm25"},
+                {"name": "f", "kind": "rrf", "params": {"runs": ["a", "b"]}},
+            ]
+        }
+    ).retriever("f")
     env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names: stale)
     with pytest.raises(ValueError, match=r"stored rankings of \['a'\] name 1 chunk_id\(s\) missing from the corpus v1"):
         run_retriever(spec, chunks, queries, 3, env)

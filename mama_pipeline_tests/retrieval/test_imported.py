@@ -1,4 +1,5 @@
 """Imported runs: TREC and parquet files validated against corpus and query ids."""
+
 import polars as pl
 import pytest
 
@@ -58,19 +59,25 @@ def test_a_single_problem_is_the_whole_message(tmp_path):
 
 def test_parquet_run(tmp_path):
     path = tmp_path / "run.parquet"
-    pl.DataFrame({"query_id": ["q1", "q2"], "chunk_id": ["c2", "c1"], "score": [0.9, 0.1], "rank": [1, 1]}).write_parquet(path)
+    pl.DataFrame(
+        {"query_id": ["q1", "q2"], "chunk_id": ["c2", "c1"], "score": [0.9, 0.1], "rank": [1, 1]}
+    ).write_parquet(path)
     assert read_run(path, None, QUERIES, CHUNKS).rows() == [("q1", "c2", 0.9), ("q2", "c1", 0.1)]
 
 
 def test_parquet_errors_name_the_row(tmp_path):
     path = tmp_path / "run.parquet"
-    pl.DataFrame({"query_id": ["q1", "q1", "q2"], "chunk_id": ["c1", "c1", "c7"], "score": ["1.0", "x", "2"]}).write_parquet(path)
+    pl.DataFrame(
+        {"query_id": ["q1", "q1", "q2"], "chunk_id": ["c1", "c1", "c7"], "score": ["1.0", "x", "2"]}
+    ).write_parquet(path)
     with pytest.raises(RunImportError) as err:
         read_run(path, None, QUERIES, CHUNKS)
     assert str(err.value) == f"{path}:row 2: score 'x' is not a finite number (and 2 more problems)"
-    assert err.value.problems == [f"{path}:row 2: score 'x' is not a finite number",
-                                  f"{path}:row 2: chunk c1 listed twice for query q1 (first at row 1)",
-                                  f"{path}:row 3: unknown chunk id 'c7'"]
+    assert err.value.problems == [
+        f"{path}:row 2: score 'x' is not a finite number",
+        f"{path}:row 2: chunk c1 listed twice for query q1 (first at row 1)",
+        f"{path}:row 3: unknown chunk id 'c7'",
+    ]
 
 
 def test_parquet_missing_columns_and_missing_file(tmp_path):

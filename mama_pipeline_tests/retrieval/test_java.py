@@ -1,4 +1,5 @@
 """pyserini's import-time OpenAI client gets a placeholder key; the environment is restored exactly."""
+
 import os
 import subprocess
 import sys

@@ -1,4 +1,5 @@
 """Dense (all-MiniLM-L6-v2) and sparse (splade-tiny) retrievers with the real models from their wheels."""
+
 import numpy as np
 import polars as pl
 import pytest
@@ -13,7 +14,9 @@ pytestmark = pytest.mark.slow
 
 
 def spec(kind, **params):
-    return RetrievalSettings.model_validate({"retrievers": [{"name": "m", "kind": kind, "params": params}]}).retriever("m")
+    return RetrievalSettings.model_validate({"retrievers": [{"name": "m", "kind": kind, "params": params}]}).retriever(
+        "m"
+    )
 
 
 def env(store, tmp_path):

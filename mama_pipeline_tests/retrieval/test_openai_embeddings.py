@@ -1,4 +1,5 @@
 """The /v1/embeddings retriever: batching, caching, retries with backoff, key handling."""
+
 import hashlib
 import json
 
@@ -15,9 +16,24 @@ from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_
 def test_retriever_batches_caches_and_sends_the_key(store, tmp_path, fake_llm, monkeypatch):
     monkeypatch.setenv("TEST_EMBED_KEY", "secret-123")
     fake_llm.reset()
-    settings = RetrievalSettings.model_validate({"retrievers": [{"name": "api", "kind": "openai_embeddings", "params": {
-        "base_url": fake_llm.url, "model": "fake-embed", "api_key_env": "TEST_EMBED_KEY", "batch_size": 3,
-        "dimensions": 16, "backoff_base_s": 0.01}}]})
+    settings = RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {
+                    "name": "api",
+                    "kind": "openai_embeddings",
+                    "params": {
+                        "base_url": fake_llm.url,
+                        "model": "fake-embed",
+                        "api_key_env": "TEST_EMBED_KEY",
+                        "batch_size": 3,
+                        "dimensions": 16,
+                        "backoff_base_s": 0.01,
+                    },
+                }
+            ]
+        }
+    )
     spec = settings.retriever("api")
     env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names: None)
     out = run_retriever(spec, chunks_frame(), queries_frame(), 4, env)
@@ -40,13 +56,15 @@ def mock_factory(handler):
 def answer(request: httpx.Request) -> httpx.Response:
     texts = json.loads(request.content)["input"]
     data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0]} for i, t in enumerate(texts)]
-    return httpx.Response(200, json={"object": "list", "data": data[::-1], "model": "m",
-                                     "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+    return httpx.Response(
+        200, json={"object": "list", "data": data[::-1], "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+    )
 
 
 def params(**kw):
-    return OpenAIEmbeddingsParams(base_url="http://embed.test/v1", model="m", backoff_base_s=0.001,
-                                  backoff_max_s=0.01, normalize=False, **kw)
+    return OpenAIEmbeddingsParams(
+        base_url="http://embed.test/v1", model="m", backoff_base_s=0.001, backoff_max_s=0.01, normalize=False, **kw
+    )
 
 
 def test_transient_errors_are_retried_and_order_follows_index():

@@ -1,4 +1,5 @@
 """Pool union and depth, seed chunks, pool sizes, the stratified audit sample and audit pool."""
+
 import polars as pl
 import pytest
 
@@ -19,13 +20,16 @@ def ranking(name, per_query):
     return order_rankings(hits, name, 100)
 
 
-RANKINGS = pl.concat([
-    ranking("bm25", {"q1": ["a", "b", "c", "d"], "q2": ["e", "f"]}),
-    ranking("dense", {"q1": ["b", "x", "a", "y"], "q2": ["f", "g"]}),
-    ranking("extra", {"q1": ["z"], "q2": ["z"]}),
-])
-QUERIES = pl.DataFrame({"query_id": ["q1", "q2"], "query_text": ["..", ".."], "seed_chunk_id": ["s", "f"],
-                        "tier": ["high", "low"]})
+RANKINGS = pl.concat(
+    [
+        ranking("bm25", {"q1": ["a", "b", "c", "d"], "q2": ["e", "f"]}),
+        ranking("dense", {"q1": ["b", "x", "a", "y"], "q2": ["f", "g"]}),
+        ranking("extra", {"q1": ["z"], "q2": ["z"]}),
+    ]
+)
+QUERIES = pl.DataFrame(
+    {"query_id": ["q1", "q2"], "query_text": ["..", ".."], "seed_chunk_id": ["s", "f"], "tier": ["high", "low"]}
+)
 
 
 def test_union_of_top_k_with_contributors_and_depth():
@@ -72,10 +76,12 @@ def test_largest_remainder():
 
 
 def test_stratified_sample_is_proportional_seeded_and_stable_per_tier():
-    queries = pl.DataFrame({
-        "query_id": [f"q{i:03d}" for i in range(100)],
-        "tier": ["very_high"] * 60 + ["high"] * 30 + ["low"] * 10,
-    })
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q{i:03d}" for i in range(100)],
+            "tier": ["very_high"] * 60 + ["high"] * 30 + ["low"] * 10,
+        }
+    )
     sample = stratified_query_sample(queries, 10, seed=0)
     assert dict(sample.group_by("tier").agg(pl.len()).iter_rows()) == {"very_high": 6, "high": 3, "low": 1}
     assert sample.equals(stratified_query_sample(queries, 10, seed=0))
@@ -83,7 +89,10 @@ def test_stratified_sample_is_proportional_seeded_and_stable_per_tier():
     # another tier's size does not change which queries a tier draws
     more_low = pl.concat([queries, pl.DataFrame({"query_id": ["z1"], "tier": ["low"]})])
     again = stratified_query_sample(more_low, 10, seed=0)
-    assert again.filter(pl.col("tier") == "high")["query_id"].to_list() == sample.filter(pl.col("tier") == "high")["query_id"].to_list()
+    assert (
+        again.filter(pl.col("tier") == "high")["query_id"].to_list()
+        == sample.filter(pl.col("tier") == "high")["query_id"].to_list()
+    )
     assert stratified_query_sample(queries, 500, seed=0).height == 100
 
 

@@ -1,4 +1,5 @@
 """The rankings contract: trec_eval's order (score desc, then chunk id desc), ranks 1..k."""
+
 import math
 
 import polars as pl

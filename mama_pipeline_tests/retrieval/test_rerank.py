@@ -1,4 +1,5 @@
 """The rerank retriever kind: endpoint (fault-injecting server), CrossEncoder and rerankers backends, cache, failures."""
+
 import hashlib
 import json
 
@@ -6,30 +7,36 @@ import numpy as np
 import polars as pl
 import pytest
 
+from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 from mama_pipeline.retrieval.rerank import GroupScores
 from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
-from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
 from mama_pipeline.retrieval.settings import RerankEndpointBackend, RetrievalSettings
-from mama_pipeline_tests.support.processes import free_port
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_frame
+from mama_pipeline_tests.support.processes import free_port
 
 
 def first_stage(chunks: pl.DataFrame, queries: pl.DataFrame, name: str = "first") -> pl.DataFrame:
     """A stored ranking of every chunk for every query (rank by chunk order)."""
     return (
-        queries.select("query_id").join(chunks.select("chunk_id").with_row_index("i"), how="cross")
-        .with_columns(retriever=pl.lit(name), rank=(pl.col("i") + 1).cast(pl.Int32),
-                      score=(100 - pl.col("i")).cast(pl.Float64))
+        queries.select("query_id")
+        .join(chunks.select("chunk_id").with_row_index("i"), how="cross")
+        .with_columns(
+            retriever=pl.lit(name), rank=(pl.col("i") + 1).cast(pl.Int32), score=(100 - pl.col("i")).cast(pl.Float64)
+        )
         .select("query_id", "retriever", "rank", "chunk_id", "score")
     )
 
 
 def settings(backend: dict, depth: int = 6) -> RetrievalSettings:
-    return RetrievalSettings.model_validate({"retrievers": [
-        {"name": "first", "kind": "bm25"},
-        {"name": "rr", "kind": "rerank", "params": {"run": "first", "depth": depth, "backend": backend}},
-    ]})
+    return RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {"name": "first", "kind": "bm25"},
+                {"name": "rr", "kind": "rerank", "params": {"run": "first", "depth": depth, "backend": backend}},
+            ]
+        }
+    )
 
 
 def run(store, tmp_path, spec, chunks, queries, depth=4):
@@ -42,8 +49,15 @@ def fake_score(query: str, doc: str) -> float:
 
 
 def endpoint(url: str, **kw) -> dict:
-    return {"type": "endpoint", "base_url": url, "model": "fake-rerank", "backoff_base_s": 0.01,
-            "backoff_max_s": 0.02, "timeout_s": 1.0, **kw}
+    return {
+        "type": "endpoint",
+        "base_url": url,
+        "model": "fake-rerank",
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.02,
+        "timeout_s": 1.0,
+        **kw,
+    }
 
 
 def test_endpoint_reranks_top_candidates_caches_and_sends_the_key(store, tmp_path, fake_llm, monkeypatch):
@@ -82,11 +96,11 @@ def test_tei_requests_and_small_requests_give_the_same_ranking(store, tmp_path, 
 
 
 FAULTS = {
-    "q_00001": "[[fault:500]]",          # every attempt fails
+    "q_00001": "[[fault:500]]",  # every attempt fails
     "q_00002": "[[fault:malformedx1]]",  # one bad answer, then a good one: recovered
-    "q_00003": "[[fault:schema]]",       # a document's score always missing
-    "q_00004": "[[fault:slow=3]]",       # past the client timeout on every attempt
-    "q_00005": "[[fault:400]]",          # a client error: not retried
+    "q_00003": "[[fault:schema]]",  # a document's score always missing
+    "q_00004": "[[fault:slow=3]]",  # past the client timeout on every attempt
+    "q_00005": "[[fault:400]]",  # a client error: not retried
 }
 
 
@@ -94,7 +108,8 @@ def test_endpoint_faults_never_give_default_scores(store, tmp_path, fake_llm):
     fake_llm.reset()
     chunks = chunks_frame()
     queries = queries_frame().with_columns(
-        query_text=pl.col("query_text") + " " + pl.col("query_id").replace_strict(FAULTS))
+        query_text=pl.col("query_text") + " " + pl.col("query_id").replace_strict(FAULTS)
+    )
     spec = settings(endpoint(fake_llm.url, max_retries=2, timeout_s=0.5)).retriever("rr")
     out = run(store, tmp_path, spec, chunks, queries)
     assert out.rankings["query_id"].unique().sort().to_list() == ["q_00002"]
@@ -120,19 +135,34 @@ def test_an_endpoint_that_refuses_connections_fails_its_queries_after_the_retrie
     out = run(store, tmp_path, spec, chunks, queries)
     assert out.rankings.height == 0 and out.metadata["queries_failed"] == queries.height
     errors = store.read_table("rerank_failures")["error"].to_list()
-    assert len(errors) == queries.height and all("ConnectError" in e and "gave up after 2 attempts" in e for e in errors)
+    assert len(errors) == queries.height and all(
+        "ConnectError" in e and "gave up after 2 attempts" in e for e in errors
+    )
 
 
 def test_rerank_answer_parser_rejects_what_it_cannot_use():
-    ok = parse_rerank_answer(json.dumps({"results": [{"index": 1, "relevance_score": 0.2},
-                                                     {"index": 0, "relevance_score": 0.9}]}).encode(), 2)
+    ok = parse_rerank_answer(
+        json.dumps({"results": [{"index": 1, "relevance_score": 0.2}, {"index": 0, "relevance_score": 0.9}]}).encode(),
+        2,
+    )
     assert ok.tolist() == [0.9, 0.2]
     assert parse_rerank_answer(b'[{"index": 0, "score": 3}]', 1).tolist() == [3.0]
-    for bad in (b"{", b'{"results": 1}', b'[{"index": 0, "score": 1}, {"index": 0, "score": 2}]',
-                b'[{"index": 2, "score": 1}]', b'[{"index": 0, "score": "x"}]', b'[{"index": 0, "score": true}]',
-                b'[{"index": 0}]', b"[]", b'[{"index": 0, "score": NaN}]', b'[{"index": true, "score": 1}]',
-                b'[{"index": -1, "score": 1}]', b'["x"]', b'[{"index": 0, "relevance_score": null, "score": 1}]',
-                b'[{"index": 0, "score": 1' + b"0" * 400 + b'}]'):
+    for bad in (
+        b"{",
+        b'{"results": 1}',
+        b'[{"index": 0, "score": 1}, {"index": 0, "score": 2}]',
+        b'[{"index": 2, "score": 1}]',
+        b'[{"index": 0, "score": "x"}]',
+        b'[{"index": 0, "score": true}]',
+        b'[{"index": 0}]',
+        b"[]",
+        b'[{"index": 0, "score": NaN}]',
+        b'[{"index": true, "score": 1}]',
+        b'[{"index": -1, "score": 1}]',
+        b'["x"]',
+        b'[{"index": 0, "relevance_score": null, "score": 1}]',
+        b'[{"index": 0, "score": 1' + b"0" * 400 + b"}]",
+    ):
         with pytest.raises(MalformedAnswer):
             parse_rerank_answer(bad, 1)
     # a full answer in any order, ints and floats, Cohere and TEI keys
@@ -154,7 +184,9 @@ def untrained():
 
 def test_cross_encoder_matches_a_bare_predict_and_audits_truncation(store, tmp_path, untrained):
     chunks, queries = chunks_frame(TEXTS[:5] + [LONG]), queries_frame()
-    spec = settings({"type": "cross_encoder", "untrained_minilm": True, "max_length": 64, "batch_size": 4}).retriever("rr")
+    spec = settings({"type": "cross_encoder", "untrained_minilm": True, "max_length": 64, "batch_size": 4}).retriever(
+        "rr"
+    )
     out = run(store, tmp_path, spec, chunks, queries)
     texts = dict(chunks.select("chunk_id", "text").iter_rows())
     qtexts = dict(queries.select("query_id", "query_text").iter_rows())
@@ -190,30 +222,50 @@ def test_rerank_settings_are_checked():
         {"name": "rr", "kind": "rerank", "params": {"run": "nope", "backend": endpoint("http://x/v1")}},
         {"name": "rr", "kind": "rerank", "params": {"run": "rr", "backend": endpoint("http://x/v1")}},
         {"name": "rr", "kind": "rerank", "params": {"run": "first", "backend": {"type": "cross_encoder"}}},
-        {"name": "rr", "kind": "rerank", "params": {"run": "first", "backend": {
-            "type": "cross_encoder", "model_id": "org/ce"}}},
-        {"name": "rr", "kind": "rerank", "params": {"run": "first", "backend": {"type": "rerankers", "model_type": "t5"}}},
+        {
+            "name": "rr",
+            "kind": "rerank",
+            "params": {"run": "first", "backend": {"type": "cross_encoder", "model_id": "org/ce"}},
+        },
+        {
+            "name": "rr",
+            "kind": "rerank",
+            "params": {"run": "first", "backend": {"type": "rerankers", "model_type": "t5"}},
+        },
     ]
     for entry in bad:
         with pytest.raises(ValueError):
             RetrievalSettings.model_validate({"retrievers": [{"name": "first", "kind": "bm25"}, entry]})
-    chained = {"retrievers": [{"name": "first", "kind": "bm25"},
-                              {"name": "rr", "kind": "rerank", "params": {"run": "first", "backend": endpoint("http://x")}},
-                              {"name": "rr2", "kind": "rerank", "params": {"run": "rr", "backend": endpoint("http://x")}}]}
+    chained = {
+        "retrievers": [
+            {"name": "first", "kind": "bm25"},
+            {"name": "rr", "kind": "rerank", "params": {"run": "first", "backend": endpoint("http://x")}},
+            {"name": "rr2", "kind": "rerank", "params": {"run": "rr", "backend": endpoint("http://x")}},
+        ]
+    }
     with pytest.raises(ValueError, match="not a rerank"):
         RetrievalSettings.model_validate(chained)
 
 
 def test_request_bodies_joined_from_encoded_pieces_are_the_documented_json():
-    texts = ['plain', 'quote " and backslash \\', "Swahili: mama na mtoto – ñ", "line\nbreak\t{}[]"]
+    texts = ["plain", 'quote " and backslash \\', "Swahili: mama na mtoto – ñ", "line\nbreak\t{}[]"]
     pieces = [json.dumps(t).encode() for t in texts]
     query = 'BP "≥140/90"?'
     docs = RerankEndpointBackend(type="endpoint", base_url="http://x/v1", model='m"1')
     assert json.loads(rerank_body(docs, json.dumps(query).encode(), pieces)) == {
-        "model": 'm"1', "query": query, "documents": texts, "top_n": 4, "return_documents": False}
+        "model": 'm"1',
+        "query": query,
+        "documents": texts,
+        "top_n": 4,
+        "return_documents": False,
+    }
     tei = docs.model_copy(update={"request_format": "tei"})
     assert json.loads(rerank_body(tei, json.dumps(query).encode(), pieces)) == {
-        "query": query, "texts": texts, "raw_scores": False, "return_text": False}
+        "query": query,
+        "texts": texts,
+        "raw_scores": False,
+        "return_text": False,
+    }
 
 
 class FakeScorer:
@@ -234,22 +286,30 @@ def test_pairs_are_prepared_as_the_scorer_asks_and_scored_once(store, monkeypatc
     from mama_pipeline.retrieval import rerank
 
     hashed: list[str] = []
-    monkeypatch.setattr(rerank, "text_sha256", lambda text: hashed.append(text) or hashlib.sha256(text.encode()).hexdigest())
+    monkeypatch.setattr(
+        rerank, "text_sha256", lambda text: hashed.append(text) or hashlib.sha256(text.encode()).hexdigest()
+    )
     texts = {f"c{j}": f"chunk text {j}" for j in range(20)} | {"c20": "chunk text 0"}  # c20 repeats c0's text
     rows = [(f"q{i}", f"query {i}", f"c{(2 * i + k) % 20}") for i in range(10) for k in range(4)]
-    rows += [("q0", "query 0", "c20"),  # the same pair as (q0, c0)
-             *[("q10", "query 0", c) for c in ("c0", "c1", "c5")],  # q0's text again, with one new chunk
-             *[("q11", "query 1", c) for c in ("c2", "c3")]]  # q1's text again, nothing new
-    candidates = (pl.DataFrame(rows, schema=["query_id", "query_text", "chunk_id"], orient="row")
-                  .with_columns(text=pl.col("chunk_id").replace_strict(texts))
-                  .sample(fraction=1.0, shuffle=True, seed=3))
+    rows += [
+        ("q0", "query 0", "c20"),  # the same pair as (q0, c0)
+        *[("q10", "query 0", c) for c in ("c0", "c1", "c5")],  # q0's text again, with one new chunk
+        *[("q11", "query 1", c) for c in ("c2", "c3")],
+    ]  # q1's text again, nothing new
+    candidates = (
+        pl.DataFrame(rows, schema=["query_id", "query_text", "chunk_id"], orient="row")
+        .with_columns(text=pl.col("chunk_id").replace_strict(texts))
+        .sample(fraction=1.0, shuffle=True, seed=3)
+    )
 
-    rerank.rerank_hits(candidates.filter(pl.col("query_id").is_in(["q2", "q3"])), FakeScorer([]), store,
-                       log=lambda m: None)
+    rerank.rerank_hits(
+        candidates.filter(pl.col("query_id").is_in(["q2", "q3"])), FakeScorer([]), store, log=lambda m: None
+    )
     hashed.clear()
     scorer = FakeScorer(hashed)
-    hits, failed, stats = rerank.rerank_hits(candidates, scorer, store, log=lambda m: None, flush_every=5,
-                                             batch_queries=2)
+    hits, failed, stats = rerank.rerank_hits(
+        candidates, scorer, store, log=lambda m: None, flush_every=5, batch_queries=2
+    )
     assert not failed
     assert hits.select("query_id", "chunk_id").equals(candidates.select("query_id", "chunk_id"))  # same rows, order
     expected = [fake_score(q, t) for q, t in candidates.select("query_text", "text").iter_rows()]

@@ -1,5 +1,6 @@
 """The robustness assets end to end: real store, real BM25 (and a fusion over it), the fake LLM server,
 the release configuration, and byte-identical results when nothing changed."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,9 +10,9 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.plan.plan_text import plan_bills
 from mama_pipeline.queries.query_prompt import query_writer_template
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
@@ -21,7 +22,6 @@ from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as release_fx
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
-
 
 robustness_defs = build_robustness_defs(load_settings())
 
@@ -53,8 +53,18 @@ robustness:
 {extra}release:
   mamaretrieval_version: 0.3.0
 """
-UPSTREAM = [dg.AssetSpec(k) for k in ("corpus_chunks", "generated_queries", "judgments", "pooled_pairs", "rankings",
-                                       "query_gate_decisions", "judge_reliability")]
+UPSTREAM = [
+    dg.AssetSpec(k)
+    for k in (
+        "corpus_chunks",
+        "generated_queries",
+        "judgments",
+        "pooled_pairs",
+        "rankings",
+        "query_gate_decisions",
+        "judge_reliability",
+    )
+]
 
 
 def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Path:
@@ -67,15 +77,23 @@ def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Pa
     queries = queries_frame().with_columns(prompt_hash=pl.lit(query_writer_template(20, True).hash))
     store.write_table("corpus_chunks", chunks)
     store.write_table("generated_queries", queries)
-    env = RetrievalEnv(store, data / "retrieval", s.resolve,
-                       lambda names: store.read_table("rankings", partitions=names), log=lambda _m: None)
+    env = RetrievalEnv(
+        store,
+        data / "retrieval",
+        s.resolve,
+        lambda names: store.read_table("rankings", partitions=names),
+        log=lambda _m: None,
+    )
     for name in ("bm25", "bm25-plain", "fused"):
         out = run_retriever(s.retrieval.retriever(name), chunks, queries, s.retrieval.depth_of(name), env)
         store.write_table("rankings", out.rankings, partition=name)
     pool = store.read_table("rankings", partitions=["bm25"]).filter(pl.col("rank") <= 3).select("query_id", "chunk_id")
-    store.write_table("pooled_pairs", pool.with_columns(retrievers=[["bm25"]] * pool.height, is_seed=False,
-                                                        pool_size=3))
-    store.write_table("judgments", synthetic_judgments(pool, label_prompt_hash(RELEVANCE_JUDGE, output_model("json_field"))))
+    store.write_table(
+        "pooled_pairs", pool.with_columns(retrievers=[["bm25"]] * pool.height, is_seed=False, pool_size=3)
+    )
+    store.write_table(
+        "judgments", synthetic_judgments(pool, label_prompt_hash(RELEVANCE_JUDGE, output_model("json_field")))
+    )
     store.write_table("query_gate_decisions", release_fx.gate_decisions())
     store.write_table("judge_reliability", release_fx.reliability())
     return config
@@ -85,14 +103,20 @@ def synthetic_judgments(pairs: pl.DataFrame, prompt_hash: str) -> pl.DataFrame:
     n = pairs.height
     scores = [(i * 5) % 7 for i in range(n)]
     return pairs.sort("query_id", "chunk_id").with_columns(
-        reused=pl.lit(False), judge_model=pl.lit("fake-model"), prompt_hash=pl.lit(prompt_hash),
+        reused=pl.lit(False),
+        judge_model=pl.lit("fake-model"),
+        prompt_hash=pl.lit(prompt_hash),
         d1_topic=pl.Series([s > 0 for s in scores]),
         d2_meaningful=pl.Series([min(s, 2) if s else None for s in scores], dtype=pl.Int8),  # null when D1 is false
         d3_actionable=pl.Series([min(max(s - 2, 0), 2) if s else None for s in scores], dtype=pl.Int8),
         d4_density=pl.Series([max(s - 4, 0) if s else None for s in scores], dtype=pl.Int8),
-        d3_answered=pl.lit(None, pl.Int8), structural_violation=pl.lit(False),
-        score=pl.Series(scores, dtype=pl.Int8), reasoning=pl.lit("r"), judge_endpoint=pl.lit("x"),
-        corpus_version=pl.lit("v1"), cache_key=pl.lit("k"),
+        d3_answered=pl.lit(None, pl.Int8),
+        structural_violation=pl.lit(False),
+        score=pl.Series(scores, dtype=pl.Int8),
+        reasoning=pl.lit("r"),
+        judge_endpoint=pl.lit("x"),
+        corpus_version=pl.lit("v1"),
+        cache_key=pl.lit("k"),
     )
 
 
@@ -100,22 +124,30 @@ def materialise(config: Path, instance, must_succeed: bool = True) -> dg.Execute
     assets = [*robustness_defs.assets, mamaretrieval_release]
     result = dg.materialize(
         [*UPSTREAM, *assets, *robustness_defs.asset_checks, mamaretrieval_release_verifies],
-        resources=shared_resources(str(config)), instance=instance,
-        selection=[k for a in assets for k in a.keys], raise_on_error=must_succeed,
+        resources=shared_resources(str(config)),
+        instance=instance,
+        selection=[k for a in assets for k in a.keys],
+        raise_on_error=must_succeed,
     )
     assert result.success or not must_succeed
     return result
 
 
 def meta(result, key: str) -> dict:
-    (m,) = [ev.materialization.metadata for ev in result.get_asset_materialization_events()
-            if ev.materialization.asset_key.to_user_string() == key]
+    (m,) = [
+        ev.materialization.metadata
+        for ev in result.get_asset_materialization_events()
+        if ev.materialization.asset_key.to_user_string() == key
+    ]
     return {k: v.value for k, v in m.items()}
 
 
 def folder_hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, monkeypatch, fake_llm):
@@ -130,10 +162,12 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         variants = store.read_table("query_variants")
         decisions = store.read_table("variant_decisions")
         assert set(decisions.filter(pl.col("kind").is_in(["typo", "shorthand", "hurried"]))["parent_id"]) == set(
-            queries_frame()["query_id"])
+            queries_frame()["query_id"]
+        )
         assert decisions.filter(pl.col("kind") == "telegraphic").height == 3  # rewrite_queries
         assert variants.filter(pl.col("variant_id") == "q_00004~shorthand")["query_text"].to_list() == [
-            "BP threshold for hypertension in preg"]
+            "BP threshold for hypertension in preg"
+        ]
         # every variant ranked by both retrievers, fusion included
         rankings = store.read_table("variant_rankings")
         ranked = {r: set(g["query_id"]) for (r,), g in rankings.group_by("retriever")}
@@ -150,17 +184,24 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         assert inherited.height == variants.join(judgments.rename({"query_id": "parent_id"}), on="parent_id").height
         holes = store.read_table("variant_holes")
         top = rankings.filter(pl.col("rank") <= 3).join(
-            variants.select(pl.col("variant_id").alias("query_id"), "parent_id"), on="query_id")
-        clean_top = store.read_table("rankings").filter(
-            (pl.col("rank") <= 3) & pl.col("query_id").is_in(variants["parent_id"].implode())
-        ).select(pl.col("query_id").alias("parent_id"), "chunk_id")
+            variants.select(pl.col("variant_id").alias("query_id"), "parent_id"), on="query_id"
+        )
+        clean_top = (
+            store.read_table("rankings")
+            .filter((pl.col("rank") <= 3) & pl.col("query_id").is_in(variants["parent_id"].implode()))
+            .select(pl.col("query_id").alias("parent_id"), "chunk_id")
+        )
         unjudged = judgments.select(pl.col("query_id").alias("parent_id"), "chunk_id")
-        expected = pl.concat([top.select("parent_id", "chunk_id"), clean_top]).unique().join(
-            unjudged, on=["parent_id", "chunk_id"], how="anti")
+        expected = (
+            pl.concat([top.select("parent_id", "chunk_id"), clean_top])
+            .unique()
+            .join(unjudged, on=["parent_id", "chunk_id"], how="anti")
+        )
         assert holes.height == expected.height > 0 and set(holes["status"]) == {"judged"}
         assert clean_top.join(unjudged, on=["parent_id", "chunk_id"], how="anti").height > 0
-        assert clean_top.join(labels.select("parent_id", "chunk_id").unique(), on=["parent_id", "chunk_id"],
-                              how="anti").is_empty()  # every clean top-3 chunk of a scored retriever is labelled
+        assert clean_top.join(
+            labels.select("parent_id", "chunk_id").unique(), on=["parent_id", "chunk_id"], how="anti"
+        ).is_empty()  # every clean top-3 chunk of a scored retriever is labelled
         hole_meta = meta(first, "variant_holes")
         assert hole_meta["judge/asked"] == hole_meta["judge/http_calls"] == holes.height
         # the plan of the same stage, on the built inputs: every hole (clean and variant side) is labelled now
@@ -177,7 +218,10 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         assert not noisy["coverage_differs"].any()
         rewritten = overall.filter(pl.col("kind").is_in(["telegraphic", "codeswitch"]))
         assert rewritten["variant_judged"].null_count() == rewritten["variant_ranked"].eq(0).sum() == rewritten.height
-        assert overall.select((pl.col("drop") - (pl.col("clean_mean") - pl.col("variant_mean"))).abs().max()).item() < 1e-12
+        assert (
+            overall.select((pl.col("drop") - (pl.col("clean_mean") - pl.col("variant_mean"))).abs().max()).item()
+            < 1e-12
+        )
         assert set(board["tier"]) >= {"all", "very_high", "high"}
         page = tmp_path / "data" / "reports" / "robustness"
         html = (page / "index.html").read_text()
@@ -192,8 +236,17 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         assert "config_name: robustness_queries" in card and "## Robustness configuration" in card
         released = pl.read_parquet(folder / "robustness" / "judgments.parquet")
         assert released.height == labels.height and set(released["origin"]) <= {"inherited", "hole"}
-        snapshot = {t: store.read_table(t) for t in ("variant_decisions", "query_variants", "variant_rankings",
-                                                       "variant_labels", "variant_holes", "robustness_scoreboard")}
+        snapshot = {
+            t: store.read_table(t)
+            for t in (
+                "variant_decisions",
+                "query_variants",
+                "variant_rankings",
+                "variant_labels",
+                "variant_holes",
+                "robustness_scoreboard",
+            )
+        }
         hashes = folder_hashes(folder)
 
         calls = fake_llm.stats()["chat_calls"]
@@ -223,8 +276,12 @@ def test_a_hole_budget_leaves_the_rest_unjudged_and_lowers_judged_at_k(tmp_path,
     flagged = board.filter(pl.col("coverage_differs"))
     assert flagged.height > 0
     assert (flagged["clean_judged"] - flagged["variant_judged"]).abs().min() > 0.05  # the default tolerance
-    assert board.filter(pl.col("coverage_differs").not_()).select(
-        (pl.col("clean_judged") - pl.col("variant_judged")).abs().max()).item() <= 0.05
+    assert (
+        board.filter(pl.col("coverage_differs").not_())
+        .select((pl.col("clean_judged") - pl.col("variant_judged")).abs().max())
+        .item()
+        <= 0.05
+    )
 
 
 def test_a_retriever_without_clean_rankings_is_refused_naming_it(tmp_path, monkeypatch, fake_llm):
@@ -237,9 +294,13 @@ def test_a_retriever_without_clean_rankings_is_refused_naming_it(tmp_path, monke
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert failure.step_key == "variant_labels"
     message = failure.event_specific_data.error.cause.message
-    assert message.strip() == ("ValueError: robustness: retriever 'bm25-plain' has no clean rankings stored for any "
-                               "of the 5 parent queries; materialise its rankings partition first")
-    assert "robustness_scoreboard" not in {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert message.strip() == (
+        "ValueError: robustness: retriever 'bm25-plain' has no clean rankings stored for any "
+        "of the 5 parent queries; materialise its rankings partition first"
+    )
+    assert "robustness_scoreboard" not in {
+        e.asset_key.to_user_string() for e in result.get_asset_materialization_events()
+    }
 
 
 def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, monkeypatch, fake_llm):
@@ -250,18 +311,26 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     words = sorted({w for text in queries_frame()["query_text"] for w in text.lower().split()})
     table = tmp_path / "garble.tsv"
     table.write_text("long_form\tshort_form\n" + "".join(f"{w}\tzq{i}\n" for i, w in enumerate(words)))
-    config = setup(tmp_path, fake_llm.url, extra=f"  abbreviations: {table}\n"
-                                                 "  kinds: [{name: garbled, steps: [shorthand]}]\n")
+    config = setup(
+        tmp_path, fake_llm.url, extra=f"  abbreviations: {table}\n  kinds: [{{name: garbled, steps: [shorthand]}}]\n"
+    )
     store = Store(tmp_path / "data" / "mama.duckdb")
     with dg.instance_for_test() as instance:
-        result = dg.materialize([*UPSTREAM, *robustness_defs.assets, *robustness_defs.asset_checks],
-                                resources=shared_resources(str(config)), instance=instance,
-                                selection=[k for a in robustness_defs.assets for k in a.keys])
+        result = dg.materialize(
+            [*UPSTREAM, *robustness_defs.assets, *robustness_defs.asset_checks],
+            resources=shared_resources(str(config)),
+            instance=instance,
+            selection=[k for a in robustness_defs.assets for k in a.keys],
+        )
     assert result.success
     assert store.read_table("query_variants").height == 5 and store.read_table("variant_rankings").is_empty()
     judged = store.read_table("judgments").select(pl.col("query_id").alias("parent_id"), "chunk_id")
-    clean_top = store.read_table("rankings").filter(pl.col("rank") <= 3).select(
-        pl.col("query_id").alias("parent_id"), "chunk_id").unique()
+    clean_top = (
+        store.read_table("rankings")
+        .filter(pl.col("rank") <= 3)
+        .select(pl.col("query_id").alias("parent_id"), "chunk_id")
+        .unique()
+    )
     unjudged = clean_top.join(judged, on=["parent_id", "chunk_id"], how="anti")
     holes = store.read_table("variant_holes")
     assert unjudged.height > 0

@@ -1,4 +1,5 @@
 """Inherited labels, holes of both sides, and the clean-versus-variant scoreboard on hand-made tables."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,9 +21,16 @@ def variants() -> pl.DataFrame:
 
 
 def label_rows(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
-    return pl.DataFrame(pairs, schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int8}, orient="row").with_columns(
-        d1_topic=pl.col("score") > 0, d2_meaningful=pl.lit(1, pl.Int8), d3_actionable=pl.lit(1, pl.Int8),
-        d4_density=pl.lit(1, pl.Int8), judge_model=pl.lit("j"), prompt_hash=pl.lit("h"))
+    return pl.DataFrame(
+        pairs, schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int8}, orient="row"
+    ).with_columns(
+        d1_topic=pl.col("score") > 0,
+        d2_meaningful=pl.lit(1, pl.Int8),
+        d3_actionable=pl.lit(1, pl.Int8),
+        d4_density=pl.lit(1, pl.Int8),
+        judge_model=pl.lit("j"),
+        prompt_hash=pl.lit("h"),
+    )
 
 
 def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
@@ -30,26 +38,43 @@ def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
 
 
 def frame(rows: list[tuple]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema={"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32,
-                                      "chunk_id": pl.String, "score": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "query_id": pl.String,
+            "retriever": pl.String,
+            "rank": pl.Int32,
+            "chunk_id": pl.String,
+            "score": pl.Float64,
+        },
+        orient="row",
+    )
 
 
 def test_holes_are_unlabelled_top_k_pairs_once_per_need_and_labels_are_inherited():
     v = variants().filter(pl.col("parent_id") == "q_00001")
     judgments = label_rows([("q_00001", "c1", 6), ("q_00001", "c2", 0)])
-    rankings = frame(ranking("q_00001~typo", "bm25", ["c3", "c1", "c4", "c9"])
-                     + ranking("q_00001~shorthand", "bm25", ["c1", "c3", "c2", "c8"])
-                     + ranking("q_00001~shorthand", "dense", ["c5", "c2", "c3"]))
+    rankings = frame(
+        ranking("q_00001~typo", "bm25", ["c3", "c1", "c4", "c9"])
+        + ranking("q_00001~shorthand", "bm25", ["c1", "c3", "c2", "c8"])
+        + ranking("q_00001~shorthand", "dense", ["c5", "c2", "c3"])
+    )
     holes = hole_pairs(v, rankings, frame([]), judgments, depth=3)
     assert holes.select("chunk_id", "best_rank", "sides", "kinds", "retrievers").rows() == [
-        ("c3", 1, "variant", "shorthand,typo", "bm25,dense"), ("c5", 1, "variant", "shorthand", "dense"),
-        ("c4", 3, "variant", "typo", "bm25")]
+        ("c3", 1, "variant", "shorthand,typo", "bm25,dense"),
+        ("c5", 1, "variant", "shorthand", "dense"),
+        ("c4", 3, "variant", "typo", "bm25"),
+    ]
     first, rest = within_budget(holes, 2)
     assert first["chunk_id"].to_list() == ["c3", "c5"] and rest["chunk_id"].to_list() == ["c4"]
     hole_labels = label_rows([("q_00001", "c3", 4), ("q_00001", "c5", 0)])
     labels = variant_labels(v, judgments, hole_labels)
     assert labels.filter(pl.col("variant_id") == "q_00001~typo").select("chunk_id", "score", "origin").rows() == [
-        ("c1", 6, "inherited"), ("c2", 0, "inherited"), ("c3", 4, "hole"), ("c5", 0, "hole")]
+        ("c1", 6, "inherited"),
+        ("c2", 0, "inherited"),
+        ("c3", 4, "hole"),
+        ("c5", 0, "hole"),
+    ]
     assert labels.height == 8  # both variants carry the need's four labels
 
 
@@ -63,10 +88,13 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
         short += ranking(f"{p}~shorthand", "bm25", [f"{p}-rel", "x1", "x2"])
     labels = variant_labels(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
     s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
-    result = robustness_board(frame(clean), frame(typo + short), v, labels, s, ["bm25"], judged_k=3,
-                              coverage_tolerance=0.05)
+    result = robustness_board(
+        frame(clean), frame(typo + short), v, labels, s, ["bm25"], judged_k=3, coverage_tolerance=0.05
+    )
     board = result.board
-    row = board.filter((pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")).row(0, named=True)
+    row = board.filter(
+        (pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")
+    ).row(0, named=True)
     a = np.ones(8)
     b = np.array([1.0 if i % 4 == 0 else 0.0 for i in range(8)])
     assert (row["clean_mean"], row["variant_mean"], row["drop"], row["n_queries"]) == (1.0, 0.25, 0.75, 8)
@@ -77,31 +105,51 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
     unchanged = board.filter((pl.col("kind") == "shorthand") & (pl.col("tier") == "all"))
     assert unchanged["drop"].to_list() == [0.0, 0.0] and unchanged["p_randomization"].to_list() == [1.0, 1.0]
     assert set(board["measure"]) == {"Success(rel=3)@1", "RR(rel=3)"}  # Judged@3 stands beside each row
-    coverage = board.select("tier", "clean_judged", "variant_judged", "clean_ranked", "variant_ranked",
-                            "coverage_differs").unique().sort("tier")
-    assert coverage.rows() == [("all", 1.0, 1.0, 8, 8, False), ("high", 1.0, 1.0, 4, 4, False),
-                               ("very_high", 1.0, 1.0, 4, 4, False)]
-    per_tier = board.filter((pl.col("tier") == "high") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1"))
+    coverage = (
+        board.select("tier", "clean_judged", "variant_judged", "clean_ranked", "variant_ranked", "coverage_differs")
+        .unique()
+        .sort("tier")
+    )
+    assert coverage.rows() == [
+        ("all", 1.0, 1.0, 8, 8, False),
+        ("high", 1.0, 1.0, 4, 4, False),
+        ("very_high", 1.0, 1.0, 4, 4, False),
+    ]
+    per_tier = board.filter(
+        (pl.col("tier") == "high") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")
+    )
     assert per_tier["n_queries"].to_list() == [4]
 
 
 def test_no_variants_give_an_empty_board():
     empty = variants().clear()
-    result = robustness_board(frame([]), frame([]), empty, variant_labels(empty, label_rows([]), label_rows([])),
-                              EvaluationSettings(), ["bm25"], judged_k=5, coverage_tolerance=0.05)
+    result = robustness_board(
+        frame([]),
+        frame([]),
+        empty,
+        variant_labels(empty, label_rows([]), label_rows([])),
+        EvaluationSettings(),
+        ["bm25"],
+        judged_k=5,
+        coverage_tolerance=0.05,
+    )
     assert result.board.is_empty() and result.judged_measure == "Judged@5"
 
 
 def test_the_clean_top_k_of_every_scored_retriever_has_its_holes_filled_too():
     v = variants().filter(pl.col("parent_id") == "q_00001")
     judgments = label_rows([("q_00001", "c1", 6)])  # the pool judged only c1
-    clean = frame(ranking("q_00001", "bm25", ["c1", "c2", "c7"])  # c2 unjudged at rank 2, c7 below the depth
-                  + ranking("q_00001", "dense", ["c6", "c1"])  # a retriever outside the pool
-                  + ranking("q_00002", "bm25", ["c9"]))  # a query without variants: not asked
+    clean = frame(
+        ranking("q_00001", "bm25", ["c1", "c2", "c7"])  # c2 unjudged at rank 2, c7 below the depth
+        + ranking("q_00001", "dense", ["c6", "c1"])  # a retriever outside the pool
+        + ranking("q_00002", "bm25", ["c9"])
+    )  # a query without variants: not asked
     variant = frame(ranking("q_00001~typo", "bm25", ["c2", "c1"]))
     holes = hole_pairs(v, variant, clean, judgments, depth=2)
     assert holes.select("chunk_id", "best_rank", "sides", "kinds", "retrievers").rows() == [
-        ("c2", 1, "clean,variant", "typo", "bm25"), ("c6", 1, "clean", "", "dense")]
+        ("c2", 1, "clean,variant", "typo", "bm25"),
+        ("c6", 1, "clean", "", "dense"),
+    ]
 
 
 def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverage():
@@ -114,8 +162,7 @@ def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverag
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
 
     def row(tolerance: float) -> dict:
-        board = robustness_board(clean, variant, v, labels, s, ["bm25"], judged_k=2,
-                                 coverage_tolerance=tolerance).board
+        board = robustness_board(clean, variant, v, labels, s, ["bm25"], judged_k=2, coverage_tolerance=tolerance).board
         return board.filter(pl.col("tier") == "all").row(0, named=True)
 
     flagged = row(0.05)

@@ -1,5 +1,6 @@
 """Which retrievers rank the variants and in what order: a fusion or reranker after the runs it reads, a
 missing run refused in one line, and a reranker listed before its base run ranking the variants for real."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -14,8 +15,7 @@ CE = {"type": "cross_encoder", "untrained_minilm": True, "max_length": 128}
 
 
 def registry(*retrievers: dict) -> RetrievalSettings:
-    return RetrievalSettings.model_validate({"retrievers": list(retrievers), "pool_depth": 3,
-                                             "audit": {"depth": 3}})
+    return RetrievalSettings.model_validate({"retrievers": list(retrievers), "pool_depth": 3, "audit": {"depth": 3}})
 
 
 BM25 = {"name": "bm25", "kind": "bm25"}
@@ -29,12 +29,23 @@ def test_a_reranker_or_fusion_listed_before_its_runs_is_ranked_after_them():
     assert order == ["plain", "bm25", "bm25-ce", "fused"] and skipped == []
 
 
-@pytest.mark.parametrize("chosen, imported, message", [
-    (["bm25-ce"], False, "robustness: rerank retriever 'bm25-ce' needs variant rankings of ['bm25']; "
-                         "add them to robustness.retrievers"),
-    ([], True, "robustness: rerank retriever 'bm25-ce' needs variant rankings of ['bm25']; imported runs cannot "
-               "rank variants: leave 'bm25-ce' out of robustness.retrievers"),
-])
+@pytest.mark.parametrize(
+    "chosen, imported, message",
+    [
+        (
+            ["bm25-ce"],
+            False,
+            "robustness: rerank retriever 'bm25-ce' needs variant rankings of ['bm25']; "
+            "add them to robustness.retrievers",
+        ),
+        (
+            [],
+            True,
+            "robustness: rerank retriever 'bm25-ce' needs variant rankings of ['bm25']; imported runs cannot "
+            "rank variants: leave 'bm25-ce' out of robustness.retrievers",
+        ),
+    ],
+)
 def test_a_reranker_whose_base_run_is_not_ranked_is_refused_in_one_line(chosen, imported, message):
     base = {"name": "bm25", "kind": "imported", "params": {"path": "run.trec"}} if imported else BM25
     with pytest.raises(ValueError) as err:
@@ -43,8 +54,11 @@ def test_a_reranker_whose_base_run_is_not_ranked_is_refused_in_one_line(chosen, 
 
 
 def test_a_fusion_and_a_reranker_reading_each_other_are_refused():
-    r = registry(BM25, {"name": "fused", "kind": "rrf", "params": {"runs": ["bm25", "ce"]}},
-                 {"name": "ce", "kind": "rerank", "params": {"run": "fused", "depth": 4, "backend": CE}})
+    r = registry(
+        BM25,
+        {"name": "fused", "kind": "rrf", "params": {"runs": ["bm25", "ce"]}},
+        {"name": "ce", "kind": "rerank", "params": {"run": "fused", "depth": 4, "backend": CE}},
+    )
     with pytest.raises(ValueError, match=r"^robustness: retrievers \['fused', 'ce'\] read each other's rankings"):
         retriever_order(r, [])
 
@@ -53,10 +67,16 @@ def test_a_fusion_and_a_reranker_reading_each_other_are_refused():
 def test_a_reranker_listed_first_reranks_the_variant_ranking_of_its_base(tmp_path):
     r = registry(RERANK, BM25)
     chunks = chunks_frame()
-    variants = pl.DataFrame({"variant_id": ["q_00001~typo", "q_00002~typo"], "parent_id": ["q_00001", "q_00002"],
-                             "query_text": ["oxytocn dose to prevent bleding after birth", "anaemia in pregnncy after birth"]})
-    rankings, meta = rank_variants(r, [], chunks, variants, Store(tmp_path / "mama.duckdb"), tmp_path / "work",
-                                   lambda p: p, log=lambda _m: None)
+    variants = pl.DataFrame(
+        {
+            "variant_id": ["q_00001~typo", "q_00002~typo"],
+            "parent_id": ["q_00001", "q_00002"],
+            "query_text": ["oxytocn dose to prevent bleding after birth", "anaemia in pregnncy after birth"],
+        }
+    )
+    rankings, meta = rank_variants(
+        r, [], chunks, variants, Store(tmp_path / "mama.duckdb"), tmp_path / "work", lambda p: p, log=lambda _m: None
+    )
     assert meta["bm25-ce/rows"] > 0
     by = {name: g.sort("query_id", "rank") for (name,), g in rankings.group_by("retriever")}
     for variant_id in variants["variant_id"]:

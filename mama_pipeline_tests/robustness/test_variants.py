@@ -1,4 +1,5 @@
 """Deterministic variants: seeded noise, the shorthand table, stable ids, identical variants dropped."""
+
 from __future__ import annotations
 
 import random
@@ -11,21 +12,26 @@ from mama_pipeline.robustness.noise import add_noise, variant_seed
 from mama_pipeline.robustness.settings import KindSettings, NoiseRates, RobustnessSettings
 from mama_pipeline.robustness.variants import decisions_frame, deterministic_decisions, kept_variants, rewrite_selection
 
-QUERIES = pl.DataFrame({
-    "query_id": [f"q_{i:05d}" for i in range(1, 7)],
-    "query_text": [
-        "What is the loading dose of magnesium sulfate for severe pre-eclampsia?",
-        "How is postpartum haemorrhage managed with intravenous oxytocin?",
-        "When should a pregnant patient with high blood pressure be referred?",
-        "How often is the fetal heart rate checked in active labour?",
-        "Ok?",
-        "Which antibiotics treat premature rupture of membranes for 24 hours?",
-    ],
-    "tier": ["very_high", "high", "high", "moderate", "low_moderate", "very_high"],
-    "source": ["a", "b", "b", "c", "d", "a"],
-})
-KINDS = [KindSettings(name="typo", steps=["noise"]), KindSettings(name="shorthand", steps=["shorthand"]),
-         KindSettings(name="hurried", steps=["shorthand", "noise"])]
+QUERIES = pl.DataFrame(
+    {
+        "query_id": [f"q_{i:05d}" for i in range(1, 7)],
+        "query_text": [
+            "What is the loading dose of magnesium sulfate for severe pre-eclampsia?",
+            "How is postpartum haemorrhage managed with intravenous oxytocin?",
+            "When should a pregnant patient with high blood pressure be referred?",
+            "How often is the fetal heart rate checked in active labour?",
+            "Ok?",
+            "Which antibiotics treat premature rupture of membranes for 24 hours?",
+        ],
+        "tier": ["very_high", "high", "high", "moderate", "low_moderate", "very_high"],
+        "source": ["a", "b", "b", "c", "d", "a"],
+    }
+)
+KINDS = [
+    KindSettings(name="typo", steps=["noise"]),
+    KindSettings(name="shorthand", steps=["shorthand"]),
+    KindSettings(name="hurried", steps=["shorthand", "noise"]),
+]
 
 
 def build(settings: RobustnessSettings, table) -> pl.DataFrame:
@@ -74,10 +80,12 @@ def test_same_seed_same_variants_and_identical_ones_are_counted_not_kept():
     assert "q_00005~shorthand" not in variants["variant_id"].to_list()
     assert (variants["query_text"] != variants["parent_text"]).all()
     assert set(variants.filter(pl.col("kind") == "typo")["seed"].to_list()) == {
-        variant_seed(settings.seed, p, "typo") for p in variants.filter(pl.col("kind") == "typo")["parent_id"]}
+        variant_seed(settings.seed, p, "typo") for p in variants.filter(pl.col("kind") == "typo")["parent_id"]
+    }
     reseeded = build(RobustnessSettings(seed=settings.seed + 1), table)
     assert not reseeded.filter(pl.col("kind") == "typo")["variant_text"].equals(
-        first.filter(pl.col("kind") == "typo")["variant_text"])
+        first.filter(pl.col("kind") == "typo")["variant_text"]
+    )
 
 
 def test_editing_the_table_changes_only_the_variants_it_touches(tmp_path):
@@ -90,13 +98,19 @@ def test_editing_the_table_changes_only_the_variants_it_touches(tmp_path):
     assert "B/P" in changed.filter(pl.col("kind") == "shorthand")["variant_text_right"][0]
 
 
-@pytest.mark.parametrize("body, message", [
-    ("long_form\tshort_form\nblood pressure\tBP\nBlood Pressure\tB/P\n", ":3: long form 'Blood Pressure' already given on line 2"),
-    ("long_form\tshort_form\nhours\n", ":2: expected 2 tab-separated fields, found 1"),
-    ("long_form\tshort_form\nhours\t \n", ":2: empty long or short form"),
-    ("long_form\tshort_form\nIV\tiv\n", ":2: short form 'iv' equals its long form"),
-    ("hours\thrs\n", ":1: expected the header"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            "long_form\tshort_form\nblood pressure\tBP\nBlood Pressure\tB/P\n",
+            ":3: long form 'Blood Pressure' already given on line 2",
+        ),
+        ("long_form\tshort_form\nhours\n", ":2: expected 2 tab-separated fields, found 1"),
+        ("long_form\tshort_form\nhours\t \n", ":2: empty long or short form"),
+        ("long_form\tshort_form\nIV\tiv\n", ":2: short form 'iv' equals its long form"),
+        ("hours\thrs\n", ":1: expected the header"),
+    ],
+)
 def test_a_bad_table_line_is_named(tmp_path, body, message):
     path = tmp_path / "t.tsv"
     path.write_text(body)

@@ -4,6 +4,7 @@ The commands are docs/scale-out.md's recipe. A scheduler and two worker processe
 --executor dask` sends every step to them. The same sample, run in process, must give byte-identical
 releases and the same rows in every table of the DuckDB store; every step must have run in a worker.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,8 @@ import yaml
 from mama_pipeline.cli import DASK_MODULE, DEMO_CONFIG
 from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.store import Store
-from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
+from mama_pipeline_tests.support.fake_llm_server import running_server
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
@@ -38,8 +39,12 @@ MEASURED = {"llm_responses": ("latency_s", "created_at")}
 def table_rows(db: Path) -> dict[str, list[tuple]]:
     """Every row of every table of the store, in a fixed order, without the MEASURED columns."""
     with duckdb.connect(str(db), read_only=True) as con:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
         rows = {}
         for t in sorted(tables):
             skip = f" EXCLUDE ({', '.join(MEASURED[t])})" if t in MEASURED else ""
@@ -59,29 +64,50 @@ def step_pids(home: Path) -> dict[str, set[int]]:
 
 
 def test_dask_executor_without_a_run_config_is_refused_in_one_line(tmp_path):
-    out = subprocess.run([CLI, "materialize", "--executor", "dask"], cwd=REPO, capture_output=True, text=True,
-                         env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data")}, timeout=120)
+    out = subprocess.run(
+        [CLI, "materialize", "--executor", "dask"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data")},
+        timeout=120,
+    )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "mama-pipeline: error: --executor dask needs --run-config naming the scheduler "
-        "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)"]
+        "(scripts/dask_cluster.sh start writes one; docs/scale-out.md)"
+    ]
     assert not (tmp_path / "data").exists(), "nothing is started or written"
-    ignored = subprocess.run([CLI, "materialize", "--executor", "in_process", "--run-config", "rc.yaml"], cwd=REPO,
-                             capture_output=True, text=True, env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data")},
-                             timeout=120)
+    ignored = subprocess.run(
+        [CLI, "materialize", "--executor", "in_process", "--run-config", "rc.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data")},
+        timeout=120,
+    )
     assert ignored.returncode == 2 and ignored.stderr.strip().splitlines() == [
-        "mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs take none"]
+        "mama-pipeline: error: --run-config is for the multiprocess and dask executors; in_process runs take none"
+    ]
     assert not (tmp_path / "data").exists()
 
 
 def test_dask_definitions_run_every_step_on_the_dask_executor(tmp_path):
-    probe = ("import json; from mama_pipeline.scale_out.dask_definitions import defs; "
-             "from mama_pipeline.definitions import defs as base; import dagster as dg; "
-             "job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey('judged_labels')]); "
-             "print(json.dumps([job.executor_def.name, sorted(map(str, defs.resolve_asset_graph().get_all_asset_keys())) "
-             "== sorted(map(str, base.resolve_asset_graph().get_all_asset_keys()))]))")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path)})
+    probe = (
+        "import json; from mama_pipeline.scale_out.dask_definitions import defs; "
+        "from mama_pipeline.definitions import defs as base; import dagster as dg; "
+        "job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey('judged_labels')]); "
+        "print(json.dumps([job.executor_def.name, sorted(map(str, defs.resolve_asset_graph().get_all_asset_keys())) "
+        "== sorted(map(str, base.resolve_asset_graph().get_all_asset_keys()))]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path)},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == '["dask", true]'
 
@@ -109,28 +135,54 @@ def demo_config(root: Path, llm_url: str) -> Path:
 
 
 def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
-    return {**os.environ, "MAMA_CONFIG": str(config), "MAMA_DATA_DIR": str(tmp_path / name / "data"),
-            "DAGSTER_HOME": str(tmp_path / name / "dagster_home"), "OPENAI_API_KEY": "unused"}
+    return {
+        **os.environ,
+        "MAMA_CONFIG": str(config),
+        "MAMA_DATA_DIR": str(tmp_path / name / "data"),
+        "DAGSTER_HOME": str(tmp_path / name / "dagster_home"),
+        "OPENAI_API_KEY": "unused",
+    }
 
 
 @pytest.mark.slow
 def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
     config = demo_config(tmp_path / "sample", fake_llm.url)
     here = env_for(tmp_path, config, "in_process")
-    out = subprocess.run([CLI, "materialize", "--select", "*", "--executor", "in_process"], cwd=REPO, env=here,
-                         capture_output=True, text=True, timeout=1500)
+    out = subprocess.run(
+        [CLI, "materialize", "--select", "*", "--executor", "in_process"],
+        cwd=REPO,
+        env=here,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
 
     dask_env = env_for(tmp_path, config, "dask")
     cluster = tmp_path / "cluster"
-    started = subprocess.run([CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=dask_env, capture_output=True,
-                             text=True, timeout=600)
+    started = subprocess.run(
+        [CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=dask_env, capture_output=True, text=True, timeout=600
+    )
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         workers = {int(p) for p in (cluster / "worker_pids").read_text().split()}
-        run = subprocess.Popen([CLI, "materialize", "--select", "*", "--executor", "dask",
-                                "--run-config", str(cluster / "run-config.yaml")], cwd=REPO, env=dask_env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        run = subprocess.Popen(
+            [
+                CLI,
+                "materialize",
+                "--select",
+                "*",
+                "--executor",
+                "dask",
+                "--run-config",
+                str(cluster / "run-config.yaml"),
+            ],
+            cwd=REPO,
+            env=dask_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         log, _ = run.communicate(timeout=1500)
         assert run.returncode == 0, log[-6000:]
     finally:
@@ -183,23 +235,48 @@ def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_no
         env = env_for(tmp_path, config, "dask")
         home, db = tmp_path / "dask" / "dagster_home", tmp_path / "dask" / "data" / "mama.duckdb"
         cluster = tmp_path / "cluster"
-        started = subprocess.run([CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=env, capture_output=True,
-                                 text=True, timeout=600)
+        started = subprocess.run(
+            [CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        )
         try:
             assert started.returncode == 0, started.stderr[-3000:]
             workers = [int(p) for p in (cluster / "worker_pids").read_text().split()]
             run_config = str(cluster / "run-config.yaml")
-            upstream = subprocess.run([CLI, "materialize", "--select", "*pooled_pairs", "--executor", "dask",
-                                       "--run-config", run_config], cwd=REPO, env=env, capture_output=True,
-                                      text=True, timeout=1500)
+            upstream = subprocess.run(
+                [CLI, "materialize", "--select", "*pooled_pairs", "--executor", "dask", "--run-config", run_config],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=1500,
+            )
             assert upstream.returncode == 0, upstream.stdout[-4000:] + upstream.stderr[-2000:]
             pairs = Store(db).read_table("pooled_pairs").height
             server.reset()
             # docs/scale-out.md: one run per shard, started together
-            shards = [subprocess.Popen([DAGSTER, "asset", "materialize", "-m", DASK_MODULE, "--select", "judged_labels",
-                                        "--partition", shard, "-c", run_config], cwd=REPO, env=env,
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                      for shard in ("shard_000", "shard_001")]
+            shards = [
+                subprocess.Popen(
+                    [
+                        DAGSTER,
+                        "asset",
+                        "materialize",
+                        "-m",
+                        DASK_MODULE,
+                        "--select",
+                        "judged_labels",
+                        "--partition",
+                        shard,
+                        "-c",
+                        run_config,
+                    ],
+                    cwd=REPO,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+                for shard in ("shard_000", "shard_001")
+            ]
             deadline = time.monotonic() + 600
             while (len(judge_starts(home)) < 2 or server.stats()["chat_calls"] < 4) and time.monotonic() < deadline:
                 time.sleep(0.5)

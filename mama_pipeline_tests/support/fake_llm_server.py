@@ -29,6 +29,7 @@ Run: ``python -m mama_pipeline_tests.support.fake_llm_server --port 8765 --delay
 in tests use :func:`running_server` (its handle can ``stop()`` and ``start()`` the
 server again on the same port, to stage an outage).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,8 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from mama_pipeline_tests.support.processes import free_port
 
@@ -150,8 +152,12 @@ class FakeLLM:
             vec = [rng.gauss(0, 1) for _ in range(dim)]
             norm = sum(v * v for v in vec) ** 0.5
             data.append({"object": "embedding", "index": i, "embedding": [v / norm for v in vec]})
-        return {"object": "list", "data": data, "model": req.get("model", "fake"),
-                "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}}
+        return {
+            "object": "list",
+            "data": data,
+            "model": req.get("model", "fake"),
+            "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
+        }
 
     async def rerank(self, req: dict[str, Any], digest: bytes) -> tuple[int, dict[str, str], Any]:
         self.stats["rerank_calls"] += 1
@@ -183,8 +189,16 @@ class FakeLLM:
         results.sort(key=lambda r: -r["relevance_score"] if isinstance(r["relevance_score"], float) else 0)
         if tei:
             return 200, {}, [{"index": r["index"], "score": r["relevance_score"]} for r in results]
-        return 200, {}, {"id": "rerank-fake", "model": req.get("model", "fake"), "results": results,
-                         "usage": {"total_tokens": len(docs)}}
+        return (
+            200,
+            {},
+            {
+                "id": "rerank-fake",
+                "model": req.get("model", "fake"),
+                "results": results,
+                "usage": {"total_tokens": len(docs)},
+            },
+        )
 
     async def chat(self, req: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
         self.stats["chat_calls"] += 1
@@ -245,18 +259,23 @@ class FakeLLM:
         return None
 
     @staticmethod
-    def _completion(req: dict[str, Any], content: str, messages: list[dict[str, Any]],
-                    finish_reason: str = "stop") -> dict[str, Any]:
+    def _completion(
+        req: dict[str, Any], content: str, messages: list[dict[str, Any]], finish_reason: str = "stop"
+    ) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
             "model": req.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": finish_reason,
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
-                      "total_tokens": prompt_tokens + len(content.split())},
+            "choices": [
+                {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(content.split()),
+                "total_tokens": prompt_tokens + len(content.split()),
+            },
         }
 
 
@@ -274,8 +293,11 @@ class ServerHandle:
 
     def start(self) -> None:
         """Start the server process and wait until it answers."""
-        self._proc = subprocess.Popen([sys.executable, "-m", "mama_pipeline_tests.support.fake_llm_server", *self._args],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "mama_pipeline_tests.support.fake_llm_server", *self._args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.time() + 30
         while True:
             try:
@@ -284,7 +306,7 @@ class ServerHandle:
             except OSError:
                 if self._proc.poll() is not None or time.time() > deadline:
                     self.stop()
-                    raise RuntimeError("fake LLM server did not start")
+                    raise RuntimeError("fake LLM server did not start") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -331,9 +353,16 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--fault-rate", type=float, default=0.0)
     args = ap.parse_args()
-    uvicorn.run(FakeLLM(args.delay, args.fault_rate), host="127.0.0.1", port=args.port,
-                log_level="warning", access_log=False, backlog=4096,
-                limit_concurrency=None, timeout_keep_alive=30)
+    uvicorn.run(
+        FakeLLM(args.delay, args.fault_rate),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+        limit_concurrency=None,
+        timeout_keep_alive=30,
+    )
 
 
 if __name__ == "__main__":

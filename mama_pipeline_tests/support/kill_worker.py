@@ -2,6 +2,7 @@
 
 Run: ``python -m mama_pipeline_tests.support.kill_worker DB_PATH SERVER_URL [--queries 60 ...]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,15 @@ def main() -> None:
     queries, chunks, pool = corpus(args.queries, args.chunks, args.per_query)
     store = Store(args.db)
     settings = StageSettings(base_urls=[args.url], **{**SETTINGS, "concurrency": args.concurrency})
-    client = LLMClient("judge", settings, store, endpoint="fake-endpoint", model="fake-model",
-                       resolve_urls=lambda: [args.url], flush_every_s=args.flush_every_s)
+    client = LLMClient(
+        "judge",
+        settings,
+        store,
+        endpoint="fake-endpoint",
+        model="fake-model",
+        resolve_urls=lambda: [args.url],
+        flush_every_s=args.flush_every_s,
+    )
     run = judge_pairs(client, store, pool, queries, chunks, JudgeVerdictsWithReasoning, batch_pairs=args.batch_pairs)
     print(run.metadata()["labelled"])
 

@@ -1,4 +1,5 @@
 """Helpers for the servers and browsers tests start: a free loopback port, default signal handlers."""
+
 from __future__ import annotations
 
 import signal

@@ -1,4 +1,5 @@
 """Deterministic synthetic queries, chunks and pools for the judging tests and benchmarks."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,27 +18,32 @@ def chunk_id(text: str) -> str:
 
 def make_queries(n: int) -> pl.DataFrame:
     ids = [f"q_{i:05d}" for i in range(1, n + 1)]
-    return pl.DataFrame({
-        "query_id": ids,
-        "query_text": [f"What dose of drug {i} is given after birth?" for i in range(1, n + 1)],
-        "seed_chunk_id": [None] * n,
-        "source": ["src-a"] * n,
-        "tier": [TIERS[i % len(TIERS)] for i in range(n)],
-    }, schema_overrides={"seed_chunk_id": pl.String})
+    return pl.DataFrame(
+        {
+            "query_id": ids,
+            "query_text": [f"What dose of drug {i} is given after birth?" for i in range(1, n + 1)],
+            "seed_chunk_id": [None] * n,
+            "source": ["src-a"] * n,
+            "tier": [TIERS[i % len(TIERS)] for i in range(n)],
+        },
+        schema_overrides={"seed_chunk_id": pl.String},
+    )
 
 
 def make_chunks(n: int, version: str = "v1", texts: dict[int, str] | None = None) -> pl.DataFrame:
     """``n`` chunks; ``texts`` overrides the text of some chunk numbers."""
     texts = texts or {}
     body = [texts.get(j, f"Passage {j}: give drug {j % 7} {j % 5 + 1} mg by mouth twice daily.") for j in range(n)]
-    return pl.DataFrame({
-        "chunk_id": [chunk_id(t) for t in body],
-        "text": body,
-        "source": ["src-a"] * n,
-        "page": list(range(1, n + 1)),
-        "tier": [TIERS[j % len(TIERS)] for j in range(n)],
-        "corpus_version": [version] * n,
-    })
+    return pl.DataFrame(
+        {
+            "chunk_id": [chunk_id(t) for t in body],
+            "text": body,
+            "source": ["src-a"] * n,
+            "page": list(range(1, n + 1)),
+            "tier": [TIERS[j % len(TIERS)] for j in range(n)],
+            "corpus_version": [version] * n,
+        }
+    )
 
 
 def make_pool(queries: pl.DataFrame, chunks: pl.DataFrame, per_query: int, offset: int = 0) -> pl.DataFrame:
@@ -57,8 +63,10 @@ def make_pool(queries: pl.DataFrame, chunks: pl.DataFrame, per_query: int, offse
 
 def request_digests(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> dict[str, tuple[str, str]]:
     """The fake server's request digest of each pair (as listed in its /stats)."""
-    rows = pairs.select("query_id", "chunk_id").join(queries, on="query_id").join(
-        chunks.select("chunk_id", "text", pl.col("source").alias("chunk_source"), "page"), on="chunk_id"
+    rows = (
+        pairs.select("query_id", "chunk_id")
+        .join(queries, on="query_id")
+        .join(chunks.select("chunk_id", "text", pl.col("source").alias("chunk_source"), "page"), on="chunk_id")
     )
     out = {}
     for r in rows.iter_rows(named=True):

@@ -1,4 +1,5 @@
 """The systems group materialised against the fault-injecting fake server, with real BM25 for RAG."""
+
 from __future__ import annotations
 
 import json
@@ -10,24 +11,46 @@ import yaml
 
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.resources import shared_resources
+from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline.systems import assets as systems_assets
 from mama_pipeline.systems import graders as systems_graders
 from mama_pipeline.systems import grading
-from mama_pipeline.settings import load_settings
-from mama_pipeline.systems.definitions import build_defs
 from mama_pipeline.systems.checks import CHECKS
+from mama_pipeline.systems.definitions import build_defs
 from mama_pipeline_tests.systems.fixtures import (
-    chunks_frame, criteria_frame, grade, harness_frame, items_frame, mcq, rubric, short, verdict,
+    chunks_frame,
+    criteria_frame,
+    grade,
+    harness_frame,
+    items_frame,
+    mcq,
+    rubric,
+    short,
+    verdict,
 )
 
-CRITERIA = [f"Advises skin-to-skin contact {verdict(True)}", f"Recommends a bottle {verdict(False)}",
-            f"Says to keep the baby warm {verdict(True)}"]
+CRITERIA = [
+    f"Advises skin-to-skin contact {verdict(True)}",
+    f"Recommends a bottle {verdict(False)}",
+    f"Says to keep the baby warm {verdict(True)}",
+]
 CLEAN_ITEMS = [
-    mcq("m-clean-1", 'Drug of choice for eclampsia? [[answer:{"answer": "B"}]]', ["oxytocin", "magnesium sulfate",
-        "diazepam", "phenytoin"], 1, category=None),
-    mcq("m-clean-2", 'Uterotonic after birth? [[answer:{"answer": "C"}]]', ["magnesium", "nifedipine", "oxytocin",
-        "labetalol"], 0, pool="medqa_usmle", category="MATERNAL"),
+    mcq(
+        "m-clean-1",
+        'Drug of choice for eclampsia? [[answer:{"answer": "B"}]]',
+        ["oxytocin", "magnesium sulfate", "diazepam", "phenytoin"],
+        1,
+        category=None,
+    ),
+    mcq(
+        "m-clean-2",
+        'Uterotonic after birth? [[answer:{"answer": "C"}]]',
+        ["magnesium", "nifedipine", "oxytocin", "labetalol"],
+        0,
+        pool="medqa_usmle",
+        category="MATERNAL",
+    ),
     short("s-1", "A newborn is cold after birth. What do you do?", f"Dry, skin-to-skin, cover {grade('correct')}"),
     short("s-2", "Heavy bleeding after birth: first drug?", f"Oxytocin 10 IU IM {grade('partially_correct')}"),
     rubric("r-1", "How do I keep my newborn warm?", [(CRITERIA[0], 5), (CRITERIA[1], -3), (CRITERIA[2], 4)]),
@@ -45,8 +68,10 @@ def write_config(tmp_path, url, systems, llm: dict | None = None, **extra) -> st
     fast = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 1.5, "max_retries": 1}
     cfg = {
         "data_dir": str(tmp_path / "data"),
-        "llm": {stage: {"base_urls": [url], "model": f"fake-{stage}", **fast, **(llm or {}).get(stage, {})}
-                for stage in ("answer_grader", "rubric_judge")},
+        "llm": {
+            stage: {"base_urls": [url], "model": f"fake-{stage}", **fast, **(llm or {}).get(stage, {})}
+            for stage in ("answer_grader", "rubric_judge")
+        },
         "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25", "params": {"threads": 1, "input_files": 1}}]},
         "systems": {"entries": [{"base_urls": [url], **fast, **s} for s in systems], "resamples": 200, **extra},
     }
@@ -59,8 +84,14 @@ CLOSED = {"name": "closed", "model": "fake-a"}
 RAG = {"name": "rag", "model": "fake-a", "mode": "rag", "retriever": "bm25", "k": 2, "baseline": "closed"}
 
 
-def materialise(config: str, items: list[dict], names: list[str], select: str, partition: str | None = None,
-                raise_on_error: bool = True):
+def materialise(
+    config: str,
+    items: list[dict],
+    names: list[str],
+    select: str,
+    partition: str | None = None,
+    raise_on_error: bool = True,
+):
     @dg.asset(key="mamabench_items")
     def stub_items() -> pl.DataFrame:
         return items_frame(items)
@@ -80,14 +111,23 @@ def materialise(config: str, items: list[dict], names: list[str], select: str, p
     assets = build_defs(load_settings(config)).assets  # systems.entries are ``names``
     selection = dg.AssetSelection.assets(*select.split())
     with dg.instance_for_test() as instance:
-        return dg.materialize([stub_items, stub_criteria, stub_chunks, stub_harness, *assets, *CHECKS],
-                              resources=shared_resources(config), selection=selection, partition_key=partition,
-                              instance=instance, raise_on_error=raise_on_error)
+        return dg.materialize(
+            [stub_items, stub_criteria, stub_chunks, stub_harness, *assets, *CHECKS],
+            resources=shared_resources(config),
+            selection=selection,
+            partition_key=partition,
+            instance=instance,
+            raise_on_error=raise_on_error,
+        )
 
 
 def run_all(config, items, names):
-    materialise(config, items, names, "mamabench_items mamabench_criteria corpus_chunks calibration_harness_report "
-                "systems_items")
+    materialise(
+        config,
+        items,
+        names,
+        "mamabench_items mamabench_criteria corpus_chunks calibration_harness_report systems_items",
+    )
     results = [materialise(config, items, names, "system_answers system_grades", name) for name in names]
     materialise(config, items, names, "system_scoreboard system_comparisons systems_report")
     return results
@@ -99,8 +139,9 @@ def calls(server) -> int:
 
 def test_faults_are_listed_broken_output_scores_zero_and_checks_pass(tmp_path, fake_llm):
     # bounds that these faults stay under: 2 of 6 mcq items unanswered, 1 of 3 short answers ungraded
-    config = write_config(tmp_path, fake_llm.url, [{**CLOSED, "max_failure_rate": 0.5}],
-                          llm={"answer_grader": {"max_failure_rate": 0.5}})
+    config = write_config(
+        tmp_path, fake_llm.url, [{**CLOSED, "max_failure_rate": 0.5}], llm={"answer_grader": {"max_failure_rate": 0.5}}
+    )
     (result,) = run_all(config, CLEAN_ITEMS + FAULTY_ITEMS, ["closed"])
     assert all(c.passed for c in result.get_asset_check_evaluations())
     store = Store(tmp_path / "data" / "mama.duckdb")
@@ -112,7 +153,10 @@ def test_faults_are_listed_broken_output_scores_zero_and_checks_pass(tmp_path, f
     for item in ("m-500", "m-slow"):
         assert grades[item]["status"] == "answer_failed" and grades[item]["score"] is None
     assert (grades["m-malformed"]["status"], grades["m-malformed"]["score"], grades["m-malformed"]["invalid"]) == (
-        "graded", 0.0, True)
+        "graded",
+        0.0,
+        True,
+    )
     assert grades["s-bad-grade"]["status"] == "grade_failed" and grades["s-bad-grade"]["score"] is None
     assert (grades["m-invalid"]["invalid"], grades["m-invalid"]["score"]) == (True, 0.0)
     assert (grades["m-clean-1"]["correct"], grades["m-clean-2"]["correct"]) == (True, False)
@@ -167,9 +211,11 @@ def test_rag_gets_chunk_ids_a_second_system_asks_only_itself_and_a_new_grader_pr
     text = (tmp_path / "data" / "reports" / "systems" / "systems.html").read_text()
     assert "Closed-book vs RAG" in text and "deltas.png" in text
 
-    new_prompt = PromptTemplate(id=grading.SHORT_ANSWER_GRADER_PROMPT.id,
-                                system=grading.SHORT_ANSWER_GRADER_PROMPT.system + " Be terse.",
-                                user=grading.SHORT_ANSWER_GRADER_PROMPT.user)
+    new_prompt = PromptTemplate(
+        id=grading.SHORT_ANSWER_GRADER_PROMPT.id,
+        system=grading.SHORT_ANSWER_GRADER_PROMPT.system + " Be terse.",
+        user=grading.SHORT_ANSWER_GRADER_PROMPT.user,
+    )
     monkeypatch.setattr(grading, "SHORT_ANSWER_GRADER_PROMPT", new_prompt)
     monkeypatch.setattr(systems_assets, "SHORT_ANSWER_GRADER_PROMPT", new_prompt)
     monkeypatch.setattr(systems_graders, "SHORT_ANSWER_GRADER_PROMPT", new_prompt)

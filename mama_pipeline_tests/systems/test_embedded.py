@@ -5,6 +5,7 @@ reaches a real llama.cpp server and comes back as an answer or a listed failure.
 The system stops at its first full stop (a server-side ``stop``): an answer cut at
 ``max_tokens`` would be invalid and never reach the graders.
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -17,8 +18,11 @@ from mama_pipeline_tests.systems.test_assets import CRITERIA, materialise
 
 ITEMS = [
     mcq("m1", "Which drug prevents eclamptic seizures?", ["oxytocin", "magnesium sulfate", "aspirin", "iron"], 1),
-    short("s1", "A newborn feels cold after birth. What should the midwife do first?",
-          "Dry the baby and place it skin-to-skin with the mother, head covered."),
+    short(
+        "s1",
+        "A newborn feels cold after birth. What should the midwife do first?",
+        "Dry the baby and place it skin-to-skin with the mother, head covered.",
+    ),
     rubric("r1", "How do I keep my newborn warm at home?", [(CRITERIA[0], 5)]),
 ]
 
@@ -29,17 +33,29 @@ def test_embedded_model_answers_and_grades_every_track(tmp_path):
     # this test checks the path, not the figures: no failure bound refuses them here
     patient = {"timeout_s": 1200, "max_retries": 0, "max_failure_rate": 1.0}
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({
-        "data_dir": str(tmp_path / "data"),
-        "llm": {"embedded_server": {"n_parallel": 2, "n_ctx": 8192},
-                "answer_grader": {"max_tokens": 64, **patient},
-                "rubric_judge": {"max_tokens": 64, **patient}},
-        "systems": {"entries": [{"name": "smollm", "max_tokens": 64, "extra_body": {"stop": ["."]}, **patient}],
-                    "resamples": 100},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(tmp_path / "data"),
+                "llm": {
+                    "embedded_server": {"n_parallel": 2, "n_ctx": 8192},
+                    "answer_grader": {"max_tokens": 64, **patient},
+                    "rubric_judge": {"max_tokens": 64, **patient},
+                },
+                "systems": {
+                    "entries": [{"name": "smollm", "max_tokens": 64, "extra_body": {"stop": ["."]}, **patient}],
+                    "resamples": 100,
+                },
+            }
+        )
+    )
     names = ["smollm"]
-    materialise(str(config), ITEMS, names, "mamabench_items mamabench_criteria corpus_chunks "
-                "calibration_harness_report systems_items")
+    materialise(
+        str(config),
+        ITEMS,
+        names,
+        "mamabench_items mamabench_criteria corpus_chunks calibration_harness_report systems_items",
+    )
     result = materialise(str(config), ITEMS, names, "system_answers system_grades", "smollm")
     store = Store(tmp_path / "data" / "mama.duckdb")
     answers = store.read_table("system_answers")
@@ -50,7 +66,8 @@ def test_embedded_model_answers_and_grades_every_track(tmp_path):
     assert sorted(grades["track"]) == ["mcq", "rubric", "short_answer"]
     for row in grades.iter_rows(named=True):  # graded, or a failure with its reason, never a silent gap
         assert row["status"] == "graded" or row["error"], row
-    meta = {k: v.value for ev in result.get_asset_materialization_events()
-            for k, v in ev.materialization.metadata.items()}
+    meta = {
+        k: v.value for ev in result.get_asset_materialization_events() for k, v in ev.materialization.metadata.items()
+    }
     assert meta["answer_grader/http_calls"] >= 1 and meta["rubric_judge/http_calls"] >= 1
     assert "smoke-test model" in meta["rubric_judge/note"]

@@ -2,6 +2,7 @@
 
 Every expected value is computed by hand in the comments beside it.
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -20,33 +21,67 @@ from mama_pipeline_tests.systems.test_scoring import answers, report
 
 def grade_rows(rows: list[tuple[str, str, str, str, float | None, bool | None]]) -> pl.DataFrame:
     """(system, item_id, track, status, score, invalid) rows, category MATERNAL."""
-    return pl.DataFrame([
-        {**{k: None for k in GRADES_SCHEMA}, "system": s, "item_id": i, "track": t, "pool": "p", "category": "MATERNAL",
-         "status": st, "score": sc, "invalid": inv, "correct": None if sc is None or t != "mcq" else sc == 1.0}
-        for s, i, t, st, sc, inv in rows
-    ], schema=GRADES_SCHEMA)
+    return pl.DataFrame(
+        [
+            {
+                **{k: None for k in GRADES_SCHEMA},
+                "system": s,
+                "item_id": i,
+                "track": t,
+                "pool": "p",
+                "category": "MATERNAL",
+                "status": st,
+                "score": sc,
+                "invalid": inv,
+                "correct": None if sc is None or t != "mcq" else sc == 1.0,
+            }
+            for s, i, t, st, sc, inv in rows
+        ],
+        schema=GRADES_SCHEMA,
+    )
 
 
 def test_own_output_that_cannot_be_graded_is_wrong_in_every_track_and_only_transport_failures_are_unanswered():
     texts = ["c1", "c2"]
-    items = benchmark_items(items_frame([
-        mcq("m1", "q", ["a", "b", "c", "d"], 0), mcq("m2", "q", ["a", "b", "c", "d"], 0),
-        short("s1", "q", "ref"), short("s2", "q", "ref"),
-        rubric("r1", "u", [(texts[0], 3), (texts[1], -2)]), rubric("r2", "u", [(texts[0], 3)]),
-    ]))
-    ans = answers([("m1", "mcq", "parse_failed", None), ("m2", "mcq", "transport_failed", None),
-                   ("s1", "short_answer", "parse_failed", None), ("s2", "short_answer", "transport_failed", None),
-                   ("r1", "rubric", "parse_failed", None), ("r2", "rubric", "transport_failed", None)])
+    items = benchmark_items(
+        items_frame(
+            [
+                mcq("m1", "q", ["a", "b", "c", "d"], 0),
+                mcq("m2", "q", ["a", "b", "c", "d"], 0),
+                short("s1", "q", "ref"),
+                short("s2", "q", "ref"),
+                rubric("r1", "u", [(texts[0], 3), (texts[1], -2)]),
+                rubric("r2", "u", [(texts[0], 3)]),
+            ]
+        )
+    )
+    ans = answers(
+        [
+            ("m1", "mcq", "parse_failed", None),
+            ("m2", "mcq", "transport_failed", None),
+            ("s1", "short_answer", "parse_failed", None),
+            ("s2", "short_answer", "transport_failed", None),
+            ("r1", "rubric", "parse_failed", None),
+            ("r2", "rubric", "transport_failed", None),
+        ]
+    )
     # neither broken nor unanswered items are asked of a grader
     assert grading.short_answer_requests(ans, items) == []
     assert grading.rubric_requests(ans, items, criteria_frame(texts)) == []
     for mode in ("json_schema", "text"):
-        rows = (grading.mcq_grades(ans, items, mode) + grading.short_answer_grades(ans, items, report("g", {}))
-                + grading.rubric_grades(ans, items, criteria_frame(texts), report("r", {})))
+        rows = (
+            grading.mcq_grades(ans, items, mode)
+            + grading.short_answer_grades(ans, items, report("g", {}))
+            + grading.rubric_grades(ans, items, criteria_frame(texts), report("r", {}))
+        )
         by = {r["item_id"]: r for r in grading.grades_frame(rows, "exclude").iter_rows(named=True)}
         for item in ("m1", "s1", "r1"):
             assert (by[item]["status"], by[item]["score"], by[item]["invalid"], by[item]["grade"]) == (
-                "graded", 0.0, True, "invalid"), item
+                "graded",
+                0.0,
+                True,
+                "invalid",
+            ), item
             assert by[item]["error"].startswith("parse_failed: ")  # the reason stays with the row
         assert by["m1"]["correct"] is False
         for item in ("m2", "s2", "r2"):
@@ -55,10 +90,17 @@ def test_own_output_that_cannot_be_graded_is_wrong_in_every_track_and_only_trans
 
 def test_board_shows_unanswered_mean_over_answered_and_mean_with_unanswered_as_zero():
     # answered: 1, 0, 0 (invalid), 1; unanswered: 1; grader failed: 1 (answered, in neither mean)
-    g = grade_rows([("a", "i1", "mcq", "graded", 1.0, False), ("a", "i2", "mcq", "graded", 0.0, False),
-                    ("a", "i3", "mcq", "graded", 0.0, True), ("a", "i4", "mcq", "graded", 1.0, False),
-                    ("a", "i5", "mcq", "answer_failed", None, None),
-                    ("a", "s1", "short_answer", "graded", 0.5, None), ("a", "s2", "short_answer", "grade_failed", None, None)])
+    g = grade_rows(
+        [
+            ("a", "i1", "mcq", "graded", 1.0, False),
+            ("a", "i2", "mcq", "graded", 0.0, False),
+            ("a", "i3", "mcq", "graded", 0.0, True),
+            ("a", "i4", "mcq", "graded", 1.0, False),
+            ("a", "i5", "mcq", "answer_failed", None, None),
+            ("a", "s1", "short_answer", "graded", 0.5, None),
+            ("a", "s2", "short_answer", "grade_failed", None, None),
+        ]
+    )
     for policy, mean, n_scored in (("exclude", 2 / 4, 4), ("score_zero", 2 / 5, 5)):
         board = scoreboard(g, None, 200, 0, 0.95, policy)
         row = board.filter((pl.col("track") == "mcq") & (pl.col("segment_kind") == "all")).row(0, named=True)
@@ -66,14 +108,22 @@ def test_board_shows_unanswered_mean_over_answered_and_mean_with_unanswered_as_z
         assert row["mean_answered"] == pytest.approx(0.5)  # 2 right of 4 answered
         assert row["mean_unanswered_as_0"] == pytest.approx(0.4)  # 2 right of 5
         assert row["mean"] == pytest.approx(mean) and row["refused"] is None
-        short_row = board.filter((pl.col("track") == "short_answer") & (pl.col("segment_kind") == "all")).row(0, named=True)
-        assert (short_row["n_grade_failed"], short_row["mean_answered"], short_row["mean_unanswered_as_0"]) == (1, 0.5, 0.5)
+        short_row = board.filter((pl.col("track") == "short_answer") & (pl.col("segment_kind") == "all")).row(
+            0, named=True
+        )
+        assert (short_row["n_grade_failed"], short_row["mean_answered"], short_row["mean_unanswered_as_0"]) == (
+            1,
+            0.5,
+            0.5,
+        )
 
 
 def test_failure_bounds_name_system_track_and_counts_and_refuse_rows_and_comparisons():
     rows = []
     for i in range(10):  # a: 2 of 10 mcq items unanswered; b: all answered
-        rows.append(("a", f"i{i}", "mcq", "answer_failed" if i < 2 else "graded", None if i < 2 else float(i % 2), False))
+        rows.append(
+            ("a", f"i{i}", "mcq", "answer_failed" if i < 2 else "graded", None if i < 2 else float(i % 2), False)
+        )
         rows.append(("b", f"i{i}", "mcq", "graded", float(i % 3 == 0), False))
     # short answers: b's grader failed on 1 of 4 asked (the invalid one is not asked)
     for i, status in enumerate(["graded", "graded", "grade_failed", "graded"]):
@@ -83,8 +133,9 @@ def test_failure_bounds_name_system_track_and_counts_and_refuse_rows_and_compari
     stages = system_failures(g, {"a": 0.1, "b": 0.1}, {"short_answer": ("answer_grader", 0.2)})
     a_mcq = stages[("a", "mcq")][0]
     assert (a_mcq.failed, a_mcq.total, a_mcq.over) == (2, 10, True)  # 20% > 10%
-    assert a_mcq.describe() == ("stage system:a mcq: 2 of 10 items failed (20.00%), bound 10.00% "
-                                "(systems.entries[a].max_failure_rate)")
+    assert a_mcq.describe() == (
+        "stage system:a mcq: 2 of 10 items failed (20.00%), bound 10.00% (systems.entries[a].max_failure_rate)"
+    )
     b_own, b_grader = stages[("b", "short_answer")]
     assert (b_own.failed, b_own.total, b_own.over) == (0, 5, False)
     assert (b_grader.failed, b_grader.total, b_grader.over) == (1, 4, True)  # 25% > 20%
@@ -94,8 +145,12 @@ def test_failure_bounds_name_system_track_and_counts_and_refuse_rows_and_compari
     refused = {("a", "mcq"): a_mcq.describe(), ("b", "short_answer"): b_grader.describe()}
     board = scoreboard(g, None, 200, 0, 0.95, "exclude", refused)
     a_rows = board.filter((pl.col("system") == "a") & (pl.col("track") == "mcq"))
-    assert a_rows["mean"].null_count() == a_rows["mean_answered"].null_count() == a_rows["ci_low"].null_count() \
+    assert (
+        a_rows["mean"].null_count()
+        == a_rows["mean_answered"].null_count()
+        == a_rows["ci_low"].null_count()
         == a_rows.height
+    )
     assert set(a_rows["refused"]) == {a_mcq.describe()} and set(a_rows["n_unanswered"]) == {2}
     b_mcq = board.filter((pl.col("system") == "b") & (pl.col("track") == "mcq") & (pl.col("segment_kind") == "all"))
     assert b_mcq["mean"][0] == pytest.approx(4 / 10)  # i0, i3, i6, i9
@@ -107,8 +162,9 @@ def test_rubric_board_and_comparisons_use_the_same_per_item_values():
     # example scores below 0: HealthBench's clipped score reads 0 for both systems
     a = [-0.5, -1.0, -0.2, -0.3]
     b = [-2.0, -3.0, -2.5, -2.7]
-    g = grade_rows([(s, f"r{i}", "rubric", "graded", v, None) for s, vals in (("a", a), ("b", b))
-                    for i, v in enumerate(vals)])
+    g = grade_rows(
+        [(s, f"r{i}", "rubric", "graded", v, None) for s, vals in (("a", a), ("b", b)) for i, v in enumerate(vals)]
+    )
     board = scoreboard(g, None, 200, 0, 0.95).filter(pl.col("segment_kind") == "all")
     means = dict(board.select("system", "mean").iter_rows())
     assert means["a"] == pytest.approx(-0.5) and means["b"] == pytest.approx(-2.55)  # sum / 4
@@ -135,19 +191,36 @@ def test_exact_mcnemar_only_on_mcq_never_on_a_graded_track_that_happens_to_be_0_
 
 
 def test_report_sentences_follow_the_settings_and_state_the_healthbench_differences(tmp_path):
-    g = grade_rows([("a", "i1", "rubric", "graded", 0.5, None), ("a", "i2", "rubric", "answer_failed", None, None),
-                    ("a", "i3", "rubric", "graded", 0.0, True)])
+    g = grade_rows(
+        [
+            ("a", "i1", "rubric", "graded", 0.5, None),
+            ("a", "i2", "rubric", "answer_failed", None, None),
+            ("a", "i3", "rubric", "graded", 0.0, True),
+        ]
+    )
     g = g.with_columns(pl.lit("m @ e").alias("grader"))
     from mama_pipeline.systems.answering import ANSWERS_SCHEMA
 
-    ans = pl.DataFrame([("a", i, "rubric", "ok", "x", "x", [], "p", "h", "k", None) for i in ("i1", "i2", "i3")],
-                       schema=ANSWERS_SCHEMA, orient="row")
+    ans = pl.DataFrame(
+        [("a", i, "rubric", "ok", "x", "x", [], "p", "h", "k", None) for i in ("i1", "i2", "i3")],
+        schema=ANSWERS_SCHEMA,
+        orient="row",
+    )
     pages = {}
     for policy in ("exclude", "score_zero"):
-        page = write_report(SystemsReport(
-            board=scoreboard(g, None, 200, 0, 0.95, policy), comparisons=compare_systems(g, {}, 200, 0, 0.95),
-            grades=g, answers=ans, systems=[{"system": "a"}], grader={}, answer_failures=policy,
-            rubric_parse_retries=2), tmp_path / policy)
+        page = write_report(
+            SystemsReport(
+                board=scoreboard(g, None, 200, 0, 0.95, policy),
+                comparisons=compare_systems(g, {}, 200, 0, 0.95),
+                grades=g,
+                answers=ans,
+                systems=[{"system": "a"}],
+                grader={},
+                answer_failures=policy,
+                rubric_parse_retries=2,
+            ),
+            tmp_path / policy,
+        )
         pages[policy] = page.read_text()
     for text in pages.values():
         assert "Failed calls are listed, not scored" not in text
@@ -161,8 +234,9 @@ def test_report_sentences_follow_the_settings_and_state_the_healthbench_differen
 
     assert sample_note(7, 0, 0, 6, 0) == "7 items (all)"
     assert sample_note(7, 0, 0, 6, 3) == "7 items (all but the 3 rubric items with more than 6 criteria)"
-    assert sample_note(7, 2, 5, 6, 3) == ("7 items (2 per track, seed 5, after leaving out the 3 rubric items "
-                                          "with more than 6 criteria)")
+    assert sample_note(7, 2, 5, 6, 3) == (
+        "7 items (2 per track, seed 5, after leaving out the 3 rubric items with more than 6 criteria)"
+    )
 
 
 def test_free_text_cut_at_max_tokens_or_empty_is_a_parse_failure_served_as_such_from_the_cache(make_client, fake_llm):
@@ -171,9 +245,15 @@ def test_free_text_cut_at_max_tokens_or_empty_is_a_parse_failure_served_as_such_
 
     client = make_client(stage="system:c", parse_retries=1)
     template = answer_template("short_answer", "Be brief.")
-    requests = [LLMRequest(i, template.render(context="", question=q)) for i, q in (
-        ("cut", "Cut off [[fault:malformed]]"), ("empty", "Says nothing [[fault:empty]]"),
-        ("whole", "A whole answer"), ("cut-once", "Cut off once [[fault:malformedx1]]"))]
+    requests = [
+        LLMRequest(i, template.render(context="", question=q))
+        for i, q in (
+            ("cut", "Cut off [[fault:malformed]]"),
+            ("empty", "Says nothing [[fault:empty]]"),
+            ("whole", "A whole answer"),
+            ("cut-once", "Cut off once [[fault:malformedx1]]"),
+        )
+    ]
     before = fake_llm.stats()["chat_calls"]
     res = {r.item_id: r for r in client.run(template, FreeText, requests).results}
     assert (res["cut"].status, res["cut"].error) == ("parse_failed", "answer cut at max_tokens (finish_reason length)")
@@ -190,7 +270,7 @@ def test_pipeline_grades_broken_output_zero_bounds_each_system_and_grader_and_re
     tmp_path, fake_llm
 ):
     from mama_pipeline.store import Store
-    from mama_pipeline_tests.systems.fixtures import grade, verdict
+    from mama_pipeline_tests.systems.fixtures import grade
     from mama_pipeline_tests.systems.test_assets import CRITERIA, calls, materialise, write_config
 
     items = [
@@ -209,10 +289,18 @@ def test_pipeline_grades_broken_output_zero_bounds_each_system_and_grader_and_re
     names = ["closed", "text"]
 
     def run(grader_bound: float) -> dict:
-        config = write_config(tmp_path, fake_llm.url, [closed, text],
-                              llm={"answer_grader": {"max_failure_rate": grader_bound, "parse_retries": 1}})
-        materialise(config, items, names, "mamabench_items mamabench_criteria corpus_chunks calibration_harness_report "
-                    "systems_items")
+        config = write_config(
+            tmp_path,
+            fake_llm.url,
+            [closed, text],
+            llm={"answer_grader": {"max_failure_rate": grader_bound, "parse_retries": 1}},
+        )
+        materialise(
+            config,
+            items,
+            names,
+            "mamabench_items mamabench_criteria corpus_chunks calibration_harness_report systems_items",
+        )
         checks = {}
         for name in names:
             result = materialise(config, items, names, "system_answers system_grades", name, raise_on_error=False)
@@ -233,12 +321,15 @@ def test_pipeline_grades_broken_output_zero_bounds_each_system_and_grader_and_re
     assert grades[("closed", "s-ungraded")]["status"] == "grade_failed"
     # text mode: the fake's JSON reply carries no 'Answer: X' line, the schema fault neither: both wrong and invalid
     assert [(grades[("text", i)]["score"], grades[("text", i)]["invalid"]) for i in ("m-ok", "m-schema")] == [
-        (0.0, True), (0.0, True)]
+        (0.0, True),
+        (0.0, True),
+    ]
 
     assert checks[("closed", "failures_under_bound")].passed
     over = checks[("text", "failures_under_bound")]
     assert not over.passed and over.metadata["summary"].value == (
-        "stage system:text mcq: 1 of 3 items failed (33.33%), bound 5.00% (systems.entries[text].max_failure_rate)")
+        "stage system:text mcq: 1 of 3 items failed (33.33%), bound 5.00% (systems.entries[text].max_failure_rate)"
+    )
 
     board = store.read_table("system_scoreboard").filter(pl.col("segment_kind") == "all")
     by = {(r["system"], r["track"]): r for r in board.iter_rows(named=True)}
@@ -261,8 +352,10 @@ def test_pipeline_grades_broken_output_zero_bounds_each_system_and_grader_and_re
     assert calls(fake_llm) - before == 2 * 2 and first > 4
     assert store.read_table("system_grades").drop("grader").equals(graded)
     summary = checks[("closed", "failures_under_bound")].metadata["summary"].value
-    assert summary == ("stage answer_grader on system:closed short_answer: 1 of 3 answers failed (33.33%), bound "
-                       "20.00% (llm.answer_grader.max_failure_rate)")
+    assert summary == (
+        "stage answer_grader on system:closed short_answer: 1 of 3 answers failed (33.33%), bound "
+        "20.00% (llm.answer_grader.max_failure_rate)"
+    )
     board = store.read_table("system_scoreboard").filter(pl.col("segment_kind") == "all")
     refused = board.filter(pl.col("refused").is_not_null()).select("system", "track").rows()
     assert sorted(refused) == [("closed", "short_answer"), ("text", "mcq")]

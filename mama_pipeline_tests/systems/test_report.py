@@ -1,4 +1,5 @@
 """The systems report: deterministic bytes, per-item files, error bars and deltas."""
+
 from __future__ import annotations
 
 import json
@@ -20,26 +21,51 @@ def frames():
             item = f"m{i}"
             score = float((i + (system == "rag")) % 2)
             answers.append((system, item, "mcq", "ok", "A", "A", chunks, "p", "h", f"k{i}", None))
-            grades.append({**{k: None for k in GRADES_SCHEMA}, "system": system, "item_id": item, "track": "mcq",
-                           "pool": "medqa_usmle", "category": "MATERNAL" if i < 3 else "NEONATAL",
-                           "status": "graded", "score": score, "correct": score == 1.0, "invalid": False,
-                           "grade": "A"})
-    return (pl.DataFrame(answers, schema=ANSWERS_SCHEMA, orient="row"),
-            pl.DataFrame(grades, schema=GRADES_SCHEMA).with_columns(pl.lit(None, pl.String).alias("grader")))
+            grades.append(
+                {
+                    **{k: None for k in GRADES_SCHEMA},
+                    "system": system,
+                    "item_id": item,
+                    "track": "mcq",
+                    "pool": "medqa_usmle",
+                    "category": "MATERNAL" if i < 3 else "NEONATAL",
+                    "status": "graded",
+                    "score": score,
+                    "correct": score == 1.0,
+                    "invalid": False,
+                    "grade": "A",
+                }
+            )
+    return (
+        pl.DataFrame(answers, schema=ANSWERS_SCHEMA, orient="row"),
+        pl.DataFrame(grades, schema=GRADES_SCHEMA).with_columns(pl.lit(None, pl.String).alias("grader")),
+    )
 
 
 def test_report_is_byte_identical_and_lists_items(tmp_path):
     answers, grades = frames()
     board = scoreboard(grades, harness_frame(), 300, 0, 0.95)
     comparisons = compare_systems(grades, {"rag": "closed"}, 300, 0, 0.95)
-    report = SystemsReport(board=board, comparisons=comparisons, grades=grades, answers=answers,
-                           systems=[{"system": "closed", "mode": "closed_book"}, {"system": "rag", "mode": "rag"}],
-                           grader={"rubric": "fake"}, harness=harness_frame(), notes=["a note"])
+    report = SystemsReport(
+        board=board,
+        comparisons=comparisons,
+        grades=grades,
+        answers=answers,
+        systems=[{"system": "closed", "mode": "closed_book"}, {"system": "rag", "mode": "rag"}],
+        grader={"rubric": "fake"},
+        harness=harness_frame(),
+        notes=["a note"],
+    )
     first = write_report(report, tmp_path / "a")
     second = write_report(report, tmp_path / "b")
     files = sorted(p.relative_to(first.parent) for p in first.parent.rglob("*") if p.is_file())
-    assert [str(p) for p in files] == ["deltas.png", "items/closed.jsonl", "items/rag.jsonl", "scores_mcq.png",
-                                       "systems.html"]
+    assert [str(p) for p in files] == [
+        "deltas.png",
+        "items/closed.jsonl",
+        "items/rag.jsonl",
+        "scores_mcq.png",
+        "systems.html",
+    ]
     for rel in files:
         assert (first.parent / rel).read_bytes() == (second.parent / rel).read_bytes(), rel
     rows = [json.loads(x) for x in (first.parent / "items" / "rag.jsonl").read_text().splitlines()]

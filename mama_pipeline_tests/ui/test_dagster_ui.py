@@ -1,5 +1,6 @@
 """The Dagster UI: ``dagster dev`` serves the project's workspace, a headless Chromium screenshots the asset graph,
 a materialisation launched through GraphQL succeeds, and stopping the process group leaves no process behind."""
+
 from __future__ import annotations
 
 import contextlib
@@ -11,8 +12,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -53,7 +55,7 @@ def session_processes(sid: int) -> set[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
         state, session = fields[0], int(fields[3])
         if session == sid and state != "Z":
             found.add(int(entry.name))
@@ -87,8 +89,13 @@ def dagster_dev(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, str, Path]]:
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [DAGSTER, "dev", "-w", str(WORKSPACE), "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=default_signals, start_new_session=True,
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=default_signals,
+            start_new_session=True,
         )
     try:
         yield proc, f"http://127.0.0.1:{port}", log
@@ -110,14 +117,27 @@ def stop_group(proc: subprocess.Popen, timeout: float = 60) -> set[int]:
     return session_processes(proc.pid)
 
 
-
 def screenshot(browser: str, url: str, out: Path, profile: Path) -> None:
     subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", f"--screenshot={out}", "--window-size=1600,1000",
-         "--virtual-time-budget=15000", url],
-        check=True, capture_output=True, timeout=180,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            f"--screenshot={out}",
+            "--window-size=1600,1000",
+            "--virtual-time-budget=15000",
+            url,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
     )
 
 
@@ -135,8 +155,9 @@ def test_dagster_dev_graph_screenshot_graphql_materialisation_and_clean_stop(tmp
             errors = [s["message"] for s in states if s["__typename"] == "PythonError"]
             if errors:
                 pytest.fail(f"the code location failed to load: {errors}")
-            return [(e["name"], r["name"], len(r["assetNodes"])) for e, s in zip(entries, states)
-                    for r in s["repositories"]]
+            return [
+                (e["name"], r["name"], len(r["assetNodes"])) for e, s in zip(entries, states) for r in s["repositories"]
+            ]
 
         repos = wait_for("the code location to load", loaded, 240, proc, log)
         location, repository, n_assets = repos[0]
@@ -147,9 +168,15 @@ def test_dagster_dev_graph_screenshot_graphql_materialisation_and_clean_stop(tmp
         data = shot.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 30_000, f"screenshot of {len(data)} bytes"
 
-        params = {"selector": {"repositoryLocationName": location, "repositoryName": repository,
-                               "jobName": "__ASSET_JOB", "assetSelection": [{"path": CHEAP_ASSET}]},
-                  "runConfigData": {}}
+        params = {
+            "selector": {
+                "repositoryLocationName": location,
+                "repositoryName": repository,
+                "jobName": "__ASSET_JOB",
+                "assetSelection": [{"path": CHEAP_ASSET}],
+            },
+            "runConfigData": {},
+        }
         launched = graphql(base, LAUNCH, {"p": params})["launchRun"]
         assert launched["__typename"] == "LaunchRunSuccess", launched
         run_id = launched["run"]["runId"]

@@ -9,13 +9,14 @@ Run: ``python -m mama_pipeline.sample_data.corpus.make_sample_corpus``
 (``--out PATH`` to write elsewhere). :func:`generate_source` is also used by
 ``benchmarks/corpus_scale.py`` to build a full-size bundle.
 """
+
 from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from mama_pipeline.corpus.bundle import write_text_bundle
 
@@ -28,8 +29,13 @@ Chunk = tuple[str, int, list[str], str]  # source, page, breadcrumb lines (witho
 TOPICS: dict[str, dict[str, list[str]]] = {
     "pph": {
         "chapters": ["Bleeding after birth", "Postpartum haemorrhage", "Third stage of labour"],
-        "sections": ["Preventing heavy bleeding", "Active management of the third stage",
-                     "First response to heavy bleeding", "Retained placenta", "Referral and transfer"],
+        "sections": [
+            "Preventing heavy bleeding",
+            "Active management of the third stage",
+            "First response to heavy bleeding",
+            "Retained placenta",
+            "Referral and transfer",
+        ],
         "sentences": [
             "Give oxytocin 10 IU by intramuscular injection within one minute of the birth of the baby, once a second baby has been excluded.",
             "Postpartum haemorrhage is usually defined as blood loss of 500 ml or more within 24 hours of birth.",
@@ -49,8 +55,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "preeclampsia": {
         "chapters": ["High blood pressure in pregnancy", "Hypertensive disorders", "Pre-eclampsia and eclampsia"],
-        "sections": ["Recognising pre-eclampsia", "Severe features", "Magnesium sulfate",
-                     "Controlling blood pressure", "Care after an eclamptic fit"],
+        "sections": [
+            "Recognising pre-eclampsia",
+            "Severe features",
+            "Magnesium sulfate",
+            "Controlling blood pressure",
+            "Care after an eclamptic fit",
+        ],
         "sentences": [
             "Measure blood pressure at every antenatal visit with the woman seated and an appropriately sized cuff.",
             "A blood pressure of 140/90 mmHg or more on two readings four hours apart after 20 weeks needs further assessment.",
@@ -70,8 +81,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "resus": {
         "chapters": ["Care of the newborn at birth", "Newborn resuscitation", "Helping babies breathe"],
-        "sections": ["The golden minute", "Bag and mask ventilation", "When the heart rate is slow",
-                     "Equipment checks", "After resuscitation"],
+        "sections": [
+            "The golden minute",
+            "Bag and mask ventilation",
+            "When the heart rate is slow",
+            "Equipment checks",
+            "After resuscitation",
+        ],
         "sentences": [
             "Dry the baby thoroughly and keep it warm; drying is often enough to start breathing.",
             "If the baby is not breathing or is gasping after drying, clamp and cut the cord and begin ventilation within one minute.",
@@ -90,8 +106,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "breastfeeding": {
         "chapters": ["Breastfeeding", "Feeding the newborn", "Infant feeding"],
-        "sections": ["Early initiation", "Positioning and attachment", "Breast problems",
-                     "Low milk supply", "Expressing milk"],
+        "sections": [
+            "Early initiation",
+            "Positioning and attachment",
+            "Breast problems",
+            "Low milk supply",
+            "Expressing milk",
+        ],
         "sentences": [
             "Put the baby skin to skin and help the mother begin breastfeeding within the first hour after birth.",
             "Good attachment shows as a wide open mouth, the lower lip turned out and more areola visible above the mouth than below.",
@@ -109,8 +130,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "malaria": {
         "chapters": ["Malaria in pregnancy", "Fever in pregnancy", "Infections in pregnancy"],
-        "sections": ["Prevention", "Intermittent preventive treatment", "Treating uncomplicated malaria",
-                     "Severe malaria", "Bed nets"],
+        "sections": [
+            "Prevention",
+            "Intermittent preventive treatment",
+            "Treating uncomplicated malaria",
+            "Severe malaria",
+            "Bed nets",
+        ],
         "sentences": [
             "Pregnant women in areas of stable transmission should sleep under an insecticide-treated bed net every night.",
             "Intermittent preventive treatment with sulfadoxine-pyrimethamine is given at each scheduled visit from the second trimester.",
@@ -128,8 +154,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "family_planning": {
         "chapters": ["Family planning", "Contraception after birth", "Birth spacing"],
-        "sections": ["Counselling", "Lactational amenorrhoea", "Postpartum IUD",
-                     "Implants and injectables", "Emergency contraception"],
+        "sections": [
+            "Counselling",
+            "Lactational amenorrhoea",
+            "Postpartum IUD",
+            "Implants and injectables",
+            "Emergency contraception",
+        ],
         "sentences": [
             "Discuss family planning during antenatal care and again before the woman leaves the facility after birth.",
             "An interval of at least 24 months between a birth and the next pregnancy is advised for the health of mother and child.",
@@ -147,8 +178,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "antenatal": {
         "chapters": ["Antenatal care", "Care during pregnancy", "The antenatal visit"],
-        "sections": ["Booking visit", "Routine tests", "Nutrition and supplements",
-                     "Danger signs", "Birth preparedness"],
+        "sections": [
+            "Booking visit",
+            "Routine tests",
+            "Nutrition and supplements",
+            "Danger signs",
+            "Birth preparedness",
+        ],
         "sentences": [
             "A schedule of at least eight antenatal contacts is recommended, with the first in the first 12 weeks.",
             "At the booking visit, record the last menstrual period, previous pregnancies and any long-term illness.",
@@ -166,8 +202,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "labour": {
         "chapters": ["Care in labour", "Monitoring labour", "Prolonged and obstructed labour"],
-        "sections": ["Admission in labour", "Using the partograph", "Fetal heart monitoring",
-                     "Slow progress", "Second stage"],
+        "sections": [
+            "Admission in labour",
+            "Using the partograph",
+            "Fetal heart monitoring",
+            "Slow progress",
+            "Second stage",
+        ],
         "sentences": [
             "On admission, check the woman's vital signs, the lie and presentation of the baby, and the fetal heart rate.",
             "Record cervical dilatation, contractions and the fetal heart on the partograph at the intervals in the protocol.",
@@ -185,8 +226,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "sepsis": {
         "chapters": ["Infection after birth", "Maternal sepsis", "Fever after childbirth"],
-        "sections": ["Recognising sepsis", "First-line antibiotics", "Prevention of infection",
-                     "Wound infection", "Referral criteria"],
+        "sections": [
+            "Recognising sepsis",
+            "First-line antibiotics",
+            "Prevention of infection",
+            "Wound infection",
+            "Referral criteria",
+        ],
         "sentences": [
             "Fever of 38 degrees or more with lower abdominal pain and foul-smelling lochia suggests infection of the uterus.",
             "A fast pulse, fast breathing, low blood pressure or confusion in a woman with infection are signs of sepsis.",
@@ -222,8 +268,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "newborn": {
         "chapters": ["Essential newborn care", "The first days of life", "Small and sick newborns"],
-        "sections": ["Keeping the baby warm", "Cord care", "Kangaroo mother care",
-                     "Danger signs in the newborn", "Vitamin K and immunisation"],
+        "sections": [
+            "Keeping the baby warm",
+            "Cord care",
+            "Kangaroo mother care",
+            "Danger signs in the newborn",
+            "Vitamin K and immunisation",
+        ],
         "sentences": [
             "Keep the room warm and free of draughts, and delay the first bath for at least 24 hours.",
             "Place the baby skin to skin on the mother's chest and cover both with a blanket and the baby's head with a hat.",
@@ -241,8 +292,13 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "hiv": {
         "chapters": ["HIV in pregnancy", "Preventing transmission to the baby", "Infections and pregnancy"],
-        "sections": ["Testing and counselling", "Antiretroviral therapy", "Care in labour",
-                     "Infant prophylaxis", "Infant feeding and HIV"],
+        "sections": [
+            "Testing and counselling",
+            "Antiretroviral therapy",
+            "Care in labour",
+            "Infant prophylaxis",
+            "Infant feeding and HIV",
+        ],
         "sentences": [
             "Offer HIV testing to every pregnant woman, with repeat testing later in pregnancy in high-prevalence settings.",
             "Women living with HIV start lifelong antiretroviral therapy as soon as possible, whatever their CD4 count.",
@@ -287,24 +343,45 @@ OSCE = [
 ]
 
 BOILERPLATE = {
-    "copyright": ("", "© {year} {org}. All rights reserved. No part of this publication may be reproduced without "
-                      "permission. ISBN 978-0-{isbn}. Printed in {place}."),
-    "contents": ("Contents", "Introduction 1\nChapter 1 Pregnancy {n}\nChapter 2 Labour 31\nChapter 3 After the birth 58\n"
-                             "Chapter 4 The newborn 77\nAnnex 101"),
-    "foreword": ("Foreword", "It is a pleasure to introduce this {ordinal} edition ({year}). Many people across {place} helped "
-                             "to write and review it, and we hope it will be used widely by those who care for mothers "
-                             "and babies."),
-    "objectives": ("Learning objectives", "By the end of unit {n} you will be able to:\n1. Describe the main causes "
-                                          "covered in this unit.\n2. List the steps of the first response.\n3. Explain "
-                                          "when to refer."),
-    "references": ("References", "1. Author A, Author B. A study of care in labour. J Synth Midwifery. {year};3:{n}-9.\n"
-                                 "2. Author C. Handbook of newborn care. 2nd ed. Example Press; 2012.\n3. Author D, "
-                                 "et al. Trial of a care bundle. Synth Med J. 2019;12:44-51."),
-    "acknowledgements": ("Acknowledgements", "We thank the midwives, nurses and doctors in {place} who reviewed the "
-                                             "drafts of the {ordinal} edition, and the families who allowed their "
-                                             "stories to be told."),
-    "form": ("", "Form {n}\n\n| Date | Time | BP | Pulse | Temp | Signature |\n|---|---|---|---|---|---|\n"
-                 "| | | | | | |\n| | | | | | |\n| | | | | | |\n| | | | | | |"),
+    "copyright": (
+        "",
+        "© {year} {org}. All rights reserved. No part of this publication may be reproduced without "
+        "permission. ISBN 978-0-{isbn}. Printed in {place}.",
+    ),
+    "contents": (
+        "Contents",
+        "Introduction 1\nChapter 1 Pregnancy {n}\nChapter 2 Labour 31\nChapter 3 After the birth 58\n"
+        "Chapter 4 The newborn 77\nAnnex 101",
+    ),
+    "foreword": (
+        "Foreword",
+        "It is a pleasure to introduce this {ordinal} edition ({year}). Many people across {place} helped "
+        "to write and review it, and we hope it will be used widely by those who care for mothers "
+        "and babies.",
+    ),
+    "objectives": (
+        "Learning objectives",
+        "By the end of unit {n} you will be able to:\n1. Describe the main causes "
+        "covered in this unit.\n2. List the steps of the first response.\n3. Explain "
+        "when to refer.",
+    ),
+    "references": (
+        "References",
+        "1. Author A, Author B. A study of care in labour. J Synth Midwifery. {year};3:{n}-9.\n"
+        "2. Author C. Handbook of newborn care. 2nd ed. Example Press; 2012.\n3. Author D, "
+        "et al. Trial of a care bundle. Synth Med J. 2019;12:44-51.",
+    ),
+    "acknowledgements": (
+        "Acknowledgements",
+        "We thank the midwives, nurses and doctors in {place} who reviewed the "
+        "drafts of the {ordinal} edition, and the families who allowed their "
+        "stories to be told.",
+    ),
+    "form": (
+        "",
+        "Form {n}\n\n| Date | Time | BP | Pulse | Temp | Signature |\n|---|---|---|---|---|---|\n"
+        "| | | | | | |\n| | | | | | |\n| | | | | | |\n| | | | | | |",
+    ),
     "short": ("", "Figure {n}. See the next page."),
 }
 
@@ -323,30 +400,64 @@ class SourceSpec:
 
 
 SAMPLE_SOURCES = [
-    SourceSpec("hesperian-a-book-for-midwives", "handbook",
-               ["antenatal", "labour", "pph", "breastfeeding", "family_planning"], 40,
-               ["copyright", "contents", "acknowledgements", "references", "short"]),
-    SourceSpec("msf-essential-obstetric-and-newborn-care", "protocol",
-               ["pph", "preeclampsia", "sepsis", "resus", "malaria"], 40,
-               ["copyright", "contents", "foreword", "form", "references"], inline_breadcrumb=True),
-    SourceSpec("oxford-handbook-of-midwifery", "handbook",
-               ["antenatal", "anaemia", "labour", "newborn", "hiv"], 36,
-               ["copyright", "contents", "short"]),
-    SourceSpec("who-midwifery-education-modules-3", "educator",
-               ["pph", "sepsis", "preeclampsia"], 30,
-               ["copyright", "objectives", "objectives", "foreword", "references", "form"]),
-    SourceSpec("midwifery-essentials-3", "handbook",
-               ["labour", "breastfeeding", "newborn"], 32,
-               ["copyright", "contents", "references"]),
-    SourceSpec("tanzania-moh-obstetric-protocols", "protocol",
-               ["malaria", "anaemia", "hiv", "pph"], 34,
-               ["copyright", "foreword", "acknowledgements", "form"], inline_breadcrumb=True),
-    SourceSpec("nmc-midwifery-mock-osce", "osce",
-               ["resus", "breastfeeding"], 3,
-               ["objectives", "form", "form", "short", "short"]),
-    SourceSpec("who-recommendations-postnatal-care", "protocol",
-               ["breastfeeding", "family_planning", "newborn", "sepsis"], 34,
-               ["copyright", "contents", "references"]),
+    SourceSpec(
+        "hesperian-a-book-for-midwives",
+        "handbook",
+        ["antenatal", "labour", "pph", "breastfeeding", "family_planning"],
+        40,
+        ["copyright", "contents", "acknowledgements", "references", "short"],
+    ),
+    SourceSpec(
+        "msf-essential-obstetric-and-newborn-care",
+        "protocol",
+        ["pph", "preeclampsia", "sepsis", "resus", "malaria"],
+        40,
+        ["copyright", "contents", "foreword", "form", "references"],
+        inline_breadcrumb=True,
+    ),
+    SourceSpec(
+        "oxford-handbook-of-midwifery",
+        "handbook",
+        ["antenatal", "anaemia", "labour", "newborn", "hiv"],
+        36,
+        ["copyright", "contents", "short"],
+    ),
+    SourceSpec(
+        "who-midwifery-education-modules-3",
+        "educator",
+        ["pph", "sepsis", "preeclampsia"],
+        30,
+        ["copyright", "objectives", "objectives", "foreword", "references", "form"],
+    ),
+    SourceSpec(
+        "midwifery-essentials-3",
+        "handbook",
+        ["labour", "breastfeeding", "newborn"],
+        32,
+        ["copyright", "contents", "references"],
+    ),
+    SourceSpec(
+        "tanzania-moh-obstetric-protocols",
+        "protocol",
+        ["malaria", "anaemia", "hiv", "pph"],
+        34,
+        ["copyright", "foreword", "acknowledgements", "form"],
+        inline_breadcrumb=True,
+    ),
+    SourceSpec(
+        "nmc-midwifery-mock-osce",
+        "osce",
+        ["resus", "breastfeeding"],
+        3,
+        ["objectives", "form", "form", "short", "short"],
+    ),
+    SourceSpec(
+        "who-recommendations-postnatal-care",
+        "protocol",
+        ["breastfeeding", "family_planning", "newborn", "sepsis"],
+        34,
+        ["copyright", "contents", "references"],
+    ),
 ]
 
 
@@ -417,7 +528,7 @@ def generate_source(spec: SourceSpec, seen: set[str], seed: int = SEED) -> Itera
             yield spec.slug, page, _crumb(spec, chapter, section), _body(rng, spec, topic, seen)
             done += 1
             page += rng.choice([0, 1, 1, 2])
-    for kind in inner[len(slots):]:
+    for kind in inner[len(slots) :]:
         heading, body = _boilerplate(rng, kind, seen)
         yield spec.slug, page, heading, body
         page += 1

@@ -6,6 +6,7 @@ the bundled sample: the shortest rows of MedQA, the Kenya vignettes and HealthBe
 HealthBench rows that the consensus/hard fixtures and the physician meta-evaluation
 sample share (so the side-file and the joins are not empty).
 """
+
 import csv
 import json
 from pathlib import Path
@@ -47,8 +48,11 @@ def main() -> None:
     (HERE / "healthbench_hard-demo.jsonl").write_text("\n".join(hard[i] for i in HARD_ROWS) + "\n", encoding="utf-8")
 
     ids = {json.loads(line)["prompt_id"] for line in kept}
-    meta = [line for line in jsonl(SAMPLE / "calibration/oss_meta_eval-sample.jsonl")
-            if json.loads(line)["prompt_id"] in ids]
+    meta = [
+        line
+        for line in jsonl(SAMPLE / "calibration/oss_meta_eval-sample.jsonl")
+        if json.loads(line)["prompt_id"] in ids
+    ]
     (HERE / "oss_meta_eval-demo.jsonl").write_text("\n".join(meta) + "\n", encoding="utf-8")
 
 
