@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.partitions.context import partition_loading_context
 
 from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
@@ -33,17 +34,19 @@ def recorded_fingerprint(instance: dg.DagsterInstance, bundle_spec: str) -> str 
     return f"sha256:{meta['bundle_sha256']}" if meta.get("bundle_sha256") else None
 
 
-def corpus_run_request(graph: Any, fingerprint: str) -> dg.RunRequest:
+def corpus_run_request(graph: Any, fingerprint: str, instance: dg.DagsterInstance) -> dg.RunRequest:
     """One request for the corpus and everything downstream.
 
-    A plain run when every selected asset is unpartitioned; otherwise a backfill
-    (a run cannot mix partitions definitions), which the daemon runs in
-    dependency order over every partition.
+    A plain run when every selected asset is unpartitioned; otherwise a backfill (a run cannot mix partitions
+    definitions), which the daemon runs in dependency order over every partition, the submissions' dynamic
+    partitions read from ``instance``.
     """
     keys = CORPUS_AND_DOWNSTREAM.resolve(graph)
     tags = {TRIGGER_TAG: "corpus_version_sensor", "mama/corpus_fingerprint": fingerprint}
     if any(graph.get(k).partitions_def is not None for k in keys):
-        return dg.RunRequest.for_asset_graph_subset(AssetGraphSubset.from_asset_keys(keys, graph), tags=tags)
+        with partition_loading_context(dynamic_partitions_store=instance):  # the submissions' keys live on it
+            subset = AssetGraphSubset.from_asset_keys(keys, graph)
+        return dg.RunRequest.for_asset_graph_subset(subset, tags=tags)
     return dg.RunRequest(asset_selection=sorted(keys, key=str), tags=tags)  # no run key: a reverted bundle reruns
 
 
@@ -59,7 +62,7 @@ def check_corpus_version(context: dg.SensorEvaluationContext, settings: Settings
     if seen == fingerprint:
         return dg.SkipReason(f"corpus bundle {spec} unchanged ({fingerprint})")
     context.log.info(f"corpus bundle {spec} changed: {seen} -> {fingerprint}")
-    return corpus_run_request(context.repository_def.asset_graph, fingerprint)
+    return corpus_run_request(context.repository_def.asset_graph, fingerprint, context.instance)
 
 
 def corpus_version_sensor(settings: PipelineSettings) -> dg.SensorDefinition:

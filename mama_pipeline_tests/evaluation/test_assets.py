@@ -197,7 +197,8 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
 def test_definitions_load_without_heavy_imports():
     heavy = ("torch", "pyserini", "faiss", "matplotlib", "sentence_transformers", "scipy", "statsmodels")
     code = (
-        "import sys; from mama_pipeline.evaluation.definitions import defs; "
+        "import sys; from mama_pipeline.evaluation.definitions import build_defs; "
+        "from mama_pipeline.settings import load_settings; build_defs(load_settings()); "
         f"print([m for m in {heavy!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

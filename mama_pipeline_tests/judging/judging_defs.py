@@ -40,8 +40,12 @@ def audit_pool(queries: pl.DataFrame, chunks: pl.DataFrame, pooled_pairs: pl.Dat
     return pool.with_columns(pl.col("in_main_pool").fill_null(False))
 
 
-JUDGING = judging.build_defs(load_settings())  # MAMA_CONFIG when this module loads
+def judging_area() -> dg.Definitions:
+    """The judging group built from MAMA_CONFIG (a function: one Definitions object at module scope)."""
+    return judging.build_defs(load_settings())
+
+
 defs = dg.Definitions.merge(
-    JUDGING,
+    judging_area(),
     dg.Definitions(assets=[queries, chunks, pooled_pairs, audit_pool], resources=shared_resources()),
 )

@@ -72,7 +72,7 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
         "pool_completeness",
     ]
     result = dg.materialize(
-        [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *upstream],
+        [*(area := judging_defs.judging_area()).assets, *area.asset_checks, *upstream],
         selection=dg.AssetSelection.assets(*downstream),
         resources=resources,
     )

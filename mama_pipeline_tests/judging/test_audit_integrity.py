@@ -16,7 +16,8 @@ from mama_pipeline_tests.judging import judging_defs
 
 SHARDS = ["shard_000", "shard_001", "shard_002", "shard_003"]
 UPSTREAM = [judging_defs.queries, judging_defs.chunks, judging_defs.pooled_pairs, judging_defs.audit_pool]
-ASSETS = [*judging_defs.JUDGING.assets, *judging_defs.JUDGING.asset_checks, *UPSTREAM]
+JUDGING = judging_defs.judging_area()
+ASSETS = [*JUDGING.assets, *JUDGING.asset_checks, *UPSTREAM]
 
 
 def write_config(

@@ -138,8 +138,13 @@ def main(module: str, work: Path, fake_url: str) -> None:
         # what the release is built from and a corpus change can reach (mamabench's pools, which the clinician
         # subset also reads, are not downstream of the corpus and stay as they are)
         affected = upstream & dg.AssetSelection.assets("corpus_chunks").downstream().resolve(graph)
+
+        def has_partitions(key: dg.AssetKey) -> bool:  # submission_scores without a submission has none to request
+            partitions = graph.get(key).partitions_def
+            return partitions is None or bool(partitions.get_partition_keys(dynamic_partitions_store=instance))
+
         out["not_requested"] = sorted(
-            k.to_user_string() for k in affected - requested if graph.get(k).is_materializable
+            k.to_user_string() for k in affected - requested if graph.get(k).is_materializable and has_partitions(k)
         )
         calls = chat_calls(fake_url)
         runs = execute_plan(
