@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.input_errors import InputError, at, read_text, text_lines
+from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.evaluation.trec import read_trec_run
 
 KINDS = ("retrieval", "answers")
@@ -129,13 +130,7 @@ def read_answers_file(path: str | os.PathLike[str], item_ids: set[str], chunk_id
     path = Path(path)
     rows: dict[str, list] = {k: [] for k in ANSWER_SCHEMA}
     seen: dict[str, int] = {}
-    for lineno, line in text_lines(path, "answers file"):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(at(path, f"not JSON: {exc.msg}", lineno)) from None
+    for lineno, record in json_lines(path, "answers file"):
         if not isinstance(record, dict):
             raise InputError(at(path, 'expected an object {"item_id", "answer", "cited_chunk_ids"}', lineno))
         extra = sorted(set(record) - ANSWER_KEYS)

@@ -394,7 +394,7 @@ def test_holes_the_judge_cannot_label_refuse_the_track_instead_of_counting_as_no
         (['{"item_id": "m-1", "answer": 2}'], 1, "answer must be a string"),
         (['{"item_id": "m-1", "answer": "B", "cited_chunk_ids": ["zz"]}'], 1, "unknown chunk id 'zz'"),
         (['{"item_id": "m-1", "answer": "B", "confidence": 1}'], 1, "keys must be item_id, answer"),
-        (["", '{"item_id": "m-1", "answer": "B"'], 2, "not JSON"),
+        (["", '{"item_id": "m-1", "answer": "B"'], 2, "not valid JSON"),
     ],
 )
 def test_answers_file_errors_name_the_line(tmp_path, lines, line, reason):
