@@ -1,7 +1,7 @@
 """Command line: ``mama-pipeline demo|materialize|plan|submit|eval|verify``.
 
-``materialize`` runs an asset selection on the project's instance, one run per
-partitions definition and partition key, in dependency order: with ``dagster asset
+``materialize`` runs what changed in an asset selection (``--all``: all of it) on the project's instance, one
+run per partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
 this process. ``demo`` does the latter for every asset on the demo configuration.
 ``--executor dask`` runs every step on the ``dask.distributed`` cluster named by
@@ -41,9 +41,19 @@ def dagster_home(data_path: Path) -> Path:
     return home
 
 
-def materialize(select: str, executor: str = "multiprocess", run_config: str | None = None) -> int:
-    """Materialise the selection; stops at the first failed run and returns its exit code.
+def materialize(
+    select: str,
+    executor: str = "multiprocess",
+    run_config: str | None = None,
+    everything: bool = False,
+    retry_parse_failed: bool = False,
+) -> int:
+    """Materialise what changed in the selection (``everything``: all of it); stops at the first failed run and
+    returns its exit code.
 
+    What runs is planned in this process first (``run_plan.changed_steps``: the inputs are observed and only
+    asset partitions that are new, stale, owed LLM answers or downstream of one of those run); with nothing
+    changed no run is launched.
     ``in_process``: every run in this process (one line per step, events to a log file, a summary).
     ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process, forked from a
     forkserver with the definitions preloaded (config/materialize-run-config.yaml).
@@ -54,20 +64,24 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.run_plan import materialize_commands, plan_runs, selected_keys
+    from mama_pipeline.run_plan import changed_steps, materialize_commands, plan_runs, selected_keys
 
+    keys = selected_keys(defs, select)
+    with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
+        if everything:
+            steps = plan_runs(defs.resolve_asset_graph(), keys)
+        else:
+            steps = changed_steps(defs, keys, instance, retry_parse_failed, say=lambda line: print(line, flush=True))
+        if not steps:
+            print("nothing changed since the last materialisation: no run launched (--all runs it anyway)", flush=True)
+            return 0
+        if executor != "in_process":
+            module, config = (DASK_MODULE, run_config) if executor == "dask" else (MODULE, run_config or _run_config())
+            commands = materialize_commands(steps, module, config, instance)
     if executor == "in_process":
-        return run_here(defs, selected_keys(defs, select), home)
+        return run_here(defs, steps, home)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
-    if executor == "dask":
-        module, config = DASK_MODULE, run_config
-    else:
-        module, config = MODULE, run_config or (str(RUN_CONFIG) if RUN_CONFIG.exists() else None)
-    with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
-        commands = materialize_commands(
-            plan_runs(defs.resolve_asset_graph(), selected_keys(defs, select)), module, config, instance
-        )
     for n, args in enumerate(commands, start=1):
         print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
         code = subprocess.call([dagster, *args], env=env)
@@ -75,6 +89,10 @@ def materialize(select: str, executor: str = "multiprocess", run_config: str | N
             _print_failed_steps(home)
             return code
     return 0
+
+
+def _run_config() -> str | None:
+    return str(RUN_CONFIG) if RUN_CONFIG.exists() else None
 
 
 def _print_failed_steps(home: Path) -> None:
@@ -90,7 +108,7 @@ def _print_failed_steps(home: Path) -> None:
 
 
 def run_here(defs, keys, home: Path) -> int:
-    """Run ``keys`` (None: every asset) in this process on the instance at ``home``, then print the summary;
+    """Run ``keys`` (None: every asset; a list: the planned runs) in this process on the instance at ``home``, then print the summary;
     returns the exit code."""
     import datetime as dt
     import time
@@ -152,6 +170,13 @@ def _dispatch(argv: list[str] | None) -> int:
     sub.add_parser("demo", help="materialise every asset on the demo-sized sample in one process, then summarise")
     m = sub.add_parser("materialize", help="materialise an asset selection (Dagster selection syntax)")
     m.add_argument("--select", default="*")
+    m.add_argument(
+        "--all",
+        action="store_true",
+        dest="everything",
+        help="run every selected asset, changed or not (default: only what is new, stale, owed LLM answers or "
+        "downstream of one of those; with nothing changed no run starts)",
+    )
     m.add_argument(
         "--retry-parse-failed",
         action="store_true",
@@ -250,7 +275,7 @@ def _dispatch(argv: list[str] | None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    return materialize(args.select, args.executor, args.run_config)
+    return materialize(args.select, args.executor, args.run_config, args.everything, args.retry_parse_failed)
 
 
 if __name__ == "__main__":

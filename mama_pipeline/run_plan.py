@@ -6,29 +6,43 @@ retriever, judged labels per shard), so it is cut into steps: each step is a set
 of assets with the same partitions definition (or none), run once, or once per
 partition key, after every step it depends on. The steps are as few as a
 topological order allows.
+
+Without ``--all``, only what changed is planned (``changed_steps``): every observable source (the files and
+servers assets read, ``common/observed_inputs.py``) is observed, then an asset partition runs when it was never
+materialised, when Dagster finds it stale (its code version, ``common/code_version.py``, or an input's data
+version differs from those its last materialisation recorded), when its last materialisation left LLM answers
+to ask again (``*transport_failed`` > 0 in its metadata), or when something it depends on runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dagster as dg
 
+from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.input_errors import InputError
+
+RETRY_SUFFIXES = ("transport_failed",)  # LLM answers not got: a stage asks them again at its next run
+
+LISTED = 40  # assets listed with their reasons in the summary
+Planned = dict[dg.AssetKey, dict[str | None, str]]  # asset -> partition key (None: unpartitioned) -> why it runs
 
 
 @dataclass(frozen=True)
 class RunStep:
     asset_keys: tuple[dg.AssetKey, ...]
     partitions_def: dg.PartitionsDefinition | None
+    only: tuple[str, ...] | None = None  # the partition keys planned (None: every one)
 
     def partition_keys(self, instance: dg.DagsterInstance | None = None) -> list[str | None]:
         """The step's partition keys; a dynamic definition's (the submissions) are read from ``instance``."""
         if self.partitions_def is None:
             return [None]
-        return list(self.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+        keys = list(self.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+        return keys if self.only is None else [k for k in keys if k in self.only]
 
 
 def selected_keys(defs: dg.Definitions, select: str) -> set[dg.AssetKey]:
@@ -144,3 +158,125 @@ def execute_plan(
             if not result.success:
                 return results
     return results
+
+
+def observe_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> int:
+    """Observe every observable source asset (one in-process run); returns how many were observed."""
+    from dagster._core.definitions.observe import observe
+
+    from mama_pipeline.resources import shared_resources
+
+    sources = [a for a in defs.assets or [] if isinstance(a, dg.SourceAsset) and a.is_observable]
+    if sources:
+        observe(sources, instance=instance, resources=shared_resources(), tags={"mama/trigger": "observe_inputs"})
+    return len(sources)
+
+
+def _retry_reason(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None, suffixes) -> str | None:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=None if partition is None else [partition]), limit=1
+    ).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    meta = records[0].asset_materialization.metadata
+    due = sum(int(v.value) for k, v in meta.items() if k.endswith(suffixes) and isinstance(v.value, int))
+    return f"{due} LLM answers to ask again" if due else None
+
+
+def _upstream_reason(graph: Any, key: dg.AssetKey, partition: str | None, planned: Planned) -> str | None:
+    node = graph.get(key)
+    for parent in sorted(node.parent_keys, key=lambda k: k.to_user_string()):
+        runs = planned.get(parent)
+        if not runs:
+            continue
+        same = node.partitions_def is not None and graph.get(parent).partitions_def == node.partitions_def
+        if not same or partition in runs:
+            return f"{parent.to_user_string()} runs"
+    return None
+
+
+def changed_partitions(
+    graph: Any, keys: Iterable[dg.AssetKey], instance: dg.DagsterInstance, retry_parse_failed: bool = False
+) -> Planned:
+    """The asset partitions of ``keys`` (expanded to whole multi-assets) that must run, each with its reason.
+
+    Sources must have been observed first (``observe_inputs``). ``retry_parse_failed``: answers cached as
+    unparseable are asked again too, so a stage that has them runs.
+    """
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._time import get_current_datetime
+
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    resolver = CachingStaleStatusResolver(instance, graph, view)
+    suffixes = (*RETRY_SUFFIXES, "parse_failed") if retry_parse_failed else RETRY_SUFFIXES
+    selected = expand_selection(graph, keys)
+    planned: Planned = {}
+    for key in graph.toposorted_asset_keys:
+        if key not in selected:
+            continue
+        for partition in RunStep((key,), graph.get(key).partitions_def).partition_keys(instance):
+            reason = _upstream_reason(graph, key, partition, planned)
+            if reason is None:
+                status = resolver.get_status(key, partition)
+                if status == StaleStatus.MISSING:
+                    reason = "never materialised"
+                elif status == StaleStatus.STALE:
+                    causes = resolver.get_stale_root_causes(key, partition)
+                    reason = "; ".join(sorted({f"{c.asset_key.to_user_string()} {c.reason}" for c in causes}))
+                else:
+                    reason = _retry_reason(instance, key, partition, suffixes)
+            if reason:
+                planned.setdefault(key, {})[partition] = reason
+    if planned:
+        for key in sorted(selected - set(planned), key=lambda k: k.to_user_string()):
+            if RUNS_WITH_ANY_CHANGE.items() <= graph.get(key).tags.items():
+                planned[key] = dict.fromkeys(
+                    RunStep((key,), graph.get(key).partitions_def).partition_keys(instance),
+                    "reads the whole store: runs with any change",
+                )
+    return planned
+
+
+def planned_steps(graph: Any, planned: Planned) -> list[RunStep]:
+    """The runs of ``plan_runs`` over the planned assets, each partitioned run cut to the planned partitions."""
+    steps = []
+    for step in plan_runs(graph, planned):
+        if step.partitions_def is not None:
+            only = {p for k in step.asset_keys for p in planned.get(k, {})} - {None}
+            step = replace(step, only=tuple(sorted(only)))
+        steps.append(step)
+    return steps
+
+
+def changed_steps(
+    defs: dg.Definitions,
+    keys: set[dg.AssetKey],
+    instance: dg.DagsterInstance,
+    retry_parse_failed: bool = False,
+    say: Callable[[str], None] = print,
+) -> list[RunStep]:
+    """Observe the sources, then plan the runs of what changed in ``keys``; ``say`` gets a summary (each asset
+    that runs, with why, and how many are unchanged)."""
+    graph = defs.resolve_asset_graph()
+    observed = observe_inputs(defs, instance)
+    planned = changed_partitions(graph, keys, instance, retry_parse_failed)
+    selected = expand_selection(graph, keys)
+    total = sum(len(RunStep((k,), graph.get(k).partitions_def).partition_keys(instance)) for k in selected)
+    runs = sum(len(v) for v in planned.values())
+    say(
+        f"{observed} inputs observed; {runs} of {total} asset partitions ({len(planned)} of {len(selected)} "
+        f"assets) to run, {total - runs} unchanged since their last materialisation"
+    )
+    shown = sorted(planned, key=lambda k: k.to_user_string())
+    for key in shown[:LISTED]:
+        parts = planned[key]
+        where = "" if list(parts) == [None] else f" [{', '.join(str(p) for p in parts)}]"
+        say(f"  {key.to_user_string()}{where}: {'; '.join(sorted(set(parts.values())))}")
+    if len(shown) > LISTED:
+        say(f"  ... and {len(shown) - LISTED} more assets")
+    return planned_steps(graph, planned)

@@ -22,13 +22,24 @@ from mama_pipeline.calibration.rubric_judge import (
 )
 from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES, build_side_file
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "calibration"
 SCOPE_VERDICTS = dg.AssetKey("healthbench_scope_verdicts")
+INPUT_FILES = "calibration_input_files"
+
+calibration_input_files = observed_input(
+    INPUT_FILES,
+    GROUP,
+    "The files the calibration settings name (the physician meta-evaluation file): sha256 of each.",
+    lambda s: settings_files_fingerprint(s.calibration, s.resolve),
+)
 
 
-@dg.asset(group_name=GROUP, description="HealthBench's physician meta-evaluation rows, as upstream.")
+@dg.asset(
+    group_name=GROUP, deps=[INPUT_FILES], description="HealthBench's physician meta-evaluation rows, as upstream."
+)
 def calibration_meta_eval(settings: SettingsResource) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     found = locate(s.calibration.meta_eval, Path(s.config_dir))

@@ -21,15 +21,26 @@ from mama_pipeline.clinician.clinician_agreement import relevance_agreement, sco
 from mama_pipeline.clinician.clinician_page import write_report
 from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
-from mama_pipeline.clinician.projects import label_config, push_tasks, read_exports
+from mama_pipeline.clinician.projects import annotations_version, label_config, push_tasks, read_exports
 from mama_pipeline.clinician.synthetic import is_synthetic
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, label_studio_tasks, relevance_tasks, scope_tasks
 from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "clinician"
+ANNOTATIONS = "clinician_annotations"
+
+
+clinician_annotations = observed_input(
+    ANNOTATIONS,
+    GROUP,
+    "Clinicians' annotations: on the Label Studio server (every annotation's id, update time and marks), or in "
+    "the configured export files (sha256).",
+    lambda s: annotations_version(s.clinician, s.resolve),
+)
 TASK_FILES = ("clinician", "label_studio")
 EXPORT_FILES = ("clinician", "exports")
 REPORT_DIR = ("reports", "clinician")
@@ -128,7 +139,7 @@ def clinician_projects(
 
 @dg.asset(
     group_name=GROUP,
-    deps=[clinician_projects],
+    deps=[clinician_projects, ANNOTATIONS],
     description="Clinicians' annotations, one row per task and annotator (annotator id and times kept), from the "
     "Label Studio server or the configured export files; skipped or incomplete ones are listed with the problem; "
     "synthetic marks made-up annotations (the annotation or its task says so).",

@@ -4,6 +4,7 @@ import dagster as dg
 
 from mama_pipeline.clinician.assets import (
     clinician_agreement,
+    clinician_annotations,
     clinician_estimates,
     clinician_labels,
     clinician_projects,
@@ -20,6 +21,7 @@ def build_defs(settings: PipelineSettings) -> dg.Definitions:
     """The group's assets and checks; the sensor polls at ``clinician.sensor_interval_s``."""
     return dg.Definitions(
         assets=[
+            clinician_annotations,
             clinician_tasks,
             clinician_projects,
             clinician_labels,

@@ -110,6 +110,19 @@ def annotations_fingerprint(exports: dict[str, list[dict[str, Any]]]) -> str:
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:16]
 
 
+def annotations_version(c: ClinicianSettings, resolve: Callable[[str], Path]) -> str:
+    """The data version of the annotations: ``server:`` and their fingerprint on the Label Studio server, else
+    the configured export files' fingerprints; made-up annotations (the offline demo) follow from the tasks and
+    settings alone."""
+    from mama_pipeline.common.observed_inputs import path_fingerprint
+
+    if c.label_studio_url:
+        exports = read_exports(c, resolve)
+        return "server:" + annotations_fingerprint({kind: tasks for kind, (_, tasks) in exports.items()})
+    files = {kind: getattr(c.exports, kind) for kind in KINDS if getattr(c.exports, kind)}
+    return json.dumps({kind: path_fingerprint(resolve(path)) for kind, path in files.items()}, sort_keys=True)
+
+
 def read_exports(
     c: ClinicianSettings, resolve: Callable[[str], Path], tasks: pl.DataFrame | None = None
 ) -> dict[str, tuple[str, list[dict[str, Any]]]]:

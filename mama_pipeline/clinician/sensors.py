@@ -8,8 +8,10 @@ cancelled, synthetic mark) across the projects; each new fingerprint requests on
 
 import dagster as dg
 
+from mama_pipeline.clinician.assets import ANNOTATIONS
 from mama_pipeline.clinician.label_studio import LabelStudioError
 from mama_pipeline.clinician.projects import annotations_fingerprint, read_exports
+from mama_pipeline.common.observed_inputs import observation
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 
@@ -39,11 +41,12 @@ def check_annotations(context: dg.SensorEvaluationContext, settings: SettingsRes
     context.update_cursor(fingerprint)
     annotations = sum(len(t.get("annotations") or []) for _, tasks in exports.values() for t in tasks)
     context.log.info(f"annotations at {url} changed: {annotations} now ({fingerprint})")
-    return dg.RunRequest(
+    request = dg.RunRequest(
         run_key=fingerprint,
         asset_selection=sorted(LABEL_ASSETS.resolve(context.repository_def.asset_graph), key=str),
         tags={"mama/trigger": "clinician_annotations_sensor"},
-    )
+    )  # the annotations' new data version is recorded, so the run's provenance holds it
+    return dg.SensorResult(run_requests=[request], asset_events=[observation(ANNOTATIONS, "server:" + fingerprint)])
 
 
 def clinician_annotations_sensor(settings: PipelineSettings) -> dg.SensorDefinition:

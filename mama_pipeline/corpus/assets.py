@@ -7,16 +7,27 @@ import polars as pl
 
 from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.corpus.bundle import load_bundle
 from mama_pipeline.corpus.location import resolve_bundle
 from mama_pipeline.corpus.sampling import sample_chunks
+from mama_pipeline.corpus.watch import bundle_fingerprint
 from mama_pipeline.resources import SettingsResource
 
 GROUP = "corpus"
+BUNDLE = "corpus_bundle"
+
+corpus_bundle = observed_input(
+    BUNDLE,
+    GROUP,
+    "The configured corpus bundle: sha256 of a local file, or the commit its hub revision points at.",
+    lambda s: bundle_fingerprint(s.corpus.bundle, Path(s.config_dir)),
+)
 
 
 @dg.multi_asset(
     group_name=GROUP,
+    deps=[BUNDLE],
     outs={
         "corpus_chunks": dg.AssetOut(
             description="One row per chunk of the bundle: canonical text, content-derived chunk id, source, page, "

@@ -14,6 +14,7 @@ import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
 from dagster._core.definitions.partitions.context import partition_loading_context
 
+from mama_pipeline.common.observed_inputs import observation
 from mama_pipeline.corpus import watch
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
@@ -62,7 +63,10 @@ def check_corpus_version(context: dg.SensorEvaluationContext, settings: Settings
     if seen == fingerprint:
         return dg.SkipReason(f"corpus bundle {spec} unchanged ({fingerprint})")
     context.log.info(f"corpus bundle {spec} changed: {seen} -> {fingerprint}")
-    return corpus_run_request(context.repository_def.asset_graph, fingerprint, context.instance)
+    return dg.SensorResult(  # the bundle's new data version is recorded, so the runs' provenance holds it
+        run_requests=[corpus_run_request(context.repository_def.asset_graph, fingerprint, context.instance)],
+        asset_events=[observation("corpus_bundle", fingerprint)],
+    )
 
 
 def corpus_version_sensor(settings: PipelineSettings) -> dg.SensorDefinition:

@@ -7,6 +7,7 @@ never does). Hub lookups go through ``HfApi.repo_info`` and honour ``HF_ENDPOINT
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ HubCommit = Callable[[str, str, str], str]  # (repo_type, repo_id, revision) -> 
 
 
 def hub_commit(repo_type: str, repo_id: str, revision: str) -> str:
-    """The commit a hub revision (commit, tag or branch) points at now."""
+    """The commit a hub revision (commit, tag or branch) points at now; a full commit hash is its own answer."""
+    if re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision
     from huggingface_hub import HfApi
 
     return HfApi().repo_info(repo_id, repo_type=repo_type, revision=revision).sha

@@ -142,14 +142,17 @@ def terminal_and_log(log_path: Path) -> Iterator[tuple[TextIO, TextIO]]:
 
 def run_in_process(
     defs: dg.Definitions,
-    keys: set[dg.AssetKey] | None,
+    keys: set[dg.AssetKey] | list[RunStep] | None,
     instance: dg.DagsterInstance,
     log_path: Path,
     tags: dict[str, str] | None = None,
 ) -> RunTally:
-    """Materialise ``keys`` (None: every asset) run by run; stops at the first failed run."""
+    """Materialise ``keys`` (None: every asset; a list: the runs already planned) run by run; stops at the first
+    failed run."""
     graph = defs.resolve_asset_graph()
-    steps = plan_runs(graph, graph.materializable_asset_keys if keys is None else keys)
+    steps = (
+        keys if isinstance(keys, list) else plan_runs(graph, graph.materializable_asset_keys if keys is None else keys)
+    )
     tally = RunTally()
     with terminal_and_log(log_path) as (terminal, log):
         lines = StepLines(terminal, tally)

@@ -13,6 +13,7 @@ import polars as pl
 
 from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import (
@@ -36,6 +37,8 @@ from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "evaluation"
+INPUT_FILES = "evaluation_input_files"
+RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models and runs
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 REPORT_DIR = ("reports", "evaluation")
 PER_QUERY_DIR = ("results", "per_query")
@@ -102,7 +105,7 @@ def _score(
 
 @dg.multi_asset(
     group_name=GROUP,
-    deps=[RANKINGS],
+    deps=[RANKINGS, INPUT_FILES],
     ins={"queries": QUERIES},
     outs={
         "scoreboard": dg.AssetOut(
@@ -173,7 +176,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
 
 @dg.asset(
     group_name=GROUP,
-    deps=[RANKINGS, CLINICIAN_AGREEMENT, *JUDGING_AUDITS],
+    deps=[RANKINGS, CLINICIAN_AGREEMENT, *JUDGING_AUDITS, INPUT_FILES],
     description="Static HTML report: header (corpus version, judge model, prompt hash, dates, counts), scoreboard "
     "with bootstrap intervals, Holm-adjusted significance matrix and heatmap, measures by k, per tier and per "
     "source, segment tables with paired tests, label distribution, judge reliability, pool completeness, "
@@ -304,6 +307,7 @@ def mamaretrieval_header(
 
 @dg.multi_asset(
     group_name=GROUP,
+    deps=[INPUT_FILES, RETRIEVAL_INPUT_FILES],  # the benchmarks, and the retrievers' models
     outs={
         "beir_scoreboard": dg.AssetOut(
             description="Every configured BEIR benchmark x retriever x measure (label >= 1)."
@@ -434,5 +438,13 @@ def significance_covers_every_pair(significance: pl.DataFrame, scoreboard: pl.Da
     )
 
 
-ASSETS = [scoreboard, evaluation_report, beir_evaluations]
+evaluation_input_files = observed_input(
+    INPUT_FILES,
+    GROUP,
+    "The files and folders the evaluation settings name (run files: sha256; BEIR benchmark folders: each "
+    "file's path, size and modification time).",
+    lambda s: settings_files_fingerprint(s.evaluation, s.resolve),
+)
+
+ASSETS = [evaluation_input_files, scoreboard, evaluation_report, beir_evaluations]
 CHECKS = [scoreboard_covers_every_query, significance_covers_every_pair]

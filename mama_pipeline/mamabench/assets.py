@@ -7,12 +7,16 @@ accounting, criteria -> yield, agreement (second LLM), Kenya parity; the release
 area's side-file, and the release folder takes that side-file back in.
 """
 
+import json
+
 import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.markdown import VERBATIM
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
+from mama_pipeline.common.observed_inputs import observed_input
+from mama_pipeline.corpus.watch import source_fingerprints
 from mama_pipeline.llm.reference_audit import audit_title
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.pools import POOLS, Pool
@@ -43,10 +47,25 @@ def md_table(df: pl.DataFrame) -> dg.MetadataValue:
     return metadata_table(df, limit=None, cells=VERBATIM, empty=None)
 
 
+def source_key(pool: Pool) -> str:
+    return f"mamabench_source_{pool.name}"
+
+
+def _source(pool: Pool) -> dg.SourceAsset:
+    return observed_input(
+        source_key(pool),
+        GROUP,
+        f"The configured files of {pool.dataset} ({pool.name}): sha256 of each local file, or the commit of the "
+        "hub revision.",
+        lambda s: json.dumps(source_fingerprints(getattr(s.mamabench.sources, pool.name), s.resolve), sort_keys=True),
+    )
+
+
 def _raw_asset(pool: Pool) -> dg.AssetsDefinition:
     @dg.asset(
         name=raw_key(pool),
         group_name=GROUP,
+        deps=[source_key(pool)],
         description=f"Upstream rows of {pool.dataset} ({pool.name}), every native field kept as a JSON record.",
     )
     def _raw(settings: SettingsResource) -> dg.Output[pl.DataFrame]:
@@ -57,6 +76,7 @@ def _raw_asset(pool: Pool) -> dg.AssetsDefinition:
     return _raw
 
 
+SOURCES = [_source(p) for p in POOLS]
 RAW_ASSETS = [_raw_asset(p) for p in POOLS]
 
 

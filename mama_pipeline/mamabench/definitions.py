@@ -5,6 +5,7 @@ import dagster as dg
 
 from mama_pipeline.mamabench.assets import (
     RAW_ASSETS,
+    SOURCES,
     healthbench_scope_verdicts,
     mamabench_adapted,
     mamabench_agreement,
@@ -22,6 +23,7 @@ def build_defs(settings: PipelineSettings) -> dg.Definitions:
     """The group's assets and checks; the sources schedule runs on ``release.mamabench_sources_cron``."""
     return dg.Definitions(
         assets=[
+            *SOURCES,
             *RAW_ASSETS,
             mamabench_adapted,
             mamabench_scope_verdicts,

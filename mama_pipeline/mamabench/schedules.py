@@ -3,7 +3,10 @@
 Each tick fingerprints every configured pool (SHA-256 of local files, current
 commit of a hub revision) and compares it with what that pool's raw asset
 recorded at its latest materialisation. Any difference, or a pool never
-materialised, requests a run of the whole mamabench group.
+materialised, requests one run of what depends on those pools: their sources
+(observed in the run, so the run records the new data versions), their raw
+assets and everything downstream of those in the mamabench group. An unchanged
+pool's raw asset does not run.
 """
 
 from typing import Any
@@ -11,12 +14,12 @@ from typing import Any
 import dagster as dg
 
 from mama_pipeline.corpus import watch
-from mama_pipeline.mamabench.assets import raw_key
+from mama_pipeline.mamabench.assets import raw_key, source_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 
-MAMABENCH = dg.AssetSelection.groups("mamabench")
+MAMABENCH = dg.AssetSelection.groups("mamabench", include_sources=True)
 
 
 def latest_metadata(instance: dg.DagsterInstance, key: str) -> dict[str, Any] | None:
@@ -40,7 +43,11 @@ def check_mamabench_sources(context: dg.ScheduleEvaluationContext, settings: Set
     changed = watch.changed_sources(current, recorded)
     if not changed:
         return dg.SkipReason(f"all {len(current)} mamabench sources unchanged since their last materialisation")
-    return dg.RunRequest(  # the whole group; no run key, so a failed rebuild is retried at the next tick
+    pools = [p for p in POOLS if p.name in changed]
+    affected = dg.AssetSelection.assets(*(raw_key(p) for p in pools)).downstream() & MAMABENCH
+    keys = affected.resolve(context.repository_def.asset_graph) | {dg.AssetKey(source_key(p)) for p in pools}
+    return dg.RunRequest(  # no run key, so a failed rebuild is retried at the next tick
+        asset_selection=sorted(keys, key=lambda k: k.to_user_string()),
         tags={"mama/trigger": "mamabench_sources_schedule", "mama/changed_sources": ",".join(changed)},
     )
 
@@ -53,5 +60,5 @@ def mamabench_sources_schedule(settings: PipelineSettings) -> dg.ScheduleDefinit
         target=MAMABENCH,
         default_status=dg.DefaultScheduleStatus.STOPPED,
         description="Checks mamabench's upstream files (hashes, hub revisions) against the raw assets' last "
-        "materialisation and requests the mamabench group when any changed.",
+        "materialisation and requests the changed pools' sources, raw assets and what depends on them.",
     )(check_mamabench_sources)

@@ -38,6 +38,7 @@ from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import PipelineSettings
 
 GROUP = "multipassage"
+RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 RANKINGS_TABLE = "multipassage_rankings"
 REGISTRY_TABLE = "multipassage_id_registry"
 QUESTIONS = dg.AssetIn("multipassage_questions")
@@ -82,6 +83,7 @@ def track_depth(s: PipelineSettings) -> int:
 @dg.asset(
     group_name=GROUP,
     ins={"chunks": CHUNKS},
+    deps=[RETRIEVAL_INPUT_FILES],  # the dense neighbours' encoder
     description="Every candidate chunk set (section neighbours, cross-source dense neighbours) with its status: "
     "sampled, not_sampled, or dropped with the reason.",
 )
@@ -229,6 +231,7 @@ def multipassage_questions(
 @dg.asset(  # partitioned per retriever, as rankings, by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
     ins={"chunks": CHUNKS, "questions": QUESTIONS},
+    deps=[RETRIEVAL_INPUT_FILES],
     description="Top-k chunks per multi-passage question of one configured retriever (partition = retriever).",
 )
 def multipassage_rankings(

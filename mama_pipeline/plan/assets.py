@@ -3,6 +3,7 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.plan.plan_text import bills_frame, plan_bills, render
 from mama_pipeline.resources import SettingsResource
@@ -13,6 +14,7 @@ GROUP = "plan"
 
 @dg.asset(
     group_name=GROUP,
+    tags=RUNS_WITH_ANY_CHANGE,  # it reads every stage's inputs and the answer cache from the store
     description="Before a run: per LLM stage and answering system, the requests it would send and those cached, "
     "prompt tokens, completion cap and expected time, from the inputs in the store; nothing is sent. "
     "Materialise it first (mama-pipeline plan prints the same for a selection).",

@@ -11,6 +11,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
@@ -19,6 +20,15 @@ from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 
 GROUP = "retrieval"
+INPUT_FILES = "retrieval_input_files"
+
+retrieval_input_files = observed_input(
+    INPUT_FILES,
+    GROUP,
+    "The files and folders the retrieval settings name (imported runs: sha256; model folders: each file's path, "
+    "size and modification time).",
+    lambda s: settings_files_fingerprint(s.retrieval, s.resolve),
+)
 RANKINGS_TABLE = "rankings"
 INPUTS = {"chunks": dg.AssetIn("corpus_chunks"), "queries": dg.AssetIn("generated_queries")}
 
@@ -29,6 +39,7 @@ def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
 
 @dg.asset(  # partitioned per retriever by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
+    deps=[INPUT_FILES],
     ins=INPUTS,
     description="Top-k chunks per query of one configured retriever (partition = retriever name), ordered by "
     "score descending then chunk_id descending (trec_eval's order), ranks 1..k.",

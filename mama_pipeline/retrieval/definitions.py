@@ -3,13 +3,18 @@
 import dagster as dg
 
 from mama_pipeline.partitions import Partitions, partitioned
-from mama_pipeline.retrieval.assets import CHECKS, audit_pool, pooled_pairs, rankings
+from mama_pipeline.retrieval.assets import CHECKS, audit_pool, pooled_pairs, rankings, retrieval_input_files
 from mama_pipeline.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
     """The group's assets and checks, ``rankings`` partitioned by ``retrieval.retrievers``."""
     return dg.Definitions(
-        assets=[*partitioned([rankings], Partitions.of(settings).retrievers), pooled_pairs, audit_pool],
+        assets=[
+            retrieval_input_files,
+            *partitioned([rankings], Partitions.of(settings).retrievers),
+            pooled_pairs,
+            audit_pool,
+        ],
         asset_checks=CHECKS,
     )

@@ -11,6 +11,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
@@ -34,7 +35,16 @@ from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 
 GROUP = "robustness"
+INPUT_FILES = "robustness_input_files"
+
+robustness_input_files = observed_input(
+    INPUT_FILES,
+    GROUP,
+    "The files the robustness settings name (the abbreviations table): sha256 of each.",
+    lambda s: settings_files_fingerprint(s.robustness, s.resolve),
+)
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
+RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "robustness")
 
 
@@ -53,6 +63,7 @@ def clean_rankings(s: PipelineSettings, store: Store, variants: pl.DataFrame) ->
 @dg.multi_asset(
     group_name=GROUP,
     ins={"queries": QUERIES},
+    deps=[INPUT_FILES],
     outs={
         "variant_decisions": dg.AssetOut(
             description="One decision per attempted (query, kind): kept, identical_to_parent, rewrite_failed, "
@@ -124,7 +135,7 @@ def query_variants(
 
 @dg.asset(
     group_name=GROUP,
-    deps=[RANKINGS],
+    deps=[RANKINGS, RETRIEVAL_INPUT_FILES],
     ins={"chunks": CHUNKS, "query_variants": dg.AssetIn("query_variants")},
     description="Each registry retriever's top-k for every variant (same index, encoder and depth as its clean "
     "ranking; fusions fuse the variant rankings of their runs; imported run files are skipped).",

@@ -32,6 +32,7 @@ from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.systems_scoreboard import scoreboard
 
 GROUP = "systems"
+RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "systems")
 HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
 
@@ -73,7 +74,7 @@ def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[
 @dg.asset(  # partitioned per system by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
     ins={"items": dg.AssetIn("systems_items")},
-    deps=["corpus_chunks"],
+    deps=["corpus_chunks", RETRIEVAL_INPUT_FILES],  # a RAG system's retriever reads its model
     description="One answer per item of the system's tracks (partition = system): status, answer, raw text, "
     "the chunk ids a RAG system was given, prompt hash; failed calls stay rows with their reason.",
 )

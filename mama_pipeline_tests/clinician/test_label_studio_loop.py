@@ -65,7 +65,13 @@ def _sensor(cfg: Path, instance: dg.DagsterInstance, cursor: str | None):
         repository_def=defs.get_repository_def(),
         resources={"settings": SettingsResource(config_path=str(cfg))},
     )
-    return clinician_annotations_sensor(load_settings(cfg))(ctx), ctx
+    result = clinician_annotations_sensor(load_settings(cfg))(ctx)
+    if isinstance(result, dg.SensorResult):  # a change: one run, and the annotations' new data version recorded
+        [event] = result.asset_events
+        assert event.asset_key == dg.AssetKey("clinician_annotations")
+        assert event.tags["dagster/data_version"] == "server:" + ctx.cursor
+        [result] = result.run_requests
+    return result, ctx
 
 
 def test_push_annotate_sense_and_measure(tmp_path, label_studio, monkeypatch):

@@ -12,6 +12,7 @@ from mama_pipeline.corpus import watch
 from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.corpus.sensors import TRIGGER_TAG
 from mama_pipeline.mamabench.assets import RAW_ASSETS
+from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
 from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
 from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import SettingsResource, shared_resources
@@ -159,12 +160,17 @@ def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_c
         )
     )
     settings = SettingsResource(config_path=str(sample_copy))
+    repository = dg.Definitions.merge(
+        build_mamabench_defs(load_settings(sample_copy)), dg.Definitions(resources=shared_resources(str(sample_copy)))
+    ).get_repository_def()
     with dg.instance_for_test() as instance:
 
         def tick():
             # closed here: the context opens its own instance from the test's, and one left open would reset
             # Dagster's current defs-state storage to a gone instance's when collected, in a later test
-            with dg.build_schedule_context(instance=instance, resources={"settings": settings}) as context:
+            with dg.build_schedule_context(
+                instance=instance, resources={"settings": settings}, repository_def=repository
+            ) as context:
                 return mamabench_sources_schedule(load_settings(sample_copy))(context)
 
         never = tick()
@@ -176,7 +182,21 @@ def test_schedule_requests_mamabench_only_when_an_upstream_file_changed(sample_c
         request = tick()
     assert isinstance(request, dg.RunRequest)
     assert request.tags["mama/changed_sources"] == "medqa_usmle"
-    assert request.asset_selection is None  # the schedule's target: the whole mamabench group
+    # the changed pool's source (observed in the run), its raw rows and what depends on them; no other pool's rows
+    assert {k.to_user_string() for k in request.asset_selection} == {
+        "mamabench_source_medqa_usmle",
+        "mamabench_raw_medqa_usmle",
+        "mamabench_adapted",
+        "mamabench_accounting",
+        "mamabench_scope_verdicts",
+        "healthbench_scope_verdicts",
+        "mamabench_items",
+        "mamabench_provenance",
+        "mamabench_criteria",
+        "mamabench_yield",
+        "mamabench_agreement",
+        "mamabench_kenya_parity",
+    }
 
 
 def test_hub_sources_compare_revision_commits():
