@@ -7,11 +7,13 @@
   asset on ``mama_pipeline/sample_config.yaml`` with its LLM stages pointed at the project's
   fast OpenAI-compatible test server (whose query writer answers with the passage's first
   words, so that BM25 finds something), run once to fill the caches and then again with
-  nothing changed (the second run is the figure); ``--multiprocess`` adds the same no-op
-  re-run through ``dagster asset materialize`` runs (every step its own process).
+  nothing changed (the second run is the figure: it observes the inputs, finds every asset
+  unchanged and launches no run); ``--multiprocess`` adds the same no-op re-run with the
+  multiprocess executor (``dagster asset materialize`` runs, every step its own process, had
+  anything changed), printed beside the in-process figure.
 
 Every figure is printed with the machine's load average beside it (the targets assume a
-quiet 2-core machine: cold demo <= 180 s, no-op re-run <= 60 s).
+quiet 2-core machine: cold demo <= 180 s, no-op re-run <= 60 s with either executor).
 
     .venv/bin/python benchmarks/demo_time.py [--root /tmp/demo-time] [--skip-demo] [--skip-sample] [--multiprocess]
 """
@@ -65,9 +67,12 @@ def llm_requests(output: str) -> str:
 
 
 FIGURES: list[tuple[str, float, int, str]] = []  # (label, wall seconds, exit code, load) for the closing table
-# the no-op target is the in-process re-run's; the multiprocess figure (a process per step, for real
-# runs) is printed beside it without one
-TARGETS = {"demo, cold": 180.0, "whole sample, no-op re-run (in process)": 60.0}
+# a no-op re-run plans nothing and launches no run (run_plan.changed_steps), whichever the executor
+TARGETS = {
+    "demo, cold": 180.0,
+    "whole sample, no-op re-run (in process)": 60.0,
+    "whole sample, no-op re-run (multiprocess)": 60.0,
+}
 
 
 def report(label: str, seconds: float, code: int, extra: str = "") -> None:
@@ -146,6 +151,8 @@ def sample_config_with(url: str, path: Path) -> None:
     endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server"}
     for stage in LLM_STAGES:
         cfg["llm"].setdefault(stage, {}).update(endpoint)
+    if "cross_model_judge" in cfg["llm"]:  # must name a model other than the judge's
+        cfg["llm"]["cross_model_judge"]["model"] = "other-fake-model"
     for system in (cfg.get("systems") or {}).get("entries", []):
         system.update(endpoint)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
