@@ -5,8 +5,8 @@
 - warm demo: the same command again in that directory (every answer, vector and index cached);
 - whole sample, no-op re-run: ``mama-pipeline materialize --executor in_process`` of every
   asset on ``mama_pipeline/sample_config.yaml`` with its LLM stages pointed at the project's
-  fast OpenAI-compatible test server (whose query writer answers with the passage's first
-  words, so that BM25 finds something), run once to fill the caches and then again with
+  fast OpenAI-compatible test server (whose query and multi-passage question writers answer
+  with a passage's first words, so that BM25 finds something), run once to fill the caches and then again with
   nothing changed (the second run is the figure: it observes the inputs, finds every asset
   unchanged and launches no run); ``--multiprocess`` adds the same no-op re-run with the
   multiprocess executor (``dagster asset materialize`` runs, every step its own process, had
@@ -168,11 +168,16 @@ class PassageEcho:
             async def chat(self, req):
                 status, headers, out = await super().chat(req)
                 schema = (req.get("response_format") or {}).get("json_schema", {}).get("schema", {})
-                if status == 200 and "query" in schema.get("properties", {}):
+                fields = schema.get("properties", {})
+                if status == 200 and ("query" in fields or "question" in fields):
                     user = next(m["content"] for m in reversed(req["messages"]) if m.get("role") == "user")
-                    passage = user.split("<<<", 1)[-1].split(">>>", 1)[0]
                     answer = json.loads(out["choices"][0]["message"]["content"])
-                    answer["query"] = " ".join(passage.split()[:12]) + "?"
+                    if "query" in fields:
+                        passage = user.split("<<<", 1)[-1].split(">>>", 1)[0]
+                        answer["query"] = " ".join(passage.split()[:12]) + "?"
+                    elif isinstance(answer.get("question"), str):  # the multi-passage writer: the first passage
+                        passage = user.split("<passage", 1)[-1].split(">", 1)[-1].split("</passage>", 1)[0]
+                        answer["question"] = " ".join(passage.split()[:12]) + "?"
                     out["choices"][0]["message"]["content"] = json.dumps(answer)
                 return status, headers, out
 
@@ -218,11 +223,12 @@ def sample_times(root: Path, env: dict[str, str], multiprocess: bool, noop_only:
                 report("whole sample, first run (fast LLM server)", seconds, code)
             seconds, code, out = timed(cmd, env, root / "sample-noop.log")
             report("whole sample, no-op re-run (in process)", seconds, code)
-            print(f"  slowest steps: {slowest_steps(out)}", flush=True)
+            print(f"  {out.strip().splitlines()[-1] if out.strip() else '(no output)'}", flush=True)
             if multiprocess:
                 cmd = [CLI, "materialize", "--select", "*", "--executor", "multiprocess"]
-                seconds, code, _ = timed(cmd, env, root / "sample-noop-multiprocess.log")
+                seconds, code, out = timed(cmd, env, root / "sample-noop-multiprocess.log")
                 report("whole sample, no-op re-run (multiprocess)", seconds, code)
+                print(f"  {out.strip().splitlines()[-1] if out.strip() else '(no output)'}", flush=True)
     finally:
         config.unlink(missing_ok=True)
 

@@ -168,7 +168,13 @@ def observe_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> int:
 
     sources = [a for a in defs.assets or [] if isinstance(a, dg.SourceAsset) and a.is_observable]
     if sources:
-        observe(sources, instance=instance, resources=shared_resources(), tags={"mama/trigger": "observe_inputs"})
+        observe(
+            sources,
+            instance=instance,
+            resources=shared_resources(),
+            tags={"mama/trigger": "observe_inputs"},
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},  # an input not observed
+        )
     return len(sources)
 
 

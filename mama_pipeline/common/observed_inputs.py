@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,17 +28,18 @@ DATA_VERSION_TAG = "dagster/data_version"
 def observed_input(name: str, group: str, description: str, fingerprint: Callable[[Any], str]) -> dg.SourceAsset:
     """A source asset ``name`` whose observation is ``fingerprint(settings)`` (the pipeline's settings)."""
 
-    @dg.observable_source_asset(
-        name=name, group_name=group, description=description, required_resource_keys={"settings"}
-    )
-    def _observe(context) -> dg.DataVersion:
+    def observe(context) -> dg.DataVersion:
         try:
             return dg.DataVersion(fingerprint(context.resources.settings.get()))
         except Exception as exc:  # noqa: BLE001 - the reading asset reports it when it runs
             context.log.warning(f"{name} could not be observed ({type(exc).__name__}: {exc}); its assets will run")
             return dg.DataVersion(f"unobserved at {time.time_ns()}")
 
-    return _observe
+    with warnings.catch_warnings():  # Dagster marks observable source assets beta; say so once, in the docs
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.observable_source_asset(
+            name=name, group_name=group, description=description, required_resource_keys={"settings"}
+        )(observe)
 
 
 def observation(name: str, version: str) -> dg.AssetObservation:

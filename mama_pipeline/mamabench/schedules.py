@@ -9,6 +9,7 @@ assets and everything downstream of those in the mamabench group. An unchanged
 pool's raw asset does not run.
 """
 
+import warnings
 from typing import Any
 
 import dagster as dg
@@ -19,7 +20,9 @@ from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 
-MAMABENCH = dg.AssetSelection.groups("mamabench", include_sources=True)
+with warnings.catch_warnings():  # include_sources is beta in Dagster 1.13
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    MAMABENCH = dg.AssetSelection.groups("mamabench", include_sources=True)
 
 
 def latest_metadata(instance: dg.DagsterInstance, key: str) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch):
         "evaluation:\n  resamples: 1000\n  beir:\n"
         f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, minilm], max_queries: 300}}\n"
     )
-    beir = [a for a in defs.assets if dg.AssetKey("beir_scoreboard") in a.keys]
+    beir = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey("beir_scoreboard") in a.keys]
     result = dg.materialize(beir, resources=shared_resources(str(cfg)))
     assert result.success
     store = Store(tmp_path / "data" / "mama.duckdb")

@@ -30,7 +30,7 @@ def test_bm25_reranked_on_miriad_is_scored_tested_and_reported_by_segment(tmp_pa
         "evaluation:\n  resamples: 500\n  segments: {min_queries: 20}\n  beir:\n"
         f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, bm25-ce], max_queries: 60}}\n"
     )
-    beir = [a for a in defs.assets if dg.AssetKey("beir_scoreboard") in a.keys]
+    beir = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey("beir_scoreboard") in a.keys]
     assert dg.materialize(beir, resources=shared_resources(str(cfg))).success
     store = Store(tmp_path / "data" / "mama.duckdb")
 

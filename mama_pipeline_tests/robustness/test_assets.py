@@ -126,7 +126,7 @@ def materialise(config: Path, instance, must_succeed: bool = True) -> dg.Execute
         [*UPSTREAM, *assets, *robustness_defs.asset_checks, mamaretrieval_release_verifies],
         resources=shared_resources(str(config)),
         instance=instance,
-        selection=[k for a in assets for k in a.keys],
+        selection=[k for a in assets if isinstance(a, dg.AssetsDefinition) for k in a.keys],
         raise_on_error=must_succeed,
     )
     assert result.success or not must_succeed
@@ -320,7 +320,7 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
             [*UPSTREAM, *robustness_defs.assets, *robustness_defs.asset_checks],
             resources=shared_resources(str(config)),
             instance=instance,
-            selection=[k for a in robustness_defs.assets for k in a.keys],
+            selection=[k for a in robustness_defs.assets if isinstance(a, dg.AssetsDefinition) for k in a.keys],
         )
     assert result.success
     assert store.read_table("query_variants").height == 5 and store.read_table("variant_rankings").is_empty()

@@ -53,10 +53,13 @@ def table_rows(db: Path) -> dict[str, list[tuple]]:
 
 
 def step_pids(home: Path) -> dict[str, set[int]]:
-    """Process ids of every step start recorded on the instance at ``home``, by step key."""
+    """Process ids of every step start recorded on the instance at ``home``, by step key (the runs that observe
+    the inputs before planning run in the launching process by design, and materialise nothing)."""
     pids: dict[str, set[int]] = {}
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for run in instance.get_runs():
+            if run.tags.get("mama/trigger") == "observe_inputs":
+                continue
             for rec in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_START).records:
                 entry = rec.event_log_entry
                 pids.setdefault(entry.step_key, set()).add(entry.dagster_event.pid)
