@@ -22,6 +22,11 @@ from mama_pipeline.common.progress import track
 from mama_pipeline.retrieval.java import import_lucene
 from mama_pipeline.retrieval.settings import Bm25Params
 
+# queries per batch_search call: the hits (Java objects and their Python wrappers) of one slice are held at a
+# time, not those of every query (10,371 robustness variants at the paper's scale: 1,853 MiB in one call, 1,463
+# MiB in slices of 1,000; benchmarks/paper_multiple.py)
+SEARCH_SLICE = 1000
+
 
 def index_name(chunks: pl.DataFrame, params: Bm25Params, corpus_version: str) -> str:
     """``<corpus_version>-<digest of analyzer settings and chunk texts>``."""
@@ -102,9 +107,13 @@ def search(index: Path, queries: pl.DataFrame, params: Bm25Params, depth: int) -
             get_lucene_analyzer(stemming=params.stemmer != "none", stemmer=params.stemmer, stopwords=params.stopwords)
         )
         searcher.set_bm25(params.k1, params.b)
-        qids = queries["query_id"].to_list()
-        results = searcher.batch_search(queries["query_text"].to_list(), qids, k=depth, threads=params.threads)
+        qids, texts = queries["query_id"].to_list(), queries["query_text"].to_list()
+        rows = []
+        for start in range(0, len(qids), SEARCH_SLICE):  # one slice's Java hits alive at a time
+            part = qids[start : start + SEARCH_SLICE]
+            found = searcher.batch_search(texts[start : start + SEARCH_SLICE], part, k=depth, threads=params.threads)
+            rows += [(qid, hit.docid, hit.score) for qid in part for hit in found.get(qid, [])]
+            del found
     finally:
         searcher.close()
-    rows = [(qid, hit.docid, hit.score) for qid in qids for hit in results.get(qid, [])]
     return pl.DataFrame(rows, schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}, orient="row")

@@ -39,6 +39,16 @@ def test_bm25_ranks_and_reuses_its_index(store, tmp_path):
     assert v2.metadata["index_built_now"] is True and v2.metadata["index"] != out.metadata["index"]
 
 
+def test_searching_in_slices_ranks_as_one_call(store, tmp_path, monkeypatch):
+    from mama_pipeline.retrieval import bm25
+
+    whole = run_retriever(spec(), chunks_frame(), queries_frame(), 3, env(store, tmp_path))
+    monkeypatch.setattr(bm25, "SEARCH_SLICE", 2)  # queries_frame() has more queries than that: several slices
+    assert queries_frame().height > 2
+    sliced = run_retriever(spec(), chunks_frame(), queries_frame(), 3, env(store, tmp_path))
+    assert sliced.rankings.equals(whole.rankings) and sliced.rankings.height > 0
+
+
 def test_analyzer_settings_are_applied(store, tmp_path):
     e = env(store, tmp_path)
     queries = pl.DataFrame({"query_id": ["plural", "stop"], "query_text": ["haemorrhages", "the"]})
