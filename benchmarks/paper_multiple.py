@@ -11,7 +11,7 @@ then everything else, since the imported run below names the query ids the first
 In:
 - corpus, sampling, the answerability gate and query writer (the test server keeps about
   70% of the passages, the paper's 3,185 of 4,540, by a hash of the passage, and its question
-  is the passage's first words, so BM25 finds something);
+  is 16 words spread over the passage, so BM25 finds something);
 - four retrievers, pooled at top-20 with each query's seed chunk, ranked to depth 30 for the
   completeness audit (100 x N queries): ``bm25`` (pyserini), ``emb`` (``openai_embeddings``
   against the test server, 64-dimensional hash vectors, exact FAISS search), ``imported`` (a
@@ -70,6 +70,7 @@ RELEASE_CONFIG = REPO / "config" / "mamaretrieval-v0.2.yaml"
 KEEP_SHARE = 3185 / 4540  # the paper's gate: 3,185 of 4,540 sampled chunks kept
 POLL_S = 0.2
 MIB = 2**20
+QUESTION_WORDS = 16  # the test server's questions: words spread over the passage (queries.max_words is 20)
 SHOWN_STEPS = 25  # the slowest steps at the last multiple are listed; the rest summed
 
 
@@ -81,8 +82,10 @@ def load() -> tuple[float, float, float]:
 
 
 def gated_echo(delay: float):
-    """The test server of ``benchmarks/demo_time.py`` (questions are the passage's first words), answering after
-    ``delay`` s; its query writer turns a passage down (query null) unless a hash of it falls in the paper's share."""
+    """The test server of ``benchmarks/demo_time.py``, answering after ``delay`` s. Its query writer turns a passage
+    down (query null) unless a hash of it falls in the paper's share; a kept passage's question is 16 words spread
+    over the whole passage (the synthetic passages share their first words, so demo_time's first 12 words make
+    duplicate questions, which the gate drops)."""
     from benchmarks.demo_time import PassageEcho
 
     app = PassageEcho()
@@ -94,10 +97,13 @@ def gated_echo(delay: float):
         schema = (req.get("response_format") or {}).get("json_schema", {}).get("schema", {})
         if status == 200 and "query" in schema.get("properties", {}) and "reason" in schema.get("properties", {}):
             user = next(m["content"] for m in reversed(req["messages"]) if m.get("role") == "user")
-            if int(hashlib.sha256(user.encode()).hexdigest()[:8], 16) / 2**32 >= KEEP_SHARE:
-                answer = json.loads(out["choices"][0]["message"]["content"])
-                answer["query"] = None
-                out["choices"][0]["message"]["content"] = json.dumps(answer)
+            answer = json.loads(out["choices"][0]["message"]["content"])
+            words = user.split("<<<", 1)[-1].split(">>>", 1)[0].split()
+            kept = int(hashlib.sha256(user.encode()).hexdigest()[:8], 16) / 2**32 < KEEP_SHARE
+            answer["query"] = (
+                " ".join(words[:: max(1, len(words) // QUESTION_WORDS)][:QUESTION_WORDS]) + "?" if kept else None
+            )
+            out["choices"][0]["message"]["content"] = json.dumps(answer)
         return status, headers, out
 
     app.chat = chat
@@ -463,7 +469,7 @@ def report(results: list[Result], delay: float, concurrency: int) -> None:
         ("pooled pairs", lambda r: f"{r.counts['pooled_pairs']:,}"),
         ("judged pairs (judged_labels)", lambda r: f"{r.counts['judged_labels']:,}"),
         ("judgments rows", lambda r: f"{r.counts['judgments']:,}"),
-        ("variant holes / labels", lambda r: f"{r.counts['variant_holes']:,} / {r.counts['variant_labels']:,}"),
+        ("variant holes / label rows", lambda r: f"{r.counts['variant_holes']:,} / {r.counts['variant_labels']:,}"),
         ("audit / reference judgments", lambda r: f"{r.counts['audit_judgments']:,} / {r.counts['reference_judgments']:,}"),
         ("LLM answers cached", lambda r: f"{r.counts['llm_responses']:,}"),
         ("wall time (both invocations)", lambda r: f"{r.wall:,.0f} s = {r.wall / 60:.1f} min"),
