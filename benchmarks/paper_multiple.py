@@ -30,8 +30,8 @@ concurrency / delay requests per second.
 
 Out: the multi-passage track (configured with no sets: its steps run and find nothing to do)
 and every retriever that needs a local model (dense, sparse, rerank: a GPU's work at this
-scale). Only mamabench, calibration, the systems and the BEIR sample keep the bundled sample's
-fixed sizes; everything else is times N.
+scale). Mamabench, calibration, the systems, the BEIR sample and the clinician samples keep the
+bundled sample's fixed sizes; the corpus, quotas, queries, pools, audit and variants are times N.
 
 Memory: the benchmark polls the process tree of ``mama-pipeline`` every 0.2 s (psutil) and
 sums resident set sizes (pages shared after a fork are counted in each process that maps them).
