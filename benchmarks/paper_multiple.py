@@ -300,10 +300,13 @@ def step_figures(home: Path, monitors: list[TreeMonitor]) -> dict[str, Step]:
                         step.own_peak = max(step.own_peak, m.peak_of.get(pid, 0))
                         step.tree_peak = max(step.tree_peak, m.tree_peak(t0, rec.timestamp))
                 elif ev.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-                    for name, value in rec.asset_materialization.metadata.items():
-                        if name.endswith("/http_calls"):
-                            step.http_calls += int(value.value)
-                        elif name.endswith("/wall_s") and "/" in name:
+                    # one LLM client's figures: "<prefix>wall_s" with "<prefix>http_calls" beside it (a step may
+                    # also copy the calls under another key, e.g. variant_holes: judge/http_calls, judge/judge/...)
+                    meta = rec.asset_materialization.metadata
+                    for name, value in meta.items():
+                        calls = meta.get(name.removesuffix("wall_s") + "http_calls")
+                        if name.endswith("/wall_s") and calls is not None:
+                            step.http_calls += int(calls.value)
                             step.client_wall += float(value.value)
     return {k: s for k, s in steps.items() if s.runs}
 
