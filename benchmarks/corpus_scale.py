@@ -63,13 +63,18 @@ TIERS = {
 EXPECTED_SAMPLE = 4_540
 
 
-def source_specs() -> list[SourceSpec]:
+def source_specs(multiple: float = 1.0) -> list[SourceSpec]:
+    """The 87 sources of the release's shape; ``multiple`` scales the chunk total and the short sources' sizes
+    (the boilerplate, seven chunks per source, does not scale)."""
     tiered = [s for _, sources in TIERS.values() for s in sources]
     slugs = tiered + [f"untiered-source-{i:02d}" for i in range(1, N_SOURCES - len(tiered) + 1)]
-    content_total = TOTAL_CHUNKS - N_SOURCES * len(BOILERPLATE)
-    free = [s for s in slugs if s not in SHORT_SOURCES]
-    rest = content_total - sum(SHORT_SOURCES.values())
-    sizes = {s: SHORT_SOURCES.get(s, 0) for s in slugs}
+    content_total = round(TOTAL_CHUNKS * multiple) - N_SOURCES * len(BOILERPLATE)
+    short = {s: max(1, round(n * multiple)) for s, n in SHORT_SOURCES.items()}
+    free = [s for s in slugs if s not in short]
+    rest = content_total - sum(short.values())
+    if rest < len(free):
+        raise ValueError(f"multiple {multiple} leaves {rest} content chunks for {len(free)} sources")
+    sizes = {s: short.get(s, 0) for s in slugs}
     for i, s in enumerate(free):
         sizes[s] = rest // len(free) + (i < rest % len(free))
     topics = cycle(sorted(TOPICS))
