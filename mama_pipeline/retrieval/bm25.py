@@ -22,10 +22,11 @@ from mama_pipeline.common.progress import track
 from mama_pipeline.retrieval.java import import_lucene
 from mama_pipeline.retrieval.settings import Bm25Params
 
-# queries per batch_search call: the hits (Java objects and their Python wrappers) of one slice are held at a
-# time, not those of every query (10,371 robustness variants at the paper's scale: 1,853 MiB in one call, 1,463
-# MiB in slices of 1,000; benchmarks/paper_multiple.py)
-SEARCH_SLICE = 1000
+# queries per batch_search call, one searcher for all: the hits (Java objects and their Python wrappers) of one
+# slice are held at a time, not those of every query. The 10,371 robustness variants of the paper's scale against
+# its index, peak RSS of the process: 2,084 MiB in one call, 1,524 MiB in slices of 1,000, 1,302 in slices of 250
+# (and no slower), 1,224 in slices of 100 (docs/scale-out.md)
+SEARCH_SLICE = 250
 
 
 def index_name(chunks: pl.DataFrame, params: Bm25Params, corpus_version: str) -> str:
