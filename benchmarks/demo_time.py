@@ -185,13 +185,14 @@ class PassageEcho:
 
 
 @contextlib.contextmanager
-def echo_server() -> Iterator[str]:
+def serving(script: str, *extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A benchmark's test LLM server, ``script --serve PORT *extra`` on a free port, until it answers; yields its
+    URL and process (this file's: the passage echo)."""
     from mama_pipeline_tests.support.processes import free_port
 
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    cmd = [sys.executable, script, "--serve", str(port), *extra]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         for _ in range(300):
@@ -202,7 +203,7 @@ def echo_server() -> Iterator[str]:
                 if proc.poll() is not None:
                     raise RuntimeError("the test LLM server did not start") from None
                 time.sleep(0.1)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         proc.wait(10)
@@ -214,7 +215,7 @@ def sample_times(root: Path, env: dict[str, str], multiprocess: bool, noop_only:
         shutil.rmtree(data, ignore_errors=True)
     config = SAMPLE_CONFIG.with_name(f".demo_time_sample_config-{os.getpid()}.yaml")
     try:
-        with echo_server() as url:
+        with serving(__file__) as (url, _):
             sample_config_with(url, config)
             env = {**env, "MAMA_DATA_DIR": str(data), "MAMA_CONFIG": str(config), "MAMA_LLM_API_KEY": "unused"}
             cmd = [CLI, "materialize", "--select", "*", "--executor", "in_process"]

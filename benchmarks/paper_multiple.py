@@ -45,7 +45,6 @@ one run may overlap: at most two at a time, config/materialize-run-config.yaml).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -55,8 +54,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,29 +105,6 @@ def gated_echo(delay: float):
 
     app.chat = chat
     return app
-
-
-@contextlib.contextmanager
-def server(delay: float) -> Iterator[tuple[str, subprocess.Popen]]:
-    from mama_pipeline_tests.support.processes import free_port
-
-    port = free_port()
-    cmd = [sys.executable, __file__, "--serve", str(port), "--delay", str(delay)]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{url}/models", timeout=1).read()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError("the test LLM server did not start") from None
-                time.sleep(0.1)
-        yield url, proc
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 # ---- workload ----------------------------------------------------------------------------------------
@@ -389,7 +363,9 @@ def run_multiple(multiple: float, root: Path, delay: float, concurrency: int) ->
     log = work / "materialize.log"
     monitors: list[TreeMonitor] = []
     load_before = load()
-    with server(delay) as (url, server_proc):
+    from benchmarks.demo_time import serving
+
+    with serving(__file__, "--delay", str(delay)) as (url, server_proc):
         write_config(multiple, work, url, concurrency, config)
         first = first_phase_keys(env)
         started = time.perf_counter()
