@@ -116,16 +116,17 @@ def test_the_command_option_makes_the_runs_reask_parse_failures(monkeypatch):
 
     from mama_pipeline import cli
 
-    seen: list[tuple[str, str | None]] = []
+    seen: list[tuple[str, str | None, bool, bool]] = []
     monkeypatch.setenv(RETRY_PARSE_FAILED_ENV, "0")  # recorded, so the variable the command sets is undone afterwards
     monkeypatch.delenv(RETRY_PARSE_FAILED_ENV)
     monkeypatch.setattr(
         cli,
         "materialize",
-        lambda select, executor="multiprocess", run_config=None: (
-            seen.append((select, os.environ.get(RETRY_PARSE_FAILED_ENV))) or 0
+        lambda select, executor="multiprocess", run_config=None, everything=False, retry_parse_failed=False: (
+            seen.append((select, os.environ.get(RETRY_PARSE_FAILED_ENV), retry_parse_failed, everything)) or 0
         ),
     )
     assert cli.main(["materialize", "--select", "judged_labels"]) == 0
-    assert cli.main(["materialize", "--select", "judged_labels", "--retry-parse-failed"]) == 0
-    assert seen == [("judged_labels", None), ("judged_labels", "1")]
+    assert cli.main(["materialize", "--select", "judged_labels", "--retry-parse-failed", "--all"]) == 0
+    # the planner is told too, so that a stage holding unparseable answers runs though nothing else changed
+    assert seen == [("judged_labels", None, False, False), ("judged_labels", "1", True, True)]
