@@ -85,6 +85,11 @@ def report(label: str, seconds: float, code: int, extra: str = "") -> None:
     )
 
 
+def last_line(output: str) -> str:
+    """A command's last output line (a no-op re-run's: that nothing changed)."""
+    return output.strip().splitlines()[-1] if output.strip() else "(no output)"
+
+
 def slowest_steps(output: str, n: int = 8) -> str:
     """The ``n`` slowest steps of a run's terminal lines (``  12 ok     name   3.4 s``)."""
     steps = [
@@ -224,12 +229,12 @@ def sample_times(root: Path, env: dict[str, str], multiprocess: bool, noop_only:
                 report("whole sample, first run (fast LLM server)", seconds, code)
             seconds, code, out = timed(cmd, env, root / "sample-noop.log")
             report("whole sample, no-op re-run (in process)", seconds, code)
-            print(f"  {out.strip().splitlines()[-1] if out.strip() else '(no output)'}", flush=True)
+            print(f"  {last_line(out)}", flush=True)
             if multiprocess:
                 cmd = [CLI, "materialize", "--select", "*", "--executor", "multiprocess"]
                 seconds, code, out = timed(cmd, env, root / "sample-noop-multiprocess.log")
                 report("whole sample, no-op re-run (multiprocess)", seconds, code)
-                print(f"  {out.strip().splitlines()[-1] if out.strip() else '(no output)'}", flush=True)
+                print(f"  {last_line(out)}", flush=True)
     finally:
         config.unlink(missing_ok=True)
 

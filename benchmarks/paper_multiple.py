@@ -250,13 +250,18 @@ class Step:
 
 
 def step_figures(home: Path, monitors: list[TreeMonitor]) -> dict[str, Step]:
-    """Per step key (its partitions summed): wall, memory and LLM calls, from the instance's events."""
+    """Per step key (its partitions summed): wall, memory and LLM calls, from the instance's events (not the runs
+    that observe the inputs: they run in the launching command's process, which is no step's)."""
     import dagster as dg
+
+    from mama_pipeline.run_plan import OBSERVATION_TAGS
 
     steps: dict[str, Step] = {}
     ends = {dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for run in instance.get_runs():
+            if OBSERVATION_TAGS.items() <= run.tags.items():
+                continue
             started: dict[str, tuple[float, int]] = {}
             for rec in instance.all_logs(run.run_id):
                 ev = rec.dagster_event

@@ -27,6 +27,7 @@ from mama_pipeline.common.input_errors import InputError
 
 RETRY_SUFFIXES = ("transport_failed",)  # LLM answers not got: a stage asks them again at its next run
 
+OBSERVATION_TAGS = {"mama/trigger": "observe_inputs"}  # the runs that observe the inputs; they materialise nothing
 LISTED = 40  # assets listed with their reasons in the summary
 Planned = dict[dg.AssetKey, dict[str | None, str]]  # asset -> partition key (None: unpartitioned) -> why it runs
 
@@ -172,7 +173,7 @@ def observe_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> int:
             sources,
             instance=instance,
             resources=shared_resources(),
-            tags={"mama/trigger": "observe_inputs"},
+            tags=OBSERVATION_TAGS,
             run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},  # an input not observed
         )
     return len(sources)

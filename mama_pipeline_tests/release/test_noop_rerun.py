@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline_tests.scale_out.test_dask_engine import CLI, REPO, demo_config, env_for
 
 SELECT = "*calibration_harness_report"
@@ -35,7 +36,7 @@ def materialize(env: dict[str, str], executor: str, *extra: str) -> subprocess.C
 def counts(env: dict[str, str]) -> tuple[int, dict[str, int]]:
     """(runs that materialised something, materialisations per asset) on the instance."""
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
-        runs = [r for r in instance.get_runs() if r.tags.get("mama/trigger") != "observe_inputs"]
+        runs = [r for r in instance.get_runs() if not OBSERVATION_TAGS.items() <= r.tags.items()]
         per_asset = {
             key: len(instance.fetch_materializations(dg.AssetKey(key), limit=1000).records)
             for key in ("mamabench_raw_medmcqa", "mamabench_scope_verdicts", "calibration_meta_eval")

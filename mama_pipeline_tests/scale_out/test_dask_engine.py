@@ -22,6 +22,7 @@ import yaml
 
 from mama_pipeline.cli import DASK_MODULE, DEMO_CONFIG
 from mama_pipeline.llm.settings import LLMSettings, StageSettings
+from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 from mama_pipeline_tests.support.fake_llm_server import running_server
@@ -58,7 +59,7 @@ def step_pids(home: Path) -> dict[str, set[int]]:
     pids: dict[str, set[int]] = {}
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for run in instance.get_runs():
-            if run.tags.get("mama/trigger") == "observe_inputs":
+            if OBSERVATION_TAGS.items() <= run.tags.items():
                 continue
             for rec in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_START).records:
                 entry = rec.event_log_entry
