@@ -341,7 +341,7 @@ def reliability_summary(inp: MamaretrievalInputs) -> list[dict[str, Any]] | None
         inp.reliability.select("reference_stage", "audit", "reference_model").unique(maintain_order=True).iter_rows()
     ):
         rows = inp.reliability.filter(pl.col("reference_stage") == stage).sort("metric")
-        notes = rows.get_column("note").drop_nulls().unique().to_list()
+        notes = rows.get_column("note").drop_nulls().unique().sort().to_list()
         audits.append(
             {
                 "reference_stage": stage,
