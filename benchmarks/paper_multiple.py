@@ -40,6 +40,13 @@ peak is that process's largest RSS; its "tree" peak is the largest sum while it 
 one run may overlap: at most two at a time, config/materialize-run-config.yaml).
 
     .venv/bin/python benchmarks/paper_multiple.py --multiple 0.1 1 [--root /tmp/paper-multiple]
+
+``--rerun SELECTION`` measures again some steps of a finished run (its store, caches and instance kept):
+``mama-pipeline materialize --select SELECTION`` on the same work folder, each step's figures printed beside
+those of the full run, e.g. after a change to those steps. It writes no result.pickle: the full run's figures
+stay those of the full run.
+
+    .venv/bin/python benchmarks/paper_multiple.py --multiple 10 --rerun 'key:robustness_scoreboard' --root /tmp/pm
 """
 
 from __future__ import annotations
@@ -249,9 +256,10 @@ class Step:
     pids: set[int] = field(default_factory=set)
 
 
-def step_figures(home: Path, monitors: list[TreeMonitor]) -> dict[str, Step]:
-    """Per step key (its partitions summed): wall, memory and LLM calls, from the instance's events (not the runs
-    that observe the inputs: they run in the launching command's process, which is no step's)."""
+def step_figures(home: Path, monitors: list[TreeMonitor], since: float = 0.0) -> dict[str, Step]:
+    """Per step key (its partitions summed): wall, memory and LLM calls, from the instance's events of the runs
+    started after ``since`` (not the runs that observe the inputs: they run in the launching command's process,
+    which is no step's)."""
     import dagster as dg
 
     from mama_pipeline.run_plan import OBSERVATION_TAGS
@@ -259,8 +267,9 @@ def step_figures(home: Path, monitors: list[TreeMonitor]) -> dict[str, Step]:
     steps: dict[str, Step] = {}
     ends = {dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        for run in instance.get_runs():
-            if OBSERVATION_TAGS.items() <= run.tags.items():
+        for record in instance.get_run_records():
+            run = record.dagster_run
+            if OBSERVATION_TAGS.items() <= run.tags.items() or record.create_timestamp.timestamp() < since:
                 continue
             started: dict[str, tuple[float, int]] = {}
             for rec in instance.all_logs(run.run_id):
@@ -321,9 +330,11 @@ def table_counts(db: Path) -> dict[str, int]:
     return out
 
 
-def materialize(select: str, env: dict[str, str], log: Path, monitors: list[TreeMonitor]) -> int:
+def materialize(select: str, env: dict[str, str], log: Path, monitors: list[TreeMonitor], *extra: str) -> int:
     with log.open("a") as fh:
-        proc = subprocess.Popen([CLI, "materialize", "--select", select], env=env, cwd=REPO, stdout=fh, stderr=fh)
+        proc = subprocess.Popen(
+            [CLI, "materialize", "--select", select, *extra], env=env, cwd=REPO, stdout=fh, stderr=fh
+        )
         monitor = TreeMonitor(proc.pid)
         code = proc.wait()
         monitor.stop()
@@ -343,6 +354,53 @@ def first_phase_keys(env: dict[str, str]) -> list[str]:
     return out.stdout.split()
 
 
+def run_env(work: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "MAMA_CONFIG": str(work / "config.yaml"),
+        "MAMA_DATA_DIR": str(work / "data"),
+        "DAGSTER_HOME": str(work / "dagster_home"),
+        "MAMA_LLM_API_KEY": "unused",
+        "MAMA_EMBEDDINGS_API_KEY": "unused",
+    }
+
+
+def rerun_steps(multiple: float, root: Path, select: str, delay: float, concurrency: int) -> int:
+    """Materialise ``select`` again on a finished run's work folder; each step beside its full-run figures."""
+    work = root / f"N{multiple:g}"
+    saved = work / "result.pickle"
+    if not saved.exists():
+        raise SystemExit(f"{saved}: no finished run at N = {multiple:g} to re-run steps of; run it first")
+    full: Result = pickle.loads(saved.read_bytes())
+    log = work / "rerun.log"
+    monitors: list[TreeMonitor] = []
+    load_before = load()
+    from benchmarks.demo_time import serving
+
+    with serving(__file__, "--delay", str(delay)) as (url, _):
+        write_config(multiple, work, url, concurrency, work / "config.yaml")
+        since = time.time()
+        code = materialize(select, run_env(work), log, monitors, "--all")  # changed or not
+        wall = time.time() - since
+    steps = step_figures(work / "dagster_home", monitors, since)
+    loads = [x for m in monitors for x in m.loads]
+    print(f"N = {multiple:g}, re-run of {select!r} in {wall:.0f} s (exit {code}; log {log}); 1-min load "
+          f"{load_before[0]:.1f} before, mean {sum(loads) / max(len(loads), 1):.1f} during")  # fmt: skip
+    print(f"{'step':<36}{'full run: wall s / own / tree MiB':>36}{'re-run: wall s / own / tree MiB':>36}")
+    for key in sorted(steps, key=lambda k: -steps[k].own_peak):
+        cells = [
+            f"{s.wall:7.1f} s {mib(s.own_peak):>6} {mib(s.tree_peak):>6}" if s else "-"
+            for s in (full.steps.get(key), steps[key])
+        ]
+        print(f"{key:<36}" + "".join(f"{c:>36}" for c in cells))
+    print(f"re-run: peak RSS of the whole tree {mib(max((t for m in monitors for _, t, _ in m.samples), default=0))} "
+          f"MiB, of the largest process {mib(max((p for m in monitors for p in m.peak_of.values()), default=0))} MiB")  # fmt: skip
+    return code
+
+
 def run_multiple(multiple: float, root: Path, delay: float, concurrency: int) -> Result:
     import psutil
 
@@ -353,17 +411,7 @@ def run_multiple(multiple: float, root: Path, delay: float, concurrency: int) ->
     chunks = write_bundle(multiple, work / "chunks_for_rag.txt")
     print(f"N = {multiple:g}: {chunks:,} chunks written in {time.perf_counter() - t0:.0f} s; work folder {work}")
     config = work / "config.yaml"
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        "MAMA_CONFIG": str(config),
-        "MAMA_DATA_DIR": str(work / "data"),
-        "DAGSTER_HOME": str(work / "dagster_home"),
-        "MAMA_LLM_API_KEY": "unused",
-        "MAMA_EMBEDDINGS_API_KEY": "unused",
-    }
+    env = run_env(work)
     db = work / "data" / "mama.duckdb"
     log = work / "materialize.log"
     monitors: list[TreeMonitor] = []
@@ -505,6 +553,8 @@ def main() -> int:
     ap.add_argument("--delay", type=float, default=0.05, help="the test server's answer time, seconds")
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight per LLM stage")
     ap.add_argument("--report-only", action="store_true", help="print the figures saved by an earlier run in --root")
+    ap.add_argument("--rerun", metavar="SELECTION", help="materialise these assets again on the finished run of the "
+                    "one --multiple, each step beside its full-run figures")  # fmt: skip
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # internal: run the test server on this port
     args = ap.parse_args()
     if args.serve:
@@ -514,6 +564,10 @@ def main() -> int:
         return 0
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
+    if args.rerun:
+        if len(args.multiple) != 1:
+            ap.error("--rerun takes one --multiple")
+        return 1 if rerun_steps(args.multiple[0], root, args.rerun, args.delay, args.concurrency) else 0
     results = []
     for multiple in args.multiple:
         saved = root / f"N{multiple:g}" / "result.pickle"

@@ -41,7 +41,7 @@ from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_pairs, variant_labels
 from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
-from mama_pipeline.robustness.robustness_scoreboard import robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import labels_in, robustness_board
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import (
     decisions_frame,
@@ -233,7 +233,7 @@ def main() -> None:
             clean,
             ranked,
             variants,
-            labels,
+            labels_in(labels),
             EvaluationSettings(resamples=args.resamples),
             list(RETRIEVERS),
             DEPTH,

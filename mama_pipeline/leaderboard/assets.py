@@ -106,13 +106,12 @@ def _stats(cfg) -> Stats:
 
 @dg.asset(
     group_name=GROUP,
-    deps=["rankings", SUBMISSION_SCORES],
+    deps=[SUBMISSION_SCORES],
     ins={
         "per_query_results": dg.AssetIn("per_query_results"),
         "multipassage_per_query": dg.AssetIn("multipassage_per_query"),
         "query_variants": dg.AssetIn("query_variants"),
-        "variant_rankings": dg.AssetIn("variant_rankings"),
-        "variant_labels": dg.AssetIn("variant_labels"),
+        "robustness_per_query": dg.AssetIn("robustness_per_query"),
     },
     description="Leaderboards of mamaretrieval's main, robustness and multi-passage tracks: configured retrievers "
     "and every submission side by side, 95% bootstrap intervals, Judged@k beside every measure, paired tests of "
@@ -126,32 +125,13 @@ def mamaretrieval_leaderboard(
     per_query_results: pl.DataFrame,
     multipassage_per_query: pl.DataFrame,
     query_variants: pl.DataFrame,
-    variant_rankings: pl.DataFrame,
-    variant_labels: pl.DataFrame,
+    robustness_per_query: pl.DataFrame,
 ) -> dg.MaterializeResult:
-    from mama_pipeline.robustness.assets import clean_rankings, judge_depth
-    from mama_pipeline.robustness.robustness_scoreboard import paired_values
-
     s = settings.get()
     db = store.get()
     specs = retrieval_specs(s)
-    robustness = pl.DataFrame(
-        schema={"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
-    )
-    if query_variants.height:
-        names, clean = clean_rankings(s, db, query_variants)
-        ev = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
-        pairs, _ = paired_values(
-            clean,
-            variant_rankings,
-            query_variants,
-            variant_labels,
-            ev,
-            names,
-            judge_depth(s),
-            also=sorted(set(specs["robustness"].judged.values())),
-        )
-        robustness = lb_inputs.robustness_per_query(pairs, query_variants)
+    needed = {*specs["robustness"].measures, *specs["robustness"].judged.values()}
+    robustness = lb_inputs.robustness_per_query(robustness_per_query, query_variants, needed)
     tracks = {"main": per_query_results, "robustness": robustness, "multipassage": multipassage_per_query}
     got = {
         t: lb_inputs.combine(lb_inputs.configured(v, "retriever"), lb_inputs.submissions(db, t))

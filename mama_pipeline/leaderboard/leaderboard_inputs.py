@@ -1,7 +1,7 @@
 """Each track's entries and per-query values, gathered from the areas that compute them.
 
 Configured entries: retrievers from ``per_query_results`` (main), the robustness area's per-variant values
-(:func:`mama_pipeline.robustness.robustness_scoreboard.paired_values`, the variant side, keyed by variant id), and
+(``robustness_per_query``, the variant side, keyed by variant id), and
 ``multipassage_per_query``; systems from ``system_grades`` of the configured systems (the scored items' ``score``,
 the values the systems scoreboard's mean uses; none when no system is configured), refused per (system, track)
 over a failure bound as the systems scoreboard refuses them.
@@ -11,6 +11,7 @@ Submissions: the submissions area's tables ``submissions``, ``submission_per_que
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import polars as pl
@@ -47,8 +48,12 @@ def configured(per_query: pl.DataFrame, name_column: str, refused: dict[str, str
     return TrackInput([Entry(f"{CONFIGURED}/{n}", CONFIGURED, n, refused.get(n)) for n in names], values)
 
 
-def robustness_per_query(pairs: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
-    """(retriever, query_id = variant id, measure, value) from the robustness area's paired values."""
+def robustness_per_query(pairs: pl.DataFrame, variants: pl.DataFrame, needed: Collection[str]) -> pl.DataFrame:
+    """(retriever, query_id = variant id, measure, value) from the robustness area's paired values; an error names
+    the ``needed`` measures that the robustness area did not compute."""
+    missing = sorted(set(needed) - set(pairs.get_column("measure").unique().to_list()))
+    if pairs.height and missing:
+        raise ValueError(f"robustness_per_query has no values of {missing}: re-materialise robustness_scoreboard")
     return pairs.join(variants.select("variant_id", "parent_id", "kind"), on=["parent_id", "kind"]).select(
         "retriever", pl.col("variant_id").alias("query_id"), "measure", pl.col("variant").alias("value")
     )

@@ -21,7 +21,7 @@ from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, within_budget
 from mama_pipeline.robustness.labels import variant_labels as build_labels
 from mama_pipeline.robustness.robustness_page import write_page
-from mama_pipeline.robustness.robustness_scoreboard import robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import LabelsOf, robustness_board
 from mama_pipeline.robustness.variant_rankings import clean_rankings_of, rank_variants, retriever_order
 from mama_pipeline.robustness.variants import (
     decisions_frame,
@@ -252,20 +252,37 @@ def variant_labels(
     )
 
 
-@dg.asset(
+def stored_labels(store: Store) -> LabelsOf:
+    """The variant label rows of some parents, read from the store a slice at a time."""
+    sql = (
+        "SELECT variant_id, parent_id, chunk_id, score FROM variant_labels "
+        "WHERE parent_id IN (SELECT unnest(?)) ORDER BY variant_id, chunk_id"
+    )
+    return lambda parents: store.query(sql, [parents])
+
+
+@dg.multi_asset(
     group_name=GROUP,
-    deps=[RANKINGS],
+    deps=[RANKINGS, "variant_labels"],
     ins={
         "query_variants": dg.AssetIn("query_variants"),
         "variant_rankings": dg.AssetIn("variant_rankings"),
-        "variant_labels": dg.AssetIn("variant_labels"),
         "variant_decisions": dg.AssetIn("variant_decisions"),
         "variant_holes": dg.AssetIn("variant_holes"),
     },
-    description="Per tier, kind, retriever and headline measure: clean and variant means, the drop with its "
-    "paired bootstrap interval, the paired randomization test and Holm across the family; both sides' Judged@k "
-    "and a flag where they differ beyond robustness.coverage_tolerance. Also written as an HTML page with the "
-    "drop plot under <data_dir>/reports/robustness.",
+    outs={
+        "robustness_scoreboard": dg.AssetOut(
+            description="Per tier, kind, retriever and headline measure: clean and variant means, the drop with its "
+            "paired bootstrap interval, the paired randomization test and Holm across the family; both sides' "
+            "Judged@k and a flag where they differ beyond robustness.coverage_tolerance. Also written as an HTML "
+            "page with the drop plot under <data_dir>/reports/robustness."
+        ),
+        "robustness_per_query": dg.AssetOut(
+            description="Per retriever, parent, kind and measure (the significance measures and Judged@k at the "
+            "judge depth and at every evaluation cutoff): the clean and the variant value; Judged@k is null on a "
+            "side whose ranking is empty."
+        ),
+    },
 )
 def robustness_scoreboard(
     context: dg.AssetExecutionContext,
@@ -273,16 +290,23 @@ def robustness_scoreboard(
     store: StoreResource,
     query_variants: pl.DataFrame,
     variant_rankings: pl.DataFrame,
-    variant_labels: pl.DataFrame,
     variant_decisions: pl.DataFrame,
     variant_holes: pl.DataFrame,
-) -> dg.Output[pl.DataFrame]:
+):
     s = settings.get()
     names, clean = clean_rankings(s, store.get(), query_variants)
     stats = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
     tolerance = s.robustness.coverage_tolerance
     result = robustness_board(
-        clean, variant_rankings, query_variants, variant_labels, stats, names, judge_depth(s), tolerance
+        clean,
+        variant_rankings,
+        query_variants,
+        stored_labels(store.get()),
+        stats,
+        names,
+        judge_depth(s),
+        tolerance,
+        also=[f"Judged@{k}" for k in s.evaluation.cutoffs],
     )
     board = result.board
     headline = s.evaluation.headline_measure
@@ -300,8 +324,9 @@ def robustness_scoreboard(
     )
     overall = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline))
     context.log.info(f"robustness: scoreboard of {len(names)} retrievers on {query_variants.height} variants")
-    return dg.Output(
+    yield dg.Output(
         board,
+        output_name="robustness_scoreboard",
         metadata={
             "page": dg.MetadataValue.path(str(page)),
             "retrievers": ", ".join(names),
@@ -329,5 +354,13 @@ def robustness_scoreboard(
                 100,
             ),
             "noise_rates_per_letter": dg.MetadataValue.json(json.loads(s.robustness.noise.model_dump_json())),
+        },
+    )
+    yield dg.Output(
+        result.per_query,
+        output_name="robustness_per_query",
+        metadata={
+            "values": result.per_query.height,
+            "measures": ", ".join(result.per_query.get_column("measure").unique().sort().to_list()),
         },
     )

@@ -11,11 +11,15 @@ stand both sides' Judged@k (label coverage of each top-k, over the rankings
 that are not empty) and a flag when the two differ by more than
 ``robustness.coverage_tolerance``: a drop is read only where both sides were
 judged alike.
+
+Parents are scored a slice at a time (with their variants, rankings and labels),
+so memory grows with a slice, not with the pool: per-query measures do not
+depend on other queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +53,7 @@ BOARD_SCHEMA = {
     "variant_ranked": pl.Int64,
     "coverage_differs": pl.Boolean,
 }
+PARENT_SLICE = 2_000  # parents (with all their variants) scored at once
 PAIR_SCHEMA = {
     "retriever": pl.String,
     "parent_id": pl.String,
@@ -59,11 +64,19 @@ PAIR_SCHEMA = {
 }
 
 
+LabelsOf = Callable[[list[str]], pl.DataFrame]  # parent ids -> their variants' label rows
+
+
 @dataclass
 class RobustnessBoard:
     board: pl.DataFrame  # BOARD_SCHEMA
     per_query: pl.DataFrame  # PAIR_SCHEMA; Judged@k is null on a side whose ranking is empty
     judged_measure: str
+
+
+def labels_in(labels: pl.DataFrame) -> LabelsOf:
+    """The label rows of some parents' variants, from variant labels held in memory."""
+    return lambda parents: labels.filter(pl.col("parent_id").is_in(parents))
 
 
 def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
@@ -81,69 +94,81 @@ def paired_values(
     clean_rankings: pl.DataFrame,
     variant_rankings: pl.DataFrame,
     variants: pl.DataFrame,
-    labels: pl.DataFrame,
+    labels_of: LabelsOf,
     s: EvaluationSettings,
     retrievers: list[str],
     judged_k: int,
     also: Sequence[str] = (),
+    parents_per_slice: int = PARENT_SLICE,
 ) -> tuple[pl.DataFrame, str]:
     """Per (retriever, parent, kind, measure): the clean and the variant value, for the significance measures,
     Judged@``judged_k`` and the measures named in ``also`` (measures of the plan, e.g. other Judged@k).
 
-    Judged@k is left null on a side whose ranking is empty: it has no chunk, judged or not (every other
-    measure scores an empty ranking 0)."""
+    ``labels_of`` gives the variant label rows of a slice of ``parents_per_slice`` parents. Judged@k is left
+    null on a side whose ranking is empty: it has no chunk, judged or not (every other measure scores an empty
+    ranking 0)."""
     plan = mamaretrieval_plan(sorted({*s.cutoffs, judged_k}), s.lenient, s.strict, s.max_grade)
     check_measures(s.significance_measures, plan.by_name(), "evaluation.significance_measures")
     judged = f"Judged@{judged_k}"
+    wanted = list(dict.fromkeys([*s.significance_measures, judged, *also]))
+    clean = clean_rankings.filter(pl.col("retriever").is_in(retrievers)).select(variant_rankings.columns)
     parents = variants.get_column("parent_id").unique().sort().to_list()
-    run = rankings_to_run(
-        pl.concat(
-            [
-                clean_rankings.filter(pl.col("query_id").is_in(parents) & pl.col("retriever").is_in(retrievers)).select(
-                    variant_rankings.columns
-                ),
-                variant_rankings,
-            ]
+    slices = [pl.DataFrame(schema=PAIR_SCHEMA)]
+    for start in range(0, len(parents), parents_per_slice):
+        ids = parents[start : start + parents_per_slice]
+        mine = variants.filter(pl.col("parent_id").is_in(ids))
+        run = rankings_to_run(
+            pl.concat(
+                [
+                    clean.filter(pl.col("query_id").is_in(ids)),
+                    variant_rankings.filter(pl.col("query_id").is_in(mine.get_column("variant_id").to_list())),
+                ]
+            )
         )
-    )
-    query_ids = parents + variants.get_column("variant_id").sort().to_list()
-    evaluation = evaluate(run, need_qrels(labels), query_ids, plan, retrievers, "rankings", "variant labels")
+        query_ids = ids + mine.get_column("variant_id").sort().to_list()
+        qrels = need_qrels(labels_of(ids))
+        evaluation = evaluate(run, qrels, query_ids, plan, retrievers, "rankings", "variant labels")
+        slices.append(_pairs(evaluation.per_query.filter(pl.col("measure").is_in(wanted)), run, mine))
+    return pl.concat(slices).sort("retriever", "kind", "measure", "parent_id"), judged
+
+
+def _pairs(per_query: pl.DataFrame, run: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
+    """Each variant's value beside its parent's; Judged@k null on a side without a ranking."""
     ranked = run.select("retriever", "query_id").unique().with_columns(_ranked=pl.lit(True))
     values = (
-        evaluation.per_query.filter(pl.col("measure").is_in([*s.significance_measures, judged, *also]))
-        .join(ranked, on=["retriever", "query_id"], how="left")
+        per_query.join(ranked, on=["retriever", "query_id"], how="left")
         .with_columns(
             value=pl.when(~pl.col("measure").str.starts_with("Judged@") | pl.col("_ranked")).then(pl.col("value"))
         )
         .drop("_ranked")
     )
-    pairs = (
+    return (
         variants.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind")
         .join(values, on="query_id")
         .rename({"value": "variant"})
         .join(values.rename({"query_id": "parent_id", "value": "clean"}), on=["retriever", "parent_id", "measure"])
         .select(list(PAIR_SCHEMA))
-        .sort("retriever", "kind", "measure", "parent_id")
     )
-    return pairs, judged
 
 
 def robustness_board(
     clean_rankings: pl.DataFrame,
     variant_rankings: pl.DataFrame,
     variants: pl.DataFrame,
-    labels: pl.DataFrame,
+    labels_of: LabelsOf,
     s: EvaluationSettings,
     retrievers: list[str],
     judged_k: int,
     coverage_tolerance: float,
+    also: Sequence[str] = (),
 ) -> RobustnessBoard:
-    """One row per (tier, kind, retriever, significance measure), with both sides' Judged@k beside it."""
+    """One row per (tier, kind, retriever, significance measure), with both sides' Judged@k beside it; the
+    per-query values also hold the measures named in ``also``."""
     if variants.is_empty():
         return RobustnessBoard(
             pl.DataFrame(schema=BOARD_SCHEMA), pl.DataFrame(schema=PAIR_SCHEMA), f"Judged@{judged_k}"
         )
-    pairs, judged = paired_values(clean_rankings, variant_rankings, variants, labels, s, retrievers, judged_k)
+    pairs, judged = paired_values(clean_rankings, variant_rankings, variants, labels_of, s, retrievers, judged_k, also)
     tiers = variants.select("parent_id", "tier").unique()
     with_tier = pairs.join(tiers, on="parent_id", how="left")
     segments = [("all", pairs)] + [
@@ -155,9 +180,8 @@ def robustness_board(
             key: _coverage(group, coverage_tolerance)
             for key, group in seg.filter(pl.col("measure") == judged).group_by("kind", "retriever")
         }
-        for (kind, retriever, measure), group in seg.filter(pl.col("measure") != judged).group_by(
-            "kind", "retriever", "measure", maintain_order=True
-        ):
+        compared = seg.filter(pl.col("measure").is_in(s.significance_measures) & (pl.col("measure") != judged))
+        for (kind, retriever, measure), group in compared.group_by("kind", "retriever", "measure", maintain_order=True):
             a = group.get_column("clean").to_numpy().astype(float)
             b = group.get_column("variant").to_numpy().astype(float)
             row = {

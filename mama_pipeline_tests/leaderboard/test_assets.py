@@ -99,35 +99,17 @@ def _stubs():
     def query_variants() -> pl.DataFrame:
         return pl.DataFrame(schema={"variant_id": pl.String, "parent_id": pl.String, "kind": pl.String})
 
-    @dg.asset(key="variant_rankings")
-    def variant_rankings() -> pl.DataFrame:
-        return pl.DataFrame(
-            schema={
-                "query_id": pl.String,
-                "retriever": pl.String,
-                "rank": pl.Int32,
-                "chunk_id": pl.String,
-                "score": pl.Float64,
-            }
-        )
+    @dg.asset(key="robustness_per_query")
+    def robustness_per_query() -> pl.DataFrame:
+        from mama_pipeline.robustness.robustness_scoreboard import PAIR_SCHEMA
 
-    @dg.asset(key="variant_labels")
-    def variant_labels() -> pl.DataFrame:
-        return pl.DataFrame(
-            schema={
-                "variant_id": pl.String,
-                "parent_id": pl.String,
-                "kind": pl.String,
-                "chunk_id": pl.String,
-                "score": pl.Int8,
-            }
-        )
+        return pl.DataFrame(schema=PAIR_SCHEMA)
 
     @dg.asset(key="system_grades")
     def system_grades() -> pl.DataFrame:
         return _grades()
 
-    return [per_query_results, multipassage_per_query, query_variants, variant_rankings, variant_labels, system_grades]
+    return [per_query_results, multipassage_per_query, query_variants, robustness_per_query, system_grades]
 
 
 def _config(tmp: Path, **extra) -> Path:

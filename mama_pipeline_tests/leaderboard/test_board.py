@@ -121,7 +121,7 @@ def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_
     from mama_pipeline.evaluation.settings import EvaluationSettings
     from mama_pipeline.leaderboard.leaderboard_inputs import configured, robustness_per_query
     from mama_pipeline.robustness.labels import variant_labels
-    from mama_pipeline.robustness.robustness_scoreboard import paired_values
+    from mama_pipeline.robustness.robustness_scoreboard import labels_in, paired_values
     from mama_pipeline_tests.robustness.test_labels_and_board import frame, label_rows, ranking, variants
 
     v = variants().filter(pl.col("parent_id").is_in(["q_00001", "q_00002"]) & (pl.col("kind") == "typo"))
@@ -130,9 +130,11 @@ def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_
     variant = frame(ranking("q_00001~typo", "bm25", ["a", "x"]))  # q_00002~typo: an empty ranking
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
     pairs, _ = paired_values(
-        clean, variant, v, variant_labels(v, judgments, label_rows([])), s, ["bm25"], 2, also=["Judged@1"]
+        clean, variant, v, labels_in(variant_labels(v, judgments, label_rows([]))), s, ["bm25"], 2, also=["Judged@1"]
     )
-    values = robustness_per_query(pairs, v).sort("query_id", "measure")
+    with pytest.raises(ValueError, match=r"no values of \['nDCG@10'\]"):
+        robustness_per_query(pairs, v, ["Success(rel=3)@1", "nDCG@10"])
+    values = robustness_per_query(pairs, v, ["Success(rel=3)@1", "Judged@1"]).sort("query_id", "measure")
     assert values.rows() == [
         ("bm25", "q_00001~typo", "Judged@1", 1.0),
         ("bm25", "q_00001~typo", "Judged@2", 0.5),

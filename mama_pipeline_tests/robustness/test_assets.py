@@ -223,6 +223,23 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
             < 1e-12
         )
         assert set(board["tier"]) >= {"all", "very_high", "high"}
+        # the values behind the board, stored for the leaderboard: the significance measures and Judged@k at
+        # every cutoff, one row per (retriever, variant, measure); their means are the board's
+        per_query = store.read_table("robustness_per_query")
+        assert set(per_query["measure"]) == {"Success(rel=3)@3", "RR(rel=3)", "Judged@1", "Judged@3", "Judged@5"}
+        assert per_query.height == 3 * variants.height * 5
+        means = (
+            per_query.filter(~pl.col("measure").str.starts_with("Judged@"))
+            .group_by("kind", "retriever", "measure")
+            .agg(pl.col("clean").mean(), pl.col("variant").mean())
+        )
+        joined = overall.join(means, on=["kind", "retriever", "measure"])
+        assert joined.height == overall.height
+        gaps = joined.select(
+            (pl.col("clean") - pl.col("clean_mean")).abs().max(),
+            (pl.col("variant") - pl.col("variant_mean")).abs().max(),
+        )
+        assert max(gaps.row(0)) < 1e-12
         page = tmp_path / "data" / "reports" / "robustness"
         html = (page / "index.html").read_text()
         assert "Judged@3, clean and variant" in html and (page / "drop_by_retriever_and_kind.png").exists()
@@ -245,6 +262,7 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
                 "variant_labels",
                 "variant_holes",
                 "robustness_scoreboard",
+                "robustness_per_query",
             )
         }
         hashes = folder_hashes(folder)

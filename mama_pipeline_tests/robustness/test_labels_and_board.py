@@ -9,7 +9,7 @@ import pytest
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 from mama_pipeline.robustness.labels import hole_pairs, variant_labels, within_budget
-from mama_pipeline.robustness.robustness_scoreboard import robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import labels_in, paired_values, robustness_board
 
 PARENTS = [f"q_{i:05d}" for i in range(1, 9)]
 KINDS = ["typo", "shorthand"]
@@ -89,7 +89,7 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
     labels = variant_labels(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
     s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
     result = robustness_board(
-        frame(clean), frame(typo + short), v, labels, s, ["bm25"], judged_k=3, coverage_tolerance=0.05
+        frame(clean), frame(typo + short), v, labels_in(labels), s, ["bm25"], judged_k=3, coverage_tolerance=0.05
     )
     board = result.board
     row = board.filter(
@@ -127,7 +127,7 @@ def test_no_variants_give_an_empty_board():
         frame([]),
         frame([]),
         empty,
-        variant_labels(empty, label_rows([]), label_rows([])),
+        labels_in(variant_labels(empty, label_rows([]), label_rows([]))),
         EvaluationSettings(),
         ["bm25"],
         judged_k=5,
@@ -162,7 +162,9 @@ def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverag
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
 
     def row(tolerance: float) -> dict:
-        board = robustness_board(clean, variant, v, labels, s, ["bm25"], judged_k=2, coverage_tolerance=tolerance).board
+        board = robustness_board(
+            clean, variant, v, labels_in(labels), s, ["bm25"], judged_k=2, coverage_tolerance=tolerance
+        ).board
         return board.filter(pl.col("tier") == "all").row(0, named=True)
 
     flagged = row(0.05)
@@ -171,3 +173,38 @@ def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverag
     assert (flagged["variant_judged"], flagged["variant_ranked"]) == (0.5, 1)
     assert flagged["coverage_differs"] is True
     assert row(0.5)["coverage_differs"] is False  # a difference of 0.5 is within a tolerance of 0.5
+
+
+def test_scoring_parents_a_slice_at_a_time_gives_the_values_of_one_pass():
+    v = variants()
+    judgments = label_rows([(p, f"{p}-rel", 6) for p in PARENTS] + [(p, "x1", 2) for p in PARENTS[::2]])
+    clean, variant = [], []
+    for i, p in enumerate(PARENTS):
+        clean += ranking(p, "bm25", [f"{p}-rel", "x1"] if i % 3 else ["x1", f"{p}-rel"])
+        variant += ranking(f"{p}~typo", "bm25", ["x1", f"{p}-rel"] if i % 2 else [f"{p}-rel", "x2"])
+    variant += ranking("q_00003~shorthand", "bm25", ["x2"])  # the other variants of the kind: empty rankings
+    labels = variant_labels(v, judgments, label_rows([]))
+    asked = []
+
+    def labels_of(parents: list[str]) -> pl.DataFrame:
+        asked.append(parents)
+        return labels.filter(pl.col("parent_id").is_in(parents))
+
+    s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=100)
+    one, judged = paired_values(frame(clean), frame(variant), v, labels_in(labels), s, ["bm25"], 2, also=["Judged@1"])
+    sliced, _ = paired_values(
+        frame(clean), frame(variant), v, labels_of, s, ["bm25"], 2, also=["Judged@1"], parents_per_slice=3
+    )
+    assert asked == [PARENTS[0:3], PARENTS[3:6], PARENTS[6:8]]  # every parent once, three at a time
+    assert sliced.equals(one) and judged == "Judged@2"
+    assert one.height == 8 * 2 * 4  # every (parent, kind) for each of the four measures
+    # the relevant chunk second in q_00001's clean ranking and in q_00002's typo variant, first elsewhere
+    rr = one.filter((pl.col("measure") == "RR(rel=3)") & (pl.col("kind") == "typo")).sort("parent_id")
+    assert rr.select("parent_id", "clean", "variant").rows()[:3] == [
+        ("q_00001", 0.5, 1.0),
+        ("q_00002", 1.0, 0.5),
+        ("q_00003", 1.0, 1.0),
+    ]
+    # only q_00003~shorthand has a ranking, of one unlabelled chunk: Judged@1 0; no ranking, no coverage
+    shorthand = one.filter((pl.col("kind") == "shorthand") & (pl.col("measure") == "Judged@1")).sort("parent_id")
+    assert shorthand.get_column("variant").to_list() == [None, None, 0.0, None, None, None, None, None]
