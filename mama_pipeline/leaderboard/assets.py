@@ -106,10 +106,8 @@ def _stats(cfg) -> Stats:
 
 @dg.asset(
     group_name=GROUP,
-    deps=[SUBMISSION_SCORES],
+    deps=["per_query_results", "multipassage_per_query", SUBMISSION_SCORES],
     ins={
-        "per_query_results": dg.AssetIn("per_query_results"),
-        "multipassage_per_query": dg.AssetIn("multipassage_per_query"),
         "query_variants": dg.AssetIn("query_variants"),
         "robustness_per_query": dg.AssetIn("robustness_per_query"),
     },
@@ -122,17 +120,18 @@ def _stats(cfg) -> Stats:
 def mamaretrieval_leaderboard(
     settings: SettingsResource,
     store: StoreResource,
-    per_query_results: pl.DataFrame,
-    multipassage_per_query: pl.DataFrame,
     query_variants: pl.DataFrame,
     robustness_per_query: pl.DataFrame,
 ) -> dg.MaterializeResult:
     s = settings.get()
     db = store.get()
     specs = retrieval_specs(s)
-    needed = {*specs["robustness"].measures, *specs["robustness"].judged.values()}
-    robustness = lb_inputs.robustness_per_query(robustness_per_query, query_variants, needed)
-    tracks = {"main": per_query_results, "robustness": robustness, "multipassage": multipassage_per_query}
+    needed = {t: {*spec.measures, *spec.judged.values()} for t, spec in specs.items()}
+    tracks = {
+        "main": lb_inputs.stored_per_query(db, "per_query_results", needed["main"]),
+        "robustness": lb_inputs.robustness_per_query(robustness_per_query, query_variants, needed["robustness"]),
+        "multipassage": lb_inputs.stored_per_query(db, "multipassage_per_query", needed["multipassage"]),
+    }
     got = {
         t: lb_inputs.combine(lb_inputs.configured(v, "retriever"), lb_inputs.submissions(db, t))
         for t, v in tracks.items()

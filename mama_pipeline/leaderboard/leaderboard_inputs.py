@@ -1,10 +1,10 @@
 """Each track's entries and per-query values, gathered from the areas that compute them.
 
 Configured entries: retrievers from ``per_query_results`` (main), the robustness area's per-variant values
-(``robustness_per_query``, the variant side, keyed by variant id), and
-``multipassage_per_query``; systems from ``system_grades`` of the configured systems (the scored items' ``score``,
-the values the systems scoreboard's mean uses; none when no system is configured), refused per (system, track)
-over a failure bound as the systems scoreboard refuses them.
+(``robustness_per_query``, the variant side, keyed by variant id), and ``multipassage_per_query`` (of each
+per-query table only the track's measures and their Judged@k are read); systems from ``system_grades`` of the
+configured systems (the scored items' ``score``, the values the systems scoreboard's mean uses; none when no
+system is configured), refused per (system, track) over a failure bound as the systems scoreboard refuses them.
 Submissions: the submissions area's tables ``submissions``, ``submission_per_query`` and ``submission_tracks``
 (none when no submission was ever scored: zero rows).
 """
@@ -46,6 +46,15 @@ def configured(per_query: pl.DataFrame, name_column: str, refused: dict[str, str
         pl.col("value").cast(pl.Float64),
     )
     return TrackInput([Entry(f"{CONFIGURED}/{n}", CONFIGURED, n, refused.get(n)) for n in names], values)
+
+
+def stored_per_query(store, table: str, measures: Collection[str]) -> pl.DataFrame:
+    """(retriever, query_id, measure, value) of these ``measures`` only, from a stored per-query table, in its
+    stored order."""
+    return store.query(
+        f'SELECT retriever, query_id, measure, value FROM "{table}" WHERE measure IN (SELECT unnest(?))',
+        [sorted(measures)],
+    )
 
 
 def robustness_per_query(pairs: pl.DataFrame, variants: pl.DataFrame, needed: Collection[str]) -> pl.DataFrame:
