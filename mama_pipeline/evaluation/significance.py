@@ -37,7 +37,13 @@ SIGNIFICANCE_SCHEMA = {
     "p_mcnemar": pl.Float64,
     "p_mcnemar_holm": pl.Float64,
 }
-BATCH = 1000  # resamples per vectorised call: bounds memory, same results as unbatched
+ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling call (32 MB as float64)
+
+
+def batch_for(n: int) -> int:
+    """Resamples (and BCa jackknife samples) per vectorised scipy call for ``n`` queries or items: memory stays
+    near ELEMENTS_PER_CALL values whatever ``n``; scipy's results do not depend on the batch."""
+    return max(1, ELEMENTS_PER_CALL // max(n, 1))
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -75,7 +81,7 @@ def paired_bootstrap_ci(
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="BCa",
-        batch=BATCH,
+        batch=batch_for(d.size),
         rng=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -97,7 +103,7 @@ def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int, confidenc
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="BCa",
-        batch=BATCH,
+        batch=batch_for(values.size),
         rng=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -116,7 +122,7 @@ def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed:
         vectorized=True,
         n_resamples=n_resamples,
         alternative="two-sided",
-        batch=BATCH,
+        batch=batch_for(np.size(a)),
         rng=np.random.default_rng(seed),
     )
     return float(res.pvalue)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.significance import compact
+from mama_pipeline.evaluation.significance import batch_for, compact
 from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED, GRADED
 
 SCOREBOARD_SCHEMA = {
@@ -47,7 +47,6 @@ SCOREBOARD_SCHEMA = {
     "grader_agree_on_not_met": pl.Float64,
 }
 MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "mean example score"}
-BATCH = 1000  # resamples (and jackknife samples) per vectorised call: bounds memory at any item count
 GRADER_FIGURES = ("rows", "macro_f1", "balanced_accuracy", "agree_on_met", "agree_on_not_met")
 
 
@@ -74,7 +73,7 @@ def bootstrap_ci(
             n_resamples=n_resamples,
             confidence_level=confidence,
             method=method,
-            batch=BATCH,
+            batch=batch_for(values.size),
             rng=np.random.default_rng(seed),
         )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -9,6 +9,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from mama_pipeline.evaluation.significance import (
+    batch_for,
     bootstrap_mean_ci,
     compact,
     exact_mcnemar,
@@ -184,3 +185,35 @@ def test_missing_queries_are_an_error():
     )
     with pytest.raises(ValueError, match="same queries"):
         pairwise_significance(per_query, ["RR"], ["a", "b"], n_resamples=100)
+
+
+def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbatched_statistics(monkeypatch):
+    from mama_pipeline.evaluation import significance
+
+    assert (batch_for(1_000), batch_for(100_000), batch_for(10**8)) == (4_000, 40, 1)
+    monkeypatch.setattr(significance, "ELEMENTS_PER_CALL", 30_000)  # 10 resamples per call for 3,000 queries
+    rng = np.random.default_rng(8)
+    a, b = rng.random(3000), rng.random(3000)
+
+    def diff(x, y, axis):
+        return np.mean(x - y, axis=axis)
+
+    ref = stats.bootstrap(
+        (a, b), diff, paired=True, vectorized=True, n_resamples=300, method="BCa", rng=np.random.default_rng(4)
+    ).confidence_interval
+    assert paired_bootstrap_ci(a, b, 300, 4) == (ref.low, ref.high)
+    ref = stats.bootstrap((a,), np.mean, vectorized=True, n_resamples=300, method="BCa", rng=np.random.default_rng(4))
+    assert bootstrap_mean_ci(a, 300, 4) == (ref.confidence_interval.low, ref.confidence_interval.high)
+    ref = stats.permutation_test(
+        (a, b), diff, permutation_type="samples", vectorized=True, n_resamples=300, rng=np.random.default_rng(4)
+    )
+    batches = []
+    original = stats.permutation_test
+
+    def spy(*args, **kwargs):
+        batches.append(kwargs["batch"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(stats, "permutation_test", spy)
+    assert paired_randomization_p(a, b, 300, 4) == ref.pvalue
+    assert batches == [10]
