@@ -110,17 +110,19 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
     def _table(self, key: dg.AssetKey) -> str:
         return "__".join(key.path)
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | Iterator[pl.DataFrame] | None) -> None:
+        """Write a frame, or an iterator of slices (written in order, see :meth:`Store.write_table`)."""
         if obj is None:
             return
-        if not isinstance(obj, pl.DataFrame):
+        if not isinstance(obj, pl.DataFrame | Iterator):
             raise TypeError(
-                f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, not a polars DataFrame"
+                f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, "
+                "not a polars DataFrame or an iterator of them"
             )
         partition = context.partition_key if context.has_partition_key else None
         store = Store(self.settings.get().db_path)
-        store.write_table(self._table(context.asset_key), obj, partition=partition)
-        context.add_output_metadata({"table": self._table(context.asset_key), "rows": obj.height})
+        rows = store.write_table(self._table(context.asset_key), obj, partition=partition)
+        context.add_output_metadata({"table": self._table(context.asset_key), "rows": rows})
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         store = Store(self.settings.get().db_path)

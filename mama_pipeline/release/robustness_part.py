@@ -29,6 +29,7 @@ from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
+from mama_pipeline.robustness.labels import VERDICTS
 from mama_pipeline.robustness.rewrite_prompt import gate_template, rewrite_template
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
 from mama_pipeline.robustness.variants import SEPARATOR
@@ -38,6 +39,7 @@ from mama_pipeline.store import Store
 NAME = "robustness"
 FOLDER = "robustness"
 GRADE = pl.Int8
+LABEL_COLUMNS = ["variant_id", "chunk_id", *VERDICTS, "origin", "prompt_hash"]  # what the release reads of a label
 
 
 def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs) -> ConfigurationPart | None:
@@ -52,7 +54,7 @@ def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs)
                 f"release configuration {NAME}: table {name} is not in the store; materialise it "
                 "first (or set robustness.release: false)"
             )
-        tables[name] = store.read_table(name)
+        tables[name] = store.read_table(name, columns=LABEL_COLUMNS if name == "variant_labels" else None)
     table = load_table(s.resolve(r.abbreviations) if r.abbreviations else None)
     prompts = {
         f"{FOLDER}/prompts/{t.id}.txt": t.text.encode()

@@ -18,7 +18,7 @@ from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, within_budget
+from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, label_counts, label_needs, within_budget
 from mama_pipeline.robustness.labels import variant_labels as build_labels
 from mama_pipeline.robustness.robustness_page import write_page
 from mama_pipeline.robustness.robustness_scoreboard import LabelsOf, robustness_board
@@ -216,7 +216,7 @@ def variant_labels(
             batch_pairs=s.judging.batch_pairs,
         )
     outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
-    labels = build_labels(query_variants, judgments, run.outcomes.filter(pl.col("status") == "labelled"))
+    needs = label_needs(judgments, run.outcomes.filter(pl.col("status") == "labelled"))
     status = dict(outcomes.group_by("status").len().iter_rows())
     for q, c, reason in (
         outcomes.filter(pl.col("status") == "failed")
@@ -225,12 +225,12 @@ def variant_labels(
         .iter_rows()
     ):
         context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
-    by_origin = labels.group_by("kind", "origin").len().sort("kind", "origin")
+    by_origin = label_counts(query_variants, needs)
     yield dg.Output(
-        labels,
+        build_labels(query_variants, needs),  # slices, written in order by the IO manager
         output_name="variant_labels",
         metadata={
-            "labels": labels.height,
+            "labels": int(by_origin.get_column("len").sum()),
             "judge_depth": depth,
             "by_kind_and_origin": md_table(by_origin),
         },

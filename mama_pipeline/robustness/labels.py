@@ -15,8 +15,11 @@ parent and to all its variants (``origin = hole``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import polars as pl
 
+VARIANTS_PER_SLICE = 5_000  # ~400,000 label rows at a parent's ~80 labels
 VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 LABEL_SCHEMA = {
     "variant_id": pl.String,
@@ -111,19 +114,44 @@ def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.D
     )
 
 
-def variant_labels(variants: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFrame:
-    """Every variant's labels: its parent's judgments (inherited) and the parent's hole labels (hole)."""
+def label_needs(judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFrame:
+    """One label per information need (parent_id, chunk_id): the parent's judgment (inherited), else the hole's."""
     cols = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]
-    need = pl.concat(
-        [
-            judgments.select(cols).with_columns(origin=pl.lit("inherited")),
-            hole_labels.select(cols).with_columns(origin=pl.lit("hole")),
-        ],
-        how="vertical_relaxed",
-    ).unique(["query_id", "chunk_id"], keep="first", maintain_order=True)
     return (
-        variants.select("variant_id", "parent_id", "kind")
-        .join(need.rename({"query_id": "parent_id"}), on="parent_id", how="inner")
-        .select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
-        .sort("variant_id", "chunk_id")
+        pl.concat(
+            [
+                judgments.select(cols).with_columns(origin=pl.lit("inherited")),
+                hole_labels.select(cols).with_columns(origin=pl.lit("hole")),
+            ],
+            how="vertical_relaxed",
+        )
+        .unique(["query_id", "chunk_id"], keep="first", maintain_order=True)
+        .rename({"query_id": "parent_id"})
+    )
+
+
+def variant_labels(
+    variants: pl.DataFrame, needs: pl.DataFrame, variants_per_slice: int = VARIANTS_PER_SLICE
+) -> Iterator[pl.DataFrame]:
+    """Every variant's labels, its parent's :func:`label_needs`, in (variant_id, chunk_id) order: slices of
+    ``variants_per_slice`` variants (at least one slice, empty without variants), so memory grows with a slice."""
+    ordered = variants.select("variant_id", "parent_id", "kind").sort("variant_id")
+    for offset in range(0, max(ordered.height, 1), variants_per_slice):
+        yield (
+            ordered.slice(offset, variants_per_slice)
+            .join(needs, on="parent_id", how="inner")
+            .select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
+            .sort("variant_id", "chunk_id")
+        )
+
+
+def label_counts(variants: pl.DataFrame, needs: pl.DataFrame) -> pl.DataFrame:
+    """Rows of :func:`variant_labels` by kind and origin (kind, origin, len), without building them."""
+    per_parent = needs.group_by("parent_id", "origin").len()
+    return (
+        variants.select("parent_id", "kind")
+        .join(per_parent, on="parent_id", how="inner")
+        .group_by("kind", "origin")
+        .agg(pl.col("len").sum())
+        .sort("kind", "origin")
     )

@@ -11,8 +11,9 @@ dies mid-write leaves only its uncommitted transaction behind.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from mama_pipeline.common.project_files import project_file
 
 SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
+READ_BATCH_ROWS = 100_000
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 
 
@@ -100,58 +102,94 @@ class Store:
         with self.connect() as con:
             return _exists(con, table)
 
-    def write_table(self, table: str, df: pl.DataFrame, partition: str | None = None) -> None:
-        """Replace a table, or one partition of it, atomically.
+    def write_table(self, table: str, df: pl.DataFrame | Iterable[pl.DataFrame], partition: str | None = None) -> int:
+        """Replace a table, or one partition of it, atomically; return the rows written.
 
-        When ``sql/tables/<table>.sql`` exists the table is created from it and
-        rows are inserted by column name, so the DDL is the enforced contract.
+        ``df`` may be slices (at least one, of one schema): they stream in order into one insert, so memory
+        grows with a slice. When ``sql/tables/<table>.sql`` exists the table is created from it and rows are
+        inserted by column name, so the DDL is the enforced contract.
         """
-        if partition is not None:
-            df = df.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
-        arrow = df.to_arrow()
-        ddl = ddl_path(table)
+        rows = 0
+
+        def arrow(part: pl.DataFrame):
+            nonlocal rows
+            rows += part.height
+            if partition is not None:
+                part = part.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
+            return part.to_arrow()
+
+        if isinstance(df, pl.DataFrame):
+            incoming = arrow(df)
+        else:
+            import pyarrow as pa
+
+            slices = map(arrow, df)
+            first = next(slices, None)
+            if first is None:
+                raise ValueError(f"write_table {table}: no slices to write")
+            batches = (b for tbl in itertools.chain([first], slices) for b in tbl.to_batches())
+            incoming = pa.RecordBatchReader.from_batches(first.schema, batches)
         with self.connect(write=True) as con:
-            con.register("_incoming", arrow)
-            if ddl.exists():
-                if partition is None:
-                    con.execute(f'DROP TABLE IF EXISTS "{table}"')
-                con.execute(ddl.read_text())
-                if partition is not None:
-                    _add_new_columns(con, table, ddl.read_text())
-                    con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
-                con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
-            elif partition is None or not _exists(con, table):
-                con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming')
-            else:
-                con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
+            con.register("_incoming", incoming)
+            if _replace(con, table, partition):
                 con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
             con.unregister("_incoming")
+        return rows
 
-    def read_table(self, table: str, partitions: list[str] | None = None) -> pl.DataFrame:
-        """Read a table (optionally some partitions), without the partition column."""
+    def read_table(
+        self, table: str, partitions: list[str] | None = None, columns: list[str] | None = None
+    ) -> pl.DataFrame:
+        """Read a table (optionally some partitions, or some columns), without the partition column."""
+        select = ", ".join(f'"{c}"' for c in columns) if columns else "*"
         with self.connect() as con:
             if not _exists(con, table):
                 raise KeyError(f"table {table!r} is not in {self.path}; materialise its asset first")
             if partitions is None:
-                rel = con.sql(f'SELECT * FROM "{table}"')
+                rel = con.sql(f'SELECT {select} FROM "{table}"')
             else:
                 rel = con.execute(
-                    f'SELECT * FROM "{table}" WHERE {PARTITION_COLUMN} IN (SELECT unnest(?))', [partitions]
+                    f'SELECT {select} FROM "{table}" WHERE {PARTITION_COLUMN} IN (SELECT unnest(?))', [partitions]
                 )
-            df = rel.pl()
+            df = _polars(rel)
         if PARTITION_COLUMN in df.columns:
             df = df.drop(PARTITION_COLUMN)
         return df
 
     def query(self, sql: str, params: list | None = None) -> pl.DataFrame:
         with self.connect() as con:
-            return con.execute(sql, params or []).pl()
+            return _polars(con.execute(sql, params or []))
+
+
+def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """A query result as polars, converted batch by batch: the whole result is never held as arrow too."""
+    reader = result.to_arrow_reader(READ_BATCH_ROWS)
+    frames = [pl.from_arrow(batch) for batch in reader]
+    return pl.concat(frames) if frames else pl.from_arrow(reader.schema.empty_table())
 
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(
         con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
     )
+
+
+def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) -> bool:
+    """Clear what ``_incoming`` replaces (the table, or its partition), creating the table when missing; False
+    when the table was created from ``_incoming`` (its rows are in), True when they are still to insert."""
+    ddl = ddl_path(table)
+    if ddl.exists():
+        if partition is None:
+            con.execute(f'DROP TABLE IF EXISTS "{table}"')
+        con.execute(ddl.read_text())
+        if partition is not None:
+            _add_new_columns(con, table, ddl.read_text())
+            con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
+        return True
+    if partition is None or not _exists(con, table):
+        con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming')
+        return False
+    con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
+    return True
 
 
 def _add_new_columns(con: duckdb.DuckDBPyConnection, table: str, ddl: str) -> None:

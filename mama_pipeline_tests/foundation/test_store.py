@@ -38,6 +38,37 @@ def test_failed_write_leaves_previous_table_intact(store):
     assert store.read_table("llm_failures")["cache_key"].to_list() == ["k"]
 
 
+def test_slices_stream_in_order_into_one_atomic_write(store):
+    def slices(rows: list[list[int]]):
+        yield from (pl.DataFrame({"a": r, "b": [str(x) for x in r]}) for r in rows)
+
+    assert store.write_table("t", slices([[3, 1], [], [2]])) == 3
+    assert store.read_table("t").rows() == [(3, "3"), (1, "1"), (2, "2")]  # insertion order, no sort
+    assert store.write_table("u", slices([[5]]), partition="p1") == 1
+    assert store.write_table("u", slices([[7], [6]]), partition="p2") == 2
+    assert store.read_table("u", partitions=["p2"]).rows() == [(7, "7"), (6, "6")]
+
+    def failing():
+        yield pl.DataFrame({"a": [8], "b": ["8"]})
+        raise RuntimeError("slice failed")
+
+    with pytest.raises(Exception, match="slice failed"):
+        store.write_table("u", failing(), partition="p2")
+    assert store.read_table("u").rows() == [(5, "5"), (7, "7"), (6, "6")]  # the failed write left nothing
+    with pytest.raises(ValueError, match="no slices"):
+        store.write_table("t", iter([]))
+
+
+def test_sliced_rows_meet_the_ddl_like_one_frame(store):
+    row = {"cache_key": "k", "stage": "judge", "item_id": "i", "error": "e", "attempts": 1}
+    frame = pl.DataFrame([row | {"created_at": datetime(2026, 1, 1)}])
+    store.write_table("llm_failures", iter([frame, frame.with_columns(cache_key=pl.lit("k2"))]))
+    assert store.read_table("llm_failures")["cache_key"].to_list() == ["k", "k2"]
+    with pytest.raises(Exception, match="NOT NULL"):
+        store.write_table("llm_failures", iter([frame, frame.with_columns(stage=pl.lit(None, pl.String))]))
+    assert store.read_table("llm_failures")["cache_key"].to_list() == ["k", "k2"]
+
+
 def _writer(path: str, n: int) -> None:
     s = Store(path)
     for i in range(20):

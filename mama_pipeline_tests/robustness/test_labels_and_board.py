@@ -8,7 +8,14 @@ import pytest
 
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
-from mama_pipeline.robustness.labels import hole_pairs, variant_labels, within_budget
+from mama_pipeline.robustness.labels import (
+    LABEL_SCHEMA,
+    hole_pairs,
+    label_counts,
+    label_needs,
+    variant_labels,
+    within_budget,
+)
 from mama_pipeline.robustness.robustness_scoreboard import labels_in, paired_values, robustness_board
 
 PARENTS = [f"q_{i:05d}" for i in range(1, 9)]
@@ -31,6 +38,10 @@ def label_rows(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
         judge_model=pl.lit("j"),
         prompt_hash=pl.lit("h"),
     )
+
+
+def labels_of(v: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame, per_slice: int = 5) -> pl.DataFrame:
+    return pl.concat(variant_labels(v, label_needs(judgments, hole_labels), per_slice))
 
 
 def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
@@ -68,7 +79,7 @@ def test_holes_are_unlabelled_top_k_pairs_once_per_need_and_labels_are_inherited
     first, rest = within_budget(holes, 2)
     assert first["chunk_id"].to_list() == ["c3", "c5"] and rest["chunk_id"].to_list() == ["c4"]
     hole_labels = label_rows([("q_00001", "c3", 4), ("q_00001", "c5", 0)])
-    labels = variant_labels(v, judgments, hole_labels)
+    labels = labels_of(v, judgments, hole_labels)
     assert labels.filter(pl.col("variant_id") == "q_00001~typo").select("chunk_id", "score", "origin").rows() == [
         ("c1", 6, "inherited"),
         ("c2", 0, "inherited"),
@@ -86,7 +97,7 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
         clean += ranking(p, "bm25", [f"{p}-rel", "x1", "x2"])
         typo += ranking(f"{p}~typo", "bm25", ["x1", "x2", f"{p}-rel"] if i % 4 else [f"{p}-rel", "x1", "x2"])
         short += ranking(f"{p}~shorthand", "bm25", [f"{p}-rel", "x1", "x2"])
-    labels = variant_labels(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
+    labels = labels_of(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
     s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
     result = robustness_board(
         frame(clean), frame(typo + short), v, labels_in(labels), s, ["bm25"], judged_k=3, coverage_tolerance=0.05
@@ -127,7 +138,7 @@ def test_no_variants_give_an_empty_board():
         frame([]),
         frame([]),
         empty,
-        labels_in(variant_labels(empty, label_rows([]), label_rows([]))),
+        labels_in(labels_of(empty, label_rows([]), label_rows([]))),
         EvaluationSettings(),
         ["bm25"],
         judged_k=5,
@@ -158,7 +169,7 @@ def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverag
     clean = frame(ranking("q_00001", "bm25", ["a", "b"]) + ranking("q_00002", "bm25", ["b", "a"]))
     # q_00001~typo: one of two chunks unjudged (Judged@2 = 0.5); q_00002~typo: an empty ranking (no Judged@2)
     variant = frame(ranking("q_00001~typo", "bm25", ["a", "x"]))
-    labels = variant_labels(v, judgments, label_rows([]))
+    labels = labels_of(v, judgments, label_rows([]))
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
 
     def row(tolerance: float) -> dict:
@@ -183,17 +194,17 @@ def test_scoring_parents_a_slice_at_a_time_gives_the_values_of_one_pass():
         clean += ranking(p, "bm25", [f"{p}-rel", "x1"] if i % 3 else ["x1", f"{p}-rel"])
         variant += ranking(f"{p}~typo", "bm25", ["x1", f"{p}-rel"] if i % 2 else [f"{p}-rel", "x2"])
     variant += ranking("q_00003~shorthand", "bm25", ["x2"])  # the other variants of the kind: empty rankings
-    labels = variant_labels(v, judgments, label_rows([]))
+    labels = labels_of(v, judgments, label_rows([]))
     asked = []
 
-    def labels_of(parents: list[str]) -> pl.DataFrame:
+    def reading(parents: list[str]) -> pl.DataFrame:
         asked.append(parents)
         return labels.filter(pl.col("parent_id").is_in(parents))
 
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=100)
     one, judged = paired_values(frame(clean), frame(variant), v, labels_in(labels), s, ["bm25"], 2, also=["Judged@1"])
     sliced, _ = paired_values(
-        frame(clean), frame(variant), v, labels_of, s, ["bm25"], 2, also=["Judged@1"], parents_per_slice=3
+        frame(clean), frame(variant), v, reading, s, ["bm25"], 2, also=["Judged@1"], parents_per_slice=3
     )
     assert asked == [PARENTS[0:3], PARENTS[3:6], PARENTS[6:8]]  # every parent once, three at a time
     assert sliced.equals(one) and judged == "Judged@2"
@@ -208,3 +219,43 @@ def test_scoring_parents_a_slice_at_a_time_gives_the_values_of_one_pass():
     # only q_00003~shorthand has a ranking, of one unlabelled chunk: Judged@1 0; no ranking, no coverage
     shorthand = one.filter((pl.col("kind") == "shorthand") & (pl.col("measure") == "Judged@1")).sort("parent_id")
     assert shorthand.get_column("variant").to_list() == [None, None, 0.0, None, None, None, None, None]
+
+
+@pytest.mark.parametrize("per_slice", [1, 2, 3, 100])
+def test_labels_come_in_slices_of_whole_variants_in_variant_and_chunk_order(per_slice):
+    v = pl.DataFrame(
+        [
+            ("q_00002~typo", "q_00002", "typo"),
+            ("q_00001~typo", "q_00001", "typo"),
+            ("q_00001~shorthand", "q_00001", "shorthand"),
+        ],
+        schema=["variant_id", "parent_id", "kind"],
+        orient="row",
+    )
+    judgments = label_rows([("q_00001", "c2", 6), ("q_00001", "c1", 0), ("q_00002", "c9", 3)])
+    # a hole label of a judged pair loses to the judgment; one of a parent without variants is not carried
+    needs = label_needs(judgments, label_rows([("q_00001", "c0", 4), ("q_00002", "c9", 5), ("q_00003", "c1", 6)]))
+    slices = list(variant_labels(v, needs, per_slice))
+    assert [s["variant_id"].n_unique() for s in slices] == [min(per_slice, 3 - i) for i in range(0, 3, per_slice)]
+    labels = pl.concat(slices)
+    assert labels.columns == list(LABEL_SCHEMA)
+    assert labels.select("variant_id", "kind", "chunk_id", "score", "origin").rows() == [
+        ("q_00001~shorthand", "shorthand", "c0", 4, "hole"),
+        ("q_00001~shorthand", "shorthand", "c1", 0, "inherited"),
+        ("q_00001~shorthand", "shorthand", "c2", 6, "inherited"),
+        ("q_00001~typo", "typo", "c0", 4, "hole"),
+        ("q_00001~typo", "typo", "c1", 0, "inherited"),
+        ("q_00001~typo", "typo", "c2", 6, "inherited"),
+        ("q_00002~typo", "typo", "c9", 3, "inherited"),
+    ]
+    assert label_counts(v, needs).rows() == [
+        ("shorthand", "hole", 1),
+        ("shorthand", "inherited", 2),
+        ("typo", "hole", 1),
+        ("typo", "inherited", 3),
+    ]
+
+
+def test_no_variants_give_one_empty_slice_of_the_label_schema():
+    (only,) = variant_labels(variants().clear(), label_needs(label_rows([("q_00001", "c1", 6)]), label_rows([])))
+    assert only.is_empty() and only.schema == pl.Schema(LABEL_SCHEMA)
