@@ -37,7 +37,14 @@ SIGNIFICANCE_SCHEMA = {
     "p_mcnemar": pl.Float64,
     "p_mcnemar_holm": pl.Float64,
 }
-BATCH = 1000  # resamples per vectorised call: bounds memory, same results as unbatched
+BATCH = 1000  # resamples (and jackknife samples) per vectorised call, at most
+BATCH_VALUES = 2_000_000  # resampled values per call (resamples x queries): 16 MB an array at any query count
+# The results are the same for any batch.
+
+
+def _batch(n: int) -> int:
+    """Resamples per vectorised call over ``n`` queries."""
+    return max(1, min(BATCH, BATCH_VALUES // max(n, 1)))
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -75,7 +82,7 @@ def paired_bootstrap_ci(
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="BCa",
-        batch=BATCH,
+        batch=_batch(d.size),
         rng=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -97,7 +104,7 @@ def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int, confidenc
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="BCa",
-        batch=BATCH,
+        batch=_batch(values.size),
         rng=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -116,7 +123,7 @@ def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed:
         vectorized=True,
         n_resamples=n_resamples,
         alternative="two-sided",
-        batch=BATCH,
+        batch=_batch(a.size),
         rng=np.random.default_rng(seed),
     )
     return float(res.pvalue)

@@ -58,6 +58,29 @@ def test_bootstrap_ci_is_scipys_paired_bca_and_seeded():
     assert paired_bootstrap_ci(a, b, n_resamples=2000, seed=11) == (low, high)  # deterministic
 
 
+def test_resamples_in_small_batches_give_scipys_unbatched_results_exactly(monkeypatch):
+    import mama_pipeline.evaluation.significance as significance
+
+    rng = np.random.default_rng(5)
+    a = rng.random(57)
+    b = a - 0.05 + rng.normal(0, 0.1, 57)
+    monkeypatch.setattr(significance, "BATCH_VALUES", 57 * 3)  # 3 resamples a call, a shorter last call
+
+    def diff(x, y, axis):
+        return np.mean(x - y, axis=axis)
+
+    paired = stats.bootstrap(
+        (a, b), diff, paired=True, vectorized=True, n_resamples=500, method="BCa", rng=np.random.default_rng(11)
+    ).confidence_interval
+    assert paired_bootstrap_ci(a, b, 500, 11) == (paired.low, paired.high)
+    one = stats.bootstrap((a,), np.mean, vectorized=True, n_resamples=500, method="BCa", rng=np.random.default_rng(11))
+    assert bootstrap_mean_ci(a, 500, 11) == (one.confidence_interval.low, one.confidence_interval.high)
+    flips = stats.permutation_test(
+        (a, b), diff, permutation_type="samples", vectorized=True, n_resamples=500, rng=np.random.default_rng(11)
+    )
+    assert paired_randomization_p(a, b, 500, 11) == flips.pvalue
+
+
 def test_whole_number_values_give_the_same_statistics_bit_for_bit_as_floats():
     rng = np.random.default_rng(5)
     a, b = rng.integers(0, 2, 3000).astype(float), rng.integers(0, 2, 3000).astype(float)
