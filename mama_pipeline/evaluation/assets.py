@@ -2,8 +2,9 @@
 
 Inputs from other areas: ``rankings`` (read from the store for every configured
 retriever, like the pools do), ``judgments`` (query_id, chunk_id, score 0..6),
-``queries`` (query_id, query_text, tier, ...), ``chunks`` (chunk_id, text). Run files listed in ``evaluation.run_files``
-join the scoreboard without entering the pool: nothing is re-judged.
+``queries`` (query_id, query_text, tier, ...), ``corpus_chunks`` (chunk_id, text). Run files listed in
+``evaluation.run_files`` join the scoreboard without entering the pool: nothing is re-judged. Tables that grow with
+the pool (judgments, chunks, per-query values) are read from the store with only the columns and rows a step uses.
 """
 
 import json
@@ -14,7 +15,7 @@ import polars as pl
 from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.shared_inputs import QUERIES
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir_evaluation import (
     beir_report_inputs,
@@ -40,6 +41,10 @@ GROUP = "evaluation"
 INPUT_FILES = "evaluation_input_files"
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models and runs
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
+JUDGMENTS = "judgments"  # the judging group's asset and table
+CHUNKS_TABLE = "corpus_chunks"
+PER_QUERY = "per_query_results"
+QRELS_COLUMNS = ["query_id", "chunk_id", "score"]  # what judged_qrels reads of the judgments
 REPORT_DIR = ("reports", "evaluation")
 PER_QUERY_DIR = ("results", "per_query")
 JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  # shown when materialised
@@ -89,23 +94,31 @@ def stored_rankings(store, names: list[str]) -> pl.DataFrame:
     return table
 
 
+def judged_chunk_texts(store, at: int) -> pl.DataFrame:
+    """(chunk_id, text) of the chunks a judgment labels ``at`` or more: every relevant chunk's text."""
+    return store.query(
+        f'SELECT chunk_id, text FROM "{CHUNKS_TABLE}" '
+        f'WHERE chunk_id IN (SELECT chunk_id FROM "{JUDGMENTS}" WHERE score >= ?)',
+        [at],
+    )
+
+
 def run_files(settings) -> pl.DataFrame | None:
     """The configured run files as one run table (None when there are none)."""
     files = [read_trec_run(settings.resolve(f.path), f.name).drop("score") for f in settings.evaluation.run_files]
     return pl.concat(files) if files else None
 
 
-def _score(
-    settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame, queries: pl.DataFrame
-) -> ScoreboardResult:
+def _score(settings: SettingsResource, store: StoreResource, queries: pl.DataFrame) -> ScoreboardResult:
     s = settings.get()
     ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
+    judgments = store.get().read_table(JUDGMENTS, columns=QRELS_COLUMNS)
     return score_retrievers(ranked, judgments, queries, s.evaluation, run_files(s))
 
 
 @dg.multi_asset(
     group_name=GROUP,
-    deps=[RANKINGS, INPUT_FILES],
+    deps=[RANKINGS, JUDGMENTS, INPUT_FILES],
     ins={"queries": QUERIES},
     outs={
         "scoreboard": dg.AssetOut(
@@ -122,9 +135,9 @@ def _score(
         ),
     },
 )
-def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.DataFrame, queries: pl.DataFrame):
+def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.DataFrame):
     ev_settings = settings.get().evaluation
-    result = _score(settings, store, judgments, queries)
+    result = _score(settings, store, queries)
     ev = result.evaluation
     folder = write_per_query_files(
         ev.per_query,
@@ -176,35 +189,36 @@ def scoreboard(settings: SettingsResource, store: StoreResource, judgments: pl.D
 
 @dg.asset(
     group_name=GROUP,
-    deps=[RANKINGS, CLINICIAN_AGREEMENT, *JUDGING_AUDITS, INPUT_FILES],
+    deps=[RANKINGS, JUDGMENTS, CHUNKS_TABLE, PER_QUERY, CLINICIAN_AGREEMENT, *JUDGING_AUDITS, INPUT_FILES],
     description="Static HTML report: header (corpus version, judge model, prompt hash, dates, counts), scoreboard "
     "with bootstrap intervals, Holm-adjusted significance matrix and heatmap, measures by k, per tier and per "
     "source, segment tables with paired tests, label distribution, judge reliability, pool completeness, "
     "clinician agreement notes and the leak audit.",
-    ins={"chunks": CHUNKS, "queries": QUERIES},
+    ins={"queries": QUERIES},
 )
 def evaluation_report(
     settings: SettingsResource,
     store: StoreResource,
     scoreboard: pl.DataFrame,
     significance: pl.DataFrame,
-    per_query_results: pl.DataFrame,
-    judgments: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
     segment_scoreboard: pl.DataFrame,
     segment_significance: pl.DataFrame,
 ) -> dg.MaterializeResult:
     s = settings.get()
     ev = s.evaluation
     db = store.get()
+    judgments = db.read_table(JUDGMENTS, columns=[*QRELS_COLUMNS, "judge_model", "prompt_hash"])
+    chunks = db.read_table(CHUNKS_TABLE, columns=["corpus_version"])  # the header's version and count
+    shown = list(dict.fromkeys([*ev.significance_measures, ev.headline_measure]))  # all the page reads per query
+    per_query_results = db.read_table(PER_QUERY, where={"measure": shown})
     ranked = stored_rankings(db, s.retrieval.retriever_names)
     extra = run_files(s)
     run = rankings_to_run(ranked) if extra is None else pl.concat([rankings_to_run(ranked), extra])
     qrels, _ = judged_qrels(judgments)
     leak, leaked = leak_audit(
         queries.select("query_id", pl.col("query_text").alias("text")),
-        chunks.select(pl.col("chunk_id").alias("doc_id"), "text"),
+        judged_chunk_texts(db, ev.lenient).select(pl.col("chunk_id").alias("doc_id"), "text"),
         qrels,
         ev.lenient,
     )
@@ -270,17 +284,17 @@ def mamaretrieval_header(
     board: pl.DataFrame,
     ev,
 ) -> list[tuple[str, str]]:
-    """The report's facts: versions, models, prompt hashes, dates (of the judge's answers) and counts."""
+    """The report's facts: versions, models, prompt hashes, dates (of the judge's answers behind the stored
+    judgments) and counts."""
 
     def values(df: pl.DataFrame, col: str) -> str:
         return ", ".join(sorted(str(v) for v in df[col].drop_nulls().unique().to_list())) if col in df.columns else ""
 
     dates = ""
-    if "cache_key" in judgments.columns and db.table_exists("llm_responses") and judgments.height:
+    if db.table_exists("llm_responses") and judgments.height:
         span = db.query(
             "SELECT min(created_at) AS first, max(created_at) AS last FROM llm_responses "
-            "WHERE cache_key IN (SELECT unnest(?))",
-            [judgments["cache_key"].to_list()],
+            f'WHERE cache_key IN (SELECT cache_key FROM "{JUDGMENTS}")'
         )
         if span.height and span["first"][0] is not None:
             dates = f"{span['first'][0]:%Y-%m-%d} to {span['last'][0]:%Y-%m-%d}"

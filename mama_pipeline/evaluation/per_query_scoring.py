@@ -19,6 +19,7 @@ import polars as pl
 from mama_pipeline.evaluation.runs import check_qrels, check_run
 from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 
+QUERY_SLICE = 2000  # benchmark queries scored at a time
 PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 
 
@@ -41,10 +42,13 @@ def evaluate(
     retrievers: Sequence[str] | None = None,
     run_source: str = "run",
     qrels_source: str = "qrels",
+    slice_size: int = QUERY_SLICE,
 ) -> Evaluation:
     """Score every retriever of ``run`` on the benchmark ``query_ids``.
 
-    Run rows and qrels of queries outside the benchmark are dropped and counted.
+    Run rows and qrels of queries outside the benchmark are dropped and counted. Queries are scored
+    ``slice_size`` at a time (every measure is per query), so the library's per-query objects stay
+    bounded by a slice; rows come in (retriever, benchmark query, measure) order.
     """
     run = check_run(run, run_source)
     qrels = check_qrels(qrels, qrels_source)
@@ -63,21 +67,27 @@ def evaluate(
         raise ValueError(f"run has retrievers {sorted(unknown)} that are not in {names}")
 
     measures = plan.measures()
-    values = [_library_values(run, qrels, names, measures)]
-    if plan.max_grade is not None:
-        values.append(_weighted_values(run, qrels, [m for m in measures if m.family in ("wHR", "wP")], plan.max_grade))
-    found = pl.concat(values, how="vertical")
-    grid = (
-        pl.DataFrame({"retriever": names}, schema={"retriever": pl.String})
-        .with_row_index("_r")
-        .join(queries.with_row_index("_q"), how="cross")
-        .join(
-            pl.DataFrame({"measure": [m.name for m in measures]}, schema={"measure": pl.String}).with_row_index("_m"),
-            how="cross",
+    weighted = [m for m in measures if m.family in ("wHR", "wP")]
+    measure_index = pl.DataFrame({"measure": [m.name for m in measures]}, schema={"measure": pl.String})
+    names_index = pl.DataFrame({"retriever": names}, schema={"retriever": pl.String}).with_row_index("_r")
+    parts: list[list[pl.DataFrame]] = [[] for _ in names]
+    for start in range(0, queries.height, slice_size):
+        ids = queries.slice(start, slice_size)
+        part_run = run.join(ids, on="query_id", how="semi")
+        part_qrels = qrels.join(ids, on="query_id", how="semi")
+        values = [_library_values(part_run, part_qrels, names, measures)]
+        if plan.max_grade is not None:
+            values.append(_weighted_values(part_run, part_qrels, weighted, plan.max_grade))
+        grid = (
+            names_index.join(ids.with_row_index("_q"), how="cross")
+            .join(measure_index.with_row_index("_m"), how="cross")
+            .join(pl.concat(values, how="vertical"), on=["retriever", "query_id", "measure"], how="left")
+            .sort("_r", "_q", "_m")
         )
-        .join(found, on=["retriever", "query_id", "measure"], how="left")
-    )
-    per_query = grid.sort("_r", "_q", "_m").select("retriever", "query_id", "measure", pl.col("value").fill_null(0.0))
+        for r, block in grid.partition_by("_r", as_dict=True, maintain_order=True).items():
+            parts[r[0]].append(block.select("retriever", "query_id", "measure", pl.col("value").fill_null(0.0)))
+    blocks = [block for retriever_blocks in parts for block in retriever_blocks]
+    per_query = pl.concat(blocks) if blocks else pl.DataFrame(schema=PER_QUERY_SCHEMA)
     return Evaluation(per_query, names, list(query_ids), measures, dropped)
 
 

@@ -4,14 +4,16 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
-from mama_pipeline.evaluation.segments import mamaretrieval_segments
-from mama_pipeline.resources import SettingsResource
+from mama_pipeline.common.shared_inputs import QUERIES
+from mama_pipeline.evaluation.assets import CHUNKS_TABLE, JUDGMENTS, PER_QUERY, QRELS_COLUMNS, judged_chunk_texts
+from mama_pipeline.evaluation.segments import mamaretrieval_segments, segment_measures
+from mama_pipeline.resources import SettingsResource, StoreResource
 
 
 @dg.multi_asset(
     group_name="evaluation",
-    ins={"per_query_results": dg.AssetIn("per_query_results"), "queries": QUERIES, "chunks": CHUNKS},
+    deps=[PER_QUERY, JUDGMENTS, CHUNKS_TABLE],
+    ins={"queries": QUERIES},
     outs={
         "segment_scoreboard": dg.AssetOut(
             description="Each retriever's measures per segment: tier, source, "
@@ -26,13 +28,19 @@ from mama_pipeline.resources import SettingsResource
 def segment_scoreboard(
     context: dg.AssetExecutionContext,
     settings: SettingsResource,
-    per_query_results: pl.DataFrame,
-    judgments: pl.DataFrame,
+    store: StoreResource,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
 ):
     s = settings.get()
-    result = mamaretrieval_segments(per_query_results, judgments, queries, chunks, s.evaluation, list(s.corpus.tiers))
+    db = store.get()
+    result = mamaretrieval_segments(
+        db.read_table(PER_QUERY, where={"measure": segment_measures(s.evaluation)}),
+        db.read_table(JUDGMENTS, columns=QRELS_COLUMNS),
+        queries,
+        judged_chunk_texts(db, s.evaluation.lenient),
+        s.evaluation,
+        list(s.corpus.tiers),
+    )
     sizes = result.board.select("dimension", "segment", "n_queries", "tested").unique(maintain_order=True)
     context.log.info(
         f"segments: {sizes.height} in {sizes['dimension'].n_unique()} dimensions, "

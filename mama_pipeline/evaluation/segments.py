@@ -107,7 +107,8 @@ def segment_keys(
             "is not in the corpus: its length is unknown"
         )
     lengths = (
-        best.join(docs.select("doc_id", n=_words(pl.col("text").str.replace_all(r"\s+", " "))), on="doc_id")
+        best.join(docs.select("doc_id", "text"), on="doc_id")
+        .with_columns(n=_words(pl.col("text").str.replace_all(r"\s+", " ")))
         .group_by("query_id")
         .agg(pl.col("n").median())
     )
@@ -196,7 +197,8 @@ def mamaretrieval_segments(
     settings,
     tier_order: Sequence[str] = (),
 ) -> SegmentResult:
-    """Segments of the mamaretrieval scoreboard from its stored per-query values (relevant: label >= lenient)."""
+    """Segments of the mamaretrieval scoreboard from its stored per-query values (relevant: label >= lenient);
+    ``chunks`` (chunk_id, text) holds at least the relevant chunks."""
     from mama_pipeline.evaluation.judged_scoreboard import check_measures, judged_qrels
     from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 

@@ -51,9 +51,8 @@ def configured(per_query: pl.DataFrame, name_column: str, refused: dict[str, str
 def stored_per_query(store, table: str, measures: Collection[str]) -> pl.DataFrame:
     """(retriever, query_id, measure, value) of these ``measures`` only, from a stored per-query table, in its
     stored order."""
-    return store.query(
-        f'SELECT retriever, query_id, measure, value FROM "{table}" WHERE measure IN (SELECT unnest(?))',
-        [sorted(measures)],
+    return store.read_table(
+        table, columns=["retriever", "query_id", "measure", "value"], where={"measure": sorted(measures)}
     )
 
 

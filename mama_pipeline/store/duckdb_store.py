@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -137,20 +137,29 @@ class Store:
         return rows
 
     def read_table(
-        self, table: str, partitions: list[str] | None = None, columns: list[str] | None = None
+        self,
+        table: str,
+        partitions: list[str] | None = None,
+        columns: Sequence[str] | None = None,
+        where: Mapping[str, Sequence] | None = None,
     ) -> pl.DataFrame:
-        """Read a table (optionally some partitions, or some columns), without the partition column."""
-        select = ", ".join(f'"{c}"' for c in columns) if columns else "*"
+        """Read a table (optionally some partitions, some columns, the rows whose ``where`` column holds one of
+        the given values), without the partition column; rows in the table's order."""
+        selected = ", ".join(f'"{c}"' for c in columns) if columns is not None else "*"
+        conditions, params = [], []
+        for column, values in (where or {}).items():
+            conditions.append(f'"{column}" IN ({", ".join(["?"] * len(values)) or "NULL"})')
+            params.extend(values)
+        if partitions is not None:
+            conditions.append(f"{PARTITION_COLUMN} IN (SELECT unnest(?))")
+            params.append(partitions)
+        sql = f'SELECT {selected} FROM "{table}"' + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
+        if columns is not None or where is not None:
+            sql += " ORDER BY rowid"  # a filtered parallel scan may return rows out of order
         with self.connect() as con:
             if not _exists(con, table):
                 raise KeyError(f"table {table!r} is not in {self.path}; materialise its asset first")
-            if partitions is None:
-                rel = con.sql(f'SELECT {select} FROM "{table}"')
-            else:
-                rel = con.execute(
-                    f'SELECT {select} FROM "{table}" WHERE {PARTITION_COLUMN} IN (SELECT unnest(?))', [partitions]
-                )
-            df = _polars(rel)
+            df = _polars(con.execute(sql, params))
         if PARTITION_COLUMN in df.columns:
             df = df.drop(PARTITION_COLUMN)
         return df

@@ -79,6 +79,21 @@ def test_scoreboard_equals_direct_pytrec_eval_with_ties_and_unanswerable_queries
     assert ev.per_query.group_by("retriever", "measure").len()["len"].unique().to_list() == [60]
 
 
+def test_slices_of_queries_give_the_same_rows_in_benchmark_order():
+    query_ids, qrels, run = _random_benchmark()
+    shuffled = list(np.random.default_rng(3).permutation(query_ids))  # benchmark order, not sorted order
+    plan = mamaretrieval_plan(CUTOFFS, 3, 5)
+    retrievers = ["gamma", "alpha", "beta"]
+    whole = evaluate(run.drop("score"), qrels, shuffled, plan, retrievers, slice_size=len(query_ids))
+    sliced = evaluate(run.drop("score"), qrels, shuffled, plan, retrievers, slice_size=7)  # 60 = 8 x 7 + 4
+    assert sliced.per_query.equals(whole.per_query)
+    names = [m.name for m in plan.measures()]
+    expected_keys = [(r, q, m) for r in retrievers for q in shuffled for m in names]
+    assert sliced.per_query.select("retriever", "query_id", "measure").rows() == expected_keys
+    none = evaluate(run.drop("score"), qrels, [], plan, retrievers, slice_size=7)
+    assert none.per_query.height == 0 and none.per_query.schema == whole.per_query.schema
+
+
 def test_queries_without_qualifying_chunk_are_counted_and_score_zero():
     query_ids, qrels, run = _random_benchmark()
     plan = mamaretrieval_plan(CUTOFFS, 3, 5)

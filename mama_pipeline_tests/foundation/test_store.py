@@ -19,6 +19,15 @@ def test_partition_replace_is_atomic_and_isolated(store):
     assert store.read_table("t", partitions=["p2"])["a"].to_list() == [3]
 
 
+def test_read_some_columns_of_the_rows_holding_given_values_in_table_order(store):
+    store.write_table("t", pl.DataFrame({"a": [3, 1, 2, 1], "b": ["x", "y", "z", "w"], "c": [0.5] * 4}), partition="p")
+    some = store.read_table("t", columns=["b", "a"], where={"a": [1, 3]})
+    assert some.columns == ["b", "a"] and some.rows() == [("x", 3), ("y", 1), ("w", 1)]
+    assert store.read_table("t", partitions=["p"], where={"b": ["z"], "a": [2]})["c"].to_list() == [0.5]
+    assert store.read_table("t", partitions=["q"], where={"a": [1]}).height == 0
+    assert store.read_table("t", where={"a": []}).height == 0
+
+
 def test_failed_write_leaves_previous_table_intact(store):
     def row(key, stage):
         return pl.DataFrame(
