@@ -95,10 +95,11 @@ def stored_rankings(store, names: list[str]) -> pl.DataFrame:
 
 
 def judged_chunk_texts(store, at: int) -> pl.DataFrame:
-    """(chunk_id, text) of the chunks a judgment labels ``at`` or more: every relevant chunk's text."""
+    """(chunk_id, text) of the chunks a judgment labels ``at`` or more, in corpus order: every relevant chunk's
+    text."""
     return store.query(
         f'SELECT chunk_id, text FROM "{CHUNKS_TABLE}" '
-        f'WHERE chunk_id IN (SELECT chunk_id FROM "{JUDGMENTS}" WHERE score >= ?)',
+        f'WHERE chunk_id IN (SELECT chunk_id FROM "{JUDGMENTS}" WHERE score >= ?) ORDER BY rowid',
         [at],
     )
 
