@@ -253,12 +253,10 @@ def variant_labels(
 
 
 def stored_labels(store: Store) -> LabelsOf:
-    """The variant label rows of some parents, read from the store a slice at a time."""
-    sql = (
-        "SELECT variant_id, parent_id, chunk_id, score FROM variant_labels "
-        "WHERE parent_id IN (SELECT unnest(?)) ORDER BY variant_id, chunk_id"
-    )
-    return lambda parents: store.query(sql, [parents])
+    """The variant label rows of some parents, read from the store a slice at a time (in the table's
+    (variant_id, chunk_id) order)."""
+    columns = ["variant_id", "parent_id", "chunk_id", "score"]
+    return lambda parents: store.read_table("variant_labels", columns=columns, where={"parent_id": parents})
 
 
 @dg.multi_asset(

@@ -146,13 +146,9 @@ class Store:
         """Read a table (optionally some partitions, some columns, the rows whose ``where`` column holds one of
         the given values), without the partition column; rows in the table's order."""
         selected = ", ".join(f'"{c}"' for c in columns) if columns is not None else "*"
-        conditions, params = [], []
-        for column, values in (where or {}).items():
-            conditions.append(f'"{column}" IN ({", ".join(["?"] * len(values)) or "NULL"})')
-            params.extend(values)
-        if partitions is not None:
-            conditions.append(f"{PARTITION_COLUMN} IN (SELECT unnest(?))")
-            params.append(partitions)
+        wanted = {**(where or {}), **({PARTITION_COLUMN: partitions} if partitions is not None else {})}
+        conditions = [f'"{column}" IN (SELECT unnest(?))' for column in wanted]
+        params = [list(values) for values in wanted.values()]
         sql = f'SELECT {selected} FROM "{table}"' + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
         if columns is not None or where is not None:
             sql += " ORDER BY rowid"  # a filtered parallel scan may return rows out of order
