@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from mama_pipeline.common.progress import track
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
 from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.runs import rankings_to_run
@@ -114,21 +115,23 @@ def paired_values(
     clean = clean_rankings.filter(pl.col("retriever").is_in(retrievers)).select(variant_rankings.columns)
     parents = variants.get_column("parent_id").unique().sort().to_list()
     slices = [pl.DataFrame(schema=PAIR_SCHEMA)]
-    for start in range(0, len(parents), parents_per_slice):
-        ids = parents[start : start + parents_per_slice]
-        mine = variants.filter(pl.col("parent_id").is_in(ids))
-        run = rankings_to_run(
-            pl.concat(
-                [
-                    clean.filter(pl.col("query_id").is_in(ids)),
-                    variant_rankings.filter(pl.col("query_id").is_in(mine.get_column("variant_id").to_list())),
-                ]
+    with track("robustness: parents scored", total=len(parents), unit="parents", heartbeat=True, alike=True) as bar:
+        for start in range(0, len(parents), parents_per_slice):
+            ids = parents[start : start + parents_per_slice]
+            mine = variants.filter(pl.col("parent_id").is_in(ids))
+            run = rankings_to_run(
+                pl.concat(
+                    [
+                        clean.filter(pl.col("query_id").is_in(ids)),
+                        variant_rankings.filter(pl.col("query_id").is_in(mine.get_column("variant_id").to_list())),
+                    ]
+                )
             )
-        )
-        query_ids = ids + mine.get_column("variant_id").sort().to_list()
-        qrels = need_qrels(labels_of(ids))
-        evaluation = evaluate(run, qrels, query_ids, plan, retrievers, "rankings", "variant labels")
-        slices.append(_pairs(evaluation.per_query.filter(pl.col("measure").is_in(wanted)), run, mine))
+            query_ids = ids + mine.get_column("variant_id").sort().to_list()
+            qrels = need_qrels(labels_of(ids))
+            evaluation = evaluate(run, qrels, query_ids, plan, retrievers, "rankings", "variant labels")
+            slices.append(_pairs(evaluation.per_query.filter(pl.col("measure").is_in(wanted)), run, mine))
+            bar.update(len(ids))
     return pl.concat(slices).sort("retriever", "kind", "measure", "parent_id"), judged
 
 
