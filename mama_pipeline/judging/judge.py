@@ -25,6 +25,7 @@ from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.store import Store
 
+CHUNK_COLUMNS = ["chunk_id", "text", "source", "page", "corpus_version"]  # what a judged pair reads of its chunk
 OUTCOME_SCHEMA = {
     "query_id": pl.String,
     "chunk_id": pl.String,
@@ -101,7 +102,7 @@ def _joined(
     _require_unique(queries, "query_id", "queries table")
     _require_unique(chunks, "chunk_id", "chunks table")
     joined = pairs.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
-        chunks.select("chunk_id", "text", "source", "page", "corpus_version"), on="chunk_id", how="left"
+        chunks.select(CHUNK_COLUMNS), on="chunk_id", how="left"
     )
     failed = [
         _failed(joined.filter(pl.col("query_text").is_null()), "query_id not in the queries table"),
@@ -164,8 +165,8 @@ def judge_pairs(
 ) -> JudgeRun:
     """Label every pair of ``pairs`` (query_id, chunk_id) under ``client``'s judge model.
 
-    ``queries`` needs query_id, query_text; ``chunks`` needs chunk_id, text,
-    source, page, corpus_version.
+    ``queries`` needs query_id, query_text; ``chunks`` needs CHUNK_COLUMNS
+    (those of the pairs' chunks suffice).
     """
     prompt_hash = label_prompt_hash(template, answer_model)
     identity = client.identity

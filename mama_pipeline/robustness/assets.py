@@ -1,8 +1,9 @@
 """Dagster assets of the robustness track (group ``robustness``), thin over the pure modules.
 
-Inputs from other areas: ``generated_queries`` (the released queries), ``corpus_chunks``,
-``rankings`` (the clean rankings, read from the store), and ``judgments`` (the parents'
-judged pairs).
+Inputs from other areas: ``generated_queries`` (the released queries), ``corpus_chunks`` (whole to rank
+the variants; the holes' labelling reads only the chunks it judges), and, read from the store with only
+the rows and columns a step uses, ``rankings`` (the clean rankings) and ``judgments`` (the parents'
+judged pairs, a slice of parents at a time).
 """
 
 import json
@@ -13,12 +14,20 @@ import polars as pl
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
-from mama_pipeline.judging.judge import judge_pairs
+from mama_pipeline.judging.judge import CHUNK_COLUMNS, judge_pairs
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.labels import hole_outcomes, hole_pairs, label_counts, label_needs, within_budget
+from mama_pipeline.robustness.labels import (
+    NEED_COLUMNS,
+    RowsOf,
+    hole_outcomes,
+    label_counts,
+    sliced_hole_pairs,
+    sliced_label_needs,
+    within_budget,
+)
 from mama_pipeline.robustness.labels import variant_labels as build_labels
 from mama_pipeline.robustness.robustness_page import write_page
 from mama_pipeline.robustness.robustness_scoreboard import LabelsOf, robustness_board
@@ -44,6 +53,8 @@ robustness_input_files = observed_input(
     lambda s: settings_files_fingerprint(s.robustness, s.resolve),
 )
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
+JUDGMENTS = "judgments"  # the judging group's asset and table
+CORPUS = "corpus_chunks"  # the corpus group's asset and table
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "robustness")
 
@@ -164,13 +175,22 @@ def variant_rankings(
     return dg.Output(rankings, metadata={**meta, "variants": query_variants.height, "rows": rankings.height})
 
 
+def parent_rows(store: Store, table: str, key: str, columns: list[str]) -> RowsOf:
+    """Some parents' rows of a stored table (``columns``; the parent id in ``key``), in the table's order."""
+    return lambda parents: store.read_table(table, columns=columns, where={key: parents})
+
+
+def chunks_to_judge(store: Store, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The stored chunks (CHUNK_COLUMNS) of the pairs' chunk ids, in corpus order."""
+    ids = pairs.get_column("chunk_id").unique().to_list()
+    return store.read_table(CORPUS, columns=CHUNK_COLUMNS, where={"chunk_id": ids})
+
+
 @dg.multi_asset(
     group_name=GROUP,
-    deps=[RANKINGS],
+    deps=[RANKINGS, JUDGMENTS, CORPUS],
     ins={
-        "chunks": CHUNKS,
         "queries": QUERIES,
-        "judgments": dg.AssetIn("judgments"),
         "query_variants": dg.AssetIn("query_variants"),
         "variant_rankings": dg.AssetIn("variant_rankings"),
     },
@@ -191,16 +211,16 @@ def variant_labels(
     settings: SettingsResource,
     store: StoreResource,
     llm: LLMResource,
-    chunks: pl.DataFrame,
     queries: pl.DataFrame,
-    judgments: pl.DataFrame,
     query_variants: pl.DataFrame,
     variant_rankings: pl.DataFrame,
 ):
     s = settings.get()
+    db = store.get()
     depth = judge_depth(s)
-    _, clean = clean_rankings(s, store.get(), query_variants)
-    holes = hole_pairs(query_variants, variant_rankings, clean, judgments, depth)
+    _, clean = clean_rankings(s, db, query_variants)
+    judged_pairs = parent_rows(db, JUDGMENTS, "query_id", ["query_id", "chunk_id"])
+    holes = sliced_hole_pairs(query_variants, variant_rankings, clean, judged_pairs, depth)
     to_judge, over_budget = within_budget(holes, s.robustness.max_hole_pairs)
     context.log.info(
         f"robustness: {holes.height} holes in the clean and variant top-{depth}, {to_judge.height} to judge"
@@ -208,15 +228,16 @@ def variant_labels(
     with llm.client("judge", context) as client:
         run = judge_pairs(
             client,
-            store.get(),
+            db,
             to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
             queries,
-            chunks,
+            chunks_to_judge(db, to_judge),
             answer_model=output_model(s.llm.judge.reasoning),
             batch_pairs=s.judging.batch_pairs,
         )
     outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
-    needs = label_needs(judgments, run.outcomes.filter(pl.col("status") == "labelled"))
+    judged = parent_rows(db, JUDGMENTS, "query_id", NEED_COLUMNS)
+    needs = sliced_label_needs(query_variants, judged, run.outcomes.filter(pl.col("status") == "labelled"))
     status = dict(outcomes.group_by("status").len().iter_rows())
     for q, c, reason in (
         outcomes.filter(pl.col("status") == "failed")
@@ -255,8 +276,7 @@ def variant_labels(
 def stored_labels(store: Store) -> LabelsOf:
     """The variant label rows of some parents, read from the store a slice at a time (in the table's
     (variant_id, chunk_id) order)."""
-    columns = ["variant_id", "parent_id", "chunk_id", "score"]
-    return lambda parents: store.read_table("variant_labels", columns=columns, where={"parent_id": parents})
+    return parent_rows(store, "variant_labels", "parent_id", ["variant_id", "parent_id", "chunk_id", "score"])
 
 
 @dg.multi_asset(

@@ -15,12 +15,15 @@ parent and to all its variants (``origin = hole``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import polars as pl
 
 VARIANTS_PER_SLICE = 5_000  # ~400,000 label rows at a parent's ~80 labels
+PARENTS_PER_SLICE = 2_000  # parents (with all their variants) whose judgments are read at once
 VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
+NEED_COLUMNS = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]  # a judgment, as label_needs reads it
+RowsOf = Callable[[list[str]], pl.DataFrame]  # parent ids -> their rows of a table (e.g. their judgments)
 LABEL_SCHEMA = {
     "variant_id": pl.String,
     "parent_id": pl.String,
@@ -83,6 +86,38 @@ def hole_pairs(
     )
 
 
+def parent_slices(variants: pl.DataFrame, per_slice: int) -> Iterator[list[str]]:
+    """The variants' parent ids, sorted, ``per_slice`` at a time (at least one slice, empty without variants)."""
+    parents = variants.get_column("parent_id").unique().sort().to_list()
+    for start in range(0, max(len(parents), 1), per_slice):
+        yield parents[start : start + per_slice]
+
+
+def sliced_hole_pairs(
+    variants: pl.DataFrame,
+    variant_rankings: pl.DataFrame,
+    clean_rankings: pl.DataFrame,
+    judged_of: RowsOf,
+    depth: int,
+    parents_per_slice: int = PARENTS_PER_SLICE,
+) -> pl.DataFrame:
+    """:func:`hole_pairs` a slice of parents at a time, ``judged_of`` giving a slice's judged pairs (query_id,
+    chunk_id): the rows and order of one pass, holding one slice's judgments at a time."""
+    parts = []
+    for ids in parent_slices(variants, parents_per_slice):
+        mine = variants.filter(pl.col("parent_id").is_in(ids))
+        parts.append(
+            hole_pairs(
+                mine,
+                variant_rankings.filter(pl.col("query_id").is_in(mine.get_column("variant_id").to_list())),
+                clean_rankings.filter(pl.col("query_id").is_in(ids)),
+                judged_of(ids),
+                depth,
+            )
+        )
+    return pl.concat(parts).sort("best_rank", "parent_id", "chunk_id")
+
+
 def within_budget(holes: pl.DataFrame, max_pairs: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(holes to judge, holes left unjudged): the first ``max_pairs`` by best rank, then parent and chunk id."""
     if max_pairs is None:
@@ -127,6 +162,17 @@ def label_needs(judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFr
         )
         .unique(["query_id", "chunk_id"], keep="first", maintain_order=True)
         .rename({"query_id": "parent_id"})
+    )
+
+
+def sliced_label_needs(
+    variants: pl.DataFrame, judged_of: RowsOf, hole_labels: pl.DataFrame, parents_per_slice: int = PARENTS_PER_SLICE
+) -> pl.DataFrame:
+    """The :func:`label_needs` of the variants' parents (rows by slice of parents), ``judged_of`` giving a slice's
+    judgments (NEED_COLUMNS): the needs of :func:`variant_labels` without the whole judgments table."""
+    return pl.concat(
+        label_needs(judged_of(ids), hole_labels.filter(pl.col("query_id").is_in(ids)))
+        for ids in parent_slices(variants, parents_per_slice)
     )
 
 

@@ -156,6 +156,12 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
     store = Store(tmp_path / "data" / "mama.duckdb")
     with dg.instance_for_test() as instance:
         first = materialise(config, instance)
+        loaded = {
+            e.event_specific_data.input_name
+            for e in first.all_events
+            if e.event_type_value == "LOADED_INPUT" and e.step_key == "variant_labels"
+        }
+        assert loaded == {"queries", "query_variants", "variant_rankings"}  # not the corpus, nor the judgments
         checks = {c.check_name: c.passed for c in first.get_asset_check_evaluations()}
         assert checks["variants_follow_rules"] and checks["holes_judged"] and checks["mamaretrieval_release_verifies"]
         assert checks["coverage_alike"]

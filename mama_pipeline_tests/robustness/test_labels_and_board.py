@@ -13,6 +13,8 @@ from mama_pipeline.robustness.labels import (
     hole_pairs,
     label_counts,
     label_needs,
+    sliced_hole_pairs,
+    sliced_label_needs,
     variant_labels,
     within_budget,
 )
@@ -254,6 +256,55 @@ def test_labels_come_in_slices_of_whole_variants_in_variant_and_chunk_order(per_
         ("typo", "hole", 1),
         ("typo", "inherited", 3),
     ]
+
+
+def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_as_one_pass_finds_them():
+    v = variants().filter(pl.col("parent_id").is_in(PARENTS[:4]))
+    judgments = label_rows(
+        [("q_00001", "a", 6), ("q_00002", "a", 0), ("q_00003", "b", 3), ("q_00004", "a", 5), ("q_00009", "a", 6)]
+    )  # q_00009 has no variants: never read
+    variant = frame(
+        ranking("q_00001~typo", "bm25", ["a", "c"])
+        + ranking("q_00002~shorthand", "bm25", ["b", "a"])
+        + ranking("q_00004~typo", "bm25", ["x", "a", "y"])
+    )
+    clean = frame(ranking("q_00003", "bm25", ["c", "b"]) + ranking("q_00009", "bm25", ["z"]))
+    asked = []
+
+    def reading(parents: list[str]) -> pl.DataFrame:
+        asked.append(parents)
+        return judgments.filter(pl.col("query_id").is_in(parents))
+
+    holes = sliced_hole_pairs(v, variant, clean, reading, depth=2, parents_per_slice=3)
+    assert asked == [PARENTS[0:3], PARENTS[3:4]]
+    assert holes.rows() == [
+        ("q_00002", "b", 1, "variant", "shorthand", "bm25"),
+        ("q_00003", "c", 1, "clean", "", "bm25"),
+        ("q_00004", "x", 1, "variant", "typo", "bm25"),
+        ("q_00001", "c", 2, "variant", "typo", "bm25"),
+    ]
+    assert holes.equals(hole_pairs(v, variant, clean, judgments, depth=2))
+    hole_labels = label_rows([("q_00001", "c", 4), ("q_00003", "c", 0), ("q_00009", "z", 6)])
+    asked.clear()
+    needs = sliced_label_needs(v, reading, hole_labels, parents_per_slice=3)
+    assert asked == [PARENTS[0:3], PARENTS[3:4]]
+    assert needs.select("parent_id", "chunk_id", "score", "origin").sort("parent_id", "chunk_id").rows() == [
+        ("q_00001", "a", 6, "inherited"),
+        ("q_00001", "c", 4, "hole"),
+        ("q_00002", "a", 0, "inherited"),
+        ("q_00003", "b", 3, "inherited"),
+        ("q_00003", "c", 0, "hole"),
+        ("q_00004", "a", 5, "inherited"),
+    ]
+    assert label_counts(v, needs).rows() == [
+        ("shorthand", "hole", 2),
+        ("shorthand", "inherited", 4),
+        ("typo", "hole", 2),
+        ("typo", "inherited", 4),
+    ]
+    one_pass = label_needs(judgments, hole_labels)
+    assert label_counts(v, needs).equals(label_counts(v, one_pass))
+    assert pl.concat(variant_labels(v, needs, 3)).equals(pl.concat(variant_labels(v, one_pass, 3)))
 
 
 def test_no_variants_give_one_empty_slice_of_the_label_schema():
