@@ -1,7 +1,7 @@
 """Dagster assets of the evaluation group, thin over the pure modules.
 
-Inputs from other areas: ``rankings`` (read from the store for every configured
-retriever, like the pools do), ``judgments`` (query_id, chunk_id, score 0..6),
+Inputs from other areas: ``rankings`` (every configured retriever's, read from the
+store a slice of queries at a time: ``StoredRun``), ``judgments`` (query_id, chunk_id, score 0..6),
 ``queries`` (query_id, query_text, tier, ...), ``corpus_chunks`` (chunk_id, text). Run files listed in
 ``evaluation.run_files`` join the scoreboard without entering the pool: nothing is re-judged. Tables that grow with
 the pool (judgments, chunks, per-query values) are read from the store with only the columns and rows a step uses.
@@ -31,16 +31,15 @@ from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
 from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
+from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun, ranked_retrievers
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "evaluation"
 INPUT_FILES = "evaluation_input_files"
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models and runs
-RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 JUDGMENTS = "judgments"  # the judging group's asset and table
 CHUNKS_TABLE = "corpus_chunks"
 PER_QUERY = "per_query_results"
@@ -76,7 +75,7 @@ AUDIT_SCHEMA = {
 
 
 def stored_rankings(store, names: list[str]) -> pl.DataFrame:
-    """The rankings of these retrievers; an error names partitions never materialised."""
+    """The rankings of these retrievers, whole; an error names partitions never materialised."""
     if not names:
         return pl.DataFrame(
             schema={
@@ -87,11 +86,8 @@ def stored_rankings(store, names: list[str]) -> pl.DataFrame:
                 "score": pl.Float64,
             }
         )
-    table = store.read_table(RANKINGS, partitions=names)
-    missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
-    if missing:
-        raise ValueError(f"rankings of {missing} are not in the store: materialise those rankings partitions first")
-    return table
+    ranked_retrievers(store, names)
+    return store.read_table(RANKINGS, partitions=names)
 
 
 def judged_chunk_texts(store, at: int) -> pl.DataFrame:
@@ -110,11 +106,14 @@ def run_files(settings) -> pl.DataFrame | None:
     return pl.concat(files) if files else None
 
 
-def _score(settings: SettingsResource, store: StoreResource, queries: pl.DataFrame) -> ScoreboardResult:
+def _score(
+    settings: SettingsResource, store: StoreResource, queries: pl.DataFrame
+) -> tuple[ScoreboardResult, StoredRun]:
     s = settings.get()
-    ranked = stored_rankings(store.get(), s.retrieval.retriever_names)
+    run = StoredRun(store.get(), s.retrieval.retriever_names, run_files(s))
     judgments = store.get().read_table(JUDGMENTS, columns=QRELS_COLUMNS)
-    return score_retrievers(ranked, judgments, queries, s.evaluation, run_files(s))
+    outside_rows = run.rows_outside(queries["query_id"].to_list())
+    return score_retrievers(run.of_queries, run.retrievers, judgments, queries, s.evaluation, outside_rows), run
 
 
 @dg.multi_asset(
@@ -138,7 +137,7 @@ def _score(settings: SettingsResource, store: StoreResource, queries: pl.DataFra
 )
 def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.DataFrame):
     ev_settings = settings.get().evaluation
-    result = _score(settings, store, queries)
+    result, run = _score(settings, store, queries)
     ev = result.evaluation
     folder = write_per_query_files(
         ev.per_query,
@@ -147,7 +146,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
         ev.query_ids,
         data_path(settings, *PER_QUERY_DIR) / "mamaretrieval",
         "mamaretrieval",
-        run=result.run,
+        run=run.of_retriever,
         qrels=result.qrels,
         relevant_at=ev_settings.lenient,
     )
@@ -213,9 +212,7 @@ def evaluation_report(
     chunks = db.read_table(CHUNKS_TABLE, columns=["corpus_version"])  # the header's version and count
     shown = list(dict.fromkeys([*ev.significance_measures, ev.headline_measure]))  # all the page reads per query
     per_query_results = db.read_table(PER_QUERY, where={"measure": shown})
-    ranked = stored_rankings(db, s.retrieval.retriever_names)
-    extra = run_files(s)
-    run = rankings_to_run(ranked) if extra is None else pl.concat([rankings_to_run(ranked), extra])
+    run = StoredRun(db, s.retrieval.retriever_names, run_files(s))
     qrels, _ = judged_qrels(judgments)
     leak, leaked = leak_audit(
         queries.select("query_id", pl.col("query_text").alias("text")),
@@ -251,7 +248,7 @@ def evaluation_report(
                 segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)
             ),
             label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
-            label_mix=label_mix(run, qrels, mix_k),
+            label_mix=label_mix(run.slices(run.query_ids()), qrels, mix_k),
             mix_k=mix_k,
             reliability=audits["judge_reliability"],
             confusion=audits["judge_confusion"],

@@ -21,7 +21,7 @@ from mama_pipeline.common.progress import track
 from mama_pipeline.evaluation.audits import leak_audit
 from mama_pipeline.evaluation.beir import PRESETS, BeirBenchmark, download_beir, read_beir
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
-from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, queries_without_results, scoreboard
+from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, scoreboard
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import beir_plan
 from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
@@ -159,7 +159,7 @@ def evaluate_beir(
     notes = {
         **loaded.provenance,
         "corpus_version": corpus_version(registry_inputs(bench)[0], bench.name),
-        "queries_without_results": queries_without_results(run, cfg.retrievers, loaded.query_ids),
+        "queries_without_results": evaluation.without_results,
         "dropped": evaluation.dropped,
     }
     return BeirResult(

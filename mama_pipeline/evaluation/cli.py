@@ -191,6 +191,8 @@ def cmd_export(args) -> int:
     from mama_pipeline.evaluation.beir import mamaretrieval_to_beir, write_beir
     from mama_pipeline.evaluation.judged_scoreboard import judged_qrels, score_retrievers
     from mama_pipeline.evaluation.per_query_files import write_per_query_files
+    from mama_pipeline.evaluation.per_query_scoring import run_in
+    from mama_pipeline.evaluation.runs import rankings_to_run
     from mama_pipeline.evaluation.trec import write_trec_qrels, write_trec_run
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
@@ -203,11 +205,13 @@ def cmd_export(args) -> int:
     write_beir(bench, out / "beir")
     write_trec_qrels(qrels, out / "qrels.txt")
     rankings = store.read_table("rankings")
-    for name in sorted(rankings["retriever"].unique().to_list()):
+    names = sorted(rankings["retriever"].unique().to_list())
+    for name in names:
         one = rankings.filter(pl.col("retriever") == name).rename({"chunk_id": "doc_id"})
         write_trec_run(one, out / "runs" / f"{name}.txt")
     ev = settings.evaluation
-    result = score_retrievers(rankings, store.read_table("judgments"), store.read_table("generated_queries"), ev)
+    run_of = run_in(rankings_to_run(rankings))
+    result = score_retrievers(run_of, names, store.read_table("judgments"), store.read_table("generated_queries"), ev)
     e = result.evaluation
     write_per_query_files(
         e.per_query,
@@ -228,7 +232,7 @@ def cmd_export(args) -> int:
                 "queries": bench.queries.height,
                 "qrels": qrels.height,
                 "dropped_judgments": dropped,
-                "runs": sorted(rankings["retriever"].unique().to_list()),
+                "runs": names,
                 "per_query": str(out / "per_query"),
             },
             indent=2,

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, queries_without_results, scoreboard
-from mama_pipeline.evaluation.runs import rankings_to_run
+from mama_pipeline.evaluation.per_query_scoring import Evaluation, RunOf, evaluate_slices, scoreboard
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
@@ -26,7 +25,6 @@ class ScoreboardResult:
     evaluation: Evaluation
     board: pl.DataFrame
     significance: pl.DataFrame
-    run: pl.DataFrame
     qrels: pl.DataFrame
     notes: dict[str, object] = field(default_factory=dict)
 
@@ -58,30 +56,27 @@ def check_measures(names: list[str], known: Iterable[str], key: str) -> None:
 
 
 def score_retrievers(
-    rankings: pl.DataFrame,
+    run_of: RunOf,
+    retrievers: list[str],
     judgments: pl.DataFrame,
     queries: pl.DataFrame,
     settings: EvaluationSettings,
-    extra_runs: pl.DataFrame | None = None,
+    outside_rows: int = 0,
 ) -> ScoreboardResult:
     """Scoreboard, per-query values and paired significance for every retriever.
 
-    ``extra_runs`` (retriever, query_id, doc_id, rank) are run files evaluated
-    without entering the pool.
+    ``run_of`` gives the run rows (retriever, query_id, doc_id, rank) of a slice of queries (see
+    ``evaluate_slices``): the rankings, and any run files evaluated without entering the pool; ``outside_rows``
+    counts its rows of queries outside the benchmark.
     """
     plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
     check_measures(settings.significance_measures, plan.by_name(), "evaluation.significance_measures")
     check_measures([settings.headline_measure], plan.by_name(), "evaluation.headline_measure")
-    run = rankings_to_run(rankings)
-    if extra_runs is not None and extra_runs.height:
-        clash = set(extra_runs["retriever"].unique().to_list()) & set(run["retriever"].unique().to_list())
-        if clash:
-            raise ValueError(f"run files reuse retriever names of the rankings table: {sorted(clash)}")
-        run = pl.concat([run, extra_runs.select([pl.col(c).cast(t) for c, t in run.schema.items()])])
     qrels, dropped = judged_qrels(judgments)
     query_ids = queries.sort("query_id")["query_id"].to_list()
-    retrievers = sorted(run["retriever"].unique().to_list())
-    evaluation = evaluate(run, qrels, query_ids, plan, retrievers, "rankings", "judgments")
+    evaluation = evaluate_slices(
+        run_of, qrels, query_ids, plan, retrievers, "rankings", "judgments", outside_rows=outside_rows
+    )
     evaluation.dropped.update(dropped)
     tiers = queries.select("query_id", "tier") if "tier" in queries.columns else None
     board = scoreboard(evaluation, qrels, tiers)
@@ -96,7 +91,7 @@ def score_retrievers(
     notes = {
         "queries": len(query_ids),
         "retrievers": retrievers,
-        "queries_without_results": queries_without_results(run, retrievers, query_ids),
+        "queries_without_results": evaluation.without_results,
         "dropped": evaluation.dropped,
     }
-    return ScoreboardResult(evaluation, board, significance, run, qrels, notes)
+    return ScoreboardResult(evaluation, board, significance, qrels, notes)

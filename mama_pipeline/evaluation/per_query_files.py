@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -57,14 +58,14 @@ def write_per_query_files(
     query_ids: list[str],
     folder: str | os.PathLike[str],
     benchmark: str,
-    run: pl.DataFrame | None = None,
+    run: pl.DataFrame | Callable[[str], pl.DataFrame] | None = None,
     qrels: pl.DataFrame | None = None,
     relevant_at: int = 1,
 ) -> Path:
     """Write the folder (replaced atomically); returns it.
 
-    ``run`` (retriever, query_id, doc_id, rank[, score]) adds each retriever's TREC run file;
-    with ``qrels`` (query_id, doc_id, relevance) too, its first-relevant ranks.
+    ``run`` (retriever, query_id, doc_id, rank[, score]), or a retriever's name -> its run rows, adds each
+    retriever's TREC run file; with ``qrels`` (query_id, doc_id, relevance) too, its first-relevant ranks.
     """
     for name in retrievers:
         if not SAFE_NAME.match(name):
@@ -87,7 +88,8 @@ def write_per_query_files(
             manifest["files"][name] = file
             if run is None:
                 continue
-            one = run.filter((pl.col("retriever") == name) & pl.col("query_id").is_in(query_ids))
+            one = run(name) if callable(run) else run.filter(pl.col("retriever") == name)
+            one = one.filter(pl.col("query_id").is_in(query_ids))
             write_trec_run(one, tmp / f"{name}.run")
             manifest["run_files"][name] = f"{name}.run"
             if qrels is not None:

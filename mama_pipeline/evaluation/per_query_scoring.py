@@ -10,7 +10,7 @@ nothing or no chunk qualifies, as a user would experience it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import ir_measures
@@ -21,6 +21,7 @@ from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 
 QUERY_SLICE = 2000  # benchmark queries scored at a time
 PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
+RunOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their run rows, in any order
 
 
 @dataclass
@@ -32,6 +33,12 @@ class Evaluation:
     query_ids: list[str]
     measures: list[Measure]
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    without_results: dict[str, int] = field(default_factory=dict)  # retriever -> queries it returned nothing for
+
+
+def run_in(run: pl.DataFrame) -> RunOf:
+    """A run held whole, read a slice of queries at a time."""
+    return lambda ids: run.filter(pl.col("query_id").is_in(ids))
 
 
 def evaluate(
@@ -44,36 +51,59 @@ def evaluate(
     qrels_source: str = "qrels",
     slice_size: int = QUERY_SLICE,
 ) -> Evaluation:
-    """Score every retriever of ``run`` on the benchmark ``query_ids``.
+    """Score every retriever of ``run`` on the benchmark ``query_ids`` (see ``evaluate_slices``).
 
-    Run rows and qrels of queries outside the benchmark are dropped and counted. Queries are scored
-    ``slice_size`` at a time (every measure is per query), so the library's per-query objects stay
-    bounded by a slice; rows come in (retriever, benchmark query, measure) order.
+    Run rows of queries outside the benchmark are dropped and counted.
     """
     run = check_run(run, run_source)
+    queries = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.String})
+    outside = run.join(queries, on="query_id", how="anti").height
+    run = run.join(queries, on="query_id", how="semi")
+    names = list(retrievers) if retrievers is not None else list(dict.fromkeys(run["retriever"].to_list()))
+    return evaluate_slices(run_in(run), qrels, query_ids, plan, names, run_source, qrels_source, slice_size, outside)
+
+
+def evaluate_slices(
+    run_of: RunOf,
+    qrels: pl.DataFrame,
+    query_ids: Sequence[str],
+    plan: MeasurePlan,
+    retrievers: Sequence[str],
+    run_source: str = "run",
+    qrels_source: str = "qrels",
+    slice_size: int = QUERY_SLICE,
+    outside_rows: int = 0,
+) -> Evaluation:
+    """Score ``retrievers`` on the benchmark ``query_ids``, ``slice_size`` queries at a time.
+
+    ``run_of`` gives a slice's run rows, so only one slice of the run is held; every measure is per query, so
+    the library's per-query objects stay bounded by a slice too. Qrels of queries outside the benchmark are
+    dropped and counted, beside the caller's count of run rows outside it. Rows come in (retriever, benchmark query, measure) order.
+    """
     qrels = check_qrels(qrels, qrels_source)
     if len(set(query_ids)) != len(query_ids):
         raise ValueError("benchmark query ids are not unique")
     queries = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.String})
     dropped = {
-        "run rows of queries outside the benchmark": run.join(queries, on="query_id", how="anti").height,
+        "run rows of queries outside the benchmark": outside_rows,
         "qrels of queries outside the benchmark": qrels.join(queries, on="query_id", how="anti").height,
     }
-    run = run.join(queries, on="query_id", how="semi")
     qrels = qrels.join(queries, on="query_id", how="semi")
-    names = list(retrievers) if retrievers is not None else list(dict.fromkeys(run["retriever"].to_list()))
-    unknown = set(run["retriever"].unique().to_list()) - set(names)
-    if unknown:
-        raise ValueError(f"run has retrievers {sorted(unknown)} that are not in {names}")
-
+    names = list(retrievers)
     measures = plan.measures()
     weighted = [m for m in measures if m.family in ("wHR", "wP")]
     measure_index = pl.DataFrame({"measure": [m.name for m in measures]}, schema={"measure": pl.String})
     names_index = pl.DataFrame({"retriever": names}, schema={"retriever": pl.String}).with_row_index("_r")
     parts: list[list[pl.DataFrame]] = [[] for _ in names]
+    answered = dict.fromkeys(names, 0)
     for start in range(0, queries.height, slice_size):
         ids = queries.slice(start, slice_size)
-        part_run = run.join(ids, on="query_id", how="semi")
+        part_run = check_run(run_of(ids["query_id"].to_list()), run_source)
+        unknown = set(part_run["retriever"].unique().to_list()) - set(names)
+        if unknown:
+            raise ValueError(f"run has retrievers {sorted(unknown)} that are not in {names}")
+        for name, n in part_run.group_by("retriever").agg(pl.col("query_id").n_unique()).iter_rows():
+            answered[name] += n
         part_qrels = qrels.join(ids, on="query_id", how="semi")
         values = [_library_values(part_run, part_qrels, names, measures)]
         if plan.max_grade is not None:
@@ -88,7 +118,8 @@ def evaluate(
             parts[r[0]].append(block.select("retriever", "query_id", "measure", pl.col("value").fill_null(0.0)))
     blocks = [block for retriever_blocks in parts for block in retriever_blocks]
     per_query = pl.concat(blocks) if blocks else pl.DataFrame(schema=PER_QUERY_SCHEMA)
-    return Evaluation(per_query, names, list(query_ids), measures, dropped)
+    without = {name: queries.height - n for name, n in answered.items()}
+    return Evaluation(per_query, names, list(query_ids), measures, dropped, without)
 
 
 def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -174,16 +205,6 @@ def wide_scoreboard(board: pl.DataFrame) -> pl.DataFrame:
     labels = board.sort("position")["label"].unique(maintain_order=True).to_list()
     wide = board.pivot(on="label", index="retriever", values="mean", maintain_order=True)
     return wide.select("retriever", *labels)
-
-
-def queries_without_results(run: pl.DataFrame, retrievers: Sequence[str], query_ids: Sequence[str]) -> dict[str, int]:
-    """Per retriever, how many benchmark queries it returned nothing for."""
-    counts = {}
-    wanted = set(query_ids)
-    for name in retrievers:
-        got = set(run.filter(pl.col("retriever") == name)["query_id"].to_list()) & wanted
-        counts[name] = len(wanted) - len(got)
-    return counts
 
 
 def _library_values(

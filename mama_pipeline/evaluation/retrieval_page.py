@@ -10,7 +10,7 @@ software stamp, and no clock reading (dates shown come from the inputs).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,15 +62,22 @@ class ReportInputs:
 Section = Callable[[ReportInputs, Path], str]
 
 
-def label_mix(run: pl.DataFrame, qrels: pl.DataFrame, k: int) -> pl.DataFrame:
-    """Share of each retriever's top-k slots by judged label ("unjudged" when no label)."""
-    top = run.sort("retriever", "query_id", "rank").filter(pl.int_range(pl.len()).over("retriever", "query_id") < k)
-    labelled = top.join(qrels, on=["query_id", "doc_id"], how="left").with_columns(
-        pl.col("relevance").cast(pl.String).fill_null("unjudged").alias("label")
-    )
+def label_mix(run: pl.DataFrame | Iterable[pl.DataFrame], qrels: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Share of each retriever's top-k slots by judged label ("unjudged" when no label); ``run`` may come in parts
+    holding whole queries (slices of queries)."""
+    counts = [pl.DataFrame(schema={"retriever": pl.String, "label": pl.String, "len": pl.UInt32})]
+    for part in [run] if isinstance(run, pl.DataFrame) else run:
+        top = part.sort("retriever", "query_id", "rank").filter(
+            pl.int_range(pl.len()).over("retriever", "query_id") < k
+        )
+        labelled = top.join(qrels, on=["query_id", "doc_id"], how="left").with_columns(
+            pl.col("relevance").cast(pl.String).fill_null("unjudged").alias("label")
+        )
+        counts.append(labelled.group_by("retriever", "label").len())
     return (
-        labelled.group_by("retriever", "label")
-        .len()
+        pl.concat(counts)
+        .group_by("retriever", "label")
+        .agg(pl.col("len").sum())
         .with_columns((pl.col("len") / pl.col("len").sum().over("retriever")).alias("share"))
         .select("retriever", "label", "share")
         .sort("retriever", "label")
