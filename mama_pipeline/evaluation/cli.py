@@ -210,8 +210,10 @@ def cmd_export(args) -> int:
         one = rankings.filter(pl.col("retriever") == name).rename({"chunk_id": "doc_id"})
         write_trec_run(one, out / "runs" / f"{name}.txt")
     ev = settings.evaluation
+    queries = store.read_table("generated_queries")
+    outside = rankings.join(queries.select("query_id"), on="query_id", how="anti").height
     run_of = run_in(rankings_to_run(rankings))
-    result = score_retrievers(run_of, names, store.read_table("judgments"), store.read_table("generated_queries"), ev)
+    result = score_retrievers(run_of, names, store.read_table("judgments"), queries, ev, outside)
     e = result.evaluation
     write_per_query_files(
         e.per_query,

@@ -61,7 +61,7 @@ def score_retrievers(
     judgments: pl.DataFrame,
     queries: pl.DataFrame,
     settings: EvaluationSettings,
-    outside_rows: int = 0,
+    outside_rows: int,
 ) -> ScoreboardResult:
     """Scoreboard, per-query values and paired significance for every retriever.
 
