@@ -39,7 +39,7 @@ from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.labels import hole_pairs, label_needs, variant_labels
+from mama_pipeline.robustness.labels import hole_pairs, label_needs, needs_in, variant_labels
 from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
 from mama_pipeline.robustness.robustness_scoreboard import labels_in, robustness_board
 from mama_pipeline.robustness.settings import RobustnessSettings
@@ -227,7 +227,7 @@ def main() -> None:
             f"{judged.calls / judge_s / ideal:.1%} of ideal; {load()}"
         )
 
-        labels = pl.concat(variant_labels(variants, label_needs(judgments, labelled)))
+        labels = pl.concat(variant_labels(variants, needs_in(label_needs(judgments, labelled))))
         t0 = time.perf_counter()
         result = robustness_board(
             clean,

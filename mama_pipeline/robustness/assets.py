@@ -24,8 +24,8 @@ from mama_pipeline.robustness.labels import (
     RowsOf,
     hole_outcomes,
     label_counts,
+    label_needs_of,
     sliced_hole_pairs,
-    sliced_label_needs,
     within_budget,
 )
 from mama_pipeline.robustness.labels import variant_labels as build_labels
@@ -237,7 +237,7 @@ def variant_labels(
         )
     outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
     judged = parent_rows(db, JUDGMENTS, "query_id", NEED_COLUMNS)
-    needs = sliced_label_needs(query_variants, judged, run.outcomes.filter(pl.col("status") == "labelled"))
+    needs = label_needs_of(judged, run.outcomes.filter(pl.col("status") == "labelled"))  # read a slice at a time
     status = dict(outcomes.group_by("status").len().iter_rows())
     for q, c, reason in (
         outcomes.filter(pl.col("status") == "failed")
@@ -246,9 +246,10 @@ def variant_labels(
         .iter_rows()
     ):
         context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
+    # the metadata comes before the slices are written: a first pass over the needs keeps only their counts
     by_origin = label_counts(query_variants, needs)
     yield dg.Output(
-        build_labels(query_variants, needs),  # slices, written in order by the IO manager
+        build_labels(query_variants, needs),  # slices, built and written in order by the IO manager
         output_name="variant_labels",
         metadata={
             "labels": int(by_origin.get_column("len").sum()),

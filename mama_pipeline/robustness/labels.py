@@ -165,35 +165,39 @@ def label_needs(judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFr
     )
 
 
-def sliced_label_needs(
-    variants: pl.DataFrame, judged_of: RowsOf, hole_labels: pl.DataFrame, parents_per_slice: int = PARENTS_PER_SLICE
-) -> pl.DataFrame:
-    """The :func:`label_needs` of the variants' parents (rows by slice of parents), ``judged_of`` giving a slice's
-    judgments (NEED_COLUMNS): the needs of :func:`variant_labels` without the whole judgments table."""
-    return pl.concat(
-        label_needs(judged_of(ids), hole_labels.filter(pl.col("query_id").is_in(ids)))
-        for ids in parent_slices(variants, parents_per_slice)
-    )
+def label_needs_of(judged_of: RowsOf, hole_labels: pl.DataFrame) -> RowsOf:
+    """The :func:`label_needs` of some parents, ``judged_of`` giving their judgments (NEED_COLUMNS): a parent's
+    needs depend on its own judgments and hole labels only, so any slice of parents gets the rows of one pass."""
+    return lambda ids: label_needs(judged_of(ids), hole_labels.filter(pl.col("query_id").is_in(ids)))
+
+
+def needs_in(needs: pl.DataFrame) -> RowsOf:
+    """The needs of some parents, from :func:`label_needs` held in memory."""
+    return lambda ids: needs.filter(pl.col("parent_id").is_in(ids))
 
 
 def variant_labels(
-    variants: pl.DataFrame, needs: pl.DataFrame, variants_per_slice: int = VARIANTS_PER_SLICE
+    variants: pl.DataFrame, needs_of: RowsOf, variants_per_slice: int = VARIANTS_PER_SLICE
 ) -> Iterator[pl.DataFrame]:
     """Every variant's labels, its parent's :func:`label_needs`, in (variant_id, chunk_id) order: slices of
-    ``variants_per_slice`` variants (at least one slice, empty without variants), so memory grows with a slice."""
+    ``variants_per_slice`` variants (at least one slice, empty without variants), ``needs_of`` giving the needs of
+    a slice's parents when the slice is built, so memory grows with a slice."""
     ordered = variants.select("variant_id", "parent_id", "kind").sort("variant_id")
     for offset in range(0, max(ordered.height, 1), variants_per_slice):
+        mine = ordered.slice(offset, variants_per_slice)
         yield (
-            ordered.slice(offset, variants_per_slice)
-            .join(needs, on="parent_id", how="inner")
+            mine.join(needs_of(mine.get_column("parent_id").unique().sort().to_list()), on="parent_id", how="inner")
             .select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
             .sort("variant_id", "chunk_id")
         )
 
 
-def label_counts(variants: pl.DataFrame, needs: pl.DataFrame) -> pl.DataFrame:
-    """Rows of :func:`variant_labels` by kind and origin (kind, origin, len), without building them."""
-    per_parent = needs.group_by("parent_id", "origin").len()
+def label_counts(variants: pl.DataFrame, needs_of: RowsOf, parents_per_slice: int = PARENTS_PER_SLICE) -> pl.DataFrame:
+    """Rows of :func:`variant_labels` by kind and origin (kind, origin, len), without building them: the needs are
+    read a slice of parents at a time and only their counts per (parent, origin) kept."""
+    per_parent = pl.concat(
+        needs_of(ids).group_by("parent_id", "origin").len() for ids in parent_slices(variants, parents_per_slice)
+    )
     return (
         variants.select("parent_id", "kind")
         .join(per_parent, on="parent_id", how="inner")

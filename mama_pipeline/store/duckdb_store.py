@@ -5,7 +5,10 @@ short-lived and taken under an ``fcntl`` readers-writer lock on ``<db>.lock``:
 writers hold it exclusively for one transaction, readers share it and open the
 file read-only. Steps of Dagster's multiprocess executor therefore interleave
 their transactions instead of failing on DuckDB's file lock, and a step that
-dies mid-write leaves only its uncommitted transaction behind.
+dies mid-write leaves only its uncommitted transaction behind. A read in a thread
+that is inside a write of the same file (e.g. a sliced write's slices reading
+their inputs) takes a cursor on the write connection instead of the lock: a
+DuckDB cursor is its own connection, so the read sees the committed data.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +30,21 @@ SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
+_writing: dict[tuple[Path, int], duckdb.DuckDBPyConnection] = {}  # (database file, thread id) -> its write connection
+
+
+@contextmanager
+def _reads_through(path: Path, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Serve this thread's reads of ``path`` (resolved) from ``con`` while the context lasts (an outer one stays)."""
+    key = (path, threading.get_ident())
+    if key in _writing:
+        yield
+        return
+    _writing[key] = con
+    try:
+        yield
+    finally:
+        del _writing[key]
 
 
 @contextmanager
@@ -54,7 +73,8 @@ def ddl_path(table: str) -> Path:
 
 
 class Store:
-    """Locked access to the pipeline's DuckDB database file."""
+    """Locked access to the pipeline's DuckDB database file. Reads inside a write of this thread (and inside the
+    slices of a :meth:`write_table`, whichever DuckDB thread pulls them) go through the write connection."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -72,7 +92,17 @@ class Store:
 
     @contextmanager
     def connect(self, write: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one unit of work; writes run in one transaction."""
+        """A connection for one unit of work; writes run in one transaction. A read while this thread is inside
+        a write of the same file is a cursor on the write connection, without the lock (taking it would deadlock).
+        """
+        writer = _writing.get((self.path.resolve(), threading.get_ident())) if _writing and not write else None
+        if writer is not None:
+            con = writer.cursor()  # its own connection: the committed data, not the write's
+            try:
+                yield con
+            finally:
+                con.close()
+            return
         if not write and not self.path.exists():
             write = True  # first touch creates the file
         held = _held.get(self.path.resolve()) if _held else None
@@ -82,7 +112,8 @@ class Store:
                 if write:
                     con.execute("BEGIN TRANSACTION")
                     try:
-                        yield con
+                        with _reads_through(self.path.resolve(), con):
+                            yield con
                     except BaseException:
                         con.execute("ROLLBACK")
                         raise
@@ -106,10 +137,26 @@ class Store:
         """Replace a table, or one partition of it, atomically; return the rows written.
 
         ``df`` may be slices (at least one, of one schema): they stream in order into one insert, so memory
-        grows with a slice. When ``sql/tables/<table>.sql`` exists the table is created from it and rows are
-        inserted by column name, so the DDL is the enforced contract.
+        grows with a slice; a slice may read the store (the committed data, through the write connection, in
+        whichever thread DuckDB pulls it). When ``sql/tables/<table>.sql`` exists the table is created from it and
+        rows are inserted by column name, so the DDL is the enforced contract.
         """
         rows = 0
+        writer: list[duckdb.DuckDBPyConnection] = []  # the write connection, once open
+
+        def pulled(parts: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+            """The slices, each computed with this thread's reads going through the write connection (DuckDB
+            pulls them in its own threads, outside the writer's)."""
+            parts, end = iter(parts), object()
+            while True:
+                if writer:
+                    with _reads_through(self.path.resolve(), writer[0]):
+                        part = next(parts, end)
+                else:
+                    part = next(parts, end)  # the first slice, pulled before the write opens
+                if part is end:
+                    return
+                yield part
 
         def arrow(part: pl.DataFrame):
             nonlocal rows
@@ -123,13 +170,14 @@ class Store:
         else:
             import pyarrow as pa
 
-            slices = map(arrow, df)
+            slices = map(arrow, pulled(df))
             first = next(slices, None)
             if first is None:
                 raise ValueError(f"write_table {table}: no slices to write")
             batches = (b for tbl in itertools.chain([first], slices) for b in tbl.to_batches())
             incoming = pa.RecordBatchReader.from_batches(first.schema, batches)
         with self.connect(write=True) as con:
+            writer.append(con)
             con.register("_incoming", incoming)
             if _replace(con, table, partition):
                 con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')

@@ -142,3 +142,54 @@ def test_held_open_serves_every_connection_from_one_open_database(tmp_path, monk
     assert len(opened) == 1  # the file was opened once for all of the above
     assert Store(store.path).read_table("t")["x"].to_list() == [3]  # closed: other openers see the data
     assert len(opened) == 2
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_slices_of_a_write_read_the_committed_store_and_a_read_of_another_thread_waits(tmp_path, held):
+    import threading
+    from contextlib import nullcontext
+
+    from mama_pipeline.store import duckdb_store
+
+    store = Store(tmp_path / "mama.duckdb")
+    slices, rows = 40, 20_000  # enough for DuckDB to pull most slices in its own threads, outside the writer's
+    store.write_table("src", pl.DataFrame({"k": [i // rows for i in range(slices * rows)], "v": range(slices * rows)}))
+    store.write_table("dst", pl.DataFrame({"k": [-1], "v": [-1]}))
+    elsewhere: dict[str, object] = {}
+
+    def read_elsewhere() -> None:
+        elsewhere["rows"] = store.read_table("src", where={"k": [0]}).height
+
+    def computed():
+        for k in range(slices):
+            part = store.read_table("src", where={"k": [k]}).with_columns(pl.col("v") * 2)
+            old = store.read_table("dst")  # the committed table, not the write's
+            yield part.with_columns(pl.col("v") + old.height - 1)
+            if k == 1:  # inside the write: a read of another thread waits for its lock
+                other = threading.Thread(target=read_elsewhere, daemon=True)
+                other.start()
+                other.join(0.5)
+                elsewhere["waited"] = other.is_alive()
+                elsewhere["thread"] = other
+
+    outcome: dict[str, object] = {}
+
+    def write() -> None:
+        with duckdb_store.hold_open(store.path) if held else nullcontext():
+            try:
+                outcome["rows"] = store.write_table("dst", computed())
+            except BaseException as e:
+                outcome["error"] = e
+            if "thread" in elsewhere:  # done before hold_open closes the database it reads
+                elsewhere["thread"].join(60)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    writer.join(120)
+    assert not writer.is_alive(), "the sliced write hangs (its reads wait for the write's own lock?)"
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["rows"] == slices * rows
+    assert store.read_table("dst")["v"].to_list() == [2 * v for v in range(slices * rows)]
+    assert elsewhere["waited"] is True
+    assert elsewhere["rows"] == rows
+    assert not duckdb_store._writing  # the registry is cleaned up

@@ -13,8 +13,9 @@ from mama_pipeline.robustness.labels import (
     hole_pairs,
     label_counts,
     label_needs,
+    label_needs_of,
+    needs_in,
     sliced_hole_pairs,
-    sliced_label_needs,
     variant_labels,
     within_budget,
 )
@@ -43,7 +44,7 @@ def label_rows(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
 
 
 def labels_of(v: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame, per_slice: int = 5) -> pl.DataFrame:
-    return pl.concat(variant_labels(v, label_needs(judgments, hole_labels), per_slice))
+    return pl.concat(variant_labels(v, needs_in(label_needs(judgments, hole_labels)), per_slice))
 
 
 def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
@@ -237,7 +238,7 @@ def test_labels_come_in_slices_of_whole_variants_in_variant_and_chunk_order(per_
     judgments = label_rows([("q_00001", "c2", 6), ("q_00001", "c1", 0), ("q_00002", "c9", 3)])
     # a hole label of a judged pair loses to the judgment; one of a parent without variants is not carried
     needs = label_needs(judgments, label_rows([("q_00001", "c0", 4), ("q_00002", "c9", 5), ("q_00003", "c1", 6)]))
-    slices = list(variant_labels(v, needs, per_slice))
+    slices = list(variant_labels(v, needs_in(needs), per_slice))
     assert [s["variant_id"].n_unique() for s in slices] == [min(per_slice, 3 - i) for i in range(0, 3, per_slice)]
     labels = pl.concat(slices)
     assert labels.columns == list(LABEL_SCHEMA)
@@ -250,7 +251,7 @@ def test_labels_come_in_slices_of_whole_variants_in_variant_and_chunk_order(per_
         ("q_00001~typo", "typo", "c2", 6, "inherited"),
         ("q_00002~typo", "typo", "c9", 3, "inherited"),
     ]
-    assert label_counts(v, needs).rows() == [
+    assert label_counts(v, needs_in(needs)).rows() == [
         ("shorthand", "hole", 1),
         ("shorthand", "inherited", 2),
         ("typo", "hole", 1),
@@ -286,9 +287,10 @@ def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_a
     assert holes.equals(hole_pairs(v, variant, clean, judgments, depth=2))
     hole_labels = label_rows([("q_00001", "c", 4), ("q_00003", "c", 0), ("q_00009", "z", 6)])
     asked.clear()
-    needs = sliced_label_needs(v, reading, hole_labels, parents_per_slice=3)
-    assert asked == [PARENTS[0:3], PARENTS[3:4]]
-    assert needs.select("parent_id", "chunk_id", "score", "origin").sort("parent_id", "chunk_id").rows() == [
+    needs = label_needs_of(reading, hole_labels)
+    assert needs(PARENTS[:4]).select("parent_id", "chunk_id", "score", "origin").sort(
+        "parent_id", "chunk_id"
+    ).rows() == [
         ("q_00001", "a", 6, "inherited"),
         ("q_00001", "c", 4, "hole"),
         ("q_00002", "a", 0, "inherited"),
@@ -296,17 +298,57 @@ def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_a
         ("q_00003", "c", 0, "hole"),
         ("q_00004", "a", 5, "inherited"),
     ]
-    assert label_counts(v, needs).rows() == [
+    asked.clear()
+    assert label_counts(v, needs, parents_per_slice=3).rows() == [
         ("shorthand", "hole", 2),
         ("shorthand", "inherited", 4),
         ("typo", "hole", 2),
         ("typo", "inherited", 4),
     ]
-    one_pass = label_needs(judgments, hole_labels)
-    assert label_counts(v, needs).equals(label_counts(v, one_pass))
+    assert asked == [PARENTS[0:3], PARENTS[3:4]]
+    one_pass = needs_in(label_needs(judgments, hole_labels))
+    assert label_counts(v, needs, parents_per_slice=3).equals(label_counts(v, one_pass))
     assert pl.concat(variant_labels(v, needs, 3)).equals(pl.concat(variant_labels(v, one_pass, 3)))
 
 
+def test_labels_read_the_needs_of_each_slice_of_variants_and_counts_a_slice_of_parents_at_a_time():
+    v = variants().filter(pl.col("parent_id").is_in(PARENTS[:5]))  # two variants a parent
+    q1, q2, q3, q4, q5 = PARENTS[:5]
+    judgments = label_rows(
+        [(q1, "a", 6), (q1, "b", 0), (q2, "a", 3), (q4, "c", 5), (q5, "a", 1), (q5, "b", 2), (q5, "c", 3)]
+        + [("q_00009", "a", 6)]  # no variants: never read
+    )
+    hole_labels = label_rows([(q1, "c", 4), (q2, "a", 5), (q3, "d", 2), ("q_00009", "z", 6)])  # q2's a is judged
+    asked = []
+
+    def reading(parents: list[str]) -> pl.DataFrame:
+        asked.append(parents)
+        return judgments.filter(pl.col("query_id").is_in(parents))
+
+    needs = label_needs_of(reading, hole_labels)
+    slices = list(variant_labels(v, needs, 3))
+    # (q1~shorthand, q1~typo, q2~shorthand), (q2~typo, q3~shorthand, q3~typo), (q4~..., q4~..., q5~...), (q5~typo)
+    assert asked == [[q1, q2], [q2, q3], [q4, q5], [q5]]
+    assert [s.height for s in slices] == [3 + 3 + 1, 1 + 1 + 1, 1 + 1 + 3, 3]
+    one_pass = list(variant_labels(v, needs_in(label_needs(judgments, hole_labels)), 3))
+    assert len(slices) == len(one_pass) and all(s.equals(o) for s, o in zip(slices, one_pass, strict=True))
+    assert pl.concat(slices).equals(labels_of(v, judgments, hole_labels, per_slice=100))
+    assert pl.concat(slices).filter(pl.col("variant_id") == f"{q2}~typo").select(
+        "chunk_id", "score", "origin"
+    ).rows() == [("a", 3, "inherited")]
+    asked.clear()
+    counts = label_counts(v, needs, parents_per_slice=2)
+    assert asked == [[q1, q2], [q3, q4], [q5]]
+    assert counts.rows() == [
+        ("shorthand", "hole", 2),
+        ("shorthand", "inherited", 7),
+        ("typo", "hole", 2),
+        ("typo", "inherited", 7),
+    ]
+    assert counts.equals(label_counts(v, needs_in(label_needs(judgments, hole_labels))))
+
+
 def test_no_variants_give_one_empty_slice_of_the_label_schema():
-    (only,) = variant_labels(variants().clear(), label_needs(label_rows([("q_00001", "c1", 6)]), label_rows([])))
+    needs = needs_in(label_needs(label_rows([("q_00001", "c1", 6)]), label_rows([])))
+    (only,) = variant_labels(variants().clear(), needs)
     assert only.is_empty() and only.schema == pl.Schema(LABEL_SCHEMA)
