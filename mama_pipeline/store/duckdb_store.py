@@ -164,6 +164,19 @@ class Store:
         with self.connect() as con:
             return _polars(con.execute(sql, params or []))
 
+    def replace_from_query(self, table: str, select_sql: str, params: list | None = None) -> int:
+        """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
+        the rows never pass through Python. Like :meth:`write_table`, a table with ``sql/tables/<table>.sql`` is
+        created from it and filled by column name; rows are stored in the query's order. Returns the rows written."""
+        with self.connect(write=True) as con:
+            ddl = ddl_path(table)
+            if not ddl.exists():
+                con.execute(f'CREATE OR REPLACE TABLE "{table}" AS {select_sql}', params or [])
+                return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            con.execute(f'DROP TABLE IF EXISTS "{table}"')
+            con.execute(ddl.read_text())
+            return con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
+
 
 def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """A query result as polars, converted batch by batch: the whole result is never held as arrow too."""
