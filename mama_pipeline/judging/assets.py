@@ -19,7 +19,7 @@ from mama_pipeline.judging.sharding import in_shard, require_loaded_shards
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env
-from mama_pipeline.store.duckdb_store import PARTITION_COLUMN
+from mama_pipeline.store import PARTITION_COLUMN
 
 GROUP = "judging"
 JUDGED_LABELS = "judged_labels"  # the per-shard asset and table that judgments and judging_failures gather
@@ -85,6 +85,8 @@ def _gather(context: dg.AssetExecutionContext, store: StoreResource, table: str,
     """Replace ``table`` with the ``status`` rows of every loaded shard of ``judged_labels`` (``columns`` of them),
     in (query_id, chunk_id) order; DuckDB copies them in one transaction, none is loaded here. The rows written."""
     shards = sorted(context.asset_partition_keys_for_input(JUDGED_LABELS))  # those the IO manager would load
+    if not store.get().table_exists(JUDGED_LABELS):
+        raise KeyError(f"table {JUDGED_LABELS!r} is not in {store.get().path}; materialise its asset first")
     return store.get().replace_from_query(
         table,
         f"SELECT {columns} FROM {JUDGED_LABELS} WHERE status = ? AND {PARTITION_COLUMN} IN (SELECT unnest(?)) "

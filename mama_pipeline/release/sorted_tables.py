@@ -20,11 +20,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from mama_pipeline.store import PARTITION_COLUMN, Store
+from mama_pipeline.store import BOUNDED, PARTITION_COLUMN, Store
 
-MEMORY_LIMIT = "512MB"  # DuckDB's working memory while sorting; what does not fit spills to disk
 ROW_GROUP_ROWS = 100_000  # of a sorted copy (DuckDB rounds it up to whole vectors of 2,048 rows)
-SETTINGS = {"memory_limit": MEMORY_LIMIT, "threads": 1}
+SETTINGS = {**BOUNDED, "threads": 1}  # what does not fit DuckDB's memory limit spills to disk
 
 
 @dataclass(frozen=True)
@@ -99,14 +98,8 @@ class SortedTables:
         """A connection with ``SETTINGS`` (reset afterwards: the store's connection may be held open for the whole
         run) that spills to the store's temporary folder, or for a frame to the scratch folder."""
         if isinstance(source, StoredTable):
-            with source.store.connect() as con:
-                for name, value in SETTINGS.items():
-                    con.execute(f"SET {name} = '{value}'")
-                try:
-                    yield con, _quoted(source.table)
-                finally:
-                    for name in SETTINGS:
-                        con.execute(f"RESET {name}")
+            with source.store.connect(settings=SETTINGS) as con:
+                yield con, _quoted(source.table)
             return
         with duckdb.connect(config={**SETTINGS, "temp_directory": self._scratch.name}) as con:
             con.register("source", source.to_arrow())

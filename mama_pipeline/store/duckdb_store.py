@@ -25,6 +25,7 @@ from mama_pipeline.common.project_files import project_file
 SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
+BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 
 
@@ -71,13 +72,18 @@ class Store:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     @contextmanager
-    def connect(self, write: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one unit of work; writes run in one transaction."""
+    def connect(
+        self, write: bool = False, settings: Mapping[str, object] | None = None
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one unit of work; writes run in one transaction. ``settings`` (DuckDB's, e.g.
+        :data:`BOUNDED`) hold for the unit and are reset after it: a held connection serves the whole run."""
         if not write and not self.path.exists():
             write = True  # first touch creates the file
         held = _held.get(self.path.resolve()) if _held else None
         with self._locked(exclusive=write):
             con = held.cursor() if held is not None else duckdb.connect(str(self.path), read_only=not write)
+            for name, value in (settings or {}).items():
+                con.execute(f"SET {name} = '{value}'")
             try:
                 if write:
                     con.execute("BEGIN TRANSACTION")
@@ -90,6 +96,8 @@ class Store:
                 else:
                     yield con
             finally:
+                for name in settings or {}:
+                    con.execute(f"RESET {name}")
                 con.close()
 
     def ensure_tables(self, *tables: str) -> None:
@@ -167,8 +175,9 @@ class Store:
     def replace_from_query(self, table: str, select_sql: str, params: list | None = None) -> int:
         """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
         the rows never pass through Python. Like :meth:`write_table`, a table with ``sql/tables/<table>.sql`` is
-        created from it and filled by column name; rows are stored in the query's order. Returns the rows written."""
-        with self.connect(write=True) as con:
+        created from it and filled by column name; rows are stored in the query's order, DuckDB's memory bounded
+        (:data:`BOUNDED`). Returns the rows written."""
+        with self.connect(write=True, settings=BOUNDED) as con:
             ddl = ddl_path(table)
             if not ddl.exists():
                 con.execute(f'CREATE OR REPLACE TABLE "{table}" AS {select_sql}', params or [])

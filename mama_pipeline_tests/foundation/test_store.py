@@ -142,3 +142,23 @@ def test_held_open_serves_every_connection_from_one_open_database(tmp_path, monk
     assert len(opened) == 1  # the file was opened once for all of the above
     assert Store(store.path).read_table("t")["x"].to_list() == [3]  # closed: other openers see the data
     assert len(opened) == 2
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_settings_hold_for_one_unit_of_work_and_are_reset(tmp_path, held):
+    from contextlib import nullcontext
+
+    from mama_pipeline.store import BOUNDED, duckdb_store
+
+    store = Store(tmp_path / "s.duckdb")
+    store.write_table("t", pl.DataFrame({"x": [1]}))
+    limit = "SELECT current_setting('memory_limit'), current_setting('threads')"
+    with duckdb_store.hold_open(store.path) if held else nullcontext():
+        with store.connect() as con:
+            default = con.execute(limit).fetchone()
+        with store.connect(settings={**BOUNDED, "threads": 1}) as con:
+            bounded = con.execute(limit).fetchone()
+        with store.connect() as con:
+            after = con.execute(limit).fetchone()
+    assert bounded == ("488.2 MiB", 1)  # 512 MB as DuckDB shows it
+    assert after == default and default != bounded

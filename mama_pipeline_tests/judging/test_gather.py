@@ -192,3 +192,19 @@ def test_replace_from_query_keeps_the_query_order_and_the_tables_ddl(tmp_path):
         schema_overrides={"tier": pl.String},
     )
     assert_frame_equal(store.read_table("judging_failures"), expected)
+
+
+def test_without_stored_shards_the_step_names_the_table_to_materialise(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 1}}\n")
+    Store(tmp_path / "data" / "mama.duckdb").write_table("unrelated", pl.DataFrame({"x": [1]}))
+    result = dg.materialize(
+        [*judging.build_defs(load_settings(cfg)).assets, *UPSTREAM],
+        selection=dg.AssetSelection.assets("judgments"),
+        resources=shared_resources(str(cfg)),
+        raise_on_error=False,
+    )
+    assert not result.success
+    cause = result.get_step_failure_events()[0].event_specific_data.error.cause
+    assert cause.cls_name == "KeyError" and "table 'judged_labels' is not in" in cause.message
+    assert "materialise its asset first" in cause.message
