@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 RULE = 'held out iff int(sha256(salt + ":" + id).hexdigest()[:16], 16) / 16**16 < share'
 HEX_DIGITS = 16
 PUBLIC, HELD_OUT = "public", "held_out"
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
 def hash_position(item_id: str, salt: str) -> float:
@@ -47,10 +48,11 @@ class HeldOutRule:
         """``public`` or ``held_out`` for each id."""
         return pl.Series("part", [HELD_OUT if self.is_held_out(i) else PUBLIC for i in ids.to_list()], dtype=pl.String)
 
-    def split(self, df: pl.DataFrame, column: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """(public rows, held-out rows) of ``df`` by its ``column`` (default: the rule's id field)."""
-        held = self.held_ids(df.get_column(column or self.id_field))
-        mask = pl.col(column or self.id_field).is_in(sorted(held))
+    def split(self, df: Frame, column: str | None = None) -> tuple[Frame, Frame]:
+        """(public rows, held-out rows) of ``df`` (a frame, or a lazy frame: its ids are read, its rows stay
+        lazy) by its ``column`` (default: the rule's id field)."""
+        ids = df.lazy().select(pl.col(column or self.id_field).unique()).collect().to_series()
+        mask = pl.col(column or self.id_field).is_in(sorted(self.held_ids(ids)))
         return df.filter(~mask), df.filter(mask)
 
     def manifest(self, public: int, held_out: int) -> dict[str, Any]:

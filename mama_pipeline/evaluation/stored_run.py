@@ -14,6 +14,7 @@ import polars as pl
 
 from mama_pipeline.evaluation.per_query_scoring import QUERY_SLICE
 from mama_pipeline.evaluation.runs import RUN_SCHEMA, rankings_to_run
+from mama_pipeline.store import PARTITION_COLUMN
 
 if TYPE_CHECKING:
     from mama_pipeline.store import Store
@@ -71,8 +72,16 @@ class StoredRun:
             yield self.of_queries(ids[start : start + size])
 
     def rows_outside(self, query_ids: list[str]) -> int:
-        """How many run rows are of queries outside ``query_ids``."""
-        return sum(part.height for part in self.slices(sorted(set(self.query_ids()) - set(query_ids))))
+        """How many run rows are of queries outside ``query_ids`` (the stored ones counted by the store)."""
+        stored = 0
+        if self.names:
+            sql = (
+                f'SELECT count(*) AS n FROM "{RANKINGS}" WHERE "{PARTITION_COLUMN}" IN (SELECT unnest(?)) '
+                'AND "query_id" NOT IN (SELECT unnest(?))'
+            )
+            stored = self.store.query(sql, [self.names, list(query_ids)])["n"].item()
+        extra = 0 if self.extra is None else self.extra.filter(~pl.col("query_id").is_in(list(query_ids))).height
+        return stored + extra
 
     def _read(self, column: str, values: list[str]) -> pl.DataFrame:
         ranked = (
@@ -84,7 +93,5 @@ class StoredRun:
 
 
 def _distinct(store: Store, names: list[str], column: str) -> list[str]:
-    from mama_pipeline.store.duckdb_store import PARTITION_COLUMN
-
     sql = f'SELECT DISTINCT "{column}" FROM "{RANKINGS}" WHERE "{PARTITION_COLUMN}" IN (SELECT unnest(?))'
     return store.query(sql, [names])[column].to_list()

@@ -19,8 +19,10 @@ from mama_pipeline.judging.sharding import in_shard, require_loaded_shards
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env
+from mama_pipeline.store import PARTITION_COLUMN
 
 GROUP = "judging"
+JUDGED_LABELS = "judged_labels"  # the per-shard asset and table that judgments and judging_failures gather
 
 
 def _judge(
@@ -79,33 +81,50 @@ def judged_labels(
     return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
 
 
-@dg.asset(group_name=GROUP, description="The labels of every shard: one row per labelled pooled pair.")
-def judgments(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    labelled = (
-        judged_labels.filter(pl.col("status") == "labelled")
-        .drop("status", "failure_reason")
-        .sort("query_id", "chunk_id")
+def _gather(context: dg.AssetExecutionContext, store: StoreResource, table: str, columns: str, status: str) -> int:
+    """Replace ``table`` with the ``status`` rows of every loaded shard of ``judged_labels`` (``columns`` of them),
+    in (query_id, chunk_id) order; DuckDB copies them in one transaction, none is loaded here. The rows written."""
+    shards = sorted(context.asset_partition_keys_for_input(JUDGED_LABELS))  # those the IO manager would load
+    if not store.get().table_exists(JUDGED_LABELS):
+        raise KeyError(f"table {JUDGED_LABELS!r} is not in {store.get().path}; materialise its asset first")
+    return store.get().replace_from_query(
+        table,
+        f"SELECT {columns} FROM {JUDGED_LABELS} WHERE status = ? AND {PARTITION_COLUMN} IN (SELECT unnest(?)) "
+        "ORDER BY query_id, chunk_id",
+        [status, shards],
     )
-    return dg.Output(
-        labelled,
+
+
+@dg.asset(
+    group_name=GROUP, deps=[JUDGED_LABELS], description="The labels of every shard: one row per labelled pooled pair."
+)
+def judgments(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
+    rows = _gather(context, store, "judgments", f"* EXCLUDE (status, failure_reason, {PARTITION_COLUMN})", "labelled")
+    counts = "count(*) FILTER (WHERE reused), count(*) FILTER (WHERE structural_violation)"
+    reused, violations = store.get().query(f"SELECT {counts} FROM judgments").row(0)
+    return dg.MaterializeResult(
         metadata={
-            "labels": labelled.height,
-            "reused_labels": int(labelled.get_column("reused").sum()),
-            "structural_violations": int(labelled.get_column("structural_violation").sum()),
-        },
+            "table": "judgments",
+            "rows": rows,
+            "labels": rows,
+            "reused_labels": reused,
+            "structural_violations": violations,
+        }
     )
 
 
-@dg.asset(group_name=GROUP, description="Pooled pairs the judge could not label, with the reason.")
-def judging_failures(judged_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    failed = (
-        judged_labels.filter(pl.col("status") == "failed")
-        .select("query_id", "chunk_id", "tier", "failure_reason")
-        .sort("query_id", "chunk_id")
+@dg.asset(
+    group_name=GROUP, deps=[JUDGED_LABELS], description="Pooled pairs the judge could not label, with the reason."
+)
+def judging_failures(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
+    rows = _gather(context, store, "judging_failures", "query_id, chunk_id, tier, failure_reason", "failed")
+    counts = store.get().query(
+        "SELECT split_part(failure_reason, ':', 1) AS kind, count(*) AS len FROM judging_failures "
+        "GROUP BY kind ORDER BY kind"
     )
-    reasons = failed.with_columns(pl.col("failure_reason").str.split(":").list.first().alias("kind"))
-    counts = reasons.group_by("kind").len().sort("kind")
-    return dg.Output(failed, metadata={"failures": failed.height, "by_kind": md_table(counts)})
+    return dg.MaterializeResult(
+        metadata={"table": "judging_failures", "rows": rows, "failures": rows, "by_kind": md_table(counts)}
+    )
 
 
 @dg.asset(

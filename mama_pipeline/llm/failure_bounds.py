@@ -51,12 +51,17 @@ class StageFailures:
         }
 
 
-def judge_failures(pooled_pairs: pl.DataFrame, judgments: pl.DataFrame, bound: float) -> StageFailures:
-    """Pooled pairs the judge left without a label."""
+def judge_failures(
+    pooled_pairs: pl.DataFrame | pl.LazyFrame, judgments: pl.DataFrame | pl.LazyFrame, bound: float
+) -> StageFailures:
+    """Pooled pairs the judge left without a label (frames, or lazy frames read by one query)."""
     keys = ["query_id", "chunk_id"]
-    pool = pooled_pairs.select(keys).unique()
-    failed = pool.join(judgments.select(keys), on=keys, how="anti").height
-    return StageFailures("judge", "pooled pairs", failed, pool.height, bound)
+    pool = pooled_pairs.lazy().select(keys).unique()
+    failed = pool.join(judgments.lazy().select(keys), on=keys, how="anti")
+    counts = pl.concat(
+        [pool.select(pl.len().alias("pool")), failed.select(pl.len().alias("failed"))], how="horizontal"
+    ).collect()
+    return StageFailures("judge", "pooled pairs", counts["failed"].item(), counts["pool"].item(), bound)
 
 
 def query_writer_failures(gate_decisions: pl.DataFrame, bound: float) -> StageFailures:

@@ -42,9 +42,11 @@ from mama_pipeline.release.mamaretrieval import (
 )
 from mama_pipeline.release.parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
 from mama_pipeline.release.publish import publish_release
+from mama_pipeline.release.sorted_tables import SortedTables, StoredTable, columns_of
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource, StoreResource
 from mama_pipeline.settings import PipelineSettings
+from mama_pipeline.store import Store
 
 GROUP = "release"
 MAMABENCH_GROUP = "mamabench"
@@ -77,18 +79,24 @@ def producer() -> dict[str, Any]:
     return {"package": "mama_pipeline", "version": version, "git_commit": commit}
 
 
-def prompt_infos(s: PipelineSettings, queries: pl.DataFrame, judgments: pl.DataFrame) -> tuple[PromptInfo, PromptInfo]:
-    """The shipped prompts of the query writer and the judge, with whether the smoke-test model answered."""
+def judge_endpoints(store: Store) -> list[str]:
+    """The endpoints the stored labels were made at (none when the table does not record them)."""
+    if "judge_endpoint" not in columns_of(StoredTable(store, "judgments")):
+        return []
+    found = store.query("SELECT DISTINCT judge_endpoint FROM judgments WHERE judge_endpoint IS NOT NULL")
+    return sorted(found.get_column("judge_endpoint").to_list())
+
+
+def prompt_infos(s: PipelineSettings, queries: pl.DataFrame, endpoints: list[str]) -> tuple[PromptInfo, PromptInfo]:
+    """The shipped prompts of the query writer and the judge, with whether the smoke-test model answered
+    (``endpoints``: those the labels were made at)."""
     qw = s.llm.query_writer
     writer_template = query_writer_template(s.queries.max_words, qw.reasoning == "json_field")
     writer_model = answer_model(qw.reasoning == "json_field")
     writer_smoke = qw.embedded or bool((queries.get_column("model") == s.llm.embedded_server.model_alias).any())
     jc = s.llm.judge
     judge_model = output_model(jc.reasoning)
-    judge_smoke = jc.embedded or bool(
-        "judge_endpoint" in judgments.columns
-        and judgments.get_column("judge_endpoint").str.starts_with(EMBEDDED_PREFIX).any()
-    )
+    judge_smoke = jc.embedded or any(e.startswith(EMBEDDED_PREFIX) for e in endpoints)
     writer = PromptInfo(
         writer_template, writer_model.model_json_schema(), writer_template.hash, qw.temperature, writer_smoke
     )
@@ -105,25 +113,25 @@ def prompt_infos(s: PipelineSettings, queries: pl.DataFrame, judgments: pl.DataF
 def mamaretrieval_inputs(
     s: PipelineSettings,
     corpus_meta: dict[str, Any],
-    chunks: pl.DataFrame,
+    store: Store,
     queries: pl.DataFrame,
-    rankings: pl.DataFrame,
-    judgments: pl.DataFrame,
-    pooled_pairs: pl.DataFrame,
+    sorted_tables: SortedTables,
     reliability: pl.DataFrame | None = None,
 ) -> MamaretrievalInputs:
+    """The release's inputs: the corpus, rankings, labels and pooled pairs as stored tables (sorted in
+    ``sorted_tables``), the queries as materialised."""
     r, rel = s.retrieval, s.release
-    writer, judge = prompt_infos(s, queries, judgments)
+    writer, judge = prompt_infos(s, queries, judge_endpoints(store))
     commit = corpus_meta.get("bundle_commit")
     return MamaretrievalInputs(
         version=rel.mamaretrieval_version,
         previous_version=rel.mamaretrieval_previous_version,
         licence=rel.licence,
-        chunks=chunks,
+        chunks=StoredTable(store, CORPUS.path[-1]),
         queries=queries,
-        rankings=rankings,
-        judgments=judgments,
-        pooled_pairs=pooled_pairs,
+        rankings=StoredTable(store, RANKINGS.path[-1], tuple(r.pooled)),
+        judgments=StoredTable(store, "judgments"),
+        pooled_pairs=StoredTable(store, "pooled_pairs"),
         corpus=CorpusInfo(
             source=s.corpus.bundle,
             commit=commit if commit and commit != "(local file)" else None,
@@ -141,20 +149,18 @@ def mamaretrieval_inputs(
         reliability=reliability,
         reference_decoding={stage: decoding_text(s.llm, stage) for stage in reference_judge_stages(s.llm)},
         circularity=[flag_record(f) for f in circularity_flags(s) if f.judge == JUDGE_STAGE],
+        sorted_tables=sorted_tables,
     )
 
 
 @dg.asset(
     group_name=GROUP,
     ins={
-        "chunks": dg.AssetIn(CORPUS),
         "queries": dg.AssetIn("generated_queries"),
-        "judgments": dg.AssetIn("judgments"),
-        "pooled_pairs": dg.AssetIn("pooled_pairs"),
         "gate_decisions": dg.AssetIn("query_gate_decisions"),
         "reliability": dg.AssetIn("judge_reliability"),
     },
-    deps=[RANKINGS, *part_assets()],
+    deps=[CORPUS, RANKINGS, "judgments", "pooled_pairs", *part_assets()],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
     "the corpus version, or when an LLM stage (query_writer, judge) failed more often than its "
@@ -164,29 +170,26 @@ def mamaretrieval_release(
     context: dg.AssetExecutionContext,
     settings: SettingsResource,
     store: StoreResource,
-    chunks: pl.DataFrame,
     queries: pl.DataFrame,
-    judgments: pl.DataFrame,
-    pooled_pairs: pl.DataFrame,
     gate_decisions: pl.DataFrame,
     reliability: pl.DataFrame,
 ) -> dg.MaterializeResult:
     s = settings.get()
-    stages = [
-        query_writer_failures(gate_decisions, s.llm.query_writer.max_failure_rate),
-        judge_failures(pooled_pairs, judgments, s.llm.judge.max_failure_rate),
-    ]
-    try:
-        refuse_over_bound(NAME, s.release.mamaretrieval_version, stages)
-    except FailureBoundError as exc:
-        raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
-    rankings = store.get().read_table("rankings", partitions=s.retrieval.pooled)
-    inputs = mamaretrieval_inputs(
-        s, _latest_metadata(context.instance, CORPUS), chunks, queries, rankings, judgments, pooled_pairs, reliability
-    )
-    folder = s.release_path(NAME, inputs.version)
-    parts = mamaretrieval_parts(s, store.get(), inputs)
-    manifest = write_mamaretrieval_release(folder, inputs, parts, s.release.held_out.rule("query_id"))
+    folder = s.release_path(NAME, s.release.mamaretrieval_version)
+    with SortedTables(s.data_path / "scratch") as sorted_tables:
+        inputs = mamaretrieval_inputs(
+            s, _latest_metadata(context.instance, CORPUS), store.get(), queries, sorted_tables, reliability
+        )
+        stages = [
+            query_writer_failures(gate_decisions, s.llm.query_writer.max_failure_rate),
+            judge_failures(inputs.frame("pooled_pairs"), inputs.frame("judgments"), s.llm.judge.max_failure_rate),
+        ]
+        try:
+            refuse_over_bound(NAME, s.release.mamaretrieval_version, stages)
+        except FailureBoundError as exc:
+            raise dg.Failure(str(exc), metadata={k: v for st in stages for k, v in st.metadata().items()}) from None
+        parts = mamaretrieval_parts(s, store.get(), inputs)
+        manifest = write_mamaretrieval_release(folder, inputs, parts, s.release.held_out.rule("query_id"))
     context.log.info(f"mamaretrieval {inputs.version} written to {folder}")
     held = (
         {

@@ -14,9 +14,14 @@ reads ``<subset>-corpus``, ``<subset>-queries`` and ``<subset>-qrels`` for an
 ``hf_subset``. ``score`` is the judge's graded 0..6 label of every judged pair
 (0 included). ``title`` is empty so that every tool embeds exactly the chunk text
 that was retrieved and judged (MTEB and BEIR prepend a non-empty title).
+
+The tables keep the rows in the order given (frames or lazy frames): callers pass chunks sorted by chunk id,
+queries by query id and labels by (query id, chunk id), the order of every file of the triple.
 """
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 import polars as pl
 
@@ -25,30 +30,31 @@ from mama_pipeline.release.configurations import ViewerConfig
 CORPUS = "corpus/corpus-00000-of-00001.parquet"
 QUERIES = "queries/queries-00000-of-00001.parquet"
 QRELS = "qrels/test-00000-of-00001.parquet"
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
-def corpus_table(chunks: pl.DataFrame) -> pl.DataFrame:
+def corpus_table(chunks: Frame) -> Frame:
     return chunks.select(
         pl.col("chunk_id").cast(pl.String).alias("_id"),
         pl.lit("", dtype=pl.String).alias("title"),
         pl.col("text").cast(pl.String),
-    ).sort("_id")
+    )
 
 
-def queries_table(queries: pl.DataFrame) -> pl.DataFrame:
+def queries_table(queries: Frame) -> Frame:
     """``queries``: query_id, query_text."""
     return queries.select(
         pl.col("query_id").cast(pl.String).alias("_id"), pl.col("query_text").cast(pl.String).alias("text")
-    ).sort("_id")
+    )
 
 
-def qrels_table(labels: pl.DataFrame) -> pl.DataFrame:
+def qrels_table(labels: Frame) -> Frame:
     """``labels``: query_id, chunk_id, score (the graded label)."""
     return labels.select(
         pl.col("query_id").cast(pl.String).alias("query-id"),
         pl.col("chunk_id").cast(pl.String).alias("corpus-id"),
         pl.col("score").cast(pl.Int32),
-    ).sort("query-id", "corpus-id")
+    )
 
 
 def triple_configs(track: str | None, what: str) -> tuple[ViewerConfig, ...]:
@@ -66,9 +72,7 @@ def triple_configs(track: str | None, what: str) -> tuple[ViewerConfig, ...]:
     )
 
 
-def triple_tables(
-    track: str | None, queries: pl.DataFrame, labels: pl.DataFrame, chunks: pl.DataFrame | None = None
-) -> dict[str, pl.DataFrame]:
+def triple_tables(track: str | None, queries: Frame, labels: Frame, chunks: Frame | None = None) -> dict[str, Frame]:
     """The triple's tables (path -> frame); the main track (``track`` None) also writes the corpus from ``chunks``."""
     prefix, _ = _prefix(track)
     tables = {prefix + QUERIES: queries_table(queries), prefix + QRELS: qrels_table(labels)}

@@ -33,16 +33,22 @@ def file_entry(path: Path) -> dict[str, Any]:
     return {"sha256": sha256_file(path), "bytes": path.stat().st_size, "rows": row_count(path)}
 
 
-def write_parquet(df: pl.DataFrame, path: Path) -> None:
-    """Parquet with fixed settings, so equal frames give equal bytes."""
+def write_parquet(df: pl.DataFrame | pl.LazyFrame, path: Path) -> None:
+    """Parquet with fixed settings, so equal frames give equal bytes; a lazy frame is streamed into the file
+    (the same bytes as its collected frame written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    df.write_parquet(
-        path,
-        compression=PARQUET_COMPRESSION,
-        compression_level=PARQUET_LEVEL,
-        statistics=True,
-        row_group_size=ROW_GROUP_SIZE,
+    settings = dict(
+        compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL, statistics=True, row_group_size=ROW_GROUP_SIZE
     )
+    if isinstance(df, pl.LazyFrame):
+        df.sink_parquet(path, **settings)
+    else:
+        df.write_parquet(path, **settings)
+
+
+def rows_of(df: pl.DataFrame | pl.LazyFrame) -> int:
+    """A frame's rows (a lazy frame's counted by a scan)."""
+    return df.height if isinstance(df, pl.DataFrame) else df.select(pl.len()).collect().item()
 
 
 def json_bytes(obj: Any) -> bytes:
@@ -50,7 +56,7 @@ def json_bytes(obj: Any) -> bytes:
 
 
 def write_release_folder(
-    out_dir: Path, tables: dict[str, pl.DataFrame], texts: dict[str, bytes], manifest: dict[str, Any]
+    out_dir: Path, tables: dict[str, pl.DataFrame | pl.LazyFrame], texts: dict[str, bytes], manifest: dict[str, Any]
 ) -> dict[str, Any]:
     """Write ``tables`` (parquet) and ``texts`` into ``out_dir`` atomically, with ``manifest`` (its ``files``:
     every file's hash, size and rows) as ``manifest.json``; returns the manifest."""

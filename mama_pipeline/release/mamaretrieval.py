@@ -18,6 +18,9 @@ Layout (deterministic bytes: rows sorted, fixed parquet settings, no timestamps)
 The (chunk set, queries, labels) triple is one version: a release is refused when a
 query, ranking, pooled pair or label names a chunk id outside the corpus version,
 or when labels or queries come from a prompt other than the one shipped.
+
+The tables are read sorted by DuckDB and streamed into the files (:mod:`mama_pipeline.release.sorted_tables`),
+so the release's memory does not grow with its rows; checks and figures are lazy queries over them.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from mama_pipeline.release.beir_layout import QRELS as BEIR_QRELS
 from mama_pipeline.release.beir_layout import QUERIES as BEIR_QUERIES
 from mama_pipeline.release.beir_layout import triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
-from mama_pipeline.release.files import json_bytes, write_release_folder
+from mama_pipeline.release.files import json_bytes, rows_of, write_release_folder
 from mama_pipeline.release.mamaretrieval_card import render_card
+from mama_pipeline.release.sorted_tables import SortedTables, Source, columns_of, process_sorted_tables
 
 NAME = "mamaretrieval"
 CARD = "README.md"
@@ -78,6 +82,14 @@ REQUIRED = {
     ],
     "pooled_pairs": ["query_id", "chunk_id"],
 }
+OPTIONAL = {"judgments": ["judge_identity"]}  # read when the table has them
+RELEASE_ORDER = {
+    "chunks": ["chunk_id"],
+    "queries": ["query_id"],
+    "rankings": ["retriever", "query_id", "rank"],
+    "judgments": ["query_id", "chunk_id"],
+    "pooled_pairs": [],
+}
 
 
 class ReleaseError(ValueError):
@@ -110,12 +122,15 @@ class CorpusInfo:
 
 @dataclass
 class MamaretrievalInputs:
+    """What a release is made of; the tables are frames or stored tables (``rankings``: every retriever's, at
+    any depth), read through :meth:`frame`."""
+
     version: str
-    chunks: pl.DataFrame
-    queries: pl.DataFrame
-    rankings: pl.DataFrame
-    judgments: pl.DataFrame
-    pooled_pairs: pl.DataFrame
+    chunks: Source
+    queries: Source
+    rankings: Source
+    judgments: Source
+    pooled_pairs: Source
     corpus: CorpusInfo
     query_writer: PromptInfo
     judge: PromptInfo
@@ -130,20 +145,34 @@ class MamaretrievalInputs:
     reliability: pl.DataFrame | None = None  # judge_reliability (reference_stage, audit, ..., note): on the card
     reference_decoding: dict[str, str] = field(default_factory=dict)  # reference stage -> its decoding, as stated
     circularity: list[dict[str, str]] = field(default_factory=list)  # the relevance judge's flags (circularity/)
+    sorted_tables: SortedTables = field(default_factory=process_sorted_tables)  # where the tables are sorted
 
     @property
     def retriever_names(self) -> list[str]:
         return [r["name"] for r in self.retrievers]
 
+    def frame(self, table: str) -> pl.LazyFrame:
+        """The table's columns the release reads, its rows in release order (``rankings``: the pooled
+        retrievers' to the pool depth, what the release ships)."""
+        source = getattr(self, table)
+        have = columns_of(source)
+        columns = REQUIRED[table] + [c for c in OPTIONAL.get(table, []) if c in have]
+        where = self.released_rankings if table == "rankings" else None
+        return self.sorted_tables.scan(source, columns, RELEASE_ORDER[table], where)
+
+    @property
+    def released_rankings(self) -> str:
+        """The SQL condition of the ranking rows a release ships: the pooled retrievers' to the pool depth."""
+        names = ", ".join("'" + n.replace("'", "''") + "'" for n in self.retriever_names) or "NULL"
+        return f'"retriever" IN ({names}) AND "rank" <= {int(self.pool_depth)}'
+
 
 def _require_columns(inp: MamaretrievalInputs) -> None:
     for table, columns in REQUIRED.items():
-        df: pl.DataFrame = getattr(inp, table)
-        missing = [c for c in columns if c not in df.columns]
+        have = columns_of(getattr(inp, table))
+        missing = [c for c in columns if c not in have]
         if missing:
-            raise ReleaseError(
-                f"release {NAME} {inp.version}: table {table} lacks column(s) {missing}; it has {df.columns}"
-            )
+            raise ReleaseError(f"release {NAME} {inp.version}: table {table} lacks column(s) {missing}; it has {have}")
 
 
 def _examples(df: pl.DataFrame) -> str:
@@ -152,28 +181,37 @@ def _examples(df: pl.DataFrame) -> str:
     )
 
 
+def _refused_rows(rows: pl.LazyFrame) -> tuple[int, pl.DataFrame]:
+    """(how many, the first few) of rows that refuse a release: one scan when there are none."""
+    first = rows.head(EXAMPLES_SHOWN).collect()
+    return (rows.select(pl.len()).collect().item() if first.height else 0), first
+
+
 def _refuse_outside(
-    inp: MamaretrievalInputs, what: str, rows: pl.DataFrame, column: str, known: pl.Series, known_as: str
+    inp: MamaretrievalInputs, what: str, rows: pl.LazyFrame, column: str, known: pl.LazyFrame, known_as: str
 ) -> None:
-    bad = rows.filter(~pl.col(column).is_in(known.implode()))
-    if bad.height:
+    """Refuse ``rows`` whose non-null ``column`` is not among ``known`` (one column of ids)."""
+    ids = known.select(pl.all().alias(column)).unique()
+    outside = rows.filter(pl.col(column).is_not_null()).join(ids, on=column, how="anti", maintain_order="left")
+    count, first = _refused_rows(outside)
+    if count:
         raise ReleaseError(
-            f"release {NAME} {inp.version} refused: {bad.height} {what} name a {column} not in {known_as} "
-            f"(e.g. {_examples(bad)}); re-materialise them for the current corpus and queries"
+            f"release {NAME} {inp.version} refused: {count} {what} name a {column} not in {known_as} "
+            f"(e.g. {_examples(first)}); re-materialise them for the current corpus and queries"
         )
 
 
-def _corpus_version(chunks: pl.DataFrame) -> str:
-    versions = chunks.get_column("corpus_version").unique().sort().to_list()
+def _corpus_version(chunks: pl.LazyFrame) -> str:
+    versions = chunks.select(pl.col("corpus_version").unique().sort()).collect().to_series().to_list()
     if len(versions) != 1:
         raise ReleaseError(f"chunks carry {len(versions)} corpus versions {versions[:5]}; expected exactly one")
     return versions[0]
 
 
 def _single_version(
-    inp: MamaretrievalInputs, table: str, df: pl.DataFrame, model_col: str, expected: str
+    inp: MamaretrievalInputs, table: str, df: pl.LazyFrame, model_col: str, expected: str
 ) -> str | None:
-    versions = df.select(model_col, "prompt_hash").unique().sort(model_col, "prompt_hash")
+    versions = df.select(model_col, "prompt_hash").unique().sort(model_col, "prompt_hash").collect()
     if versions.height > 1:
         raise ReleaseError(
             f"release {NAME} {inp.version} refused: {table} come from {versions.height} (model, prompt) versions "
@@ -190,11 +228,12 @@ def _single_version(
 def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
     """Scoring stops at the D1 gate: a label with D1 false must leave D2..D4 null."""
     dims = ["d2_meaningful", "d3_actionable", "d4_density"]
-    bad = inp.judgments.filter(~pl.col("d1_topic") & pl.any_horizontal(pl.col(dims).is_not_null()))
-    if bad.height:
-        first = bad.row(0, named=True)
+    bad = inp.frame("judgments").filter(~pl.col("d1_topic") & pl.any_horizontal(pl.col(dims).is_not_null()))
+    count, rows = _refused_rows(bad)
+    if count:
+        first = rows.row(0, named=True)
         raise ReleaseError(
-            f"release {NAME} {inp.version} refused: {bad.height} label(s) set D2..D4 while D1 is false, first "
+            f"release {NAME} {inp.version} refused: {count} label(s) set D2..D4 while D1 is false, first "
             f"(query_id={first['query_id']}, chunk_id={first['chunk_id']}: "
             + ", ".join(f"{d}={first[d]}" for d in dims)
             + "); a label gated off by D1 has null D2..D4"
@@ -203,9 +242,10 @@ def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
 
 def _refuse_mixed_judges(inp: MamaretrievalInputs) -> None:
     """Labels of one release come from one judge identity (endpoint, model, decoding) when it is recorded."""
-    if "judge_identity" not in inp.judgments.columns:
+    judgments = inp.frame("judgments")
+    if "judge_identity" not in judgments.collect_schema().names():
         return
-    identities = inp.judgments.get_column("judge_identity").drop_nulls().unique().sort().to_list()
+    identities = judgments.select(pl.col("judge_identity").drop_nulls().unique().sort()).collect().to_series().to_list()
     if len(identities) > 1:
         raise ReleaseError(
             f"release {NAME} {inp.version} refused: judgments come from {len(identities)} judge identities "
@@ -217,70 +257,61 @@ def _refuse_mixed_judges(inp: MamaretrievalInputs) -> None:
 def check_inputs(inp: MamaretrievalInputs) -> tuple[str | None, str | None]:
     """Refuse inconsistent inputs; returns (query writer model, judge model)."""
     _require_columns(inp)
-    _corpus_version(inp.chunks)
-    dupes = inp.chunks.filter(pl.col("chunk_id").is_duplicated())
-    if dupes.height:
-        raise ReleaseError(f"chunks repeat chunk ids (e.g. {_examples(dupes.select('chunk_id'))})")
-    dupes = inp.queries.filter(pl.col("query_id").is_duplicated())
-    if dupes.height:
-        raise ReleaseError(f"queries repeat query ids (e.g. {_examples(dupes.select('query_id'))})")
-    ids = inp.chunks.get_column("chunk_id")
-    qids = inp.queries.get_column("query_id")
-    rankings = released_rankings(inp)
-    missing = sorted(set(inp.retriever_names) - set(rankings.get_column("retriever").unique().to_list()))
+    chunks, queries, rankings = inp.frame("chunks"), inp.frame("queries"), inp.frame("rankings")
+    _corpus_version(chunks)
+    for what, frame, column in (("chunks", chunks, "chunk_id"), ("queries", queries, "query_id")):
+        _, dupes = _refused_rows(frame.select(column).filter(pl.col(column).is_duplicated()))
+        if dupes.height:
+            raise ReleaseError(f"{what} repeat {column.replace('_', ' ')}s (e.g. {_examples(dupes)})")
+    present = set(rankings.select(pl.col("retriever").unique()).collect().to_series().to_list())
+    missing = sorted(set(inp.retriever_names) - present)
     if missing:
         raise ReleaseError(f"release {NAME} {inp.version} refused: no rankings of pooled retriever(s) {missing}")
     checks = [
-        ("queries", inp.queries.select("query_id", "seed_chunk_id"), "seed_chunk_id"),
+        ("queries", queries.select("query_id", "seed_chunk_id"), "seed_chunk_id"),
         ("ranking rows", rankings.select("query_id", "retriever", "rank", "chunk_id"), "chunk_id"),
-        ("pooled pairs", inp.pooled_pairs.select("query_id", "chunk_id"), "chunk_id"),
-        ("labels", inp.judgments.select("query_id", "chunk_id"), "chunk_id"),
+        ("pooled pairs", inp.frame("pooled_pairs"), "chunk_id"),
+        ("labels", inp.frame("judgments").select("query_id", "chunk_id"), "chunk_id"),
     ]
-    corpus = f"corpus version {_corpus_version(inp.chunks)}"
+    corpus = f"corpus version {_corpus_version(chunks)}"
     for what, rows, column in checks:
-        _refuse_outside(inp, what, rows, column, ids, corpus)
+        _refuse_outside(inp, what, rows, column, chunks.select("chunk_id"), corpus)
     for what, rows, _ in checks[1:]:
-        _refuse_outside(inp, what, rows, "query_id", qids, "the released queries")
+        _refuse_outside(inp, what, rows, "query_id", queries.select("query_id"), "the released queries")
     _refuse_gated_dimensions(inp)
     _refuse_mixed_judges(inp)
-    writer = _single_version(inp, "queries", inp.queries, "model", inp.query_writer.version_hash)
-    judge = _single_version(inp, "judgments", inp.judgments, "judge_model", inp.judge.version_hash)
+    writer = _single_version(inp, "queries", queries, "model", inp.query_writer.version_hash)
+    judge = _single_version(inp, "judgments", inp.frame("judgments"), "judge_model", inp.judge.version_hash)
     return writer, judge
 
 
-def released_rankings(inp: MamaretrievalInputs) -> pl.DataFrame:
-    """The pooled retrievers' rankings down to the pool depth."""
-    return inp.rankings.filter(pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth))
-
-
-def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
-    """The released tables, path -> frame, with fixed column types and sorted rows."""
+def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.LazyFrame]:
+    """The released tables, path -> lazy frame, with fixed column types and sorted rows."""
     grade = pl.Int8
+    judgments, chunks = inp.frame("judgments"), inp.frame("chunks")
     return {
-        "data/queries.parquet": inp.queries.select(
+        "data/queries.parquet": inp.frame("queries").select(
             pl.col("query_id", "query_text", "seed_chunk_id", "source", "tier").cast(pl.String)
-        ).sort("query_id"),
-        "data/rankings.parquet": released_rankings(inp)
-        .select(
+        ),
+        "data/rankings.parquet": inp.frame("rankings").select(
             pl.col("query_id").cast(pl.String),
             pl.col("retriever").cast(pl.String),
             pl.col("rank").cast(pl.Int32),
             pl.col("chunk_id").cast(pl.String),
             pl.col("score").cast(pl.Float64),
-        )
-        .sort("retriever", "query_id", "rank"),
-        "data/judgments.parquet": inp.judgments.select(
+        ),
+        "data/judgments.parquet": judgments.select(
             pl.col("query_id", "chunk_id").cast(pl.String),
             pl.col("d1_topic").cast(pl.Boolean),
             pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
-        ).sort("query_id", "chunk_id"),
-        "data/chunks.parquet": inp.chunks.select(
+        ),
+        "data/chunks.parquet": chunks.select(
             pl.col("chunk_id", "source").cast(pl.String),
             pl.col("page").cast(pl.Int64),
             pl.col("breadcrumb").cast(pl.List(pl.String)),
             pl.col("text").cast(pl.String),
-        ).sort("chunk_id"),
-        REASONING: inp.judgments.select(
+        ),
+        REASONING: judgments.select(
             pl.col("query_id", "chunk_id", "judge_model").cast(pl.String),
             pl.col("prompt_hash").cast(pl.String).alias("label_prompt_hash"),
             pl.col("d1_topic").cast(pl.Boolean),
@@ -289,45 +320,68 @@ def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.DataFrame]:
             pl.col("score").cast(grade),
             pl.col("reasoning").cast(pl.String),
             pl.col("corpus_version").cast(pl.String).alias("judged_in_corpus_version"),
-        ).sort("query_id", "chunk_id"),
-        **triple_tables(None, inp.queries, inp.judgments, inp.chunks),
+        ),
+        **triple_tables(None, inp.frame("queries"), judgments, chunks),
     }
 
 
-def figures(inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+def figures(inp: MamaretrievalInputs, tables: dict[str, pl.LazyFrame]) -> dict[str, Any]:
     """The counts the manifest and card report."""
-    queries = tables["data/queries.parquet"]
+    queries = tables["data/queries.parquet"].select("query_id", "source", "tier").collect()
     judgments = tables["data/judgments.parquet"]
     rankings = tables["data/rankings.parquet"]
-    pool = (
-        inp.pooled_pairs.select("query_id", "chunk_id")
-        .unique()
-        .join(queries.select("query_id"), on="query_id", how="semi")
-    )
+    keys = ["query_id", "chunk_id"]
+    pool = inp.frame("pooled_pairs").unique().join(queries.lazy().select("query_id"), on="query_id", how="semi")
     best = judgments.group_by("query_id").agg(pl.col("score").max().alias("best"))
-    best = queries.select("query_id").join(best, on="query_id", how="left").with_columns(pl.col("best").fill_null(-1))
-    scores = judgments.get_column("score").value_counts().sort("score")
+    best = queries.lazy().select("query_id").join(best, on="query_id", how="left").select(pl.col("best").fill_null(-1))
+    chunks = tables["data/chunks.parquet"].select(pl.len().alias("chunks"), pl.col("source").n_unique())
+    score = pl.col("score")
+    counts, by_score, by_retriever, best, chunks, violations = pl.collect_all(
+        [
+            pl.concat(
+                [
+                    pool.select(pl.len().alias("pool")),
+                    pool.join(judgments.select(keys), on=keys, how="anti").select(pl.len().alias("unjudged")),
+                    judgments.select(
+                        pl.len().alias("judged"),
+                        (score >= inp.lenient).sum().alias("lenient"),
+                        (score >= inp.strict).sum().alias("strict"),
+                    ),
+                    rankings.select(pl.len().alias("rankings")),
+                ],
+                how="horizontal",
+            ),
+            judgments.group_by("score").len().sort("score"),
+            rankings.group_by("retriever").len().sort("retriever"),
+            best.select(
+                (pl.col("best") < inp.lenient).sum().alias("lenient"),
+                (pl.col("best") < inp.strict).sum().alias("strict"),
+            ),
+            chunks,
+            tables[REASONING].select(pl.col("structural_violation").sum()),
+        ]
+    )
+    c = counts.row(0, named=True)
     score_counts = {str(s): 0 for s in range(7)}
-    score_counts.update({str(s): int(n) for s, n in scores.iter_rows()})
-    unjudged = pool.join(judgments.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti").height
+    score_counts.update({str(s): int(n) for s, n in by_score.iter_rows()})
     return {
         "queries": queries.height,
         "queries_by_tier": dict(queries.group_by("tier").len().sort("tier").iter_rows()),
         "sources_with_queries": queries.get_column("source").n_unique(),
-        "chunks": tables["data/chunks.parquet"].height,
-        "chunk_sources": tables["data/chunks.parquet"].get_column("source").n_unique(),
-        "rankings": rankings.height,
-        "rankings_by_retriever": dict(rankings.group_by("retriever").len().sort("retriever").iter_rows()),
-        "pooled_pairs": pool.height,
-        "pooled_pairs_per_query": round(pool.height / queries.height, 2) if queries.height else 0.0,
-        "judged_pairs": judgments.height,
-        "pooled_pairs_without_label": unjudged,
+        "chunks": chunks["chunks"].item(),
+        "chunk_sources": chunks["source"].item(),
+        "rankings": c["rankings"],
+        "rankings_by_retriever": dict(by_retriever.iter_rows()),
+        "pooled_pairs": c["pool"],
+        "pooled_pairs_per_query": round(c["pool"] / queries.height, 2) if queries.height else 0.0,
+        "judged_pairs": c["judged"],
+        "pooled_pairs_without_label": c["unjudged"],
         "score_distribution": score_counts,
-        "lenient_relevant_pairs": int((judgments.get_column("score") >= inp.lenient).sum()),
-        "strict_relevant_pairs": int((judgments.get_column("score") >= inp.strict).sum()),
-        "queries_without_lenient_chunk": int((best.get_column("best") < inp.lenient).sum()),
-        "queries_without_strict_chunk": int((best.get_column("best") < inp.strict).sum()),
-        "structural_violations": int(tables[REASONING].get_column("structural_violation").sum()),
+        "lenient_relevant_pairs": int(c["lenient"]),
+        "strict_relevant_pairs": int(c["strict"]),
+        "queries_without_lenient_chunk": int(best["lenient"].item()),
+        "queries_without_strict_chunk": int(best["strict"].item()),
+        "structural_violations": int(violations.item() or 0),
     }
 
 
@@ -360,7 +414,7 @@ def reliability_summary(inp: MamaretrievalInputs) -> list[dict[str, Any]] | None
 
 
 def build_manifest(
-    inp: MamaretrievalInputs, tables: dict[str, pl.DataFrame], writer_model: str | None, judge_model: str | None
+    inp: MamaretrievalInputs, tables: dict[str, pl.LazyFrame], writer_model: str | None, judge_model: str | None
 ) -> dict[str, Any]:
     """Everything about the release except its file list."""
     smoke = inp.judge.smoke_test or inp.query_writer.smoke_test
@@ -372,12 +426,12 @@ def build_manifest(
         "smoke_test": smoke,
         "note": SMOKE_TEST_NOTE if smoke else None,
         "corpus": {
-            "version": _corpus_version(inp.chunks),
+            "version": _corpus_version(inp.frame("chunks")),
             "source": inp.corpus.source,
             "commit": inp.corpus.commit,
             "bundle_sha256": inp.corpus.bundle_sha256,
             "canonical_text": inp.corpus.canonical_text,
-            "chunks": inp.chunks.height,
+            "chunks": rows_of(inp.frame("chunks")),
         },
         "query_writer": {
             "model": writer_model,
@@ -413,8 +467,8 @@ def build_manifest(
 
 
 def split_tables(
-    tables: dict[str, pl.DataFrame], rule: HeldOutRule
-) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:
+    tables: dict[str, pl.LazyFrame], rule: HeldOutRule
+) -> tuple[dict[str, pl.LazyFrame], dict[str, pl.LazyFrame]]:
     """(public tables, held-out tables): the query-keyed tables split by the rule on query_id; chunks stay public."""
     public, held = dict(tables), {}
     for path, column in HELD_OUT_TABLES.items():
@@ -426,7 +480,7 @@ def _held_out_manifest(
     inp: MamaretrievalInputs,
     rule: HeldOutRule,
     public: dict[str, Any],
-    tables: dict[str, pl.DataFrame],
+    tables: dict[str, pl.LazyFrame],
     split: dict[str, Any],
 ) -> dict[str, Any]:
     return {
@@ -460,7 +514,7 @@ def write_mamaretrieval_release(
     only (``public_only``, the leaderboard)."""
     writer_model, judge_model = check_inputs(inp)
     tables = release_tables(inp)
-    held: dict[str, pl.DataFrame] = {}
+    held: dict[str, pl.LazyFrame] = {}
     if held_out is not None and held_out.active:
         unsplit = sorted(p.name for p in parts if p.split is None and not p.public_only)
         if unsplit:
@@ -472,7 +526,7 @@ def write_mamaretrieval_release(
     manifest = build_manifest(inp, tables, writer_model, judge_model)
     if held:
         manifest["held_out"] = held_out.manifest(
-            tables["data/queries.parquet"].height, held["data/queries.parquet"].height
+            rows_of(tables["data/queries.parquet"]), rows_of(held["data/queries.parquet"])
         )
         if parts:
             manifest["held_out"]["configurations"] = {p.name: p.split for p in parts if p.split is not None}
@@ -492,7 +546,7 @@ def write_mamaretrieval_release(
             )
         tables = {**tables, **part.tables}
         texts = {**texts, **part.texts}
-    rows = {path: df.height for path, df in tables.items()}
+    rows = {path: rows_of(df) for path, df in tables.items()}
     texts[CARD] = render_card(manifest, parts, rows).encode()
     written = write_release_folder(out_dir, tables, texts, manifest)
     if held:

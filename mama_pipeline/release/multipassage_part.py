@@ -151,8 +151,9 @@ def check(inp: MamaretrievalInputs, t: TrackInputs) -> None:
     unverified = t.questions.filter(~pl.col("set_id").is_in(kept))
     if unverified.height:
         _refuse(f"{unverified.height} question(s) whose verification did not pass (e.g. {unverified['query_id'][0]})")
-    ids = set(inp.chunks["chunk_id"].to_list())
-    version = inp.chunks["corpus_version"].unique().sort().to_list()
+    chunks = inp.frame("chunks").select("chunk_id", "corpus_version").collect()
+    ids = set(chunks["chunk_id"].to_list())
+    version = chunks["corpus_version"].unique().sort().to_list()
     named = {
         "questions": t.questions.select(pl.col("chunk_ids").explode())["chunk_ids"].drop_nulls().to_list(),
         "rankings": t.rankings["chunk_id"].to_list(),

@@ -27,7 +27,9 @@ from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.common.markdown import table
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
-from mama_pipeline.release.mamaretrieval import MamaretrievalInputs, ReleaseError
+from mama_pipeline.release.files import rows_of
+from mama_pipeline.release.mamaretrieval import RELEASE_ORDER, REQUIRED, MamaretrievalInputs, ReleaseError
+from mama_pipeline.release.sorted_tables import Source, StoredTable, columns_of
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
 from mama_pipeline.robustness.labels import VERDICTS
 from mama_pipeline.robustness.rewrite_prompt import gate_template, rewrite_template
@@ -54,7 +56,7 @@ def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs)
                 f"release configuration {NAME}: table {name} is not in the store; materialise it "
                 "first (or set robustness.release: false)"
             )
-        tables[name] = store.read_table(name, columns=LABEL_COLUMNS if name == "variant_labels" else None)
+        tables[name] = StoredTable(store, name)
     table = load_table(s.resolve(r.abbreviations) if r.abbreviations else None)
     prompts = {
         f"{FOLDER}/prompts/{t.id}.txt": t.text.encode()
@@ -82,18 +84,19 @@ def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs)
     )
 
 
-def _refuse(what: str, bad: pl.DataFrame, why: str) -> None:
-    if bad.height:
-        example = ", ".join(f"{k}={v}" for k, v in bad.row(0, named=True).items())
+def _refuse(what: str, bad: pl.LazyFrame, why: str) -> None:
+    first = bad.head(1).collect()
+    if first.height:
+        example = ", ".join(f"{k}={v}" for k, v in first.row(0, named=True).items())
         raise ReleaseError(
-            f"release configuration {NAME} refused: {bad.height} {what} {why} (e.g. {example}); "
+            f"release configuration {NAME} refused: {rows_of(bad)} {what} {why} (e.g. {example}); "
             "re-materialise the robustness assets"
         )
 
 
-def check(inp: MamaretrievalInputs, variants: pl.DataFrame, labels: pl.DataFrame, rankings: pl.DataFrame) -> None:
-    released = inp.queries.select(pl.col("query_id").alias("parent_id"), pl.col("query_text").alias("_t"))
-    joined = variants.join(released, on="parent_id", how="left")
+def check(inp: MamaretrievalInputs, variants: pl.LazyFrame, labels: pl.LazyFrame, rankings: pl.LazyFrame) -> None:
+    released = inp.frame("queries").select(pl.col("query_id").alias("parent_id"), pl.col("query_text").alias("_t"))
+    joined = variants.join(released, on="parent_id", how="left", maintain_order="left")
     _refuse(
         "variants",
         joined.filter(pl.col("_t").is_null()).select("variant_id", "parent_id"),
@@ -106,13 +109,11 @@ def check(inp: MamaretrievalInputs, variants: pl.DataFrame, labels: pl.DataFrame
         ),
         "were made from an older text of their parent",
     )
-    chunks = inp.chunks.select("chunk_id")
-    for what, frame in (("variant labels", labels), ("variant ranking rows", rankings)):
+    chunks = inp.frame("chunks").select("chunk_id")
+    for what, frame, key in (("variant labels", labels, "variant_id"), ("variant ranking rows", rankings, "query_id")):
         _refuse(
             what,
-            frame.join(chunks, on="chunk_id", how="anti").select(
-                "query_id" if "query_id" in frame.columns else "variant_id", "chunk_id"
-            ),
+            frame.join(chunks, on="chunk_id", how="anti", maintain_order="left").select(key, "chunk_id"),
             "name a chunk outside the corpus version",
         )
     _refuse(
@@ -157,16 +158,23 @@ def build_part(
     inp: MamaretrievalInputs,
     r: RobustnessSettings,
     table: AbbreviationTable,
-    variants: pl.DataFrame,
-    decisions: pl.DataFrame,
-    labels: pl.DataFrame,
-    rankings: pl.DataFrame,
+    variants: Source,
+    decisions: Source,
+    labels: Source,
+    rankings: Source,
     prompts: dict[str, bytes],
     smoke_test: bool = False,
     held_out: HeldOutRule | None = None,
 ) -> ConfigurationPart:
     """The configuration; under an active ``held_out`` rule a variant (its decision, labels and rankings) follows
-    its source query's side: the public part carries the public ones, ``held_out`` the others."""
+    its source query's side: the public part carries the public ones, ``held_out`` the others. The tables are
+    read sorted in release order (:meth:`MamaretrievalInputs.frame`'s way); the rankings those of the pooled
+    retrievers to the pool depth."""
+    scan = inp.sorted_tables.scan
+    variants = scan(variants, columns_of(variants), ["variant_id"])
+    decisions = scan(decisions, columns_of(decisions), ["variant_id"])
+    labels = scan(labels, LABEL_COLUMNS, ["variant_id", "chunk_id"])
+    rankings = scan(rankings, REQUIRED["rankings"], RELEASE_ORDER["rankings"], inp.released_rankings)
     check(inp, variants, labels, rankings)
     if held_out is None or not held_out.active:
         return _assemble(inp, r, table, variants, decisions, labels, rankings, prompts, smoke_test)
@@ -193,43 +201,42 @@ def build_part(
     return replace(public, held_out=ConfigurationPart(NAME, held.tables, manifest=held.manifest), split=split)
 
 
-def _side(df: pl.DataFrame, column: str, rule: HeldOutRule, held: bool) -> pl.DataFrame:
+def _side(df: pl.LazyFrame, column: str, rule: HeldOutRule, held: bool) -> pl.LazyFrame:
     """The rows of ``df`` whose variant id (``column``) has a source query on the held-out side (``held``) or not."""
     parent = pl.col(column).str.split(SEPARATOR).list.first()
-    return df.filter(parent.map_elements(rule.is_held_out, return_dtype=pl.Boolean) == held)
+    parents = df.select(parent.unique()).collect().to_series()
+    mask = parent.is_in(sorted(rule.held_ids(parents)))
+    return df.filter(mask if held else ~mask)
 
 
 def _assemble(
     inp: MamaretrievalInputs,
     r: RobustnessSettings,
     table: AbbreviationTable,
-    variants: pl.DataFrame,
-    decisions: pl.DataFrame,
-    labels: pl.DataFrame,
-    rankings: pl.DataFrame,
+    variants: pl.LazyFrame,
+    decisions: pl.LazyFrame,
+    labels: pl.LazyFrame,
+    rankings: pl.LazyFrame,
     prompts: dict[str, bytes],
     smoke_test: bool,
 ) -> ConfigurationPart:
-    pooled = rankings.filter(pl.col("retriever").is_in(inp.retriever_names) & (pl.col("rank") <= inp.pool_depth))
     tables = {
         f"{FOLDER}/queries.parquet": variants.select(
             pl.col("variant_id").alias("query_id"), "parent_id", "kind", "query_text", "tier"
-        )
-        .cast(pl.String)
-        .sort("query_id"),
+        ).cast(pl.String),
         f"{FOLDER}/judgments.parquet": labels.select(
             pl.col("variant_id").cast(pl.String).alias("query_id"),
             pl.col("chunk_id").cast(pl.String),
             pl.col("d1_topic").cast(pl.Boolean),
             pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(GRADE),
             pl.col("origin").cast(pl.String),
-        ).sort("query_id", "chunk_id"),
-        f"{FOLDER}/rankings.parquet": pooled.select(
+        ),
+        f"{FOLDER}/rankings.parquet": rankings.select(
             pl.col("query_id", "retriever").cast(pl.String),
             pl.col("rank").cast(pl.Int32),
             pl.col("chunk_id").cast(pl.String),
             pl.col("score").cast(pl.Float64),
-        ).sort("retriever", "query_id", "rank"),
+        ),
         f"{FOLDER}/decisions.parquet": decisions.select(
             "variant_id",
             "parent_id",
@@ -245,10 +252,11 @@ def _assemble(
             "prompt_hash",
             "gate_model",
             "gate_prompt_hash",
-        ).sort("variant_id"),
+        ),
     }
     tables |= triple_tables(NAME, tables[f"{FOLDER}/queries.parquet"], tables[f"{FOLDER}/judgments.parquet"])
     texts = {f"{FOLDER}/abbreviations.tsv": Path(table.path).read_bytes(), **prompts}
+    variants, decisions = variants.select("kind").collect(), decisions.collect()
     counts = {
         k: dict(sorted(g.group_by("status").len().iter_rows()))
         for (k,), g in decisions.group_by("kind", maintain_order=True)
@@ -264,7 +272,7 @@ def _assemble(
         }
         for k in r.kinds
     ]
-    origin = dict(labels.group_by("origin").len().iter_rows())
+    origin = dict(labels.group_by("origin").len().collect().iter_rows())
     manifest = {
         "folder": FOLDER,
         "seed": r.seed,
@@ -278,7 +286,7 @@ def _assemble(
             "variants": variants.height,
             "labels_inherited": origin.get("inherited", 0),
             "labels_from_holes": origin.get("hole", 0),
-            "rankings": pooled.height,
+            "rankings": rows_of(rankings),
         },
     }
     return ConfigurationPart(

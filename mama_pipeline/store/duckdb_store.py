@@ -29,6 +29,7 @@ from mama_pipeline.common.project_files import project_file
 SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
+BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 _writing: dict[tuple[Path, int], duckdb.DuckDBPyConnection] = {}  # (database file, thread id) -> its write connection
 
@@ -91,10 +92,13 @@ class Store:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     @contextmanager
-    def connect(self, write: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one unit of work; writes run in one transaction. A read while this thread is inside
-        a write of the same file is a cursor on the write connection, without the lock (taking it would deadlock).
-        """
+    def connect(
+        self, write: bool = False, settings: Mapping[str, object] | None = None
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one unit of work; writes run in one transaction. ``settings`` (DuckDB's, e.g.
+        :data:`BOUNDED`) hold for the unit and are reset after it: a held connection serves the whole run. A read
+        while this thread is inside a write of the same file is a cursor on the write connection, without the lock
+        (taking it would deadlock), under the write's settings."""
         writer = _writing.get((self.path.resolve(), threading.get_ident())) if _writing and not write else None
         if writer is not None:
             con = writer.cursor()  # its own connection: the committed data, not the write's
@@ -108,6 +112,8 @@ class Store:
         held = _held.get(self.path.resolve()) if _held else None
         with self._locked(exclusive=write):
             con = held.cursor() if held is not None else duckdb.connect(str(self.path), read_only=not write)
+            for name, value in (settings or {}).items():
+                con.execute(f"SET {name} = '{value}'")
             try:
                 if write:
                     con.execute("BEGIN TRANSACTION")
@@ -121,6 +127,8 @@ class Store:
                 else:
                     yield con
             finally:
+                for name in settings or {}:
+                    con.execute(f"RESET {name}")
                 con.close()
 
     def ensure_tables(self, *tables: str) -> None:
@@ -211,6 +219,20 @@ class Store:
     def query(self, sql: str, params: list | None = None) -> pl.DataFrame:
         with self.connect() as con:
             return _polars(con.execute(sql, params or []))
+
+    def replace_from_query(self, table: str, select_sql: str, params: list | None = None) -> int:
+        """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
+        the rows never pass through Python. Like :meth:`write_table`, a table with ``sql/tables/<table>.sql`` is
+        created from it and filled by column name; rows are stored in the query's order, DuckDB's memory bounded
+        (:data:`BOUNDED`). Returns the rows written."""
+        with self.connect(write=True, settings=BOUNDED) as con:
+            ddl = ddl_path(table)
+            if not ddl.exists():
+                con.execute(f'CREATE OR REPLACE TABLE "{table}" AS {select_sql}', params or [])
+                return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            con.execute(f'DROP TABLE IF EXISTS "{table}"')
+            con.execute(ddl.read_text())
+            return con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
 
 
 def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.DataFrame:

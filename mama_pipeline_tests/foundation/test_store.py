@@ -193,3 +193,23 @@ def test_slices_of_a_write_read_the_committed_store_and_a_read_of_another_thread
     assert elsewhere["waited"] is True
     assert elsewhere["rows"] == rows
     assert not duckdb_store._writing  # the registry is cleaned up
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_settings_hold_for_one_unit_of_work_and_are_reset(tmp_path, held):
+    from contextlib import nullcontext
+
+    from mama_pipeline.store import BOUNDED, duckdb_store
+
+    store = Store(tmp_path / "s.duckdb")
+    store.write_table("t", pl.DataFrame({"x": [1]}))
+    limit = "SELECT current_setting('memory_limit'), current_setting('threads')"
+    with duckdb_store.hold_open(store.path) if held else nullcontext():
+        with store.connect() as con:
+            default = con.execute(limit).fetchone()
+        with store.connect(settings={**BOUNDED, "threads": 1}) as con:
+            bounded = con.execute(limit).fetchone()
+        with store.connect() as con:
+            after = con.execute(limit).fetchone()
+    assert bounded == ("488.2 MiB", 1)  # 512 MB as DuckDB shows it
+    assert after == default and default != bounded

@@ -98,6 +98,14 @@ def test_release_asset_writes_a_verified_folder(tmp_path, monkeypatch, remote_ll
         checks = result.get_asset_check_evaluations()
         assert [c.passed for c in checks] == [True]
         meta = result.asset_materializations_for_node("mamaretrieval_release")[0].metadata
+        loaded = {
+            e.event_specific_data.input_name
+            for e in result.all_events
+            if e.event_type_value == "LOADED_INPUT" and e.step_key == "mamaretrieval_release"
+        }
+    # the corpus, rankings, labels and pooled pairs are read sorted from the store, not loaded whole
+    assert loaded == {"queries", "gate_decisions", "reliability"}
+    assert list((tmp_path / "data" / "scratch").iterdir()) == []  # the sorted copies are removed
     folder = tmp_path / "data" / "releases" / "mamaretrieval" / "0.3.0"
     assert meta["path"].value == str(folder) and verify_release(folder).ok
     assert meta["smoke_test"].value is (not remote_llm)

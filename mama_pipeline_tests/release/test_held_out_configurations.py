@@ -292,11 +292,15 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
     )
     part = from_store(s, store, fx.inputs())
     assert (part.split["public_items"], part.split["held_out_items"]) == (1, 1)
-    assert part.tables["robustness/queries.parquet"]["query_id"].to_list() == ["q_00002~shorthand"]
-    assert part.held_out.tables["robustness/queries.parquet"]["query_id"].to_list() == ["q_00001~shorthand"]
+    assert part.tables["robustness/queries.parquet"].collect()["query_id"].to_list() == ["q_00002~shorthand"]
+    assert part.held_out.tables["robustness/queries.parquet"].collect()["query_id"].to_list() == ["q_00001~shorthand"]
     off = PipelineSettings.model_validate({"robustness": {"release": True}})  # share 0: one part, not split
     whole = from_store(off, store, fx.inputs())
-    assert whole.split is None and whole.held_out is None and whole.tables["robustness/queries.parquet"].height == 2
+    assert (
+        whole.split is None
+        and whole.held_out is None
+        and whole.tables["robustness/queries.parquet"].collect().height == 2
+    )
 
 
 def test_the_multipassage_configuration_reads_the_rule_from_the_settings(tmp_path):

@@ -13,6 +13,8 @@ import yaml
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline.release.sorted_tables import StoredTable
+from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
 
 EXPECTED_FILES = {
@@ -142,6 +144,56 @@ def test_same_inputs_give_byte_identical_files(tmp_path):
     assert files_of(a) == files_of(b)
     write_mamaretrieval_release(a, fx.inputs())  # rebuilt in place: same bytes again
     assert files_of(a) == files_of(b)
+
+
+def test_a_corpus_larger_than_a_row_group_gives_the_same_bytes_from_any_row_order(tmp_path):
+    extra = 230_000  # chunks beyond the fixture's six: three row groups of 100,000 rows, a list column among them
+    big = pl.concat(
+        [
+            fx.chunks(),
+            fx.chunks()
+            .head(1)
+            .select(pl.exclude("chunk_id", "breadcrumb", "page"))
+            .join(pl.DataFrame({"i": range(extra)}), how="cross")
+            .with_columns(
+                chunk_id=pl.format("x{}", pl.col("i").cast(pl.String).str.zfill(7)),
+                breadcrumb=pl.concat_list(pl.lit("Part"), pl.col("i").cast(pl.String)),
+                page=pl.col("i").cast(pl.Int64),
+            )
+            .drop("i")
+            .select(fx.chunks().columns),
+        ]
+    )
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_mamaretrieval_release(a, fx.inputs(chunks=big))
+    write_mamaretrieval_release(b, fx.inputs(chunks=big.sample(fraction=1.0, shuffle=True, seed=7)))
+    assert files_of(a) == files_of(b)
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(a / "data/chunks.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [100_000, 100_000, 30_006]
+    released = pl.read_parquet(a / "data/chunks.parquet")
+    assert released["chunk_id"].to_list() == sorted(fx.IDS + [f"x{i:07d}" for i in range(extra)])
+    assert released.filter(pl.col("chunk_id") == "x0001234").row(0) == (
+        "x0001234",
+        "who-a",
+        1234,
+        ["Part", "1234"],
+        fx.TEXTS[0],
+    )
+
+
+def test_a_release_from_the_store_equals_the_one_from_frames(tmp_path):
+    store = Store(tmp_path / "mama.duckdb")
+    for table in ("chunks", "queries", "judgments", "pooled_pairs"):
+        store.write_table(f"fx_{table}", getattr(fx, table)())
+    for retriever, rows in fx.rankings().group_by("retriever"):
+        store.write_table("fx_rankings", rows, partition=retriever[0])
+    stored = {t: StoredTable(store, f"fx_{t}") for t in ("chunks", "queries", "judgments", "pooled_pairs")}
+    rankings = StoredTable(store, "fx_rankings", ("bm25", "dense"))
+    write_mamaretrieval_release(tmp_path / "frames", fx.inputs())
+    write_mamaretrieval_release(tmp_path / "store", fx.inputs(**stored, rankings=rankings))
+    assert files_of(tmp_path / "frames") == files_of(tmp_path / "store")
 
 
 @pytest.mark.parametrize(
