@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
@@ -125,11 +126,28 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata({"table": self._table(context.asset_key), "rows": rows})
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        """The upstream table; with ``AssetIn(metadata={"columns": [...]})`` only those columns, in that order
+        (rows in the table's order); an error names a column the table lacks."""
         store = Store(self.settings.get().db_path)
+        table = self._table(context.asset_key)
         partitions = None
         if context.has_asset_partitions:
             partitions = sorted(context.asset_partition_keys)
-        return store.read_table(self._table(context.asset_key), partitions=partitions)
+        columns = context.definition_metadata.get("columns")
+        if columns is None:
+            return store.read_table(table, partitions=partitions)
+        try:
+            return store.read_table(table, partitions=partitions, columns=list(columns))
+        except duckdb.BinderException:
+            sql = "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+            present = set(store.query(sql, [table])["column_name"].to_list())
+            missing = [c for c in columns if c not in present]
+            if not missing:
+                raise
+            raise ValueError(
+                f"input {context.name!r} asks for column(s) {', '.join(map(repr, missing))} that table {table!r} "
+                "does not have"
+            ) from None
 
 
 def shared_resources(config_path: str = "") -> dict[str, object]:

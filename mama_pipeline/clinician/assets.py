@@ -3,6 +3,9 @@
 Inputs from other areas: ``judgments`` (with tier), ``pooled_pairs``,
 ``generated_queries``, ``corpus_chunks``, ``mamabench_scope_verdicts``,
 ``mamabench_adapted`` and the stored ``rankings`` of every configured retriever.
+The tables that grow with the pool are read with only the columns a step uses
+(``AssetIn`` ``columns`` metadata), the sampled pairs' chunks alone, and the
+rankings one retriever at a time.
 With ``clinician.label_studio_url`` set the tasks go to that Label Studio server
 and the labels come back from it (the sensor re-runs the label assets on new or
 changed annotations); with no URL the task files are written for import
@@ -19,19 +22,29 @@ from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
 from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline.clinician.clinician_page import write_report
-from mama_pipeline.clinician.estimates import ESTIMATED, ppi_estimates
+from mama_pipeline.clinician.estimates import ESTIMATE_JUDGMENT_COLUMNS, ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import annotations_version, label_config, push_tasks, read_exports
 from mama_pipeline.clinician.synthetic import is_synthetic
-from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, label_studio_tasks, relevance_tasks, scope_tasks
+from mama_pipeline.clinician.tasks import (
+    CHUNK_COLUMNS,
+    KINDS,
+    POOL_COLUMNS,
+    RELEVANCE,
+    TASK_JUDGMENT_COLUMNS,
+    label_studio_tasks,
+    relevance_tasks,
+    scope_tasks,
+)
 from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input
-from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.shared_inputs import QUERIES
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "clinician"
 ANNOTATIONS = "clinician_annotations"
+CHUNKS_TABLE = "corpus_chunks"  # the corpus group's asset and table: a relevance task's chunk
 
 
 clinician_annotations = observed_input(
@@ -48,12 +61,13 @@ REPORT_DIR = ("reports", "clinician")
 
 @dg.asset(
     group_name=GROUP,
+    deps=[CHUNKS_TABLE],
     ins={
+        "judgments": dg.AssetIn("judgments", metadata={"columns": TASK_JUDGMENT_COLUMNS}),
         "queries": QUERIES,
-        "chunks": CHUNKS,
         "verdicts": dg.AssetIn("mamabench_scope_verdicts"),
         "adapted": dg.AssetIn("mamabench_adapted"),
-        "pool": dg.AssetIn("pooled_pairs"),
+        "pool": dg.AssetIn("pooled_pairs", metadata={"columns": POOL_COLUMNS}),
     },
     description="The seeded samples clinicians label: judged pairs stratified by tier x judge score band "
     "(agreement), pooled pairs drawn uniformly at random (estimation, clinician.estimation_sample_size), classified "
@@ -61,21 +75,25 @@ REPORT_DIR = ("reports", "clinician")
 )
 def clinician_tasks(
     settings: SettingsResource,
+    store: StoreResource,
     judgments: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
     verdicts: pl.DataFrame,
     adapted: pl.DataFrame,
     pool: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     c, j = s.clinician, s.judging
+
+    def chunks_of(ids: list[str]) -> pl.DataFrame:  # the sampled pairs' chunks alone
+        return store.get().read_table(CHUNKS_TABLE, columns=CHUNK_COLUMNS, where={"chunk_id": ids})
+
     tasks = pl.concat(
         [
             relevance_tasks(
                 judgments,
                 queries,
-                chunks,
+                chunks_of,
                 c.relevance_sample_size,
                 c.seed,
                 j.lenient_cut,
@@ -228,7 +246,11 @@ def clinician_validated(settings: SettingsResource, clinician_labels: pl.DataFra
 @dg.asset(
     group_name=GROUP,
     deps=["rankings"],
-    ins={"queries": QUERIES, "pool": dg.AssetIn("pooled_pairs")},
+    ins={
+        "judgments": dg.AssetIn("judgments", metadata={"columns": ESTIMATE_JUDGMENT_COLUMNS}),
+        "queries": QUERIES,
+        "pool": dg.AssetIn("pooled_pairs", metadata={"columns": POOL_COLUMNS}),
+    },
     description="Judge-only and prediction-powered P@k and wP@k (lenient, strict) per retriever and tier, with 95% "
     "intervals (ppi_py) from the judge's labels on every pair and the clinicians' majority labels on the uniform "
     "estimation sample; cells below the sample-size rule are refused with the reason; circularity flags beside.",
@@ -243,8 +265,8 @@ def clinician_estimates(
     pool: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     from mama_pipeline.circularity.flags import circularity_flags, flag_table, retriever_notes
-    from mama_pipeline.evaluation.assets import stored_rankings
     from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+    from mama_pipeline.evaluation.stored_run import StoredRun
 
     s = settings.get()
     c, ev = s.clinician, s.evaluation
@@ -253,8 +275,10 @@ def clinician_estimates(
         (pl.col("kind") == RELEVANCE) & ~pl.col("tie")
     )
     flags = circularity_flags(s)
+    run = StoredRun(store.get(), names)  # read one retriever at a time
     estimates = ppi_estimates(
-        stored_rankings(store.get(), names),
+        run.of_retriever,
+        run.retrievers,
         queries,
         pool,
         judgments,

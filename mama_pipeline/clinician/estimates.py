@@ -29,6 +29,7 @@ in ``unresolved`` and left out, i.e. taken to be missing at random.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -40,6 +41,7 @@ ALL = "all"
 ESTIMATED, REFUSED = "estimated", "refused"
 UNIFORM, NONE = "uniform", "none"
 FAMILIES = ("P", "wP")
+ESTIMATE_JUDGMENT_COLUMNS = ["query_id", "chunk_id", "score"]  # what the estimates read of the judgments
 ESTIMATE_SCHEMA = {
     "retriever": pl.String,
     "tier": pl.String,
@@ -146,7 +148,8 @@ def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: s
 
 
 def ppi_estimates(
-    run: pl.DataFrame,
+    run_of: Callable[[str], pl.DataFrame],
+    retrievers: list[str],
     queries: pl.DataFrame,
     pool: pl.DataFrame,
     judgments: pl.DataFrame,
@@ -159,7 +162,8 @@ def ppi_estimates(
 ) -> pl.DataFrame:
     """Judge-only and prediction-powered P@k and wP@k per retriever and tier ("all", then each tier).
 
-    ``run``: retriever, query_id, chunk_id, rank; ``queries``: query_id, tier (the benchmark queries);
+    ``run_of(name)``: one retriever's run rows (query_id, doc_id, rank: a run, read one retriever at a time),
+    for each of ``retrievers``; ``queries``: query_id, tier (the benchmark queries);
     ``pool``, ``sampled``: query_id, chunk_id (the pooled pairs, the estimation sample); ``judgments`` and
     ``majority``: query_id, chunk_id, score (the judge's labels, the clinicians' untied majority labels).
     ``circularity``: retriever -> a flag shown next to its figures.
@@ -167,23 +171,30 @@ def ppi_estimates(
     pair = ["query_id", "chunk_id"]
     design = UNIFORM if sampled.height else NONE
     tiers = queries.select("query_id", pl.col("tier").cast(pl.String).fill_null("(none)"))
-    pairs = (
-        run.select("retriever", *pair, "rank")
-        .join(tiers, on="query_id", how="inner")
-        .join(judgments.select(*pair, pl.col("score").alias("judge")), on=pair, how="left")
-        .join(pool.select(*pair).unique().with_columns(pooled=pl.lit(True)), on=pair, how="left")
-        .join(sampled.select(*pair).unique().with_columns(sampled=pl.lit(True)), on=pair, how="left")
-        .join(majority.select(*pair, pl.col("score").alias("clinician")), on=pair, how="left")
-        .with_columns(pl.col("pooled", "sampled").fill_null(False))
+    known = (  # the judge's score and the pooled flag of every judged or pooled pair
+        pool.select(*pair)
+        .unique()
+        .with_columns(pooled=pl.lit(True))
+        .join(judgments.select(*pair, pl.col("score").alias("judge")), on=pair, how="full", coalesce=True)
     )
+    drawn = sampled.select(*pair).unique().with_columns(sampled=pl.lit(True))
+    clinician = majority.select(*pair, pl.col("score").alias("clinician"))
     segments = [(ALL, tiers)] + [(t, g) for (t,), g in sorted(tiers.group_by("tier"), key=lambda kv: kv[0][0])]
     measures = [m for m in plan.measures() if m.family in FAMILIES]
     flags = circularity or {}
     rows = []
-    for retriever in sorted(run["retriever"].unique().to_list()):
-        mine = pairs.filter(pl.col("retriever") == retriever)
+    for retriever in sorted(retrievers):
+        mine = (  # in the run's order (the store's): the sums below come out the same to the last bit, run after run
+            run_of(retriever)
+            .select("query_id", pl.col("doc_id").alias("chunk_id"), "rank")
+            .join(tiers, on="query_id", how="inner", maintain_order="left")
+            .join(known, on=pair, how="left", maintain_order="left")
+            .join(drawn, on=pair, how="left", maintain_order="left")
+            .join(clinician, on=pair, how="left", maintain_order="left")
+            .with_columns(pl.col("pooled", "sampled").fill_null(False))
+        )
         for tier, members in segments:
-            cell = mine.join(members.select("query_id"), on="query_id", how="semi")
+            cell = mine.join(members.select("query_id"), on="query_id", how="semi", maintain_order="left")
             for m in measures:
                 top = cell.filter(pl.col("rank") <= m.k)
                 rows.append(

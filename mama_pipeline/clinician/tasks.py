@@ -19,6 +19,7 @@ pipeline's ``clinician_tasks`` table.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import polars as pl
 
@@ -44,6 +45,9 @@ TASK_SCHEMA = {
     "estimation_sample": pl.Boolean,
 }
 UNIFORM = "uniform"  # the stratum of a task drawn by the estimation design alone
+TASK_JUDGMENT_COLUMNS = ["query_id", "chunk_id", "tier", "score"]  # what the samples read of the judgments
+POOL_COLUMNS = ["query_id", "chunk_id"]  # ... and of the pooled pairs
+CHUNK_COLUMNS = ["chunk_id", "text", "source", "page"]  # what a relevance task shows of its chunk
 
 
 def relevance_key(query_id: str, chunk_id: str) -> str:
@@ -61,7 +65,7 @@ def _data_json(data: dict) -> str:
 def relevance_tasks(
     judgments: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
+    chunks_of: Callable[[list[str]], pl.DataFrame],
     size: int,
     seed: int,
     lenient: int,
@@ -70,7 +74,9 @@ def relevance_tasks(
     estimation_size: int = 0,
 ) -> pl.DataFrame:
     """``size`` judged pairs stratified by tier x score band and ``estimation_size`` pooled pairs drawn
-    uniformly from ``pool`` (query_id, chunk_id), as tasks."""
+    uniformly from ``pool`` (query_id, chunk_id), as tasks. ``judgments``: query_id, chunk_id, tier, score;
+    ``queries``: query_id, query_text; ``chunks_of(ids)``: the chunks of these ids (chunk_id, text, source, page),
+    read for the sampled pairs alone."""
     pair = {"query_id": pl.String, "chunk_id": pl.String}
     picked = [pl.DataFrame(schema={**pair, "stratum": pl.String})]
     if size and judgments.height:
@@ -91,7 +97,7 @@ def relevance_tasks(
     if sample.is_empty():
         return pl.DataFrame(schema=TASK_SCHEMA)
     rows = sample.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
-        chunks.select("chunk_id", "text", "source", "page"), on="chunk_id", how="left"
+        chunks_of(sample["chunk_id"].unique().sort().to_list()).select(*CHUNK_COLUMNS), on="chunk_id", how="left"
     )
     missing = rows.filter(pl.col("query_text").is_null() | pl.col("text").is_null())
     if missing.height:

@@ -33,7 +33,7 @@ from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
-from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun, ranked_retrievers
+from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
@@ -72,22 +72,6 @@ AUDIT_SCHEMA = {
     "figure": pl.String,
     "value": pl.Float64,
 }
-
-
-def stored_rankings(store, names: list[str]) -> pl.DataFrame:
-    """The rankings of these retrievers, whole; an error names partitions never materialised."""
-    if not names:
-        return pl.DataFrame(
-            schema={
-                "query_id": pl.String,
-                "retriever": pl.String,
-                "rank": pl.Int64,
-                "chunk_id": pl.String,
-                "score": pl.Float64,
-            }
-        )
-    ranked_retrievers(store, names)
-    return store.read_table(RANKINGS, partitions=names)
 
 
 def judged_chunk_texts(store, at: int) -> pl.DataFrame:

@@ -86,6 +86,11 @@ def chunks_frame() -> pl.DataFrame:
     )
 
 
+def chunks_of(ids: list[str]) -> pl.DataFrame:
+    """The fixture's chunks of these ids, as the clinician_tasks asset reads them from the store."""
+    return chunks_frame().filter(pl.col("chunk_id").is_in(ids))
+
+
 def verdicts_frame() -> pl.DataFrame:
     n = len(ITEMS)
     return pl.DataFrame(

@@ -21,6 +21,13 @@ def _frame(rows: list[tuple], cols: dict) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=cols, orient="row")
 
 
+def _reads(run: pl.DataFrame):
+    """A whole run frame (retriever, query_id, chunk_id, rank) as ppi_estimates takes a run: one retriever's rows at
+    a time, and the retrievers."""
+    whole = rankings_to_run(run)
+    return (lambda name: whole.filter(pl.col("retriever") == name)), whole["retriever"].unique().to_list()
+
+
 def _hand_case():
     """Two queries (tiers a, b), one retriever, top-2 each; pool depth 2."""
     run = _frame(
@@ -38,7 +45,16 @@ def test_a_hand_worked_cell_and_the_refusal_rules():
     run, queries, pool, judge, clin = _hand_case()
     plan = mamaretrieval_plan([2, 3], 3, 5, 6)
     out = ppi_estimates(
-        run, queries, pool, judge, clin, pool, plan, min_pairs=3, synthetic=True, circularity={"r": "same family"}
+        *_reads(run),
+        queries,
+        pool,
+        judge,
+        clin,
+        pool,
+        plan,
+        min_pairs=3,
+        synthetic=True,
+        circularity={"r": "same family"},
     )
     cell = out.filter((pl.col("tier") == "all") & (pl.col("label") == "P@2 lenient")).row(0, named=True)
     # judge, lenient cut 3: 1, 1, 1, 0 -> 3 of 4 slots; clinicians on the three labelled pairs: 1, 0, 1
@@ -60,14 +76,40 @@ def test_a_hand_worked_cell_and_the_refusal_rules():
     # k = 3 goes below the pool only when the retriever returned a third chunk: here it did not (4 slots empty)
     deeper = run.vstack(_frame([("r", "q1", "c9", 3)], dict(run.schema)))
     p3 = (
-        ppi_estimates(deeper, queries, pool, judge, clin, pool, plan, 3)
+        ppi_estimates(*_reads(deeper), queries, pool, judge, clin, pool, plan, 3)
         .filter((pl.col("tier") == "all") & (pl.col("label") == "P@3 lenient"))
         .row(0, named=True)
     )
     assert p3["status"] == REFUSED and "1 of the 5 top-k pairs were never pooled" in p3["reason"]
-    none = ppi_estimates(run, queries, pool, judge, clin, pool.clear(), plan, 3)
+    none = ppi_estimates(*_reads(run), queries, pool, judge, clin, pool.clear(), plan, 3)
     assert (none["status"] == REFUSED).all() and (none["design"] == "none").all()
     assert none["reason"].str.contains("the stratified agreement sample supports none of these figures").all()
+
+
+def test_estimates_read_one_retriever_at_a_time_from_the_store_are_the_whole_runs(store):
+    """Two retrievers' rankings stored as partitions (rows out of rank order, a third partition not asked for):
+    the estimates from StoredRun's per-retriever reads are those of the whole run frame, and their figures are
+    the hand-worked ones."""
+    from mama_pipeline.evaluation.stored_run import StoredRun
+
+    run, queries, pool, judge, clin = _hand_case()
+    other = run.with_columns(retriever=pl.lit("s"), rank=3 - pl.col("rank"))  # s ranks each query's pair the other way
+    stray = run.with_columns(retriever=pl.lit("t"))
+    for name, frame in (("s", other.reverse()), ("t", stray), ("r", run.reverse())):
+        store.write_table("rankings", frame.with_columns(score=pl.lit(1.0)), partition=name)
+    plan = mamaretrieval_plan([1, 2], 3, 5, 6)
+    stored = StoredRun(store, ["s", "r"])
+    ours = ppi_estimates(stored.of_retriever, stored.retrievers, queries, pool, judge, clin, pool, plan, 3)
+    assert ours.equals(ppi_estimates(*_reads(pl.concat([run, other])), queries, pool, judge, clin, pool, plan, 3))
+    assert ours["retriever"].unique(maintain_order=True).to_list() == ["r", "s"]
+    every = ours.filter(pl.col("tier") == "all")
+    judge_only = {(r, lab): v for r, lab, v in every.select("retriever", "label", "judge_only").iter_rows()}
+    # top-1 lenient: r has c1 (6), c3 (3): 2 of 2; s has c2 (4), c4 (0): 1 of 2. wP@1: (6+3)/12, (4+0)/12
+    assert judge_only[("r", "P@1 lenient")] == 1.0 and judge_only[("s", "P@1 lenient")] == 0.5
+    assert judge_only[("r", "wP@1")] == pytest.approx(9 / 12) and judge_only[("s", "wP@1")] == pytest.approx(4 / 12)
+    top2 = every.filter(pl.col("label") == "P@2 lenient")  # the same four pairs for both: the hand-worked cell
+    assert top2["judge_only"].to_list() == [0.75, 0.75] and top2["status"].to_list() == [ESTIMATED] * 2
+    assert top2["estimate"].to_list() == pytest.approx([0.75 - 1 / 3] * 2)
 
 
 def test_uniform_sample_is_seeded_every_pair_alike_and_stable_when_the_pool_grows():
@@ -105,7 +147,7 @@ def test_judge_only_figures_are_the_scoreboards():
     judge = pool.with_columns(score=pl.Series([rng.randrange(7) for _ in range(pool.height)], dtype=pl.Int8))
     judge = judge.head(judge.height - 3)  # three pooled pairs the judge could not label: they count 0
     plan = mamaretrieval_plan([1, 3, 5], 3, 5, 6)
-    ours = ppi_estimates(ranked, queries, pool, judge, judge.clear(), pool.clear(), plan, 2)
+    ours = ppi_estimates(*_reads(ranked), queries, pool, judge, judge.clear(), pool.clear(), plan, 2)
     run = rankings_to_run(ranked)
     qrels = judge.select(
         "query_id", pl.col("chunk_id").alias("doc_id"), pl.col("score").cast(pl.Int64).alias("relevance")
@@ -146,7 +188,7 @@ def test_simulation_judge_biased_by_a_known_amount_ppi_covers_the_truth():
         sample = uniform_sample(pool, ["query_id", "chunk_id"], 200, seed=rep)
         clin = truth.join(sample, on=["query_id", "chunk_id"], how="semi")
         cell = (
-            ppi_estimates(run, queries, pool, judge, clin, sample, plan, 30)
+            ppi_estimates(*_reads(run), queries, pool, judge, clin, sample, plan, 30)
             .filter((pl.col("tier") == "all") & (pl.col("label") == "P@10 lenient"))
             .row(0, named=True)
         )

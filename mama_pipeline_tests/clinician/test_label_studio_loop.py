@@ -162,7 +162,7 @@ def test_a_synthetic_mark_survives_the_server_and_the_sensor(tmp_path, label_stu
     cfg = _config(tmp_path, label_studio.url, "prov")
     resources, instance = shared_resources(str(cfg)), dg.DagsterInstance.ephemeral()
     ls = LabelStudio(label_studio.url, label_studio.token)
-    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 4, 1, 3, 5)
     made_up = synthetic_export(tasks, "relevance", 1, 5)
     project = ls.create_project(project_title("prov", "relevance"), "", relevance_config())
     assert ls.import_tasks(project["id"], [{"data": t["data"], "meta": t["meta"]} for t in made_up]) == 4
@@ -180,7 +180,7 @@ def test_a_synthetic_mark_survives_the_server_and_the_sensor(tmp_path, label_stu
 
 def test_labelling_view_shows_rubric_beside_query_and_chunk(tmp_path, label_studio):
     ls = LabelStudio(label_studio.url, label_studio.token)
-    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 4, 1, 3, 5)
     result = push_tasks(ls, "view", "relevance", label_studio_tasks(tasks, "relevance"))
     task = next(t for t in ls.tasks(result.project_id) if t["data"]["query_id"] == "q_00001")
     session = login(label_studio.url, label_studio.email, label_studio.password)

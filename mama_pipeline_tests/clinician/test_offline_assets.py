@@ -144,7 +144,7 @@ def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_pa
     from mama_pipeline.clinician.synthetic import synthetic_export
     from mama_pipeline.clinician.tasks import relevance_tasks
 
-    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5)
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 4, 1, 3, 5)
     export = synthetic_export(tasks, "relevance", 2, 5)
     assert export == synthetic_export(tasks, "relevance", 2, 5) and len(export) == 4
     assert all(a["synthetic"] and a["completed_by"] in (901, 902) for t in export for a in t["annotations"])
@@ -183,7 +183,7 @@ def test_synthetic_labels_are_known_by_their_mark_not_their_file_name(tmp_path, 
 
     tasks = pl.concat(
         [
-            relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 4, 1, 3, 5),
+            relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 4, 1, 3, 5),
             scope_tasks(fx.verdicts_frame(), fx.adapted_frame(), 3, 1),
         ]
     )

@@ -59,8 +59,8 @@ def test_configs_are_xml_with_every_dimension_and_category_beside_the_data():
 
 
 def test_relevance_sample_is_seeded_stratified_and_carries_no_llm_label():
-    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 3, 7, 3, 5)
-    again = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_frame(), 3, 7, 3, 5)
+    tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 3, 7, 3, 5)
+    again = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 3, 7, 3, 5)
     assert tasks.equals(again) and tasks.height == 3
     assert tasks["stratum"].n_unique() == 3  # one pair from each stratum before a second from any
     for data in tasks["data_json"]:
