@@ -16,17 +16,20 @@ def round_robin_sample(df: pl.DataFrame, strata: list[str], order: list[str], si
     values alone, so adding rows to one stratum does not reshuffle the others;
     rare strata are represented. The result is sorted by ``order``.
     """
-    queues = []
+    queues = []  # per stratum (its rows in ``order``, the shuffled positions of them still to take)
     for values, group in sorted(df.group_by(*strata), key=lambda kv: tuple(str(v) for v in kv[0])):
-        rows = group.sort(*order).rows(named=True)
-        random.Random(hashlib.sha256("|".join([str(seed), *map(str, values)]).encode()).digest()).shuffle(rows)
-        queues.append(rows)
-    picked: list[dict] = []
-    while len(picked) < size and any(queues):
-        for queue in queues:
-            if queue and len(picked) < size:
-                picked.append(queue.pop(0))
-    return pl.DataFrame(picked, schema=df.schema).sort(*order)
+        positions = list(range(group.height))  # shuffled as the rows would be: the same permutation
+        random.Random(hashlib.sha256("|".join([str(seed), *map(str, values)]).encode()).digest()).shuffle(positions)
+        queues.append((group.sort(*order), positions[::-1]))
+    taken: list[list[int]] = [[] for _ in queues]
+    count = 0
+    while count < size and any(rest for _, rest in queues):
+        for (_, rest), mine in zip(queues, taken):
+            if rest and count < size:
+                mine.append(rest.pop())
+                count += 1
+    picked = [rows[mine] for (rows, _), mine in zip(queues, taken) if mine]
+    return (pl.concat(picked) if picked else df.clear()).sort(*order)
 
 
 def uniform_sample(df: pl.DataFrame, order: list[str], size: int, seed: int) -> pl.DataFrame:
@@ -41,8 +44,9 @@ def uniform_sample(df: pl.DataFrame, order: list[str], size: int, seed: int) -> 
     result is sorted by ``order``.
     """
 
-    def key(row: dict) -> bytes:
-        return hashlib.sha256("|".join([str(seed), *(str(row[c]) for c in order)]).encode()).digest()
+    def key(values: tuple) -> bytes:
+        return hashlib.sha256("|".join([str(seed), *map(str, values)]).encode()).digest()
 
-    rows = sorted(df.rows(named=True), key=key)
-    return pl.DataFrame(rows[:size], schema=df.schema).sort(*order)
+    keys = [key(values) for values in df.select(order).iter_rows()]
+    drawn = sorted(range(df.height), key=keys.__getitem__)[:size]
+    return df[drawn].sort(*order)
