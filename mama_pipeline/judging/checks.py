@@ -1,4 +1,5 @@
-"""Asset checks of the judging group."""
+"""Asset checks of the judging group. A check reads only the columns of the labels it tests (from the store, or
+through ``columns`` input metadata): the labels of the whole pool are never loaded whole."""
 
 import dagster as dg
 import polars as pl
@@ -7,22 +8,30 @@ from mama_pipeline.common.metadata import md_table
 from mama_pipeline.judging.assets import judgments
 from mama_pipeline.judging.reliability import same_judge_reason
 from mama_pipeline.llm.failure_bounds import judge_failures
-from mama_pipeline.resources import SettingsResource
+from mama_pipeline.resources import SettingsResource, StoreResource
+
+KEYS = ["query_id", "chunk_id"]
+PAIRS = dg.AssetIn("pooled_pairs", metadata={"columns": KEYS})
+
+
+def _labels(store: StoreResource, columns: list[str]) -> pl.DataFrame:
+    """These columns of the judge's labels (the checked ``judgments`` table), in the table's order."""
+    return store.get().read_table("judgments", columns=columns)
 
 
 @dg.asset_check(
     asset=judgments,
-    additional_ins={"judging_failures": dg.AssetIn("judging_failures"), "pooled_pairs": dg.AssetIn("pooled_pairs")},
+    additional_ins={"judging_failures": dg.AssetIn("judging_failures"), "pooled_pairs": PAIRS},
     description="Every pooled pair appears exactly once, either labelled or listed as failed with a reason.",
 )
 def every_pooled_pair_labelled_or_failed(
-    judgments: pl.DataFrame, judging_failures: pl.DataFrame, pooled_pairs: pl.DataFrame
+    store: StoreResource, judging_failures: pl.DataFrame, pooled_pairs: pl.DataFrame
 ) -> dg.AssetCheckResult:
-    keys = ["query_id", "chunk_id"]
-    accounted = pl.concat([judgments.select(keys), judging_failures.select(keys)])
-    pool = pooled_pairs.select(keys).unique()
-    missing = pool.join(accounted, on=keys, how="anti")
-    extra = accounted.join(pool, on=keys, how="anti")
+    judgments = _labels(store, KEYS)
+    accounted = pl.concat([judgments, judging_failures.select(KEYS)])
+    pool = pooled_pairs.unique()
+    missing = pool.join(accounted, on=KEYS, how="anti")
+    extra = accounted.join(pool, on=KEYS, how="anti")
     twice = accounted.filter(accounted.is_duplicated()).unique()
     no_reason = judging_failures.filter(pl.col("failure_reason").is_null() | (pl.col("failure_reason") == ""))
     return dg.AssetCheckResult(
@@ -42,15 +51,15 @@ def every_pooled_pair_labelled_or_failed(
 
 @dg.asset_check(
     asset=judgments,
-    additional_ins={"pooled_pairs": dg.AssetIn("pooled_pairs")},
+    additional_ins={"pooled_pairs": PAIRS},
     blocking=True,
     description="The share of pooled pairs the judge left unlabelled stays under llm.judge.max_failure_rate; "
     "blocks everything built on the labels (the release refuses too).",
 )
 def failure_rate_under_bound(
-    settings: SettingsResource, judgments: pl.DataFrame, pooled_pairs: pl.DataFrame
+    settings: SettingsResource, store: StoreResource, pooled_pairs: pl.DataFrame
 ) -> dg.AssetCheckResult:
-    stage = judge_failures(pooled_pairs, judgments, settings.get().llm.judge.max_failure_rate)
+    stage = judge_failures(pooled_pairs, _labels(store, KEYS), settings.get().llm.judge.max_failure_rate)
     return dg.AssetCheckResult(
         passed=not stage.over,
         metadata={**stage.metadata(), "summary": stage.describe()},
@@ -59,7 +68,10 @@ def failure_rate_under_bound(
 
 @dg.asset_check(
     asset=dg.AssetKey("judge_reliability"),
-    additional_ins={"judgments": dg.AssetIn("judgments"), "reference_judgments": dg.AssetIn("reference_judgments")},
+    additional_ins={
+        "judgments": dg.AssetIn("judgments", metadata={"columns": ["judge_identity"]}),
+        "reference_judgments": dg.AssetIn("reference_judgments"),
+    },
     blocking=True,
     description="Each reference judge is another judge (another seed, temperature or endpoint: self-consistency; "
     "another model: cross-model agreement): agreement of a judge with its own cached labels is not a figure.",
@@ -88,7 +100,8 @@ def reference_is_another_judge(
     asset=judgments,
     description="D3 >= 1 implies D2 >= 1 holds in every label; answers that broke it are counted (D3 capped to 0).",
 )
-def structural_rule(judgments: pl.DataFrame) -> dg.AssetCheckResult:
+def structural_rule(store: StoreResource) -> dg.AssetCheckResult:
+    judgments = _labels(store, ["d1_topic", "d2_meaningful", "d3_actionable", "d3_answered", "structural_violation"])
     on_topic = judgments.filter(pl.col("d1_topic"))
     broken = on_topic.filter((pl.col("d3_actionable") >= 1) & (pl.col("d2_meaningful") == 0))
     flag_mismatch = on_topic.filter(
@@ -110,7 +123,8 @@ def structural_rule(judgments: pl.DataFrame) -> dg.AssetCheckResult:
     asset=judgments,
     description="Score = D1 x (D2 + D3 + D4) in 0..6 for every label; score distribution per tier.",
 )
-def score_distribution_per_tier(judgments: pl.DataFrame) -> dg.AssetCheckResult:
+def score_distribution_per_tier(store: StoreResource) -> dg.AssetCheckResult:
+    judgments = _labels(store, ["tier", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"])
     expected = (
         pl.when(pl.col("d1_topic"))
         .then(pl.col("d2_meaningful").cast(pl.Int16) + pl.col("d3_actionable") + pl.col("d4_density"))

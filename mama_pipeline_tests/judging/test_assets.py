@@ -86,12 +86,22 @@ def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
         "score_distribution_per_tier",
     }
     assert all(e.passed for e in checks.values()), {k: (e.passed, e.metadata) for k, e in checks.items()}
+    loaded = {
+        (e.step_key, e.event_specific_data.input_name)
+        for e in result.all_events
+        if e.event_type_value == "LOADED_INPUT"
+    }
+    label_checks = ("every_pooled_pair", "failure_rate_under_bound", "structural_rule", "score_distribution_per_tier")
+    assert not {step for step, name in loaded if name == "judgments" and step.endswith(label_checks)}  # store reads
 
     faulty = store.read_table("corpus_chunks")["chunk_id"][judging_defs.FAULTY_CHUNK]
     failures = store.read_table("judging_failures")
     judgments = store.read_table("judgments")
     assert set(failures["chunk_id"]) == {faulty} and failures["failure_reason"].str.contains("HTTP 500").all()
     assert judgments.height + failures.height == pool.height
+    coverage = {k: v.value for k, v in checks["every_pooled_pair_labelled_or_failed"].metadata.items()}
+    assert (coverage["pooled_pairs"], coverage["missing"], coverage["failed"]) == (pool.height, 0, 2)  # 2 pairs
+    assert coverage["labelled"] == judgments.height == pool.height - 2  # of the faulty chunk failed
     assert set(judgments["judge_model"]) == {"fake-judge"}
 
     reliability = dict(store.read_table("judge_reliability").select("metric", "value").iter_rows())
