@@ -20,7 +20,7 @@ import polars as pl
 
 from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
-from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
+from mama_pipeline.clinician.clinician_agreement import AGREEMENT_COLUMNS, relevance_agreement, scope_agreement
 from mama_pipeline.clinician.clinician_page import write_report
 from mama_pipeline.clinician.estimates import ESTIMATE_JUDGMENT_COLUMNS, ESTIMATED, ppi_estimates
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
@@ -197,6 +197,7 @@ def clinician_labels(
 
 @dg.multi_asset(
     group_name=GROUP,
+    ins={"judgments": dg.AssetIn("judgments", metadata={"columns": AGREEMENT_COLUMNS})},
     outs={
         "clinician_agreement": dg.AssetOut(
             description="The relevance judge and the scope classifier against each "

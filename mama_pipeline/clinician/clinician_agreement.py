@@ -36,7 +36,8 @@ CONFUSION_SCHEMA = {
     "count": pl.Int64,
 }
 ANNOTATORS = "annotators"
-_REL_COLS = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
+# what the agreement reads of a label (the judge's and a clinician's alike)
+AGREEMENT_COLUMNS = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 
 
 def comparison_name(annotator: str) -> str:
@@ -99,7 +100,7 @@ def relevance_agreement(
     against = [(comparison_name(a), g) for (a,), g in sorted(usable.group_by("annotator_id"), key=lambda kv: kv[0][0])]
     against.append((MAJORITY, majority.filter((pl.col("kind") == "relevance") & ~pl.col("tie"))))
     for name, ref in against:
-        m, c = agreement(judgments, ref.select(_REL_COLS), lenient, strict)
+        m, c = agreement(judgments, ref.select(AGREEMENT_COLUMNS), lenient, strict)
         metrics += [{"kind": "relevance", "comparison": name, **r} for r in m.to_dicts()]
         confusion += _confusion_rows("relevance", name, c)
     on_topic = usable.with_columns([pl.when(pl.col("d1_topic")).then(pl.col(d)).alias(d) for d in DIMENSIONS[1:]])
