@@ -131,7 +131,10 @@ def judging_failures(context: dg.AssetExecutionContext, store: StoreResource) ->
     group_name=GROUP,
     description="Stored labels of the current judge (identity) and prompt whose chunk left the corpus: "
     "reported here, excluded from judgments.",
-    ins={"chunks": CHUNKS},
+    ins={
+        "judgments": dg.AssetIn("judgments", metadata={"columns": ["judge_model", "prompt_hash", "judge_identity"]}),
+        "chunks": dg.AssetIn(CHUNKS.key, metadata={"columns": ["chunk_id"]}),
+    },
 )
 def orphaned_judgments(store: StoreResource, judgments: pl.DataFrame, chunks: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     versions = judgments.select("judge_model", "prompt_hash", "judge_identity").unique().sort(pl.all())
@@ -259,7 +262,11 @@ def audit_judgments(
 @dg.asset(
     group_name=GROUP,
     description="Lenient and strict recall of the main pool against all relevant chunks known from both rounds.",
-    ins={"queries": QUERIES},
+    ins={
+        "queries": QUERIES,
+        "pooled_pairs": dg.AssetIn("pooled_pairs", metadata={"columns": ["query_id", "chunk_id"]}),
+        "judgments": dg.AssetIn("judgments", metadata={"columns": ["query_id", "chunk_id", "score"]}),
+    },
 )
 def pool_completeness(
     settings: SettingsResource,
