@@ -31,6 +31,10 @@ retrieval_input_files = observed_input(
 )
 RANKINGS_TABLE = "rankings"
 INPUTS = {"chunks": dg.AssetIn("corpus_chunks"), "queries": dg.AssetIn("generated_queries")}
+POOL_INPUTS = {  # the pools check ranked ids against the current tables: the chunk ids are all they read of chunks
+    **INPUTS,
+    "chunks": dg.AssetIn("corpus_chunks", metadata={"columns": ["chunk_id"]}),
+}
 
 
 def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +78,7 @@ def rankings(
 @dg.asset(
     group_name=GROUP,
     deps=[rankings],
-    ins=INPUTS,
+    ins=POOL_INPUTS,
     description="Judging pool: union of the pooled retrievers' top-k per query (plus the seed chunk when "
     "configured), with the retrievers behind each pair and the query's pool size.",
 )
@@ -92,7 +96,7 @@ def pooled_pairs(
 @dg.asset(
     group_name=GROUP,
     deps=[rankings],
-    ins={**INPUTS, "pooled_pairs": dg.AssetIn("pooled_pairs")},
+    ins={**POOL_INPUTS, "pooled_pairs": dg.AssetIn("pooled_pairs", metadata={"columns": ["query_id", "chunk_id"]})},
     description="Completeness-audit pool: a wider pool (more retrievers or deeper) on a tier-stratified, "
     "seeded query sample; in_main_pool marks pairs already in pooled_pairs.",
 )
