@@ -139,8 +139,7 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
         try:
             return store.read_table(table, partitions=partitions, columns=list(columns))
         except duckdb.BinderException:
-            sql = "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
-            present = set(store.query(sql, [table])["column_name"].to_list())
+            present = store.columns(table)
             missing = [c for c in columns if c not in present]
             if not missing:
                 raise

@@ -44,7 +44,7 @@ from mama_pipeline.release.beir_layout import triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import json_bytes, rows_of, write_release_folder
 from mama_pipeline.release.mamaretrieval_card import render_card
-from mama_pipeline.release.sorted_tables import SortedTables, Source, columns_of, process_sorted_tables
+from mama_pipeline.release.sorted_tables import SortedTables, Source, columns_of, process_sorted_tables, sql_strings
 
 NAME = "mamaretrieval"
 CARD = "README.md"
@@ -163,8 +163,7 @@ class MamaretrievalInputs:
     @property
     def released_rankings(self) -> str:
         """The SQL condition of the ranking rows a release ships: the pooled retrievers' to the pool depth."""
-        names = ", ".join("'" + n.replace("'", "''") + "'" for n in self.retriever_names) or "NULL"
-        return f'"retriever" IN ({names}) AND "rank" <= {int(self.pool_depth)}'
+        return f'"retriever" IN ({sql_strings(self.retriever_names)}) AND "rank" <= {int(self.pool_depth)}'
 
 
 def _require_columns(inp: MamaretrievalInputs) -> None:

@@ -40,16 +40,12 @@ Source = pl.DataFrame | StoredTable
 
 def columns_of(source: Source) -> list[str]:
     """The source's columns (a stored table's without the partition column)."""
-    if isinstance(source, pl.DataFrame):
-        return source.columns
-    with source.store.connect() as con:
-        rows = con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
-            [source.table],
-        ).fetchall()
-    if not rows:
-        raise KeyError(f"table {source.table!r} is not in {source.store.path}; materialise its asset first")
-    return [r[0] for r in rows if r[0] != PARTITION_COLUMN]
+    return source.columns if isinstance(source, pl.DataFrame) else source.store.columns(source.table)
+
+
+def sql_strings(values: Sequence[str]) -> str:
+    """SQL string literals of ``values``, comma-separated (``NULL`` for none: ``IN (NULL)`` matches no row)."""
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values) or "NULL"
 
 
 class SortedTables:
@@ -81,8 +77,7 @@ class SortedTables:
             path = Path(self._scratch.name) / f"{len(self._made)}.parquet"
             conditions = [where] if where else []
             if isinstance(source, StoredTable) and source.partitions is not None:
-                partitions = ", ".join("'" + p.replace("'", "''") + "'" for p in source.partitions)
-                conditions.append(f"{PARTITION_COLUMN} IN ({partitions})")
+                conditions.append(f"{PARTITION_COLUMN} IN ({sql_strings(source.partitions)})")
             sql = f"SELECT {', '.join(_quoted(c) for c in columns)} FROM {{table}}"
             sql += f" WHERE {' AND '.join(conditions)}" if conditions else ""
             sql += f" ORDER BY {', '.join(f'{_quoted(c)} NULLS FIRST' for c in order_by)}" if order_by else ""

@@ -141,6 +141,17 @@ class Store:
         with self.connect() as con:
             return _exists(con, table)
 
+    def columns(self, table: str) -> list[str]:
+        """A table's columns in order, without the partition column; a KeyError names a table never materialised."""
+        with self.connect() as con:
+            rows = con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+                [table],
+            ).fetchall()
+        if not rows:
+            raise KeyError(f"table {table!r} is not in {self.path}; materialise its asset first")
+        return [r[0] for r in rows if r[0] != PARTITION_COLUMN]
+
     def write_table(self, table: str, df: pl.DataFrame | Iterable[pl.DataFrame], partition: str | None = None) -> int:
         """Replace a table, or one partition of it, atomically; return the rows written.
 
