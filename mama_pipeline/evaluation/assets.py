@@ -27,12 +27,13 @@ from mama_pipeline.evaluation.beir_evaluation import (
 from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
 from mama_pipeline.evaluation.clinician_note import clinician_notes
 from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
-from mama_pipeline.evaluation.judged_scoreboard import ScoreboardResult, judged_qrels, score_retrievers
+from mama_pipeline.evaluation.judged_scoreboard import judged_qrels, scoring_plan
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
-from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
+from mama_pipeline.evaluation.per_query_scoring import PER_QUERY_SCHEMA, board_of, per_query_blocks, wide_scoreboard
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA
+from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
+from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, QRELS_COLUMNS, StoredQrels
 from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
@@ -40,10 +41,8 @@ from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 GROUP = "evaluation"
 INPUT_FILES = "evaluation_input_files"
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models and runs
-JUDGMENTS = "judgments"  # the judging group's asset and table
 CHUNKS_TABLE = "corpus_chunks"
 PER_QUERY = "per_query_results"
-QRELS_COLUMNS = ["query_id", "chunk_id", "score"]  # what judged_qrels reads of the judgments
 REPORT_DIR = ("reports", "evaluation")
 PER_QUERY_DIR = ("results", "per_query")
 JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  # shown when materialised
@@ -90,16 +89,6 @@ def run_files(settings) -> pl.DataFrame | None:
     return pl.concat(files) if files else None
 
 
-def _score(
-    settings: SettingsResource, store: StoreResource, queries: pl.DataFrame
-) -> tuple[ScoreboardResult, StoredRun]:
-    s = settings.get()
-    run = StoredRun(store.get(), s.retrieval.retriever_names, run_files(s))
-    judgments = store.get().read_table(JUDGMENTS, columns=QRELS_COLUMNS)
-    outside_rows = run.rows_outside(queries["query_id"].to_list())
-    return score_retrievers(run.of_queries, run.retrievers, judgments, queries, s.evaluation, outside_rows), run
-
-
 @dg.multi_asset(
     group_name=GROUP,
     deps=[RANKINGS, JUDGMENTS, INPUT_FILES],
@@ -120,53 +109,83 @@ def _score(
     },
 )
 def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.DataFrame):
-    ev_settings = settings.get().evaluation
-    result, run = _score(settings, store, queries)
-    ev = result.evaluation
-    folder = write_per_query_files(
-        ev.per_query,
-        ev.retrievers,
-        ev.measures,
-        ev.query_ids,
-        data_path(settings, *PER_QUERY_DIR) / "mamaretrieval",
-        "mamaretrieval",
-        run=run.of_retriever,
-        qrels=result.qrels,
-        relevant_at=ev_settings.lenient,
-    )
-    overall = result.board.filter(pl.col("tier") == "all")
-    no_rel = overall.filter(pl.col("family") == "HR").group_by("cut").agg(pl.col("queries_no_relevant").first())
-    wide = wide_scoreboard(result.board)
-    headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10", "Judged@10"))]
-    yield dg.Output(
-        result.board,
-        output_name="scoreboard",
-        metadata={
-            "queries": len(ev.query_ids),
-            "retrievers": ", ".join(ev.retrievers),
-            "queries_without_relevant_chunk": md_table(no_rel.sort("cut")),
-            "queries_without_results": json.dumps(result.notes["queries_without_results"], sort_keys=True),
-            "dropped_rows": json.dumps(ev.dropped, sort_keys=True),
-            "scoreboard": md_table(wide.select("retriever", *headline)),
-            "circularity": md_table(flag_table(circularity_flags(settings.get()))),
-        },
+    s = settings.get()
+    ev = s.evaluation
+    db = store.get()
+    plan = scoring_plan(ev)
+    measures = plan.measures()
+    run = StoredRun(db, s.retrieval.retriever_names, run_files(s))
+    labels = StoredQrels(db)
+    query_ids = queries.sort("query_id")["query_id"].to_list()
+    folder = data_path(settings, *PER_QUERY_DIR) / "mamaretrieval"
+    answered: dict[str, int] = {}
+    # the values stream into the store a retriever and slice of queries at a time; the steps below read them back
+    blocks = per_query_blocks(
+        run.of_queries, labels.of_queries, query_ids, plan, run.retrievers, RANKINGS, JUDGMENTS, answered=answered
     )
     yield dg.Output(
-        ev.per_query,
+        blocks,
         output_name="per_query_results",
         metadata={
             "files": dg.MetadataValue.path(str(folder)),
-            "values": ev.per_query.height,
+            "values": len(run.retrievers) * len(query_ids) * len(measures),
         },
     )
-    sig = result.significance
+
+    def values_of(name: str) -> pl.DataFrame:
+        return db.read_table(PER_QUERY, columns=list(PER_QUERY_SCHEMA), where={"retriever": [name]})
+
+    write_per_query_files(
+        values_of,
+        run.retrievers,
+        measures,
+        query_ids,
+        folder,
+        "mamaretrieval",
+        run=run.of_retriever,
+        qrels=labels.relevant(ev.lenient),
+        relevant_at=ev.lenient,
+    )
+    tiers = queries.select("query_id", "tier") if "tier" in queries.columns else None
+    board = board_of(measures, run.retrievers, query_ids, values_of, labels.best(), tiers)
+    dropped = {
+        "run rows of queries outside the benchmark": run.rows_outside(query_ids),
+        "qrels of queries outside the benchmark": labels.outside(query_ids),
+        **labels.dropped,
+    }
+    without = {name: len(query_ids) - n for name, n in answered.items()}
+    overall = board.filter(pl.col("tier") == "all")
+    no_rel = overall.filter(pl.col("family") == "HR").group_by("cut").agg(pl.col("queries_no_relevant").first())
+    wide = wide_scoreboard(board)
+    headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10", "Judged@10"))]
+    yield dg.Output(
+        board,
+        output_name="scoreboard",
+        metadata={
+            "queries": len(query_ids),
+            "retrievers": ", ".join(run.retrievers),
+            "queries_without_relevant_chunk": md_table(no_rel.sort("cut")),
+            "queries_without_results": json.dumps(without, sort_keys=True),
+            "dropped_rows": json.dumps(dropped, sort_keys=True),
+            "scoreboard": md_table(wide.select("retriever", *headline)),
+            "circularity": md_table(flag_table(circularity_flags(s))),
+        },
+    )
+    sig = pairwise_significance(
+        db.read_table(PER_QUERY, columns=list(PER_QUERY_SCHEMA), where={"measure": ev.significance_measures}),
+        ev.significance_measures,
+        run.retrievers,
+        n_resamples=ev.resamples,
+        seed=ev.seed,
+        confidence=ev.confidence,
+    )
     yield dg.Output(
         sig,
         output_name="significance",
         metadata={
             "pairs": sig.select("retriever_a", "retriever_b").unique().height,
-            "measures": ", ".join(ev_settings.significance_measures),
-            "significant_after_holm": int((sig["p_randomization_holm"] < ev_settings.alpha).sum()),
+            "measures": ", ".join(ev.significance_measures),
+            "significant_after_holm": int((sig["p_randomization_holm"] < ev.alpha).sum()),
         },
     )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from mama_pipeline.evaluation.per_query_scoring import Evaluation, RunOf, evaluate_slices, scoreboard
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan, mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
 
@@ -55,6 +55,14 @@ def check_measures(names: list[str], known: Iterable[str], key: str) -> None:
         raise ValueError(f"{key}: unknown measures {unknown}; known: {known}")
 
 
+def scoring_plan(settings: EvaluationSettings) -> MeasurePlan:
+    """The scoreboard's measures; an error names a significance or headline measure that is not one of them."""
+    plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
+    check_measures(settings.significance_measures, plan.by_name(), "evaluation.significance_measures")
+    check_measures([settings.headline_measure], plan.by_name(), "evaluation.headline_measure")
+    return plan
+
+
 def score_retrievers(
     run_of: RunOf,
     retrievers: list[str],
@@ -69,9 +77,7 @@ def score_retrievers(
     ``evaluate_slices``): the rankings, and any run files evaluated without entering the pool; ``outside_rows``
     counts its rows of queries outside the benchmark.
     """
-    plan = mamaretrieval_plan(settings.cutoffs, settings.lenient, settings.strict, settings.max_grade)
-    check_measures(settings.significance_measures, plan.by_name(), "evaluation.significance_measures")
-    check_measures([settings.headline_measure], plan.by_name(), "evaluation.headline_measure")
+    plan = scoring_plan(settings)
     qrels, dropped = judged_qrels(judgments)
     query_ids = queries.sort("query_id")["query_id"].to_list()
     evaluation = evaluate_slices(

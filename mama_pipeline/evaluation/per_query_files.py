@@ -52,7 +52,7 @@ def first_relevant_ranks(
 
 
 def write_per_query_files(
-    per_query: pl.DataFrame,
+    per_query: pl.DataFrame | Callable[[str], pl.DataFrame],
     retrievers: list[str],
     measures: list[Measure],
     query_ids: list[str],
@@ -63,6 +63,9 @@ def write_per_query_files(
     relevant_at: int = 1,
 ) -> Path:
     """Write the folder (replaced atomically); returns it.
+
+    ``per_query`` (retriever, query_id, measure, value), or a retriever's name -> its values (one retriever's are
+    held at a time).
 
     ``run`` (retriever, query_id, doc_id, rank[, score]), or a retriever's name -> its run rows, adds each
     retriever's TREC run file; with ``qrels`` (query_id, doc_id, relevance) too, its first-relevant ranks.
@@ -84,7 +87,8 @@ def write_per_query_files(
     with atomic_folder(folder) as tmp:
         for name in retrievers:
             file = f"{name}.perquery.tsv"
-            per_query_wide(per_query, name, measures, query_ids).write_csv(tmp / file, separator="\t")
+            values = per_query(name) if callable(per_query) else per_query
+            per_query_wide(values, name, measures, query_ids).write_csv(tmp / file, separator="\t")
             manifest["files"][name] = file
             if run is None:
                 continue

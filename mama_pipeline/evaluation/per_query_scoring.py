@@ -10,7 +10,7 @@ nothing or no chunk qualifies, as a user would experience it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import ir_measures
@@ -22,6 +22,7 @@ from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 QUERY_SLICE = 2000  # benchmark queries scored at a time
 PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 RunOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their run rows, in any order
+QrelsOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their qrels (query_id, doc_id, relevance)
 
 
 @dataclass
@@ -39,6 +40,11 @@ class Evaluation:
 def run_in(run: pl.DataFrame) -> RunOf:
     """A run held whole, read a slice of queries at a time."""
     return lambda ids: run.filter(pl.col("query_id").is_in(ids))
+
+
+def qrels_in(qrels: pl.DataFrame) -> QrelsOf:
+    """Qrels held whole, read a slice of queries at a time."""
+    return lambda ids: qrels.filter(pl.col("query_id").is_in(ids))
 
 
 def evaluate(
@@ -74,60 +80,112 @@ def evaluate_slices(
     slice_size: int = QUERY_SLICE,
     outside_rows: int = 0,
 ) -> Evaluation:
-    """Score ``retrievers`` on the benchmark ``query_ids``, ``slice_size`` queries at a time.
+    """Score ``retrievers`` on the benchmark ``query_ids`` held as one frame (see ``per_query_blocks``).
 
-    ``run_of`` gives a slice's run rows, so only one slice of the run is held; every measure is per query, so
-    the library's per-query objects stay bounded by a slice too. Qrels of queries outside the benchmark are
-    dropped and counted, beside the caller's count of run rows outside it. Rows come in (retriever, benchmark query, measure) order.
+    Qrels of queries outside the benchmark are dropped and counted, beside the caller's count of run rows outside
+    it.
     """
     qrels = check_qrels(qrels, qrels_source)
-    if len(set(query_ids)) != len(query_ids):
-        raise ValueError("benchmark query ids are not unique")
     queries = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.String})
     dropped = {
         "run rows of queries outside the benchmark": outside_rows,
         "qrels of queries outside the benchmark": qrels.join(queries, on="query_id", how="anti").height,
     }
     qrels = qrels.join(queries, on="query_id", how="semi")
+    answered: dict[str, int] = {}
+    blocks = list(
+        per_query_blocks(
+            run_of, qrels_in(qrels), query_ids, plan, retrievers, run_source, qrels_source, slice_size, answered
+        )
+    )
+    per_query = pl.concat(blocks) if blocks else pl.DataFrame(schema=PER_QUERY_SCHEMA)
+    without = {name: len(query_ids) - n for name, n in answered.items()}
+    return Evaluation(per_query, list(retrievers), list(query_ids), plan.measures(), dropped, without)
+
+
+def per_query_blocks(
+    run_of: RunOf,
+    qrels_of: QrelsOf,
+    query_ids: Sequence[str],
+    plan: MeasurePlan,
+    retrievers: Sequence[str],
+    run_source: str = "run",
+    qrels_source: str = "qrels",
+    slice_size: int = QUERY_SLICE,
+    answered: dict[str, int] | None = None,
+) -> Iterator[pl.DataFrame]:
+    """Every (retriever, benchmark query, measure) value, in that order, a block per retriever and slice of
+    ``slice_size`` queries.
+
+    ``run_of`` and ``qrels_of`` give a slice's run rows and qrels, so only one slice of each is held; every
+    measure is per query, so the library's per-query objects stay bounded by a slice too. ``answered`` is filled
+    with each retriever's count of queries it returned rows for.
+    """
+    if len(set(query_ids)) != len(query_ids):
+        raise ValueError("benchmark query ids are not unique")
     names = list(retrievers)
     measures = plan.measures()
     weighted = [m for m in measures if m.family in ("wHR", "wP")]
     measure_index = pl.DataFrame({"measure": [m.name for m in measures]}, schema={"measure": pl.String})
-    names_index = pl.DataFrame({"retriever": names}, schema={"retriever": pl.String}).with_row_index("_r")
-    parts: list[list[pl.DataFrame]] = [[] for _ in names]
-    answered = dict.fromkeys(names, 0)
-    for start in range(0, queries.height, slice_size):
-        ids = queries.slice(start, slice_size)
-        part_run = check_run(run_of(ids["query_id"].to_list()), run_source)
-        unknown = set(part_run["retriever"].unique().to_list()) - set(names)
-        if unknown:
-            raise ValueError(f"run has retrievers {sorted(unknown)} that are not in {names}")
-        for name, n in part_run.group_by("retriever").agg(pl.col("query_id").n_unique()).iter_rows():
-            answered[name] += n
-        part_qrels = qrels.join(ids, on="query_id", how="semi")
-        values = [_library_values(part_run, part_qrels, names, measures)]
-        if plan.max_grade is not None:
-            values.append(_weighted_values(part_run, part_qrels, weighted, plan.max_grade))
-        grid = (
-            names_index.join(ids.with_row_index("_q"), how="cross")
-            .join(measure_index.with_row_index("_m"), how="cross")
-            .join(pl.concat(values, how="vertical"), on=["retriever", "query_id", "measure"], how="left")
-            .sort("_r", "_q", "_m")
-        )
-        for r, block in grid.partition_by("_r", as_dict=True, maintain_order=True).items():
-            parts[r[0]].append(block.select("retriever", "query_id", "measure", pl.col("value").fill_null(0.0)))
-    blocks = [block for retriever_blocks in parts for block in retriever_blocks]
-    per_query = pl.concat(blocks) if blocks else pl.DataFrame(schema=PER_QUERY_SCHEMA)
-    without = {name: queries.height - n for name, n in answered.items()}
-    return Evaluation(per_query, names, list(query_ids), measures, dropped, without)
+    answered = {} if answered is None else answered
+    for name in names:
+        answered[name] = 0
+        for start in range(0, len(query_ids), slice_size):
+            ids = pl.DataFrame(
+                {"query_id": list(query_ids[start : start + slice_size])}, schema={"query_id": pl.String}
+            )
+            part_run = check_run(run_of(ids["query_id"].to_list()), run_source)
+            unknown = set(part_run["retriever"].unique().to_list()) - set(names)
+            if unknown:
+                raise ValueError(f"run has retrievers {sorted(unknown)} that are not in {names}")
+            part_run = part_run.filter(pl.col("retriever") == name)
+            answered[name] += part_run["query_id"].n_unique()
+            part_qrels = check_qrels(qrels_of(ids["query_id"].to_list()), qrels_source)
+            values = [_library_values(part_run, part_qrels, [name], measures)]
+            if plan.max_grade is not None:
+                values.append(_weighted_values(part_run, part_qrels, weighted, plan.max_grade))
+            yield (
+                ids.with_row_index("_q")
+                .join(measure_index.with_row_index("_m"), how="cross")
+                .with_columns(pl.lit(name, dtype=pl.String).alias("retriever"))
+                .join(pl.concat(values, how="vertical"), on=["retriever", "query_id", "measure"], how="left")
+                .sort("_q", "_m")
+                .select("retriever", "query_id", "measure", pl.col("value").fill_null(0.0))
+            )
 
 
 def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Mean of each measure over the benchmark queries, robust measures first.
+    """Mean of each measure over the benchmark queries, robust measures first (see ``board_of``)."""
+    return board_of(
+        evaluation.measures,
+        evaluation.retrievers,
+        evaluation.query_ids,
+        lambda name: evaluation.per_query.filter(pl.col("retriever") == name),
+        best_labels(qrels),
+        tiers,
+    )
+
+
+def best_labels(qrels: pl.DataFrame) -> pl.DataFrame:
+    """(query_id, best): each labelled query's highest relevance."""
+    return check_qrels(qrels).group_by("query_id").agg(pl.col("relevance").max().alias("best"))
+
+
+def board_of(
+    measures: list[Measure],
+    retrievers: list[str],
+    query_ids: list[str],
+    values_of: Callable[[str], pl.DataFrame],
+    best: pl.DataFrame,
+    tiers: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Mean of each measure over the benchmark ``query_ids``, robust measures first; ``values_of`` gives a
+    retriever's per-query values (one retriever's are held at a time).
 
     One block of rows with ``tier`` "all", then one per tier when ``tiers``
     (query_id, tier) is given. ``queries_no_relevant``: queries of the block
-    without any document qualifying under the measure's cut (they score 0).
+    without any document qualifying under the measure's cut (they score 0); ``best`` (query_id, best) holds each
+    labelled query's highest label.
     """
     meta = pl.DataFrame(
         [
@@ -140,7 +198,7 @@ def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame 
                 "k": m.k,
                 "position": m.position,
             }
-            for m in evaluation.measures
+            for m in measures
         ],
         schema={
             "measure": pl.String,
@@ -152,9 +210,7 @@ def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame 
             "position": pl.Int64,
         },
     )
-    segments = pl.DataFrame(
-        {"query_id": evaluation.query_ids, "tier": "all"}, schema={"query_id": pl.String, "tier": pl.String}
-    )
+    segments = pl.DataFrame({"query_id": query_ids, "tier": "all"}, schema={"query_id": pl.String, "tier": pl.String})
     if tiers is not None:
         by_tier = (
             segments.select("query_id")
@@ -168,18 +224,23 @@ def scoreboard(evaluation: Evaluation, qrels: pl.DataFrame, tiers: pl.DataFrame 
         segments = pl.concat([segments, by_tier.sort("tier", maintain_order=True)])
     tier_order = segments.select("tier").unique(maintain_order=True).with_row_index("_t")
     sizes = segments.group_by("tier").agg(pl.len().cast(pl.Int64).alias("n_queries"))
-    means = (
-        evaluation.per_query.join(segments, on="query_id")
-        .group_by("retriever", "tier", "measure")
-        .agg(pl.col("value").mean().alias("mean"))
+    means = pl.concat(
+        [
+            values_of(name)
+            .join(segments, on="query_id")
+            .group_by("retriever", "tier", "measure")
+            .agg(pl.col("value").mean().alias("mean"))
+            for name in retrievers
+        ]
+        or [pl.DataFrame(schema={"retriever": pl.String, "tier": pl.String, "measure": pl.String, "mean": pl.Float64})]
     )
-    order = pl.DataFrame({"retriever": evaluation.retrievers}).with_row_index("_r")
+    order = pl.DataFrame({"retriever": retrievers}).with_row_index("_r")
     return (
         means.join(meta, on="measure")
         .join(order, on="retriever")
         .join(tier_order, on="tier")
         .join(sizes, on="tier")
-        .join(_queries_without_relevant(evaluation, qrels, segments), on=["tier", "measure"], how="left")
+        .join(_queries_without_relevant(measures, best, segments), on=["tier", "measure"], how="left")
         .sort("_t", "_r", "position")
         .select(
             "tier",
@@ -265,11 +326,10 @@ def _weighted_values(run: pl.DataFrame, qrels: pl.DataFrame, measures: list[Meas
     )
 
 
-def _queries_without_relevant(evaluation: Evaluation, qrels: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
-    best = check_qrels(qrels).group_by("query_id").agg(pl.col("relevance").max().alias("best"))
+def _queries_without_relevant(measures: list[Measure], best: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
     with_best = segments.join(best, on="query_id", how="left").with_columns(pl.col("best").fill_null(0))
     parts = []
-    for m in evaluation.measures:
+    for m in measures:
         if m.family == "Judged":
             continue
         threshold = m.rel if m.rel is not None else 1

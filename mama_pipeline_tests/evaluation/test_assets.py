@@ -223,3 +223,54 @@ def test_definitions_load_without_heavy_imports():
         "held_out_scoreboard",
     }
     assert {a.group_names_by_key[k] for a in assets for k in a.keys} == {"evaluation"}
+
+
+def test_the_scoreboard_step_reads_labels_and_values_in_parts(tmp_path, monkeypatch):
+    """The judgments are read a slice of queries at a time and the per-query values a retriever or a measure at a
+    time; the means, files and metadata agree with the stored values."""
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    queries, rankings, judgments = _inputs()
+    cfg = _config(tmp_path)
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    for name in ("alpha", "beta"):
+        store.write_table("rankings", rankings.filter(pl.col("retriever") == name), partition=name)
+    reads: list[tuple[str, dict]] = []
+    read_table = Store.read_table
+
+    def spy(self, table, partitions=None, columns=None, where=None):
+        reads.append((table, {k: len(v) for k, v in (where or {}).items()}))
+        return read_table(self, table, partitions, columns, where)
+
+    monkeypatch.setattr(Store, "read_table", spy)
+    result = _materialize(
+        cfg,
+        queries,
+        judgments,
+        dg.AssetSelection.assets(
+            "generated_queries", "corpus_chunks", "judgments", "scoreboard", "per_query_results", "significance"
+        ),
+    )
+    assert ("judgments", {"query_id": 30}) in reads
+    assert [w for t, w in reads if t == "judgments"] == [{"query_id": 30}] * 2  # one slice, once per retriever
+    assert [w for t, w in reads if t == "per_query_results"] == [{"retriever": 1}] * 4 + [{"measure": 5}]
+    monkeypatch.setattr(Store, "read_table", read_table)
+
+    per_query = store.read_table("per_query_results")
+    assert per_query.height == 2 * 30 * per_query["measure"].n_unique()
+    assert per_query.select("retriever").unique(maintain_order=True)["retriever"].to_list() == ["alpha", "beta"]
+    overall = store.read_table("scoreboard").filter(pl.col("tier") == "all")
+    means = per_query.group_by("retriever", "measure").agg(pl.col("value").mean().alias("expected"))
+    joined = overall.join(means, on=["retriever", "measure"])
+    assert joined.height == overall.height == means.height and np.allclose(joined["mean"], joined["expected"])
+    a = read_per_query_file(tmp_path / "data" / "results" / "per_query" / "mamaretrieval" / "alpha.perquery.tsv")
+    rr = per_query.filter((pl.col("retriever") == "alpha") & (pl.col("measure") == "RR(rel=3)"))
+    assert a["RR(rel=3)"].to_list() == rr["value"].to_list()
+    meta = {
+        m.asset_key.to_user_string(): m.metadata
+        for m in (e.materialization for e in result.get_asset_materialization_events())
+    }
+    assert meta["per_query_results"]["values"].value == meta["per_query_results"]["rows"].value == per_query.height
+    assert meta["scoreboard"]["dropped_rows"].value == (
+        '{"qrels of queries outside the benchmark": 0, "run rows of queries outside the benchmark": 0}'
+    )
+    assert meta["scoreboard"]["queries_without_results"].value == '{"alpha": 0, "beta": 0}'

@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_scoring import evaluate, evaluate_slices
+from mama_pipeline.evaluation.per_query_scoring import evaluate, evaluate_slices, per_query_blocks
 from mama_pipeline.evaluation.retrieval_page import label_mix
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.stored_run import StoredRun
@@ -69,3 +69,30 @@ def test_missing_partitions_and_reused_names_are_refused(store):
     clash = pl.DataFrame({"retriever": ["beta"], "query_id": ["q000"], "doc_id": ["d"], "rank": [1]})
     with pytest.raises(ValueError, match=r"run files reuse retriever names of the rankings table: \['beta'\]"):
         StoredRun(store, ["alpha", "beta"], clash)
+
+
+def test_blocks_come_a_retriever_and_slice_at_a_time_and_read_slices_only(store):
+    query_ids, qrels, whole, run = _stored(store)
+    plan = mamaretrieval_plan(CUTOFFS, 3, 5)
+    asked: list[tuple[str, int]] = []
+
+    def run_of(ids):
+        asked.append(("run", len(ids)))
+        return run.of_queries(ids)
+
+    def qrels_of(ids):
+        asked.append(("qrels", len(ids)))
+        return qrels.filter(pl.col("query_id").is_in(ids))
+
+    answered: dict[str, int] = {}
+    blocks = list(per_query_blocks(run_of, qrels_of, query_ids, plan, run.retrievers, slice_size=7, answered=answered))
+    per_retriever = 60 // 7 + 1  # 9 slices: eight of 7 queries and one of 4
+    assert len(blocks) == 3 * per_retriever
+    assert [b["retriever"].unique().to_list() for b in blocks] == [
+        [r] for r in ("alpha", "beta", "gamma") for _ in range(9)
+    ]
+    assert max(b["query_id"].n_unique() for b in blocks) == 7 and blocks[8]["query_id"].n_unique() == 4
+    assert max(n for _, n in asked) == 7 and len(asked) == 2 * 3 * per_retriever
+    assert answered == {"alpha": 60, "beta": 60, "gamma": 51}
+    expected = evaluate(whole, qrels, query_ids, plan, run.retrievers, slice_size=len(query_ids))
+    assert pl.concat(blocks).equals(expected.per_query)

@@ -1,0 +1,51 @@
+"""The judged labels the mamaretrieval steps score against, read from the store a slice of queries at a time.
+
+The judgments table (one row per labelled pooled pair) grows with the pool; a step reads the qrels of the queries
+it scores now, and lets the store count and aggregate the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from mama_pipeline.evaluation.judged_scoreboard import judged_qrels
+
+if TYPE_CHECKING:
+    from mama_pipeline.store import Store
+
+JUDGMENTS = "judgments"  # the judging group's asset and table
+QRELS_COLUMNS = ["query_id", "chunk_id", "score"]  # what judged_qrels reads of the judgments
+
+
+@dataclass
+class StoredQrels:
+    """Qrels (query_id, doc_id, relevance) of the stored judgments; ``dropped`` tallies the rows left out of the
+    qrels read so far (reason -> rows)."""
+
+    store: Store
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def of_queries(self, ids: list[str]) -> pl.DataFrame:
+        """The qrels of these queries, in the table's order."""
+        qrels, dropped = judged_qrels(self.store.read_table(JUDGMENTS, columns=QRELS_COLUMNS, where={"query_id": ids}))
+        for reason, n in dropped.items():
+            self.dropped[reason] = self.dropped.get(reason, 0) + n
+        return qrels
+
+    def relevant(self, at: int) -> pl.DataFrame:
+        """The qrels labelled ``at`` or more, in the table's order."""
+        sql = f'SELECT {", ".join(QRELS_COLUMNS)} FROM "{JUDGMENTS}" WHERE score >= ? ORDER BY rowid'
+        return judged_qrels(self.store.query(sql, [at]))[0]
+
+    def best(self) -> pl.DataFrame:
+        """(query_id, best): each labelled query's highest label."""
+        sql = f'SELECT query_id, max(score)::BIGINT AS best FROM "{JUDGMENTS}" GROUP BY query_id ORDER BY query_id'
+        return self.store.query(sql)
+
+    def outside(self, query_ids: list[str]) -> int:
+        """How many labelled pairs are of queries outside ``query_ids``."""
+        sql = f'SELECT count(*) AS n FROM "{JUDGMENTS}" WHERE query_id NOT IN (SELECT unnest(?))'
+        return self.store.query(sql, [list(query_ids)])["n"].item()
