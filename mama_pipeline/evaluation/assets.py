@@ -16,7 +16,7 @@ from mama_pipeline.circularity.flags import circularity_flags, circularity_notes
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import QUERIES
-from mama_pipeline.evaluation.audits import leak_audit
+from mama_pipeline.evaluation.audits import leak_summary, leaks
 from mama_pipeline.evaluation.beir_evaluation import (
     beir_report_inputs,
     evaluate_beir,
@@ -27,13 +27,19 @@ from mama_pipeline.evaluation.beir_evaluation import (
 from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
 from mama_pipeline.evaluation.clinician_note import clinician_notes
 from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
-from mama_pipeline.evaluation.judged_scoreboard import judged_qrels, scoring_plan
+from mama_pipeline.evaluation.judged_scoreboard import scoring_plan
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
-from mama_pipeline.evaluation.per_query_scoring import PER_QUERY_SCHEMA, board_of, per_query_blocks, wide_scoreboard
+from mama_pipeline.evaluation.per_query_scoring import (
+    PER_QUERY_SCHEMA,
+    board_of,
+    per_query_blocks,
+    query_slices,
+    wide_scoreboard,
+)
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
-from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, QRELS_COLUMNS, StoredQrels
+from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
 from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
@@ -73,13 +79,14 @@ AUDIT_SCHEMA = {
 }
 
 
-def judged_chunk_texts(store, at: int) -> pl.DataFrame:
-    """(chunk_id, text) of the chunks a judgment labels ``at`` or more, in corpus order: every relevant chunk's
-    text."""
+def judged_chunk_texts(store, at: int, query_ids: list[str] | None = None) -> pl.DataFrame:
+    """(chunk_id, text) of the chunks a judgment labels ``at`` or more (of ``query_ids`` only, when given), in
+    corpus order: the relevant chunks' texts."""
+    of_queries = " AND query_id IN (SELECT unnest(?))" if query_ids is not None else ""
     return store.query(
         f'SELECT chunk_id, text FROM "{CHUNKS_TABLE}" '
-        f'WHERE chunk_id IN (SELECT chunk_id FROM "{JUDGMENTS}" WHERE score >= ?) ORDER BY rowid',
-        [at],
+        f'WHERE chunk_id IN (SELECT chunk_id FROM "{JUDGMENTS}" WHERE score >= ?{of_queries}) ORDER BY rowid',
+        [at] if query_ids is None else [at, list(query_ids)],
     )
 
 
@@ -211,17 +218,20 @@ def evaluation_report(
     s = settings.get()
     ev = s.evaluation
     db = store.get()
-    judgments = db.read_table(JUDGMENTS, columns=[*QRELS_COLUMNS, "judge_model", "prompt_hash"])
+    labels = StoredQrels(db)
     chunks = db.read_table(CHUNKS_TABLE, columns=["corpus_version"])  # the header's version and count
     shown = list(dict.fromkeys([*ev.significance_measures, ev.headline_measure]))  # all the page reads per query
     per_query_results = db.read_table(PER_QUERY, where={"measure": shown})
     run = StoredRun(db, s.retrieval.retriever_names, run_files(s))
-    qrels, _ = judged_qrels(judgments)
-    leak, leaked = leak_audit(
-        queries.select("query_id", pl.col("query_text").alias("text")),
-        judged_chunk_texts(db, ev.lenient).select(pl.col("chunk_id").alias("doc_id"), "text"),
-        qrels,
-        ev.lenient,
+    texts = queries.select("query_id", pl.col("query_text").alias("text"))
+    leak, leaked = leak_summary(
+        leaks(
+            texts.filter(pl.col("query_id").is_in(ids)),
+            judged_chunk_texts(db, ev.lenient, ids).select(pl.col("chunk_id").alias("doc_id"), "text"),
+            labels.of_queries(ids),
+            ev.lenient,
+        )
+        for ids in query_slices(texts["query_id"].to_list())
     )
     mix_k = min(10, max(ev.cutoffs))
     audits = {name: db.read_table(name) if db.table_exists(name) else None for name in JUDGING_AUDITS}
@@ -237,7 +247,7 @@ def evaluation_report(
             board=scoreboard,
             significance=significance,
             headline=ev.headline_measure,
-            header=mamaretrieval_header(db, judgments, queries, chunks, qrels, scoreboard, ev),
+            header=mamaretrieval_header(db, labels, queries, chunks, scoreboard, ev),
             notes=[
                 f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
                 f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
@@ -250,8 +260,8 @@ def evaluation_report(
             segment_tests=SegmentResult(
                 segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)
             ),
-            label_counts=qrels.group_by("relevance").agg(pl.len().alias("count")),
-            label_mix=label_mix(run.slices(run.query_ids()), qrels, mix_k),
+            label_counts=labels.counts(),
+            label_mix=label_mix(run.slices(run.query_ids()), labels.of_queries, mix_k),
             mix_k=mix_k,
             reliability=audits["judge_reliability"],
             confusion=audits["judge_confusion"],
@@ -278,21 +288,22 @@ def evaluation_report(
 
 def mamaretrieval_header(
     db,
-    judgments: pl.DataFrame,
+    labels: StoredQrels,
     queries: pl.DataFrame,
     chunks: pl.DataFrame,
-    qrels: pl.DataFrame,
     board: pl.DataFrame,
     ev,
 ) -> list[tuple[str, str]]:
     """The report's facts: versions, models, prompt hashes, dates (of the judge's answers behind the stored
     judgments) and counts."""
+    judged = labels.judged_by()
+    pairs = labels.count()
 
     def values(df: pl.DataFrame, col: str) -> str:
         return ", ".join(sorted(str(v) for v in df[col].drop_nulls().unique().to_list())) if col in df.columns else ""
 
     dates = ""
-    if db.table_exists("llm_responses") and judgments.height:
+    if db.table_exists("llm_responses") and pairs:
         span = db.query(
             "SELECT min(created_at) AS first, max(created_at) AS last FROM llm_responses "
             f'WHERE cache_key IN (SELECT cache_key FROM "{JUDGMENTS}")'
@@ -302,13 +313,13 @@ def mamaretrieval_header(
     overall = board.filter(pl.col("tier") == "all")
     return [
         ("corpus version", values(chunks, "corpus_version")),
-        ("judge model", values(judgments, "judge_model")),
-        ("judge prompt hash", values(judgments, "prompt_hash")),
+        ("judge model", values(judged, "judge_model")),
+        ("judge prompt hash", values(judged, "prompt_hash")),
         ("query writer", f"{values(queries, 'model')} (prompt hash {values(queries, 'prompt_hash')})"),
         ("judged (answer dates)", dates or "n/a"),
         (
             "counts",
-            f"{chunks.height} chunks, {queries.height} queries, {qrels.height} judged pairs, "
+            f"{chunks.height} chunks, {queries.height} queries, {pairs} judged pairs, "
             f"{overall['retriever'].n_unique()} retrievers",
         ),
         ("relevance cuts", f"lenient >= {ev.lenient}, strict >= {ev.strict} (labels 0..{ev.max_grade})"),

@@ -9,7 +9,7 @@ their gold (relevant) documents, exactly and after case and whitespace folding.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +60,9 @@ def encoder_token_counter(spec, resolve: Callable[[str], Path]) -> tuple[Tokeniz
     return count, int(encoder.max_seq_length), encoder.source.label
 
 
+LEAK_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "match": pl.String}
+
+
 def leak_audit(
     queries: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, min_relevance: int = 1
 ) -> tuple[dict, pl.DataFrame]:
@@ -67,6 +70,13 @@ def leak_audit(
 
     ``queries`` (query_id, text), ``corpus`` (doc_id, text), ``qrels`` (query_id, doc_id, relevance).
     """
+    return leak_summary([leaks(queries, corpus, qrels, min_relevance)])
+
+
+def leaks(
+    queries: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, min_relevance: int = 1
+) -> tuple[pl.DataFrame, int]:
+    """(leaked rows, queries with a gold document) of these queries: a part of the leak audit."""
     gold = (
         qrels.filter(pl.col("relevance") >= min_relevance)
         .join(queries.select("query_id", pl.col("text").alias("query_text")), on="query_id")
@@ -78,10 +88,18 @@ def leak_audit(
             rows.append((q, d, "exact"))
         elif _fold(qt) and _fold(qt) in _fold(dt):
             rows.append((q, d, "case_whitespace"))
-    leaked = pl.DataFrame(
-        rows, schema={"query_id": pl.String, "doc_id": pl.String, "match": pl.String}, orient="row"
-    ).sort("query_id", "doc_id")
+    leaked = pl.DataFrame(rows, schema=LEAK_SCHEMA, orient="row")
     n_queries = queries.join(qrels.filter(pl.col("relevance") >= min_relevance), on="query_id", how="semi").height
+    return leaked, n_queries
+
+
+def leak_summary(parts: Iterable[tuple[pl.DataFrame, int]]) -> tuple[dict, pl.DataFrame]:
+    """The leak audit of parts holding disjoint queries (see ``leaks``): (summary, leaked rows)."""
+    frames, n_queries = [pl.DataFrame(schema=LEAK_SCHEMA)], 0
+    for leaked, n in parts:
+        frames.append(leaked)
+        n_queries += n
+    leaked = pl.concat(frames).sort("query_id", "doc_id")
     summary = {
         "queries_with_gold": n_queries,
         "leaked_exact": leaked.filter(pl.col("match") == "exact")["query_id"].n_unique(),

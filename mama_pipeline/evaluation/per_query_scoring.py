@@ -42,6 +42,12 @@ def run_in(run: pl.DataFrame) -> RunOf:
     return lambda ids: run.filter(pl.col("query_id").is_in(ids))
 
 
+def query_slices(query_ids: Sequence[str], size: int = QUERY_SLICE) -> Iterator[list[str]]:
+    """``query_ids`` in order, ``size`` at a time."""
+    for start in range(0, len(query_ids), size):
+        yield list(query_ids[start : start + size])
+
+
 def qrels_in(qrels: pl.DataFrame) -> QrelsOf:
     """Qrels held whole, read a slice of queries at a time."""
     return lambda ids: qrels.filter(pl.col("query_id").is_in(ids))
@@ -130,17 +136,15 @@ def per_query_blocks(
     answered = {} if answered is None else answered
     for name in names:
         answered[name] = 0
-        for start in range(0, len(query_ids), slice_size):
-            ids = pl.DataFrame(
-                {"query_id": list(query_ids[start : start + slice_size])}, schema={"query_id": pl.String}
-            )
-            part_run = check_run(run_of(ids["query_id"].to_list()), run_source)
+        for part in query_slices(query_ids, slice_size):
+            ids = pl.DataFrame({"query_id": part}, schema={"query_id": pl.String})
+            part_run = check_run(run_of(part), run_source)
             unknown = set(part_run["retriever"].unique().to_list()) - set(names)
             if unknown:
                 raise ValueError(f"run has retrievers {sorted(unknown)} that are not in {names}")
             part_run = part_run.filter(pl.col("retriever") == name)
             answered[name] += part_run["query_id"].n_unique()
-            part_qrels = check_qrels(qrels_of(ids["query_id"].to_list()), qrels_source)
+            part_qrels = check_qrels(qrels_of(part), qrels_source)
             values = [_library_values(part_run, part_qrels, [name], measures)]
             if plan.max_grade is not None:
                 values.append(_weighted_values(part_run, part_qrels, weighted, plan.max_grade))

@@ -62,15 +62,18 @@ class ReportInputs:
 Section = Callable[[ReportInputs, Path], str]
 
 
-def label_mix(run: pl.DataFrame | Iterable[pl.DataFrame], qrels: pl.DataFrame, k: int) -> pl.DataFrame:
+def label_mix(
+    run: pl.DataFrame | Iterable[pl.DataFrame], qrels: pl.DataFrame | Callable[[list[str]], pl.DataFrame], k: int
+) -> pl.DataFrame:
     """Share of each retriever's top-k slots by judged label ("unjudged" when no label); ``run`` may come in parts
-    holding whole queries (slices of queries)."""
+    holding whole queries (slices of queries), and ``qrels`` be a part's query ids -> their qrels."""
     counts = [pl.DataFrame(schema={"retriever": pl.String, "label": pl.String, "len": pl.UInt32})]
     for part in [run] if isinstance(run, pl.DataFrame) else run:
         top = part.sort("retriever", "query_id", "rank").filter(
             pl.int_range(pl.len()).over("retriever", "query_id") < k
         )
-        labelled = top.join(qrels, on=["query_id", "doc_id"], how="left").with_columns(
+        part_qrels = qrels(part["query_id"].unique().to_list()) if callable(qrels) else qrels
+        labelled = top.join(part_qrels, on=["query_id", "doc_id"], how="left").with_columns(
             pl.col("relevance").cast(pl.String).fill_null("unjudged").alias("label")
         )
         counts.append(labelled.group_by("retriever", "label").len())

@@ -5,8 +5,9 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.shared_inputs import QUERIES
-from mama_pipeline.evaluation.assets import CHUNKS_TABLE, JUDGMENTS, PER_QUERY, QRELS_COLUMNS, judged_chunk_texts
+from mama_pipeline.evaluation.assets import CHUNKS_TABLE, PER_QUERY, judged_chunk_texts
 from mama_pipeline.evaluation.segments import mamaretrieval_segments, segment_measures
+from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, QRELS_COLUMNS
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 

@@ -45,6 +45,19 @@ class StoredQrels:
         sql = f'SELECT query_id, max(score)::BIGINT AS best FROM "{JUDGMENTS}" GROUP BY query_id ORDER BY query_id'
         return self.store.query(sql)
 
+    def count(self) -> int:
+        """How many judged pairs hold a label."""
+        return self.store.query(f'SELECT count(*) AS n FROM "{JUDGMENTS}" WHERE score IS NOT NULL')["n"].item()
+
+    def counts(self) -> pl.DataFrame:
+        """(relevance, count): the judged pairs per label."""
+        sql = f'SELECT score AS relevance, count(*) AS count FROM "{JUDGMENTS}" WHERE score IS NOT NULL GROUP BY score'
+        return self.store.query(sql).select(pl.col("relevance").cast(pl.Int64), pl.col("count").cast(pl.UInt32))
+
+    def judged_by(self) -> pl.DataFrame:
+        """The distinct (judge_model, prompt_hash) of the labels."""
+        return self.store.query(f'SELECT DISTINCT judge_model, prompt_hash FROM "{JUDGMENTS}" ORDER BY ALL')
+
     def outside(self, query_ids: list[str]) -> int:
         """How many labelled pairs are of queries outside ``query_ids``."""
         sql = f'SELECT count(*) AS n FROM "{JUDGMENTS}" WHERE query_id NOT IN (SELECT unnest(?))'

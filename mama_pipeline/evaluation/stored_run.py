@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from mama_pipeline.evaluation.per_query_scoring import QUERY_SLICE
+from mama_pipeline.evaluation.per_query_scoring import QUERY_SLICE, query_slices
 from mama_pipeline.evaluation.runs import RUN_SCHEMA, rankings_to_run
 from mama_pipeline.store import PARTITION_COLUMN
 
@@ -68,8 +68,8 @@ class StoredRun:
 
     def slices(self, ids: list[str], size: int = QUERY_SLICE) -> Iterator[pl.DataFrame]:
         """The run rows of ``ids``, ``size`` queries at a time."""
-        for start in range(0, len(ids), size):
-            yield self.of_queries(ids[start : start + size])
+        for part in query_slices(ids, size):
+            yield self.of_queries(part)
 
     def rows_outside(self, query_ids: list[str]) -> int:
         """How many run rows are of queries outside ``query_ids`` (the stored ones counted by the store)."""

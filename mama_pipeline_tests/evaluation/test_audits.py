@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.audits import encoder_token_counter, leak_audit, truncation_audit
+from mama_pipeline.evaluation.audits import encoder_token_counter, leak_audit, leak_summary, leaks, truncation_audit
 
 
 def test_leak_audit_finds_verbatim_queries_in_their_gold_documents_only():
@@ -35,6 +35,20 @@ def test_leak_audit_finds_verbatim_queries_in_their_gold_documents_only():
     summary, leaked = leak_audit(queries, corpus, qrels)
     assert summary == {"queries_with_gold": 3, "leaked_exact": 1, "leaked_any": 2}
     assert leaked.rows() == [("q1", "d1", "exact"), ("q2", "d2", "case_whitespace")]
+    # in parts of disjoint queries (the order of the parts does not matter), and with no part at all
+    parts = [(["q2", "q4"], ["d2", "d4"]), (["q1", "q3"], ["d1"])]
+    summary, leaked = leak_summary(
+        leaks(
+            queries.filter(pl.col("query_id").is_in(q)),
+            corpus.filter(pl.col("doc_id").is_in(d)),
+            qrels.filter(pl.col("query_id").is_in(q)),
+        )
+        for q, d in parts
+    )
+    assert summary == {"queries_with_gold": 3, "leaked_exact": 1, "leaked_any": 2}
+    assert leaked.rows() == [("q1", "d1", "exact"), ("q2", "d2", "case_whitespace")]
+    summary, leaked = leak_summary([])
+    assert summary == {"queries_with_gold": 0, "leaked_exact": 0, "leaked_any": 0} and leaked.height == 0
 
 
 def test_truncation_audit_counts_documents_over_the_limit():

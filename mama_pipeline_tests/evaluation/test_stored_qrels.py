@@ -33,3 +33,6 @@ def test_relevant_best_and_outside_come_from_the_store(store):
     assert labels.best().rows() == [("q1", 6), ("q2", 3), ("q3", 2), ("q9", 5)]
     assert labels.outside(["q1", "q2", "q3"]) == 1
     assert labels.outside(["q1"]) == 4
+    assert labels.count() == 6
+    assert labels.counts().sort("relevance").rows() == [(0, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1)]
+    assert labels.judged_by().rows() == [("fake-judge", "h")]

@@ -55,6 +55,14 @@ def test_a_retrievers_rows_and_the_label_mix_read_in_parts(store):
     assert run.of_retriever("alpha").height == 62 * 20
     mix = label_mix(run.slices(run.query_ids(), 7), qrels, 3)
     assert mix.equals(label_mix(whole, qrels, 3))
+    asked = []
+
+    def qrels_of(ids):
+        asked.append(len(ids))
+        return qrels.filter(pl.col("query_id").is_in(ids))
+
+    assert label_mix(run.slices(run.query_ids(), 7), qrels_of, 3).equals(mix)
+    assert max(asked) == 7 and len(asked) == 9  # 62 queries
     assert mix.group_by("retriever").agg(pl.col("share").sum()).sort("retriever")["share"].to_list() == pytest.approx(
         [1.0, 1.0, 1.0]
     )
