@@ -4,24 +4,24 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.evaluation.assets import PER_QUERY
 from mama_pipeline.evaluation.held_out_gaps import TEST, retrieval_gaps
-from mama_pipeline.resources import SettingsResource
+from mama_pipeline.resources import SettingsResource, StoreResource
 
 
 @dg.asset(
     group_name="evaluation",
-    ins={"per_query_results": dg.AssetIn("per_query_results")},
+    deps=[PER_QUERY],
     description="Per retriever and tested measure (evaluation.significance_measures): the mean on the public and "
     "on the held-out queries (release.held_out's rule on query_id), the gap (public - held out) and an unpaired "
     "permutation test, and the relative gap (paired on the query: the retriever's value minus the others' mean) "
     "with the same test; no figures without a held-out part.",
 )
-def held_out_scoreboard(settings: SettingsResource, per_query_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def held_out_scoreboard(settings: SettingsResource, store: StoreResource) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     ev = s.evaluation
-    board = retrieval_gaps(
-        per_query_results, ev.significance_measures, s.release.held_out.rule("query_id"), ev.resamples, ev.seed
-    )
+    values = store.get().read_table(PER_QUERY, where={"measure": ev.significance_measures})  # the tested measures'
+    board = retrieval_gaps(values, ev.significance_measures, s.release.held_out.rule("query_id"), ev.resamples, ev.seed)
     return gap_output(s, board)
 
 
