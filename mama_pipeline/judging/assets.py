@@ -1,8 +1,9 @@
 """Dagster assets of graded relevance judging (group ``judging``).
 
 Inputs from other areas: ``pooled_pairs`` and ``audit_pool`` (query_id,
-chunk_id, ...), ``queries`` (query_id, query_text, tier, ...) and ``chunks``
-(chunk_id, text, source, page, corpus_version, ...).
+chunk_id, ...), ``queries`` (query_id, query_text, tier, ...) and ``corpus_chunks``
+(chunk_id, text, source, page, corpus_version, ...). A judging step reads the chunks of the pairs it judges
+from the store, and a shard only its own pooled pairs.
 """
 
 import dagster as dg
@@ -11,11 +12,11 @@ import polars as pl
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.judging.completeness import pool_recall
-from mama_pipeline.judging.judge import JudgeRun, judge_pairs
+from mama_pipeline.judging.judge import JudgeRun, judge_pairs, stored_chunks
 from mama_pipeline.judging.label_store import orphaned_labels
 from mama_pipeline.judging.reliability import pilot_sample, reference_audits
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.judging.sharding import in_shard, require_loaded_shards
+from mama_pipeline.judging.sharding import require_loaded_shards, shard_query_ids
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env
@@ -23,6 +24,7 @@ from mama_pipeline.store import PARTITION_COLUMN
 
 GROUP = "judging"
 JUDGED_LABELS = "judged_labels"  # the per-shard asset and table that judgments and judging_failures gather
+POOLED_PAIRS = "pooled_pairs"  # the retrieval group's asset and table: the pairs the shards judge
 
 
 def _judge(
@@ -33,7 +35,6 @@ def _judge(
     stage: str,
     pairs: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
 ) -> JudgeRun:
     s = settings.get()
     with llm.client(stage, context) as client:
@@ -42,7 +43,7 @@ def _judge(
             store.get(),
             pairs,
             queries,
-            chunks,
+            stored_chunks(store.get(), pairs),
             answer_model=output_model(getattr(s.llm, stage).reasoning),
             batch_pairs=s.judging.batch_pairs,
         )
@@ -59,16 +60,15 @@ def _with_tier(outcomes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
 @dg.asset(  # partitioned per query shard by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
     description="Every pooled pair of one query shard, labelled by the judge or listed as failed with its reason.",
-    ins={"chunks": CHUNKS, "queries": QUERIES},
+    deps=[POOLED_PAIRS, CHUNKS.key],
+    ins={"queries": QUERIES},
 )
 def judged_labels(
     context: dg.AssetExecutionContext,
     llm: LLMResource,
     settings: SettingsResource,
     store: StoreResource,
-    pooled_pairs: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     shards = settings.get().judging.shards
     try:
@@ -76,8 +76,11 @@ def judged_labels(
         require_loaded_shards(loaded, shards, settings.config_path or str(config_path_from_env()))
     except ValueError as exc:
         raise dg.Failure(str(exc)) from None
-    pairs = in_shard(pooled_pairs, context.partition_key, shards)
-    run = _judge(context, llm, settings, store, "judge", pairs, queries, chunks)
+    db = store.get()
+    pooled = db.query(f'SELECT DISTINCT query_id FROM "{POOLED_PAIRS}"')["query_id"]
+    mine = shard_query_ids(pooled, context.partition_key, shards)
+    pairs = db.read_table(POOLED_PAIRS, columns=["query_id", "chunk_id"], where={"query_id": mine})
+    run = _judge(context, llm, settings, store, "judge", pairs, queries)
     return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
 
 
@@ -171,7 +174,8 @@ def judge_pilot_sample(settings: SettingsResource, judgments: pl.DataFrame) -> d
     group_name=GROUP,
     description="Each reference judge's labels on the pilot sample (or failures): llm.reference_judge and, when "
     "set, llm.cross_model_judge (column reference_stage).",
-    ins={"chunks": CHUNKS, "queries": QUERIES},
+    deps=[CHUNKS.key],
+    ins={"queries": QUERIES},
 )
 def reference_judgments(
     context: dg.AssetExecutionContext,
@@ -180,11 +184,10 @@ def reference_judgments(
     store: StoreResource,
     judge_pilot_sample: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
     frames, meta, calls = [], {}, 0
     for stage in reference_judge_stages(settings.get().llm):
-        run = _judge(context, llm, settings, store, stage, judge_pilot_sample, queries, chunks)
+        run = _judge(context, llm, settings, store, stage, judge_pilot_sample, queries)
         frames.append(
             _with_tier(run.outcomes, queries).with_columns(
                 reference_stage=pl.lit(stage), reference_model=pl.lit(run.judge_model)
@@ -244,7 +247,8 @@ def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, refer
 @dg.asset(
     group_name=GROUP,
     description="Audit pool pairs labelled by the judge; only pairs without a stored label are asked.",
-    ins={"chunks": CHUNKS, "queries": QUERIES},
+    deps=[CHUNKS.key],
+    ins={"queries": QUERIES},
 )
 def audit_judgments(
     context: dg.AssetExecutionContext,
@@ -253,9 +257,8 @@ def audit_judgments(
     store: StoreResource,
     audit_pool: pl.DataFrame,
     queries: pl.DataFrame,
-    chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    run = _judge(context, llm, settings, store, "judge", audit_pool, queries, chunks)
+    run = _judge(context, llm, settings, store, "judge", audit_pool, queries)
     return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
 
 

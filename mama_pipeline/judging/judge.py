@@ -26,6 +26,7 @@ from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.store import Store
 
 CHUNK_COLUMNS = ["chunk_id", "text", "source", "page", "corpus_version"]  # what a judged pair reads of its chunk
+CORPUS_TABLE = "corpus_chunks"  # the corpus group's asset and table
 OUTCOME_SCHEMA = {
     "query_id": pl.String,
     "chunk_id": pl.String,
@@ -62,6 +63,12 @@ class JudgeRun:
             "new_labels": self.new_labels,
             **self.client_metadata,
         }
+
+
+def stored_chunks(store: Store, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The stored chunks (CHUNK_COLUMNS) of the pairs' chunk ids, in corpus order: what judging them reads."""
+    ids = pairs.get_column("chunk_id").unique().to_list()
+    return store.read_table(CORPUS_TABLE, columns=CHUNK_COLUMNS, where={"chunk_id": ids})
 
 
 def _item_id(query_id: str, chunk_id: str) -> str:

@@ -7,6 +7,7 @@ adding queries never moves existing ones between shards.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import polars as pl
 
@@ -20,11 +21,14 @@ def shard_of(query_id: str, shards: int) -> str:
 
 def in_shard(df: pl.DataFrame, shard: str, shards: int) -> pl.DataFrame:
     """Rows of ``df`` whose ``query_id`` falls in ``shard``."""
+    return df.filter(pl.col("query_id").is_in(shard_query_ids(df.get_column("query_id").unique(), shard, shards)))
+
+
+def shard_query_ids(query_ids: Iterable[str], shard: str, shards: int) -> list[str]:
+    """The ids of ``query_ids`` that fall in ``shard``."""
     if shard not in shard_keys(shards):
         raise ValueError(f"partition {shard!r} is not one of the {shards} configured shards")
-    ids = df.get_column("query_id").unique()
-    mine = [q for q in ids.to_list() if shard_of(q, shards) == shard]
-    return df.filter(pl.col("query_id").is_in(mine))
+    return [q for q in query_ids if shard_of(q, shards) == shard]
 
 
 def require_loaded_shards(loaded: int, configured: int, config_path: str) -> None:

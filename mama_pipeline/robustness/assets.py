@@ -14,7 +14,7 @@ import polars as pl
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
-from mama_pipeline.judging.judge import CHUNK_COLUMNS, judge_pairs
+from mama_pipeline.judging.judge import judge_pairs, stored_chunks
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import ranking_violations
@@ -180,12 +180,6 @@ def parent_rows(store: Store, table: str, key: str, columns: list[str]) -> RowsO
     return lambda parents: store.read_table(table, columns=columns, where={key: parents})
 
 
-def chunks_to_judge(store: Store, pairs: pl.DataFrame) -> pl.DataFrame:
-    """The stored chunks (CHUNK_COLUMNS) of the pairs' chunk ids, in corpus order."""
-    ids = pairs.get_column("chunk_id").unique().to_list()
-    return store.read_table(CORPUS, columns=CHUNK_COLUMNS, where={"chunk_id": ids})
-
-
 @dg.multi_asset(
     group_name=GROUP,
     deps=[RANKINGS, JUDGMENTS, CORPUS],
@@ -231,7 +225,7 @@ def variant_labels(
             db,
             to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
             queries,
-            chunks_to_judge(db, to_judge),
+            stored_chunks(db, to_judge),
             answer_model=output_model(s.llm.judge.reasoning),
             batch_pairs=s.judging.batch_pairs,
         )
