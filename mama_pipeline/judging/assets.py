@@ -14,7 +14,7 @@ from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.judging.completeness import pool_recall
 from mama_pipeline.judging.judge import JudgeRun, judge_pairs, stored_chunks
 from mama_pipeline.judging.label_store import orphaned_labels
-from mama_pipeline.judging.reliability import pilot_sample, reference_audits
+from mama_pipeline.judging.reliability import AGREEMENT_COLUMNS, pilot_sample, reference_audits, stored_judges
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.judging.sharding import require_loaded_shards, shard_query_ids
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
@@ -201,6 +201,7 @@ def reference_judgments(
 
 @dg.multi_asset(
     group_name=GROUP,
+    deps=["judgments"],
     outs={
         "judge_reliability": dg.AssetOut(
             description="Agreement of the judge with each reference judge on the pilot, named by what it measures "
@@ -212,10 +213,16 @@ def reference_judgments(
         ),
     },
 )
-def judge_reliability(settings: SettingsResource, judgments: pl.DataFrame, reference_judgments: pl.DataFrame):
+def judge_reliability(settings: SettingsResource, store: StoreResource, reference_judgments: pl.DataFrame):
     j = settings.get().judging
-    metrics, confusion = reference_audits(judgments, reference_judgments, j.lenient_cut, j.strict_cut)
-    meta: dict = {"judge_identities": ", ".join(sorted(set(judgments.get_column("judge_identity").drop_nulls())))}
+    db = store.get()
+    pilot = reference_judgments.select("query_id", "chunk_id").unique()
+    main = db.read_table(
+        "judgments", columns=AGREEMENT_COLUMNS, where={"query_id": pilot["query_id"].unique().to_list()}
+    ).join(pilot, on=["query_id", "chunk_id"], how="semi")  # the pilot pairs' labels
+    judges = stored_judges(db)
+    metrics, confusion = reference_audits(main, reference_judgments, j.lenient_cut, j.strict_cut, judges)
+    meta: dict = {"judge_identities": ", ".join(sorted(set(judges.get_column("judge_identity").drop_nulls())))}
     refused = []
     for stage, kind, model, note in (
         metrics.select("reference_stage", "audit", "reference_model", "note").unique(maintain_order=True).iter_rows()

@@ -6,7 +6,7 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.judging.assets import judgments
-from mama_pipeline.judging.reliability import same_judge_reason
+from mama_pipeline.judging.reliability import same_judge_reason, stored_judges
 from mama_pipeline.llm.failure_bounds import judge_failures
 from mama_pipeline.resources import SettingsResource, StoreResource
 
@@ -68,22 +68,20 @@ def failure_rate_under_bound(
 
 @dg.asset_check(
     asset=dg.AssetKey("judge_reliability"),
-    additional_ins={
-        "judgments": dg.AssetIn("judgments", metadata={"columns": ["judge_identity"]}),
-        "reference_judgments": dg.AssetIn("reference_judgments"),
-    },
+    additional_ins={"reference_judgments": dg.AssetIn("reference_judgments")},
     blocking=True,
     description="Each reference judge is another judge (another seed, temperature or endpoint: self-consistency; "
     "another model: cross-model agreement): agreement of a judge with its own cached labels is not a figure.",
 )
 def reference_is_another_judge(
-    judge_reliability: pl.DataFrame, judgments: pl.DataFrame, reference_judgments: pl.DataFrame
+    store: StoreResource, judge_reliability: pl.DataFrame, reference_judgments: pl.DataFrame
 ) -> dg.AssetCheckResult:
+    judges = stored_judges(store.get())
     labelled = reference_judgments.filter(pl.col("status") == "labelled")
     reasons = [
         r
         for stage in reference_judgments.get_column("reference_stage").unique().sort()
-        if (r := same_judge_reason(judgments, labelled.filter(pl.col("reference_stage") == stage)))
+        if (r := same_judge_reason(judges, labelled.filter(pl.col("reference_stage") == stage)))
     ]
     notes = judge_reliability.get_column("note").drop_nulls().unique().sort().to_list()
     audits = judge_reliability.select("reference_stage", "audit", "reference_model").unique().sort("reference_stage")

@@ -7,6 +7,7 @@ self-consistency (test-retest); one on another model, cross-model agreement.
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -14,7 +15,12 @@ import polars as pl
 from mama_pipeline.common.strata import round_robin_sample
 from mama_pipeline.llm.reference_audit import audit_kind
 
+if TYPE_CHECKING:
+    from mama_pipeline.store import Store
+
 SCORES = 7  # score levels 0..6
+COMPARED = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]  # per pair
+AGREEMENT_COLUMNS = [*COMPARED, "judge_model", "judge_identity"]  # what the audits read of the judge's labels
 
 
 def score_band(score: pl.Expr, lenient: int, strict: int) -> pl.Expr:
@@ -46,6 +52,11 @@ def pilot_sample(judgments: pl.DataFrame, size: int, seed: int, lenient: int, st
         .cast(schema)
     )
     return round_robin_sample(df, ["tier", "band"], ["query_id", "chunk_id"], size, seed)
+
+
+def stored_judges(store: Store) -> pl.DataFrame:
+    """The distinct (judge_model, judge_identity) of the stored judgments."""
+    return store.query('SELECT DISTINCT judge_model, judge_identity FROM "judgments" ORDER BY ALL')
 
 
 def same_judge_reason(main: pl.DataFrame, reference: pl.DataFrame) -> str | None:
@@ -87,8 +98,7 @@ def agreement(
     (rows: main judge score, columns ``ref_0``..``ref_6``: reference judge score).
     Per-dimension agreement on D2..D4 is over pairs both judges put on topic.
     """
-    cols = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
-    both = main.select(cols).join(reference.select(cols), on=["query_id", "chunk_id"], suffix="_ref")
+    both = main.select(COMPARED).join(reference.select(COMPARED), on=["query_id", "chunk_id"], suffix="_ref")
     a = both.get_column("score").to_numpy().astype(int)
     b = both.get_column("score_ref").to_numpy().astype(int)
     n = len(a)
@@ -124,7 +134,7 @@ def agreement(
 
 
 def reference_audits(
-    main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict: int
+    main: pl.DataFrame, reference: pl.DataFrame, lenient: int, strict: int, judges: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`agreement` of the judge with each reference stage, each named by what it measures.
 
@@ -132,14 +142,16 @@ def reference_audits(
     reference_stage and reference_model. Both tables gain those two and audit:
     ``self_consistency`` when the reference ran one of the judge's models, else
     ``cross_model``. Metrics also gain note; their values are null (the note says why)
-    when the reference is the judge itself.
+    when the reference is the judge itself. ``judges`` (judge_model, judge_identity) names every model and
+    identity of the judge's labels (default: ``main``'s), so ``main`` may hold the compared pairs alone.
     """
-    models = set(main.get_column("judge_model").drop_nulls())
+    judges = main if judges is None else judges
+    models = set(judges.get_column("judge_model").drop_nulls())
     metric_frames, confusion_frames = [], []
     for stage, model in reference.select("reference_stage", "reference_model").unique(maintain_order=True).iter_rows():
         rows = reference.filter((pl.col("reference_stage") == stage) & (pl.col("status") == "labelled"))
         metrics, confusion = agreement(main, rows, lenient, strict)
-        refused = same_judge_reason(main, rows)
+        refused = same_judge_reason(judges, rows)
         label = [
             pl.lit(stage).alias("reference_stage"),
             pl.lit(audit_kind(models, model)).alias("audit"),

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.judging.label_score import score_verdicts
-from mama_pipeline.judging.reliability import agreement, pilot_sample
+from mama_pipeline.judging.reliability import agreement, pilot_sample, reference_audits
 
 # (d1, d2, d3, d4) of the main and the reference judge on six pairs
 MAIN = [(True, 2, 2, 2), (True, 1, 1, 1), (False, 0, 0, 0), (True, 2, 1, 2), (True, 1, 0, 0), (True, 2, 2, 1)]
@@ -93,3 +93,25 @@ def test_pilot_takes_everything_from_small_strata():
     df = judged(600).filter((pl.col("score") < 5) | (pl.col("chunk_id") == "c0009"))
     a = pilot_sample(df, 40, seed=7, lenient=3, strict=5)
     assert a.height == 40 and a.filter(pl.col("band") == "strict").height == 1
+
+
+def test_audits_name_the_judges_of_every_label_beside_the_compared_pairs():
+    """``main`` may hold the pilot pairs alone: the judge's models and identities come from ``judges``."""
+    main = labels(MAIN).with_columns(judge_model=pl.lit("judge-a"), judge_identity=pl.lit("http://a|judge-a|t0"))
+    reference = labels(REF).with_columns(
+        judge_model=pl.lit("judge-b"),
+        judge_identity=pl.lit("http://b|judge-b|t0"),
+        status=pl.lit("labelled"),
+        reference_stage=pl.lit("reference_judge"),
+        reference_model=pl.lit("judge-b"),
+    )
+    metrics, _ = reference_audits(main, reference, 3, 5)
+    assert metrics["audit"].unique().to_list() == ["cross_model"] and metrics["note"].null_count() == metrics.height
+    # another label of the judge (not in the pilot) was made by judge-b at the reference's identity
+    judges = pl.DataFrame(
+        {"judge_model": ["judge-a", "judge-b"], "judge_identity": ["http://a|judge-a|t0", "http://b|judge-b|t0"]}
+    )
+    metrics, _ = reference_audits(main, reference, 3, 5, judges)
+    assert metrics["audit"].unique().to_list() == ["self_consistency"]
+    assert metrics["value"].null_count() == metrics.height
+    assert "the reference judge is the judge itself (model judge-b" in metrics["note"][0]
