@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from mama_pipeline.store import Store
+from mama_pipeline.store import BOUNDED, Store
 from mama_pipeline.store.duckdb_store import ddl_path
 
 LABEL_TABLE = "judgment_labels"
@@ -102,7 +102,7 @@ def stored_labels(
     ensure_label_table(store)
     where, extra = _version_filter(judge_identity)
     sql = f"SELECT * FROM {LABEL_TABLE} l WHERE {where}"
-    with store.connect() as con:
+    with store.connect(settings=BOUNDED) as con:  # the scan of every label must not fill DuckDB's buffers
         if pairs is not None:
             con.register("_pairs", pairs.select("query_id", "chunk_id").to_arrow())
             sql += " AND EXISTS (SELECT 1 FROM _pairs p WHERE p.query_id = l.query_id AND p.chunk_id = l.chunk_id)"
