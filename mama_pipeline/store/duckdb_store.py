@@ -74,8 +74,8 @@ def ddl_path(table: str) -> Path:
 
 
 class Store:
-    """Locked access to the pipeline's DuckDB database file. Reads inside a write of this thread (and inside the
-    slices of a :meth:`write_table`, whichever DuckDB thread pulls them) go through the write connection."""
+    """Locked access to the pipeline's DuckDB database file. Reads inside a write of this thread (e.g. those of the
+    slices of a :meth:`write_table`) go through the write connection."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -155,52 +155,28 @@ class Store:
     def write_table(self, table: str, df: pl.DataFrame | Iterable[pl.DataFrame], partition: str | None = None) -> int:
         """Replace a table, or one partition of it, atomically; return the rows written.
 
-        ``df`` may be slices (at least one, of one schema): they stream in order into one insert, so memory
-        grows with a slice; a slice may read the store (the committed data, through the write connection, in
-        whichever thread DuckDB pulls it). When ``sql/tables/<table>.sql`` exists the table is created from it and
-        rows are inserted by column name, so the DDL is the enforced contract.
+        ``df`` may be slices (at least one, of one schema): each is inserted by its own statement, in order, in the
+        one transaction, so memory grows with a slice (DuckDB held every slice's arrow rows until the end of one
+        statement streaming them all); a slice may read the store (the committed data, through the write
+        connection). When ``sql/tables/<table>.sql`` exists the table is created from it and rows are
+        inserted by column name, so the DDL is the enforced contract.
         """
+        slices = iter([df]) if isinstance(df, pl.DataFrame) else iter(df)
+        first = next(slices, None)  # pulled before the write opens
+        if first is None:
+            raise ValueError(f"write_table {table}: no slices to write")
         rows = 0
-        writer: list[duckdb.DuckDBPyConnection] = []  # the write connection, once open
-
-        def pulled(parts: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-            """The slices, each computed with this thread's reads going through the write connection (DuckDB
-            pulls them in its own threads, outside the writer's)."""
-            parts, end = iter(parts), object()
-            while True:
-                if writer:
-                    with _reads_through(self.path.resolve(), writer[0]):
-                        part = next(parts, end)
-                else:
-                    part = next(parts, end)  # the first slice, pulled before the write opens
-                if part is end:
-                    return
-                yield part
-
-        def arrow(part: pl.DataFrame):
-            nonlocal rows
-            rows += part.height
-            if partition is not None:
-                part = part.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
-            return part.to_arrow()
-
-        if isinstance(df, pl.DataFrame):
-            incoming = arrow(df)
-        else:
-            import pyarrow as pa
-
-            slices = map(arrow, pulled(df))
-            first = next(slices, None)
-            if first is None:
-                raise ValueError(f"write_table {table}: no slices to write")
-            batches = (b for tbl in itertools.chain([first], slices) for b in tbl.to_batches())
-            incoming = pa.RecordBatchReader.from_batches(first.schema, batches)
         with self.connect(write=True) as con:
-            writer.append(con)
-            con.register("_incoming", incoming)
-            if _replace(con, table, partition):
-                con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
-            con.unregister("_incoming")
+            into = _replace(con, table, partition)
+            for part in itertools.chain([first], slices):
+                rows += part.height
+                if partition is not None:
+                    part = part.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
+                if into:
+                    _from_arrow(con, f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming', part.to_arrow())
+                else:  # no DDL: the first slice makes the table
+                    _from_arrow(con, f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming', part.to_arrow())
+                    into = True
         return rows
 
     def read_table(
@@ -260,8 +236,8 @@ def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 
 def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) -> bool:
-    """Clear what ``_incoming`` replaces (the table, or its partition), creating the table when missing; False
-    when the table was created from ``_incoming`` (its rows are in), True when they are still to insert."""
+    """Clear what a write replaces (the table, or its partition), creating the table from its DDL when missing;
+    False when the table is still to create from the written rows (no DDL, and no partitioned table to add to)."""
     ddl = ddl_path(table)
     if ddl.exists():
         if partition is None:
@@ -272,10 +248,17 @@ def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) 
             con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
         return True
     if partition is None or not _exists(con, table):
-        con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming')
         return False
     con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
     return True
+
+
+def _from_arrow(con: duckdb.DuckDBPyConnection, sql: str, incoming) -> None:
+    """Run ``sql`` reading the arrow rows ``incoming`` as ``_incoming``. DuckDB finds them by this frame's variable
+    name (its replacement scan), not through ``register``: a registered view, even unregistered, holds its rows
+    until the transaction ends (the dropped catalog entry stays for the transaction), every slice of a write."""
+    _incoming = incoming  # noqa: F841 (read by name by DuckDB)
+    con.execute(sql)
 
 
 def _add_new_columns(con: duckdb.DuckDBPyConnection, table: str, ddl: str) -> None:

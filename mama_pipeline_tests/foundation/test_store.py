@@ -152,7 +152,7 @@ def test_slices_of_a_write_read_the_committed_store_and_a_read_of_another_thread
     from mama_pipeline.store import duckdb_store
 
     store = Store(tmp_path / "mama.duckdb")
-    slices, rows = 40, 20_000  # enough for DuckDB to pull most slices in its own threads, outside the writer's
+    slices, rows = 40, 20_000  # each slice its own insert statement of the one write
     store.write_table("src", pl.DataFrame({"k": [i // rows for i in range(slices * rows)], "v": range(slices * rows)}))
     store.write_table("dst", pl.DataFrame({"k": [-1], "v": [-1]}))
     elsewhere: dict[str, object] = {}
