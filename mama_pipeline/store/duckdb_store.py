@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
 BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
+KEY_LINE = re.compile(r"^-- key: *(.+?) *$", re.MULTILINE)  # a DDL's "-- key: a, b": columns no two rows share
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 _writing: dict[tuple[Path, int], duckdb.DuckDBPyConnection] = {}  # (database file, thread id) -> its write connection
 
@@ -71,6 +73,22 @@ def hold_open(path: str | os.PathLike[str]) -> Iterator[None]:
 
 def ddl_path(table: str) -> Path:
     return SQL_DIR / "tables" / f"{table}.sql"
+
+
+class DuplicateKeyError(ValueError):
+    """Rows of a write share the key their table's DDL declares; the write was rolled back."""
+
+
+def declared_key(table: str) -> list[str]:
+    """The key columns of a ``-- key: a, b`` line in ``sql/tables/<table>.sql``; none without DDL or line.
+
+    Such a key stands for a PRIMARY KEY the table cannot afford: DuckDB holds a key's index of every row a
+    transaction inserts in memory until it commits and, under a memory limit, fails rather than spill. The
+    store checks it once a write's rows are in, in the write's transaction (:func:`check_key`); the DDL makes
+    its columns NOT NULL."""
+    ddl = ddl_path(table)
+    line = KEY_LINE.search(ddl.read_text()) if ddl.exists() else None
+    return [c.strip() for c in line.group(1).split(",")] if line else []
 
 
 class Store:
@@ -159,14 +177,17 @@ class Store:
         one transaction, so memory grows with a slice (DuckDB held every slice's arrow rows until the end of one
         statement streaming them all); a slice may read the store (the committed data, through the write
         connection). When ``sql/tables/<table>.sql`` exists the table is created from it and rows are
-        inserted by column name, so the DDL is the enforced contract.
+        inserted by column name, so the DDL is the enforced contract; a key it declares (:func:`declared_key`) is
+        checked once every row is in, the write under :data:`BOUNDED` (a duplicate raises
+        :class:`DuplicateKeyError` and nothing is written).
         """
         slices = iter([df]) if isinstance(df, pl.DataFrame) else iter(df)
         first = next(slices, None)  # pulled before the write opens
         if first is None:
             raise ValueError(f"write_table {table}: no slices to write")
         rows = 0
-        with self.connect(write=True) as con:
+        key = declared_key(table)
+        with self.connect(write=True, settings=BOUNDED if key else None) as con:
             into = _replace(con, table, partition)
             for part in itertools.chain([first], slices):
                 rows += part.height
@@ -177,6 +198,7 @@ class Store:
                 else:  # no DDL: the first slice makes the table
                     _from_arrow(con, f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming', part.to_arrow())
                     into = True
+            check_key(con, table, key)
         return rows
 
     def read_table(
@@ -210,8 +232,8 @@ class Store:
     def replace_from_query(self, table: str, select_sql: str, params: list | None = None) -> int:
         """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
         the rows never pass through Python. Like :meth:`write_table`, a table with ``sql/tables/<table>.sql`` is
-        created from it and filled by column name; rows are stored in the query's order, DuckDB's memory bounded
-        (:data:`BOUNDED`). Returns the rows written."""
+        created from it and filled by column name (a key it declares checked); rows are stored in the query's
+        order, DuckDB's memory bounded (:data:`BOUNDED`). Returns the rows written."""
         with self.connect(write=True, settings=BOUNDED) as con:
             ddl = ddl_path(table)
             if not ddl.exists():
@@ -219,7 +241,9 @@ class Store:
                 return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
             con.execute(f'DROP TABLE IF EXISTS "{table}"')
             con.execute(ddl.read_text())
-            return con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
+            rows = con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
+            check_key(con, table, declared_key(table))
+            return rows
 
 
 def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -251,6 +275,26 @@ def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) 
         return False
     con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
     return True
+
+
+def check_key(con: duckdb.DuckDBPyConnection, table: str, key: Sequence[str]) -> None:
+    """Raise :class:`DuplicateKeyError` naming a ``key`` that two rows of ``table`` share (nothing without a key).
+    The candidates are the rows whose hash of the key another row has; they are grouped again on the key itself,
+    so a hash collision is no duplicate. Both aggregations spill under :data:`BOUNDED`, where an index of every
+    key would not."""
+    if not key:
+        return
+    cols = ", ".join(f'"{c}"' for c in key)
+    shared = con.execute(
+        f'SELECT {cols} FROM "{table}" WHERE hash({cols}) IN '
+        f'(SELECT hash({cols}) FROM "{table}" GROUP BY ALL HAVING count(*) > 1) '
+        "GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
+    ).fetchone()
+    if shared is not None:
+        named = ", ".join(f"{c} = {v!r}" for c, v in zip(key, shared, strict=True))
+        raise DuplicateKeyError(
+            f"table {table!r}: more than one row with key ({', '.join(key)}), e.g. {named}; nothing written"
+        )
 
 
 def _from_arrow(con: duckdb.DuckDBPyConnection, sql: str, incoming) -> None:
