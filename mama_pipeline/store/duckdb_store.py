@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
 BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
+KEY_LINE = re.compile(r"^-- key: *(.+?) *$", re.MULTILINE)  # a DDL's "-- key: a, b": columns no two rows share
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 _writing: dict[tuple[Path, int], duckdb.DuckDBPyConnection] = {}  # (database file, thread id) -> its write connection
 
@@ -73,9 +75,25 @@ def ddl_path(table: str) -> Path:
     return SQL_DIR / "tables" / f"{table}.sql"
 
 
+class DuplicateKeyError(ValueError):
+    """Rows of a write share the key their table's DDL declares; the write was rolled back."""
+
+
+def declared_key(table: str) -> list[str]:
+    """The key columns of a ``-- key: a, b`` line in ``sql/tables/<table>.sql``; none without DDL or line.
+
+    Such a key stands for a PRIMARY KEY the table cannot afford: DuckDB holds a key's index of every row a
+    transaction inserts in memory until it commits and, under a memory limit, fails rather than spill. The
+    store checks it once a write's rows are in, in the write's transaction (:func:`check_key`); the DDL makes
+    its columns NOT NULL."""
+    ddl = ddl_path(table)
+    line = KEY_LINE.search(ddl.read_text()) if ddl.exists() else None
+    return [c.strip() for c in line.group(1).split(",")] if line else []
+
+
 class Store:
-    """Locked access to the pipeline's DuckDB database file. Reads inside a write of this thread (and inside the
-    slices of a :meth:`write_table`, whichever DuckDB thread pulls them) go through the write connection."""
+    """Locked access to the pipeline's DuckDB database file. Reads inside a write of this thread (e.g. those of the
+    slices of a :meth:`write_table`) go through the write connection."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -155,52 +173,32 @@ class Store:
     def write_table(self, table: str, df: pl.DataFrame | Iterable[pl.DataFrame], partition: str | None = None) -> int:
         """Replace a table, or one partition of it, atomically; return the rows written.
 
-        ``df`` may be slices (at least one, of one schema): they stream in order into one insert, so memory
-        grows with a slice; a slice may read the store (the committed data, through the write connection, in
-        whichever thread DuckDB pulls it). When ``sql/tables/<table>.sql`` exists the table is created from it and
-        rows are inserted by column name, so the DDL is the enforced contract.
+        ``df`` may be slices (at least one, of one schema): each is inserted by its own statement, in order, in the
+        one transaction, so memory grows with a slice (DuckDB held every slice's arrow rows until the end of one
+        statement streaming them all); a slice may read the store (the committed data, through the write
+        connection). When ``sql/tables/<table>.sql`` exists the table is created from it and rows are
+        inserted by column name, so the DDL is the enforced contract; a key it declares (:func:`declared_key`) is
+        checked once every row is in, the write under :data:`BOUNDED` (a duplicate raises
+        :class:`DuplicateKeyError` and nothing is written).
         """
+        slices = iter([df]) if isinstance(df, pl.DataFrame) else iter(df)
+        first = next(slices, None)  # pulled before the write opens
+        if first is None:
+            raise ValueError(f"write_table {table}: no slices to write")
         rows = 0
-        writer: list[duckdb.DuckDBPyConnection] = []  # the write connection, once open
-
-        def pulled(parts: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-            """The slices, each computed with this thread's reads going through the write connection (DuckDB
-            pulls them in its own threads, outside the writer's)."""
-            parts, end = iter(parts), object()
-            while True:
-                if writer:
-                    with _reads_through(self.path.resolve(), writer[0]):
-                        part = next(parts, end)
-                else:
-                    part = next(parts, end)  # the first slice, pulled before the write opens
-                if part is end:
-                    return
-                yield part
-
-        def arrow(part: pl.DataFrame):
-            nonlocal rows
-            rows += part.height
-            if partition is not None:
-                part = part.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
-            return part.to_arrow()
-
-        if isinstance(df, pl.DataFrame):
-            incoming = arrow(df)
-        else:
-            import pyarrow as pa
-
-            slices = map(arrow, pulled(df))
-            first = next(slices, None)
-            if first is None:
-                raise ValueError(f"write_table {table}: no slices to write")
-            batches = (b for tbl in itertools.chain([first], slices) for b in tbl.to_batches())
-            incoming = pa.RecordBatchReader.from_batches(first.schema, batches)
-        with self.connect(write=True) as con:
-            writer.append(con)
-            con.register("_incoming", incoming)
-            if _replace(con, table, partition):
-                con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
-            con.unregister("_incoming")
+        key = declared_key(table)
+        with self.connect(write=True, settings=BOUNDED if key else None) as con:
+            into = _replace(con, table, partition)
+            for part in itertools.chain([first], slices):
+                rows += part.height
+                if partition is not None:
+                    part = part.with_columns(pl.lit(partition).alias(PARTITION_COLUMN))
+                if into:
+                    _from_arrow(con, f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming', part.to_arrow())
+                else:  # no DDL: the first slice makes the table
+                    _from_arrow(con, f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming', part.to_arrow())
+                    into = True
+            check_key(con, table, key)
         return rows
 
     def read_table(
@@ -234,8 +232,8 @@ class Store:
     def replace_from_query(self, table: str, select_sql: str, params: list | None = None) -> int:
         """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
         the rows never pass through Python. Like :meth:`write_table`, a table with ``sql/tables/<table>.sql`` is
-        created from it and filled by column name; rows are stored in the query's order, DuckDB's memory bounded
-        (:data:`BOUNDED`). Returns the rows written."""
+        created from it and filled by column name (a key it declares checked); rows are stored in the query's
+        order, DuckDB's memory bounded (:data:`BOUNDED`). Returns the rows written."""
         with self.connect(write=True, settings=BOUNDED) as con:
             ddl = ddl_path(table)
             if not ddl.exists():
@@ -243,7 +241,9 @@ class Store:
                 return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
             con.execute(f'DROP TABLE IF EXISTS "{table}"')
             con.execute(ddl.read_text())
-            return con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
+            rows = con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
+            check_key(con, table, declared_key(table))
+            return rows
 
 
 def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -260,8 +260,8 @@ def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 
 def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) -> bool:
-    """Clear what ``_incoming`` replaces (the table, or its partition), creating the table when missing; False
-    when the table was created from ``_incoming`` (its rows are in), True when they are still to insert."""
+    """Clear what a write replaces (the table, or its partition), creating the table from its DDL when missing;
+    False when the table is still to create from the written rows (no DDL, and no partitioned table to add to)."""
     ddl = ddl_path(table)
     if ddl.exists():
         if partition is None:
@@ -272,10 +272,37 @@ def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) 
             con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
         return True
     if partition is None or not _exists(con, table):
-        con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming')
         return False
     con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
     return True
+
+
+def check_key(con: duckdb.DuckDBPyConnection, table: str, key: Sequence[str]) -> None:
+    """Raise :class:`DuplicateKeyError` naming a ``key`` that two rows of ``table`` share (nothing without a key).
+    The candidates are the rows whose hash of the key another row has; they are grouped again on the key itself,
+    so a hash collision is no duplicate. Both aggregations spill under :data:`BOUNDED`, where an index of every
+    key would not."""
+    if not key:
+        return
+    cols = ", ".join(f'"{c}"' for c in key)
+    shared = con.execute(
+        f'SELECT {cols} FROM "{table}" WHERE hash({cols}) IN '
+        f'(SELECT hash({cols}) FROM "{table}" GROUP BY ALL HAVING count(*) > 1) '
+        "GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
+    ).fetchone()
+    if shared is not None:
+        named = ", ".join(f"{c} = {v!r}" for c, v in zip(key, shared, strict=True))
+        raise DuplicateKeyError(
+            f"table {table!r}: more than one row with key ({', '.join(key)}), e.g. {named}; nothing written"
+        )
+
+
+def _from_arrow(con: duckdb.DuckDBPyConnection, sql: str, incoming) -> None:
+    """Run ``sql`` reading the arrow rows ``incoming`` as ``_incoming``. DuckDB finds them by this frame's variable
+    name (its replacement scan), not through ``register``: a registered view, even unregistered, holds its rows
+    until the transaction ends (the dropped catalog entry stays for the transaction), every slice of a write."""
+    _incoming = incoming  # noqa: F841 (read by name by DuckDB)
+    con.execute(sql)
 
 
 def _add_new_columns(con: duckdb.DuckDBPyConnection, table: str, ddl: str) -> None:

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.store import Store
+from mama_pipeline.store.duckdb_store import DuplicateKeyError, declared_key
 
 
 def test_partition_replace_is_atomic_and_isolated(store):
@@ -76,6 +77,78 @@ def test_sliced_rows_meet_the_ddl_like_one_frame(store):
     with pytest.raises(Exception, match="NOT NULL"):
         store.write_table("llm_failures", iter([frame, frame.with_columns(stage=pl.lit(None, pl.String))]))
     assert store.read_table("llm_failures")["cache_key"].to_list() == ["k", "k2"]
+
+
+def _labels(*keys: tuple[str, str]) -> pl.DataFrame:
+    """variant_labels rows (sql/tables/variant_labels.sql) of the given (variant_id, chunk_id) keys."""
+    return pl.DataFrame(
+        [
+            {
+                "variant_id": v,
+                "parent_id": v.split("~")[0],
+                "kind": v.split("~")[1],
+                "chunk_id": c,
+                "d1_topic": True,
+                "d2_meaningful": 1,
+                "d3_actionable": 2,
+                "d4_density": 1,
+                "score": 2,
+                "origin": "inherited",
+                "judge_model": "m",
+                "prompt_hash": "h",
+            }
+            for v, c in keys
+        ]
+    )
+
+
+def test_variant_labels_declare_their_key_and_a_primary_key_is_no_declared_key():
+    assert declared_key("variant_labels") == ["variant_id", "chunk_id"]
+    assert declared_key("judgments") == []  # its key is a PRIMARY KEY, enforced by DuckDB
+    assert declared_key("no_such_table") == []
+
+
+def test_a_keyed_write_stores_rows_sharing_a_column_but_not_the_key(store):
+    keys = [("q1~noise", "c2"), ("q1~noise", "c1"), ("q1~shorthand", "c1"), ("q2~noise", "c1")]
+    assert store.write_table("variant_labels", iter([_labels(*keys[:3]), _labels(keys[3])])) == 4
+    assert store.read_table("variant_labels").select("variant_id", "chunk_id").rows() == keys  # in written order
+
+
+def test_a_duplicate_key_fails_the_write_in_one_line_and_leaves_the_table_as_it_was(store):
+    before = [("q1~noise", "c1"), ("q1~noise", "c2")]
+    store.write_table("variant_labels", _labels(*before))
+    message = (
+        "table 'variant_labels': more than one row with key (variant_id, chunk_id), "
+        "e.g. variant_id = 'q2~noise', chunk_id = 'c7'; nothing written"
+    )
+    with pytest.raises(DuplicateKeyError) as across_slices:
+        store.write_table(
+            "variant_labels", iter([_labels(("q2~noise", "c7"), ("q2~noise", "c8")), _labels(("q2~noise", "c7"))])
+        )
+    assert str(across_slices.value) == message
+    with pytest.raises(DuplicateKeyError) as in_one_frame:
+        store.write_table("variant_labels", _labels(("q2~noise", "c7"), ("q3~noise", "c1"), ("q2~noise", "c7")))
+    assert str(in_one_frame.value) == message
+    assert store.read_table("variant_labels").select("variant_id", "chunk_id").rows() == before  # rolled back
+
+    store.write_table("src", _labels(("q2~noise", "c7"), ("q2~noise", "c7")))  # no DDL: no key
+    with pytest.raises(DuplicateKeyError) as from_query:
+        store.replace_from_query("variant_labels", "SELECT * FROM src")
+    assert str(from_query.value) == message
+    assert store.read_table("variant_labels").select("variant_id", "chunk_id").rows() == before
+
+
+def test_a_keyed_write_runs_bounded_and_its_settings_are_reset_after(store):
+    seen = []
+
+    def slices():
+        yield _labels(("q1~noise", "c1"))
+        seen.append(store.query("SELECT current_setting('memory_limit') AS m")["m"].item())  # through the write
+        yield _labels(("q1~noise", "c2"))
+
+    store.write_table("variant_labels", slices())
+    assert seen == ["488.2 MiB"]  # BOUNDED's 512 MB, as DuckDB shows it
+    assert store.query("SELECT current_setting('memory_limit') AS m")["m"].item() != "488.2 MiB"
 
 
 def _writer(path: str, n: int) -> None:
@@ -152,7 +225,7 @@ def test_slices_of_a_write_read_the_committed_store_and_a_read_of_another_thread
     from mama_pipeline.store import duckdb_store
 
     store = Store(tmp_path / "mama.duckdb")
-    slices, rows = 40, 20_000  # enough for DuckDB to pull most slices in its own threads, outside the writer's
+    slices, rows = 40, 20_000  # each slice its own insert statement of the one write
     store.write_table("src", pl.DataFrame({"k": [i // rows for i in range(slices * rows)], "v": range(slices * rows)}))
     store.write_table("dst", pl.DataFrame({"k": [-1], "v": [-1]}))
     elsewhere: dict[str, object] = {}
