@@ -11,6 +11,13 @@ from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, QRELS_COLUMNS
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 
+def relevant_judgments(store, at: int) -> pl.DataFrame:
+    """The judgments (query_id, chunk_id, score) labelled ``at`` or more: all the segments take of the pool's
+    labels (the relevant chunks' lengths), not every judged pair."""
+    columns = ", ".join(f'"{c}"' for c in QRELS_COLUMNS)
+    return store.query(f'SELECT {columns} FROM "{JUDGMENTS}" WHERE score >= ? ORDER BY rowid', [at])
+
+
 @dg.multi_asset(
     group_name="evaluation",
     deps=[PER_QUERY, JUDGMENTS, CHUNKS_TABLE],
@@ -36,7 +43,7 @@ def segment_scoreboard(
     db = store.get()
     result = mamaretrieval_segments(
         db.read_table(PER_QUERY, where={"measure": segment_measures(s.evaluation)}),
-        db.read_table(JUDGMENTS, columns=QRELS_COLUMNS),
+        relevant_judgments(db, s.evaluation.lenient),
         queries,
         judged_chunk_texts(db, s.evaluation.lenient),
         s.evaluation,

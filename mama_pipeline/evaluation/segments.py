@@ -198,7 +198,8 @@ def mamaretrieval_segments(
     tier_order: Sequence[str] = (),
 ) -> SegmentResult:
     """Segments of the mamaretrieval scoreboard from its stored per-query values (relevant: label >= lenient);
-    ``chunks`` (chunk_id, text) holds at least the relevant chunks."""
+    ``judgments`` holds at least the relevant ones (the others play no part), ``chunks`` (chunk_id, text) at
+    least the relevant chunks."""
     from mama_pipeline.evaluation.judged_scoreboard import check_measures, judged_qrels
     from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 

@@ -109,7 +109,9 @@ def _stats(cfg) -> Stats:
     deps=["per_query_results", "multipassage_per_query", SUBMISSION_SCORES],
     ins={
         "query_variants": dg.AssetIn("query_variants"),
-        "robustness_per_query": dg.AssetIn("robustness_per_query"),
+        "robustness_per_query": dg.AssetIn(  # the variant side alone (lb_inputs.robustness_per_query)
+            "robustness_per_query", metadata={"columns": ["retriever", "parent_id", "kind", "measure", "variant"]}
+        ),
     },
     description="Leaderboards of mamaretrieval's main, robustness and multi-passage tracks: configured retrievers "
     "and every submission side by side, 95% bootstrap intervals, Judged@k beside every measure, paired tests of "

@@ -6,6 +6,8 @@ has one partition per configured retriever, fixed when definitions load; the
 pools read the partitions they need from the store.
 """
 
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import dagster as dg
@@ -15,9 +17,16 @@ from mama_pipeline.common.observed_inputs import observed_input, settings_files_
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
-from mama_pipeline.retrieval.pooling import check_current, pool_pairs, pool_stats, stratified_query_sample
+from mama_pipeline.retrieval.pooling import (
+    pool_slices,
+    pool_stats,
+    require_retrievers,
+    sliced_pool_stats,
+    stratified_query_sample,
+)
 from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
 
 GROUP = "retrieval"
 INPUT_FILES = "retrieval_input_files"
@@ -29,12 +38,12 @@ retrieval_input_files = observed_input(
     "size and modification time).",
     lambda s: settings_files_fingerprint(s.retrieval, s.resolve),
 )
-RANKINGS_TABLE = "rankings"
 INPUTS = {"chunks": dg.AssetIn("corpus_chunks"), "queries": dg.AssetIn("generated_queries")}
 POOL_INPUTS = {  # the pools check ranked ids against the current tables: the chunk ids are all they read of chunks
     **INPUTS,
     "chunks": dg.AssetIn("corpus_chunks", metadata={"columns": ["chunk_id"]}),
 }
+POOLED_PAIRS_TABLE = "pooled_pairs"
 
 
 def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
@@ -84,35 +93,44 @@ def rankings(
 )
 def pooled_pairs(
     settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame, queries: pl.DataFrame
-) -> dg.Output[pl.DataFrame]:
+) -> dg.Output:  # slices (Iterator[pl.DataFrame]): no Dagster type for an iterator
+    # a slice of queries at a time, their ranks 1..pool_depth alone: memory grows with a slice, not with the pool;
+    # the metadata comes before the slices are written: a first pass over them keeps only their counts
     r = settings.get().retrieval
-    stored = store.get().read_table(RANKINGS_TABLE, partitions=r.pooled)
-    check_current(stored, chunks, queries)
-    pool = pool_pairs(stored, r.pooled, r.pool_depth, queries, r.include_seed_chunk)
+    stored = StoredRankings(store.get(), r.pooled)
+    stored.check_current(chunks, queries)
+    require_retrievers(stored.present(), r.pooled)
+
+    def slices() -> Iterator[pl.DataFrame]:
+        ranked_of = partial(stored.top, r.pool_depth)
+        return pool_slices(ranked_of, r.pooled, r.pool_depth, queries, r.include_seed_chunk)
+
+    stats = sliced_pool_stats(slices(), r.pooled, queries.height)
     meta = {"retrievers": ", ".join(r.pooled), "depth": r.pool_depth, "include_seed_chunk": r.include_seed_chunk}
-    return dg.Output(pool, metadata={**meta, **pool_stats(pool, r.pooled, queries.height)})
+    return dg.Output(slices(), metadata={**meta, **stats})
 
 
 @dg.asset(
     group_name=GROUP,
-    deps=[rankings],
-    ins={**POOL_INPUTS, "pooled_pairs": dg.AssetIn("pooled_pairs", metadata={"columns": ["query_id", "chunk_id"]})},
+    deps=[rankings, pooled_pairs],  # the sampled queries' pairs of pooled_pairs, read from the store
+    ins=POOL_INPUTS,
     description="Completeness-audit pool: a wider pool (more retrievers or deeper) on a tier-stratified, "
     "seeded query sample; in_main_pool marks pairs already in pooled_pairs.",
 )
 def audit_pool(
-    settings: SettingsResource,
-    store: StoreResource,
-    chunks: pl.DataFrame,
-    queries: pl.DataFrame,
-    pooled_pairs: pl.DataFrame,
+    settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame, queries: pl.DataFrame
 ) -> dg.Output[pl.DataFrame]:
     r = settings.get().retrieval
     a = r.audit
-    stored = store.get().read_table(RANKINGS_TABLE, partitions=r.audited)
-    check_current(stored, chunks, queries)
+    db = store.get()
+    stored = StoredRankings(db, r.audited)
+    stored.check_current(chunks, queries)
     sample = stratified_query_sample(queries, a.n_queries, a.seed)
-    pool = build_audit_pool(stored, r.audited, a.depth, sample, r.include_seed_chunk, pooled_pairs)
+    ids = sample.get_column("query_id").cast(pl.String).to_list()
+    main = db.read_table(POOLED_PAIRS_TABLE, columns=["query_id", "chunk_id"], where={"query_id": ids})
+    pool = build_audit_pool(
+        stored.top(a.depth, ids), r.audited, a.depth, sample, r.include_seed_chunk, main, stored.present()
+    )
     per_tier = sample.group_by("tier").agg(pl.len()).sort("tier")
     meta = {
         "retrievers": ", ".join(r.audited),

@@ -9,6 +9,7 @@ seeded query sample, flagged with whether each pair is already in the main pool.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,14 +25,53 @@ POOL_SCHEMA = {
 }
 
 
+POOL_SLICE = 2000  # queries pooled at a time by pool_slices
+
+
 def pool_pairs(
-    rankings: pl.DataFrame, retrievers: list[str], depth: int, queries: pl.DataFrame, include_seed: bool
+    rankings: pl.DataFrame,
+    retrievers: list[str],
+    depth: int,
+    queries: pl.DataFrame,
+    include_seed: bool,
+    present: Iterable[str] | None = None,
 ) -> pl.DataFrame:
-    """Union of each retriever's top ``depth`` for every query in ``queries``."""
-    have = set(rankings["retriever"].unique().to_list())
+    """Union of each retriever's top ``depth`` for every query in ``queries``. ``present``: the retrievers the
+    stored rankings hold, when ``rankings`` holds only some of their rows (default: those in ``rankings``)."""
+    require_retrievers(rankings["retriever"].unique().to_list() if present is None else present, retrievers)
+    return _pool(rankings, retrievers, depth, queries, include_seed)
+
+
+def require_retrievers(present: Iterable[str], retrievers: list[str]) -> None:
+    """Fail when a pooled retriever has no stored rankings."""
+    have = set(present)
     missing = [r for r in retrievers if r not in have]
     if missing:
         raise ValueError(f"pool: no rankings for retriever(s) {missing}; materialise those rankings partitions first")
+
+
+def pool_slices(
+    ranked_of: Callable[[list[str]], pl.DataFrame],
+    retrievers: list[str],
+    depth: int,
+    queries: pl.DataFrame,
+    include_seed: bool,
+    per_slice: int = POOL_SLICE,
+) -> Iterator[pl.DataFrame]:
+    """:func:`pool_pairs` ``per_slice`` queries at a time, in query_id order (the slices, concatenated, are the
+    whole pool, rows in the same order; at least one slice, empty when there are no queries). ``ranked_of(ids)``
+    gives those queries' rankings (at least ranks 1..``depth`` of ``retrievers``); check the retrievers are
+    present (:func:`require_retrievers`) first."""
+    ids = queries.get_column("query_id").cast(pl.String).unique().sort().to_list()
+    for start in range(0, max(len(ids), 1), per_slice):
+        mine = ids[start : start + per_slice]
+        part = queries.filter(pl.col("query_id").cast(pl.String).is_in(mine))
+        yield _pool(ranked_of(mine), retrievers, depth, part, include_seed)
+
+
+def _pool(
+    rankings: pl.DataFrame, retrievers: list[str], depth: int, queries: pl.DataFrame, include_seed: bool
+) -> pl.DataFrame:
     qids = queries.select(pl.col("query_id").cast(pl.String))
     retrieved = (
         rankings.filter(pl.col("retriever").is_in(retrievers) & (pl.col("rank") <= depth))
@@ -79,22 +119,37 @@ def check_current(rankings: pl.DataFrame, chunks: pl.DataFrame, queries: pl.Data
 
 def pool_stats(pool: pl.DataFrame, retrievers: list[str], n_queries: int) -> dict[str, Any]:
     """Pool size distribution and each retriever's (unique) contribution, for Dagster metadata."""
-    sizes = pool.group_by("query_id").agg(n=pl.len())["n"]
+    return sliced_pool_stats([pool], retrievers, n_queries)
+
+
+def sliced_pool_stats(slices: Iterable[pl.DataFrame], retrievers: list[str], n_queries: int) -> dict[str, Any]:
+    """:func:`pool_stats` of a pool given as slices, each holding whole queries (one slice in memory at a time)."""
+    per_slice, pairs, seed_pairs, seed_retrieved = [], 0, 0, 0
+    pairs_from, only_from = dict.fromkeys(retrievers, 0), dict.fromkeys(retrievers, 0)
+    for pool in slices:
+        per_slice.append(pool.group_by("query_id").agg(n=pl.len())["n"])
+        pairs += pool.height
+        seed_pairs += int(pool["is_seed"].sum())
+        seed_retrieved += pool.filter(pl.col("is_seed") & (pl.col("retrievers").list.len() > 0)).height
+        for name in retrievers:
+            mine = pool.filter(pl.col("retrievers").list.contains(name))
+            pairs_from[name] += mine.height
+            only_from[name] += mine.filter(pl.col("retrievers").list.len() == 1).height
+    sizes = pl.concat(per_slice) if per_slice else pl.Series("n", [], pl.UInt32)
     stats: dict[str, Any] = {
         "queries": n_queries,
         "queries_in_pool": sizes.len(),
-        "pairs": pool.height,
+        "pairs": pairs,
         "pool_size_mean": round(float(sizes.mean()), 3) if sizes.len() else 0.0,
         "pool_size_median": float(sizes.median()) if sizes.len() else 0.0,
         "pool_size_min": int(sizes.min()) if sizes.len() else 0,
         "pool_size_max": int(sizes.max()) if sizes.len() else 0,
-        "seed_pairs": int(pool["is_seed"].sum()),
-        "seed_pairs_retrieved": int(pool.filter(pl.col("is_seed") & (pl.col("retrievers").list.len() > 0)).height),
+        "seed_pairs": seed_pairs,
+        "seed_pairs_retrieved": seed_retrieved,
     }
     for name in retrievers:
-        mine = pool.filter(pl.col("retrievers").list.contains(name))
-        stats[f"pairs_from/{name}"] = mine.height
-        stats[f"pairs_only_from/{name}"] = mine.filter(pl.col("retrievers").list.len() == 1).height
+        stats[f"pairs_from/{name}"] = pairs_from[name]
+        stats[f"pairs_only_from/{name}"] = only_from[name]
     return stats
 
 
@@ -135,9 +190,11 @@ def audit_pool(
     sample: pl.DataFrame,
     include_seed: bool,
     main_pool: pl.DataFrame,
+    present: Iterable[str] | None = None,
 ) -> pl.DataFrame:
-    """The wider pool on the sampled queries, with ``in_main_pool`` marking pairs already pooled."""
-    wide = pool_pairs(rankings, retrievers, depth, sample, include_seed)
+    """The wider pool on the sampled queries, with ``in_main_pool`` marking pairs already pooled (``main_pool``
+    may hold the sampled queries' pairs alone; ``present`` as for :func:`pool_pairs`)."""
+    wide = pool_pairs(rankings, retrievers, depth, sample, include_seed, present)
     main = main_pool.select("query_id", "chunk_id").with_columns(in_main_pool=pl.lit(True))
     return wide.join(main, on=["query_id", "chunk_id"], how="left").with_columns(
         in_main_pool=pl.col("in_main_pool").fill_null(False)

@@ -9,6 +9,8 @@ import polars as pl
 
 from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.evaluation.per_query_files import read_per_query_file
+from mama_pipeline.evaluation.segment_assets import relevant_judgments
+from mama_pipeline.evaluation.segments import mamaretrieval_segments
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -135,6 +137,18 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     assert got.height == tiers.height and np.allclose(got["mean"], got["value"])
     seg_sig = store.read_table("segment_significance")
     assert seg_sig.filter(pl.col("dimension") == "tier").height == 3 * 5  # three tiers x five measures, one pair
+    # the segments read the relevant judgments alone: the same tables as from every judged pair
+    settings = load_settings(cfg)
+    whole = mamaretrieval_segments(
+        store.read_table("per_query_results"),
+        store.read_table("judgments"),
+        store.read_table("generated_queries"),
+        store.read_table("corpus_chunks"),
+        settings.evaluation,
+        list(settings.corpus.tiers),
+    )
+    assert segments.equals(whole.board) and seg_sig.equals(whole.significance)
+    assert relevant_judgments(store, settings.evaluation.lenient).height < store.read_table("judgments").height
     assert (seg_sig["n_queries"] >= 10).all()
 
     per_query_dir = tmp_path / "data" / "results" / "per_query" / "mamaretrieval"

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 import yaml
 
+from mama_pipeline.retrieval.pooling import audit_pool, pool_pairs, pool_stats, stratified_query_sample
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame, with_query_provenance
 
@@ -86,6 +87,16 @@ def test_imported_runs_fusion_and_pools(tmp_path):
     meta = report["steps"][-1]["metadata"]
     assert meta["pooled_pairs"]["pairs"] == str(pool.height)
     assert meta["audit_pool"]["sampled_queries"] == "2"
+    # the pools read ranks 1..depth a slice of queries at a time: the same rows and metadata as the pools built
+    # from every stored row (the whole-table path they replaced)
+    whole = pool_pairs(rankings, ["a", "b"], 2, queries, include_seed=True)
+    assert pool.equals(whole)
+    assert {k: str(v) for k, v in pool_stats(whole, ["a", "b"], queries.height).items()}.items() <= meta[
+        "pooled_pairs"
+    ].items()
+    audited = meta["audit_pool"]["retrievers"].split(", ")
+    sample = stratified_query_sample(queries, 2, 3)
+    assert audit.equals(audit_pool(rankings, audited, 4, sample, True, whole))
 
 
 def test_a_pooled_reranker_is_a_rankings_partition(tmp_path, fake_llm):
