@@ -7,15 +7,8 @@ from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.shared_inputs import QUERIES
 from mama_pipeline.evaluation.assets import CHUNKS_TABLE, PER_QUERY, judged_chunk_texts
 from mama_pipeline.evaluation.segments import mamaretrieval_segments, segment_measures
-from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, QRELS_COLUMNS
+from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
 from mama_pipeline.resources import SettingsResource, StoreResource
-
-
-def relevant_judgments(store, at: int) -> pl.DataFrame:
-    """The judgments (query_id, chunk_id, score) labelled ``at`` or more: all the segments take of the pool's
-    labels (the relevant chunks' lengths), not every judged pair."""
-    columns = ", ".join(f'"{c}"' for c in QRELS_COLUMNS)
-    return store.query(f'SELECT {columns} FROM "{JUDGMENTS}" WHERE score >= ? ORDER BY rowid', [at])
 
 
 @dg.multi_asset(
@@ -43,7 +36,7 @@ def segment_scoreboard(
     db = store.get()
     result = mamaretrieval_segments(
         db.read_table(PER_QUERY, where={"measure": segment_measures(s.evaluation)}),
-        relevant_judgments(db, s.evaluation.lenient),
+        StoredQrels(db).judged_at(s.evaluation.lenient),  # all the segments take of the labels
         queries,
         judged_chunk_texts(db, s.evaluation.lenient),
         s.evaluation,

@@ -35,10 +35,14 @@ class StoredQrels:
             self.dropped[reason] = self.dropped.get(reason, 0) + n
         return qrels
 
+    def judged_at(self, at: int) -> pl.DataFrame:
+        """The judgments (QRELS_COLUMNS) labelled ``at`` or more, in the table's order."""
+        sql = f'SELECT {", ".join(QRELS_COLUMNS)} FROM "{JUDGMENTS}" WHERE score >= ? ORDER BY rowid'
+        return self.store.query(sql, [at])
+
     def relevant(self, at: int) -> pl.DataFrame:
         """The qrels labelled ``at`` or more, in the table's order."""
-        sql = f'SELECT {", ".join(QRELS_COLUMNS)} FROM "{JUDGMENTS}" WHERE score >= ? ORDER BY rowid'
-        return judged_qrels(self.store.query(sql, [at]))[0]
+        return judged_qrels(self.judged_at(at))[0]
 
     def best(self) -> pl.DataFrame:
         """(query_id, best): each labelled query's highest label."""

@@ -9,8 +9,8 @@ import polars as pl
 
 from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
 from mama_pipeline.evaluation.per_query_files import read_per_query_file
-from mama_pipeline.evaluation.segment_assets import relevant_judgments
 from mama_pipeline.evaluation.segments import mamaretrieval_segments
+from mama_pipeline.evaluation.stored_qrels import StoredQrels
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -148,7 +148,7 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
         list(settings.corpus.tiers),
     )
     assert segments.equals(whole.board) and seg_sig.equals(whole.significance)
-    assert relevant_judgments(store, settings.evaluation.lenient).height < store.read_table("judgments").height
+    assert StoredQrels(store).judged_at(settings.evaluation.lenient).height < store.read_table("judgments").height
     assert (seg_sig["n_queries"] >= 10).all()
 
     per_query_dir = tmp_path / "data" / "results" / "per_query" / "mamaretrieval"
