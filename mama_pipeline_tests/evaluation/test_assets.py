@@ -90,13 +90,18 @@ def _materialize(cfg, queries, judgments, selection):
     return result
 
 
-def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, monkeypatch):
-    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+def _ranked(tmp_path):
+    """The inputs, the configuration and a store holding alpha's and beta's rankings."""
     queries, rankings, judgments = _inputs()
-    cfg = _config(tmp_path)
     store = Store(tmp_path / "data" / "mama.duckdb")
     for name in ("alpha", "beta"):
         store.write_table("rankings", rankings.filter(pl.col("retriever") == name), partition=name)
+    return queries, judgments, _config(tmp_path), store
+
+
+def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, monkeypatch):
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    queries, judgments, cfg, store = _ranked(tmp_path)
 
     evaluation = dg.AssetSelection.assets(
         "scoreboard",
@@ -243,11 +248,7 @@ def test_the_scoreboard_step_reads_labels_and_values_in_parts(tmp_path, monkeypa
     """The judgments are read a slice of queries at a time and the per-query values a retriever or a measure at a
     time; the means, files and metadata agree with the stored values."""
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
-    queries, rankings, judgments = _inputs()
-    cfg = _config(tmp_path)
-    store = Store(tmp_path / "data" / "mama.duckdb")
-    for name in ("alpha", "beta"):
-        store.write_table("rankings", rankings.filter(pl.col("retriever") == name), partition=name)
+    queries, judgments, cfg, store = _ranked(tmp_path)
     reads: list[tuple[str, dict]] = []
     read_table = Store.read_table
 
