@@ -54,6 +54,8 @@ robustness_input_files = observed_input(
 )
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 JUDGMENTS = "judgments"  # the judging group's asset and table
+RANKED_COLUMNS = ["query_id", "retriever", "rank", "chunk_id"]  # what the steps read of a ranking (not its score)
+VARIANT_RANKINGS = dg.AssetIn("variant_rankings", metadata={"columns": RANKED_COLUMNS})
 CORPUS = "corpus_chunks"  # the corpus group's asset and table
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "robustness")
@@ -68,7 +70,8 @@ def clean_rankings(s: PipelineSettings, store: Store, variants: pl.DataFrame) ->
     """(scored retrievers, their stored clean rankings of the variants' parents); one without any is refused."""
     names, _ = retriever_order(s.retrieval, s.robustness.retrievers)
     parents = variants.get_column("parent_id").unique().sort().to_list()
-    return names, clean_rankings_of(store.read_table(RANKINGS, partitions=names), names, parents)
+    stored = store.read_table(RANKINGS, partitions=names, columns=RANKED_COLUMNS, where={"query_id": parents})
+    return names, clean_rankings_of(stored, names, parents)
 
 
 @dg.multi_asset(
@@ -186,7 +189,7 @@ def parent_rows(store: Store, table: str, key: str, columns: list[str]) -> RowsO
     ins={
         "queries": QUERIES,
         "query_variants": dg.AssetIn("query_variants"),
-        "variant_rankings": dg.AssetIn("variant_rankings"),
+        "variant_rankings": VARIANT_RANKINGS,
     },
     outs={
         "variant_labels": dg.AssetOut(
@@ -279,9 +282,9 @@ def stored_labels(store: Store) -> LabelsOf:
     deps=[RANKINGS, "variant_labels"],
     ins={
         "query_variants": dg.AssetIn("query_variants"),
-        "variant_rankings": dg.AssetIn("variant_rankings"),
-        "variant_decisions": dg.AssetIn("variant_decisions"),
-        "variant_holes": dg.AssetIn("variant_holes"),
+        "variant_rankings": VARIANT_RANKINGS,
+        "variant_decisions": dg.AssetIn("variant_decisions", metadata={"columns": ["kind", "status"]}),  # counted
+        "variant_holes": dg.AssetIn("variant_holes", metadata={"columns": ["sides", "status"]}),  # on the page
     },
     outs={
         "robustness_scoreboard": dg.AssetOut(

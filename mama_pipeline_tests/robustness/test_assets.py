@@ -154,8 +154,20 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     config = setup(tmp_path, fake_llm.url)
     store = Store(tmp_path / "data" / "mama.duckdb")
+    reads: list[tuple[list | None, list]] = []  # (columns, where columns) of every read of the rankings table
+    read_table = Store.read_table
+
+    def spy(self, table, partitions=None, columns=None, where=None):
+        if table == "rankings":
+            reads.append((columns, sorted(where or {})))
+        return read_table(self, table, partitions, columns, where)
+
+    monkeypatch.setattr(Store, "read_table", spy)
     with dg.instance_for_test() as instance:
         first = materialise(config, instance)
+        monkeypatch.setattr(Store, "read_table", read_table)
+        # the clean rankings: the parents' ranks without their scores, in the holes' and the scoreboard's step
+        assert reads == [(["query_id", "retriever", "rank", "chunk_id"], ["query_id"])] * 2
         loaded = {
             e.event_specific_data.input_name
             for e in first.all_events
