@@ -68,7 +68,7 @@ def measure(a) -> dict:
     spec = RetrievalSettings.model_validate({"retrievers": [settings]}).retriever("bm25")
     work = Path(a.work) / f"heap-{a.one}"
     shutil.rmtree(work, ignore_errors=True)
-    env = RetrievalEnv(Store(work / "db.duckdb"), work, Path, lambda names: None, log=lambda m: None)
+    env = RetrievalEnv(Store(work / "db.duckdb"), work, Path, lambda names, ids: None, log=lambda m: None)
     t0 = time.perf_counter()
     out = run_retriever(spec, chunks, queries, DEPTH, env)
     wall = time.perf_counter() - t0

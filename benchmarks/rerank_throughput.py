@@ -53,7 +53,9 @@ def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
     run_path = work / f"bm25_top{depth}.parquet"
     if not run_path.exists():
         spec = RetrievalSettings.model_validate({"retrievers": [{"name": "bm25", "kind": "bm25"}]}).retriever("bm25")
-        env = RetrievalEnv(Store(work / "bm25.duckdb"), work / "bm25", Path, lambda n: None, log=lambda m: None)
+        env = RetrievalEnv(
+            Store(work / "bm25.duckdb"), work / "bm25", Path, lambda names, ids: None, log=lambda m: None
+        )
         t0 = time.perf_counter()
         run_retriever(spec, chunks, queries, depth, env).rankings.write_parquet(run_path)
         log(f"BM25 top-{depth} for {queries.height} queries: {time.perf_counter() - t0:.1f} s ({load()})")

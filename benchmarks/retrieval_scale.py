@@ -133,7 +133,9 @@ def phase_bm25_ours(a) -> dict:
     spec = RetrievalSettings.model_validate({"retrievers": [{"name": "bm25", "kind": "bm25"}]}).retriever("bm25")
     work = Path(a.work)
     shutil.rmtree(work / "ours", ignore_errors=True)
-    env = RetrievalEnv(Store(work / "ours" / "db.duckdb"), work / "ours", Path, lambda n: None, log=lambda m: None)
+    env = RetrievalEnv(
+        Store(work / "ours" / "db.duckdb"), work / "ours", Path, lambda names, ids: None, log=lambda m: None
+    )
     t1 = time.perf_counter()
     out = run_retriever(spec, chunks, queries, a.top_k, env)
     run = time.perf_counter() - t1

@@ -160,7 +160,7 @@ def rag_rankings(chunks_path: str, queries: pl.DataFrame, k: int, work: str) -> 
         store=Store(Path(work) / "retrieval.duckdb"),
         work_dir=Path(work) / "retrieval",
         resolve=Path,
-        load_rankings=lambda n: None,
+        load_rankings=lambda names, ids: None,
         log=lambda m: None,
     )
     out = run_retriever(Bm25Retriever(name="bm25", kind="bm25"), pl.read_parquet(chunks_path), queries, k, env)

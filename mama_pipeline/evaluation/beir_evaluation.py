@@ -97,18 +97,18 @@ def run_registry(
     names: list[str], chunks: pl.DataFrame, queries: pl.DataFrame, depth: int, retrieval_settings, env_factory
 ) -> tuple[pl.DataFrame, dict[str, dict]]:
     """Rankings of the named registry retrievers (in order: fusions after their runs) and their metadata."""
-    from mama_pipeline.retrieval.registry import run_retriever
+    from mama_pipeline.retrieval.registry import rankings_in, run_retriever
 
     done: dict[str, pl.DataFrame] = {}
 
-    def load_rankings(wanted: list[str]) -> pl.DataFrame:
+    def load_rankings(wanted: list[str], query_ids: list[str]) -> pl.DataFrame:
         missing = [w for w in wanted if w not in done]
         if missing:
             raise ValueError(
                 f"runs {missing} must be listed before the fusion or reranker that reads them "
                 "in the benchmark's retrievers"
             )
-        return pl.concat([done[w] for w in wanted])
+        return rankings_in(pl.concat([done[w] for w in wanted]))(wanted, query_ids)
 
     env = env_factory(load_rankings)
     metadata = {}

@@ -253,7 +253,7 @@ def multipassage_rankings(
         store=db,
         work_dir=data_path(settings, "retrieval"),
         resolve=s.resolve,
-        load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
+        load_rankings=lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
         log=context.log.info,
     )
     out = run_retriever(spec, chunks, questions.select("query_id", "query_text"), track_depth(s), env)

@@ -14,6 +14,8 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
+from mama_pipeline.common.slices import id_slices
+from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
@@ -24,8 +26,8 @@ from mama_pipeline.retrieval.pooling import (
     sliced_pool_stats,
     stratified_query_sample,
 )
-from mama_pipeline.retrieval.rankings import ranking_violations
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
+from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
 from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
 
 GROUP = "retrieval"
@@ -63,25 +65,39 @@ def rankings(
     store: StoreResource,
     chunks: pl.DataFrame,
     queries: pl.DataFrame,
-) -> dg.Output[pl.DataFrame]:
+) -> dg.Output:  # slices (Iterator[pl.DataFrame]): no Dagster type for an iterator
+    # a slice of queries at a time, spilled to scratch files: memory grows with a slice, and the store's write
+    # lock is held only while the IO manager copies the files, not while the queries are searched
     s = settings.get()
     spec = s.retrieval.retriever(context.partition_key)
     db = store.get()
+    if needs(spec):  # a fusion or reranker reads its runs a slice at a time: every stored rank checked first
+        StoredRankings(db, needs(spec)).check_current(chunks, queries)
     env = RetrievalEnv(
         store=db,
         work_dir=data_path(settings, "retrieval"),
         resolve=s.resolve,
-        load_rankings=lambda names: db.read_table(RANKINGS_TABLE, partitions=names),
+        load_rankings=lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
         log=context.log.info,
     )
+    spill = SpilledSlices(s.data_path / "scratch", empty_rankings())
     try:
-        out = run_retriever(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
+        ranked = ranked_slices(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
+        for part in ranked.slices:
+            bad = ranking_violations(part)
+            if bad.height:
+                raise RuntimeError(
+                    f"retriever {spec.name!r} produced {bad.height} rows out of trec_eval order: {bad.head(3)}"
+                )
+            spill.add(part)
+        meta = ranked.metadata()
     except RunImportError as exc:  # one line names the first problem; the failure's metadata lists them
+        spill.discard()
         raise dg.Failure(description=str(exc), metadata=problem_metadata(exc.problems)) from None
-    bad = ranking_violations(out.rankings)
-    if bad.height:
-        raise RuntimeError(f"retriever {spec.name!r} produced {bad.height} rows out of trec_eval order: {bad.head(3)}")
-    return dg.Output(out.rankings, metadata=_metadata(out.metadata))
+    except BaseException:
+        spill.discard()
+        raise
+    return dg.Output(spill.read(), metadata=_metadata(meta))
 
 
 @dg.asset(
@@ -161,10 +177,15 @@ def pool_covers_every_query(pooled_pairs: pl.DataFrame, queries: pl.DataFrame) -
 @dg.asset_check(asset=rankings, blocking=True)
 def rankings_in_trec_eval_order(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     """Ranks run 1..n per query in (score desc, chunk_id desc) order, no chunk twice (the run's partition, or all)."""
+    # a slice of queries at a time (a violation is within one retriever's ranking of one query)
     partitions = [context.partition_key] if context.has_partition_key else None
-    stored = store.get().read_table(RANKINGS_TABLE, partitions=partitions)
-    bad = ranking_violations(stored)
-    return dg.AssetCheckResult(passed=bad.height == 0, metadata={"rows": stored.height, "violations": bad.height})
+    db = store.get()
+    rows = violations = 0
+    for ids in id_slices(StoredRankings(db, partitions).query_ids()):
+        stored = db.read_table(RANKINGS_TABLE, partitions=partitions, where={"query_id": ids})
+        rows += stored.height
+        violations += ranking_violations(stored).height
+    return dg.AssetCheckResult(passed=violations == 0, metadata={"rows": rows, "violations": violations})
 
 
 CHECKS = [pool_covers_every_query, rankings_in_trec_eval_order]

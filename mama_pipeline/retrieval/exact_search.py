@@ -15,17 +15,49 @@ from mama_pipeline.retrieval.rankings import hits_from_matrix
 TIE_SLACK = 8  # extra ranks fetched so that most ties at the cut are seen in one pass
 
 
+class ExactIndex:
+    """Documents' vectors indexed once (FAISS for dense vectors, an inverted matrix for sparse ones), searched a
+    slice of queries at a time."""
+
+    def __init__(self, doc_vecs, chunk_ids: np.ndarray, sparse: bool):
+        self.chunk_ids = chunk_ids
+        self.sparse = sparse
+        self.index = _inverted(doc_vecs) if sparse else _flat_ip(doc_vecs)
+
+    def hits(self, query_vecs, k: int, query_ids: list[str]) -> pl.DataFrame:
+        """Each query's top ``k`` hits (ties at the cut included), as :func:`faiss_hits` / :func:`sparse_hits`."""
+        search = _sparse_search if self.sparse else _faiss_search
+        return search(self.index, query_vecs, k, query_ids, self.chunk_ids)
+
+
+def _flat_ip(doc_vecs: np.ndarray):
+    """A ``faiss.IndexFlatIP`` of the documents; None when there are none."""
+    import faiss
+
+    if doc_vecs.shape[0] == 0:
+        return None
+    index = faiss.IndexFlatIP(doc_vecs.shape[1])
+    index.add(np.ascontiguousarray(doc_vecs, dtype=np.float32))
+    return index
+
+
+def _inverted(doc_matrix):
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(doc_matrix, dtype=np.float32).T.tocsr()  # dimension -> chunks
+
+
 def faiss_hits(
     doc_vecs: np.ndarray, query_vecs: np.ndarray, k: int, query_ids: list[str], chunk_ids: np.ndarray
 ) -> pl.DataFrame:
     """Exact inner-product search with ``faiss.IndexFlatIP``; deeper re-search where the cut ties."""
-    import faiss
+    return _faiss_search(_flat_ip(doc_vecs), query_vecs, k, query_ids, chunk_ids)
 
-    n_docs = doc_vecs.shape[0]
+
+def _faiss_search(index, query_vecs, k: int, query_ids: list[str], chunk_ids: np.ndarray) -> pl.DataFrame:
+    n_docs = 0 if index is None else index.ntotal
     if n_docs == 0 or not query_ids:
         return hits_from_matrix([], chunk_ids, np.zeros((0, 0)), np.zeros((0, 0), dtype=np.int64))
-    index = faiss.IndexFlatIP(doc_vecs.shape[1])
-    index.add(np.ascontiguousarray(doc_vecs, dtype=np.float32))
     queries = np.ascontiguousarray(query_vecs, dtype=np.float32)
     k = min(k, n_docs)
     todo = np.arange(len(query_ids))
@@ -47,9 +79,12 @@ def sparse_hits(
 
     Chunks sharing no dimension with the query (score 0) are not hits.
     """
+    return _sparse_search(_inverted(doc_matrix), query_matrix, k, query_ids, chunk_ids, batch)
+
+
+def _sparse_search(inverted, query_matrix, k: int, query_ids: list[str], chunk_ids: np.ndarray, batch: int = 256):
     import scipy.sparse as sp
 
-    inverted = sp.csr_matrix(doc_matrix, dtype=np.float32).T.tocsr()  # dimension -> chunks
     queries = sp.csr_matrix(query_matrix, dtype=np.float32)
     n_docs = inverted.shape[1]
     frames = []

@@ -14,10 +14,11 @@ import polars as pl
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.judging.judge import judge_pairs, stored_chunks
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
-from mama_pipeline.retrieval.rankings import ranking_violations
+from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import (
     NEED_COLUMNS,
@@ -160,22 +161,38 @@ def variant_rankings(
     store: StoreResource,
     chunks: pl.DataFrame,
     query_variants: pl.DataFrame,
-) -> dg.Output[pl.DataFrame]:
+) -> dg.Output:  # slices (Iterator[pl.DataFrame]): no Dagster type for an iterator
+    # a slice of variants at a time, spilled to scratch files: memory grows with a slice, and the store's write
+    # lock is held only while the IO manager copies the files, not while the variants are searched
     s = settings.get()
-    rankings, meta = rank_variants(
-        s.retrieval,
-        s.robustness.retrievers,
-        chunks,
-        query_variants,
-        store.get(),
-        data_path(settings, "retrieval"),
-        s.resolve,
-        context.log.info,
-    )
-    bad = ranking_violations(rankings)
-    if bad.height:
-        raise RuntimeError(f"variant rankings: {bad.height} rows out of trec_eval order: {bad.head(3)}")
-    return dg.Output(rankings, metadata={**meta, "variants": query_variants.height, "rows": rankings.height})
+    spill = SpilledSlices(s.data_path / "scratch", empty_rankings())
+    rows = [0]
+
+    def add(rankings: pl.DataFrame, retriever: str) -> None:
+        bad = ranking_violations(rankings)
+        if bad.height:
+            raise RuntimeError(f"variant rankings: {bad.height} rows out of trec_eval order: {bad.head(3)}")
+        spill.add(rankings, retriever)
+        rows[0] += rankings.height
+
+    try:
+        meta = rank_variants(
+            s.retrieval,
+            s.robustness.retrievers,
+            chunks,
+            query_variants,
+            store.get(),
+            data_path(settings, "retrieval"),
+            s.resolve,
+            add,
+            context.log.info,
+        )
+    except BaseException:
+        spill.discard()
+        raise
+    # the table's order: by retriever, then variant id and rank
+    slices = spill.read(sorted(spill.files))
+    return dg.Output(slices, metadata={**meta, "variants": query_variants.height, "rows": rows[0]})
 
 
 def parent_rows(store: Store, table: str, key: str, columns: list[str]) -> RowsOf:

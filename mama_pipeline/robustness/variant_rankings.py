@@ -1,6 +1,6 @@
 """Rank the variants with the registry's retrievers, exactly as the clean queries were ranked.
 
-Each retriever runs through :func:`mama_pipeline.retrieval.registry.run_retriever`
+Each retriever runs through :func:`mama_pipeline.retrieval.registry.ranked_slices`
 (same index, encoders and embedding cache, same depth as its clean ranking).
 Fusion and rerank retrievers fuse or rerank the variant rankings of their
 runs, so they run after them (a run not chosen is refused in one line);
@@ -14,21 +14,14 @@ from typing import Any
 
 import polars as pl
 
+from mama_pipeline.common.progress import track
+from mama_pipeline.common.slices import SLICE, row_slices
 from mama_pipeline.retrieval.rankings import empty_rankings
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline.store import Store
 
 UNRANKABLE_KINDS = ("imported",)  # a run file cannot rank queries it was not made for
-
-
-def needs(spec) -> list[str]:
-    """The retrievers whose rankings ``spec`` reads: a fusion's runs, a reranker's base run."""
-    if spec.kind == "rrf":
-        return list(spec.params.runs)
-    if spec.kind == "rerank":
-        return [spec.params.run]
-    return []
 
 
 def retriever_order(r: RetrievalSettings, names: list[str]) -> tuple[list[str], list[str]]:
@@ -71,31 +64,49 @@ def rank_variants(
     store: Store,
     work_dir,
     resolve: Callable,
+    add: Callable[[pl.DataFrame, str], None],
     log: Callable[[str], None] = print,
-) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """The rankings table (query_id = variant id) of every chosen retriever, and per-retriever metadata."""
+    size: int = SLICE,
+) -> dict[str, Any]:
+    """Rank the variants ``size`` at a time with every chosen retriever, handing each retriever's rankings of a
+    slice (query_id = variant id, in variant id order) to ``add(rankings, retriever)``; returns per-retriever
+    metadata. Every retriever's searcher is prepared once; a fusion or reranker reads its runs' rankings of the
+    same slice, so only a slice's rankings are held."""
     order, skipped = retriever_order(r, names)
-    queries = variants.select(pl.col("variant_id").alias("query_id"), "query_text")
-    done: dict[str, pl.DataFrame] = {}
-
-    def load(wanted: list[str]) -> pl.DataFrame:
-        return pl.concat([done[n] for n in wanted]) if wanted else empty_rankings()
-
-    env = RetrievalEnv(store=store, work_dir=work_dir, resolve=resolve, load_rankings=load, log=log)
     meta: dict[str, Any] = {"skipped_retrievers": ", ".join(skipped) or "none"}
+    if variants.is_empty():
+        return meta
+    queries = variants.select(pl.col("variant_id").alias("query_id"), "query_text")
+    current: dict[str, pl.DataFrame] = {}  # each retriever's rankings of the slice being ranked
+    env = RetrievalEnv(
+        store=store,
+        work_dir=work_dir,
+        resolve=resolve,
+        load_rankings=lambda wanted, _ids: _of(current, wanted),
+        log=log,
+    )
+    ranked = {name: ranked_slices(r.retriever(name), chunks, queries, r.depth_of(name), env, size) for name in order}
+    rows = dict.fromkeys(order, 0)
+    with track("robustness: variants ranked", total=queries.height, unit="variants", alike=True) as bar:
+        for part in row_slices(queries, size):
+            for name in order:
+                current[name] = next(ranked[name].slices)
+                rows[name] += current[name].height
+                add(current[name], name)
+            bar.update(part.height)
     for name in order:
-        spec = r.retriever(name)
-        runs = needs(spec)
-        if queries.is_empty() or (runs and all(done[x].is_empty() for x in runs)):
-            done[name] = empty_rankings()  # nothing to fuse or rerank: no variant ranked by its runs
-            continue
-        out = run_retriever(spec, chunks, queries, r.depth_of(name), env)
-        done[name] = out.rankings
-        meta[f"{name}/rows"] = out.rankings.height
+        runs = needs(r.retriever(name))
+        if runs and not any(rows[x] for x in runs):
+            continue  # nothing to fuse or rerank: no variant ranked by its runs
+        ranked[name].metadata()  # a run with no rankings at all refused; a reranker's failures recorded
+        meta[f"{name}/rows"] = rows[name]
         meta[f"{name}/top_k"] = r.depth_of(name)
         log(f"robustness: {name} ranked {queries.height} variants")
-    rankings = pl.concat([empty_rankings(), *done.values()]).sort("retriever", "query_id", "rank")
-    return rankings, meta
+    return meta
+
+
+def _of(current: dict[str, pl.DataFrame], wanted: list[str]) -> pl.DataFrame:
+    return pl.concat([current[n] for n in wanted]) if wanted else empty_rankings()
 
 
 def clean_rankings_of(stored: pl.DataFrame, names: list[str], parents: list[str]) -> pl.DataFrame:

@@ -291,7 +291,7 @@ def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, it
     db = store.get()
     chunks = db.read_table("corpus_chunks")
 
-    def no_stored_runs(names: list[str]) -> pl.DataFrame:
+    def no_stored_runs(names: list[str], query_ids: list[str]) -> pl.DataFrame:
         raise ValueError(f"system {cfg.name!r}: a fused retriever cannot rank mamabench items")
 
     env = RetrievalEnv(

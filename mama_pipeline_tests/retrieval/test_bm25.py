@@ -18,7 +18,7 @@ def spec(**params):
 
 
 def env(store, tmp_path):
-    return RetrievalEnv(store, tmp_path / "work", lambda p: tmp_path / p, lambda names: None, log=lambda m: None)
+    return RetrievalEnv(store, tmp_path / "work", lambda p: tmp_path / p, lambda names, ids: None, log=lambda m: None)
 
 
 def test_bm25_ranks_and_reuses_its_index(store, tmp_path):
@@ -82,7 +82,7 @@ def test_a_heap_bound_reaches_the_jvm_and_ranks_as_unbounded(store, tmp_path):
         "from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame\n"
         "from mama_pipeline_tests.retrieval.test_bm25 import spec\n"
         "work = Path(sys.argv[1])\n"
-        "env = RetrievalEnv(Store(work / 'db.duckdb'), work, Path, lambda n: None, log=lambda m: None)\n"
+        "env = RetrievalEnv(Store(work / 'db.duckdb'), work, Path, lambda names, ids: None, log=lambda m: None)\n"
         "out = run_retriever(spec(java_heap_mb=256), chunks_frame(), queries_frame(), 3, env)\n"
         "print(out.metadata['java_heap_mb_in_effect'])\n"
         "print(out.rankings.write_csv(), end='')\n"

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from mama_pipeline.retrieval.exact_search import faiss_hits, sparse_hits
+from mama_pipeline.retrieval.exact_search import ExactIndex, faiss_hits, sparse_hits
 from mama_pipeline.retrieval.rankings import order_rankings
 
 
@@ -57,3 +57,21 @@ def test_sparse_query_sharing_no_dimension_has_no_hits():
     out = sparse_hits(docs, queries, 5, ["none", "some"], np.array(["a", "b"], dtype=object))
     assert out.filter(pl.col("query_id") == "none").is_empty()
     assert sorted(out.filter(pl.col("query_id") == "some")["chunk_id"]) == ["a", "b"]
+
+
+def test_an_index_searched_in_slices_finds_what_one_search_finds():
+    rng = np.random.default_rng(11)
+    docs = rng.standard_normal((200, 16)).astype(np.float32)
+    queries = rng.standard_normal((9, 16)).astype(np.float32)
+    cids = np.array([f"c{i:04d}" for i in range(200)], dtype=object)
+    qids = [f"q{i}" for i in range(9)]
+    index = ExactIndex(docs, cids, sparse=False)
+    sliced = pl.concat([index.hits(queries[i : i + 4], 5, qids[i : i + 4]) for i in range(0, 9, 4)])
+    assert order_rankings(sliced, "d", 5).equals(order_rankings(faiss_hits(docs, queries, 5, qids, cids), "d", 5))
+    sdocs = sp.random(100, 300, density=0.05, random_state=5, dtype=np.float32, format="csr")
+    squeries = sp.random(9, 300, density=0.1, random_state=6, dtype=np.float32, format="csr")
+    sindex = ExactIndex(sdocs, cids[:100], sparse=True)
+    ssliced = pl.concat([sindex.hits(squeries[i : i + 4], 5, qids[i : i + 4]) for i in range(0, 9, 4)])
+    whole = sparse_hits(sdocs, squeries, 5, qids, cids[:100])
+    assert order_rankings(ssliced, "s", 5).equals(order_rankings(whole, "s", 5))
+    assert ExactIndex(docs[:0], cids[:0], sparse=False).hits(queries, 5, qids).is_empty()

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.retrieval.fusion import rrf_hits
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.registry import RetrievalEnv, rankings_in, run_retriever
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 from mama_pipeline_tests.retrieval.test_pooling import ranking
@@ -21,9 +21,10 @@ def test_rrf_scores_are_sums_of_reciprocal_ranks():
     assert sorted(shallow["chunk_id"]) == ["x", "y"]
 
 
-def test_rrf_needs_its_runs():
-    with pytest.raises(ValueError, match=r"no stored rankings for \['b'\]"):
-        rrf_hits(ranking("a", {"q1": ["x"]}), ["a", "b"], 60, None)
+def test_a_run_without_rows_adds_nothing_to_the_fusion():
+    fused = rrf_hits(ranking("a", {"q1": ["x", "y"]}), ["a", "b"], 60, None)
+    assert dict(fused.select("chunk_id", "score").iter_rows()) == pytest.approx({"x": 1 / 61, "y": 1 / 62})
+    assert rrf_hits(ranking("a", {}), ["a", "b"], 60, None).is_empty()
 
 
 def test_fusion_does_not_start_the_jvm():
@@ -56,7 +57,7 @@ def test_registry_fuses_imported_runs(store, tmp_path):
         store,
         tmp_path / "work",
         lambda p: tmp_path / p,
-        lambda names: pl.concat(stored).filter(pl.col("retriever").is_in(names)),
+        lambda names, ids: rankings_in(pl.concat(stored))(names, ids),
     )
     outs = {}
     for spec in settings.retrievers:
@@ -84,6 +85,6 @@ def test_fusion_refuses_stale_stored_rankings(store, tmp_path):
             ]
         }
     ).retriever("f")
-    env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names: stale)
+    env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names, ids: stale)
     with pytest.raises(ValueError, match=r"stored rankings of \['a'\] name 1 chunk_id\(s\) missing from the corpus v1"):
         run_retriever(spec, chunks, queries, 3, env)

@@ -20,7 +20,7 @@ def spec(kind, **params):
 
 
 def env(store, tmp_path):
-    return RetrievalEnv(store, tmp_path / "work", lambda p: tmp_path / p, lambda names: None, log=lambda m: None)
+    return RetrievalEnv(store, tmp_path / "work", lambda p: tmp_path / p, lambda names, ids: None, log=lambda m: None)
 
 
 @pytest.fixture

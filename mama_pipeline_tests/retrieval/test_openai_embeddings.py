@@ -35,7 +35,7 @@ def test_retriever_batches_caches_and_sends_the_key(store, tmp_path, fake_llm, m
         }
     )
     spec = settings.retriever("api")
-    env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names: None)
+    env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names, ids: None)
     out = run_retriever(spec, chunks_frame(), queries_frame(), 4, env)
     stats = fake_llm.stats()
     assert stats["embedded_texts"] == len(TEXTS) + 5

@@ -40,7 +40,7 @@ def settings(backend: dict, depth: int = 6) -> RetrievalSettings:
 
 
 def run(store, tmp_path, spec, chunks, queries, depth=4):
-    env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names: first_stage(chunks, queries))
+    env = RetrievalEnv(store, tmp_path, lambda p: tmp_path / p, lambda names, ids: first_stage(chunks, queries))
     return run_retriever(spec, chunks, queries, depth, env)
 
 

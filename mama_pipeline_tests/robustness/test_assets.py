@@ -81,7 +81,7 @@ def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Pa
         store,
         data / "retrieval",
         s.resolve,
-        lambda names: store.read_table("rankings", partitions=names),
+        lambda names, ids: store.read_table("rankings", partitions=names, where={"query_id": ids}),
         log=lambda _m: None,
     )
     for name in ("bm25", "bm25-plain", "fused"):

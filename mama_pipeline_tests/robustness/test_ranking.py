@@ -74,11 +74,23 @@ def test_a_reranker_listed_first_reranks_the_variant_ranking_of_its_base(tmp_pat
             "query_text": ["oxytocn dose to prevent bleding after birth", "anaemia in pregnncy after birth"],
         }
     )
-    rankings, meta = rank_variants(
-        r, [], chunks, variants, Store(tmp_path / "mama.duckdb"), tmp_path / "work", lambda p: p, log=lambda _m: None
+    parts: list[tuple[str, pl.DataFrame]] = []
+    meta = rank_variants(
+        r,
+        [],
+        chunks,
+        variants,
+        Store(tmp_path / "mama.duckdb"),
+        tmp_path / "work",
+        lambda p: p,
+        lambda rankings, name: parts.append((name, rankings)),
+        log=lambda _m: None,
+        size=1,
     )
-    assert meta["bm25-ce/rows"] > 0
-    by = {name: g.sort("query_id", "rank") for (name,), g in rankings.group_by("retriever")}
+    # one variant a slice: each slice's base ranking comes before its reranking
+    assert [name for name, _ in parts] == ["bm25", "bm25-ce"] * 2
+    assert meta["bm25-ce/rows"] == sum(p.height for name, p in parts if name == "bm25-ce") > 0
+    by = {name: pl.concat([p for n, p in parts if n == name]) for name in ("bm25", "bm25-ce")}
     for variant_id in variants["variant_id"]:
         base = by["bm25"].filter((pl.col("query_id") == variant_id) & (pl.col("rank") <= 4))["chunk_id"].to_list()
         reranked = by["bm25-ce"].filter(pl.col("query_id") == variant_id)["chunk_id"].to_list()

@@ -1,0 +1,46 @@
+"""Slices of a step's output kept in scratch parquet files until the IO manager writes them.
+
+A step whose slices are slow to make (a retriever searching) makes them all first, each written to a file as
+it comes, and hands the IO manager a reader of the files: the store's write lock is held only while the rows
+are copied, not while they are searched, and the step's memory grows with one slice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import polars as pl
+
+
+class SpilledSlices:
+    """Frames of one schema filed under a group each, read back group by group (each group's frames in the order
+    they came); the scratch folder is removed once they are read, or by :meth:`discard`."""
+
+    def __init__(self, scratch: Path, empty: pl.DataFrame):
+        scratch.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(tempfile.mkdtemp(prefix="slices-", dir=scratch))
+        self.empty = empty
+        self.files: dict[str, list[Path]] = {}
+
+    def add(self, frame: pl.DataFrame, group: str = "") -> None:
+        path = self.folder / f"{sum(map(len, self.files.values())):06d}.parquet"
+        frame.write_parquet(path)
+        self.files.setdefault(group, []).append(path)
+
+    def read(self, groups: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+        """The frames of ``groups`` (default: every group, in the order they first came); at least one frame (the
+        empty one when none was added), so that a write always has its schema."""
+        try:
+            paths = [p for g in (self.files if groups is None else groups) for p in self.files.get(g, [])]
+            if not paths:
+                yield self.empty
+            for path in paths:
+                yield pl.read_parquet(path)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
