@@ -23,10 +23,13 @@ class StoredRankings:
         self.store = store
         self.retrievers = list(retrievers)
 
-    def present(self) -> list[str]:
-        """The retrievers with stored rows."""
+    def present(self, query_ids: list[str] | None = None) -> list[str]:
+        """The retrievers with stored rows (of ``query_ids``, when given)."""
         sql = f'SELECT DISTINCT retriever FROM "{RANKINGS_TABLE}" WHERE "{PARTITION_COLUMN}" IN (SELECT unnest(?))'
-        return self.store.query(sql, [self.retrievers]).get_column("retriever").to_list()
+        if query_ids is None:
+            return self.store.query(sql, [self.retrievers]).get_column("retriever").to_list()
+        sql += " AND query_id IN (SELECT unnest(?))"
+        return self.store.query(sql, [self.retrievers, list(query_ids)]).get_column("retriever").to_list()
 
     def top(self, depth: int, query_ids: list[str]) -> pl.DataFrame:
         """Ranks 1..``depth`` of ``query_ids`` (query_id, retriever, rank, chunk_id), in no set order."""
