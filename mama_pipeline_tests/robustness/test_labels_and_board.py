@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from mama_pipeline.evaluation.per_query_scoring import run_in
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 from mama_pipeline.robustness.labels import (
@@ -19,7 +20,15 @@ from mama_pipeline.robustness.labels import (
     variant_labels,
     within_budget,
 )
-from mama_pipeline.robustness.robustness_scoreboard import labels_in, paired_values, robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import (
+    BOARD_SCHEMA,
+    PAIR_SCHEMA,
+    in_table_order,
+    labels_in,
+    paired_slices,
+    pairs_in,
+    robustness_board,
+)
 
 PARENTS = [f"q_{i:05d}" for i in range(1, 9)]
 KINDS = ["typo", "shorthand"]
@@ -45,6 +54,29 @@ def label_rows(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
 
 def labels_of(v: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame, per_slice: int = 5) -> pl.DataFrame:
     return pl.concat(variant_labels(v, needs_in(label_needs(judgments, hole_labels)), per_slice))
+
+
+def paired(
+    clean: pl.DataFrame,
+    variant: pl.DataFrame,
+    v: pl.DataFrame,
+    labels_of,
+    s: EvaluationSettings,
+    judged_k: int,
+    also: tuple[str, ...] = (),
+    per_slice: int | None = None,
+) -> pl.DataFrame:
+    """The paired values of bm25, computed a slice of parents at a time and put in the table's order."""
+    return pl.concat(
+        in_table_order(
+            paired_slices(run_in(clean), run_in(variant), v, labels_of, s, ["bm25"], judged_k, also, per_slice)
+        )
+    )
+
+
+def board_of(clean, variant, v, labels, s, judged_k: int, tolerance: float) -> pl.DataFrame:
+    pairs = paired(clean, variant, v, labels_in(labels), s, judged_k)
+    return robustness_board(pairs_in(pairs), ["bm25"], v, s, f"Judged@{judged_k}", tolerance)
 
 
 def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
@@ -102,10 +134,7 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
         short += ranking(f"{p}~shorthand", "bm25", [f"{p}-rel", "x1", "x2"])
     labels = labels_of(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
     s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
-    result = robustness_board(
-        frame(clean), frame(typo + short), v, labels_in(labels), s, ["bm25"], judged_k=3, coverage_tolerance=0.05
-    )
-    board = result.board
+    board = board_of(frame(clean), frame(typo + short), v, labels, s, judged_k=3, tolerance=0.05)
     row = board.filter(
         (pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")
     ).row(0, named=True)
@@ -137,17 +166,11 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
 
 def test_no_variants_give_an_empty_board():
     empty = variants().clear()
-    result = robustness_board(
-        frame([]),
-        frame([]),
-        empty,
-        labels_in(labels_of(empty, label_rows([]), label_rows([]))),
-        EvaluationSettings(),
-        ["bm25"],
-        judged_k=5,
-        coverage_tolerance=0.05,
-    )
-    assert result.board.is_empty() and result.judged_measure == "Judged@5"
+    labels = labels_of(empty, label_rows([]), label_rows([]))
+    pairs = paired(frame([]), frame([]), empty, labels_in(labels), EvaluationSettings(), judged_k=5)
+    assert pairs.is_empty() and pairs.schema == pl.Schema(PAIR_SCHEMA)
+    board = board_of(frame([]), frame([]), empty, labels, EvaluationSettings(), judged_k=5, tolerance=0.05)
+    assert board.is_empty() and board.schema == pl.Schema(BOARD_SCHEMA)
 
 
 def test_the_clean_top_k_of_every_scored_retriever_has_its_holes_filled_too():
@@ -176,9 +199,7 @@ def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverag
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
 
     def row(tolerance: float) -> dict:
-        board = robustness_board(
-            clean, variant, v, labels_in(labels), s, ["bm25"], judged_k=2, coverage_tolerance=tolerance
-        ).board
+        board = board_of(clean, variant, v, labels, s, judged_k=2, tolerance=tolerance)
         return board.filter(pl.col("tier") == "all").row(0, named=True)
 
     flagged = row(0.05)
@@ -205,12 +226,10 @@ def test_scoring_parents_a_slice_at_a_time_gives_the_values_of_one_pass():
         return labels.filter(pl.col("parent_id").is_in(parents))
 
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=100)
-    one, judged = paired_values(frame(clean), frame(variant), v, labels_in(labels), s, ["bm25"], 2, also=["Judged@1"])
-    sliced, _ = paired_values(
-        frame(clean), frame(variant), v, reading, s, ["bm25"], 2, also=["Judged@1"], parents_per_slice=3
-    )
+    one = paired(frame(clean), frame(variant), v, labels_in(labels), s, 2, also=("Judged@1",))
+    sliced = paired(frame(clean), frame(variant), v, reading, s, 2, also=("Judged@1",), per_slice=3)
     assert asked == [PARENTS[0:3], PARENTS[3:6], PARENTS[6:8]]  # every parent once, three at a time
-    assert sliced.equals(one) and judged == "Judged@2"
+    assert sliced.equals(one)
     assert one.height == 8 * 2 * 4  # every (parent, kind) for each of the four measures
     # the relevant chunk second in q_00001's clean ranking and in q_00002's typo variant, first elsewhere
     rr = one.filter((pl.col("measure") == "RR(rel=3)") & (pl.col("kind") == "typo")).sort("parent_id")
@@ -276,8 +295,14 @@ def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_a
         asked.append(parents)
         return judgments.filter(pl.col("query_id").is_in(parents))
 
-    holes = sliced_hole_pairs(v, variant, clean, reading, depth=2, parents_per_slice=3)
-    assert asked == [PARENTS[0:3], PARENTS[3:4]]
+    ranked = []
+
+    def rankings_of(variant_ids: list[str]) -> pl.DataFrame:
+        ranked.append(sorted({i.split("~")[0] for i in variant_ids}))
+        return variant.filter(pl.col("query_id").is_in(variant_ids))
+
+    holes = sliced_hole_pairs(v, rankings_of, run_in(clean), reading, depth=2, parents_per_slice=3)
+    assert asked == ranked == [PARENTS[0:3], PARENTS[3:4]]  # a slice's judgments and variant rankings at a time
     assert holes.rows() == [
         ("q_00002", "b", 1, "variant", "shorthand", "bm25"),
         ("q_00003", "c", 1, "clean", "", "bm25"),
