@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_scoring import run_in
+from mama_pipeline.evaluation.per_query_scoring import evaluate, run_in
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 from mama_pipeline.robustness.labels import (
@@ -377,3 +378,87 @@ def test_no_variants_give_one_empty_slice_of_the_label_schema():
     needs = needs_in(label_needs(label_rows([("q_00001", "c1", 6)]), label_rows([])))
     (only,) = variant_labels(variants().clear(), needs)
     assert only.is_empty() and only.schema == pl.Schema(LABEL_SCHEMA)
+
+
+def test_slices_of_parents_in_the_tables_order_are_one_whole_evaluation_paired_and_give_its_board(tmp_path):
+    """Three parents a slice, two retrievers: the paired values, in the table's order, are those of one evaluation
+    of every query at once, paired here; a few by hand, and the board's figures those of the shared statistics."""
+    v = variants()
+    judgments = label_rows([(p, f"{p}-rel", 6) for p in PARENTS] + [("q_00002", "x1", 3)])
+    clean, variant = [], []
+    for i, p in enumerate(PARENTS):
+        clean += ranking(p, "bm25", ["x1", "x2", f"{p}-rel"] if i % 3 == 0 else [f"{p}-rel", "x1"])
+        clean += ranking(p, "dense", [f"{p}-rel"])
+        variant += ranking(f"{p}~typo", "bm25", ["x2", f"{p}-rel"] if i % 2 else [f"{p}-rel"])
+        variant += ranking(f"{p}~typo", "dense", ["x1"])
+        variant += ranking(f"{p}~shorthand", "bm25", ["x1"]) if i % 3 else []  # the others: empty rankings
+    labels = labels_of(v, judgments, label_rows([(p, "x2", 0) for p in PARENTS[::2]]))
+    s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=300)
+    retrievers = ["dense", "bm25"]
+    slices = paired_slices(
+        run_in(frame(clean)), run_in(frame(variant)), v, labels_in(labels), s, retrievers, 2, ("Judged@1",), 3
+    )
+    pairs = pl.concat(in_table_order(slices, tmp_path / "scratch"))
+    assert not any((tmp_path / "scratch").iterdir())  # the parked slices are removed
+
+    # one evaluation of every query, paired by hand
+    run = frame(clean + variant).select(pl.col("query_id"), pl.col("chunk_id").alias("doc_id"), "rank", "retriever")
+    qrels = pl.concat(
+        [
+            labels.select(pl.col("parent_id").alias("query_id"), "chunk_id", "score").unique(maintain_order=True),
+            labels.select(pl.col("variant_id").alias("query_id"), "chunk_id", "score"),
+        ]
+    ).select("query_id", pl.col("chunk_id").alias("doc_id"), pl.col("score").cast(pl.Int64).alias("relevance"))
+    plan = mamaretrieval_plan([1, 2], s.lenient, s.strict, s.max_grade)
+    whole = evaluate(run, qrels, PARENTS + v["variant_id"].to_list(), plan, retrievers).per_query
+    ranked = run.select("retriever", "query_id").unique().with_columns(ranked=pl.lit(True))
+    values = (
+        whole.filter(pl.col("measure").is_in(["Success(rel=3)@1", "RR(rel=3)", "Judged@2", "Judged@1"]))
+        .join(ranked, on=["retriever", "query_id"], how="left")
+        .with_columns(pl.when(pl.col("ranked") | ~pl.col("measure").str.starts_with("Judged")).then(pl.col("value")))
+    )
+    expected = (
+        v.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind")
+        .join(values.select("retriever", "query_id", "measure", pl.col("value").alias("variant")), on="query_id")
+        .join(
+            values.select(
+                "retriever", pl.col("query_id").alias("parent_id"), "measure", pl.col("value").alias("clean")
+            ),
+            on=["retriever", "parent_id", "measure"],
+        )
+        .select(list(PAIR_SCHEMA))
+        .sort("retriever", "kind", "measure", "parent_id")
+    )
+    assert pairs.equals(expected) and pairs.height == 2 * 16 * 4
+
+    def value(retriever: str, parent: str, kind: str, measure: str) -> tuple:
+        at = (pl.col("retriever") == retriever) & (pl.col("parent_id") == parent) & (pl.col("kind") == kind)
+        return pairs.filter(at & (pl.col("measure") == measure)).select("clean", "variant").row(0)
+
+    assert value("bm25", "q_00001", "typo", "RR(rel=3)") == (1 / 3, 1.0)  # relevant third (x1, x2 not), then first
+    assert value("bm25", "q_00001", "typo", "Judged@2") == (0.5, 1.0)  # x2 a hole labelled 0, x1 never judged
+    assert value("bm25", "q_00002", "typo", "RR(rel=3)") == (1.0, 0.5)
+    assert value("bm25", "q_00002", "shorthand", "Success(rel=3)@1") == (1.0, 1.0)  # x1 is relevant to q_00002
+    assert value("bm25", "q_00003", "shorthand", "Judged@1") == (1.0, 0.0)  # x1 unjudged for q_00003
+    assert value("dense", "q_00003", "shorthand", "Judged@1") == (1.0, None)  # no ranking, no coverage
+    assert value("dense", "q_00003", "shorthand", "RR(rel=3)") == (1.0, 0.0)
+
+    board = robustness_board(pairs_in(pairs), retrievers, v, s, "Judged@2", 0.05)
+    assert board.select("tier", "kind", "retriever", "measure").rows() == [
+        (t, k, r, m)
+        for t in ("all", "high", "very_high")
+        for k in KINDS[::-1]
+        for r in sorted(retrievers)
+        for m in ("RR(rel=3)", "Success(rel=3)@1")
+    ]
+    row = board.filter((pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("retriever") == "bm25")).filter(
+        pl.col("measure") == "Success(rel=3)@1"
+    )
+    a = np.array([0.0, 1, 1, 0, 1, 1, 0, 1])  # the clean top chunk: x1 (not relevant) for q_00001, 4, 7
+    b = np.array([1.0, 0, 1, 0, 1, 0, 1, 0])  # typo: x2 first for every second parent
+    assert row.select("n_queries", "clean_mean", "variant_mean", "drop").row(0) == (8, 0.625, 0.5, 0.125)
+    assert row.select("ci_low", "ci_high").row(0) == paired_bootstrap_ci(a, b, 300, 0)
+    assert row["p_randomization"].item() == paired_randomization_p(a, b, 300, 0)
+    assert row.select("clean_judged", "variant_judged", "clean_ranked", "variant_ranked").row(0) == (0.5, 0.75, 8, 8)
+    family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1"))
+    assert family["p_holm"].to_list() == holm(family["p_randomization"].to_list())
