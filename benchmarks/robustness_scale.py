@@ -33,6 +33,7 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.evaluation.per_query_scoring import run_in
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
@@ -41,7 +42,13 @@ from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import hole_pairs, label_needs, needs_in, variant_labels
 from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
-from mama_pipeline.robustness.robustness_scoreboard import labels_in, robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import (
+    in_table_order,
+    labels_in,
+    paired_slices,
+    pairs_in,
+    robustness_board,
+)
 from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.robustness.variants import (
     decisions_frame,
@@ -229,18 +236,16 @@ def main() -> None:
 
         labels = pl.concat(variant_labels(variants, needs_in(label_needs(judgments, labelled))))
         t0 = time.perf_counter()
-        result = robustness_board(
-            clean,
-            ranked,
-            variants,
-            labels_in(labels),
-            EvaluationSettings(resamples=args.resamples),
-            list(RETRIEVERS),
-            DEPTH,
-            r.coverage_tolerance,
+        stats = EvaluationSettings(resamples=args.resamples)
+        scored = paired_slices(
+            run_in(clean), run_in(ranked), variants, labels_in(labels), stats, list(RETRIEVERS), DEPTH
+        )
+        pairs = pl.concat(in_table_order(scored))
+        board = robustness_board(
+            pairs_in(pairs), list(RETRIEVERS), variants, stats, f"Judged@{DEPTH}", r.coverage_tolerance
         )
         score_s = time.perf_counter() - t0
-        tested = result.board.height
+        tested = board.height
         print(
             f"scoring: {len(RETRIEVERS)} retrievers x {variants['kind'].n_unique()} kinds, {variants.height} "
             f"variants, {tested} tested comparisons (all tiers) at {args.resamples} resamples in {score_s:.1f} s; "

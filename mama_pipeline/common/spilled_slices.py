@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -19,18 +19,19 @@ class SpilledSlices:
     """Frames of one schema filed under a group each, read back group by group (each group's frames in the order
     they came); the scratch folder is removed once they are read, or by :meth:`discard`."""
 
-    def __init__(self, scratch: Path, empty: pl.DataFrame):
-        scratch.mkdir(parents=True, exist_ok=True)
+    def __init__(self, scratch: Path | None, empty: pl.DataFrame):
+        if scratch is not None:  # None: the system's temporary folder
+            scratch.mkdir(parents=True, exist_ok=True)
         self.folder = Path(tempfile.mkdtemp(prefix="slices-", dir=scratch))
         self.empty = empty
-        self.files: dict[str, list[Path]] = {}
+        self.files: dict[Hashable, list[Path]] = {}
 
-    def add(self, frame: pl.DataFrame, group: str = "") -> None:
+    def add(self, frame: pl.DataFrame, group: Hashable = "") -> None:
         path = self.folder / f"{sum(map(len, self.files.values())):06d}.parquet"
         frame.write_parquet(path)
         self.files.setdefault(group, []).append(path)
 
-    def read(self, groups: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+    def read(self, groups: Sequence[Hashable] | None = None) -> Iterator[pl.DataFrame]:
         """The frames of ``groups`` (default: every group, in the order they first came); at least one frame (the
         empty one when none was added), so that a write always has its schema."""
         try:

@@ -170,14 +170,14 @@ def _rewrites(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | 
 
 
 def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    from mama_pipeline.robustness.assets import clean_rankings, judge_depth
-    from mama_pipeline.robustness.labels import hole_pairs, within_budget
+    from mama_pipeline.robustness.assets import stored_holes
+    from mama_pipeline.robustness.labels import within_budget
 
     variants = inp.table("query_variants")
-    if not inp.store.table_exists("rankings"):
-        raise NotBuilt("rankings")
-    _, clean = clean_rankings(inp.s, inp.store, variants)  # the clean top-k's holes are judged too
-    holes = hole_pairs(variants, inp.table("variant_rankings"), clean, inp.table("judgments"), judge_depth(inp.s))
+    for table in ("rankings", "variant_rankings", "judgments"):
+        if not inp.store.table_exists(table):
+            raise NotBuilt(table)
+    holes = stored_holes(inp.s, inp.store, variants)  # the clean top-k's holes are judged too, as in the step
     to_judge, _ = within_budget(holes, inp.s.robustness.max_hole_pairs)
     return _judge_runs(
         inp,

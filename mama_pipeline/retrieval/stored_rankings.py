@@ -35,10 +35,13 @@ class StoredRankings:
         sql = f'SELECT DISTINCT query_id FROM "{RANKINGS_TABLE}" WHERE {where} ORDER BY query_id'
         return self.store.query(sql, params).get_column("query_id").to_list()
 
-    def present(self) -> list[str]:
-        """The retrievers with stored rows."""
+    def present(self, query_ids: list[str] | None = None) -> list[str]:
+        """The retrievers with stored rows (of ``query_ids``, when given)."""
         where, params = self._where()
         sql = f'SELECT DISTINCT retriever FROM "{RANKINGS_TABLE}" WHERE {where}'
+        if query_ids is not None:
+            sql += " AND query_id IN (SELECT unnest(?))"
+            params.append(list(query_ids))
         return self.store.query(sql, params).get_column("retriever").to_list()
 
     def top(self, depth: int, query_ids: list[str]) -> pl.DataFrame:

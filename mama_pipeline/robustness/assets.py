@@ -3,7 +3,9 @@
 Inputs from other areas: ``generated_queries`` (the released queries), ``corpus_chunks`` (whole to rank
 the variants; the holes' labelling reads only the chunks it judges), and, read from the store with only
 the rows and columns a step uses, ``rankings`` (the clean rankings) and ``judgments`` (the parents'
-judged pairs, a slice of parents at a time).
+judged pairs). The holes' and the scoreboard's steps read the rankings (clean and variant), judgments and
+labels a slice of parents at a time; the scoreboard's step streams ``robustness_per_query`` into the store
+and reads it back a retriever and kind at a time for the board.
 """
 
 import json
@@ -19,6 +21,7 @@ from mama_pipeline.judging.judge import judge_pairs, stored_chunks
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
+from mama_pipeline.retrieval.stored_rankings import StoredRankings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import (
     NEED_COLUMNS,
@@ -31,8 +34,16 @@ from mama_pipeline.robustness.labels import (
 )
 from mama_pipeline.robustness.labels import variant_labels as build_labels
 from mama_pipeline.robustness.robustness_page import write_page
-from mama_pipeline.robustness.robustness_scoreboard import LabelsOf, robustness_board
-from mama_pipeline.robustness.variant_rankings import clean_rankings_of, rank_variants, retriever_order
+from mama_pipeline.robustness.robustness_scoreboard import (
+    PAIR_SCHEMA,
+    LabelsOf,
+    PairsOf,
+    in_table_order,
+    paired_measures,
+    paired_slices,
+    robustness_board,
+)
+from mama_pipeline.robustness.variant_rankings import check_clean_rankings, rank_variants, retriever_order
 from mama_pipeline.robustness.variants import (
     decisions_frame,
     deterministic_decisions,
@@ -56,10 +67,12 @@ robustness_input_files = observed_input(
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 JUDGMENTS = "judgments"  # the judging group's asset and table
 RANKED_COLUMNS = ["query_id", "retriever", "rank", "chunk_id"]  # what the steps read of a ranking (not its score)
-VARIANT_RANKINGS = dg.AssetIn("variant_rankings", metadata={"columns": RANKED_COLUMNS})
+VARIANT_RANKINGS = "variant_rankings"  # this group's asset and table (query_id = variant id)
+PER_QUERY = "robustness_per_query"
 CORPUS = "corpus_chunks"  # the corpus group's asset and table
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "robustness")
+SCRATCH_DIR = "scratch"  # under the data directory: the per-query values parked to be written in the table's order
 
 
 def judge_depth(s: PipelineSettings) -> int:
@@ -67,12 +80,36 @@ def judge_depth(s: PipelineSettings) -> int:
     return s.robustness.judge_depth or s.retrieval.pool_depth
 
 
-def clean_rankings(s: PipelineSettings, store: Store, variants: pl.DataFrame) -> tuple[list[str], pl.DataFrame]:
-    """(scored retrievers, their stored clean rankings of the variants' parents); one without any is refused."""
+def scored_retrievers(s: PipelineSettings, store: Store, variants: pl.DataFrame) -> list[str]:
+    """The scored retrievers (:func:`retriever_order`); one without a stored clean ranking of any of the variants'
+    parents is refused."""
     names, _ = retriever_order(s.retrieval, s.robustness.retrievers)
     parents = variants.get_column("parent_id").unique().sort().to_list()
-    stored = store.read_table(RANKINGS, partitions=names, columns=RANKED_COLUMNS, where={"query_id": parents})
-    return names, clean_rankings_of(stored, names, parents)
+    check_clean_rankings(StoredRankings(store, names).present(parents), names, parents)
+    return names
+
+
+def parent_rows(store: Store, table: str, key: str, columns: list[str], partitions: list[str] | None = None) -> RowsOf:
+    """Some ids' rows of a stored table (``columns``, of ``partitions`` when given; the parent's or the variant's
+    id in ``key``), in the table's order."""
+    return lambda ids: store.read_table(table, partitions=partitions, columns=columns, where={key: ids})
+
+
+def ranked_rows(store: Store, names: list[str]) -> tuple[RowsOf, RowsOf]:
+    """(some parents' clean rankings by ``names``, some variants' rankings): their ranked columns, in the table's
+    order."""
+    return (
+        parent_rows(store, RANKINGS, "query_id", RANKED_COLUMNS, names),
+        parent_rows(store, VARIANT_RANKINGS, "query_id", RANKED_COLUMNS),
+    )
+
+
+def stored_holes(s: PipelineSettings, store: Store, variants: pl.DataFrame) -> pl.DataFrame:
+    """The variants' holes (:func:`sliced_hole_pairs`): their rankings, their parents' clean rankings and judged
+    pairs read from the store a slice of parents at a time."""
+    clean, ranked = ranked_rows(store, scored_retrievers(s, store, variants))
+    judged_pairs = parent_rows(store, JUDGMENTS, "query_id", ["query_id", "chunk_id"])
+    return sliced_hole_pairs(variants, ranked, clean, judged_pairs, judge_depth(s))
 
 
 @dg.multi_asset(
@@ -195,19 +232,10 @@ def variant_rankings(
     return dg.Output(slices, metadata={**meta, "variants": query_variants.height, "rows": rows[0]})
 
 
-def parent_rows(store: Store, table: str, key: str, columns: list[str]) -> RowsOf:
-    """Some parents' rows of a stored table (``columns``; the parent id in ``key``), in the table's order."""
-    return lambda parents: store.read_table(table, columns=columns, where={key: parents})
-
-
 @dg.multi_asset(
     group_name=GROUP,
-    deps=[RANKINGS, JUDGMENTS, CORPUS],
-    ins={
-        "queries": QUERIES,
-        "query_variants": dg.AssetIn("query_variants"),
-        "variant_rankings": VARIANT_RANKINGS,
-    },
+    deps=[RANKINGS, JUDGMENTS, CORPUS, VARIANT_RANKINGS],
+    ins={"queries": QUERIES, "query_variants": dg.AssetIn("query_variants")},
     outs={
         "variant_labels": dg.AssetOut(
             description="Every variant's labels: its parent's judged pairs (origin inherited) and the judged "
@@ -227,14 +255,11 @@ def variant_labels(
     llm: LLMResource,
     queries: pl.DataFrame,
     query_variants: pl.DataFrame,
-    variant_rankings: pl.DataFrame,
 ):
     s = settings.get()
     db = store.get()
     depth = judge_depth(s)
-    _, clean = clean_rankings(s, db, query_variants)
-    judged_pairs = parent_rows(db, JUDGMENTS, "query_id", ["query_id", "chunk_id"])
-    holes = sliced_hole_pairs(query_variants, variant_rankings, clean, judged_pairs, depth)
+    holes = stored_holes(s, db, query_variants)
     to_judge, over_budget = within_budget(holes, s.robustness.max_hole_pairs)
     context.log.info(
         f"robustness: {holes.height} holes in the clean and variant top-{depth}, {to_judge.height} to judge"
@@ -294,12 +319,18 @@ def stored_labels(store: Store) -> LabelsOf:
     return parent_rows(store, "variant_labels", "parent_id", ["variant_id", "parent_id", "chunk_id", "score"])
 
 
+def stored_pairs(store: Store, measures: list[str]) -> PairsOf:
+    """The stored paired values of one retriever and kind (of ``measures`` only), in the table's order."""
+    return lambda retriever, kind: store.read_table(
+        PER_QUERY, columns=list(PAIR_SCHEMA), where={"retriever": [retriever], "kind": [kind], "measure": measures}
+    )
+
+
 @dg.multi_asset(
     group_name=GROUP,
-    deps=[RANKINGS, "variant_labels"],
+    deps=[RANKINGS, VARIANT_RANKINGS, "variant_labels"],
     ins={
         "query_variants": dg.AssetIn("query_variants"),
-        "variant_rankings": VARIANT_RANKINGS,
         "variant_decisions": dg.AssetIn("variant_decisions", metadata={"columns": ["kind", "status"]}),  # counted
         "variant_holes": dg.AssetIn("variant_holes", metadata={"columns": ["sides", "status"]}),  # on the page
     },
@@ -322,26 +353,31 @@ def robustness_scoreboard(
     settings: SettingsResource,
     store: StoreResource,
     query_variants: pl.DataFrame,
-    variant_rankings: pl.DataFrame,
     variant_decisions: pl.DataFrame,
     variant_holes: pl.DataFrame,
 ):
     s = settings.get()
-    names, clean = clean_rankings(s, store.get(), query_variants)
+    db = store.get()
+    names = scored_retrievers(s, db, query_variants)
     stats = s.evaluation.model_copy(update={"resamples": s.robustness.resamples or s.evaluation.resamples})
     tolerance = s.robustness.coverage_tolerance
-    result = robustness_board(
-        clean,
-        variant_rankings,
-        query_variants,
-        stored_labels(store.get()),
-        stats,
-        names,
-        judge_depth(s),
-        tolerance,
-        also=[f"Judged@{k}" for k in s.evaluation.cutoffs],
+    depth = judge_depth(s)
+    also = [f"Judged@{k}" for k in s.evaluation.cutoffs]
+    measures = paired_measures(stats, depth, also)
+    clean, ranked = ranked_rows(db, names)
+    # the values stream into the store a slice of parents at a time, in the table's order; the board reads them back
+    slices = paired_slices(clean, ranked, query_variants, stored_labels(db), stats, names, depth, also)
+    yield dg.Output(
+        in_table_order(slices, s.data_path / SCRATCH_DIR),
+        output_name="robustness_per_query",
+        metadata={
+            "values": len(names) * query_variants.height * len(measures),
+            "measures": ", ".join(sorted(measures)),
+        },
     )
-    board = result.board
+    judged = f"Judged@{depth}"
+    pairs = stored_pairs(db, [*stats.significance_measures, judged])
+    board = robustness_board(pairs, names, query_variants, stats, judged, tolerance)
     headline = s.evaluation.headline_measure
     smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded or s.llm.judge.embedded
     page = write_page(
@@ -350,7 +386,7 @@ def robustness_scoreboard(
         variant_decisions,
         variant_holes,
         headline,
-        result.judged_measure,
+        judged,
         tolerance,
         s.evaluation.alpha,
         smoke,
@@ -365,7 +401,7 @@ def robustness_scoreboard(
             "retrievers": ", ".join(names),
             "resamples": stats.resamples,
             "variants": query_variants.height,
-            "judged_measure": result.judged_measure,
+            "judged_measure": judged,
             "coverage_tolerance": tolerance,
             "comparisons": overall.height,  # (kind, retriever) pairs of the tier "all"
             "comparisons_coverage_differs": overall.filter(pl.col("coverage_differs")).height,
@@ -387,13 +423,5 @@ def robustness_scoreboard(
                 100,
             ),
             "noise_rates_per_letter": dg.MetadataValue.json(json.loads(s.robustness.noise.model_dump_json())),
-        },
-    )
-    yield dg.Output(
-        result.per_query,
-        output_name="robustness_per_query",
-        metadata={
-            "values": result.per_query.height,
-            "measures": ", ".join(result.per_query.get_column("measure").unique().sort().to_list()),
         },
     )

@@ -23,7 +23,7 @@ VARIANTS_PER_SLICE = 5_000  # ~400,000 label rows at a parent's ~80 labels
 PARENTS_PER_SLICE = 2_000  # parents (with all their variants) whose judgments are read at once
 VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
 NEED_COLUMNS = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]  # a judgment, as label_needs reads it
-RowsOf = Callable[[list[str]], pl.DataFrame]  # parent ids -> their rows of a table (e.g. their judgments)
+RowsOf = Callable[[list[str]], pl.DataFrame]  # ids (of parents, or variants) -> their rows of a table (e.g. judgments)
 LABEL_SCHEMA = {
     "variant_id": pl.String,
     "parent_id": pl.String,
@@ -95,22 +95,24 @@ def parent_slices(variants: pl.DataFrame, per_slice: int) -> Iterator[list[str]]
 
 def sliced_hole_pairs(
     variants: pl.DataFrame,
-    variant_rankings: pl.DataFrame,
-    clean_rankings: pl.DataFrame,
+    variant_rankings_of: RowsOf,
+    clean_of: RowsOf,
     judged_of: RowsOf,
     depth: int,
-    parents_per_slice: int = PARENTS_PER_SLICE,
+    parents_per_slice: int | None = None,
 ) -> pl.DataFrame:
-    """:func:`hole_pairs` a slice of parents at a time, ``judged_of`` giving a slice's judged pairs (query_id,
-    chunk_id): the rows and order of one pass, holding one slice's judgments at a time."""
+    """:func:`hole_pairs` a slice of ``parents_per_slice`` parents (:data:`PARENTS_PER_SLICE` by default) at a
+    time: ``variant_rankings_of`` gives the rankings of a slice's variants (by variant id), ``clean_of`` the clean
+    rankings and ``judged_of`` the judged pairs (query_id, chunk_id) of its parents; the rows and order of one
+    pass, holding one slice's rankings and judgments at a time."""
     parts = []
-    for ids in parent_slices(variants, parents_per_slice):
+    for ids in parent_slices(variants, parents_per_slice or PARENTS_PER_SLICE):
         mine = variants.filter(pl.col("parent_id").is_in(ids))
         parts.append(
             hole_pairs(
                 mine,
-                variant_rankings.filter(pl.col("query_id").is_in(mine.get_column("variant_id").to_list())),
-                clean_rankings.filter(pl.col("query_id").is_in(ids)),
+                variant_rankings_of(mine.get_column("variant_id").to_list()),
+                clean_of(ids),
                 judged_of(ids),
                 depth,
             )

@@ -14,20 +14,23 @@ judged alike.
 
 Parents are scored a slice at a time (with their variants, rankings and labels),
 so memory grows with a slice, not with the pool: per-query measures do not
-depend on other queries.
+depend on other queries. The slices' values are put in the table's order
+(retriever, kind, measure, parent) through scratch files, one key at a time, and
+the board reads them back one retriever and kind at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from mama_pipeline.common.progress import track
+from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
-from mama_pipeline.evaluation.per_query_scoring import evaluate
+from mama_pipeline.evaluation.per_query_scoring import evaluate, query_slices
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -66,18 +69,19 @@ PAIR_SCHEMA = {
 
 
 LabelsOf = Callable[[list[str]], pl.DataFrame]  # parent ids -> their variants' label rows
-
-
-@dataclass
-class RobustnessBoard:
-    board: pl.DataFrame  # BOARD_SCHEMA
-    per_query: pl.DataFrame  # PAIR_SCHEMA; Judged@k is null on a side whose ranking is empty
-    judged_measure: str
+RankingsOf = Callable[[list[str]], pl.DataFrame]  # query ids -> their ranked rows (query_id, retriever, rank, chunk_id)
+PairsOf = Callable[[str, str], pl.DataFrame]  # (retriever, kind) -> its pairs (PAIR_SCHEMA), in (measure, parent) order
+TABLE_ORDER = ["retriever", "kind", "measure", "parent_id"]  # the order of the paired values
 
 
 def labels_in(labels: pl.DataFrame) -> LabelsOf:
     """The label rows of some parents' variants, from variant labels held in memory."""
     return lambda parents: labels.filter(pl.col("parent_id").is_in(parents))
+
+
+def pairs_in(pairs: pl.DataFrame) -> PairsOf:
+    """The pairs of one retriever and kind, from paired values held in memory (in :data:`TABLE_ORDER`)."""
+    return lambda retriever, kind: pairs.filter((pl.col("retriever") == retriever) & (pl.col("kind") == kind))
 
 
 def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
@@ -91,48 +95,45 @@ def need_qrels(labels: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def paired_values(
-    clean_rankings: pl.DataFrame,
-    variant_rankings: pl.DataFrame,
+def paired_measures(s: EvaluationSettings, judged_k: int, also: Sequence[str] = ()) -> list[str]:
+    """The measures paired: the significance measures, Judged@``judged_k`` and those named in ``also``."""
+    return list(dict.fromkeys([*s.significance_measures, f"Judged@{judged_k}", *also]))
+
+
+def paired_slices(
+    clean_of: RankingsOf,
+    variant_rankings_of: RankingsOf,
     variants: pl.DataFrame,
     labels_of: LabelsOf,
     s: EvaluationSettings,
     retrievers: list[str],
     judged_k: int,
     also: Sequence[str] = (),
-    parents_per_slice: int = PARENT_SLICE,
-) -> tuple[pl.DataFrame, str]:
-    """Per (retriever, parent, kind, measure): the clean and the variant value, for the significance measures,
-    Judged@``judged_k`` and the measures named in ``also`` (measures of the plan, e.g. other Judged@k).
+    parents_per_slice: int | None = None,
+) -> Iterator[pl.DataFrame]:
+    """Per (retriever, parent, kind, measure) of :func:`paired_measures` (measures of the plan): the clean and the
+    variant value, a slice of ``parents_per_slice`` parents (:data:`PARENT_SLICE` by default) at a time, each
+    slice in :data:`TABLE_ORDER`.
 
-    ``labels_of`` gives the variant label rows of a slice of ``parents_per_slice`` parents. Judged@k is left
-    null on a side whose ranking is empty: it has no chunk, judged or not (every other measure scores an empty
-    ranking 0)."""
+    ``clean_of`` gives a slice's clean rankings by ``retrievers``, ``variant_rankings_of`` its variants' rankings
+    and ``labels_of`` its variants' label rows. Judged@k is left null on a side whose ranking is empty: it has no
+    chunk, judged or not (every other measure scores an empty ranking 0)."""
     plan = mamaretrieval_plan(sorted({*s.cutoffs, judged_k}), s.lenient, s.strict, s.max_grade)
     check_measures(s.significance_measures, plan.by_name(), "evaluation.significance_measures")
-    judged = f"Judged@{judged_k}"
-    wanted = list(dict.fromkeys([*s.significance_measures, judged, *also]))
-    clean = clean_rankings.filter(pl.col("retriever").is_in(retrievers)).select(variant_rankings.columns)
+    wanted = paired_measures(s, judged_k, also)
     parents = variants.get_column("parent_id").unique().sort().to_list()
-    slices = [pl.DataFrame(schema=PAIR_SCHEMA)]
     with track("robustness: parents scored", total=len(parents), unit="parents", heartbeat=True, alike=True) as bar:
-        for start in range(0, len(parents), parents_per_slice):
-            ids = parents[start : start + parents_per_slice]
+        for ids in query_slices(parents, parents_per_slice or PARENT_SLICE):
             mine = variants.filter(pl.col("parent_id").is_in(ids))
             run = rankings_to_run(
-                pl.concat(
-                    [
-                        clean.filter(pl.col("query_id").is_in(ids)),
-                        variant_rankings.filter(pl.col("query_id").is_in(mine.get_column("variant_id").to_list())),
-                    ]
-                )
+                pl.concat([clean_of(ids), variant_rankings_of(mine.get_column("variant_id").to_list())])
             )
             query_ids = ids + mine.get_column("variant_id").sort().to_list()
             qrels = need_qrels(labels_of(ids))
             evaluation = evaluate(run, qrels, query_ids, plan, retrievers, "rankings", "variant labels")
-            slices.append(_pairs(evaluation.per_query.filter(pl.col("measure").is_in(wanted)), run, mine))
+            pairs = _pairs(evaluation.per_query.filter(pl.col("measure").is_in(wanted)), run, mine)
+            yield pairs.sort(TABLE_ORDER)
             bar.update(len(ids))
-    return pl.concat(slices).sort("retriever", "kind", "measure", "parent_id"), judged
 
 
 def _pairs(per_query: pl.DataFrame, run: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
@@ -154,63 +155,78 @@ def _pairs(per_query: pl.DataFrame, run: pl.DataFrame, variants: pl.DataFrame) -
     )
 
 
+def in_table_order(slices: Iterable[pl.DataFrame], folder: Path | None = None) -> Iterator[pl.DataFrame]:
+    """The pairs of every slice of parents (each in :data:`TABLE_ORDER`, the slices' parents ascending) in
+    :data:`TABLE_ORDER`, one (retriever, kind, measure) at a time (one empty frame without pairs): each slice's
+    rows of a key are parked in a scratch file under ``folder`` (:class:`SpilledSlices`, removed after), and a
+    key's files are read back in the slices' order."""
+    spill = SpilledSlices(folder, pl.DataFrame(schema=PAIR_SCHEMA))
+    try:
+        for part in slices:
+            for key, rows in part.partition_by(TABLE_ORDER[:3], as_dict=True, maintain_order=True).items():
+                spill.add(rows, key)
+    except BaseException:
+        spill.discard()
+        raise
+    yield from spill.read(sorted(spill.files))
+
+
 def robustness_board(
-    clean_rankings: pl.DataFrame,
-    variant_rankings: pl.DataFrame,
-    variants: pl.DataFrame,
-    labels_of: LabelsOf,
-    s: EvaluationSettings,
+    pairs_of: PairsOf,
     retrievers: list[str],
-    judged_k: int,
+    variants: pl.DataFrame,
+    s: EvaluationSettings,
+    judged: str,
     coverage_tolerance: float,
-    also: Sequence[str] = (),
-) -> RobustnessBoard:
-    """One row per (tier, kind, retriever, significance measure), with both sides' Judged@k beside it; the
-    per-query values also hold the measures named in ``also``."""
-    if variants.is_empty():
-        return RobustnessBoard(
-            pl.DataFrame(schema=BOARD_SCHEMA), pl.DataFrame(schema=PAIR_SCHEMA), f"Judged@{judged_k}"
-        )
-    pairs, judged = paired_values(clean_rankings, variant_rankings, variants, labels_of, s, retrievers, judged_k, also)
+) -> pl.DataFrame:
+    """One row per (tier, kind, retriever, significance measure), with both sides' ``judged`` (Judged@k) beside
+    it; ``pairs_of`` gives the paired values of one retriever and kind (one is held at a time)."""
     tiers = variants.select("parent_id", "tier").unique()
-    with_tier = pairs.join(tiers, on="parent_id", how="left")
-    segments = [("all", pairs)] + [
-        (t, with_tier.filter(pl.col("tier") == t)) for t in sorted(tiers.get_column("tier").unique().to_list())
-    ]
+    names = ["all", *sorted(tiers.get_column("tier").unique().to_list())]
+    kinds = sorted(variants.get_column("kind").unique().to_list())
     rows = []
-    for tier, seg in segments:
-        coverage = {
-            key: _coverage(group, coverage_tolerance)
-            for key, group in seg.filter(pl.col("measure") == judged).group_by("kind", "retriever")
+    for retriever, kind in [(r, k) for r in sorted(retrievers) for k in kinds]:
+        block = pairs_of(retriever, kind)
+        with_tier = block.join(tiers, on="parent_id", how="left", maintain_order="left")
+        for t, tier in enumerate(names):
+            seg = block if tier == "all" else with_tier.filter(pl.col("tier") == tier)
+            rows += [(t, row) for row in _comparisons(seg, tier, s, judged, coverage_tolerance)]
+    rows.sort(key=lambda x: (x[0], x[1]["retriever"], x[1]["kind"], x[1]["measure"]))  # the order Holm sees
+    board = pl.DataFrame([row for _, row in rows], schema={k: v for k, v in BOARD_SCHEMA.items() if k != "p_holm"})
+    return _with_holm(board)
+
+
+def _comparisons(seg: pl.DataFrame, tier: str, s: EvaluationSettings, judged: str, tolerance: float) -> list[dict]:
+    """The board rows of one retriever and kind in a tier: one per significance measure, coverage beside it."""
+    coverage = _coverage(seg.filter(pl.col("measure") == judged), tolerance)
+    compared = seg.filter(pl.col("measure").is_in(s.significance_measures) & (pl.col("measure") != judged))
+    rows = []
+    for (kind, retriever, measure), group in compared.group_by("kind", "retriever", "measure", maintain_order=True):
+        a = group.get_column("clean").to_numpy().astype(float)
+        b = group.get_column("variant").to_numpy().astype(float)
+        row = {
+            "tier": tier,
+            "kind": kind,
+            "retriever": retriever,
+            "measure": measure,
+            "n_queries": a.size,
+            "clean_mean": float(a.mean()),
+            "variant_mean": float(b.mean()),
+            "drop": float((a - b).mean()),
+            "ci_low": None,
+            "ci_high": None,
+            "p_randomization": None,
+            **coverage,
         }
-        compared = seg.filter(pl.col("measure").is_in(s.significance_measures) & (pl.col("measure") != judged))
-        for (kind, retriever, measure), group in compared.group_by("kind", "retriever", "measure", maintain_order=True):
-            a = group.get_column("clean").to_numpy().astype(float)
-            b = group.get_column("variant").to_numpy().astype(float)
-            row = {
-                "tier": tier,
-                "kind": kind,
-                "retriever": retriever,
-                "measure": measure,
-                "n_queries": a.size,
-                "clean_mean": float(a.mean()),
-                "variant_mean": float(b.mean()),
-                "drop": float((a - b).mean()),
-                "ci_low": None,
-                "ci_high": None,
-                "p_randomization": None,
-                **coverage[(kind, retriever)],
-            }
-            if a.size >= 2:
-                low, high = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
-                row.update(
-                    ci_low=_finite(low),
-                    ci_high=_finite(high),
-                    p_randomization=paired_randomization_p(a, b, s.resamples, s.seed),
-                )
-            rows.append(row)
-    board = pl.DataFrame(rows, schema={k: v for k, v in BOARD_SCHEMA.items() if k != "p_holm"})
-    return RobustnessBoard(_with_holm(board), pairs, judged)
+        if a.size >= 2:
+            low, high = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
+            row.update(
+                ci_low=_finite(low),
+                ci_high=_finite(high),
+                p_randomization=paired_randomization_p(a, b, s.resamples, s.seed),
+            )
+        rows.append(row)
+    return rows
 
 
 def _coverage(judged: pl.DataFrame, tolerance: float) -> dict:

@@ -109,15 +109,12 @@ def _of(current: dict[str, pl.DataFrame], wanted: list[str]) -> pl.DataFrame:
     return pl.concat([current[n] for n in wanted]) if wanted else empty_rankings()
 
 
-def clean_rankings_of(stored: pl.DataFrame, names: list[str], parents: list[str]) -> pl.DataFrame:
-    """The stored clean rankings of the ``parents`` by ``names``; a retriever with none is refused in one line
-    (its clean queries would score 0 and its drops read negative)."""
-    clean = stored.filter(pl.col("retriever").is_in(names) & pl.col("query_id").is_in(parents))
-    ranked = set(clean.get_column("retriever").unique().to_list())
+def check_clean_rankings(ranked: list[str], names: list[str], parents: list[str]) -> None:
+    """Refuse in one line a retriever of ``names`` without a stored clean ranking of any of the ``parents``
+    (``ranked``: the retrievers with one): its clean queries would score 0 and its drops read negative."""
     for name in names:
         if parents and name not in ranked:
             raise ValueError(
                 f"robustness: retriever {name!r} has no clean rankings stored for any of the "
                 f"{len(parents)} parent queries; materialise its rankings partition first"
             )
-    return clean

@@ -120,17 +120,22 @@ def test_refused_entry_has_no_figure_and_too_few_shared_queries_are_not_compared
 def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_keyed_by_variant_id():
     from mama_pipeline.evaluation.settings import EvaluationSettings
     from mama_pipeline.leaderboard.leaderboard_inputs import configured, robustness_per_query
-    from mama_pipeline.robustness.robustness_scoreboard import labels_in, paired_values
-    from mama_pipeline_tests.robustness.test_labels_and_board import frame, label_rows, labels_of, ranking, variants
+    from mama_pipeline.robustness.robustness_scoreboard import labels_in
+    from mama_pipeline_tests.robustness.test_labels_and_board import (
+        frame,
+        label_rows,
+        labels_of,
+        paired,
+        ranking,
+        variants,
+    )
 
     v = variants().filter(pl.col("parent_id").is_in(["q_00001", "q_00002"]) & (pl.col("kind") == "typo"))
     judgments = label_rows([("q_00001", "a", 6), ("q_00001", "b", 0), ("q_00002", "a", 6), ("q_00002", "b", 0)])
     clean = frame(ranking("q_00001", "bm25", ["a", "b"]) + ranking("q_00002", "bm25", ["b", "a"]))
     variant = frame(ranking("q_00001~typo", "bm25", ["a", "x"]))  # q_00002~typo: an empty ranking
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
-    pairs, _ = paired_values(
-        clean, variant, v, labels_in(labels_of(v, judgments, label_rows([]))), s, ["bm25"], 2, also=["Judged@1"]
-    )
+    pairs = paired(clean, variant, v, labels_in(labels_of(v, judgments, label_rows([]))), s, 2, also=("Judged@1",))
     with pytest.raises(ValueError, match=r"no values of \['nDCG@10'\]"):
         robustness_per_query(pairs, v, ["Success(rel=3)@1", "nDCG@10"])
     values = robustness_per_query(pairs, v, ["Success(rel=3)@1", "Judged@1"]).sort("query_id", "measure")

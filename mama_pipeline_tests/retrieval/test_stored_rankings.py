@@ -46,6 +46,14 @@ def test_present_names_the_stored_retrievers_alone(store):
         require_retrievers(StoredRankings(store, ["bm25", "sparse"]).present(), ["bm25", "sparse"])
 
 
+def test_present_of_some_queries_names_the_retrievers_that_ranked_them(store):
+    extra_q2 = RANKINGS.filter((pl.col("retriever") == "extra") & (pl.col("query_id") == "q2"))
+    store.write_table("rankings", extra_q2, partition="extra")  # extra ranked q2 alone
+    stored = StoredRankings(store, ["bm25", "sparse", "extra"])
+    assert sorted(stored.present(["q1"])) == ["bm25"] and sorted(stored.present(["q1", "q2"])) == ["bm25", "extra"]
+    assert stored.present([]) == []
+
+
 def _message(call) -> str:
     with pytest.raises(ValueError) as info:
         call()

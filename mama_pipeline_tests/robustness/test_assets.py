@@ -173,7 +173,7 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
             for e in first.all_events
             if e.event_type_value == "LOADED_INPUT" and e.step_key == "variant_labels"
         }
-        assert loaded == {"queries", "query_variants", "variant_rankings"}  # not the corpus, nor the judgments
+        assert loaded == {"queries", "query_variants"}  # nor the corpus, the judgments or the variant rankings
         checks = {c.check_name: c.passed for c in first.get_asset_check_evaluations()}
         assert checks["variants_follow_rules"] and checks["holes_judged"] and checks["mamaretrieval_release_verifies"]
         assert checks["coverage_alike"]
@@ -377,3 +377,55 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     assert set(board["clean_judged"]) == {1.0} and set(board["clean_ranked"]) == {5}
     assert set(board["variant_ranked"]) == {0} and board["variant_judged"].null_count() == board.height
     assert set(board["variant_mean"]) == {0.0} and board["coverage_differs"].null_count() == board.height
+
+
+def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one_pass(tmp_path, monkeypatch, fake_llm):
+    """Slices of two of the five parents: every read of the variant rankings, the clean rankings and the variant
+    labels names one slice's parents at most, and the tables and the page are those of one slice of all five."""
+    from mama_pipeline.robustness import labels, robustness_scoreboard
+
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    read_table = Store.read_table
+    reads: list[tuple[str, list[str]]] = []  # (table, the parents whose rows were asked for)
+
+    def spy(self, table, partitions=None, columns=None, where=None):
+        if table in ("rankings", "variant_rankings", "variant_labels"):
+            ids = next(iter((where or {"": ["(all)"]}).values()))
+            reads.append((table, sorted({i.split("~")[0] for i in ids})))
+        return read_table(self, table, partitions, columns, where)
+
+    def run(folder: Path, config: Path) -> tuple[dict[str, pl.DataFrame], str]:
+        with dg.instance_for_test() as instance:
+            dg.materialize(
+                [*UPSTREAM, *robustness_defs.assets],
+                resources=shared_resources(str(config)),
+                instance=instance,
+                selection=[k for a in robustness_defs.assets if isinstance(a, dg.AssetsDefinition) for k in a.keys],
+            )
+        store = Store(folder / "data" / "mama.duckdb")
+        tables = ("variant_labels", "variant_holes", "robustness_per_query", "robustness_scoreboard")
+        page = folder / "data" / "reports" / "robustness" / "index.html"
+        return {t: read_table(store, t) for t in tables}, page.read_text()  # not spied
+
+    folders = [tmp_path / "whole", tmp_path / "sliced"]
+    configs = [setup(f, fake_llm.url) for f in folders if not f.mkdir()]
+    whole, whole_page = run(folders[0], configs[0])
+    monkeypatch.setattr(Store, "read_table", spy)
+    monkeypatch.setattr(robustness_scoreboard, "PARENT_SLICE", 2)
+    monkeypatch.setattr(labels, "PARENTS_PER_SLICE", 2)
+    sliced, sliced_page = run(folders[1], configs[1])
+    parents = sorted(queries_frame()["query_id"])
+    slices = [parents[0:2], parents[2:4], parents[4:5]]
+    # the holes' step reads both rankings a slice at a time, then the scoreboard's step reads them and the labels
+    assert reads == [
+        *[(t, ids) for ids in slices for t in ("variant_rankings", "rankings")],
+        *[(t, ids) for ids in slices for t in ("rankings", "variant_rankings", "variant_labels")],
+    ]
+    for name, frame in whole.items():
+        assert sliced[name].equals(frame), name
+    assert sliced_page == whole_page
+    per_query = whole["robustness_per_query"]
+    assert per_query.equals(per_query.sort("retriever", "kind", "measure", "parent_id"))  # the table's order
+    typo = per_query.filter((pl.col("kind") == "typo") & (pl.col("measure") == "RR(rel=3)"))
+    assert typo["retriever"].unique(maintain_order=True).to_list() == ["bm25", "bm25-plain", "fused"]
+    assert len({parents.index(q) // 2 for q in typo["parent_id"]}) > 1  # each key's rows come from several slices

@@ -6,6 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from mama_pipeline.evaluation.per_query_scoring import evaluate, run_in
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 from mama_pipeline.robustness.labels import (
@@ -19,7 +21,15 @@ from mama_pipeline.robustness.labels import (
     variant_labels,
     within_budget,
 )
-from mama_pipeline.robustness.robustness_scoreboard import labels_in, paired_values, robustness_board
+from mama_pipeline.robustness.robustness_scoreboard import (
+    BOARD_SCHEMA,
+    PAIR_SCHEMA,
+    in_table_order,
+    labels_in,
+    paired_slices,
+    pairs_in,
+    robustness_board,
+)
 
 PARENTS = [f"q_{i:05d}" for i in range(1, 9)]
 KINDS = ["typo", "shorthand"]
@@ -45,6 +55,29 @@ def label_rows(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
 
 def labels_of(v: pl.DataFrame, judgments: pl.DataFrame, hole_labels: pl.DataFrame, per_slice: int = 5) -> pl.DataFrame:
     return pl.concat(variant_labels(v, needs_in(label_needs(judgments, hole_labels)), per_slice))
+
+
+def paired(
+    clean: pl.DataFrame,
+    variant: pl.DataFrame,
+    v: pl.DataFrame,
+    labels_of,
+    s: EvaluationSettings,
+    judged_k: int,
+    also: tuple[str, ...] = (),
+    per_slice: int | None = None,
+) -> pl.DataFrame:
+    """The paired values of bm25, computed a slice of parents at a time and put in the table's order."""
+    return pl.concat(
+        in_table_order(
+            paired_slices(run_in(clean), run_in(variant), v, labels_of, s, ["bm25"], judged_k, also, per_slice)
+        )
+    )
+
+
+def board_of(clean, variant, v, labels, s, judged_k: int, tolerance: float) -> pl.DataFrame:
+    pairs = paired(clean, variant, v, labels_in(labels), s, judged_k)
+    return robustness_board(pairs_in(pairs), ["bm25"], v, s, f"Judged@{judged_k}", tolerance)
 
 
 def ranking(query_id: str, retriever: str, chunks: list[str]) -> list[tuple]:
@@ -102,10 +135,7 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
         short += ranking(f"{p}~shorthand", "bm25", [f"{p}-rel", "x1", "x2"])
     labels = labels_of(v, judgments, label_rows([(p, c, 0) for p in PARENTS for c in ("x1", "x2")]))
     s = EvaluationSettings(cutoffs=[1, 3], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=500)
-    result = robustness_board(
-        frame(clean), frame(typo + short), v, labels_in(labels), s, ["bm25"], judged_k=3, coverage_tolerance=0.05
-    )
-    board = result.board
+    board = board_of(frame(clean), frame(typo + short), v, labels, s, judged_k=3, tolerance=0.05)
     row = board.filter(
         (pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("measure") == "Success(rel=3)@1")
     ).row(0, named=True)
@@ -137,17 +167,11 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
 
 def test_no_variants_give_an_empty_board():
     empty = variants().clear()
-    result = robustness_board(
-        frame([]),
-        frame([]),
-        empty,
-        labels_in(labels_of(empty, label_rows([]), label_rows([]))),
-        EvaluationSettings(),
-        ["bm25"],
-        judged_k=5,
-        coverage_tolerance=0.05,
-    )
-    assert result.board.is_empty() and result.judged_measure == "Judged@5"
+    labels = labels_of(empty, label_rows([]), label_rows([]))
+    pairs = paired(frame([]), frame([]), empty, labels_in(labels), EvaluationSettings(), judged_k=5)
+    assert pairs.is_empty() and pairs.schema == pl.Schema(PAIR_SCHEMA)
+    board = board_of(frame([]), frame([]), empty, labels, EvaluationSettings(), judged_k=5, tolerance=0.05)
+    assert board.is_empty() and board.schema == pl.Schema(BOARD_SCHEMA)
 
 
 def test_the_clean_top_k_of_every_scored_retriever_has_its_holes_filled_too():
@@ -176,9 +200,7 @@ def test_each_comparison_reports_both_sides_judged_at_k_and_flags_uneven_coverag
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1"], resamples=200)
 
     def row(tolerance: float) -> dict:
-        board = robustness_board(
-            clean, variant, v, labels_in(labels), s, ["bm25"], judged_k=2, coverage_tolerance=tolerance
-        ).board
+        board = board_of(clean, variant, v, labels, s, judged_k=2, tolerance=tolerance)
         return board.filter(pl.col("tier") == "all").row(0, named=True)
 
     flagged = row(0.05)
@@ -205,12 +227,10 @@ def test_scoring_parents_a_slice_at_a_time_gives_the_values_of_one_pass():
         return labels.filter(pl.col("parent_id").is_in(parents))
 
     s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=100)
-    one, judged = paired_values(frame(clean), frame(variant), v, labels_in(labels), s, ["bm25"], 2, also=["Judged@1"])
-    sliced, _ = paired_values(
-        frame(clean), frame(variant), v, reading, s, ["bm25"], 2, also=["Judged@1"], parents_per_slice=3
-    )
+    one = paired(frame(clean), frame(variant), v, labels_in(labels), s, 2, also=("Judged@1",))
+    sliced = paired(frame(clean), frame(variant), v, reading, s, 2, also=("Judged@1",), per_slice=3)
     assert asked == [PARENTS[0:3], PARENTS[3:6], PARENTS[6:8]]  # every parent once, three at a time
-    assert sliced.equals(one) and judged == "Judged@2"
+    assert sliced.equals(one)
     assert one.height == 8 * 2 * 4  # every (parent, kind) for each of the four measures
     # the relevant chunk second in q_00001's clean ranking and in q_00002's typo variant, first elsewhere
     rr = one.filter((pl.col("measure") == "RR(rel=3)") & (pl.col("kind") == "typo")).sort("parent_id")
@@ -276,8 +296,14 @@ def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_a
         asked.append(parents)
         return judgments.filter(pl.col("query_id").is_in(parents))
 
-    holes = sliced_hole_pairs(v, variant, clean, reading, depth=2, parents_per_slice=3)
-    assert asked == [PARENTS[0:3], PARENTS[3:4]]
+    ranked = []
+
+    def rankings_of(variant_ids: list[str]) -> pl.DataFrame:
+        ranked.append(sorted({i.split("~")[0] for i in variant_ids}))
+        return variant.filter(pl.col("query_id").is_in(variant_ids))
+
+    holes = sliced_hole_pairs(v, rankings_of, run_in(clean), reading, depth=2, parents_per_slice=3)
+    assert asked == ranked == [PARENTS[0:3], PARENTS[3:4]]  # a slice's judgments and variant rankings at a time
     assert holes.rows() == [
         ("q_00002", "b", 1, "variant", "shorthand", "bm25"),
         ("q_00003", "c", 1, "clean", "", "bm25"),
@@ -352,3 +378,87 @@ def test_no_variants_give_one_empty_slice_of_the_label_schema():
     needs = needs_in(label_needs(label_rows([("q_00001", "c1", 6)]), label_rows([])))
     (only,) = variant_labels(variants().clear(), needs)
     assert only.is_empty() and only.schema == pl.Schema(LABEL_SCHEMA)
+
+
+def test_slices_of_parents_in_the_tables_order_are_one_whole_evaluation_paired_and_give_its_board(tmp_path):
+    """Three parents a slice, two retrievers: the paired values, in the table's order, are those of one evaluation
+    of every query at once, paired here; a few by hand, and the board's figures those of the shared statistics."""
+    v = variants()
+    judgments = label_rows([(p, f"{p}-rel", 6) for p in PARENTS] + [("q_00002", "x1", 3)])
+    clean, variant = [], []
+    for i, p in enumerate(PARENTS):
+        clean += ranking(p, "bm25", ["x1", "x2", f"{p}-rel"] if i % 3 == 0 else [f"{p}-rel", "x1"])
+        clean += ranking(p, "dense", [f"{p}-rel"])
+        variant += ranking(f"{p}~typo", "bm25", ["x2", f"{p}-rel"] if i % 2 else [f"{p}-rel"])
+        variant += ranking(f"{p}~typo", "dense", ["x1"])
+        variant += ranking(f"{p}~shorthand", "bm25", ["x1"]) if i % 3 else []  # the others: empty rankings
+    labels = labels_of(v, judgments, label_rows([(p, "x2", 0) for p in PARENTS[::2]]))
+    s = EvaluationSettings(cutoffs=[1, 2], significance_measures=["Success(rel=3)@1", "RR(rel=3)"], resamples=300)
+    retrievers = ["dense", "bm25"]
+    slices = paired_slices(
+        run_in(frame(clean)), run_in(frame(variant)), v, labels_in(labels), s, retrievers, 2, ("Judged@1",), 3
+    )
+    pairs = pl.concat(in_table_order(slices, tmp_path / "scratch"))
+    assert not any((tmp_path / "scratch").iterdir())  # the parked slices are removed
+
+    # one evaluation of every query, paired by hand
+    run = frame(clean + variant).select(pl.col("query_id"), pl.col("chunk_id").alias("doc_id"), "rank", "retriever")
+    qrels = pl.concat(
+        [
+            labels.select(pl.col("parent_id").alias("query_id"), "chunk_id", "score").unique(maintain_order=True),
+            labels.select(pl.col("variant_id").alias("query_id"), "chunk_id", "score"),
+        ]
+    ).select("query_id", pl.col("chunk_id").alias("doc_id"), pl.col("score").cast(pl.Int64).alias("relevance"))
+    plan = mamaretrieval_plan([1, 2], s.lenient, s.strict, s.max_grade)
+    whole = evaluate(run, qrels, PARENTS + v["variant_id"].to_list(), plan, retrievers).per_query
+    ranked = run.select("retriever", "query_id").unique().with_columns(ranked=pl.lit(True))
+    values = (
+        whole.filter(pl.col("measure").is_in(["Success(rel=3)@1", "RR(rel=3)", "Judged@2", "Judged@1"]))
+        .join(ranked, on=["retriever", "query_id"], how="left")
+        .with_columns(pl.when(pl.col("ranked") | ~pl.col("measure").str.starts_with("Judged")).then(pl.col("value")))
+    )
+    expected = (
+        v.select(pl.col("variant_id").alias("query_id"), "parent_id", "kind")
+        .join(values.select("retriever", "query_id", "measure", pl.col("value").alias("variant")), on="query_id")
+        .join(
+            values.select(
+                "retriever", pl.col("query_id").alias("parent_id"), "measure", pl.col("value").alias("clean")
+            ),
+            on=["retriever", "parent_id", "measure"],
+        )
+        .select(list(PAIR_SCHEMA))
+        .sort("retriever", "kind", "measure", "parent_id")
+    )
+    assert pairs.equals(expected) and pairs.height == 2 * 16 * 4
+
+    def value(retriever: str, parent: str, kind: str, measure: str) -> tuple:
+        at = (pl.col("retriever") == retriever) & (pl.col("parent_id") == parent) & (pl.col("kind") == kind)
+        return pairs.filter(at & (pl.col("measure") == measure)).select("clean", "variant").row(0)
+
+    assert value("bm25", "q_00001", "typo", "RR(rel=3)") == (1 / 3, 1.0)  # relevant third (x1, x2 not), then first
+    assert value("bm25", "q_00001", "typo", "Judged@2") == (0.5, 1.0)  # x2 a hole labelled 0, x1 never judged
+    assert value("bm25", "q_00002", "typo", "RR(rel=3)") == (1.0, 0.5)
+    assert value("bm25", "q_00002", "shorthand", "Success(rel=3)@1") == (1.0, 1.0)  # x1 is relevant to q_00002
+    assert value("bm25", "q_00003", "shorthand", "Judged@1") == (1.0, 0.0)  # x1 unjudged for q_00003
+    assert value("dense", "q_00003", "shorthand", "Judged@1") == (1.0, None)  # no ranking, no coverage
+    assert value("dense", "q_00003", "shorthand", "RR(rel=3)") == (1.0, 0.0)
+
+    board = robustness_board(pairs_in(pairs), retrievers, v, s, "Judged@2", 0.05)
+    assert board.select("tier", "kind", "retriever", "measure").rows() == [
+        (t, k, r, m)
+        for t in ("all", "high", "very_high")
+        for k in KINDS[::-1]
+        for r in sorted(retrievers)
+        for m in ("RR(rel=3)", "Success(rel=3)@1")
+    ]
+    row = board.filter((pl.col("tier") == "all") & (pl.col("kind") == "typo") & (pl.col("retriever") == "bm25")).filter(
+        pl.col("measure") == "Success(rel=3)@1"
+    )
+    a = np.array([0.0, 1, 1, 0, 1, 1, 0, 1])  # the clean top chunk: x1 (not relevant) for q_00001, 4, 7
+    b = np.array([1.0, 0, 1, 0, 1, 0, 1, 0])  # typo: x2 first for every second parent
+    assert row.select("n_queries", "clean_mean", "variant_mean", "drop").row(0) == (8, 0.625, 0.5, 0.125)
+    assert row.select("ci_low", "ci_high").row(0) == paired_bootstrap_ci(a, b, 300, 0)
+    assert row["p_randomization"].item() == paired_randomization_p(a, b, 300, 0)
+    assert row.select("clean_judged", "variant_judged", "clean_ranked", "variant_ranked").row(0) == (0.5, 0.75, 8, 8)
+    family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1"))
+    assert family["p_holm"].to_list() == holm(family["p_randomization"].to_list())
