@@ -18,14 +18,15 @@ from mama_pipeline.common.slices import id_slices
 from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
-from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
 from mama_pipeline.retrieval.pooling import (
+    POOL_SCHEMA,
     pool_slices,
     pool_stats,
     require_retrievers,
     sliced_pool_stats,
     stratified_query_sample,
 )
+from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
 from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
 from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
@@ -111,19 +112,28 @@ def pooled_pairs(
     settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame, queries: pl.DataFrame
 ) -> dg.Output:  # slices (Iterator[pl.DataFrame]): no Dagster type for an iterator
     # a slice of queries at a time, their ranks 1..pool_depth alone: memory grows with a slice, not with the pool;
-    # the metadata comes before the slices are written: a first pass over them keeps only their counts
-    r = settings.get().retrieval
+    # the metadata comes before the slices are written: they are counted as they are spilled to scratch files
+    s = settings.get()
+    r = s.retrieval
     stored = StoredRankings(store.get(), r.pooled)
     stored.check_current(chunks, queries)
     require_retrievers(stored.present(), r.pooled)
+    spill = SpilledSlices(s.data_path / "scratch", pl.DataFrame(schema=POOL_SCHEMA))
 
-    def slices() -> Iterator[pl.DataFrame]:
-        ranked_of = partial(stored.top, r.pool_depth)
-        return pool_slices(ranked_of, r.pooled, r.pool_depth, queries, r.include_seed_chunk)
+    def spilled() -> Iterator[pl.DataFrame]:
+        for part in pool_slices(
+            partial(stored.top, r.pool_depth), r.pooled, r.pool_depth, queries, r.include_seed_chunk
+        ):
+            spill.add(part)
+            yield part
 
-    stats = sliced_pool_stats(slices(), r.pooled, queries.height)
+    try:
+        stats = sliced_pool_stats(spilled(), r.pooled, queries.height)
+    except BaseException:
+        spill.discard()
+        raise
     meta = {"retrievers": ", ".join(r.pooled), "depth": r.pool_depth, "include_seed_chunk": r.include_seed_chunk}
-    return dg.Output(slices(), metadata={**meta, **stats})
+    return dg.Output(spill.read(), metadata={**meta, **stats})
 
 
 @dg.asset(
