@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from mama_pipeline.evaluation.runs import QrelsRows
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "text": pl.String}
 QUERIES_SCHEMA = {"query_id": pl.String, "text": pl.String, "metadata": pl.String}
 QRELS_HEADER = ["query-id", "corpus-id", "score"]
+MAMARETRIEVAL_METADATA = ("seed_chunk_id", "source", "tier")  # generated queries' columns kept as metadata
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -89,35 +91,50 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
 
 def write_beir(benchmark: BeirBenchmark, folder: str | os.PathLike[str], split: str = "test") -> Path:
     """Write the benchmark as a BEIR folder (replaced atomically)."""
+    return write_beir_parts(folder, [benchmark.corpus], [benchmark.queries], [benchmark.qrels], split)
+
+
+def write_beir_parts(
+    folder: str | os.PathLike[str],
+    corpus: Iterable[pl.DataFrame],
+    queries: Iterable[pl.DataFrame],
+    qrels: Iterable[pl.DataFrame],
+    split: str = "test",
+) -> Path:
+    """Write a BEIR folder (replaced atomically) from a benchmark's tables given as parts in file order, each taken
+    when its file gets to it; on an error the folder is left as it was."""
     folder = Path(folder)
     with atomic_folder(folder) as tmp:
         with (tmp / "corpus.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
-            for doc_id, title, text in benchmark.corpus.select("doc_id", "title", "text").iter_rows():
-                fh.write(json.dumps({"_id": doc_id, "title": title or "", "text": text}, ensure_ascii=False) + "\n")
+            for part in corpus:
+                for doc_id, title, text in part.select("doc_id", "title", "text").iter_rows():
+                    record = {"_id": doc_id, "title": title or "", "text": text}
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         with (tmp / "queries.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
-            for query_id, text, metadata in benchmark.queries.select("query_id", "text", "metadata").iter_rows():
-                record = {"_id": query_id, "text": text}
-                if metadata is not None:
-                    record["metadata"] = json.loads(metadata)
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            for part in queries:
+                for query_id, text, metadata in part.select("query_id", "text", "metadata").iter_rows():
+                    record = {"_id": query_id, "text": text}
+                    if metadata is not None:
+                        record["metadata"] = json.loads(metadata)
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         (tmp / "qrels").mkdir()
         with (tmp / "qrels" / f"{split}.tsv").open("w", encoding="utf-8", newline="\n") as fh:
             fh.write("\t".join(QRELS_HEADER) + "\n")
-            for q, d, rel in benchmark.qrels.select("query_id", "doc_id", "relevance").iter_rows():
-                fh.write(f"{q}\t{d}\t{rel}\n")
+            for part in qrels:
+                for q, d, rel in part.select("query_id", "doc_id", "relevance").iter_rows():
+                    fh.write(f"{q}\t{d}\t{rel}\n")
     return folder
 
 
-def mamaretrieval_to_beir(
-    chunks: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame, name: str = "mamaretrieval"
-) -> BeirBenchmark:
-    """The mamaretrieval tables as a BEIR benchmark: chunks as documents, every judged label kept (0..6).
+def mamaretrieval_documents(chunks: pl.DataFrame) -> pl.DataFrame:
+    """Chunks (chunk_id, text) as BEIR documents, sorted by id."""
+    return chunks.select(pl.col("chunk_id").alias("doc_id"), pl.lit("").alias("title"), "text").sort("doc_id")
 
-    Query metadata keeps source, tier and the seed chunk (provenance, not a label).
-    """
-    corpus = chunks.select(pl.col("chunk_id").alias("doc_id"), pl.lit("").alias("title"), "text").sort("doc_id")
-    meta_cols = [c for c in ("seed_chunk_id", "source", "tier") if c in queries.columns]
-    q = queries.sort("query_id").select(
+
+def mamaretrieval_queries(queries: pl.DataFrame) -> pl.DataFrame:
+    """Generated queries as BEIR queries sorted by id, with their seed chunk, source and tier as metadata."""
+    meta_cols = [c for c in MAMARETRIEVAL_METADATA if c in queries.columns]
+    return queries.sort("query_id").select(
         "query_id",
         pl.col("query_text").alias("text"),
         pl.struct(meta_cols)
@@ -126,9 +143,13 @@ def mamaretrieval_to_beir(
         if meta_cols
         else pl.lit(None, pl.String).alias("metadata"),
     )
+
+
+def mamaretrieval_labels(qrels: pl.DataFrame, doc_ids: set[str], query_ids: set[str]) -> pl.DataFrame:
+    """Qrels sorted by query and document; an error names the first whose document or query is not known."""
     labels = qrels.select("query_id", "doc_id", "relevance").sort("query_id", "doc_id")
-    _check_references(labels, None, "judgments", set(corpus["doc_id"].to_list()), set(q["query_id"].to_list()))
-    return BeirBenchmark(name, corpus, q, labels, "mamaretrieval tables")
+    _check_references(labels, None, "judgments", doc_ids, query_ids)
+    return labels
 
 
 def download_beir(repo_id: str, revision: str) -> Path:

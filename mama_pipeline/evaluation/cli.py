@@ -188,59 +188,14 @@ def cmd_audit(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from mama_pipeline.evaluation.beir import mamaretrieval_to_beir, write_beir
-    from mama_pipeline.evaluation.judged_scoreboard import judged_qrels, score_retrievers
-    from mama_pipeline.evaluation.per_query_files import write_per_query_files
-    from mama_pipeline.evaluation.per_query_scoring import run_in
-    from mama_pipeline.evaluation.runs import rankings_to_run
-    from mama_pipeline.evaluation.trec import write_trec_qrels, write_trec_run
+    from mama_pipeline.evaluation.mamaretrieval_export import export_mamaretrieval
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
 
     settings = load_settings(args.config)
-    store = Store(settings.db_path)
-    qrels, dropped = judged_qrels(store.read_table("judgments"))
-    bench = mamaretrieval_to_beir(store.read_table("corpus_chunks"), store.read_table("generated_queries"), qrels)
     out = Path(args.out)
-    write_beir(bench, out / "beir")
-    write_trec_qrels(qrels, out / "qrels.txt")
-    rankings = store.read_table("rankings")
-    names = sorted(rankings["retriever"].unique().to_list())
-    for name in names:
-        one = rankings.filter(pl.col("retriever") == name).rename({"chunk_id": "doc_id"})
-        write_trec_run(one, out / "runs" / f"{name}.txt")
-    ev = settings.evaluation
-    queries = store.read_table("generated_queries")
-    outside = rankings.join(queries.select("query_id"), on="query_id", how="anti").height
-    run_of = run_in(rankings_to_run(rankings))
-    result = score_retrievers(run_of, names, store.read_table("judgments"), queries, ev, outside)
-    e = result.evaluation
-    write_per_query_files(
-        e.per_query,
-        e.retrievers,
-        e.measures,
-        e.query_ids,
-        out / "per_query",
-        "mamaretrieval",
-        run=rankings.rename({"chunk_id": "doc_id"}),
-        qrels=qrels,
-        relevant_at=ev.lenient,
-    )
-    print(
-        json.dumps(
-            {
-                "out": str(out),
-                "documents": bench.corpus.height,
-                "queries": bench.queries.height,
-                "qrels": qrels.height,
-                "dropped_judgments": dropped,
-                "runs": names,
-                "per_query": str(out / "per_query"),
-            },
-            indent=2,
-            sort_keys=True,
-        )
-    )
+    summary = export_mamaretrieval(Store(settings.db_path), settings.evaluation, out)
+    print(json.dumps({"out": str(out), **summary, "per_query": str(out / "per_query")}, indent=2, sort_keys=True))
     return 0
 
 

@@ -6,6 +6,7 @@ it scores now, and lets the store count and aggregate the rest.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 JUDGMENTS = "judgments"  # the judging group's asset and table
 QRELS_COLUMNS = ["query_id", "chunk_id", "score"]  # what judged_qrels reads of the judgments
+ROW_SLICE = 100_000  # judgments read at a time in the table's order
 
 
 @dataclass
@@ -30,10 +32,18 @@ class StoredQrels:
 
     def of_queries(self, ids: list[str]) -> pl.DataFrame:
         """The qrels of these queries, in the table's order."""
-        qrels, dropped = judged_qrels(self.store.read_table(JUDGMENTS, columns=QRELS_COLUMNS, where={"query_id": ids}))
-        for reason, n in dropped.items():
-            self.dropped[reason] = self.dropped.get(reason, 0) + n
-        return qrels
+        return self._qrels(self.store.read_table(JUDGMENTS, columns=QRELS_COLUMNS, where={"query_id": ids}))
+
+    def in_table_order(self, size: int = ROW_SLICE) -> Iterator[pl.DataFrame]:
+        """Every qrel, in the table's order, read ``size`` table rows at a time."""
+        end = self.store.query(f'SELECT coalesce(max(rowid) + 1, 0) AS n FROM "{JUDGMENTS}"')["n"].item()
+        sql = f'SELECT {", ".join(QRELS_COLUMNS)} FROM "{JUDGMENTS}" WHERE rowid >= ? AND rowid < ? ORDER BY rowid'
+        for start in range(0, end, size):
+            yield self._qrels(self.store.query(sql, [start, start + size]))
+
+    def query_ids(self) -> list[str]:
+        """The judged queries, sorted."""
+        return self.store.query(f'SELECT DISTINCT query_id FROM "{JUDGMENTS}"')["query_id"].sort().to_list()
 
     def judged_at(self, at: int) -> pl.DataFrame:
         """The judgments (QRELS_COLUMNS) labelled ``at`` or more, in the table's order."""
@@ -66,3 +76,10 @@ class StoredQrels:
         """How many labelled pairs are of queries outside ``query_ids``."""
         sql = f'SELECT count(*) AS n FROM "{JUDGMENTS}" WHERE query_id NOT IN (SELECT unnest(?))'
         return self.store.query(sql, [list(query_ids)])["n"].item()
+
+    def _qrels(self, judgments: pl.DataFrame) -> pl.DataFrame:
+        """Qrels of some judgments, their dropped rows tallied."""
+        qrels, dropped = judged_qrels(judgments)
+        for reason, n in dropped.items():
+            self.dropped[reason] = self.dropped.get(reason, 0) + n
+        return qrels

@@ -11,6 +11,7 @@ rank-derived scores otherwise.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import polars as pl
 
@@ -84,11 +85,13 @@ def read_trec_qrels(path: str | os.PathLike[str]) -> pl.DataFrame:
     return rows.frame()
 
 
-def write_trec_qrels(qrels: pl.DataFrame, path: str | os.PathLike[str]) -> None:
-    qrels = check_qrels(qrels, str(path))
+def write_trec_qrels(qrels: pl.DataFrame | Iterable[pl.DataFrame], path: str | os.PathLike[str]) -> None:
+    """Write qrels, a table or its parts in order (each checked as it comes; a pair repeated in two parts is not
+    seen); on an error no file is written."""
     with atomic_file(path) as fh:
-        for q, d, rel in qrels.iter_rows():
-            fh.write(f"{q} 0 {d} {rel}\n")
+        for part in [qrels] if isinstance(qrels, pl.DataFrame) else qrels:
+            for q, d, rel in check_qrels(part, str(path)).iter_rows():
+                fh.write(f"{q} 0 {d} {rel}\n")
 
 
 def _lines(path: str | os.PathLike[str], what: str):

@@ -9,7 +9,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.beir import mamaretrieval_to_beir, read_beir, write_beir
+from mama_pipeline.evaluation.beir import (
+    mamaretrieval_documents,
+    mamaretrieval_labels,
+    mamaretrieval_queries,
+    read_beir,
+    write_beir,
+    write_beir_parts,
+)
 from mama_pipeline.evaluation.errors import EvaluationInputError
 from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
 
@@ -64,15 +71,18 @@ def test_mamaretrieval_export_reads_back(tmp_path):
         }
     )
     qrels = pl.DataFrame({"query_id": ["q_00001", "q_00001"], "doc_id": ["c2", "c1"], "relevance": [6, 0]})
-    bench = mamaretrieval_to_beir(chunks, queries, qrels)
-    write_beir(bench, tmp_path / "mr")
+    docs, known = mamaretrieval_documents(chunks), {"c1", "c2"}
+    labels = mamaretrieval_labels(qrels, known, {"q_00001"})
+    write_beir_parts(tmp_path / "mr", [docs.head(1), docs.tail(1)], [mamaretrieval_queries(queries)], [labels])
     back = read_beir(tmp_path / "mr")
     assert back.corpus["doc_id"].to_list() == ["c1", "c2"]
-    assert back.qrels.sort("doc_id")["relevance"].to_list() == [0, 6]  # graded, zeros kept
+    assert back.qrels["doc_id"].to_list() == ["c1", "c2"] and back.qrels["relevance"].to_list() == [0, 6]  # graded
     assert json.loads(back.queries["metadata"][0]) == {"seed_chunk_id": "c2", "source": "who", "tier": "high"}
     bad = qrels.with_columns(pl.lit("c9").alias("doc_id")).head(1)
     with pytest.raises(EvaluationInputError, match="document 'c9'"):
-        mamaretrieval_to_beir(chunks, queries, bad)
+        mamaretrieval_labels(bad, known, {"q_00001"})
+    with pytest.raises(EvaluationInputError, match="query 'q_00001' that is not in the queries"):
+        mamaretrieval_labels(qrels, known, set())
 
 
 def test_trec_run_and_qrels_round_trip(tmp_path):

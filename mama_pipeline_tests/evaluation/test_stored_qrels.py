@@ -36,3 +36,11 @@ def test_relevant_best_and_outside_come_from_the_store(store):
     assert labels.count() == 6
     assert labels.counts().sort("relevance").rows() == [(0, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1)]
     assert labels.judged_by().rows() == [("fake-judge", "h")]
+
+
+def test_the_labels_in_table_order_a_few_rows_at_a_time(store):
+    labels = _labels(store)
+    parts = list(labels.in_table_order(4))
+    assert [p.height for p in parts] == [4, 2]
+    assert pl.concat(parts).rows() == labels.of_queries(["q1", "q2", "q3", "q9"]).rows()
+    assert labels.query_ids() == ["q1", "q2", "q3", "q9"]
