@@ -16,6 +16,7 @@ from mama_pipeline.circularity.flags import circularity_flags, circularity_notes
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import QUERIES
+from mama_pipeline.common.slices import id_slices
 from mama_pipeline.evaluation.audits import leak_summary, leaks
 from mama_pipeline.evaluation.beir_evaluation import (
     beir_report_inputs,
@@ -33,7 +34,6 @@ from mama_pipeline.evaluation.per_query_scoring import (
     PER_QUERY_SCHEMA,
     board_of,
     per_query_blocks,
-    query_slices,
     wide_scoreboard,
 )
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
@@ -231,7 +231,7 @@ def evaluation_report(
             labels.of_queries(ids),
             ev.lenient,
         )
-        for ids in query_slices(texts["query_id"].to_list())
+        for ids in id_slices(texts["query_id"].to_list())
     )
     mix_k = min(10, max(ev.cutoffs))
     audits = {name: db.read_table(name) if db.table_exists(name) else None for name in JUDGING_AUDITS}

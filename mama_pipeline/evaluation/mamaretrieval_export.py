@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from mama_pipeline.common.slices import SLICE, id_slices
 from mama_pipeline.evaluation.beir import (
     MAMARETRIEVAL_METADATA,
     mamaretrieval_documents,
@@ -25,10 +26,8 @@ from mama_pipeline.evaluation.judged_scoreboard import scoring_plan
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
 from mama_pipeline.evaluation.per_query_scoring import (
     PER_QUERY_SCHEMA,
-    QUERY_SLICE,
     RunOf,
     per_query_blocks,
-    query_slices,
 )
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, ROW_SLICE, StoredQrels
@@ -49,7 +48,7 @@ def export_mamaretrieval(
     store: Store,
     settings: EvaluationSettings,
     out: Path,
-    query_slice: int = QUERY_SLICE,
+    query_slice: int = SLICE,
     row_slice: int = ROW_SLICE,
     chunk_slice: int = CHUNK_SLICE,
 ) -> dict[str, object]:
@@ -66,7 +65,7 @@ def export_mamaretrieval(
     labels = StoredQrels(store)  # its tally: of one pass over every judgment
     write_beir_parts(
         out / "beir",
-        (_documents(store, part) for part in query_slices(chunk_ids, chunk_slice)),
+        (_documents(store, part) for part in id_slices(chunk_ids, chunk_slice)),
         [queries],
         _sorted_labels(store, labels, set(query_ids), query_slice),
     )
@@ -118,7 +117,7 @@ def _documents(store: Store, chunk_ids: list[str]) -> pl.DataFrame:
 def _sorted_labels(store: Store, labels: StoredQrels, query_ids: set[str], size: int) -> Iterator[pl.DataFrame]:
     """The qrels sorted by query and document, a slice of judged queries at a time; an error names the first whose
     chunk is not in the corpus or whose query is not in ``query_ids``."""
-    for part in query_slices(labels.query_ids(), size):
+    for part in id_slices(labels.query_ids(), size):
         qrels = labels.of_queries(part)
         docs = qrels["doc_id"].unique().to_list()
         known = store.read_table(CHUNKS, columns=["chunk_id"], where={"chunk_id": docs})["chunk_id"]

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import ir_measures
 import polars as pl
 
+from mama_pipeline.common.slices import SLICE, id_slices
 from mama_pipeline.evaluation.runs import check_qrels, check_run
 from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
 
-QUERY_SLICE = 2000  # benchmark queries scored at a time
 PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 RunOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their run rows, in any order
 QrelsOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their qrels (query_id, doc_id, relevance)
@@ -42,12 +42,6 @@ def run_in(run: pl.DataFrame) -> RunOf:
     return lambda ids: run.filter(pl.col("query_id").is_in(ids))
 
 
-def query_slices(query_ids: Sequence[str], size: int = QUERY_SLICE) -> Iterator[list[str]]:
-    """``query_ids`` in order, ``size`` at a time."""
-    for start in range(0, len(query_ids), size):
-        yield list(query_ids[start : start + size])
-
-
 def qrels_in(qrels: pl.DataFrame) -> QrelsOf:
     """Qrels held whole, read a slice of queries at a time."""
     return lambda ids: qrels.filter(pl.col("query_id").is_in(ids))
@@ -61,7 +55,7 @@ def evaluate(
     retrievers: Sequence[str] | None = None,
     run_source: str = "run",
     qrels_source: str = "qrels",
-    slice_size: int = QUERY_SLICE,
+    slice_size: int = SLICE,
 ) -> Evaluation:
     """Score every retriever of ``run`` on the benchmark ``query_ids`` (see ``evaluate_slices``).
 
@@ -83,7 +77,7 @@ def evaluate_slices(
     retrievers: Sequence[str],
     run_source: str = "run",
     qrels_source: str = "qrels",
-    slice_size: int = QUERY_SLICE,
+    slice_size: int = SLICE,
     outside_rows: int = 0,
 ) -> Evaluation:
     """Score ``retrievers`` on the benchmark ``query_ids`` held as one frame (see ``per_query_blocks``).
@@ -117,7 +111,7 @@ def per_query_blocks(
     retrievers: Sequence[str],
     run_source: str = "run",
     qrels_source: str = "qrels",
-    slice_size: int = QUERY_SLICE,
+    slice_size: int = SLICE,
     answered: dict[str, int] | None = None,
 ) -> Iterator[pl.DataFrame]:
     """Every (retriever, benchmark query, measure) value, in that order, a block per retriever and slice of
@@ -136,7 +130,7 @@ def per_query_blocks(
     answered = {} if answered is None else answered
     for name in names:
         answered[name] = 0
-        for part in query_slices(query_ids, slice_size):
+        for part in id_slices(query_ids, slice_size):
             ids = pl.DataFrame({"query_id": part}, schema={"query_id": pl.String})
             part_run = check_run(run_of(part), run_source)
             unknown = set(part_run["retriever"].unique().to_list()) - set(names)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from mama_pipeline.evaluation.per_query_scoring import QUERY_SLICE, query_slices
+from mama_pipeline.common.slices import SLICE, id_slices
 from mama_pipeline.evaluation.runs import RUN_SCHEMA, rankings_to_run
 from mama_pipeline.store import PARTITION_COLUMN
 
@@ -66,9 +66,9 @@ class StoredRun:
         extra = self.extra["query_id"].to_list() if self.extra is not None else []
         return sorted({*stored, *extra})
 
-    def slices(self, ids: list[str], size: int = QUERY_SLICE) -> Iterator[pl.DataFrame]:
+    def slices(self, ids: list[str], size: int = SLICE) -> Iterator[pl.DataFrame]:
         """The run rows of ``ids``, ``size`` queries at a time."""
-        for part in query_slices(ids, size):
+        for part in id_slices(ids, size):
             yield self.of_queries(part)
 
     def rows_outside(self, query_ids: list[str]) -> int:

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mama_pipeline.common.slices import SLICE, id_slices
+
 POOL_SCHEMA = {
     "query_id": pl.String,
     "chunk_id": pl.String,
@@ -23,9 +25,6 @@ POOL_SCHEMA = {
     "is_seed": pl.Boolean,
     "pool_size": pl.Int32,  # pairs of this query in the pool
 }
-
-
-POOL_SLICE = 2000  # queries pooled at a time by pool_slices
 
 
 def pool_pairs(
@@ -56,15 +55,14 @@ def pool_slices(
     depth: int,
     queries: pl.DataFrame,
     include_seed: bool,
-    per_slice: int = POOL_SLICE,
+    per_slice: int = SLICE,
 ) -> Iterator[pl.DataFrame]:
     """:func:`pool_pairs` ``per_slice`` queries at a time, in query_id order (the slices, concatenated, are the
     whole pool, rows in the same order; at least one slice, empty when there are no queries). ``ranked_of(ids)``
     gives those queries' rankings (at least ranks 1..``depth`` of ``retrievers``); check the retrievers are
     present (:func:`require_retrievers`) first."""
     ids = queries.get_column("query_id").cast(pl.String).unique().sort().to_list()
-    for start in range(0, max(len(ids), 1), per_slice):
-        mine = ids[start : start + per_slice]
+    for mine in id_slices(ids, per_slice) if ids else [[]]:
         part = queries.filter(pl.col("query_id").cast(pl.String).is_in(mine))
         yield _pool(ranked_of(mine), retrievers, depth, part, include_seed)
 

@@ -28,9 +28,10 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.common.progress import track
+from mama_pipeline.common.slices import id_slices
 from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
-from mama_pipeline.evaluation.per_query_scoring import evaluate, query_slices
+from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -123,7 +124,7 @@ def paired_slices(
     wanted = paired_measures(s, judged_k, also)
     parents = variants.get_column("parent_id").unique().sort().to_list()
     with track("robustness: parents scored", total=len(parents), unit="parents", heartbeat=True, alike=True) as bar:
-        for ids in query_slices(parents, parents_per_slice or PARENT_SLICE):
+        for ids in id_slices(parents, parents_per_slice or PARENT_SLICE):
             mine = variants.filter(pl.col("parent_id").is_in(ids))
             run = rankings_to_run(
                 pl.concat([clean_of(ids), variant_rankings_of(mine.get_column("variant_id").to_list())])
