@@ -159,6 +159,11 @@ def shared_resources(config_path: str = "") -> dict[str, object]:
     }
 
 
+def scratch_path(settings: SettingsResource) -> Path:
+    """The data directory's scratch folder (the release's sorted copies, spilled slices), created on demand."""
+    return data_path(settings, "scratch")
+
+
 def data_path(settings: SettingsResource, *parts: str) -> Path:
     """A folder under the data directory, created on demand."""
     path = settings.get().data_path.joinpath(*parts)

@@ -17,7 +17,8 @@ import polars as pl
 
 class SpilledSlices:
     """Frames of one schema filed under a group each, read back group by group (each group's frames in the order
-    they came); the scratch folder is removed once they are read, or by :meth:`discard`."""
+    they came); the scratch folder is removed once they are read, or by :meth:`discard`, which a ``with`` block
+    filling them calls when it fails."""
 
     def __init__(self, scratch: Path | None, empty: pl.DataFrame):
         if scratch is not None:  # None: the system's temporary folder
@@ -25,6 +26,13 @@ class SpilledSlices:
         self.folder = Path(tempfile.mkdtemp(prefix="slices-", dir=scratch))
         self.empty = empty
         self.files: dict[Hashable, list[Path]] = {}
+
+    def __enter__(self) -> SpilledSlices:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.discard()
 
     def add(self, frame: pl.DataFrame, group: Hashable = "") -> None:
         path = self.folder / f"{sum(map(len, self.files.values())):06d}.parquet"

@@ -44,7 +44,7 @@ from mama_pipeline.release.parts import EXTRA_ASSETS, extra_configurations, mama
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.sorted_tables import SortedTables, StoredTable, columns_of
 from mama_pipeline.release.verify import verify_release
-from mama_pipeline.resources import SettingsResource, StoreResource
+from mama_pipeline.resources import SettingsResource, StoreResource, scratch_path
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 
@@ -176,7 +176,7 @@ def mamaretrieval_release(
 ) -> dg.MaterializeResult:
     s = settings.get()
     folder = s.release_path(NAME, s.release.mamaretrieval_version)
-    with SortedTables(s.data_path / "scratch") as sorted_tables:
+    with SortedTables(scratch_path(settings)) as sorted_tables:
         inputs = mamaretrieval_inputs(
             s, _latest_metadata(context.instance, CORPUS), store.get(), queries, sorted_tables, reliability
         )

@@ -16,7 +16,7 @@ import polars as pl
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.slices import id_slices
 from mama_pipeline.common.spilled_slices import SpilledSlices
-from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.resources import SettingsResource, StoreResource, data_path, scratch_path
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.pooling import (
     POOL_SCHEMA,
@@ -81,23 +81,19 @@ def rankings(
         load_rankings=lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
         log=context.log.info,
     )
-    spill = SpilledSlices(s.data_path / "scratch", empty_rankings())
-    try:
-        ranked = ranked_slices(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
-        for part in ranked.slices:
-            bad = ranking_violations(part)
-            if bad.height:
-                raise RuntimeError(
-                    f"retriever {spec.name!r} produced {bad.height} rows out of trec_eval order: {bad.head(3)}"
-                )
-            spill.add(part)
-        meta = ranked.metadata()
-    except RunImportError as exc:  # one line names the first problem; the failure's metadata lists them
-        spill.discard()
-        raise dg.Failure(description=str(exc), metadata=problem_metadata(exc.problems)) from None
-    except BaseException:
-        spill.discard()
-        raise
+    with SpilledSlices(scratch_path(settings), empty_rankings()) as spill:
+        try:
+            ranked = ranked_slices(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)
+            for part in ranked.slices:
+                bad = ranking_violations(part)
+                if bad.height:
+                    raise RuntimeError(
+                        f"retriever {spec.name!r} produced {bad.height} rows out of trec_eval order: {bad.head(3)}"
+                    )
+                spill.add(part)
+            meta = ranked.metadata()
+        except RunImportError as exc:  # one line names the first problem; the failure's metadata lists them
+            raise dg.Failure(description=str(exc), metadata=problem_metadata(exc.problems)) from None
     return dg.Output(spill.read(), metadata=_metadata(meta))
 
 
@@ -113,25 +109,20 @@ def pooled_pairs(
 ) -> dg.Output:  # slices (Iterator[pl.DataFrame]): no Dagster type for an iterator
     # a slice of queries at a time, their ranks 1..pool_depth alone: memory grows with a slice, not with the pool;
     # the metadata comes before the slices are written: they are counted as they are spilled to scratch files
-    s = settings.get()
-    r = s.retrieval
+    r = settings.get().retrieval
     stored = StoredRankings(store.get(), r.pooled)
     stored.check_current(chunks, queries)
     require_retrievers(stored.present(), r.pooled)
-    spill = SpilledSlices(s.data_path / "scratch", pl.DataFrame(schema=POOL_SCHEMA))
 
-    def spilled() -> Iterator[pl.DataFrame]:
+    def spilled(spill: SpilledSlices) -> Iterator[pl.DataFrame]:
         for part in pool_slices(
             partial(stored.top, r.pool_depth), r.pooled, r.pool_depth, queries, r.include_seed_chunk
         ):
             spill.add(part)
             yield part
 
-    try:
-        stats = sliced_pool_stats(spilled(), r.pooled, queries.height)
-    except BaseException:
-        spill.discard()
-        raise
+    with SpilledSlices(scratch_path(settings), pl.DataFrame(schema=POOL_SCHEMA)) as spill:
+        stats = sliced_pool_stats(spilled(spill), r.pooled, queries.height)
     meta = {"retrievers": ", ".join(r.pooled), "depth": r.pool_depth, "include_seed_chunk": r.include_seed_chunk}
     return dg.Output(spill.read(), metadata={**meta, **stats})
 

@@ -19,7 +19,7 @@ from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.judging.judge import judge_pairs, stored_chunks
 from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path, scratch_path
 from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.stored_rankings import StoredRankings
 from mama_pipeline.robustness.abbreviations import load_table
@@ -72,7 +72,6 @@ PER_QUERY = "robustness_per_query"
 CORPUS = "corpus_chunks"  # the corpus group's asset and table
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "robustness")
-SCRATCH_DIR = "scratch"  # under the data directory: the per-query values parked to be written in the table's order
 
 
 def judge_depth(s: PipelineSettings) -> int:
@@ -202,7 +201,6 @@ def variant_rankings(
     # a slice of variants at a time, spilled to scratch files: memory grows with a slice, and the store's write
     # lock is held only while the IO manager copies the files, not while the variants are searched
     s = settings.get()
-    spill = SpilledSlices(s.data_path / "scratch", empty_rankings())
     rows = [0]
 
     def add(rankings: pl.DataFrame, retriever: str) -> None:
@@ -212,7 +210,7 @@ def variant_rankings(
         spill.add(rankings, retriever)
         rows[0] += rankings.height
 
-    try:
+    with SpilledSlices(scratch_path(settings), empty_rankings()) as spill:
         meta = rank_variants(
             s.retrieval,
             s.robustness.retrievers,
@@ -224,9 +222,6 @@ def variant_rankings(
             add,
             context.log.info,
         )
-    except BaseException:
-        spill.discard()
-        raise
     # the table's order: by retriever, then variant id and rank
     slices = spill.read(sorted(spill.files))
     return dg.Output(slices, metadata={**meta, "variants": query_variants.height, "rows": rows[0]})
@@ -368,7 +363,7 @@ def robustness_scoreboard(
     # the values stream into the store a slice of parents at a time, in the table's order; the board reads them back
     slices = paired_slices(clean, ranked, query_variants, stored_labels(db), stats, names, depth, also)
     yield dg.Output(
-        in_table_order(slices, s.data_path / SCRATCH_DIR),
+        in_table_order(slices, scratch_path(settings)),
         output_name="robustness_per_query",
         metadata={
             "values": len(names) * query_variants.height * len(measures),

@@ -161,14 +161,10 @@ def in_table_order(slices: Iterable[pl.DataFrame], folder: Path | None = None) -
     :data:`TABLE_ORDER`, one (retriever, kind, measure) at a time (one empty frame without pairs): each slice's
     rows of a key are parked in a scratch file under ``folder`` (:class:`SpilledSlices`, removed after), and a
     key's files are read back in the slices' order."""
-    spill = SpilledSlices(folder, pl.DataFrame(schema=PAIR_SCHEMA))
-    try:
+    with SpilledSlices(folder, pl.DataFrame(schema=PAIR_SCHEMA)) as spill:
         for part in slices:
             for key, rows in part.partition_by(TABLE_ORDER[:3], as_dict=True, maintain_order=True).items():
                 spill.add(rows, key)
-    except BaseException:
-        spill.discard()
-        raise
     yield from spill.read(sorted(spill.files))
 
 

@@ -42,3 +42,14 @@ def test_a_reader_left_unfinished_still_removes_the_files(tmp_path):
     assert not spill.folder.exists()
     with pytest.raises(StopIteration):
         next(reader)
+
+
+def test_a_failing_block_that_fills_them_removes_the_files_and_a_finished_one_keeps_them(tmp_path):
+    with pytest.raises(RuntimeError, match="search failed"):
+        with SpilledSlices(tmp_path, EMPTY) as failed:
+            failed.add(frame(1))
+            raise RuntimeError("search failed")
+    assert not failed.folder.exists()
+    with SpilledSlices(tmp_path, EMPTY) as kept:
+        kept.add(frame(2))
+    assert [f["x"].to_list() for f in kept.read()] == [[2]]
