@@ -33,6 +33,7 @@ from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, ROW_SLICE, StoredQrels
 from mama_pipeline.evaluation.stored_run import RANKINGS, RUN_COLUMNS
 from mama_pipeline.evaluation.trec import write_trec_qrels, write_trec_run
+from mama_pipeline.retrieval.stored_rankings import StoredRankings
 
 if TYPE_CHECKING:
     from mama_pipeline.evaluation.settings import EvaluationSettings
@@ -127,7 +128,7 @@ def _sorted_labels(store: Store, labels: StoredQrels, query_ids: set[str], size:
 def _retrievers(store: Store) -> list[str]:
     """The retrievers of the rankings table, sorted."""
     store.columns(RANKINGS)  # a missing table is named
-    return store.query(f'SELECT DISTINCT retriever FROM "{RANKINGS}"')["retriever"].sort().to_list()
+    return sorted(StoredRankings(store, None).present())
 
 
 def _scored_run(store: Store, name: str) -> pl.DataFrame:

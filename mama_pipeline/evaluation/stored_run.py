@@ -14,18 +14,19 @@ import polars as pl
 
 from mama_pipeline.common.slices import SLICE, id_slices
 from mama_pipeline.evaluation.runs import RUN_SCHEMA, rankings_to_run
+from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE as RANKINGS
+from mama_pipeline.retrieval.stored_rankings import StoredRankings
 from mama_pipeline.store import PARTITION_COLUMN
 
 if TYPE_CHECKING:
     from mama_pipeline.store import Store
 
-RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 RUN_COLUMNS = ["retriever", "query_id", "chunk_id", "rank"]  # what a run reads of the rankings
 
 
 def ranked_retrievers(store: Store, names: list[str]) -> list[str]:
     """The retrievers of these rankings partitions; an error names partitions never materialised."""
-    found = _distinct(store, names, "retriever") if names and store.table_exists(RANKINGS) else []
+    found = StoredRankings(store, names).present() if names and store.table_exists(RANKINGS) else []
     missing = sorted(set(names) - set(found))
     if missing:
         raise ValueError(f"rankings of {missing} are not in the store: materialise those rankings partitions first")
@@ -62,7 +63,7 @@ class StoredRun:
 
     def query_ids(self) -> list[str]:
         """Every query the run ranks, sorted."""
-        stored = _distinct(self.store, self.names, "query_id") if self.names else []
+        stored = StoredRankings(self.store, self.names).query_ids() if self.names else []
         extra = self.extra["query_id"].to_list() if self.extra is not None else []
         return sorted({*stored, *extra})
 
@@ -90,8 +91,3 @@ class StoredRun:
             else pl.DataFrame(schema=RUN_SCHEMA)
         )
         return ranked if self.extra is None else pl.concat([ranked, self.extra.filter(pl.col(column).is_in(values))])
-
-
-def _distinct(store: Store, names: list[str], column: str) -> list[str]:
-    sql = f'SELECT DISTINCT "{column}" FROM "{RANKINGS}" WHERE "{PARTITION_COLUMN}" IN (SELECT unnest(?))'
-    return store.query(sql, [names])[column].to_list()
