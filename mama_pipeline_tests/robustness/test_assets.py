@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.plan.plan_text import plan_bills
@@ -379,9 +380,14 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     assert set(board["variant_mean"]) == {0.0} and board["coverage_differs"].null_count() == board.height
 
 
-def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one_pass(tmp_path, monkeypatch, fake_llm):
+@pytest.mark.parametrize("budget", ["null", "4"])
+def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one_pass(
+    tmp_path, monkeypatch, fake_llm, budget
+):
     """Slices of two of the five parents: every read of the variant rankings, the clean rankings and the variant
-    labels names one slice's parents at most, and the tables and the page are those of one slice of all five."""
+    labels, and every judging of holes, names one slice's parents at most, and the tables and the page are those
+    of one slice of all five (with a hole budget that a slice alone would spend otherwise)."""
+    from mama_pipeline.judging import judge
     from mama_pipeline.robustness import labels, robustness_scoreboard
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
@@ -407,9 +413,17 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
         page = folder / "data" / "reports" / "robustness" / "index.html"
         return {t: read_table(store, t) for t in tables}, page.read_text()  # not spied
 
+    judge_pairs = judge.judge_pairs
+    judged: list[list[str]] = []  # the parents of each judging of holes
+
+    def judging(client, store, pairs, *args, **kwargs):
+        judged.append(pairs.get_column("query_id").unique().sort().to_list())
+        return judge_pairs(client, store, pairs, *args, **kwargs)
+
     folders = [tmp_path / "whole", tmp_path / "sliced"]
-    configs = [setup(f, fake_llm.url) for f in folders if not f.mkdir()]
+    configs = [setup(f, fake_llm.url, budget=budget) for f in folders if not f.mkdir()]
     whole, whole_page = run(folders[0], configs[0])
+    monkeypatch.setattr(judge, "judge_pairs", judging)
     monkeypatch.setattr(Store, "read_table", spy)
     monkeypatch.setattr(robustness_scoreboard, "PARENT_SLICE", 2)
     monkeypatch.setattr(labels, "PARENTS_PER_SLICE", 2)
@@ -421,6 +435,12 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
         *[(t, ids) for ids in slices for t in ("variant_rankings", "rankings")],
         *[(t, ids) for ids in slices for t in ("rankings", "variant_rankings", "variant_labels")],
     ]
+    holes = whole["variant_holes"]
+    assert holes.height > 4 and holes.filter(pl.col("status") == "over_budget").height == (
+        holes.height - 4 if budget == "4" else 0
+    )
+    judged_parents = holes.filter(pl.col("status") != "over_budget").get_column("parent_id")
+    assert judged == [[p for p in ids if p in set(judged_parents)] for ids in slices]
     for name, frame in whole.items():
         assert sliced[name].equals(frame), name
     assert sliced_page == whole_page

@@ -12,12 +12,13 @@ from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
 from mama_pipeline.robustness.labels import (
     LABEL_SCHEMA,
+    budget_per_slice,
     hole_pairs,
+    hole_slices,
     label_counts,
     label_needs,
     label_needs_of,
     needs_in,
-    sliced_hole_pairs,
     variant_labels,
     within_budget,
 )
@@ -302,8 +303,10 @@ def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_a
         ranked.append(sorted({i.split("~")[0] for i in variant_ids}))
         return variant.filter(pl.col("query_id").is_in(variant_ids))
 
-    holes = sliced_hole_pairs(v, rankings_of, run_in(clean), reading, depth=2, parents_per_slice=3)
+    slices = list(hole_slices(v, rankings_of, run_in(clean), reading, depth=2, parents_per_slice=3))
     assert asked == ranked == [PARENTS[0:3], PARENTS[3:4]]  # a slice's judgments and variant rankings at a time
+    assert [s.height for s in slices] == [3, 1]
+    holes = pl.concat(slices).sort("best_rank", "parent_id", "chunk_id")
     assert holes.rows() == [
         ("q_00002", "b", 1, "variant", "shorthand", "bm25"),
         ("q_00003", "c", 1, "clean", "", "bm25"),
@@ -313,7 +316,7 @@ def test_holes_and_label_needs_read_the_judgments_a_slice_of_parents_at_a_time_a
     assert holes.equals(hole_pairs(v, variant, clean, judgments, depth=2))
     hole_labels = label_rows([("q_00001", "c", 4), ("q_00003", "c", 0), ("q_00009", "z", 6)])
     asked.clear()
-    needs = label_needs_of(reading, hole_labels)
+    needs = label_needs_of(reading, lambda ids: hole_labels.filter(pl.col("query_id").is_in(ids)))
     assert needs(PARENTS[:4]).select("parent_id", "chunk_id", "score", "origin").sort(
         "parent_id", "chunk_id"
     ).rows() == [
@@ -351,7 +354,7 @@ def test_labels_read_the_needs_of_each_slice_of_variants_and_counts_a_slice_of_p
         asked.append(parents)
         return judgments.filter(pl.col("query_id").is_in(parents))
 
-    needs = label_needs_of(reading, hole_labels)
+    needs = label_needs_of(reading, lambda ids: hole_labels.filter(pl.col("query_id").is_in(ids)))
     slices = list(variant_labels(v, needs, 3))
     # (q1~shorthand, q1~typo, q2~shorthand), (q2~typo, q3~shorthand, q3~typo), (q4~..., q4~..., q5~...), (q5~typo)
     assert asked == [[q1, q2], [q2, q3], [q4, q5], [q5]]
@@ -462,3 +465,54 @@ def test_slices_of_parents_in_the_tables_order_are_one_whole_evaluation_paired_a
     assert row.select("clean_judged", "variant_judged", "clean_ranked", "variant_ranked").row(0) == (0.5, 0.75, 8, 8)
     family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1"))
     assert family["p_holm"].to_list() == holm(family["p_randomization"].to_list())
+
+
+def counts(ranks: dict[int, int]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"best_rank": list(ranks), "len": list(ranks.values())}, schema={"best_rank": pl.Int32, "len": pl.UInt32}
+    )
+
+
+def test_the_hole_budget_per_slice_keeps_the_holes_one_table_would_keep():
+    # three slices of parents; ranks 1, 2, 3 hold 3, 4, 2 holes in all
+    slices = [counts({1: 1, 2: 2}), counts({2: 1, 3: 2}), counts({1: 2, 2: 1})]
+    assert budget_per_slice(slices, None) == [None, None, None]
+    assert budget_per_slice(slices, 9) == [None, None, None]  # all 9 holes fit
+    assert budget_per_slice(slices, 0) == [0, 0, 0]
+    assert budget_per_slice(slices, 2) == [1, 0, 1]  # 2 of rank 1's 3: the first slice's, then the third's first
+    assert budget_per_slice(slices, 3) == [1, 0, 2]  # every rank 1
+    assert budget_per_slice(slices, 5) == [3, 0, 2]  # rank 1, and 2 of rank 2: the first slice's two
+    assert budget_per_slice(slices, 6) == [3, 1, 2]  # rank 2's next is the second slice's
+    assert budget_per_slice(slices, 8) == [3, 2, 3]  # all of ranks 1 and 2 (7), one of rank 3: the second slice's
+    assert budget_per_slice([counts({})], 1) == [None]
+
+
+def test_slices_split_by_their_budget_are_one_table_split_by_the_budget():
+    v = variants()
+    variant = frame(
+        [
+            row
+            for i, p in enumerate(PARENTS)
+            for row in ranking(f"{p}~typo", "bm25", [f"c{(i * 3 + j) % 7}" for j in range(3)])
+        ]
+    )
+    judgments = label_rows([("q_00001", "c0", 6), ("q_00004", "c2", 1)])
+    one = hole_pairs(v, variant, frame([]), judgments, depth=3)
+    slices = list(
+        hole_slices(
+            v,
+            lambda ids: variant.filter(pl.col("query_id").is_in(ids)),
+            lambda ids: frame([]),
+            lambda ids: judgments.filter(pl.col("query_id").is_in(ids)),
+            depth=3,
+            parents_per_slice=3,
+        )
+    )
+    assert len(slices) == 3 and one.height == 22
+    for budget in (None, 0, 1, 5, 8, 9, 15, 21, 22, 30):
+        quotas = budget_per_slice([s.group_by("best_rank").len() for s in slices], budget)
+        parts = [within_budget(s, q) for s, q in zip(slices, quotas, strict=True)]
+        judged, over = within_budget(one, budget)
+        order = ["best_rank", "parent_id", "chunk_id"]
+        assert pl.concat([j for j, _ in parts]).sort(order).equals(judged), budget
+        assert pl.concat([o for _, o in parts]).sort(order).equals(over), budget
