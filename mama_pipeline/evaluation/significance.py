@@ -37,6 +37,16 @@ SIGNIFICANCE_SCHEMA = {
     "p_mcnemar": pl.Float64,
     "p_mcnemar_holm": pl.Float64,
 }
+
+
+class StatisticRefused(ValueError):
+    """A statistic that cannot be computed on this input (n = 0, 1, degenerate values), with its reason."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
 ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling call (32 MB as float64)
 
 

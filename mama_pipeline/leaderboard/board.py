@@ -1,16 +1,18 @@
 """One track's leaderboard from per-query values: intervals, paired tests of every entry against every other, and
-the entries that cannot be told apart from the best.
+the entries the data place below the best.
 
-Per entry and measure: the mean over the entry's queries (items) with scipy's BCa bootstrap interval
-(:func:`mama_pipeline.systems.systems_scoreboard.bootstrap_ci`, percentile where BCa is undefined). Per measure, every two
-entries are compared on the queries both have a value for (:func:`mama_pipeline.evaluation.significance.
-pairwise_significance`: paired bootstrap interval of the difference, paired randomization test, exact McNemar on
-0/1 measures), and Holm's correction runs across every comparison of the track and measure (the whole board). The
-best entries are those with the highest mean (the first of them by entry id is *the* best the others are tested
-against); an entry is *tied with the best* when its Holm-adjusted randomization p against the best, on their shared
-queries, is >= alpha. An entry sharing
-fewer than two queries with the best is not compared (no order is implied). A refused entry (a track refused for a
-failure bound) has no figures, only its reason.
+Every figure reads the values in one declared order, sorted by query id: the order of the released per-query
+files, so scipy on a file alone reproduces the figure. Per entry and measure: the mean over the entry's queries
+(items) with scipy's BCa bootstrap interval (:func:`mama_pipeline.evaluation.significance.bootstrap_mean_ci`; none,
+with its reason in ``ci_note``, where it cannot be computed). Per measure, every two entries are compared on the
+queries both have a value for (:func:`mama_pipeline.evaluation.significance.pairwise_significance`: paired bootstrap
+interval of the difference, paired randomization test, exact McNemar on 0/1 measures), Holm across every pair of
+the track and measure: a descriptive matrix. The standings come from :mod:`mama_pipeline.leaderboard.board_standings`
+(a step-down range permutation test over the entries, whole groups as units where the track has them): the best
+(highest mean, first entry id among equals), then each entry below best, tied with best, not separable at this n,
+or not compared (fewer than two units shared with the best). A refused entry (a track refused for a failure bound)
+has no figures, only its reason; a statistic refused for its input (:class:`mama_pipeline.evaluation.significance.
+StatisticRefused`) leaves its figure empty with the reason, and the board goes on.
 
 With the held-out rule active, every figure above is of the public part, and beside it stand the held-out mean,
 the gap (public - held out) and the unpaired permutation test of :mod:`mama_pipeline.evaluation.held_out_gaps`.
@@ -28,8 +30,8 @@ import polars as pl
 
 from mama_pipeline.common.held_out import PUBLIC, HeldOutRule
 from mama_pipeline.evaluation.held_out_gaps import part_gaps
-from mama_pipeline.evaluation.significance import holm, pairwise_significance
-from mama_pipeline.systems.systems_scoreboard import bootstrap_ci
+from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci, holm, pairwise_significance
+from mama_pipeline.leaderboard import board_standings as bs
 
 VALUES_SCHEMA = {"entry_id": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
 ENTRY_SCHEMA = {
@@ -45,13 +47,18 @@ ENTRY_SCHEMA = {
     "mean": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
+    "ci_note": pl.String,
     "judged_measure": pl.String,
     "judged_n": pl.Int64,
     "judged_mean": pl.Float64,
     "standing": pl.String,
     "best_entry_id": pl.String,
     "n_shared_with_best": pl.Int64,
-    "p_holm_vs_best": pl.Float64,
+    "p_vs_best": pl.Float64,
+    "standing_entries": pl.Int64,
+    "standing_units": pl.Int64,
+    "standing_resamples": pl.Int64,
+    "p_floor": pl.Float64,
     "refused": pl.String,
     "n_held_out": pl.Int64,
     "mean_held_out": pl.Float64,
@@ -76,15 +83,9 @@ COMPARISON_SCHEMA = {
     "only_b": pl.Int64,
     "p_mcnemar": pl.Float64,
     "p_mcnemar_holm": pl.Float64,
+    "refused": pl.String,
 }
-BEST, TIED, BELOW, NOT_COMPARED, REFUSED, NO_VALUES = (
-    "best",
-    "tied with best",
-    "below best",
-    "not compared with best",
-    "refused",
-    "no values",
-)
+REFUSED, NO_VALUES = "refused", "no values"
 MIN_SHARED = 2  # a paired test needs two shared queries
 
 
@@ -122,15 +123,18 @@ def _compare(values: pl.DataFrame, measure: str, a: str, b: str, binary: bool, s
     if shared.height < MIN_SHARED:
         return row
     pair = _long(mine.filter(pl.col("entry_id").is_in([a, b])).join(shared, on="query_id", how="semi"))
-    sig = pairwise_significance(
-        pair,
-        [measure],
-        [a, b],
-        n_resamples=stats.resamples,
-        seed=stats.seed,
-        confidence=stats.confidence,
-        binary_measures={measure} if binary else set(),
-    )
+    try:
+        sig = pairwise_significance(
+            pair,
+            [measure],
+            [a, b],
+            n_resamples=stats.resamples,
+            seed=stats.seed,
+            confidence=stats.confidence,
+            binary_measures={measure} if binary else set(),
+        )
+    except StatisticRefused as refused:
+        return {**row, "refused": refused.reason}
     r = sig.row(0, named=True)
     return {
         **row,
@@ -169,35 +173,43 @@ def comparisons(
 
 
 def _figures(values: np.ndarray, stats: Stats) -> dict:
-    low, high = bootstrap_ci(values, stats.resamples, stats.seed, stats.confidence)
-    return {
-        "n": int(values.size),
-        "mean": float(values.mean()) if values.size else None,
-        "ci_low": low,
-        "ci_high": high,
-    }
+    """n, mean and the BCa interval of one entry's values (in query id order); no interval, with the reason,
+    where it cannot be computed."""
+    out = {"n": int(values.size), "mean": float(values.mean()) if values.size else None}
+    if values.size < 2:
+        return {**out, "ci_note": f"no interval from {values.size} value(s)"} if values.size else out
+    try:
+        low, high = bootstrap_mean_ci(values, stats.resamples, stats.seed, stats.confidence)
+    except StatisticRefused as refused:
+        return {**out, "ci_note": refused.reason}
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return {**out, "ci_note": "BCa interval undefined for these values"}
+    return {**out, "ci_low": low, "ci_high": high}
 
 
-def _standings(rows: list[dict], comps: pl.DataFrame, measure: str, alpha: float) -> None:
-    """Mark each row of one measure best / tied / below / not compared, in place."""
-    scored = [r for r in rows if r["refused"] is None and r["n"]]
+def _standings(rows: list[dict], values: pl.DataFrame, measure: str, stats: Stats, unit: pl.Expr | None) -> None:
+    """Each scored row of one measure: its standing (:mod:`board_standings`) and the test's facts, in place."""
+    scored = {r["entry_id"]: r for r in rows if r["refused"] is None and r["n"]}
     if not scored:
         return
-    best = min(scored, key=lambda r: (-r["mean"], r["entry_id"]))
-    mine = comps.filter(pl.col("measure") == measure)
-    for r in scored:
-        r["best_entry_id"] = best["entry_id"]
-        if r["mean"] == best["mean"]:  # every entry sharing the top mean is a best one
-            r["standing"] = BEST
-            continue
-        a, b = sorted([r["entry_id"], best["entry_id"]])
-        c = mine.filter((pl.col("entry_a") == a) & (pl.col("entry_b") == b)).row(0, named=True)
-        r["n_shared_with_best"] = c["n_shared"]
-        if c["p_holm"] is None:
-            r["standing"] = NOT_COMPARED
-        else:
-            r["p_holm_vs_best"] = c["p_holm"]
-            r["standing"] = TIED if c["p_holm"] >= alpha else BELOW
+    mine = values.filter((pl.col("measure") == measure) & pl.col("entry_id").is_in(list(scored)))
+    resamples = bs.resamples_for(stats.resamples, stats.alpha)
+    placed, board = bs.standings(
+        bs.per_unit(mine, unit), {e: r["mean"] for e, r in scored.items()}, resamples, stats.seed, stats.alpha
+    )
+    best = next(e for e, s in placed.items() if s.standing == bs.BEST)
+    for e, r in scored.items():
+        s = placed[e]
+        r.update(
+            standing=s.standing,
+            best_entry_id=best,
+            n_shared_with_best=s.n_shared,
+            p_vs_best=s.p,
+            standing_entries=board.entries,
+            standing_units=board.units,
+            standing_resamples=board.resamples,
+            p_floor=board.p_floor,
+        )
 
 
 def build_track(
@@ -215,23 +227,32 @@ def build_track(
 
     ``values`` (VALUES_SCHEMA): every entry's non-null per-query values, Judged@k included for retrieval tracks;
     ``measures``: the track's measures, headline first; ``judged``: measure -> its Judged@k (retrieval only);
-    ``rule``/``split_key``: the held-out rule and the id it hashes (default the query id)."""
-    values = values.select(list(VALUES_SCHEMA)).cast(VALUES_SCHEMA).filter(pl.col("value").is_not_null())
+    ``rule``/``split_key``: the held-out rule and the id it hashes (default the query id), which is also the
+    standing test's unit (a group of queries moves as one)."""
+    values = (
+        values.select(list(VALUES_SCHEMA))
+        .cast(VALUES_SCHEMA)
+        .filter(pl.col("value").is_not_null())
+        .sort("entry_id", "measure", "query_id")  # the declared order of every figure: the per-query files'
+    )
     values = values.filter(pl.col("entry_id").is_in([e.entry_id for e in entries if e.refused is None]))
     held = None
     if rule is not None and rule.active:
         key = (split_key if split_key is not None else pl.col("query_id")).alias("_key")
         parts = rule.part_of(values.select(key).to_series())
         tagged = values.with_columns(parts.alias("_part"))
-        held = part_gaps(
-            tagged.filter(pl.col("measure").is_in(list(measures))),
-            ["entry_id", "measure"],
-            "query_id",
-            rule,
-            stats.resamples,
-            stats.seed,
-            key=split_key,
-        )
+        try:
+            held = part_gaps(
+                tagged.filter(pl.col("measure").is_in(list(measures))),
+                ["entry_id", "measure"],
+                "query_id",
+                rule,
+                stats.resamples,
+                stats.seed,
+                key=split_key,
+            )
+        except StatisticRefused as refused:
+            held = refused.reason
         values = tagged.filter(pl.col("_part") == PUBLIC).drop("_part")
     comps = comparisons(values, [e.entry_id for e in entries if e.refused is None], measures, binary, stats)
     rows = []
@@ -262,7 +283,9 @@ def build_track(
                         judged_n=cover.len(),
                         judged_mean=float(cover.mean()) if cover.len() else None,
                     )
-            if held is not None and e.refused is None:
+            if isinstance(held, str) and e.refused is None:
+                row["gap_note"] = f"held-out gap refused: {held}"
+            elif held is not None and e.refused is None:
                 g = held.filter((pl.col("entry_id") == e.entry_id) & (pl.col("measure") == measure))
                 if g.height:
                     g = g.row(0, named=True)
@@ -274,7 +297,7 @@ def build_track(
                         gap_note=g["note"],
                     )
             block.append(row)
-        _standings(block, comps, measure, stats.alpha)
+        _standings(block, values, measure, stats, split_key)
         order = sorted(
             block, key=lambda r: (r["refused"] is not None, not r["n"], -(r.get("mean") or 0.0), r["entry_id"])
         )

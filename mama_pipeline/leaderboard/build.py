@@ -12,7 +12,9 @@ from mama_pipeline.common.held_out import RULE, HeldOutRule
 from mama_pipeline.common.progress import track as track_progress
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
+from mama_pipeline.leaderboard.board_standings import resamples_for
 from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS, TrackInput
+from mama_pipeline.multipassage.multipassage_measures import binary_measure_names
 
 PER_QUERY_SCHEMA = {
     "track": pl.String,
@@ -53,11 +55,12 @@ def retrieval_specs(s) -> dict[str, TrackSpec]:
     multipassage: multipassage.significance_measures (headline multipassage.headline_measure first)."""
     ev, mp = s.evaluation, s.multipassage
     plan = mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade).by_name()
+    zero_one = {m for m, measure in plan.items() if measure.binary} | binary_measure_names(mp.cutoffs)
     main = _headline_first(ev.headline_measure, ev.significance_measures)
     multi = _headline_first(mp.headline_measure, mp.significance_measures)
 
     def spec(measures: list[str]) -> TrackSpec:
-        binary = {m for m in measures if (m in plan and plan[m].binary) or m.startswith("AllIn@")}
+        binary = {m for m in measures if m in zero_one}
         return TrackSpec(measures, binary, {m: judged_measure(m, ev.cutoffs) for m in measures})
 
     return {"main": spec(main), "robustness": spec(main), "multipassage": spec(multi)}
@@ -112,11 +115,17 @@ def facts(benchmark: str, stats: Stats, rule: HeldOutRule | None, specs: dict[st
         "resamples": stats.resamples,
         "seed": stats.seed,
         "statistics": (
-            f"{stats.confidence:.0%} BCa bootstrap intervals of each mean ({stats.resamples} resamples, "
-            f"seed {stats.seed}); every two entries compared with a paired randomization test on the "
-            f"{'queries' if benchmark == 'mamaretrieval' else 'items'} both have a value for (exact "
-            "McNemar too on 0/1 measures), Holm-adjusted across every pair of a track and measure; an "
-            f"entry is tied with the best when its adjusted p against the best is >= {stats.alpha}."
+            f"{stats.confidence:.0%} BCa bootstrap intervals of each mean (scipy.stats.bootstrap over the entry's "
+            f"values sorted by query id, {stats.resamples} resamples, seed {stats.seed}). Standings: a step-down "
+            "range permutation test (scipy.stats.permutation_test, permutation_type 'samples'; each unit's "
+            "values shuffled among the entries; the range of the entries' means; "
+            f"{resamples_for(stats.resamples, stats.alpha)} resamples, seed {stats.seed}): while p < "
+            f"{stats.alpha} the entry with the lowest mean is below best and the rest are tested again, p the "
+            "largest so far; the others are tied with best, or not separable at this n where the smallest "
+            f"attainable p (per track: standings) is >= {stats.alpha}. Every two entries are also compared "
+            f"with a paired randomization test on the {'queries' if benchmark == 'mamaretrieval' else 'items'} "
+            "both have a value for (exact McNemar too on 0/1 measures), Holm across every pair of a track and "
+            "measure: a descriptive matrix."
         ),
         "held_out": {"rule": RULE, "share": rule.share, "salt": rule.salt, "id": rule.id_field} if held else None,
         "measures": (

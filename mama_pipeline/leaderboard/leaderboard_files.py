@@ -28,12 +28,13 @@ ENTRY_FIELDS = (
     "mean",
     "ci_low",
     "ci_high",
+    "ci_note",
     "judged_measure",
     "judged_n",
     "judged_mean",
     "standing",
     "n_shared_with_best",
-    "p_holm_vs_best",
+    "p_vs_best",
     "n_held_out",
     "mean_held_out",
     "gap",
@@ -55,7 +56,9 @@ COMPARISON_FIELDS = (
     "only_b",
     "p_mcnemar",
     "p_mcnemar_holm",
+    "refused",
 )
+STANDING_FIELDS = ("standing_entries", "standing_units", "standing_resamples", "p_floor")
 UNITS = {
     "main": "queries",
     "robustness": "query variants",
@@ -63,6 +66,14 @@ UNITS = {
     "mcq": "items",
     "short_answer": "items",
     "rubric": "items",
+}
+TEST_UNITS = {  # the standing test's unit: the id the held-out rule hashes
+    "main": "query",
+    "robustness": "parent query (its variants together)",
+    "multipassage": "question",
+    "mcq": "item",
+    "short_answer": "item",
+    "rubric": "HealthBench prompt (its items together)",
 }
 
 
@@ -144,6 +155,9 @@ def leaderboard_json(
                 "unit": UNITS.get(track, "queries"),
                 "measures": measures,
                 "headline": measures[0],
+                "standings": {
+                    m: standing_facts(mine.filter(pl.col("measure") == m), track, facts["alpha"]) for m in measures
+                },
                 "entries": listed,
                 "comparisons": {
                     m: [
@@ -161,6 +175,31 @@ def leaderboard_json(
         "tracks": tracks,
     }
     return doc, files
+
+
+def standing_facts(rows: pl.DataFrame, track: str, alpha: float) -> dict[str, Any]:
+    """The standing test of one track and measure, from its entries' rows: entries and units tested, resamples,
+    the smallest attainable p and whether any entry could be placed below the best."""
+    tested = rows.filter(pl.col("standing_entries").is_not_null())
+    if tested.is_empty():
+        return {"entries_tested": 0, "separable": False, "note": "no entry scored"}
+    entries, units, resamples, floor = tested.select(STANDING_FIELDS).row(0)
+    out = {
+        "entries_tested": entries,
+        "unit": TEST_UNITS.get(track, "query"),
+        "units": units,
+        "resamples": resamples,
+        "smallest_attainable_p": _clean(floor),
+        "separable": floor is not None and floor < alpha,
+    }
+    if floor is None:
+        out["note"] = "one entry in the test: nothing to separate"
+    elif floor >= alpha:
+        out["note"] = (
+            f"{units} {out['unit']} unit(s) and {entries} entries: the smallest attainable p is {floor:.3g} >= "
+            f"alpha {alpha}, so no entry can be placed below the best at this n"
+        )
+    return out
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -199,15 +238,24 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
         cells = [str(top["position"]), _fmt(e["name"]), e["source"], str(top["n"])]
         for m in measures:
             f = fig[m]
-            interval = f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]" if f["ci_low"] is not None else ""
-            cells += [_fmt(f["mean"]), interval]
+            interval = (
+                f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]" if f["ci_low"] is not None else _fmt(f.get("ci_note"))
+            )
+            mean = _fmt(f["mean"]) + (f" (n {f['n']})" if m != track["headline"] and f["mean"] is not None else "")
+            cells += [mean, interval]
             if judged[m]:
-                cells.append(f"{f['judged_measure']} {_fmt(f['judged_mean'])}" if f.get("judged_measure") else "")
+                cells.append(
+                    f"{f['judged_measure']} {_fmt(f['judged_mean'])} (n {f['judged_n']})"
+                    if f.get("judged_measure")
+                    else ""
+                )
             if held_out:
-                cells += [_fmt(f["mean_held_out"]), _fmt(f["gap"]), _fmt(f["p_gap"])]
+                held = _fmt(f["mean_held_out"]) + (f" (n {f['n_held_out']})" if f["n_held_out"] is not None else "")
+                gap = _fmt(f["gap"]) + (f" (n {f['n']} vs {f['n_held_out']})" if f["gap"] is not None else "")
+                cells += [held, gap or _fmt(f.get("gap_note")), _fmt(f["p_gap"])]
         standing = top["standing"]
-        if top["p_holm_vs_best"] is not None:
-            standing += f" (Holm p {top['p_holm_vs_best']:.3g}, {top['n_shared_with_best']} shared)"
+        if top["p_vs_best"] is not None:
+            standing += f" (p {top['p_vs_best']:.3g}, {top['n_shared_with_best']} shared with best)"
         cells.append(_fmt(standing))
         rows.append(f'<tr class="{cls}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     table = (
@@ -217,14 +265,35 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
         + "".join(rows)
         + "</tbody></table>"
     )
+    test = track.get("standings", {}).get(track["headline"], {})
+    if test.get("entries_tested", 0) > 1:
+        reach = (
+            f" With {test['entries_tested']} entries on {test['units']} {html.escape(test['unit'])} unit(s) and "
+            f"{test['resamples']} resamples, the smallest p the test can attain is {test['smallest_attainable_p']:.3g}"
+            + (
+                "."
+                if test["separable"]
+                else " &gt;= alpha: <strong>no entry can be placed below the best at this n</strong>; "
+                "the entries marked &#8220;not separable at this n&#8221; are not shown to be tied, only untested."
+            )
+        )
+    else:
+        reach = ""
     note = (
-        f'<p class="note">Shaded: the best entries on {html.escape(track["headline"])} and the entries tied '
-        f"with them (Holm-adjusted paired randomization p &gt;= {alpha} against the best on the {track['unit']} "
-        "both "
-        "have, Holm across every pair of this board): the data do not order the shaded entries. Rows are listed "
-        "by mean; that order is not a finding between two entries whose own test (leaderboard.json, every pair "
-        f"with its n shared) is not significant. n: {track['unit']} with a value"
-        + ("; Judged: label coverage of the same top k (Judged@k)" if any(judged.values()) else "")
+        f'<p class="note">Shaded: the best entry on {html.escape(track["headline"])} (highest mean) and the entries '
+        "tied with it: a step-down range permutation test (every unit&#8217;s values shuffled among the entries; "
+        f"the lowest entry leaves while p &lt; {alpha}) does not separate them; &#8220;below best&#8221; entries "
+        "it does. Rows are listed by mean; that order is not a finding between shaded entries."
+        + reach
+        + " leaderboard.json also holds every two entries&#8217; paired tests, Holm across every pair of this "
+        "board (a descriptive matrix; the standings come from the test above). "
+        f"n: {track['unit']} with a value (beside each other measure, its own n)"
+        + (
+            "; Judged: label coverage of the same top k (Judged@k), over n with a Judged value"
+            if any(judged.values())
+            else ""
+        )
+        + ("; held out: the held-out part&#8217;s mean over its n, gap = public - held out" if held_out else "")
         + (f". {html.escape(describe)}" if describe else "")
         + ".</p>"
     )
@@ -258,11 +327,15 @@ def headline_figures(doc: dict[str, Any]) -> list[tuple[str, str]]:
         if not best:
             out.append((f"{t['track']}", f"no entry scored ({len(t['entries'])} entries)"))
             continue
-        tied = sum(f["standing"] == "tied with best" for _, f in tops)
+        count = {s: sum(f["standing"] == s for _, f in tops) for s in ("tied with best", "below best")}
         names = ", ".join(f"{name} {html_page.number(f['mean'])} (n {f['n']})" for name, f in best)
-        out.append(
-            (f"{t['track']}: best on {t['headline']}", f"{names}; {tied} tied with best; {len(t['entries'])} entries")
+        reach = t.get("standings", {}).get(t["headline"], {})
+        tail = (
+            f"{count['tied with best']} tied with best, {count['below best']} below best"
+            if reach.get("separable") or len(tops) < 2
+            else "too few units to separate any entry"
         )
+        out.append((f"{t['track']}: best on {t['headline']}", f"{names}; {tail}; {len(t['entries'])} entries"))
     return out
 
 

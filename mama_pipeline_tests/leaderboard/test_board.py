@@ -1,4 +1,6 @@
-"""One track's board: tied groups and Holm across the board, with expectations from scipy and statsmodels directly."""
+"""One track's board: the pairwise matrix (Holm across the board) and the standings (step-down range permutation
+test), with expectations from scipy and statsmodels directly; boards of 8 and 20 entries that separate the weak
+ones, and boards too small to separate anything that say so."""
 
 from __future__ import annotations
 
@@ -32,12 +34,42 @@ def _scipy_p(a: np.ndarray, b: np.ndarray) -> float:
     )
 
 
-def _values(arrays: dict[str, np.ndarray], measure: str = "nDCG@10") -> pl.DataFrame:
+def _values(arrays: dict[str, np.ndarray], measure: str = "nDCG@10", queries: list[str] = QUERIES) -> pl.DataFrame:
     return pl.DataFrame(
-        [(e, q, measure, float(v)) for e, arr in arrays.items() for q, v in zip(QUERIES, arr)],
+        [(e, q, measure, float(v)) for e, arr in arrays.items() for q, v in zip(queries, arr)],
         schema=["entry_id", "query_id", "measure", "value"],
         orient="row",
     )
+
+
+def _range(*samples, axis=-1):
+    means = np.stack([np.mean(s, axis=axis) for s in samples])
+    return means.max(axis=0) - means.min(axis=0)
+
+
+def _scipy_step_down(arrays: dict[str, np.ndarray], resamples: int, alpha: float) -> dict[str, tuple[str, float]]:
+    """The standings as scipy's permutation_test gives them on complete, ungrouped values: the range of the
+    entries' means, labels shuffled within each query; while p < alpha the lowest entry is below best."""
+    from scipy import stats
+
+    order = sorted(arrays, key=lambda e: (-arrays[e].mean(), e))
+    out, p = {order[0]: ("best", None)}, 0.0
+    while len(order) > 1:
+        res = stats.permutation_test(
+            tuple(arrays[e] for e in order),
+            _range,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=resamples,
+            alternative="greater",
+            rng=np.random.default_rng(STATS.seed),
+        )
+        p = max(p, float(res.pvalue))
+        if p >= alpha:
+            out.update({e: ("tied with best", p) for e in order[1:]})
+            break
+        out[order.pop()] = ("below best", p)
+    return out
 
 
 def _constructed() -> dict[str, np.ndarray]:
@@ -51,7 +83,7 @@ def _constructed() -> dict[str, np.ndarray]:
     }
 
 
-def test_tied_group_and_holm_across_every_pair_of_the_board():
+def test_pairwise_matrix_holm_across_every_pair_and_standings_from_the_step_down_range_test():
     arrays = _constructed()
     entries = [Entry(e, e.split("/")[0], e.split("/")[1]) for e in arrays]
     table, comps = build_track("main", entries, _values(arrays), ["nDCG@10"], set(), STATS)
@@ -66,14 +98,9 @@ def test_tied_group_and_holm_across_every_pair_of_the_board():
         assert got[pair]["p_randomization"] == pytest.approx(p, abs=1e-12)
         assert got[pair]["p_holm"] == pytest.approx(adjusted[pair], abs=1e-12)  # Holm over all six pairs, not one
     means = {e: float(v.mean()) for e, v in arrays.items()}
-    best = max(means, key=means.get)
-    expected = {best: "best"}
-    for e in arrays:
-        if e != best:
-            p = adjusted[tuple(sorted((e, best)))]
-            expected[e] = "tied with best" if p >= STATS.alpha else "below best"
+    expected = _scipy_step_down(arrays, STATS.resamples, STATS.alpha)
     standing = dict(table.select("entry_id", "standing").iter_rows())
-    assert standing == expected
+    assert standing == {e: s for e, (s, _) in expected.items()}
     # the construction: b and the submission cannot be told apart from a; c is clearly worse
     assert sorted(e for e, s in standing.items() if s in ("best", "tied with best")) == [
         "configured/a",
@@ -84,7 +111,10 @@ def test_tied_group_and_holm_across_every_pair_of_the_board():
     row = table.filter(pl.col("entry_id") == "configured/c").row(0, named=True)
     assert row["n"] == len(QUERIES) and row["mean"] == pytest.approx(means["configured/c"])
     assert row["ci_low"] < row["mean"] < row["ci_high"]
-    assert row["p_holm_vs_best"] == pytest.approx(adjusted[tuple(sorted(("configured/c", best)))], abs=1e-12)
+    assert row["p_vs_best"] == pytest.approx(expected["configured/c"][1], abs=1e-12)
+    # four entries, 30 queries, 999 resamples: the smallest attainable p is 1 / 1000
+    assert (row["standing_entries"], row["standing_units"], row["standing_resamples"]) == (4, 30, 999)
+    assert row["p_floor"] == pytest.approx(1 / 1000)
 
 
 def test_refused_entry_has_no_figure_and_too_few_shared_queries_are_not_compared():
@@ -110,7 +140,7 @@ def test_refused_entry_has_no_figure_and_too_few_shared_queries_are_not_compared
     assert rows["submission/bad"]["standing"] == "refused" and rows["submission/bad"]["mean"] is None
     assert rows["submission/bad"]["refused"] == "judge failed on 40 of 200 holes"
     assert rows["submission/lone"]["standing"] == "not compared with best"
-    assert rows["submission/lone"]["n_shared_with_best"] == 1 and rows["submission/lone"]["p_holm_vs_best"] is None
+    assert rows["submission/lone"]["n_shared_with_best"] == 1 and rows["submission/lone"]["p_vs_best"] is None
     assert rows["configured/a"]["standing"] == "best"
     assert "submission/bad" not in set(comps["entry_a"]) | set(comps["entry_b"])
     lone = comps.filter(pl.col("entry_b") == "submission/lone")
@@ -163,12 +193,90 @@ def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_
     assert (row["judged_measure"], row["judged_n"], row["judged_mean"]) == ("Judged@1", 1, 1.0)
 
 
-def test_entries_sharing_the_top_mean_are_all_best():
+def test_one_best_among_equal_means_the_other_is_tied_with_it():
+    """One best (the first entry id among equal means); the other, tested like every entry, is tied with it: the
+    headline then reads "1 tied with best", never two bests and "0 tied"."""
     same = np.linspace(0.1, 0.9, len(QUERIES))
     arrays = {"configured/x": same, "configured/y": same[::-1].copy(), "configured/z": same - 0.05}
     table, _ = build_track(
         "main", [Entry(e, "configured", e[11:]) for e in arrays], _values(arrays), ["nDCG@10"], set(), STATS
     )
     standing = dict(table.select("entry_id", "standing").iter_rows())
-    assert standing["configured/x"] == standing["configured/y"] == "best"  # equal means: no order between them
+    assert standing["configured/x"] == "best"
+    assert standing["configured/y"] == "tied with best"  # equal means: no order between them
     assert standing["configured/z"] in ("tied with best", "below best")
+
+
+def _board(arrays: dict[str, np.ndarray], queries: list[str], stats: Stats = STATS) -> dict[str, dict]:
+    entries = [Entry(e, "configured", e.split("/")[1]) for e in arrays]
+    table, _ = build_track("main", entries, _values(arrays, queries=queries), ["nDCG@10"], set(), stats)
+    return {r["entry_id"]: r for r in table.iter_rows(named=True)}
+
+
+@pytest.mark.parametrize(
+    ("k", "binary", "low", "high"), [(8, True, 0.07, 0.887), (8, False, 0.07, 0.887), (20, False, 0.1, 0.9)]
+)
+def test_boards_of_8_and_20_entries_on_300_queries_place_the_weak_ones_below_best(k, binary, low, high):
+    """Before: Holm over every pair at R = 1000 made every entry "tied with best" (8 entries: 28 x 2/1001 > 0.05)."""
+    queries = [f"q_{i:03d}" for i in range(300)]
+    rng = np.random.default_rng(11)
+    means = np.linspace(low, high, k)
+    if binary:
+        arrays = {f"configured/e{i:02d}": (rng.random(300) < m).astype(float) for i, m in enumerate(means)}
+    else:
+        difficulty = rng.normal(0, 0.1, 300)
+        arrays = {
+            f"configured/e{i:02d}": np.clip(m + difficulty + rng.normal(0, 0.15, 300), 0, 1)
+            for i, m in enumerate(means)
+        }
+    rows = _board(arrays, queries, Stats(resamples=1000, seed=0, confidence=0.95, alpha=0.05))
+    best = max(arrays, key=lambda e: arrays[e].mean())
+    assert rows[best]["standing"] == "best"
+    weak = [e for e in arrays if arrays[e].mean() < arrays[best].mean() - 0.2]
+    assert len(weak) >= k // 2
+    assert all(rows[e]["standing"] == "below best" for e in weak), {e: rows[e]["standing"] for e in weak}
+    assert all(rows[e]["p_vs_best"] < 0.05 for e in weak)
+    assert rows[best]["p_floor"] == pytest.approx(1 / 1001) and rows[best]["standing_entries"] == k
+
+
+def test_a_board_too_small_to_separate_says_so():
+    """Two entries on four queries: the exact test's smallest p is 2 / 2^4 = 0.125 > 0.05, so even an entry worse on
+    every query cannot be placed below the best; the board says "not separable at this n", not "tied"."""
+    queries = QUERIES[:4]
+    rows = _board({"configured/a": np.array([0.9, 0.8, 0.7, 0.9]), "configured/b": np.zeros(4)}, queries)
+    assert rows["configured/b"]["standing"] == "not separable at this n"
+    assert rows["configured/b"]["p_floor"] == pytest.approx(0.125)
+    assert rows["configured/b"]["p_vs_best"] == pytest.approx(0.125)  # scipy enumerates the 16 sign patterns
+    # three entries on the same four queries can separate the worst (floor (3!)^-3), not the closest one
+    rows = _board(
+        {
+            "configured/a": np.array([0.9, 0.8, 0.7, 0.9]),
+            "configured/b": np.array([0.5, 0.4, 0.4, 0.5]),
+            "configured/c": np.zeros(4),
+        },
+        queries,
+        Stats(resamples=20_000, seed=0, confidence=0.95, alpha=0.05),
+    )
+    assert rows["configured/a"]["p_floor"] == pytest.approx(max(1 / 20_001, 6.0**-3))
+    assert rows["configured/c"]["standing"] == "below best"
+    assert rows["configured/b"]["standing"] == "not separable at this n"
+
+
+def test_standing_p_of_two_entries_is_the_exact_sign_flip_p_of_scipy():
+    """Two entries, 12 queries: the range of two means is |mean difference|; scipy enumerates the 4096 sign
+    flips (2^12 <= the resamples), the two-sided paired randomization p."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0, 1, 12), rng.uniform(0, 1, 12) - 0.3
+    rows = _board({"configured/a": a, "configured/b": b}, QUERIES[:12], Stats(5000, 0, 0.95, 0.05))
+    want = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis=-1: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=5000,
+        alternative="two-sided",
+    ).pvalue
+    assert rows["configured/b"]["p_vs_best"] == pytest.approx(want, abs=1e-12)
+    assert rows["configured/a"]["p_floor"] == pytest.approx(2 / 4096)

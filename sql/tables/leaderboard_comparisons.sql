@@ -2,7 +2,8 @@
 -- (entry_a before entry_b in id order) per measure, on the queries (items) both have a value for (n_shared; no
 -- test below 2). diff = mean_a - mean_b with its paired BCa bootstrap interval; p_randomization: paired
 -- randomization test; p_mcnemar: exact McNemar on 0/1 measures; *_holm: Holm across every pair of the track and
--- measure. Public part only when release.held_out is active.
+-- measure (a descriptive matrix: the standings come from leaderboard.board_standings); refused: why a pair's
+-- statistics were refused for their input. Public part only when release.held_out is active.
 CREATE TABLE IF NOT EXISTS leaderboard_comparisons (
     benchmark             VARCHAR NOT NULL,
     track                 VARCHAR NOT NULL,
@@ -21,6 +22,7 @@ CREATE TABLE IF NOT EXISTS leaderboard_comparisons (
     only_b                BIGINT,
     p_mcnemar             DOUBLE,
     p_mcnemar_holm        DOUBLE,
+    refused               VARCHAR,
     _partition            VARCHAR NOT NULL,
     PRIMARY KEY (track, measure, entry_a, entry_b)
 );
