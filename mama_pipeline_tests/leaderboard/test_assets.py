@@ -77,7 +77,31 @@ def _grades() -> pl.DataFrame:
     return df.with_columns(pl.col("system").alias("_partition"))
 
 
-def _stubs():
+KINDS = ("typo", "abbrev")
+
+
+def _robustness() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(query_variants, robustness_per_query): two variants of each of 12 parents, the paired values in a shuffled
+    order (the order the robustness area's join happens to give is no order at all)."""
+    rng = np.random.default_rng(5)
+    parents = QUERIES[:12]
+    variants = pl.DataFrame(
+        [(f"{p}~{k}", p, k, "rule", f"{p} {k}", p, "t1", "rule") for p in parents for k in KINDS],
+        schema=["variant_id", "parent_id", "kind", "method", "query_text", "parent_text", "tier", "source"],
+        orient="row",
+    )
+    rows = []
+    for r, level in (("bm25", 0.4), ("dense", 0.6)):
+        for p in parents:
+            for k in KINDS:
+                for m in ("Success(rel=3)@5", "nDCG@10", "Judged@5", "Judged@10"):
+                    v = float(rng.random() < level) if m.startswith("Success") else float(rng.uniform(0, 1))
+                    rows.append((r, p, k, m, v, v))
+    pairs = pl.DataFrame(rows, schema=["retriever", "parent_id", "kind", "measure", "clean", "variant"], orient="row")
+    return variants, pairs.sample(fraction=1.0, shuffle=True, seed=3)
+
+
+def _stubs(robust: bool = False):
     @dg.asset(key="per_query_results")
     def per_query_results() -> pl.DataFrame:
         return _per_query()
@@ -97,13 +121,15 @@ def _stubs():
 
     @dg.asset(key="query_variants")
     def query_variants() -> pl.DataFrame:
+        if robust:
+            return _robustness()[0]
         return pl.DataFrame(schema={"variant_id": pl.String, "parent_id": pl.String, "kind": pl.String})
 
     @dg.asset(key="robustness_per_query")
     def robustness_per_query() -> pl.DataFrame:
         from mama_pipeline.robustness.robustness_scoreboard import PAIR_SCHEMA
 
-        return pl.DataFrame(schema=PAIR_SCHEMA)
+        return _robustness()[1].cast(PAIR_SCHEMA) if robust else pl.DataFrame(schema=PAIR_SCHEMA)
 
     @dg.asset(key="system_grades")
     def system_grades() -> pl.DataFrame:
@@ -164,10 +190,10 @@ def _submit(store: Store) -> None:
         con.executemany("INSERT INTO submission_tracks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
-def _materialize(config: Path) -> None:
+def _materialize(config: Path, robust: bool = False) -> None:
     with dg.instance_for_test() as instance:
         dg.materialize(
-            [*_stubs(), mamaretrieval_leaderboard, mamabench_leaderboard],
+            [*_stubs(robust), mamaretrieval_leaderboard, mamabench_leaderboard],
             resources=shared_resources(str(config)),
             instance=instance,
             raise_on_error=True,
@@ -287,7 +313,9 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     index = render_index(tmp_path / "data" / "reports")
     assert "<a href='leaderboard/mamaretrieval.html'>Leaderboard (mamaretrieval)</a>" in index
     assert "<a href='leaderboard/mamabench.html'>Leaderboard (mamabench)</a>" in index
-    assert re.search(r"main: best on [^<]+</th><td>\S+ \d\.\d{3} \(n 24\); \d tied with best; 3 entries", index)
+    assert re.search(
+        r"main: best on [^<]+</th><td>\S+ \d\.\d{3} \(n 24\); \d tied with best, \d below best; 3 entries", index
+    )
 
 
 def _screenshot(page: Path, png: Path) -> None:
@@ -360,3 +388,57 @@ def test_without_configured_systems_the_mamabench_boards_hold_the_submissions(tm
         ("mcq", "submission/a1", "best"),
         ("short_answer", "submission/a1", "refused"),
     ]
+
+
+def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_path):
+    """For every track of both boards: each entry's interval in leaderboard.json is scipy.stats.bootstrap (BCa, the
+    declared seed and resamples) on the values of its released per-query file, read in file order (sorted by query
+    id); the robustness track's values arrive from the robustness area in no particular order."""
+    from scipy import stats
+
+    config = _config(tmp_path)
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    _submit(store)
+    _materialize(config, robust=True)
+    checked = {}
+    for benchmark in ("mamaretrieval", "mamabench"):
+        folder = tmp_path / "data" / "leaderboard" / benchmark
+        doc = json.loads((folder / "leaderboard.json").read_text())
+        for track in doc["tracks"]:
+            for e in track["entries"]:
+                if "figures" not in e:
+                    continue
+                released = pl.read_csv(
+                    folder / e["per_query_file"], separator="\t", schema_overrides={"value": pl.Float64}
+                )
+                for measure, fig in e["figures"].items():
+                    values = released.filter(pl.col("measure") == measure)["value"].to_numpy()
+                    assert fig["n"] == values.size
+                    if np.all(values == values[0]):
+                        assert fig["ci_low"] == fig["ci_high"] == values[0]
+                        continue
+                    ci = stats.bootstrap(
+                        (values,),
+                        np.mean,
+                        n_resamples=doc["resamples"],
+                        confidence_level=doc["confidence"],
+                        method="BCa",
+                        rng=np.random.default_rng(doc["seed"]),
+                    ).confidence_interval
+                    if np.isfinite(ci.low) and np.isfinite(ci.high):
+                        assert (fig["ci_low"], fig["ci_high"]) == (
+                            pytest.approx(ci.low, abs=1e-12),
+                            pytest.approx(ci.high, abs=1e-12),
+                        )
+                    else:
+                        assert fig["ci_low"] is None and fig["ci_note"]
+                    checked[track["track"]] = checked.get(track["track"], 0) + 1
+    assert set(checked) >= {"main", "robustness", "multipassage", "mcq"}, checked
+    robustness = next(
+        t
+        for t in json.loads((tmp_path / "data" / "leaderboard" / "mamaretrieval" / "leaderboard.json").read_text())[
+            "tracks"
+        ]
+        if t["track"] == "robustness"
+    )
+    assert robustness["standings"]["Success(rel=3)@5"]["units"] == 12  # the test's unit: the parent query
