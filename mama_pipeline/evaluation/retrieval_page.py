@@ -324,7 +324,8 @@ def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
     for name in retrievers:
         row = {"retriever": name}
         for m in measures:
-            values = inputs.per_query.filter((pl.col("retriever") == name) & (pl.col("measure") == m))["value"]
+            mine = inputs.per_query.filter((pl.col("retriever") == name) & (pl.col("measure") == m))
+            values = mine.sort("query_id")["value"]  # the declared order: query id, as the per-query files
             low, high = bootstrap_mean_ci(values.to_numpy(), inputs.resamples, inputs.seed, inputs.confidence)
             row[_label(inputs.board, m)] = f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
         rows.append(row)

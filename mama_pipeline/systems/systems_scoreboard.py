@@ -105,9 +105,15 @@ def _grader(harness: pl.DataFrame | None, segment_kind: str, segment: str) -> di
 def _figures(
     part: pl.DataFrame, track: str, answer_failures: str, n_resamples: int, seed: int, confidence: float
 ) -> dict[str, float | int | None]:
+    part = part.sort("item_id")  # the declared order of the interval: item id
     answered = part.filter(pl.col("status") == GRADED)["score"].to_numpy().astype(float)
-    n_unanswered = part.filter(pl.col("status") == ANSWER_FAILED).height
-    with_zero = np.concatenate([answered, np.zeros(n_unanswered)])
+    with_zero = (
+        part.filter(pl.col("status").is_in([GRADED, ANSWER_FAILED]))
+        .select(pl.when(pl.col("status") == GRADED).then(pl.col("score")).otherwise(0.0))
+        .to_series()
+        .to_numpy()
+        .astype(float)
+    )  # unanswered items score 0 in their place
     headline = with_zero if answer_failures == "score_zero" else answered
     low, high = bootstrap_ci(headline, n_resamples, seed, confidence)
     mean = float(headline.mean()) if headline.size else None

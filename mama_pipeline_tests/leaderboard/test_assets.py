@@ -253,6 +253,10 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     assert "figures" not in refused and "per_query_file" not in refused
     page = (folder / "leaderboard.html").read_text()
     assert "refused: judge failed on 5 of 9 holes (bound 5%)" in page
+    # every secondary figure with its n: the other measure's mean, Judged@k
+    r1 = next(e for e in track["main"]["entries"] if e["entry_id"] == "submission/r1")["figures"]
+    assert f"{r1['nDCG@10']['mean']:.3f} (n 24)" in page and "Judged@5 0.800 (n 24)" in page
+    assert track["main"]["standings"]["Success(rel=3)@5"]["separable"] is True
 
     # the per-query files of two entries reproduce their paired test with scipy alone
     from scipy import stats
@@ -366,6 +370,9 @@ def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_besid
     assert set(files["query_id"]) == set(QUERIES) - held  # public queries only
     doc = json.loads((folder / "leaderboard.json").read_text())
     assert doc["held_out"]["share"] == share and "held_out_note" in doc
+    page = (folder / "leaderboard.html").read_text()
+    assert f"{bm25['mean_held_out']:.3f} (n {len(held_out)})" in page  # the held-out mean with its n
+    assert f"{bm25['gap']:.3f} (n {len(public)} vs {len(held_out)})" in page
     # the release accepts the leaderboard beside its held-out split
     s = load_settings(str(config))
     rule = s.release.held_out.rule("query_id")

@@ -280,3 +280,62 @@ def test_standing_p_of_two_entries_is_the_exact_sign_flip_p_of_scipy():
     ).pvalue
     assert rows["configured/b"]["p_vs_best"] == pytest.approx(want, abs=1e-12)
     assert rows["configured/a"]["p_floor"] == pytest.approx(2 / 4096)
+
+
+def test_the_json_and_the_page_say_when_no_entry_can_be_separated():
+    """Two entries on four queries: leaderboard.json's standings say not separable with the smallest attainable p
+    (0.125), the page says no entry can be placed below the best, and the headline figure does not count ties."""
+    import json
+
+    from mama_pipeline.leaderboard.leaderboard_files import folder_files
+
+    queries = QUERIES[:4]
+    arrays = {"configured/a": np.array([0.9, 0.8, 0.7, 0.9]), "configured/b": np.zeros(4)}
+    entries = [Entry(e, "configured", e[11:]) for e in arrays]
+    values = _values(arrays, queries=queries)
+    table, comps = build_track("main", entries, values, ["nDCG@10"], set(), STATS)
+    per_query = values.with_columns(pl.lit("main").alias("track"), pl.lit("public").alias("part"))
+    facts = {"alpha": 0.05, "statistics": "s", "measures": {"main": ["nDCG@10"]}}
+    files = folder_files("mamaretrieval", {"main": ["nDCG@10"]}, table, comps, per_query, facts)
+    doc = json.loads(files["leaderboard.json"])
+    standing = doc["tracks"][0]["standings"]["nDCG@10"]
+    assert standing["separable"] is False and standing["smallest_attainable_p"] == pytest.approx(0.125)
+    assert (standing["entries_tested"], standing["units"], standing["resamples"]) == (2, 4, 999)
+    assert "no entry can be placed below the best at this n" in standing["note"]
+    page = files["leaderboard.html"].decode()
+    assert "no entry can be placed below the best at this n" in page
+    assert "too few units to separate any entry; 2 entries" in page
+    assert "0.125" in page
+
+
+def test_a_refused_statistic_leaves_its_figure_empty_with_the_reason_and_the_board_goes_on(monkeypatch):
+    from mama_pipeline.evaluation.significance import StatisticRefused
+    from mama_pipeline.leaderboard import board
+
+    def refuse(*args, **kwargs):
+        raise StatisticRefused("all values equal: no spread to resample")
+
+    monkeypatch.setattr(board, "pairwise_significance", refuse)
+    monkeypatch.setattr(board, "bootstrap_mean_ci", refuse)
+    arrays = _constructed()
+    # one entry with a single value: no interval, its reason instead
+    values = pl.concat(
+        [
+            _values(arrays),
+            pl.DataFrame(
+                [("submission/one", QUERIES[0], "nDCG@10", 0.5)],
+                schema=["entry_id", "query_id", "measure", "value"],
+                orient="row",
+            ),
+        ]
+    )
+    entries = [Entry(e, e.split("/")[0], e.split("/")[1]) for e in [*arrays, "submission/one"]]
+    table, comps = build_track("main", entries, values, ["nDCG@10"], set(), STATS)
+    rows = {r["entry_id"]: r for r in table.iter_rows(named=True)}
+    assert rows["configured/a"]["ci_low"] is None
+    assert rows["configured/a"]["ci_note"] == "all values equal: no spread to resample"
+    assert rows["submission/one"]["ci_note"] == "no interval from 1 value(s)" and rows["submission/one"]["mean"] == 0.5
+    compared = comps.filter(pl.col("n_shared") >= 2)
+    assert compared.height == 6 and set(compared["refused"]) == {"all values equal: no spread to resample"}
+    assert compared["p_randomization"].null_count() == 6
+    assert rows["configured/c"]["standing"] == "below best"  # the standings do not depend on the refused figures
