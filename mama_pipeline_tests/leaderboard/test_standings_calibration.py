@@ -94,19 +94,19 @@ def test_a_planted_difference_is_found_at_the_stated_power(binary, grouped, delt
 def test_pairwise_tests_against_the_chosen_best_with_holm_over_its_pairs_are_not_calibrated():
     """Why the board does not test each entry against the best with Holm over the m = entries - 1 pairs: the best
     is chosen by the data, so under the global null (8 entries, 300 queries, normal values; two-sided paired
-    z-tests, statsmodels' Holm) such a board places some entry below best in about 12% of replicates."""
+    z-tests) such a board places some entry below best in about 12% of replicates. Holm rejects some hypothesis
+    exactly when m x the smallest p < alpha (its first step), which vectorises over the replicates."""
     from scipy import stats
-    from statsmodels.stats.multitest import multipletests
 
     rng = np.random.default_rng(4)
     reps, k, n = 2000, 8, 300
     x = rng.normal(size=(reps, k, n))
     best = x.mean(axis=2).argmax(axis=1)
     d = x[np.arange(reps), best][:, None, :] - x  # best minus each entry, per query
-    z = d.mean(axis=2) / (d.std(axis=2, ddof=1) / np.sqrt(n))
-    rejected = 0
-    for r in range(reps):
-        p = 2 * stats.norm.sf(np.abs(np.delete(z[r], best[r])))
-        rejected += multipletests(p, alpha=ALPHA, method="holm")[0].any()
+    with np.errstate(invalid="ignore", divide="ignore"):  # the best against itself: 0 / 0, left out below
+        z = d.mean(axis=2) / (d.std(axis=2, ddof=1) / np.sqrt(n))
+    p = 2 * stats.norm.sf(np.abs(z))
+    p[np.arange(reps), best] = np.inf
+    rate = float(np.mean((k - 1) * p.min(axis=1) < ALPHA))
     bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / reps)
-    assert rejected / reps > bound + 0.03
+    assert rate > bound + 0.03, rate
