@@ -46,7 +46,7 @@ def test_retriever_gap_and_unpaired_permutation_p_by_hand():
     # exact over the 10 ways to choose the 2 held-out items of [1,1,0,0,0]: diff >= 2/3 in 3 of them (no 1 held),
     # diff <= 2/3 in all 10; two-sided p = 2 x min(3/10, 1) = 0.6
     assert row["p_permutation"] == pytest.approx(0.6)
-    assert "independent" in row["test"] and row["note"] is None
+    assert "independent" in row["test"] and "smallest attainable p is 0.2," in row["note"]  # 2 / 10 arrangements
 
 
 def test_no_held_out_part_gives_no_figures_and_says_why():
