@@ -101,6 +101,8 @@ def _ppi(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> tuple[float, 
 def corrected(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> tuple[float, float, float] | str:
     """(estimate, low, high) of the mean of ``y`` over the population ``yhat_all`` is the judge's values of, from
     the labelled pairs' ``y`` (clinicians) and ``yhat`` (judge), each clipped to 0..1; or why none."""
+    if y.size < 2:
+        return f"{y.size} labelled pairs: the spread of the clinicians-minus-judge difference needs at least 2"
     diff = y - yhat
     if np.all(diff == diff[0]):
         what = "agrees with the judge" if diff[0] == 0 else f"differs from the judge by {diff[0]:+.3f}"

@@ -81,10 +81,13 @@ def test_graded_skewed_values_cover_within_93_to_97_percent():
     assert refused == 0 and 0.93 <= cover <= 0.97, cover
 
 
-@pytest.mark.parametrize(("y", "yhat", "why"), [([1, 1, 0], [1, 1, 0], "agrees"), ([0, 0], [1, 1], "-1.000")])
+@pytest.mark.parametrize(
+    ("y", "yhat", "why"),
+    [([1, 1, 0], [1, 1, 0], "agrees"), ([0, 0], [1, 1], "-1.000"), ([], [], "needs at least 2"), ([1], [0], "needs")],
+)
 def test_a_constant_difference_is_refused_with_the_reason(y, yhat, why):
     got = corrected(np.array(y, float), np.array(yhat, float), np.array([1.0, 0.0, 1.0, 1.0]))
-    assert isinstance(got, str) and why in got and "cannot be estimated" in got
+    assert isinstance(got, str) and why in got
 
 
 PLAN = mamaretrieval_plan([2], 3, 5, 6)

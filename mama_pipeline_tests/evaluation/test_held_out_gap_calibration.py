@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.common.held_out import HeldOutRule
-from mama_pipeline.evaluation.held_out_gaps import part_gaps
+from mama_pipeline.evaluation.held_out_gaps import grouped_gap, part_gaps
 
 ALPHA = 0.05
 PARENT = pl.col("query_id").str.replace(r"~.*$", "")  # a variant's parent query: the id the rule hashes
@@ -146,3 +146,23 @@ def test_all_equal_values_give_p_one():
         0, named=True
     )
     assert row["gap"] == 0.0 and row["p_permutation"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("values", "groups", "held", "note"),
+    [
+        ([], [], [], "no held-out item"),
+        ([1.0], ["a"], [True], "fewer than 2 groups"),
+        ([1.0, 0.0], ["a", "a"], [True, True], "fewer than 2 groups"),
+        ([1.0, 0.0, 1.0], ["a", "b", "c"], [False, False, False], "no held-out item"),
+        ([0.0, 1.0, 0.0, 1.0], ["a", "b", "c", "d"], [True, True, False, False], "smallest attainable p is 0.333"),
+    ],
+)
+def test_degenerate_inputs_give_a_reason_not_a_crash(values, groups, held, note):
+    row = grouped_gap(np.array(values), np.array(groups, dtype=object), np.array(held, dtype=bool), 99, 0)
+    assert note in row["note"]
+
+
+def test_a_group_split_across_the_parts_is_an_error_naming_the_rule():
+    with pytest.raises(ValueError, match="a group has items on both sides"):
+        grouped_gap(np.array([1.0, 0.0, 1.0, 0.0]), np.array(list("aabc")), np.array([True, False, True, False]), 9, 0)
