@@ -101,6 +101,11 @@ def configurations(release: str, store: Store, settings: PipelineSettings) -> li
     synthetic = is_synthetic(frame) or (labels is not None and is_synthetic(labels.filter(pl.col("kind") == kind)))
     n = settings.clinician.min_annotations
     estimates = store.read_table("clinician_estimates") if store.table_exists("clinician_estimates") else None
+    if estimates is not None and "tied" not in estimates.columns:
+        raise ReleaseError(
+            f"release {release}: configuration {NAME} refused: clinician_estimates has no tied column (built before "
+            "the ties were counted); re-materialise it"
+        )
     held, split, shown = None, None, validated
     rule = settings.release.held_out.rule("query_id")
     if release == "mamaretrieval" and rule.active:  # mamabench splits its configurations by item_id itself

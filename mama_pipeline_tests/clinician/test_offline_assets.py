@@ -273,3 +273,11 @@ def test_synthetic_labels_nobody_validated_are_judged_on_the_card_and_page_too(t
     store.write_table("clinician_agreement", majority)
     (line,) = clinician_notes(store)
     assert line.startswith("Validation against SYNTHETIC annotators: on 4 pairs") and "clinicians' majority" not in line
+
+
+def test_estimates_built_before_the_ties_were_counted_are_refused_with_the_fix(offline):
+    store = Store(offline[0] / "data" / "mama.duckdb")
+    with store.connect(write=True) as con:
+        con.execute("ALTER TABLE clinician_estimates DROP COLUMN tied")
+    with pytest.raises(ReleaseError, match="clinician_estimates has no tied column .* re-materialise it"):
+        configurations("mamaretrieval", store, load_settings(offline[0] / "cfg.yaml"))
