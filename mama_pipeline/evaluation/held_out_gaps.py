@@ -273,7 +273,7 @@ def gaps_html(
         f"there than on the held-out part. Relative gap: the gap of the entry's per-item value minus the other "
         f"entries' mean on the same item (only {items} another entry was scored on). p: {html.escape(TEST)}, "
         f"{resamples} resamples, seed {seed}; the {items} whose hashed key is the same (a variant and its parent "
-        f"query, the items of one HealthBench prompt) are permuted together; no gap or test with fewer than "
-        f"{MIN_GROUPS} such groups in a part. "
+        f"query, the items of one HealthBench prompt) are permuted together (the groups in each part beside n); no "
+        f"gap or test with fewer than {MIN_GROUPS} such groups in a part. "
         f"{html.escape(WHY_THIS_TEST)}</p>" + table
     )
