@@ -105,3 +105,19 @@ def test_relative_gap_pairs_on_the_item_across_entries_by_hand():
     lone = got[("a", "P@1")]
     assert lone["relative_gap"] is None and "no other retriever scored on the same items" in lone["relative_note"]
     assert lone["gap"] == pytest.approx(2 / 3 - 1 / 2)
+
+
+def test_healthbench_items_of_one_prompt_are_one_group_of_the_test():
+    # each prompt in two pools (consensus, hard): 2 items per prompt, one group per prompt
+    key = lambda i: "healthbench:" + i.split(":", 1)[1]  # noqa: E731
+    public, held, salt = _ids_and_salt(3, 2, key, prefix="healthbench_consensus:p")
+    prompts = public + held
+    items = prompts + [p.replace("consensus", "hard") for p in prompts]
+    grades = pl.DataFrame({"system": "a", "track": "rubric", "item_id": items, "value": [1.0, 1.0, 1.0, 0.0, 0.0] * 2})
+    row = part_gaps(
+        grades, ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 999, 0, key=split_key()
+    ).row(0, named=True)
+    assert (row["n_public"], row["n_held_out"], row["groups_public"], row["groups_held_out"]) == (6, 4, 3, 2)
+    # prompt means 1, 1, 1 public, 0, 0 held out: of the 10 arrangements of the 5 prompts only the observed one
+    # reaches a difference of 1 (none reaches -1): p = 2 x 1/10. Items permuted one by one it would be 2 x 1/210.
+    assert row["gap"] == 1.0 and row["p_permutation"] == pytest.approx(0.2)
