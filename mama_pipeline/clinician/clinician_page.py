@@ -224,7 +224,9 @@ def write_report(
         c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))
         if c.height:
             wide = c.pivot(on="clinician", index="llm", values="count", sort_columns=True).sort("llm").fill_null(0)
-            parts.append(f"<h3>Confusion: LLM (rows) vs the {html.escape(who)}' majority (columns)</h3>" + _table(wide))
+            parts.append(
+                f"<h3>Confusion: LLM (rows) vs the majority of the {html.escape(who)} (columns)</h3>" + _table(wide)
+            )
     if estimates is not None and estimates.height:
         parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
         parts.append(_table(estimates_table(estimates)))
