@@ -22,7 +22,7 @@ from mama_pipeline.clinician.adjudication import majority_labels
 from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
 from mama_pipeline.clinician.clinician_agreement import AGREEMENT_COLUMNS, relevance_agreement, scope_agreement
 from mama_pipeline.clinician.clinician_page import write_report
-from mama_pipeline.clinician.estimates import ESTIMATE_JUDGMENT_COLUMNS, ESTIMATED, ppi_estimates
+from mama_pipeline.clinician.estimates import ESTIMATE_JUDGMENT_COLUMNS, ESTIMATED, ppi_estimates, tie_scores
 from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
 from mama_pipeline.clinician.projects import annotations_version, label_config, push_tasks, read_exports
 from mama_pipeline.clinician.synthetic import is_synthetic
@@ -272,9 +272,8 @@ def clinician_estimates(
     s = settings.get()
     c, ev = s.clinician, s.evaluation
     names = s.retrieval.retriever_names
-    majority = majority_labels(clinician_labels, c.min_annotations).filter(
-        (pl.col("kind") == RELEVANCE) & ~pl.col("tie")
-    )
+    decided = majority_labels(clinician_labels, c.min_annotations).filter(pl.col("kind") == RELEVANCE)
+    majority = decided.filter(~pl.col("tie"))
     flags = circularity_flags(s)
     run = StoredRun(store.get(), names)  # read one retriever at a time
     estimates = ppi_estimates(
@@ -289,6 +288,7 @@ def clinician_estimates(
         c.min_estimation_pairs,
         is_synthetic(clinician_labels),
         retriever_notes(flags, names),
+        tie_scores(clinician_labels, decided.filter(pl.col("tie"))),
     )
     done = estimates.filter(pl.col("status") == ESTIMATED)
     return dg.Output(
@@ -297,7 +297,8 @@ def clinician_estimates(
             "design": estimates["design"][0] if estimates.height else "none",
             "estimated": done.height,
             "refused": estimates.height - done.height,
-            "rule": f"at least {c.min_estimation_pairs} sampled pairs with a clinicians' majority label per cell",
+            "rule": f"at least {c.min_estimation_pairs} sampled pairs with a clinicians' majority label per cell, "
+            "not all with one and the same clinicians-minus-judge difference",
             "synthetic_labels": is_synthetic(clinician_labels),
             "estimates": md_table(
                 done.select(
@@ -308,7 +309,12 @@ def clinician_estimates(
                     "estimate",
                     "ci_low",
                     "ci_high",
+                    "sampled",
                     "labelled",
+                    "unresolved",
+                    "tied",
+                    "estimate_ties_low",
+                    "estimate_ties_high",
                     "circularity",
                 ),
                 limit=60,
@@ -321,7 +327,8 @@ def clinician_estimates(
 @dg.asset(
     group_name=GROUP,
     description="Static HTML page of the clinician validation: each LLM judge against each clinician and the "
-    "majority, agreement between clinicians, confusion against the majority, judge-only and corrected figures "
+    "majority, agreement between annotators (SYNTHETIC ones named so), confusion against the majority, judge-only "
+    "and corrected figures with the unresolved pairs and the ties counted each way "
     "(reports/clinician/agreement.html).",
 )
 def clinician_report(

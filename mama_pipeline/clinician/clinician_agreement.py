@@ -1,4 +1,6 @@
-"""The LLM judges measured against clinicians, and the clinicians against each other.
+"""The LLM judges measured against the annotators (clinicians, or the demo's made-up ones), and the annotators against
+each other. The figures carry no provenance of their own: the pages and cards that show them judge it on the labels
+(``clinician_labels``) they are computed from, and name SYNTHETIC annotators so.
 
 Relevance: the judge against each clinician and against the clinicians'
 majority, with the figures of the reference-judge check
@@ -6,7 +8,7 @@ majority, with the figures of the reference-judge check
 agreement, exact score, within one point, linear and quadratic weighted kappa,
 per-dimension agreement, the 7x7 confusion table). Scope: the classifier
 against each clinician and the majority (exact agreement, in-scope vs NONE
-agreement, Cohen's kappa, confusion). Between clinicians: Krippendorff's alpha
+agreement, Cohen's kappa, confusion). Between annotators: Krippendorff's alpha
 (the ``krippendorff`` package) on the score (ordinal), D1 (nominal), D2-D4
 (ordinal, over annotations that put the pair on topic) and the scope category
 (nominal).

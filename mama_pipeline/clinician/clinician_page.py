@@ -66,8 +66,22 @@ def comparison_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
     )
 
 
+ESTIMATE_COLUMNS = (
+    "retriever",
+    "tier",
+    "measure",
+    "judge_only",
+    "corrected_95ci",
+    "labelled_of_pairs",
+    "unresolved_of_sampled",
+    "ties_counted_low_high",
+    "circularity",
+)
+
+
 def estimates_table(estimates: pl.DataFrame) -> pl.DataFrame:
-    """One row per (retriever, tier, measure): the judge-only figure beside the corrected one, or why none."""
+    """One row per (retriever, tier, measure): the judge-only figure beside the corrected one, or why none, with
+    the sampled pairs left out (no majority label; of them tied) and the estimate with the ties counted each way."""
     rows = []
     for r in estimates.iter_rows(named=True):
         corrected = (
@@ -83,24 +97,16 @@ def estimates_table(estimates: pl.DataFrame) -> pl.DataFrame:
                 "judge_only": _fmt(r["judge_only"]),
                 "corrected_95ci": corrected,
                 "labelled_of_pairs": f"{r['labelled']} of {r['pairs']}",
+                "unresolved_of_sampled": f"{r['unresolved']} of {r['sampled']} ({r['tied']} tied)",
+                "ties_counted_low_high": (
+                    f"{_fmt(r['estimate_ties_low'])} / {_fmt(r['estimate_ties_high'])}"
+                    if r["status"] == ESTIMATED
+                    else ""
+                ),
                 "circularity": r["circularity"] or "",
             }
         )
-    return pl.DataFrame(
-        rows,
-        schema={
-            c: pl.String
-            for c in (
-                "retriever",
-                "tier",
-                "measure",
-                "judge_only",
-                "corrected_95ci",
-                "labelled_of_pairs",
-                "circularity",
-            )
-        },
-    )
+    return pl.DataFrame(rows, schema=dict.fromkeys(ESTIMATE_COLUMNS, pl.String))
 
 
 def estimates_intro(estimates: pl.DataFrame) -> str:
@@ -113,7 +119,10 @@ def estimates_intro(estimates: pl.DataFrame) -> str:
     )
     return (
         f"{EXPLANATION} Corrected with the {who} majority labels on the uniform estimation sample; "
-        "`labelled_of_pairs`: sampled pairs with a majority label out of the cell's top-k pairs."
+        "`labelled_of_pairs`: sampled pairs with a majority label out of the cell's top-k pairs; "
+        "`unresolved_of_sampled`: sampled pairs without one (annotators tied, or too few annotations), left out as "
+        "if missing at random; `ties_counted_low_high`: the corrected figure with each tied pair counted at the "
+        "lowest, then the highest score its annotators gave."
     )
 
 
@@ -130,6 +139,11 @@ def synthetic_note(k: int, n: int, what: str) -> str:
     return f"{k} of the {n} {what} are SYNTHETIC ({SYNTHETIC_NOTE})"
 
 
+def raters(synthetic: bool) -> str:
+    """Who the agreement figures are of: clinicians, or SYNTHETIC annotators when any label shown is made up."""
+    return "SYNTHETIC annotators (made up, not clinicians)" if synthetic else "clinicians"
+
+
 def annotators(n: int, synthetic: bool) -> str:
     """Who labelled a validated task: ``n`` clinicians, or ``n`` made-up annotators when synthetic."""
     who = "SYNTHETIC made-up annotator" if synthetic else "clinician"
@@ -143,16 +157,25 @@ def markdown_section(
     synthetic: bool,
     min_annotations: int,
     estimates: pl.DataFrame | None = None,
+    labels: pl.DataFrame | None = None,
 ) -> str:
     """The release card's section on clinician validation of one kind of label (with the corrected figures
-    when an estimation sample was drawn)."""
+    when an estimation sample was drawn). ``labels``: every label of the agreement tables (``clinician_labels``);
+    any synthetic one among them, or among the validated tasks, marks the section SYNTHETIC."""
     v = validated.filter(pl.col("kind") == kind)
-    parts = ["## Clinician validation\n"]
+    mine = labels.filter(pl.col("kind") == kind) if labels is not None else None
+    made_up = int(mine["synthetic"].sum()) if mine is not None and mine.height else 0
+    synthetic = synthetic or bool(made_up) or bool(v["synthetic"].any())
+    shown = metrics.filter(pl.col("kind") == kind).height
+    parts = [
+        "## Annotator validation (SYNTHETIC annotators, not clinicians)\n" if synthetic else "## Clinician validation\n"
+    ]
     if synthetic:
-        parts.append(
-            f"> **{synthetic_note(int(v['synthetic'].sum()), v.height, 'tasks')}; the `synthetic` column "
-            "marks them.**\n"
-        )
+        notes = [synthetic_note(int(v["synthetic"].sum()), v.height, "tasks")] if v.height else []
+        if made_up and shown:
+            notes.append(synthetic_note(made_up, mine.height, f"{kind} labels behind the agreement tables"))
+        notes = notes or [f"the labels are SYNTHETIC ({SYNTHETIC_NOTE})"]
+        parts.append(f"> **{'; '.join(notes)}; the `synthetic` column marks them.**\n")
     parts.append(
         f"A seeded, stratified sample was labelled in Label Studio with the {LLM[kind]}'s own "
         f"definitions beside each task. The `clinician_validated` configuration holds the {v.height} tasks labelled "
@@ -160,10 +183,10 @@ def markdown_section(
         f"majority; {int(v['tie'].sum())} ties are listed (`tie` true, `tied_on` names the dimension) with no "
         "label.\n"
     )
-    if metrics.filter(pl.col("kind") == kind).height:
+    if shown:
         parts.append(frame_table(comparison_table(metrics, kind), VERBATIM) + "\n")
         parts.append(
-            "Agreement between clinicians (Krippendorff's alpha):\n\n"
+            f"Agreement between {raters(synthetic)} (Krippendorff's alpha):\n\n"
             + frame_table(alpha_table(metrics, kind), VERBATIM)
             + "\n"
         )
@@ -185,6 +208,7 @@ def write_report(
     """Write ``folder/agreement.html`` (folder replaced atomically); returns the page."""
     sources = sorted(set(labels["source"]))
     synthetic = int(labels["synthetic"].sum())
+    who = raters(bool(synthetic))
     parts = []
     if synthetic:
         parts.append(f"<p class='warn'><b>{html.escape(synthetic_note(synthetic, labels.height, 'labels'))}.</b></p>")
@@ -196,11 +220,13 @@ def write_report(
             f"usable annotations, {int(v['tie'].sum())} ties, {int(v['synthetic'].sum())} synthetic.</p>"
         )
         parts.append(_table(comparison_table(metrics, kind)))
-        parts.append("<h3>Between clinicians</h3>" + _table(alpha_table(metrics, kind)))
+        parts.append(f"<h3>Between {html.escape(who)}</h3>" + _table(alpha_table(metrics, kind)))
         c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))
         if c.height:
             wide = c.pivot(on="clinician", index="llm", values="count", sort_columns=True).sort("llm").fill_null(0)
-            parts.append("<h3>Confusion: LLM (rows) vs clinicians' majority (columns)</h3>" + _table(wide))
+            parts.append(
+                f"<h3>Confusion: LLM (rows) vs the majority of the {html.escape(who)} (columns)</h3>" + _table(wide)
+            )
     if estimates is not None and estimates.height:
         parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
         parts.append(_table(estimates_table(estimates)))
@@ -210,7 +236,11 @@ def write_report(
                 TITLE,
                 parts,
                 headline_figures(metrics, validated, synthetic),
-                heading="Clinician validation of the LLM judges",
+                heading=(
+                    "Validation of the LLM judges against SYNTHETIC annotators (made up, not clinicians)"
+                    if synthetic
+                    else "Clinician validation of the LLM judges"
+                ),
             ),
             encoding="utf-8",
         )
@@ -231,7 +261,8 @@ def headline_figures(metrics: pl.DataFrame, validated: pl.DataFrame, synthetic: 
             if row.height and row["value"][0] is not None
             else ""
         )
-        figures.append((f"{LLM[kind]} vs clinicians", f"{tasks} validated tasks{agreement}"))
+        who = "SYNTHETIC annotators" if synthetic else "clinicians"
+        figures.append((f"{LLM[kind]} vs {who}", f"{tasks} validated tasks{agreement}"))
     if synthetic:
         figures.append(("SYNTHETIC labels", f"{synthetic} (demo annotations, not clinicians)"))
     return figures

@@ -20,10 +20,19 @@ depth has pairs that were never judged or sampled, so no estimate; with no
 estimation sample (the stratified agreement sample alone, whose equal
 allocation across tier x judge score band strata is not used here) no estimate;
 fewer than clinician.min_estimation_pairs sampled pairs with a clinicians'
-majority label in the cell, or all of them with one and the same value for
-judge and clinicians (the normal interval is then a point), no estimate.
-Sampled pairs without a majority label (ties, too few annotations) are counted
-in ``unresolved`` and left out, i.e. taken to be missing at random.
+majority label in the cell, no estimate; every labelled pair with one and the
+same clinicians-minus-judge difference (every one agreeing with the judge, most
+often), no estimate: the spread of the difference cannot be estimated, and the
+interval would carry the judge's sampling error alone (with 30 pairs and a judge
+over-calling 3% of pairs such "95%" intervals covered the truth in 85% of
+simulated draws); an interval lying wholly outside the measure's range, no estimate. The
+point estimate and the interval are clipped alike to the measure's range, so the
+estimate lies inside its interval. Sampled pairs without a majority label are
+counted in ``unresolved`` (``tied``: those whose annotators tied) and left out,
+i.e. taken to be missing at random; beside the figure stand the estimates with
+each tied pair counted at the lowest (``estimate_ties_low``) and at the highest
+(``estimate_ties_high``) score its annotators gave. The calibration of the
+interval is simulated in mama_pipeline_tests/clinician/test_ppi_calibration.py.
 """
 
 from __future__ import annotations
@@ -56,14 +65,18 @@ ESTIMATE_SCHEMA = {
     "sampled": pl.Int64,
     "labelled": pl.Int64,
     "unresolved": pl.Int64,
+    "tied": pl.Int64,  # of the unresolved: the annotators tied
     "estimate": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
+    "estimate_ties_low": pl.Float64,  # each tied pair at the lowest score its annotators gave
+    "estimate_ties_high": pl.Float64,  # ... at the highest
     "status": pl.String,
     "reason": pl.String,
     "synthetic": pl.Boolean,
     "circularity": pl.String,
 }
+TIES_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "low": pl.Int8, "high": pl.Int8}
 EXPLANATION = (
     "The corrected figure is the judge-only figure plus the average difference between the clinicians' majority "
     "label and the judge's label on a uniform random sample of the same pairs (prediction-powered inference), so "
@@ -85,6 +98,24 @@ def _ppi(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> tuple[float, 
     return point, float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 
+def corrected(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> tuple[float, float, float] | str:
+    """(estimate, low, high) of the mean of ``y`` over the population ``yhat_all`` is the judge's values of, from
+    the labelled pairs' ``y`` (clinicians) and ``yhat`` (judge), each clipped to 0..1; or why none."""
+    if y.size < 2:
+        return f"{y.size} labelled pairs: the spread of the clinicians-minus-judge difference needs at least 2"
+    diff = y - yhat
+    if np.all(diff == diff[0]):
+        what = "agrees with the judge" if diff[0] == 0 else f"differs from the judge by {diff[0]:+.3f}"
+        return (
+            f"every one of the {y.size} labelled pairs {what}: the spread of the clinicians-minus-judge "
+            "difference cannot be estimated, so the interval would carry the judge's sampling error alone"
+        )
+    point, low, high = _ppi(y, yhat, yhat_all)
+    if high < 0.0 or low > 1.0:
+        return f"the interval [{low:.4f}, {high:.4f}] lies outside the values the measure can take (0..1)"
+    return min(max(point, 0.0), 1.0), max(low, 0.0), min(high, 1.0)
+
+
 def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: str, min_pairs: int) -> dict:
     """One (retriever, tier, measure) row; ``top`` holds the top-k pairs with judge, pooled, sampled, clinician."""
     slots = queries * m.k
@@ -101,9 +132,12 @@ def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: s
         "sampled": sampled.height,
         "labelled": labelled.height,
         "unresolved": sampled.height - labelled.height,
+        "tied": int((sampled["clinician"].is_null() & sampled["tie_low"].is_not_null()).sum()),
         "estimate": None,
         "ci_low": None,
         "ci_high": None,
+        "estimate_ties_low": None,
+        "estimate_ties_high": None,
         "status": REFUSED,
     }
     unpooled = int((~top["pooled"]).sum())
@@ -129,22 +163,40 @@ def _cell(top: pl.DataFrame, m: Measure, max_grade: int, queries: int, design: s
         }
     y = _values(labelled["clinician"].to_numpy().astype(float), m, max_grade)
     yhat = _values(labelled["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)
-    point, low, high = _ppi(y, yhat, judge)
-    if low == high:
-        return {
-            **row,
-            "reason": "every labelled pair has one and the same value on both sides: the normal "
-            "interval degenerates to a point",
-        }
+    got = corrected(y, yhat, judge)
+    if isinstance(got, str):
+        return {**row, "reason": got}
     scale = top.height / slots  # mean over pairs -> sum over queries x k slots
+    tied = sampled.filter(pl.col("clinician").is_null() & pl.col("tie_low").is_not_null())
+    each_way = {}
+    for side in ("low", "high"):  # the tied pairs added with their annotators' lowest, then highest score
+        y_side = np.concatenate([y, _values(tied[f"tie_{side}"].to_numpy().astype(float), m, max_grade)])
+        yhat_side = np.concatenate([yhat, _values(tied["judge"].fill_null(0).to_numpy().astype(float), m, max_grade)])
+        other = corrected(y_side, yhat_side, judge) if tied.height else got
+        each_way[f"estimate_ties_{side}"] = None if isinstance(other, str) else other[0] * scale
+    point, low, high = got
     return {
         **row,
         "estimate": point * scale,
-        "ci_low": max(low, 0.0) * scale,
-        "ci_high": min(high, 1.0) * scale,
+        "ci_low": low * scale,
+        "ci_high": high * scale,
+        **each_way,
         "status": ESTIMATED,
         "reason": None,
     }
+
+
+def tie_scores(labels: pl.DataFrame, tied_tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per tied relevance task (``tied_tasks``: task_key, query_id, chunk_id): the lowest and highest score its
+    usable annotations gave (:data:`TIES_SCHEMA`)."""
+    usable = labels.filter((pl.col("kind") == "relevance") & (pl.col("status") == "labelled"))
+    return (
+        usable.join(tied_tasks.select("task_key"), on="task_key", how="semi")
+        .group_by("query_id", "chunk_id")
+        .agg(pl.col("score").min().alias("low"), pl.col("score").max().alias("high"))
+        .sort("query_id", "chunk_id")
+        .cast(TIES_SCHEMA)
+    )
 
 
 def ppi_estimates(
@@ -159,6 +211,7 @@ def ppi_estimates(
     min_pairs: int,
     synthetic: bool = False,
     circularity: dict[str, str] | None = None,
+    ties: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Judge-only and prediction-powered P@k and wP@k per retriever and tier ("all", then each tier).
 
@@ -166,7 +219,8 @@ def ppi_estimates(
     for each of ``retrievers``; ``queries``: query_id, tier (the benchmark queries);
     ``pool``, ``sampled``: query_id, chunk_id (the pooled pairs, the estimation sample); ``judgments`` and
     ``majority``: query_id, chunk_id, score (the judge's labels, the clinicians' untied majority labels).
-    ``circularity``: retriever -> a flag shown next to its figures.
+    ``circularity``: retriever -> a flag shown next to its figures; ``ties``: query_id, chunk_id, low, high (the
+    lowest and highest score the annotators of a tied pair gave).
     """
     pair = ["query_id", "chunk_id"]
     design = UNIFORM if sampled.height else NONE
@@ -179,6 +233,9 @@ def ppi_estimates(
     )
     drawn = sampled.select(*pair).unique().with_columns(sampled=pl.lit(True))
     clinician = majority.select(*pair, pl.col("score").alias("clinician"))
+    tied = (ties if ties is not None else pl.DataFrame(schema=TIES_SCHEMA)).select(
+        *pair, pl.col("low").alias("tie_low"), pl.col("high").alias("tie_high")
+    )
     segments = [(ALL, tiers)] + [(t, g) for (t,), g in sorted(tiers.group_by("tier"), key=lambda kv: kv[0][0])]
     measures = [m for m in plan.measures() if m.family in FAMILIES]
     flags = circularity or {}
@@ -191,6 +248,7 @@ def ppi_estimates(
             .join(known, on=pair, how="left", maintain_order="left")
             .join(drawn, on=pair, how="left", maintain_order="left")
             .join(clinician, on=pair, how="left", maintain_order="left")
+            .join(tied, on=pair, how="left", maintain_order="left")
             .with_columns(pl.col("pooled", "sampled").fill_null(False))
         )
         for tier, members in segments:

@@ -51,7 +51,7 @@ class ReportInputs:
     completeness: pl.DataFrame | None = None  # scope, cut, ..., recall_micro, recall_macro
     audits: list[tuple[str, pl.DataFrame]] = field(default_factory=list)  # (heading, table)
     segment_tests: SegmentResult | None = None  # per-segment means and paired tests (evaluation/segments.py)
-    held_out: pl.DataFrame | None = None  # retrieval_gaps under the declared held-out rule (release/held_out_gaps.py)
+    held_out: pl.DataFrame | None = None  # retrieval_gaps under the declared held-out rule (held_out_gaps.py)
     held_out_rule: HeldOutRule | None = None
     alpha: float = 0.05
     confidence: float = 0.95

@@ -1,7 +1,11 @@
 """The clinician-validated subset as a configuration of each release (mamaretrieval: relevance, mamabench: scope).
 
-Provenance decides, not a file name: a subset holding tasks adjudicated from
-synthetic annotations is refused unless ``clinician.release_synthetic_labels``
+Provenance decides, not a file name, and it is judged on every label the card
+shows: the validated tasks, and every label behind the agreement tables and the
+corrected figures (``clinician_labels``), validated or not (with
+``clinician.min_annotations`` above the annotators per task nothing is
+validated, yet the tables show every annotator). A subset with any synthetic
+label among them is refused unless ``clinician.release_synthetic_labels``
 allows it, and then its card and its ``synthetic`` column say so.
 """
 
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from mama_pipeline.settings import PipelineSettings
 
 NAME = "clinician_validated"
+LABELS = "clinician_labels"  # every label, validated or not: what the agreement and estimate tables rest on
 LAYOUT = {  # release -> (kind, file, columns)
     "mamaretrieval": (
         "relevance",
@@ -49,8 +54,8 @@ LAYOUT = {  # release -> (kind, file, columns)
 }
 
 
-def _refusal(validated: pl.DataFrame, kind: str, settings: PipelineSettings) -> str | None:
-    """Why the subset must not ship (None when it may)."""
+def _refusal(validated: pl.DataFrame, labels: pl.DataFrame | None, kind: str, settings: PipelineSettings) -> str | None:
+    """Why the subset must not ship (None when it may); ``labels``: every label the card's tables rest on."""
     c = settings.clinician
     if "synthetic" not in validated.columns:
         return "clinician_validated has no synthetic column (built before label provenance); re-materialise it"
@@ -60,6 +65,14 @@ def _refusal(validated: pl.DataFrame, kind: str, settings: PipelineSettings) -> 
         return (
             f"{synthetic} of {mine.height} {kind} tasks were adjudicated from SYNTHETIC annotations (made up, "
             "not clinicians'); set clinician.release_synthetic_labels: true to release them marked synthetic"
+        )
+    shown = labels.filter(pl.col("kind") == kind) if labels is not None else None
+    made_up = int(shown["synthetic"].sum()) if shown is not None and shown.height else 0
+    if made_up and not c.release_synthetic_labels:
+        return (
+            f"{made_up} of the {shown.height} {kind} labels behind the card's agreement and estimate tables are "
+            "SYNTHETIC (made up, not clinicians'), validated or not; set clinician.release_synthetic_labels: true "
+            "to release them marked synthetic"
         )
     fewest = mine["annotations"].min()
     if fewest is not None and fewest < c.min_annotations:
@@ -75,7 +88,8 @@ def configurations(release: str, store: Store, settings: PipelineSettings) -> li
         return []
     kind, path, columns = LAYOUT[release]
     validated = store.read_table(NAME)
-    why = _refusal(validated, kind, settings)
+    labels = store.read_table(LABELS) if store.table_exists(LABELS) else None
+    why = _refusal(validated, labels, kind, settings)
     if why:
         raise ReleaseError(f"release {release}: configuration {NAME} refused: {why}")
     frame = (
@@ -84,9 +98,14 @@ def configurations(release: str, store: Store, settings: PipelineSettings) -> li
         .sort(columns[:2] if kind == "relevance" else columns[:1])
     )
     metrics = store.read_table("clinician_agreement") if store.table_exists("clinician_agreement") else None
-    synthetic = is_synthetic(frame)
+    synthetic = is_synthetic(frame) or (labels is not None and is_synthetic(labels.filter(pl.col("kind") == kind)))
     n = settings.clinician.min_annotations
     estimates = store.read_table("clinician_estimates") if store.table_exists("clinician_estimates") else None
+    if estimates is not None and "tied" not in estimates.columns:
+        raise ReleaseError(
+            f"release {release}: configuration {NAME} refused: clinician_estimates has no tied column (built before "
+            "the ties were counted); re-materialise it"
+        )
     held, split, shown = None, None, validated
     rule = settings.release.held_out.rule("query_id")
     if release == "mamaretrieval" and rule.active:  # mamabench splits its configurations by item_id itself
@@ -94,7 +113,13 @@ def configurations(release: str, store: Store, settings: PipelineSettings) -> li
         split = configuration_split("tasks", "the query_id of the task's pair", frame.height, held.height)
         shown = validated.filter((pl.col("kind") != kind) | pl.col("query_id").is_in(frame["query_id"].implode()))
     section = markdown_section(
-        metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA), shown, kind, synthetic, n, estimates
+        metrics if metrics is not None else pl.DataFrame(schema=METRIC_SCHEMA),
+        shown,
+        kind,
+        synthetic,
+        n,
+        estimates,
+        labels,
     )
     if split:
         section += (

@@ -108,7 +108,7 @@ def _flag(flags: list[dict[str, str]], part: str) -> str:
 
 
 def held_out_section(split: dict[str, Any], items: str, figures: str, heading: str = "###") -> str:
-    """The card's statement of the declared held-out split (release/held_out.py); ``figures``: which of the
+    """The card's statement of the declared held-out split (common/held_out.py); ``figures``: which of the
     card's figures count the public part only."""
     total = split["public_items"] + split["held_out_items"]
     return (

@@ -49,7 +49,7 @@ class PublishSettings(Section):
 
 
 class HeldOutSettings(Section):
-    """The declared held-out split (release/held_out.py): ``share`` of each benchmark's items, by a hash of their
+    """The declared held-out split (common/held_out.py): ``share`` of each benchmark's items, by a hash of their
     stable id and ``salt``, go to a private folder; 0 holds nothing out."""
 
     share: float = Field(0.0, ge=0.0, lt=1.0)

@@ -253,6 +253,17 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     # judge 6, 3, 0, 3 -> lenient 1, 1, 0, 1: 3 of 4 slots; clinicians on pairs 2 and 4: 0 and 1 vs judge 1, 1
     # (half-width 0.81: clipped to 0..1)
     assert (cell["judge_only"], cell["labelled"], cell["unresolved"]) == (0.75, 2, 2)
+    # the two unresolved pairs are ties: pair 1 (annotators 6 and 5), pair 3 (0 and 1); at the lenient cut both
+    # ways agree with the judge (1, 0): differences -1, 0, 0, 0 -> 0.75 - 0.25 = 0.5 either way
+    assert (cell["tied"], cell["estimate_ties_low"], cell["estimate_ties_high"]) == (2, 0.5, 0.5)
+    wp_all = est.filter((pl.col("tier") == "all") & (pl.col("label") == "wP@1")).row(0, named=True)
+    # wP@1: judge 1, 1/2, 0, 1/2 (0.5); labelled differences -1/6, 1/6; ties low: pair 1 at 5 (-1/6), pair 3 at 0
+    # (0) -> mean -1/24; high: pair 1 at 6 (0), pair 3 at 1 (+1/6) -> mean +1/24
+    assert wp_all["estimate_ties_low"] == pytest.approx(0.5 - 1 / 24)
+    assert wp_all["estimate_ties_high"] == pytest.approx(0.5 + 1 / 24)
+    meta = result.asset_materializations_for_node("clinician_estimates")[0].metadata["estimates"].value
+    header = meta.splitlines()[0]
+    assert all(f"| {c} |" in header for c in ("sampled", "labelled", "unresolved", "tied", "estimate_ties_low"))
     assert (cell["estimate"], cell["ci_low"], cell["ci_high"]) == pytest.approx((0.25, 0.0, 1.0))
     # tier high, wP@1: judge 3/6, 3/6; clinicians 2/6, 4/6: differences -1/6, 1/6 (pop sd 1/6 over sqrt(2)),
     # the judge's values have sd 0: 0.5 +- 1.96 x 0.1179
@@ -260,11 +271,14 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     half = 1.959964 * (1 / 6) / math.sqrt(2)
     assert (wp["estimate"], wp["ci_low"], wp["ci_high"]) == pytest.approx((0.5, 0.5 - half, 0.5 + half), abs=1e-5)
     strict = est.filter((pl.col("tier") == "high") & (pl.col("label") == "P@1 strict")).row(0, named=True)
-    assert strict["status"] == "refused" and "degenerates to a point" in strict["reason"]  # all 0 on both sides
+    assert (
+        strict["status"] == "refused" and "every one of the 2 labelled pairs agrees with the judge" in strict["reason"]
+    )
     assert cell["synthetic"] and "llm.query_writer (smollm2-135m-instruct) share the model" in cell["circularity"]
     page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
     assert "Judge-only and corrected figures" in page and "SYNTHETIC annotators" in page
     assert "0.250 [" in page and "refused: 0 sampled pairs with a clinicians&#x27; majority label" in page
+    assert "<td>2 of 4 (2 tied)</td><td>0.500 / 0.500</td>" in page  # unresolved of sampled; ties each way
     from mama_pipeline.settings import load_settings
 
     (rel,) = configurations("mamaretrieval", store, load_settings(cfg))

@@ -224,3 +224,60 @@ def test_card_states_the_configured_number_of_annotations(offline):
     assert "tasks labelled by at least 1 clinician (`clinician.min_annotations`)" in rel.card_section
     with pytest.raises(ReleaseError, match="fewer than clinician.min_annotations = 3; re-materialise"):
         configurations("mamaretrieval", store, load_settings(_config(offline[0], "three.yaml", min_annotations=3)))
+
+
+def test_synthetic_labels_nobody_validated_are_judged_on_the_card_and_page_too(tmp_path):
+    """With clinician.min_annotations above the two made-up annotators per task, no task is validated, but the
+    agreement tables still show every label: the release refuses them unless allowed, and then the card, the page
+    and the evaluation report's line say SYNTHETIC annotators, never clinicians."""
+    from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
+    from mama_pipeline.evaluation.clinician_note import clinician_notes
+
+    cfg = tmp_path / "cfg.yaml"
+    clinician = {"synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3, "min_annotations": 3}
+    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": clinician}))
+    assert dg.materialize(fx.ALL, resources=shared_resources(str(cfg))).success
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    assert (
+        store.read_table("clinician_validated").height == 0 and store.read_table("clinician_labels")["synthetic"].all()
+    )
+    for release in ("mamaretrieval", "mamabench"):
+        with pytest.raises(ReleaseError, match=r"labels behind the card's agreement and estimate tables are SYNTHETIC"):
+            configurations(release, store, load_settings(cfg))
+
+    allowed = tmp_path / "allowed.yaml"
+    allowed.write_text(
+        yaml.safe_dump(
+            {"data_dir": str(tmp_path / "data"), "clinician": {**clinician, "release_synthetic_labels": True}}
+        )
+    )
+    (rel,) = configurations("mamaretrieval", store, load_settings(allowed))
+    card = rel.card_section
+    assert card.startswith("## Annotator validation (SYNTHETIC annotators, not clinicians)")
+    assert "labels behind the agreement tables are SYNTHETIC" in card and "annotator 901" in card
+    assert "Agreement between SYNTHETIC annotators (made up, not clinicians) (Krippendorff's alpha)" in card
+    assert "between clinicians" not in card and "Clinician validation" not in card
+    assert "SYNTHETIC made-up annotator" in rel.description
+    page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
+    assert "Between SYNTHETIC annotators" in page and "Between clinicians" not in page
+    assert "against SYNTHETIC annotators" in page and "vs clinicians" not in page
+    assert clinician_notes(store) == []  # nothing validated: no majority to compare the judge with
+    majority = pl.DataFrame(  # as a run with a validated majority would store it, the labels still the made-up ones
+        [
+            ("relevance", "majority", m, 0.5, 4)
+            for m in ("lenient_agreement", "strict_agreement", "exact_score_agreement")
+        ],
+        schema=METRIC_SCHEMA,
+        orient="row",
+    )
+    store.write_table("clinician_agreement", majority)
+    (line,) = clinician_notes(store)
+    assert line.startswith("Validation against SYNTHETIC annotators: on 4 pairs") and "clinicians' majority" not in line
+
+
+def test_estimates_built_before_the_ties_were_counted_are_refused_with_the_fix(offline):
+    store = Store(offline[0] / "data" / "mama.duckdb")
+    with store.connect(write=True) as con:
+        con.execute("ALTER TABLE clinician_estimates DROP COLUMN tied")
+    with pytest.raises(ReleaseError, match="clinician_estimates has no tied column .* re-materialise it"):
+        configurations("mamaretrieval", store, load_settings(offline[0] / "cfg.yaml"))

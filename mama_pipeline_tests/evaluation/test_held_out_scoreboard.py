@@ -112,6 +112,7 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
         cells = (
             f"<td>{r['retriever']}</td><td>{r['measure']}</td><td>{r['mean_public']:.3f}</td>"
             f"<td>{r['n_public']}</td><td>{r['mean_held_out']:.3f}</td><td>{r['n_held_out']}</td>"
+            f"<td>{r['groups_public']}</td><td>{r['groups_held_out']}</td>"
             f"<td>{r['gap']:.3f}</td><td>{r['p_permutation']:.3f}</td><td>{r['relative_gap']:.3f}</td>"
             f"<td>{r['p_relative']:.3f}</td>"
         )

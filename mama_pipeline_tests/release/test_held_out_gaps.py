@@ -46,7 +46,7 @@ def test_retriever_gap_and_unpaired_permutation_p_by_hand():
     # exact over the 10 ways to choose the 2 held-out items of [1,1,0,0,0]: diff >= 2/3 in 3 of them (no 1 held),
     # diff <= 2/3 in all 10; two-sided p = 2 x min(3/10, 1) = 0.6
     assert row["p_permutation"] == pytest.approx(0.6)
-    assert "independent" in row["test"] and row["note"] is None
+    assert "independent" in row["test"] and "smallest attainable p is 0.2," in row["note"]  # 2 / 10 arrangements
 
 
 def test_no_held_out_part_gives_no_figures_and_says_why():
@@ -105,3 +105,19 @@ def test_relative_gap_pairs_on_the_item_across_entries_by_hand():
     lone = got[("a", "P@1")]
     assert lone["relative_gap"] is None and "no other retriever scored on the same items" in lone["relative_note"]
     assert lone["gap"] == pytest.approx(2 / 3 - 1 / 2)
+
+
+def test_healthbench_items_of_one_prompt_are_one_group_of_the_test():
+    # each prompt in two pools (consensus, hard): 2 items per prompt, one group per prompt
+    key = lambda i: "healthbench:" + i.split(":", 1)[1]  # noqa: E731
+    public, held, salt = _ids_and_salt(3, 2, key, prefix="healthbench_consensus:p")
+    prompts = public + held
+    items = prompts + [p.replace("consensus", "hard") for p in prompts]
+    grades = pl.DataFrame({"system": "a", "track": "rubric", "item_id": items, "value": [1.0, 1.0, 1.0, 0.0, 0.0] * 2})
+    row = part_gaps(
+        grades, ["system", "track"], "item_id", HeldOutRule(0.5, salt, "item_id"), 999, 0, key=split_key()
+    ).row(0, named=True)
+    assert (row["n_public"], row["n_held_out"], row["groups_public"], row["groups_held_out"]) == (6, 4, 3, 2)
+    # prompt means 1, 1, 1 public, 0, 0 held out: of the 10 arrangements of the 5 prompts only the observed one
+    # reaches a difference of 1 (none reaches -1): p = 2 x 1/10. Items permuted one by one it would be 2 x 1/210.
+    assert row["gap"] == 1.0 and row["p_permutation"] == pytest.approx(0.2)

@@ -163,7 +163,10 @@ def test_index_links_every_page_with_its_headline_figures_and_each_opens(tmp_pat
     assert "bm25: AllIn@10[pieces]</th><td>0.500 over 4 questions" in html
     assert "verified questions</th><td>4 (each needs two or three chunks)" in html
     assert "typo: largest drop in nDCG@10</th><td>0.130 (bm25, 12 queries)" in html
-    assert "relevance judge vs clinicians</th><td>16 validated tasks; exact_score_agreement 0.625 over 16 pairs" in html
+    assert (
+        "relevance judge vs SYNTHETIC annotators</th><td>16 validated tasks; exact_score_agreement 0.625 over 16 pairs"
+        in html
+    )
     assert re.search(r"rag: mcq \(accuracy\)</th><td>0\.\d{3} over 6 of 6 items", html)
     assert re.search(r"over \d+ queries", html.split("beir-miriad")[0])  # the mamaretrieval headline
     assert "6 report pages written" in html

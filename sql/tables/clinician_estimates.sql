@@ -15,9 +15,12 @@ CREATE TABLE IF NOT EXISTS clinician_estimates (
     sampled     BIGINT NOT NULL,    -- estimation-sample pairs in the cell
     labelled    BIGINT NOT NULL,    -- of those, with a clinicians' majority label
     unresolved  BIGINT NOT NULL,    -- sampled - labelled (ties, too few annotations)
-    estimate    DOUBLE,
+    tied        BIGINT NOT NULL,    -- of the unresolved: the annotators tied
+    estimate    DOUBLE,             -- clipped to the measure's range like its interval: inside it
     ci_low      DOUBLE,
     ci_high     DOUBLE,
+    estimate_ties_low  DOUBLE,      -- the estimate with each tied pair at its annotators' lowest score
+    estimate_ties_high DOUBLE,      -- ... at their highest
     status      VARCHAR NOT NULL,   -- estimated | refused
     reason      VARCHAR,
     synthetic   BOOLEAN NOT NULL,   -- the labels are the offline demo's made-up annotators'
