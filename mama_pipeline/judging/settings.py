@@ -20,7 +20,9 @@ class JudgingSettings(Section):
     # method chooses (judging/README.md, "Adaptive judging") until the budget or the stopping rule, then a uniform
     # sample of the rest that estimates what it holds
     strategy: Literal["full", "adaptive"] = "full"
-    method: Literal["mmns", "mtf"] = "mmns"  # adaptive: MM-NS bandit or move-to-front
+    method: Literal["mtf", "mmns"] = (
+        "mtf"  # adaptive: move-to-front or the MM-NS bandit (benchmarks/adaptive_judging.py)
+    )
     budget: float | None = Field(None, gt=0)  # adaptive: a share of the pool (<= 1) or a count of pairs (> 1)
     remainder_sample: int = Field(1000, ge=0)  # adaptive: unjudged pairs judged at random to estimate the rest
     round_pairs: int = Field(2048, ge=1)  # adaptive: pairs chosen per round, judged concurrently
