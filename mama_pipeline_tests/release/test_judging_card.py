@@ -49,3 +49,43 @@ def test_adaptive_record_and_card_from_the_store(tmp_path):
     assert "| judged share of the pool | 0.6 |" in card
     assert "| estimated recall of the labels, lenient (score >= 3) | 0.8123 (95% interval 0.6 to 0.95) |" in card
     assert "refused: no relevant pair labelled: x" in card and "not labels, never non-relevant" in card
+
+
+def test_unjudged_pairs_are_nowhere_in_the_release(tmp_path):
+    import dataclasses
+
+    from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
+    from mama_pipeline_tests.release import fixtures as fx
+
+    base = fx.inputs()
+    labels = base.judgments if isinstance(base.judgments, pl.DataFrame) else base.judgments.collect()
+    unjudged = labels.select("query_id", "chunk_id").head(2)  # adaptive judging left these two unasked
+    record = {
+        "strategy": "adaptive",
+        "method": "mtf",
+        "budget": 0.5,
+        "budget_pairs": 3,
+        "stop_yield": None,
+        "pairs_asked_by_rounds": 3,
+        "remainder_sample_pairs": 1,
+        "judged_share": 0.6667,
+        "estimated_recall": {},
+        "note": "x",
+    }
+    inp = dataclasses.replace(
+        base, judgments=labels.join(unjudged, on=["query_id", "chunk_id"], how="anti"), judging=record
+    )
+    out = tmp_path / "release"
+    manifest = write_mamaretrieval_release(out, inp)
+    keys = ["query_id", "chunk_id"]
+    for path, cols in (
+        ("data/judgments.parquet", keys),
+        ("audit/judgment_reasoning.parquet", keys),
+        ("qrels/test-00000-of-00001.parquet", ["query-id", "corpus-id"]),
+    ):
+        shipped = pl.read_parquet(out / path).select(cols).rename(dict(zip(cols, keys)))
+        assert shipped.join(unjudged, on=keys, how="semi").is_empty(), path
+        assert shipped.height == labels.height - 2, path
+    assert manifest["judging"] == record and manifest["figures"]["pooled_pairs_without_label"] == 2
+    card = (out / "README.md").read_text()
+    assert "| pooled pairs without a label (unjudged or judge failures) | 2 |" in card and "### Judging" in card
