@@ -28,6 +28,7 @@ from mama_pipeline.evaluation.beir_evaluation import (
 from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
 from mama_pipeline.evaluation.clinician_note import clinician_notes
 from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
+from mama_pipeline.evaluation.judged_coverage import incomplete_pool_flags
 from mama_pipeline.evaluation.judged_scoreboard import scoring_plan
 from mama_pipeline.evaluation.per_query_files import write_per_query_files
 from mama_pipeline.evaluation.per_query_scoring import (
@@ -165,6 +166,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
     no_rel = overall.filter(pl.col("family") == "HR").group_by("cut").agg(pl.col("queries_no_relevant").first())
     wide = wide_scoreboard(board)
     headline = [c for c in wide.columns if c.startswith(("HR@5", "MRR", "nDCG@10", "Judged@10"))]
+    flags = incomplete_pool_flags(board, s.judging.min_judged_share)
     yield dg.Output(
         board,
         output_name="scoreboard",
@@ -175,6 +177,9 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
             "queries_without_results": json.dumps(without, sort_keys=True),
             "dropped_rows": json.dumps(dropped, sort_keys=True),
             "scoreboard": md_table(wide.select("retriever", *headline)),
+            f"precision_recall_flagged (Judged@k < {s.judging.min_judged_share})": md_table(flags)
+            if flags.height
+            else "none",
             "circularity": md_table(flag_table(circularity_flags(s))),
         },
     )

@@ -11,12 +11,14 @@ import polars as pl
 
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
+from mama_pipeline.judging.adaptive_run import JUDGED_SET_SCHEMA, judge_adaptively, pool_arms
 from mama_pipeline.judging.completeness import pool_recall
 from mama_pipeline.judging.judge import JudgeRun, judge_pairs, stored_chunks
 from mama_pipeline.judging.label_store import orphaned_labels
 from mama_pipeline.judging.reliability import AGREEMENT_COLUMNS, pilot_sample, reference_audits, stored_judges
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.judging.sharding import require_loaded_shards, shard_query_ids
+from mama_pipeline.judging.unjudged_estimate import unjudged_estimates
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env
@@ -25,6 +27,8 @@ from mama_pipeline.store import PARTITION_COLUMN
 GROUP = "judging"
 JUDGED_LABELS = "judged_labels"  # the per-shard asset and table that judgments and judging_failures gather
 POOLED_PAIRS = "pooled_pairs"  # the retrieval group's asset and table: the pairs the shards judge
+JUDGED_SET = "judged_set"  # the pairs adaptive judging asked (empty under judging.strategy full)
+RANKINGS = "rankings"  # the retrieval group's asset and table: the runs the adaptive methods learn from
 
 
 def _judge(
@@ -57,10 +61,45 @@ def _with_tier(outcomes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
     return outcomes.join(queries.select("query_id", "tier"), on="query_id", how="left")
 
 
+@dg.asset(
+    group_name=GROUP,
+    description="The pooled pairs adaptive judging asked, in its order (role: round or remainder sample); empty "
+    "under judging.strategy full, where the shards judge every pooled pair.",
+    deps=[POOLED_PAIRS, RANKINGS, CHUNKS.key],
+    ins={"queries": QUERIES},
+)
+def judged_set(
+    context: dg.AssetExecutionContext,
+    llm: LLMResource,
+    settings: SettingsResource,
+    store: StoreResource,
+    queries: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    s = settings.get()
+    if s.judging.strategy == "full":
+        return dg.Output(
+            pl.DataFrame(schema=JUDGED_SET_SCHEMA),
+            metadata={"strategy": "full", "note": "every pooled pair is judged by the judged_labels shards"},
+        )
+    from mama_pipeline.retrieval.stored_rankings import StoredRankings
+
+    db = store.get()
+    pool = db.read_table(POOLED_PAIRS, columns=["query_id", "chunk_id", "retrievers"])
+    if not db.table_exists(RANKINGS):
+        raise dg.Failure(f"adaptive judging learns from the runs: table {RANKINGS!r} is not in {db.path}")
+    ids = pool.get_column("query_id").unique().sort().to_list()
+    ranked = pool_arms(pool, StoredRankings(db, None).top(s.retrieval.pool_depth, ids))
+    with llm.client("judge", context) as client:
+        run = judge_adaptively(client, db, pool, ranked, queries, s.judging, output_model(s.llm.judge.reasoning))
+    context.log.info(f"adaptive judging: {run.metadata['stopped']}; {run.metadata['judged_pairs']} pairs asked")
+    return dg.Output(run.judged, metadata=run.metadata)
+
+
 @dg.asset(  # partitioned per query shard by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
-    description="Every pooled pair of one query shard, labelled by the judge or listed as failed with its reason.",
-    deps=[POOLED_PAIRS, CHUNKS.key],
+    description="Every pooled pair of one query shard, labelled by the judge, listed as failed with its reason, or "
+    "(judging.strategy adaptive) unjudged: never a label.",
+    deps=[POOLED_PAIRS, CHUNKS.key, JUDGED_SET],
     ins={"queries": QUERIES},
 )
 def judged_labels(
@@ -70,7 +109,8 @@ def judged_labels(
     store: StoreResource,
     queries: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    shards = settings.get().judging.shards
+    s = settings.get()
+    shards = s.judging.shards
     try:
         loaded = len(context.assets_def.partitions_def.get_partition_keys())  # from the definitions' settings
         require_loaded_shards(loaded, shards, settings.config_path or str(config_path_from_env()))
@@ -80,8 +120,21 @@ def judged_labels(
     pooled = db.query(f'SELECT DISTINCT query_id FROM "{POOLED_PAIRS}"')["query_id"]
     mine = shard_query_ids(pooled, context.partition_key, shards)
     pairs = db.read_table(POOLED_PAIRS, columns=["query_id", "chunk_id"], where={"query_id": mine})
-    run = _judge(context, llm, settings, store, "judge", pairs, queries)
-    return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
+    if s.judging.strategy == "full":
+        run = _judge(context, llm, settings, store, "judge", pairs, queries)
+        return dg.Output(_with_tier(run.outcomes, queries), metadata=run.metadata())
+    if not db.table_exists(JUDGED_SET):
+        raise dg.Failure(f"judging.strategy adaptive: materialise {JUDGED_SET} before judged_labels")
+    asked = db.read_table(JUDGED_SET, columns=["query_id", "chunk_id"], where={"query_id": mine})
+    run = _judge(context, llm, settings, store, "judge", asked, queries)  # labels stored by judged_set: reused
+    unjudged = pairs.join(asked, on=["query_id", "chunk_id"], how="anti").with_columns(
+        status=pl.lit("unjudged"), reused=pl.lit(False)
+    )
+    outcomes = pl.concat([run.outcomes, unjudged], how="diagonal_relaxed").sort("query_id", "chunk_id")
+    return dg.Output(
+        _with_tier(outcomes.select(run.outcomes.columns), queries),
+        metadata={**run.metadata(), "strategy": "adaptive", "pairs": outcomes.height, "unjudged": unjudged.height},
+    )
 
 
 def _gather(context: dg.AssetExecutionContext, store: StoreResource, table: str, columns: str, status: str) -> int:
@@ -160,6 +213,49 @@ def orphaned_judgments(store: StoreResource, judgments: pl.DataFrame, chunks: pl
             "by_corpus_version": md_table(orphans.group_by("corpus_version").len().sort("corpus_version")),
         },
     )
+
+
+@dg.asset(
+    group_name=GROUP,
+    description="The labelled pairs' estimated recall of the pool's relevant pairs, at the lenient and strict cuts, "
+    "per tier and overall, with its interval (the remainder sample; exactly 1 when every pooled pair is labelled).",
+    ins={
+        "queries": QUERIES,
+        "pooled_pairs": dg.AssetIn(POOLED_PAIRS, metadata={"columns": ["query_id", "chunk_id"]}),
+        "judged_set": dg.AssetIn(JUDGED_SET, metadata={"columns": ["query_id", "chunk_id", "role"]}),
+        "judgments": dg.AssetIn("judgments", metadata={"columns": ["query_id", "chunk_id", "score"]}),
+        "judging_failures": dg.AssetIn("judging_failures", metadata={"columns": ["query_id", "chunk_id"]}),
+    },
+)
+def unjudged_estimate(
+    settings: SettingsResource,
+    pooled_pairs: pl.DataFrame,
+    judged_set: pl.DataFrame,
+    judgments: pl.DataFrame,
+    judging_failures: pl.DataFrame,
+    queries: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    j = settings.get().judging
+    keys = ["query_id", "chunk_id"]
+    role = (
+        pl.lit("round") if j.strategy == "full" else pl.col("role")  # null: not asked
+    )
+    pool = (
+        pooled_pairs.select(keys)
+        .unique()
+        .join(judged_set.select(*keys, "role"), on=keys, how="left")
+        .with_columns(role=role)
+        .join(judgments.select(*keys, "score", status=pl.lit("labelled")), on=keys, how="left")
+        .join(judging_failures.select(*keys, failed=pl.lit("failed")), on=keys, how="left")
+        .with_columns(status=pl.coalesce("status", "failed"))
+        .join(queries.select("query_id", "tier"), on="query_id", how="left")
+    )
+    table = unjudged_estimates(pool, {"lenient": j.lenient_cut, "strict": j.strict_cut})
+    overall = table.filter(pl.col("scope") == "all")
+    meta: dict = {"strategy": j.strategy, "estimate": md_table(table)}
+    for r in overall.to_dicts():
+        meta[f"recall_{r['cut']}"] = r["note"] or f"{r['recall']:.4f} [{r['recall_low']:.4f}, {r['recall_high']:.4f}]"
+    return dg.Output(table, metadata=meta)
 
 
 @dg.asset(group_name=GROUP, description="Seeded pilot sample of labelled pairs, stratified by tier and score band.")

@@ -19,16 +19,23 @@ def _labels(store: StoreResource, columns: list[str]) -> pl.DataFrame:
     return store.get().read_table("judgments", columns=columns)
 
 
+def _unjudged(store: StoreResource) -> pl.DataFrame:
+    """The pooled pairs adaptive judging left unjudged (none under judging.strategy full)."""
+    return store.get().query(f"SELECT {', '.join(KEYS)} FROM judged_labels WHERE status = 'unjudged'")
+
+
 @dg.asset_check(
     asset=judgments,
     additional_ins={"judging_failures": dg.AssetIn("judging_failures"), "pooled_pairs": PAIRS},
-    description="Every pooled pair appears exactly once, either labelled or listed as failed with a reason.",
+    description="Every pooled pair appears exactly once: labelled, listed as failed with a reason, or (adaptive "
+    "judging) unjudged.",
 )
 def every_pooled_pair_labelled_or_failed(
     store: StoreResource, judging_failures: pl.DataFrame, pooled_pairs: pl.DataFrame
 ) -> dg.AssetCheckResult:
     judgments = _labels(store, KEYS)
-    accounted = pl.concat([judgments, judging_failures.select(KEYS)])
+    unjudged = _unjudged(store)
+    accounted = pl.concat([judgments, judging_failures.select(KEYS), unjudged])
     pool = pooled_pairs.unique()
     missing = pool.join(accounted, on=KEYS, how="anti")
     extra = accounted.join(pool, on=KEYS, how="anti")
@@ -40,6 +47,7 @@ def every_pooled_pair_labelled_or_failed(
             "pooled_pairs": pool.height,
             "labelled": judgments.height,
             "failed": judging_failures.height,
+            "unjudged": unjudged.height,
             "missing": missing.height,
             "not_in_pool": extra.height,
             "accounted_twice": twice.height,
@@ -53,13 +61,15 @@ def every_pooled_pair_labelled_or_failed(
     asset=judgments,
     additional_ins={"pooled_pairs": PAIRS},
     blocking=True,
-    description="The share of pooled pairs the judge left unlabelled stays under llm.judge.max_failure_rate; "
-    "blocks everything built on the labels (the release refuses too).",
+    description="The share of the pooled pairs asked (all, or those adaptive judging asked) that the judge left "
+    "unlabelled stays under llm.judge.max_failure_rate; blocks everything built on the labels (the release refuses "
+    "too).",
 )
 def failure_rate_under_bound(
     settings: SettingsResource, store: StoreResource, pooled_pairs: pl.DataFrame
 ) -> dg.AssetCheckResult:
-    stage = judge_failures(pooled_pairs, _labels(store, KEYS), settings.get().llm.judge.max_failure_rate)
+    asked = pooled_pairs.join(_unjudged(store), on=KEYS, how="anti")
+    stage = judge_failures(asked, _labels(store, KEYS), settings.get().llm.judge.max_failure_rate)
     return dg.AssetCheckResult(
         passed=not stage.over,
         metadata={**stage.metadata(), "summary": stage.describe()},

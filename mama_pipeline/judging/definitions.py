@@ -7,11 +7,13 @@ from mama_pipeline.judging.assets import (
     judge_pilot_sample,
     judge_reliability,
     judged_labels,
+    judged_set,
     judging_failures,
     judgments,
     orphaned_judgments,
     pool_completeness,
     reference_judgments,
+    unjudged_estimate,
 )
 from mama_pipeline.judging.checks import CHECKS
 from mama_pipeline.partitions import Partitions, partitioned
@@ -23,8 +25,10 @@ def build_defs(settings: PipelineSettings) -> dg.Definitions:
     return dg.Definitions(
         assets=[
             *partitioned([judged_labels], Partitions.of(settings).shards),
+            judged_set,
             judgments,
             judging_failures,
+            unjudged_estimate,
             orphaned_judgments,
             judge_pilot_sample,
             reference_judgments,

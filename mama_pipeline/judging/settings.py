@@ -1,6 +1,6 @@
 """Configuration of graded relevance judging and its audits."""
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -16,6 +16,36 @@ class JudgingSettings(Section):
     strict_cut: int = Field(5, ge=1, le=6)
     pilot_size: int = Field(60, ge=1)  # pairs the reference judge labels
     pilot_seed: int = 20250715
+    # which pooled pairs are judged: full = every one (the paper's protocol); adaptive = the order an adjudication
+    # method chooses (judging/README.md, "Adaptive judging") until the budget or the stopping rule, then a uniform
+    # sample of the rest that estimates what it holds
+    strategy: Literal["full", "adaptive"] = "full"
+    method: Literal["mtf", "mmns"] = (
+        "mtf"  # adaptive: move-to-front or the MM-NS bandit (benchmarks/adaptive_judging.py)
+    )
+    budget: float | None = Field(None, gt=0)  # adaptive: a share of the pool (<= 1) or a count of pairs (> 1)
+    remainder_sample: int = Field(1000, ge=0)  # adaptive: unjudged pairs judged at random to estimate the rest
+    round_pairs: int = Field(2048, ge=1)  # adaptive: pairs chosen per round, judged concurrently
+    stop_yield: float | None = Field(None, ge=0, le=1)  # adaptive: stop after a round with fewer relevant than this
+    discount: float = Field(0.9, gt=0, le=1)  # mmns: weight of a run's earlier judgments per later one
+    seed: int = 20250716  # adaptive: ties in the order and the remainder sample
+    min_judged_share: float = Field(0.9, ge=0, le=1)  # Judged@k below this: precision and recall are flagged
+
+    @model_validator(mode="after")
+    def _budget_for_adaptive(self) -> "JudgingSettings":
+        if self.strategy == "adaptive" and self.budget is None and self.stop_yield is None:
+            raise ValueError(
+                "judging.strategy adaptive needs judging.budget (a share or a count) or judging.stop_yield"
+            )
+        if self.budget is not None and self.budget > 1 and self.budget != int(self.budget):
+            raise ValueError(f"judging.budget {self.budget}: a share is at most 1, a count a whole number")
+        return self
+
+    def budget_pairs(self, pool: int) -> int:
+        """The adaptive budget in pairs for a pool of ``pool`` pairs (the whole pool without a budget)."""
+        if self.budget is None:
+            return pool
+        return min(pool, round(self.budget * pool) if self.budget <= 1 else int(self.budget))
 
     @model_validator(mode="before")
     @classmethod

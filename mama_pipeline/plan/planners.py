@@ -80,9 +80,28 @@ def _judge_runs(
 
 
 def _judged_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    return _judge_runs(
-        inp, client, inp.table("pooled_pairs"), inp.table("generated_queries"), inp.table("corpus_chunks")
-    )
+    pairs, queries, chunks = inp.table("pooled_pairs"), inp.table("generated_queries"), inp.table("corpus_chunks")
+    if inp.s.judging.strategy == "adaptive":
+        return _adaptive_runs(inp, client, pairs, queries, chunks)
+    return _judge_runs(inp, client, pairs, queries, chunks)
+
+
+def _adaptive_runs(
+    inp: Inputs, client: LLMClient, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+) -> Iterable[PlannedRun]:
+    """judging.strategy adaptive (sent by judged_set): the budget plus the remainder sample, at most the pairs
+    without a stored label; which pairs the rounds choose depends on the answers, so a seeded uniform sample of
+    those pairs, that many, prices them."""
+    from mama_pipeline.judging.judge import judge_holes, pair_batches
+    from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, output_model
+
+    j = inp.s.judging
+    model = output_model(inp.s.llm.judge.reasoning)
+    holes = judge_holes(client, inp.store, pairs, queries, chunks, model)
+    budget = j.budget_pairs(pairs.height)
+    asked = min(holes.height, budget + min(j.remainder_sample, pairs.height - budget))
+    priced = holes.sample(asked, seed=j.seed).sort("query_id", "chunk_id")
+    return (PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(priced, j.batch_pairs))
 
 
 def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:

@@ -110,6 +110,58 @@ def prompt_infos(s: PipelineSettings, queries: pl.DataFrame, endpoints: list[str
     return writer, judge
 
 
+def _asked_pairs(store: Store, inputs: MamaretrievalInputs) -> pl.LazyFrame:
+    """The pooled pairs the judge was asked about: all of them, less those adaptive judging left unjudged."""
+    pool = inputs.frame("pooled_pairs")
+    if not store.table_exists("judged_labels"):
+        return pool
+    unjudged = store.query("SELECT query_id, chunk_id FROM judged_labels WHERE status = 'unjudged'")
+    return pool.join(unjudged.lazy(), on=["query_id", "chunk_id"], how="anti")
+
+
+def judging_record(s: PipelineSettings, store: Store) -> dict[str, Any]:
+    """How the labels were chosen, for the manifest: the strategy and, under adaptive, the method, the budget, the
+    pairs asked, the judged share and the estimated recall of the labels (unjudged_estimate) per scope and cut."""
+    j = s.judging
+    if j.strategy == "full":
+        return {"strategy": "full", "note": "every pooled pair was asked (the paper's protocol)"}
+    for table in ("judged_set", "unjudged_estimate"):
+        if not store.table_exists(table):
+            raise ValueError(f"judging.strategy adaptive: table {table!r} is not in {store.path}; materialise it")
+    asked = store.query("SELECT role, count(*) AS n FROM judged_set GROUP BY role ORDER BY role")
+    by_role = dict(asked.iter_rows())
+    pool = store.query("SELECT count(*) AS n FROM pooled_pairs")["n"].item()
+    estimate = store.read_table("unjudged_estimate")
+
+    def rounded(v: float | None) -> float | None:
+        return None if v is None else round(v, 4)
+
+    recall: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in estimate.iter_rows(named=True):
+        recall.setdefault(r["scope"], {})[r["cut"]] = {
+            "recall": rounded(r["recall"]),
+            "low": rounded(r["recall_low"]),
+            "high": rounded(r["recall_high"]),
+            "confidence": r["confidence"],
+            "relevant_labelled": r["relevant_labelled"],
+            "sample_pairs": r["sample_pairs"],
+            "refused": r["note"],
+        }
+    asked_n = by_role.get("round", 0) + by_role.get("sample", 0)
+    return {
+        "strategy": "adaptive",
+        "method": j.method,
+        "budget": j.budget,
+        "budget_pairs": j.budget_pairs(pool),
+        "stop_yield": j.stop_yield,
+        "pairs_asked_by_rounds": by_role.get("round", 0),
+        "remainder_sample_pairs": by_role.get("sample", 0),
+        "judged_share": round(asked_n / pool, 4) if pool else None,
+        "estimated_recall": recall,
+        "note": "pooled pairs left unjudged are not labels (absent from judgments), never non-relevant",
+    }
+
+
 def mamaretrieval_inputs(
     s: PipelineSettings,
     corpus_meta: dict[str, Any],
@@ -149,6 +201,7 @@ def mamaretrieval_inputs(
         reliability=reliability,
         reference_decoding={stage: decoding_text(s.llm, stage) for stage in reference_judge_stages(s.llm)},
         circularity=[flag_record(f) for f in circularity_flags(s) if f.judge == JUDGE_STAGE],
+        judging=judging_record(s, store),
         sorted_tables=sorted_tables,
     )
 
@@ -160,7 +213,7 @@ def mamaretrieval_inputs(
         "gate_decisions": dg.AssetIn("query_gate_decisions"),
         "reliability": dg.AssetIn("judge_reliability"),
     },
-    deps=[CORPUS, RANKINGS, "judgments", "pooled_pairs", *part_assets()],
+    deps=[CORPUS, RANKINGS, "judgments", "pooled_pairs", "unjudged_estimate", *part_assets()],
     description="The mamaretrieval release folder (hub dataset layout: parquet data, audit, manifest, card) "
     "under <data_dir>/releases/mamaretrieval/<version>; refused when a ranking or label names a chunk outside "
     "the corpus version, or when an LLM stage (query_writer, judge) failed more often than its "
@@ -182,7 +235,7 @@ def mamaretrieval_release(
         )
         stages = [
             query_writer_failures(gate_decisions, s.llm.query_writer.max_failure_rate),
-            judge_failures(inputs.frame("pooled_pairs"), inputs.frame("judgments"), s.llm.judge.max_failure_rate),
+            judge_failures(_asked_pairs(store.get(), inputs), inputs.frame("judgments"), s.llm.judge.max_failure_rate),
         ]
         try:
             refuse_over_bound(NAME, s.release.mamaretrieval_version, stages)

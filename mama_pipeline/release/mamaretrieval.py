@@ -145,6 +145,7 @@ class MamaretrievalInputs:
     reliability: pl.DataFrame | None = None  # judge_reliability (reference_stage, audit, ..., note): on the card
     reference_decoding: dict[str, str] = field(default_factory=dict)  # reference stage -> its decoding, as stated
     circularity: list[dict[str, str]] = field(default_factory=list)  # the relevance judge's flags (circularity/)
+    judging: dict[str, Any] | None = None  # judging_record: strategy, budget, judged share, estimated recall
     sorted_tables: SortedTables = field(default_factory=process_sorted_tables)  # where the tables are sorted
 
     @property
@@ -459,6 +460,7 @@ def build_manifest(
         },
         "thresholds": {"lenient": inp.lenient, "strict": inp.strict},
         "figures": figures(inp, tables),
+        **({"judging": inp.judging} if inp.judging is not None else {}),
         "judge_reliability": reliability_summary(inp),
         **({"circularity": inp.circularity} if inp.circularity else {}),
         "producer": inp.producer,

@@ -129,6 +129,36 @@ def _held_out_configurations(split: dict[str, Any]) -> str:
     )
 
 
+def judging_section(judging: dict[str, Any], cuts: dict[str, int]) -> str:
+    """How the labels were chosen: the strategy; under adaptive, the budget, the judged share and the labels'
+    estimated recall of the pool's relevant pairs with its interval."""
+    if judging["strategy"] == "full":
+        return "### Judging\n\nStrategy `full`: every pooled pair was asked (the paper's protocol).\n"
+    budget = judging["budget"]
+    rows = [
+        ("strategy", f"`adaptive`, method `{judging['method']}`"),
+        ("budget", f"{budget} ({judging['budget_pairs']} pairs)" if budget is not None else "(none: stop rule)"),
+        ("pairs asked by the rounds", judging["pairs_asked_by_rounds"]),
+        ("remainder sample (uniform, of the rest)", judging["remainder_sample_pairs"]),
+        ("judged share of the pool", judging["judged_share"]),
+    ]
+    for cut, e in judging["estimated_recall"].get("all", {}).items():
+        value = (
+            f"refused: {e['refused']}"
+            if e["refused"]
+            else f"{e['recall']} ({e['confidence']:.0%} interval {e['low']} to {e['high']})"
+        )
+        rows.append((f"estimated recall of the labels, {cut} (score >= {cuts[cut]})", value))
+    return (
+        "### Judging\n\n"
+        + table(("item", "value"), rows)
+        + "\n\nPooled pairs left unjudged are absent from the judgments: not labels, never non-relevant. The "
+        "recall is the labels' share of the pool's relevant pairs, the rest estimated from the remainder sample "
+        "(Clopper-Pearson); per tier in the manifest (`judging.estimated_recall`). Precision and recall at k need "
+        "complete pools: read them beside Judged@k.\n"
+    )
+
+
 def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: Mapping[str, int]) -> str:
     """The card; ``configurations`` (release ConfigurationPart) add viewer configs and a section each; ``rows``
     (release path -> rows) decides which configs are listed."""
@@ -141,6 +171,7 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
         manifest["retrieval"],
     )
     cuts = manifest["thresholds"]
+    adaptive = manifest.get("judging", {}).get("strategy") == "adaptive"
     listed, empty = listed_configs(configurations, rows)
     parts = [front_matter(manifest, listed), f"# mamaretrieval {manifest['version']}\n"]
     if manifest["smoke_test"]:
@@ -174,7 +205,12 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
                 ("pooled pairs", f["pooled_pairs"]),
                 ("pooled pairs per query", f["pooled_pairs_per_query"]),
                 ("judged pairs", f["judged_pairs"]),
-                ("pooled pairs without a label (judge failures)", f["pooled_pairs_without_label"]),
+                (
+                    "pooled pairs without a label ("
+                    + ("unjudged or judge failures" if adaptive else "judge failures")
+                    + ")",
+                    f["pooled_pairs_without_label"],
+                ),
                 (f"lenient relevant pairs (score >= {cuts['lenient']})", f["lenient_relevant_pairs"]),
                 (f"strict relevant pairs (score >= {cuts['strict']})", f["strict_relevant_pairs"]),
                 ("queries with no lenient relevant chunk in the pool", f["queries_without_lenient_chunk"]),
@@ -184,6 +220,8 @@ def render_card(manifest: dict[str, Any], configurations: Sequence[Any], rows: M
         )
         + "\n"
     )
+    if manifest.get("judging"):
+        parts.append(judging_section(manifest["judging"], cuts))
     if manifest.get("held_out"):
         parts.append(
             held_out_section(

@@ -133,6 +133,37 @@ def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm)
     assert fake_llm.stats()["chat_calls"] == before
 
 
+def test_adaptive_judging_is_billed_as_budget_plus_remainder_sample(tmp_path, fake_llm):
+    config = write_config(tmp_path, fake_llm)
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["judging"] = {**raw.get("judging", {}), "strategy": "adaptive", "budget": 0.25, "remainder_sample": 5}
+    Path(config).write_text(yaml.safe_dump(raw))
+    store = store_of(config)
+    queries, chunks = make_queries(8), make_chunks(20)
+    pool = make_pool(queries, chunks, per_query=5)  # 40 pairs: budget 10, sample 5
+    stored_queries = queries.with_columns(  # the columns the tables' DDL asks for
+        seed_chunk_id=pl.Series(chunks["chunk_id"][:8]),
+        model=pl.lit("m"),
+        prompt_hash=pl.lit("h"),
+        temperature=pl.lit(0.0),
+        reason=pl.lit(None, pl.String),
+        corpus_version=pl.lit("v1"),
+    )
+    stored_chunks = chunks.drop("tier").with_columns(
+        breadcrumb=pl.lit([], pl.List(pl.String)),
+        given_cid=pl.lit(None, pl.String),
+        line=pl.col("page"),
+        ordinal=pl.col("page"),
+    )
+    for name, df in (("generated_queries", stored_queries), ("corpus_chunks", stored_chunks), ("pooled_pairs", pool)):
+        store.write_table(name, df)
+    b = one(plan_bills(config, ["judged_labels"]), "judged_labels", "judge")
+    assert (b.requests, b.to_send) == (15, 15) and pool.height == 40
+    raw["judging"]["budget"] = 38  # a count: 38 + the 2 pairs left
+    Path(config).write_text(yaml.safe_dump(raw))
+    assert one(plan_bills(config, ["judged_labels"]), "judged_labels", "judge").requests == 40
+
+
 def run_cli(config: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MAMA_CONFIG": config, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return subprocess.run(

@@ -1,8 +1,8 @@
--- Asset judged_labels: every pooled pair of one query shard, labelled or failed (partition = shard).
+-- Asset judged_labels: every pooled pair of one query shard, labelled, failed or unjudged (partition = shard).
 CREATE TABLE IF NOT EXISTS judged_labels (
     query_id              VARCHAR NOT NULL,
     chunk_id              VARCHAR NOT NULL,
-    status                VARCHAR NOT NULL,   -- labelled | failed
+    status                VARCHAR NOT NULL,   -- labelled | failed | unjudged (adaptive judging: never a label)
     failure_reason        VARCHAR,            -- set when failed: client status and error, or a missing input
     reused                BOOLEAN NOT NULL,   -- label taken from judgment_labels, not asked in this run
     judge_model           VARCHAR,
