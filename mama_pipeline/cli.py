@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, run_cli
@@ -48,8 +49,8 @@ def materialize(
     everything: bool = False,
     retry_parse_failed: bool = False,
 ) -> int:
-    """Materialise what changed in the selection (``everything``: all of it); stops at the first failed run and
-    returns its exit code.
+    """Materialise what changed in the selection (``everything``: all of it); a failed run stops only the runs'
+    assets that depend on it, the others go on; returns 0 when every run succeeded, else non-zero.
 
     What runs is planned in this process first (``run_plan.changed_steps``: the inputs are observed and only
     asset partitions that are new, stale, owed LLM answers or downstream of one of those run); with nothing
@@ -64,7 +65,7 @@ def materialize(
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.run_plan import changed_steps, materialize_commands, plan_runs, selected_keys
+    from mama_pipeline.run_plan import changed_steps, plan_runs, selected_keys
 
     keys = selected_keys(defs, select)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
@@ -72,39 +73,63 @@ def materialize(
             steps = plan_runs(defs.resolve_asset_graph(), keys)
         else:
             steps = changed_steps(defs, keys, instance, retry_parse_failed, say=lambda line: print(line, flush=True))
-        if not steps:
-            print("nothing changed since the last materialisation: no run launched (--all runs it anyway)", flush=True)
-            return 0
-        if executor != "in_process":
-            module, config = (DASK_MODULE, run_config) if executor == "dask" else (MODULE, run_config or _run_config())
-            commands = materialize_commands(steps, module, config, instance)
+    if not steps:
+        print("nothing changed since the last materialisation: no run launched (--all runs it anyway)", flush=True)
+        return 0
     if executor == "in_process":
         return run_here(defs, steps, home)
-    env = {**os.environ, "DAGSTER_HOME": str(home)}
-    dagster = str(Path(sys.executable).with_name("dagster"))
-    for n, args in enumerate(commands, start=1):
-        print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
-        code = subprocess.call([dagster, *args], env=env)
-        if code != 0:
-            _print_failed_steps(home)
-            return code
-    return 0
+    module, config = (DASK_MODULE, run_config) if executor == "dask" else (MODULE, run_config or _run_config())
+    return run_commands(defs, steps, home, module, config)
 
 
 def _run_config() -> str | None:
     return str(RUN_CONFIG) if RUN_CONFIG.exists() else None
 
 
-def _print_failed_steps(home: Path) -> None:
-    """Each failed step of the latest run on the instance at ``home``, with its one-line reason."""
+def run_commands(defs, steps, home: Path, module: str, config: str | None) -> int:
+    """``dagster asset materialize`` for every run of ``steps`` on the instance at ``home``; a failed run stops
+    only what depends on it. Ends with each failed step and its reason and each step skipped because of one;
+    returns the first failed run's exit code (0: none failed)."""
     import dagster as dg
 
-    from mama_pipeline.demo.runner import failed_steps_of_run
+    from mama_pipeline.demo.runner import failed_steps_of_run, skipped_lines
+    from mama_pipeline.run_plan import materialize_commands, not_materialised_by_run, run_independent
 
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    codes: list[int] = []
+    failures: list[str] = []
+    skipped: list[str] = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        runs = instance.get_runs(limit=1)
-        for line in failed_steps_of_run(instance, runs[0].run_id) if runs else []:
-            print(line, flush=True)
+        total = len(materialize_commands(steps, module, config, instance))
+
+        def run(step, partition_key) -> set:
+            [args] = materialize_commands([replace(step, only=(partition_key,))], module, config, instance)
+            print(f"[{len(codes) + 1}/{total}] dagster {' '.join(args)}", flush=True)
+            before = {r.run_id for r in instance.get_runs(limit=1)}
+            code = subprocess.call([dagster, *args], env=env)
+            codes.append(code)
+            if code == 0:
+                return set()
+            runs = [r for r in instance.get_runs(limit=1) if r.run_id not in before]  # none: no run was made
+            lines = failed_steps_of_run(instance, runs[0].run_id) if runs else []
+            for line in lines:
+                print(line, flush=True)
+            failures.extend(lines or [f"FAILED run {len(codes)} (exit status {code}): no step failure recorded"])
+            return not_materialised_by_run(instance, runs[0].run_id, step.asset_keys) if runs else set(step.asset_keys)
+
+        def on_skip(skip) -> None:
+            for line in skipped_lines(skip):
+                skipped.append(line)
+                print(f"skipped {line}", flush=True)
+
+        run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
+    failed = [c for c in codes if c != 0]
+    if failed or skipped:
+        print(f"\n{len(failed)} of {len(codes)} runs failed; {len(skipped)} assets skipped because of a failure:")
+        for line in [*failures, *(f"SKIPPED {line}" for line in skipped)]:
+            print(f"  {line}", flush=True)
+    return failed[0] if failed else (1 if skipped else 0)
 
 
 def run_here(defs, keys, home: Path) -> int:
