@@ -233,6 +233,16 @@ def _dispatch(argv: list[str] | None) -> int:
         default=None,
         help="seconds a request, for stages whose latencies the cache has not recorded",
     )
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="requests a second each server answers (e.g. the paper's judge: 0.5-0.7), to time the bounds "
+        "(default: the recorded or --latency-s latency)",
+    )
+    p.add_argument(
+        "--gpus-per-server", type=int, default=None, help="GPUs a server holds, to state the bounds' GPU-hours"
+    )
     sb = sub.add_parser(
         "submit",
         help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
@@ -282,7 +292,7 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.cmd == "plan":
         from mama_pipeline.plan.cli import plan
 
-        return plan(args.select, args.latency_s)
+        return plan(args.select, args.latency_s, args.rate, args.gpus_per_server)
     if args.retry_parse_failed:  # read by every stage's LLM client in the runs started below
         from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
 
