@@ -65,9 +65,12 @@ def materialize(
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.run_plan import changed_steps, plan_runs, selected_keys
+    from mama_pipeline.run_plan import changed_steps, check_inputs, plan_runs, selected_keys
 
     keys = selected_keys(defs, select)
+    for added, check in sorted(check_inputs(defs.resolve_asset_graph(), keys).items(), key=lambda kv: str(kv[0])):
+        print(f"selection: + {added.to_user_string()} (the check {check.to_user_string()} reads it)", flush=True)
+        keys.add(added)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
         if everything:
             steps = plan_runs(defs.resolve_asset_graph(), keys)
@@ -90,11 +93,19 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
     """``dagster asset materialize`` for every run of ``steps`` on the instance at ``home``; a failed run stops
     only what depends on it. Ends with each failed step and its reason and each step skipped because of one;
     returns the first failed run's exit code (0: none failed)."""
+    import datetime as dt
+
     import dagster as dg
 
     from mama_pipeline.demo.runner import failed_steps_of_run, skipped_lines
+    from mama_pipeline.demo.sent_tally import planned_bounds, planned_sent_lines, sent_since, tag_runs
     from mama_pipeline.run_plan import materialize_commands, not_materialised_by_run, run_independent
+    from mama_pipeline.settings import config_path_from_env
+    from mama_pipeline.store import Store
 
+    assets = {k.to_user_string() for step in steps for k in step.asset_keys}
+    bounds, unbounded = planned_bounds(str(config_path_from_env()), assets)
+    started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     dagster = str(Path(sys.executable).with_name("dagster"))
     codes: list[int] = []
@@ -124,6 +135,10 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
                 print(f"skipped {line}", flush=True)
 
         run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
+        sent = sent_since(Store(load_settings().db_path), started_at)
+        tag_runs(instance, started_at, bounds, sent)
+    for line in planned_sent_lines(bounds, unbounded, sent):
+        print(line, flush=True)
     failed = [c for c in codes if c != 0]
     if failed or skipped:
         print(f"\n{len(failed)} of {len(codes)} runs failed; {len(skipped)} assets skipped because of a failure:")
@@ -141,6 +156,7 @@ def run_here(defs, keys, home: Path) -> int:
     import dagster as dg
 
     from mama_pipeline.demo.runner import run_in_process
+    from mama_pipeline.demo.sent_tally import planned_bounds, planned_sent_lines, sent_since, tag_runs
     from mama_pipeline.demo.summary import SummaryContext, area_lines, render, result_paths, ui_command
     from mama_pipeline.llm.kept_server import kept_for_the_run
     from mama_pipeline.settings import config_path_from_env
@@ -151,19 +167,27 @@ def run_here(defs, keys, home: Path) -> int:
     os.environ["DAGSTER_HOME"] = str(home)
     log = home / "logs" / "materialize.log"
     print(f"Dagster events go to {log}", flush=True)
+    graph = defs.resolve_asset_graph()
+    assets = graph.materializable_asset_keys if keys is None else {k for step in keys for k in step.asset_keys}
+    bounds, unbounded = planned_bounds(str(config_path_from_env()), {k.to_user_string() for k in assets})
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
         # one embedded LLM server (model load, prompt cache) and one open database for every step
         with kept_for_the_run(), hold_open(settings.db_path):
             tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
-        ctx = SummaryContext(settings, Store(settings.db_path), instance, defs.resolve_asset_graph(), started_at)
+        store = Store(settings.db_path)
+        sent = sent_since(store, started_at)
+        tag_runs(instance, started_at, bounds, sent)
+        ctx = SummaryContext(settings, store, instance, graph, started_at)
+        areas = area_lines(ctx)
+        areas.setdefault("llm", []).extend(planned_sent_lines(bounds, unbounded, sent))
         print(
             "\n"
             + render(
                 tally,
                 time.monotonic() - started,
-                area_lines(ctx),
+                areas,
                 result_paths(settings.data_path),
                 settings.db_path,
                 log,

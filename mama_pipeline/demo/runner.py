@@ -26,6 +26,7 @@ from mama_pipeline.run_plan import RunStep, SkippedRun, execute_plan, plan_runs
 FIREHOSE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
 
+WRAPPERS = ("DagsterExecutionStepExecutionError", "DagsterExecutionLoadInputError")  # Dagster's, around the cause
 REASON_CHARS = 400  # a failure reason longer than this is cut (the Dagster log has all of it)
 
 
@@ -46,7 +47,7 @@ def failure_reason(failure_data) -> str:
     error = failure_data.error
     if error is None:
         return "no error recorded"
-    if error.cls_name == "DagsterExecutionStepExecutionError" and error.cause is not None:
+    if error.cls_name in WRAPPERS and error.cause is not None:
         error = error.cause
     head, sep, rest = error.message.partition(": ")  # "module.Class: message"
     text = rest if sep and head.rsplit(".", 1)[-1] == error.cls_name else error.message

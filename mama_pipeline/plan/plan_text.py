@@ -42,10 +42,12 @@ def plan_bills(
     rebuilt: dict[str, set[str]] | None = None,
     bounds: bool = True,
     rate_per_server: float | None = None,
+    exact: bool = True,
 ) -> list[Bill]:
     """The bills of the LLM-calling ``assets`` (None: all), in pipeline order, sending nothing and writing
     nothing into the data folder when its store does not exist yet; ``bounds``: each with its bound from the
-    configuration and the raw inputs; ``rate_per_server``: requests a second per server, to time the bounds."""
+    configuration and the raw inputs; ``rate_per_server``: requests a second per server, to time the bounds;
+    ``exact``: the exact plans from the store too (False: the bounds alone, the store is not read)."""
     settings = SettingsResource(config_path=config_path)
     inp = Inputs(settings.get(), Store(settings.get().db_path))
     raw = RawInputs(settings.get()) if bounds else None
@@ -55,7 +57,7 @@ def plan_bills(
         b
         for p in PLANNERS
         if wanted is None or p.asset in wanted
-        for b in stage_bills(p, inp, llm, latency_s, (rebuilt or {}).get(p.asset, ()), raw, rate_per_server)
+        for b in stage_bills(p, inp, llm, latency_s, (rebuilt or {}).get(p.asset, ()), raw, rate_per_server, exact)
     ]
 
 

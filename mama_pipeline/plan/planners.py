@@ -283,12 +283,13 @@ def stage_bills(
     rebuilt: Iterable[str] = (),
     raw: RawInputs | None = None,
     rate_per_server: float | None = None,
+    exact: bool = True,
 ) -> list[Bill]:
     """The bill of each stage ``planner``'s asset asks, sending nothing: its bound from the configuration and
     ``raw`` inputs (None: no bound), and the exact plan from the store when its inputs are there (no store
     file: nothing is opened or created). ``latency_s``: the latency to price stages with no recorded one;
     ``rebuilt``: the asset's inputs that the same selection rebuilds first; ``rate_per_server``: requests a
-    second per server, to time the bound with."""
+    second per server, to time the bound with; ``exact``: False leaves the store alone (the bound only)."""
     rebuilt = sorted(rebuilt)
     stale = (
         f"made from the stored inputs, which this selection rebuilds first ({', '.join(rebuilt)})" if rebuilt else ""
@@ -297,7 +298,10 @@ def stage_bills(
     out = []
     for stage, cfg in planner.stages(inp.s):
         slots = slots_of(cfg, inp.s.llm.embedded_server.n_parallel)
-        if inp.built:
+        if not exact:
+            plan = StagePlan(planner.asset, stage, cfg, None, "exact plan not asked for")
+            b = bill(plan, None, latency_s, slots, model=cfg.model or inp.s.llm.embedded_server.model_alias)
+        elif inp.built:
             with llm.client_for(stage, cfg) as client:
                 b = bill(_plan(planner, inp, stage, cfg, client, stale, first), client, latency_s, slots)
         else:

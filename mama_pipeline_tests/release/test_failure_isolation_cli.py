@@ -10,6 +10,7 @@ from mama_pipeline_tests.release import branch_failure_defs as bf
 
 def test_independent_runs_go_on_after_a_failed_run(tmp_path, capfd, monkeypatch):
     monkeypatch.chdir(cli.REPO_DAGSTER_YAML.parent)  # dagster -m imports the test module from the repository root
+    monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
     home = tmp_path / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")

@@ -192,3 +192,15 @@ def test_cut_failed_leaves_out_a_whole_multi_asset():
         graph, RunStep((dg.AssetKey("pool"), dg.AssetKey("release")), None), {dg.AssetKey("issues")}
     )
     assert kept == RunStep((dg.AssetKey("pool"),), None) and because == {dg.AssetKey("release"): dg.AssetKey("issues")}
+
+
+def test_a_selection_brings_the_assets_its_checks_read():
+    from mama_pipeline.definitions import defs
+    from mama_pipeline.run_plan import check_inputs, selected_keys
+
+    graph = defs.resolve_asset_graph()
+    keys = selected_keys(defs, "+key:judgments")
+    added = check_inputs(graph, keys)
+    assert dg.AssetKey("judging_failures") not in keys
+    assert added[dg.AssetKey("judging_failures")].to_user_string() == "judgments:every_pooled_pair_labelled_or_failed"
+    assert check_inputs(graph, keys | set(added)) == {}  # nothing more to bring
