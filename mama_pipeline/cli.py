@@ -3,10 +3,13 @@
 ``materialize`` runs what changed in an asset selection (``--all``: all of it) on the project's instance, one
 run per partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
-this process. ``demo`` does the latter for every asset on the demo configuration.
+this process; a failed run stops only what depends on it. ``demo`` does the latter for every asset on the demo
+configuration.
 ``--executor dask`` runs every step on the ``dask.distributed`` cluster named by
 ``--run-config`` (docs/scale-out.md).
-``plan`` prints what a selection's LLM stages would send, sending nothing.
+``plan`` prints, sending and writing nothing, each of a selection's LLM stages' bound (from the configuration
+and the raw inputs, timed with ``--rate`` and ``--gpus-per-server``) and, once its inputs are in the store, what
+it would send.
 ``submit`` checks a run file or an answers file, stores it as a submission (a dynamic partition) and scores it.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
