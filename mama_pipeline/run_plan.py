@@ -62,17 +62,19 @@ def selected_keys(defs: dg.Definitions, select: str) -> set[dg.AssetKey]:
 def check_inputs(graph: Any, keys: Iterable[dg.AssetKey]) -> dict[dg.AssetKey, dg.AssetCheckKey]:
     """The assets the checks of ``keys`` read that ``keys`` leave out, each with a check that reads it (e.g.
     ``judging_failures`` for ``judgments_every_pooled_pair_labelled_or_failed``), to the depth they bring."""
-    selected, added = set(keys), {}
+    selected, added = expand_selection(graph, keys), {}
     todo = list(selected)
     while todo:
         key = todo.pop()
         for check in sorted(graph.asset_check_keys, key=lambda c: c.to_user_string()):
             if check.asset_key != key:
                 continue
-            for parent in graph.get(check).parent_entity_keys - selected - set(added):
+            for parent in graph.get(check).parent_entity_keys - selected:
                 if graph.has(parent) and graph.get(parent).is_materializable:
                     added[parent] = check
-                    todo.append(parent)
+                    brought = expand_selection(graph, {parent})  # with the rest of its step
+                    todo.extend(brought - selected)
+                    selected |= brought
     return added
 
 
