@@ -3,10 +3,13 @@
 ``materialize`` runs what changed in an asset selection (``--all``: all of it) on the project's instance, one
 run per partitions definition and partition key, in dependency order: with ``dagster asset
 materialize`` (multiprocess executor) or, with ``--executor in_process``, all in
-this process. ``demo`` does the latter for every asset on the demo configuration.
+this process; a failed run stops only what depends on it. ``demo`` does the latter for every asset on the demo
+configuration.
 ``--executor dask`` runs every step on the ``dask.distributed`` cluster named by
 ``--run-config`` (docs/scale-out.md).
-``plan`` prints what a selection's LLM stages would send, sending nothing.
+``plan`` prints, sending and writing nothing, each of a selection's LLM stages' bound (from the configuration
+and the raw inputs, timed with ``--rate`` and ``--gpus-per-server``) and, once its inputs are in the store, what
+it would send.
 ``submit`` checks a run file or an answers file, stores it as a submission (a dynamic partition) and scores it.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
@@ -19,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, run_cli
@@ -48,8 +52,8 @@ def materialize(
     everything: bool = False,
     retry_parse_failed: bool = False,
 ) -> int:
-    """Materialise what changed in the selection (``everything``: all of it); stops at the first failed run and
-    returns its exit code.
+    """Materialise what changed in the selection (``everything``: all of it); a failed run stops only the runs'
+    assets that depend on it, the others go on; returns 0 when every run succeeded, else non-zero.
 
     What runs is planned in this process first (``run_plan.changed_steps``: the inputs are observed and only
     asset partitions that are new, stale, owed LLM answers or downstream of one of those run); with nothing
@@ -64,47 +68,86 @@ def materialize(
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.run_plan import changed_steps, materialize_commands, plan_runs, selected_keys
+    from mama_pipeline.run_plan import changed_steps, check_inputs, plan_runs, selected_keys
 
     keys = selected_keys(defs, select)
+    for added, check in sorted(check_inputs(defs.resolve_asset_graph(), keys).items(), key=lambda kv: str(kv[0])):
+        print(f"selection: + {added.to_user_string()} (the check {check.to_user_string()} reads it)", flush=True)
+        keys.add(added)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
         if everything:
             steps = plan_runs(defs.resolve_asset_graph(), keys)
         else:
             steps = changed_steps(defs, keys, instance, retry_parse_failed, say=lambda line: print(line, flush=True))
-        if not steps:
-            print("nothing changed since the last materialisation: no run launched (--all runs it anyway)", flush=True)
-            return 0
-        if executor != "in_process":
-            module, config = (DASK_MODULE, run_config) if executor == "dask" else (MODULE, run_config or _run_config())
-            commands = materialize_commands(steps, module, config, instance)
+    if not steps:
+        print("nothing changed since the last materialisation: no run launched (--all runs it anyway)", flush=True)
+        return 0
     if executor == "in_process":
         return run_here(defs, steps, home)
-    env = {**os.environ, "DAGSTER_HOME": str(home)}
-    dagster = str(Path(sys.executable).with_name("dagster"))
-    for n, args in enumerate(commands, start=1):
-        print(f"[{n}/{len(commands)}] dagster {' '.join(args)}", flush=True)
-        code = subprocess.call([dagster, *args], env=env)
-        if code != 0:
-            _print_failed_steps(home)
-            return code
-    return 0
+    module, config = (DASK_MODULE, run_config) if executor == "dask" else (MODULE, run_config or _run_config())
+    return run_commands(defs, steps, home, module, config)
 
 
 def _run_config() -> str | None:
     return str(RUN_CONFIG) if RUN_CONFIG.exists() else None
 
 
-def _print_failed_steps(home: Path) -> None:
-    """Each failed step of the latest run on the instance at ``home``, with its one-line reason."""
+def run_commands(defs, steps, home: Path, module: str, config: str | None) -> int:
+    """``dagster asset materialize`` for every run of ``steps`` on the instance at ``home``; a failed run stops
+    only what depends on it. Ends with each failed step and its reason and each step skipped because of one;
+    returns the first failed run's exit code (0: none failed)."""
+    import datetime as dt
+
     import dagster as dg
 
-    from mama_pipeline.demo.runner import failed_steps_of_run
+    from mama_pipeline.demo.runner import failed_steps_of_run, skipped_lines
+    from mama_pipeline.demo.sent_tally import planned_bounds, planned_sent_lines, sent_since, tag_runs
+    from mama_pipeline.run_plan import materialize_commands, not_materialised_by_run, run_independent
+    from mama_pipeline.settings import config_path_from_env
+    from mama_pipeline.store import Store
 
+    assets = {k.to_user_string() for step in steps for k in step.asset_keys}
+    bounds, unbounded = planned_bounds(str(config_path_from_env()), assets)
+    started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    codes: list[int] = []
+    failures: list[str] = []
+    skipped: list[str] = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        runs = instance.get_runs(limit=1)
-        for line in failed_steps_of_run(instance, runs[0].run_id) if runs else []:
-            print(line, flush=True)
+        total = len(materialize_commands(steps, module, config, instance))
+
+        def run(step, partition_key) -> set:
+            [args] = materialize_commands([replace(step, only=(partition_key,))], module, config, instance)
+            print(f"[{len(codes) + 1}/{total}] dagster {' '.join(args)}", flush=True)
+            before = {r.run_id for r in instance.get_runs(limit=1)}
+            code = subprocess.call([dagster, *args], env=env)
+            codes.append(code)
+            if code == 0:
+                return set()
+            runs = [r for r in instance.get_runs(limit=1) if r.run_id not in before]  # none: no run was made
+            lines = failed_steps_of_run(instance, runs[0].run_id) if runs else []
+            for line in lines:
+                print(line, flush=True)
+            failures.extend(lines or [f"FAILED run {len(codes)} (exit status {code}): no step failure recorded"])
+            return not_materialised_by_run(instance, runs[0].run_id, step.asset_keys) if runs else set(step.asset_keys)
+
+        def on_skip(skip) -> None:
+            for line in skipped_lines(skip):
+                skipped.append(line)
+                print(f"skipped {line}", flush=True)
+
+        run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
+        sent = sent_since(Store(load_settings().db_path), started_at)
+        tag_runs(instance, started_at, bounds, sent)
+    for line in planned_sent_lines(bounds, unbounded, sent):
+        print(line, flush=True)
+    failed = [c for c in codes if c != 0]
+    if failed or skipped:
+        print(f"\n{len(failed)} of {len(codes)} runs failed; {len(skipped)} assets skipped because of a failure:")
+        for line in [*failures, *(f"SKIPPED {line}" for line in skipped)]:
+            print(f"  {line}", flush=True)
+    return failed[0] if failed else (1 if skipped else 0)
 
 
 def run_here(defs, keys, home: Path) -> int:
@@ -116,6 +159,7 @@ def run_here(defs, keys, home: Path) -> int:
     import dagster as dg
 
     from mama_pipeline.demo.runner import run_in_process
+    from mama_pipeline.demo.sent_tally import planned_bounds, planned_sent_lines, sent_since, tag_runs
     from mama_pipeline.demo.summary import SummaryContext, area_lines, render, result_paths, ui_command
     from mama_pipeline.llm.kept_server import kept_for_the_run
     from mama_pipeline.settings import config_path_from_env
@@ -126,19 +170,27 @@ def run_here(defs, keys, home: Path) -> int:
     os.environ["DAGSTER_HOME"] = str(home)
     log = home / "logs" / "materialize.log"
     print(f"Dagster events go to {log}", flush=True)
+    graph = defs.resolve_asset_graph()
+    assets = graph.materializable_asset_keys if keys is None else {k for step in keys for k in step.asset_keys}
+    bounds, unbounded = planned_bounds(str(config_path_from_env()), {k.to_user_string() for k in assets})
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
         # one embedded LLM server (model load, prompt cache) and one open database for every step
         with kept_for_the_run(), hold_open(settings.db_path):
             tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
-        ctx = SummaryContext(settings, Store(settings.db_path), instance, defs.resolve_asset_graph(), started_at)
+        store = Store(settings.db_path)
+        sent = sent_since(store, started_at)
+        tag_runs(instance, started_at, bounds, sent)
+        ctx = SummaryContext(settings, store, instance, graph, started_at)
+        areas = area_lines(ctx)
+        areas.setdefault("llm", []).extend(planned_sent_lines(bounds, unbounded, sent))
         print(
             "\n"
             + render(
                 tally,
                 time.monotonic() - started,
-                area_lines(ctx),
+                areas,
                 result_paths(settings.data_path),
                 settings.db_path,
                 log,
@@ -208,6 +260,16 @@ def _dispatch(argv: list[str] | None) -> int:
         default=None,
         help="seconds a request, for stages whose latencies the cache has not recorded",
     )
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="requests a second each server answers (e.g. the paper's judge: 0.5-0.7), to time the bounds "
+        "(default: the recorded or --latency-s latency)",
+    )
+    p.add_argument(
+        "--gpus-per-server", type=int, default=None, help="GPUs a server holds, to state the bounds' GPU-hours"
+    )
     sb = sub.add_parser(
         "submit",
         help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
@@ -257,7 +319,7 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.cmd == "plan":
         from mama_pipeline.plan.cli import plan
 
-        return plan(args.select, args.latency_s)
+        return plan(args.select, args.latency_s, args.rate, args.gpus_per_server)
     if args.retry_parse_failed:  # read by every stage's LLM client in the runs started below
         from mama_pipeline.llm.client import RETRY_PARSE_FAILED_ENV
 

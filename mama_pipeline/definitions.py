@@ -9,6 +9,10 @@ Every asset carries one code version (``common/code_version.py``: the package's 
 settings), so that a re-run plans only what changed (``run_plan.changed_steps``).
 """
 
+import os
+import sys
+from pathlib import Path
+
 import dagster as dg
 
 from mama_pipeline.calibration.definitions import build_defs as calibration
@@ -60,4 +64,45 @@ def build_defs(settings: PipelineSettings) -> dg.Definitions:
     )
 
 
+NO_DAGSTER_HOME = (
+    "mama_pipeline: warning: DAGSTER_HOME is not set, so this run goes to a throwaway instance that records "
+    "nothing (no run, no materialisation for the UI or for the next `mama-pipeline materialize`); set "
+    "DAGSTER_HOME=$PWD/data/dagster_home (docs/running.md)"
+)
+
+
+class PartOfAStep(ValueError):
+    """``--select`` takes some of the assets one step makes together (a multi-asset)."""
+
+
+def dagster_cli_check(defs: dg.Definitions, argv: list[str], environ: dict[str, str]) -> str | None:
+    """Under ``dagster asset materialize``: the warning line when DAGSTER_HOME is unset (None: nothing to say);
+    :class:`PartOfAStep` with one line when ``--select`` takes part of the assets one step makes together."""
+    if Path(argv[0]).name != "dagster" or argv[1:3] != ["asset", "materialize"]:
+        return None
+    select = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--select"), None)
+    select = select or next((a.split("=", 1)[1] for a in argv if a.startswith("--select=")), None)
+    if select:
+        graph = defs.resolve_asset_graph()
+        try:
+            keys = dg.AssetSelection.from_coercible(select.split(",")).resolve(graph)
+        except Exception:  # noqa: BLE001 - a selection Dagster cannot resolve: Dagster reports it next
+            keys = set()
+        for key in sorted(keys, key=lambda k: k.to_user_string()):
+            together = {k for k in graph.get_execution_set_asset_and_check_keys(key) if isinstance(k, dg.AssetKey)}
+            if together - keys:
+                names = sorted(k.to_user_string() for k in together)
+                raise PartOfAStep(
+                    f"mama_pipeline: error: --select {select!r}: {', '.join(names)} are made together in one step; "
+                    f"select them together (--select {','.join(sorted({*select.split(','), *names}))})"
+                )
+    return None if environ.get("DAGSTER_HOME") else NO_DAGSTER_HOME
+
+
 defs = build_defs(load_settings())
+try:
+    if (_note := dagster_cli_check(defs, sys.argv, dict(os.environ))) is not None:
+        print(_note, file=sys.stderr, flush=True)
+except PartOfAStep as exc:  # one line instead of Dagster's DagsterInvalidSubsetError traceback
+    print(exc, file=sys.stderr, flush=True)
+    raise SystemExit(2) from None

@@ -103,6 +103,18 @@ class LLMResource(dg.ConfigurableResource):
             )
 
 
+class MissingInput(LookupError):
+    """An asset's or check's input was never materialised into the store."""
+
+
+def _reader(context: dg.InputContext) -> str:
+    """The step loading the input (an asset's or a check's op)."""
+    try:
+        return context.op_def.name
+    except dg.DagsterInvariantViolationError:
+        return "the step"
+
+
 class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
     """Stores polars DataFrames as DuckDB tables named after the asset; partitions per key."""
 
@@ -130,6 +142,12 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
         (rows in the table's order); an error names a column the table lacks."""
         store = Store(self.settings.get().db_path)
         table = self._table(context.asset_key)
+        if not store.path.exists() or not store.table_exists(table):
+            name = context.asset_key.to_user_string()
+            raise MissingInput(
+                f"{_reader(context)} reads {name}, which is not in the store {store.path}: add {name} to the "
+                f"selection (--select '<the selection>,{name}') or materialise it first"
+            )
         partitions = None
         if context.has_asset_partitions:
             partitions = sorted(context.asset_partition_keys)

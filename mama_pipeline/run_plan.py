@@ -59,6 +59,25 @@ def selected_keys(defs: dg.Definitions, select: str) -> set[dg.AssetKey]:
         raise InputError(f"--select {select!r}: {exc}") from None
 
 
+def check_inputs(graph: Any, keys: Iterable[dg.AssetKey]) -> dict[dg.AssetKey, dg.AssetCheckKey]:
+    """The assets the checks of ``keys`` read that ``keys`` leave out, each with a check that reads it (e.g.
+    ``judging_failures`` for ``judgments_every_pooled_pair_labelled_or_failed``), to the depth they bring."""
+    selected, added = expand_selection(graph, keys), {}
+    todo = list(selected)
+    while todo:
+        key = todo.pop()
+        for check in sorted(graph.asset_check_keys, key=lambda c: c.to_user_string()):
+            if check.asset_key != key:
+                continue
+            for parent in graph.get(check).parent_entity_keys - selected:
+                if graph.has(parent) and graph.get(parent).is_materializable:
+                    added[parent] = check
+                    brought = expand_selection(graph, {parent})  # with the rest of its step
+                    todo.extend(brought - selected)
+                    selected |= brought
+    return added
+
+
 def _units(graph: Any, keys: set[dg.AssetKey]) -> dict[dg.AssetKey, frozenset[dg.AssetKey]]:
     """Each key -> the keys that must run with it (a non-subsettable multi-asset's outputs)."""
     out = {}
@@ -123,6 +142,71 @@ def materialize_commands(
     return commands
 
 
+@dataclass(frozen=True)
+class SkippedRun:
+    """Assets of a planned run left out because an asset they depend on failed to materialise."""
+
+    asset_keys: tuple[dg.AssetKey, ...]
+    partition_keys: tuple[str | None, ...]
+    because: dict[dg.AssetKey, dg.AssetKey]  # each skipped asset -> an asset it depends on that a run failed to make
+
+
+def _ancestors(graph: Any, key: dg.AssetKey) -> set[dg.AssetKey]:
+    seen: set[dg.AssetKey] = set()
+    todo = list(graph.get(key).parent_keys)
+    while todo:
+        parent = todo.pop()
+        if parent not in seen and graph.has(parent):
+            seen.add(parent)
+            todo.extend(graph.get(parent).parent_keys)
+    return seen
+
+
+def cut_failed(
+    graph: Any, step: RunStep, failed: set[dg.AssetKey]
+) -> tuple[RunStep | None, dict[dg.AssetKey, dg.AssetKey]]:
+    """``step`` without its assets downstream of a ``failed`` one (whole multi-assets: a member's failed
+    ancestor leaves out the others), and each asset left out -> a failed asset it depends on."""
+    because: dict[dg.AssetKey, dg.AssetKey] = {}
+    for key in step.asset_keys:
+        hit = sorted(_ancestors(graph, key) & failed, key=lambda k: k.to_user_string())
+        if hit:
+            because[key] = hit[0]
+    for key, together in _units(graph, set(step.asset_keys)).items():
+        cause = next((because[k] for k in sorted(together, key=lambda k: k.to_user_string()) if k in because), None)
+        if cause is not None:
+            because.setdefault(key, cause)
+    kept = tuple(k for k in step.asset_keys if k not in because)
+    return (replace(step, asset_keys=kept) if kept else None), because
+
+
+def run_independent(
+    graph: Any,
+    steps: list[RunStep],
+    instance: dg.DagsterInstance | None,
+    run: Callable[[RunStep, str | None], set[dg.AssetKey]],
+    on_skip: Callable[[SkippedRun], None] | None = None,
+) -> set[dg.AssetKey]:
+    """Make every run of ``steps`` with ``run(step, partition_key)``, which returns the step's assets it did not
+    materialise (empty: the run succeeded). A failure stops only what depends on it: a later run leaves out
+    the assets downstream of a failed one (``on_skip`` is told) and the independent runs go on; the other
+    partitions of a failed run's step still run. Returns the assets not materialised, skipped ones included."""
+    failed: set[dg.AssetKey] = set()  # not materialised by their run
+    skipped: set[dg.AssetKey] = set()
+    for planned in steps:
+        step, because = cut_failed(graph, planned, failed)
+        if because:
+            skipped |= set(because)
+            if on_skip is not None:
+                keys = tuple(k for k in planned.asset_keys if k in because)
+                on_skip(SkippedRun(keys, tuple(planned.partition_keys(instance)), because))
+        if step is None:
+            continue
+        for partition_key in step.partition_keys(instance):
+            failed |= run(step, partition_key) & set(step.asset_keys)
+    return failed | skipped
+
+
 def execute_plan(
     defs: dg.Definitions,
     steps: list[RunStep],
@@ -131,34 +215,45 @@ def execute_plan(
     logger_defs: Mapping[str, dg.LoggerDefinition] | None = None,
     on_run: Callable[[int, int, RunStep, str | None], None] | None = None,
     raise_on_error: bool = True,
+    on_skip: Callable[[SkippedRun], None] | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
-    """Run every step in process (one run per partition key); stops at the first failed run.
+    """Run every step in process (one run per partition key); a failed run stops only the runs' assets that
+    depend on it (``run_independent``; ``on_skip`` is told of each left out).
 
     ``logger_defs`` replace the jobs' loggers (every logger gets every event);
     ``on_run(n, total, step, partition_key)`` is called before each run.
     """
     total = sum(len(step.partition_keys(instance)) for step in steps)
     run_config = {"loggers": {name: {} for name in logger_defs}} if logger_defs else None
-    results = []
-    for step in steps:
+    results: list[dg.ExecuteInProcessResult] = []
+
+    def run(step: RunStep, partition_key: str | None) -> set[dg.AssetKey]:
         job = defs.resolve_implicit_job_def_def_for_assets(list(step.asset_keys))
         if logger_defs is not None:
             job = job.with_logger_defs(dict(logger_defs))
-        for partition_key in step.partition_keys(instance):
-            if on_run is not None:
-                on_run(len(results) + 1, total, step, partition_key)
-            result = job.execute_in_process(
-                instance=instance,
-                asset_selection=list(step.asset_keys),
-                partition_key=partition_key,
-                tags=dict(tags or {}),
-                raise_on_error=raise_on_error,
-                run_config=run_config,
-            )
-            results.append(result)
-            if not result.success:
-                return results
+        if on_run is not None:
+            on_run(len(results) + 1, total, step, partition_key)
+        result = job.execute_in_process(
+            instance=instance,
+            asset_selection=list(step.asset_keys),
+            partition_key=partition_key,
+            tags=dict(tags or {}),
+            raise_on_error=raise_on_error,
+            run_config=run_config,
+        )
+        results.append(result)
+        if result.success:
+            return set()
+        return set(step.asset_keys) - {e.asset_key for e in result.get_asset_materialization_events()}
+
+    run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
     return results
+
+
+def not_materialised_by_run(instance: dg.DagsterInstance, run_id: str, keys: Iterable[dg.AssetKey]) -> set[dg.AssetKey]:
+    """Of ``keys``, those the run (made by another process) did not materialise."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+    return set(keys) - {r.event_log_entry.dagster_event.asset_key for r in records}
 
 
 def observe_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> int:

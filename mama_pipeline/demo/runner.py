@@ -21,11 +21,12 @@ from typing import TextIO
 import dagster as dg
 
 from mama_pipeline.common.input_errors import one_line
-from mama_pipeline.run_plan import RunStep, execute_plan, plan_runs
+from mama_pipeline.run_plan import RunStep, SkippedRun, execute_plan, plan_runs
 
 FIREHOSE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
 
+WRAPPERS = ("DagsterExecutionStepExecutionError", "DagsterExecutionLoadInputError")  # Dagster's, around the cause
 REASON_CHARS = 400  # a failure reason longer than this is cut (the Dagster log has all of it)
 
 
@@ -46,7 +47,7 @@ def failure_reason(failure_data) -> str:
     error = failure_data.error
     if error is None:
         return "no error recorded"
-    if error.cls_name == "DagsterExecutionStepExecutionError" and error.cause is not None:
+    if error.cls_name in WRAPPERS and error.cause is not None:
         error = error.cause
     head, sep, rest = error.message.partition(": ")  # "module.Class: message"
     text = rest if sep and head.rsplit(".", 1)[-1] == error.cls_name else error.message
@@ -64,6 +65,19 @@ class RunTally:
     checks_warned: list[str] = field(default_factory=list)  # failed checks of severity WARN
     runs: int = 0
     failed: bool = False
+    skipped: list[str] = field(default_factory=list)  # "<step>: <why>" of each step not run for a failure
+
+
+def skipped_lines(skip: SkippedRun) -> list[str]:
+    """``<asset>[ <partitions>]: depends on <asset>, not materialised by a failed run`` for each asset a failure
+    left out."""
+    parts = [p for p in skip.partition_keys if p is not None]
+    where = f" [{', '.join(parts)}]" if parts else ""
+    return [
+        f"{key.to_user_string()}{where}: depends on {skip.because[key].to_user_string()}, not materialised by a "
+        "failed run"
+        for key in skip.asset_keys
+    ]
 
 
 class StepLines(logging.Handler):
@@ -94,6 +108,11 @@ class StepLines(logging.Handler):
                 self.tally.checks_warned.append(name)
             else:
                 self.tally.checks_failed.append(name)
+        elif kind == "STEP_SKIPPED":
+            line = f"{event.step_key}{self.run_label}: a step it needs in the same run failed"
+            self.tally.skipped.append(line)
+            self.out.write(f"      skipped {line}\n")
+            self.out.flush()
         elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
             seconds = time.monotonic() - self._started.pop(event.step_key, time.monotonic())
             reason = None if kind == "STEP_SUCCESS" else failure_reason(event.step_failure_data)
@@ -147,8 +166,8 @@ def run_in_process(
     log_path: Path,
     tags: dict[str, str] | None = None,
 ) -> RunTally:
-    """Materialise ``keys`` (None: every asset; a list: the runs already planned) run by run; stops at the first
-    failed run."""
+    """Materialise ``keys`` (None: every asset; a list: the runs already planned) run by run; a failed step stops
+    only what depends on it (``run_plan.run_independent``), and each step left out is named."""
     graph = defs.resolve_asset_graph()
     steps = (
         keys if isinstance(keys, list) else plan_runs(graph, graph.materializable_asset_keys if keys is None else keys)
@@ -167,10 +186,22 @@ def run_in_process(
                 f" ({names[:60]}{'...' if len(names) > 60 else ''})\n"
             )
 
+        def on_skip(skip: SkippedRun) -> None:
+            for line in skipped_lines(skip):
+                tally.skipped.append(line)
+                terminal.write(f"      skipped {line}\n")
+
         loggers = {"steps": _logger_def(lines, "steps"), "firehose": _logger_def(firehose, "firehose")}
         try:
             results = execute_plan(
-                defs, steps, instance, tags=tags, logger_defs=loggers, on_run=on_run, raise_on_error=False
+                defs,
+                steps,
+                instance,
+                tags=tags,
+                logger_defs=loggers,
+                on_run=on_run,
+                raise_on_error=False,
+                on_skip=on_skip,
             )
         except Exception as exc:  # a failure outside any step (resource start, run setup)
             logging.getLogger(__name__).exception("run failed outside its steps")

@@ -238,6 +238,8 @@ def render(
     ]
     if failed_steps:
         lines.append(f"  failed steps: {'; '.join(failed_steps)}")
+    if tally.skipped:
+        lines.append(f"  skipped because of a failure: {'; '.join(tally.skipped)}")
     if tally.checks_failed:
         lines.append(f"  failed checks: {', '.join(tally.checks_failed)}")
     if tally.checks_warned:

@@ -27,28 +27,21 @@ FACT_LABEL_SCHEMA = {
 }
 
 
-def label_facts(
-    client: LLMClient,
+def fact_runs(
     template: PromptTemplate,
     reasoning_field: bool,
     pool: pl.DataFrame,
     questions: pl.DataFrame,
     chunks: dict[str, dict],
-) -> tuple[pl.DataFrame, dict[int, RunReport]]:
-    """Fact labels of every pair of ``pool`` (query_id, chunk_id, is_seed), one client call per number of facts.
-
-    ``questions``: query_id, query_text, facts; ``chunks``: chunk id -> source, section, text.
-    """
+) -> tuple[pl.DataFrame, list[tuple[int, list[dict], type, list[LLMRequest]]]]:
+    """The pairs that cannot be asked (unknown question or chunk), and the runs of the others: (number of facts,
+    the pairs' records, the answer model, the requests), one per number of facts."""
     pairs = (
         pool.select("query_id", "chunk_id", pl.col("is_seed").alias("required_piece"))
         .join(questions.select("query_id", "query_text", "facts"), on="query_id", how="left")
         .sort("query_id", "chunk_id")
     )
-    rows, reports = [], {}
     unknown = pairs.filter(pl.col("facts").is_null() | ~pl.col("chunk_id").is_in(list(chunks)))
-    for q, c, piece, facts in unknown.select("query_id", "chunk_id", "required_piece", "facts").iter_rows():
-        why = "query_id not in the questions table" if facts is None else "chunk_id not in the current corpus"
-        rows.append(_row(q, c, piece, "failed", why, None, client.model, template.hash))
     asked = pairs.join(unknown.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti")
     runs = []
     for (n,), part in (
@@ -69,6 +62,26 @@ def label_facts(
             for r in records
         ]
         runs.append((n, records, facts_stated_model(reasoning_field, n), requests))
+    return unknown, runs
+
+
+def label_facts(
+    client: LLMClient,
+    template: PromptTemplate,
+    reasoning_field: bool,
+    pool: pl.DataFrame,
+    questions: pl.DataFrame,
+    chunks: dict[str, dict],
+) -> tuple[pl.DataFrame, dict[int, RunReport]]:
+    """Fact labels of every pair of ``pool`` (query_id, chunk_id, is_seed), one client call per number of facts.
+
+    ``questions``: query_id, query_text, facts; ``chunks``: chunk id -> source, section, text.
+    """
+    unknown, runs = fact_runs(template, reasoning_field, pool, questions, chunks)
+    rows, reports = [], {}
+    for q, c, piece, facts in unknown.select("query_id", "chunk_id", "required_piece", "facts").iter_rows():
+        why = "query_id not in the questions table" if facts is None else "chunk_id not in the current corpus"
+        rows.append(_row(q, c, piece, "failed", why, None, client.model, template.hash))
     client.check_budget((template, model, requests) for _, _, model, requests in runs)  # all, before the first
     for n, records, model, requests in runs:
         report = client.run(template, model, requests)

@@ -15,8 +15,9 @@ GROUP = "plan"
 @dg.asset(
     group_name=GROUP,
     tags=RUNS_WITH_ANY_CHANGE,  # it reads every stage's inputs and the answer cache from the store
-    description="Before a run: per LLM stage and answering system, the requests it would send and those cached, "
-    "prompt tokens, completion cap and expected time, from the inputs in the store; nothing is sent. "
+    description="Before a run: per LLM stage and answering system, the most requests it can send (a bound from the "
+    "configuration and the raw inputs), and the requests it would send and those cached, prompt tokens, completion "
+    "cap and expected time, from the inputs in the store; nothing is sent. "
     "Materialise it first (mama-pipeline plan prints the same for a selection).",
 )
 def llm_plan(context: dg.AssetExecutionContext, settings: SettingsResource) -> dg.Output[pl.DataFrame]:
@@ -31,6 +32,8 @@ def llm_plan(context: dg.AssetExecutionContext, settings: SettingsResource) -> d
             "plan": dg.MetadataValue.md("```\n" + text + "\n```"),
             "table": md_table(frame.drop("tokens_counted_by", "latency_from")),
             "requests_to_send": int(planned["to_send"].sum()),
+            "requests_bound": int(frame["bound"].sum()),  # of the stage plans bounded
+            "stage_plans_not_bounded": frame.filter(pl.col("bound").is_null()).height,
             "prompt_tokens_to_send": int(planned["prompt_tokens"].sum()),
             "stages_over_budget": frame.filter(pl.col("over_budget") != "").height,
             "stage_plans_not_computed": frame.height - planned.height,

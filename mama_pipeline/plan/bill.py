@@ -1,7 +1,8 @@
 """The bill of an LLM stage before it runs: requests, cache hits, prompt tokens, completion cap, time.
 
-A planner (:mod:`mama_pipeline.plan.planners`) renders the requests a stage would send from the
-inputs in the store; :func:`bill` asks the cache which of them are answered (the client's own
+Before anything is built, a bound (:mod:`mama_pipeline.plan.stage_bounds`) caps the requests from the
+configuration and the raw inputs. Once a stage's inputs are in the store, a planner
+(:mod:`mama_pipeline.plan.planners`) renders the requests it would send from them; :func:`bill` asks the cache which of them are answered (the client's own
 cache keys, nothing sent), counts the prompt tokens of the others and prices their time from the
 latencies the cache recorded for the same stage, model and endpoint.
 """
@@ -61,6 +62,10 @@ class Bill:
     expected_s: float | None
     over_budget: str
     note: str
+    bound: int | None = None  # most requests the asset can send the stage, from the configuration and raw inputs
+    bound_basis: str = ""  # how the bound was computed, or why it was not
+    servers: int = 1  # base URLs (the embedded server: 1)
+    bound_s: float | None = None  # time to send the bound: at the given rate per server, or at the latency
 
     def row(self) -> dict:
         return self.__dict__.copy()
@@ -82,14 +87,35 @@ def slots_of(cfg: StageSettings, embedded_slots: int) -> int:
     return cfg.concurrency * len(cfg.base_urls) if cfg.base_urls else min(cfg.concurrency, embedded_slots)
 
 
-def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None, slots: int | None = None) -> Bill:
-    """The bill of ``plan`` under ``client`` (which sends nothing here); ``latency_s``: the latency per
-    request to price with when the cache recorded none for the stage; ``slots``: requests answered at once
-    (default: the stage's concurrency per base URL)."""
+def bound_seconds(
+    bound: int | None, servers: int, slots: int, latency_s: float | None, rate_per_server: float | None
+) -> float | None:
+    """Time to send ``bound`` requests: at ``rate_per_server`` requests a second on each server when given, else
+    ``ceil(bound / slots) x latency_s``; None when neither is known."""
+    if bound is None:
+        return None
+    if rate_per_server is not None:
+        return round(bound / (rate_per_server * servers), 1)
+    return None if latency_s is None else round(math.ceil(bound / slots) * latency_s, 1)
+
+
+def bill(
+    plan: StagePlan,
+    client: LLMClient | None,
+    latency_s: float | None = None,
+    slots: int | None = None,
+    model: str | None = None,
+) -> Bill:
+    """The bill of ``plan`` under ``client`` (which sends nothing here; None: no store yet, so no cache to
+    ask, and the plan must have no runs); ``latency_s``: the latency per request to price with when the
+    cache recorded none for the stage; ``slots``: requests answered at once (default: the stage's
+    concurrency per base URL); ``model``: the model named when there is no client."""
     cfg = plan.cfg
     slots = slots or slots_of(cfg, cfg.concurrency)
-    common = dict(asset=plan.asset, stage=plan.stage, model=client.model, max_tokens=cfg.max_tokens, slots=slots)
-    if plan.runs is None:
+    name = client.model if client is not None else model or ""
+    common = dict(asset=plan.asset, stage=plan.stage, model=name, max_tokens=cfg.max_tokens, slots=slots)
+    common["servers"] = max(len(cfg.base_urls), 1)
+    if plan.runs is None or client is None:
         return Bill(
             **common,
             requests=None,
@@ -97,8 +123,8 @@ def bill(plan: StagePlan, client: LLMClient, latency_s: float | None = None, slo
             to_send=None,
             prompt_tokens=None,
             tokens_counted_by="",
-            latency_s=None,
-            latency_from="",
+            latency_s=latency_s,
+            latency_from="--latency-s" if latency_s is not None else "",
             expected_s=None,
             over_budget="",
             note=plan.note,

@@ -11,14 +11,16 @@ computed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from mama_pipeline.llm.client import LLMClient
+from mama_pipeline.llm.reference_audit import reference_judge_stages
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, slots_of
+from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, bound_seconds, slots_of
+from mama_pipeline.plan.stage_bounds import BOUNDS, RawInputs
 from mama_pipeline.resources import LLMResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
@@ -36,8 +38,13 @@ class Inputs:
     s: PipelineSettings
     store: Store
 
+    @property
+    def built(self) -> bool:
+        """Whether the store file exists (without it, nothing is opened: opening would create it)."""
+        return self.store.path.exists()
+
     def table(self, name: str, partition: str | None = None) -> pl.DataFrame:
-        if not self.store.table_exists(name):
+        if not self.built or not self.store.table_exists(name):
             raise NotBuilt(name)
         df = self.store.read_table(name, partitions=None if partition is None else [partition])
         if partition is not None and df.is_empty():
@@ -66,13 +73,18 @@ def _queries(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
 
 
 def _judge_runs(
-    inp: Inputs, client: LLMClient, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+    inp: Inputs,
+    client: LLMClient,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    stage: str = "judge",
 ) -> Iterable[PlannedRun]:
-    """The judge's batches for the pairs without a stored label of this judge (the label store is asked)."""
+    """A judge's batches for the pairs without a stored label of this judge (the label store is asked)."""
     from mama_pipeline.judging.judge import judge_holes, pair_batches
     from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, output_model
 
-    model = output_model(inp.s.llm.judge.reasoning)
+    model = output_model(getattr(inp.s.llm, stage).reasoning)
     holes = judge_holes(client, inp.store, pairs, queries, chunks, model)
     return (
         PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(holes, inp.s.judging.batch_pairs)
@@ -102,6 +114,15 @@ def _adaptive_runs(
     asked = min(holes.height, budget + min(j.remainder_sample, pairs.height - budget))
     priced = holes.sample(asked, seed=j.seed).sort("query_id", "chunk_id")
     return (PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(priced, j.batch_pairs))
+
+
+def _audit_judgments(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
+    return _judge_runs(inp, client, inp.table("audit_pool"), inp.table("generated_queries"), inp.table("corpus_chunks"))
+
+
+def _reference_judgments(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
+    pilot, queries = inp.table("judge_pilot_sample"), inp.table("generated_queries")
+    return _judge_runs(inp, client, pilot, queries, inp.table("corpus_chunks"), stage)
 
 
 def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
@@ -234,12 +255,27 @@ def _multipassage_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable
     return _judge_runs(inp, client, inp.table("multipassage_pool"), questions, inp.table("corpus_chunks"))
 
 
+def _multipassage_fact_labels(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
+    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.fact_labels import fact_runs
+    from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
+
+    pool = inp.table("multipassage_pool")
+    reasoning = inp.s.llm.judge.reasoning == "json_field"
+    template = fact_judge_template(reasoning)
+    lookup = chunk_lookup(inp.table("corpus_chunks"), set(pool["chunk_id"].to_list()))
+    _, runs = fact_runs(template, reasoning, pool, inp.table("multipassage_questions"), lookup)
+    return [PlannedRun(template, model, requests) for _, _, model, requests in runs]
+
+
 PLANNERS = [
     Planner("mamabench_scope_verdicts", _llm("classifier"), _classifier),
     Planner("mamabench_agreement", _llm("classifier_reference"), _classifier),
     Planner("calibration_judge_labels", _llm("rubric_judge"), _rubric_harness),
     Planner("generated_queries", _llm("query_writer"), _queries),
     Planner("judged_labels", _llm("judge"), _judged_labels),
+    Planner("audit_judgments", _llm("judge"), _audit_judgments),
+    Planner("reference_judgments", lambda s: _llm(*reference_judge_stages(s.llm))(s), _reference_judgments),
     Planner("query_variants", _llm("query_rewriter", "rewrite_gate"), _rewrites),
     Planner("variant_labels", _llm("judge"), _variant_labels),
     Planner(
@@ -250,6 +286,7 @@ PLANNERS = [
         _multipassage_questions,
     ),
     Planner("multipassage_labels", _llm("judge"), _multipassage_labels),
+    Planner("multipassage_fact_labels", _llm("judge"), _multipassage_fact_labels),
     Planner("system_answers", lambda s: [(f"system:{e.name}", e) for e in s.systems.entries], _system_answers),
     Planner(
         "system_grades", lambda s: _llm("answer_grader", "rubric_judge")(s) if s.systems.entries else [], _system_grades
@@ -258,10 +295,20 @@ PLANNERS = [
 
 
 def stage_bills(
-    planner: Planner, inp: Inputs, llm: LLMResource, latency_s: float | None = None, rebuilt: Iterable[str] = ()
+    planner: Planner,
+    inp: Inputs,
+    llm: LLMResource,
+    latency_s: float | None = None,
+    rebuilt: Iterable[str] = (),
+    raw: RawInputs | None = None,
+    rate_per_server: float | None = None,
+    exact: bool = True,
 ) -> list[Bill]:
-    """The bill of each stage ``planner``'s asset asks, sending nothing; ``latency_s``: the latency to price
-    stages with no recorded one; ``rebuilt``: the asset's inputs that the same selection rebuilds first."""
+    """The bill of each stage ``planner``'s asset asks, sending nothing: its bound from the configuration and
+    ``raw`` inputs (None: no bound), and the exact plan from the store when its inputs are there (no store
+    file: nothing is opened or created). ``latency_s``: the latency to price stages with no recorded one;
+    ``rebuilt``: the asset's inputs that the same selection rebuilds first; ``rate_per_server``: requests a
+    second per server, to time the bound with; ``exact``: False leaves the store alone (the bound only)."""
     rebuilt = sorted(rebuilt)
     stale = (
         f"made from the stored inputs, which this selection rebuilds first ({', '.join(rebuilt)})" if rebuilt else ""
@@ -269,15 +316,31 @@ def stage_bills(
     first = "; this selection builds them first: plan again after that step" if rebuilt else ""
     out = []
     for stage, cfg in planner.stages(inp.s):
-        with llm.client_for(stage, cfg) as client:
-            try:
-                runs = planner.runs(inp, stage, client)
-            except NotBuilt as exc:
-                runs = f"{NOT_BUILT}: {exc}{first}"
-            plan = (
-                StagePlan(planner.asset, stage, cfg, None, runs)
-                if isinstance(runs, str)
-                else StagePlan(planner.asset, stage, cfg, runs, stale)
-            )
-            out.append(bill(plan, client, latency_s, slots_of(cfg, inp.s.llm.embedded_server.n_parallel)))
+        slots = slots_of(cfg, inp.s.llm.embedded_server.n_parallel)
+        if not exact:
+            plan = StagePlan(planner.asset, stage, cfg, None, "exact plan not asked for")
+            b = bill(plan, None, latency_s, slots, model=cfg.model or inp.s.llm.embedded_server.model_alias)
+        elif inp.built:
+            with llm.client_for(stage, cfg) as client:
+                b = bill(_plan(planner, inp, stage, cfg, client, stale, first), client, latency_s, slots)
+        else:
+            plan = _plan(planner, inp, stage, cfg, None, stale, first)
+            b = bill(plan, None, latency_s, slots, model=cfg.model or inp.s.llm.embedded_server.model_alias)
+        if raw is not None:
+            bound = BOUNDS[planner.asset](raw, stage)
+            seconds = bound_seconds(bound.requests, b.servers, slots, b.latency_s, rate_per_server)
+            b = replace(b, bound=bound.requests, bound_basis=bound.basis, bound_s=seconds)
+        out.append(b)
     return out
+
+
+def _plan(
+    planner: Planner, inp: Inputs, stage: str, cfg: StageSettings, client: LLMClient | None, stale: str, first: str
+) -> StagePlan:
+    try:
+        runs = planner.runs(inp, stage, client)
+    except NotBuilt as exc:
+        runs = f"{NOT_BUILT}: {exc}{first}"
+    if isinstance(runs, str):
+        return StagePlan(planner.asset, stage, cfg, None, runs)
+    return StagePlan(planner.asset, stage, cfg, runs, stale)

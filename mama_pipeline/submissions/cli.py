@@ -16,6 +16,10 @@ from pathlib import Path
 
 from mama_pipeline.common.input_errors import InputError
 
+# Dagster's console logger at WARNING: the run's warnings and errors reach the terminal, its DEBUG and INFO event
+# lines (every step start, output, materialisation) stay in the instance's event log
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
 
 def _date(value: str | None) -> str:
     if value is None:
@@ -66,11 +70,10 @@ def submit(
     from mama_pipeline.cli import dagster_home
     from mama_pipeline.common.file_ops import sha256_file
     from mama_pipeline.partitions import SUBMISSIONS
-    from mama_pipeline.resources import shared_resources
-    from mama_pipeline.settings import config_path_from_env, load_settings
+    from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
     from mama_pipeline.submissions import records
-    from mama_pipeline.submissions.assets import READS, submission_folder, submission_scores
+    from mama_pipeline.submissions.assets import submission_folder, submission_scores
     from mama_pipeline.submissions.submission_files import submission_id
 
     s = load_settings()
@@ -111,14 +114,16 @@ def submit(
         if not instance.has_dynamic_partition(SUBMISSIONS.name, sid):
             instance.add_dynamic_partitions(SUBMISSIONS.name, [sid])
         print(f"{sid}: {kind} submission {name!r} stored under {folder}; scoring", flush=True)
-        result = dg.materialize(
-            [submission_scores, *(dg.AssetSpec(k) for k in READS)],
-            selection=[key],
-            partition_key=sid,
+        from mama_pipeline.definitions import defs  # the same definitions, resources and code version as any run
+
+        job = defs.resolve_implicit_job_def_def_for_assets([key])
+        result = job.execute_in_process(
             instance=instance,
-            resources=shared_resources(str(config_path_from_env() or "")),
+            asset_selection=[key],
+            partition_key=sid,
             tags={"mama/trigger": "cli", "mama/submission": sid},
             raise_on_error=False,
+            run_config=QUIET,
         )
     if not result.success:
         failures = [ev for ev in result.all_events if ev.is_step_failure]

@@ -188,3 +188,26 @@ def test_a_failed_warning_check_is_a_warning_not_a_failure(tmp_path, capfd):
     text = summary.render(tally, 1.0, {}, {}, Path("m.duckdb"), Path("m.log"), "ui")
     assert "1 checks passed, 0 failed, 1 warnings" in text and "failed checks" not in text
     assert "warnings (checks that list what went wrong" in text and "second:second_is_three" in text
+
+
+def test_a_failed_leaf_leaves_the_other_branch_materialised_and_the_summary_names_what_it_skipped(tmp_path, capfd):
+    from mama_pipeline_tests.release.branch_failure_defs import defs
+
+    with dg.instance_for_test() as instance:
+        tally = run_in_process(defs, None, instance, tmp_path / "run.log")
+        made = {
+            (k.to_user_string(), r.partition_key)
+            for k in instance.get_asset_keys()
+            for r in instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=k), limit=10).records
+        }
+    out = capfd.readouterr().out
+    assert tally.failed and tally.runs == 6
+    assert made == {("root", None), ("a_fails", "s0"), ("b_branch", "bm25"), ("b_branch", "dense"), ("b_end", None)}
+    assert tally.skipped == [
+        "a_after: depends on a_fails, not materialised by a failed run",
+        "z_joint: depends on a_fails, not materialised by a failed run",
+    ]
+    assert "skipped a_after: depends on a_fails" in out
+    text = summary.render(tally, 1.0, {}, {}, Path("db"), Path("log"), "ui")
+    assert "failed steps: a_fails [s1] (RuntimeError: injected fault in shard s1)" in text
+    assert "skipped because of a failure: a_after: depends on a_fails" in text and "; z_joint: depends" in text

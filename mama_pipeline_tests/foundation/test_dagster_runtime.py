@@ -86,3 +86,43 @@ def test_api_key_never_reaches_store_logs_or_metadata(tmp_path, fake_llm):
     assert any(p.suffix == ".duckdb" for p in files)
     for path in files:
         assert secret.encode() not in path.read_bytes(), f"API key found in {path}"
+
+
+def test_dagster_cli_with_part_of_a_multi_asset_is_one_line_naming_the_rest(tmp_path):
+    out = run_dagster(
+        ["asset", "materialize", "-m", "mama_pipeline.definitions", "--select", "corpus_chunks"], tmp_path
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        "mama_pipeline: error: --select 'corpus_chunks': corpus_chunks, corpus_issues are made together in one "
+        "step; select them together (--select corpus_chunks,corpus_issues)"
+    )
+    assert "Traceback" not in out.stderr
+
+
+def test_dagster_cli_without_dagster_home_says_the_run_is_recorded_nowhere():
+    import dagster as dg
+
+    from mama_pipeline.definitions import NO_DAGSTER_HOME, PartOfAStep, dagster_cli_check
+
+    @dg.multi_asset(outs={"chunks": dg.AssetOut(), "issues": dg.AssetOut()})
+    def corpus():
+        yield dg.Output(1, output_name="chunks")
+        yield dg.Output(1, output_name="issues")
+
+    @dg.asset(deps=["chunks"])
+    def queries() -> None:
+        pass
+
+    defs = dg.Definitions(assets=[corpus, queries])
+    cli = ["/venv/bin/dagster", "asset", "materialize", "-m", "mod", "--select"]
+    assert dagster_cli_check(defs, [*cli, "chunks,issues,queries"], {}) == NO_DAGSTER_HOME
+    assert dagster_cli_check(defs, [*cli, "queries"], {"DAGSTER_HOME": "/h"}) is None
+    assert dagster_cli_check(defs, ["/venv/bin/mama-pipeline", "materialize", "--select", "chunks"], {}) is None
+    try:
+        dagster_cli_check(defs, [*cli, "issues,queries"], {"DAGSTER_HOME": "/h"})
+    except PartOfAStep as exc:
+        assert "chunks, issues are made together in one step; select them together (--select " in str(exc)
+        assert str(exc).endswith("(--select chunks,issues,queries)")
+    else:
+        raise AssertionError("part of a multi-asset selected: no error")

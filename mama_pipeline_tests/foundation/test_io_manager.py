@@ -57,3 +57,33 @@ def test_a_column_the_table_lacks_is_a_one_line_error_naming_table_and_column(tm
     message = (error.cause or error).message.strip()
     assert "\n" not in message, message
     assert "'nope'" in message and "table 'wide'" in message and "'a'" not in message, message
+
+
+@dg.asset
+def failures() -> pl.DataFrame:
+    return pl.DataFrame({"x": [1]})
+
+
+@dg.asset_check(asset=whole, additional_ins={"failures": dg.AssetIn("failures")})
+def whole_agrees_with_failures(whole: pl.DataFrame, failures: pl.DataFrame) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=True)
+
+
+def test_a_check_whose_input_was_never_materialised_names_the_asset_to_add(tmp_path):
+    from mama_pipeline.demo.runner import failure_reason
+
+    defs = dg.Definitions(
+        assets=[wide, whole, failures],
+        asset_checks=[whole_agrees_with_failures],
+        resources=shared_resources(_config(tmp_path)),
+    )
+    job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("wide"), dg.AssetKey("whole")])
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(
+            instance=instance, asset_selection=[dg.AssetKey("wide"), dg.AssetKey("whole")], raise_on_error=False
+        )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    reason = failure_reason(failure.step_failure_data)
+    assert reason.startswith("MissingInput: whole_whole_agrees_with_failures reads failures, which is not in the store")
+    assert "add failures to the selection (--select '<the selection>,failures')" in reason

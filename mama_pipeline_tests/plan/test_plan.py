@@ -179,12 +179,14 @@ def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, f
     assert out.returncode == 1, out.stderr
     lines = out.stdout.splitlines()
     block = lines[lines.index("generated_queries · query_writer · fake-model") :]
-    assert block[1].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
-    assert block[2].startswith(
+    # the configuration's relative bundle path resolves against its folder, where there is none
+    assert block[1].startswith("  bound: at most ? requests (bound not computed: corpus bundle ")
+    assert block[2].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
+    assert block[3].startswith(
         "  completion cap 512 tokens a request (up to 1,536 completion tokens); "
         "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)"
     )
-    assert block[3] == (
+    assert block[4] == (
         "  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
         "3 new requests > max_new_requests 2"
     )
@@ -196,6 +198,7 @@ def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, f
     "args, reason",
     [
         (["--latency-s", "0"], "--latency-s 0: must be a positive number of seconds"),
+        (["--rate", "-1"], "--rate -1: must be a positive number of requests a second per server"),
         (["--select", "no_such_asset"], "--select 'no_such_asset': "),
     ],
 )
@@ -367,3 +370,64 @@ def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_
         )
     b = one(plan_bills(config, ["multipassage_questions"]), "multipassage_questions", "query_writer")
     assert (b.requests, b.cached, b.to_send) == (3, 3, 0)  # the plan's cache keys are the ones the writer used
+
+
+SAMPLE_STAGES = {  # every LLM stage the sample configuration asks, written out by hand
+    "classifier",
+    "classifier_reference",
+    "rubric_judge",
+    "query_writer",
+    "judge",
+    "reference_judge",
+    "query_rewriter",
+    "rewrite_gate",
+    "answer_grader",
+    "system:smollm-closed",
+    "system:smollm-rag",
+}
+
+
+def bounds_of(stdout: str) -> dict[tuple[str, str], int]:
+    """(asset, stage) -> the bound printed under its block."""
+    out, head = {}, None
+    for line in stdout.splitlines():
+        if " · " in line and not line.startswith(" "):
+            head = tuple(line.split(" · ")[:2])
+        elif line.startswith("  bound: at most ") and head:
+            out[head] = int(line.split()[3].replace(",", ""))
+    return out
+
+
+def test_plan_on_an_empty_data_folder_bounds_every_stage_and_writes_nothing(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {"MAMA_DATA_DIR": str(data)}
+    out = subprocess.run(
+        [sys.executable, "-m", "mama_pipeline.cli", "plan", "--select", "*", "--rate", "0.5", "--gpus-per-server", "8"],
+        env={**os.environ, "MAMA_CONFIG": str(SAMPLE_CONFIG), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert list(data.iterdir()) == []  # no mama.duckdb, no lock, no logs
+    bounds = bounds_of(out.stdout)
+    assert {stage for _, stage in bounds} == SAMPLE_STAGES
+    assert all(n > 0 for n in bounds.values()), bounds
+    # the parts the sample configuration fixes: 3 retrievers at pool depth 5 + the seed chunk per query, the
+    # audit's 4 queries x ranks 6-10 of 3 retrievers, the pilot of 12, 2 queries x 2 rewrite kinds, one set
+    # of at most 3 chunks (its verifier: 3 chunks alone, 3 fact checks, the set)
+    queries = bounds[("generated_queries", "query_writer")]
+    assert bounds[("judged_labels", "judge")] == queries * 16
+    assert bounds[("audit_judgments", "judge")] == 4 * 15
+    assert bounds[("reference_judgments", "reference_judge")] == 12
+    assert bounds[("query_variants", "query_rewriter")] == bounds[("query_variants", "rewrite_gate")] == 4
+    assert bounds[("variant_labels", "judge")] == 2  # robustness.max_hole_pairs
+    assert bounds[("multipassage_questions", "query_writer")] == 1
+    assert bounds[("multipassage_questions", "judge")] == 7
+    assert bounds[("system_answers", "system:smollm-closed")] == 3  # one item per track
+    assert bounds[("system_grades", "rubric_judge")] == 6  # one rubric item of at most 6 criteria
+    total = sum(bounds.values())
+    assert f"at most {total:,} requests (18 of 18 stage plans bounded); " in out.stdout
+    # at 0.5 requests a second on one server: total / 0.5 s, and 8 GPU-hours per server-hour
+    assert f"{total / 0.5 / 3600 * 8:,.1f} GPU-hours at 8 GPUs a server" in out.stdout

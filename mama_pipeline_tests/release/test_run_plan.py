@@ -150,3 +150,81 @@ def test_execute_plan_uses_the_given_loggers_and_reports_each_run():
     assert all(r.success for r in results)
     assert announced == [(1, 3, None), (2, 3, "bm25"), (3, 3, "dense")]
     assert seen == ["queries", "rankings", "rankings"]
+
+
+def _materialised(instance) -> set[str]:
+    out = set()
+    for key in instance.get_asset_keys():
+        for record in instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=100).records:
+            part = record.partition_key
+            out.add(key.to_user_string() + (f"[{part}]" if part else ""))
+    return out
+
+
+def test_a_failed_run_stops_only_what_depends_on_it():
+    from mama_pipeline_tests.release import branch_failure_defs as bf
+
+    graph = bf.defs.resolve_asset_graph()
+    steps = plan_runs(graph, graph.materializable_asset_keys)
+    # the failing step runs before the independent branch: the cut must not stop the branch
+    assert [names(s) for s in steps] == [["root"], ["a_fails"], ["a_after"], ["b_branch"], ["b_end", "z_joint"]]
+    skipped = []
+    with dg.instance_for_test() as instance:
+        results = execute_plan(bf.defs, steps, instance, raise_on_error=False, on_skip=skipped.append)
+        done = _materialised(instance)
+    assert [r.success for r in results] == [True, True, False, True, True, True]  # root, a_fails x2, b_branch x2, b_end
+    assert done == {"root", "a_fails[s0]", "b_branch[bm25]", "b_branch[dense]", "b_end"}
+    assert [(names(s), {k.path[0]: v.path[0] for k, v in s.because.items()}) for s in skipped] == [
+        (["a_after"], {"a_after": "a_fails"}),
+        (["z_joint"], {"z_joint": "a_fails"}),
+    ]
+
+
+def test_cut_failed_leaves_out_a_whole_multi_asset():
+    from mama_pipeline.run_plan import RunStep, cut_failed
+
+    graph = DEFS.resolve_asset_graph()
+    step = RunStep((dg.AssetKey("chunks"), dg.AssetKey("issues"), dg.AssetKey("queries")), None)
+    kept, because = cut_failed(graph, step, {dg.AssetKey("issues")})
+    assert kept == RunStep((dg.AssetKey("chunks"), dg.AssetKey("issues"), dg.AssetKey("queries")), None)
+    assert because == {}  # a failure of the same run is Dagster's to skip; only earlier runs' failures cut
+    kept, because = cut_failed(
+        graph, RunStep((dg.AssetKey("pool"), dg.AssetKey("release")), None), {dg.AssetKey("issues")}
+    )
+    assert kept == RunStep((dg.AssetKey("pool"),), None) and because == {dg.AssetKey("release"): dg.AssetKey("issues")}
+
+
+def test_a_selection_brings_the_assets_its_checks_read():
+    from mama_pipeline.definitions import defs
+    from mama_pipeline.run_plan import check_inputs, selected_keys
+
+    graph = defs.resolve_asset_graph()
+    keys = selected_keys(defs, "+key:judgments")
+    added = check_inputs(graph, keys)
+    assert dg.AssetKey("judging_failures") not in keys
+    assert added[dg.AssetKey("judging_failures")].to_user_string() == "judgments:every_pooled_pair_labelled_or_failed"
+    assert check_inputs(graph, keys | set(added)) == {}  # nothing more to bring
+
+
+def test_every_asset_selected_alone_makes_runs_dagster_can_build():
+    """mama-pipeline materialize --select X, for every asset X: the runs (X's whole step, the assets its checks
+    read) are each a valid Dagster asset selection; the Dagster CLI's check passes X or names the step's rest."""
+    from mama_pipeline.definitions import PartOfAStep, dagster_cli_check, defs
+    from mama_pipeline.run_plan import check_inputs, expand_selection
+
+    graph = defs.resolve_asset_graph()
+    cli = ["/venv/bin/dagster", "asset", "materialize", "-m", "mama_pipeline.definitions", "--select"]
+    together = 0
+    for key in sorted(graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
+        keys = {key} | set(check_inputs(graph, {key}))
+        for step in plan_runs(graph, keys):
+            job = defs.resolve_implicit_job_def_def_for_assets(list(step.asset_keys))
+            job.get_subset(asset_selection=set(step.asset_keys))  # raises DagsterInvalidSubsetError when invalid
+        whole = expand_selection(graph, {key})
+        try:
+            dagster_cli_check(defs, [*cli, key.to_user_string()], {"DAGSTER_HOME": "/h"})
+            assert whole == {key}
+        except PartOfAStep as exc:
+            together += 1
+            assert whole != {key} and all(k.to_user_string() in str(exc) for k in whole)
+    assert together >= 2  # corpus_chunks and corpus_issues at least

@@ -109,8 +109,20 @@ def test_a_run_is_validated_its_holes_judged_once_and_scored_with_judged_at_k(tm
         == 0
     )
     assert fake_llm.stats()["chat_calls"] - before == len(holes)  # exactly the holes, one request each
+    terminal = capsys.readouterr()
+    assert " - DEBUG - " not in terminal.out + terminal.err  # Dagster's event lines stay in the event log
+    assert "STEP_START" not in terminal.out + terminal.err and "scoring" in terminal.out
     (record,) = store.read_table("submissions").to_dicts()
     sid = record["submission_id"]
+    with dg.DagsterInstance.from_config(str(tmp_path / "data" / "dagster_home")) as instance:
+        (made,) = [r for r in instance.get_runs() if r.tags.get("mama/submission") == sid]
+        event = instance.get_latest_materialization_event(dg.AssetKey("submission_scores"))
+    from mama_pipeline.definitions import defs
+
+    # built through mama_pipeline.definitions (dg.materialize's ephemeral job had no code version)
+    version = defs.resolve_asset_graph().get(dg.AssetKey("submission_scores")).code_version
+    assert made.job_name != "__ephemeral_asset_job__" and event.run_id == made.run_id
+    assert version and event.asset_materialization.tags.get("dagster/code_version") == version
     assert sid.startswith("sub-") and len(sid) == 20 and partitions(tmp_path) == [sid]
     assert (record["name"], record["model"], record["submitted_on"], record["judge_model"]) == (
         "My retriever",

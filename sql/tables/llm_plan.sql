@@ -16,5 +16,9 @@ CREATE TABLE IF NOT EXISTS llm_plan (
     expected_s         DOUBLE,             -- ceil(to_send / slots) x latency_s
     over_budget        VARCHAR NOT NULL,   -- empty, or the budget breach
     note               VARCHAR NOT NULL,
+    bound              BIGINT,             -- most requests, from the configuration and the raw inputs (null: see basis)
+    bound_basis        VARCHAR NOT NULL,   -- how the bound was computed, or why it was not
+    servers            BIGINT NOT NULL,    -- base URLs (the embedded server: 1)
+    bound_s            DOUBLE,             -- time to send the bound: at --rate per server, or at latency_s
     PRIMARY KEY (asset, stage)
 );

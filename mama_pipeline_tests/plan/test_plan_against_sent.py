@@ -1,0 +1,102 @@
+"""The bound before anything is built holds on the bundled sample: every stage sends no more than its bound
+(counted at the fake server and in the cache), the judge's bound is at most twice what it sends, the exact plan of
+``judged_labels`` once its inputs exist is within 5% of what it sends, and the run's summary says planned against
+sent. Every LLM stage and answering system on the fake OpenAI-compatible server (BM25 left out: the fake writer's
+questions share no words with the corpus)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mama_pipeline.resources import LLM_STAGES
+from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline.store import Store
+from mama_pipeline_tests.plan.test_plan import bounds_of
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_config(root: Path, url: str) -> Path:
+    shutil.copytree(SAMPLE_CONFIG.parent / "sample_data", root / "sample_data")
+    raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
+    for stage in LLM_STAGES:
+        if stage != "cross_model_judge":  # optional: setting it adds a reference judge
+            raw["llm"].setdefault(stage, {}).update(base_urls=[url], model="fake-model")
+    for system in raw["systems"]["entries"]:
+        system.update(base_urls=[url], model="fake-model")
+        if system.get("retriever") == "bm25":
+            system["retriever"] = "minilm"
+    raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["name"] != "bm25"]
+    for beir in raw["evaluation"]["beir"]:
+        beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    return config
+
+
+def sent(store: Store) -> dict[str, int]:
+    """Requests sent per stage: distinct cache keys answered or failed."""
+    out: dict[str, int] = {}
+    for table in ("llm_responses", "llm_failures"):
+        if store.table_exists(table):
+            for stage, n in store.query(f"SELECT stage, count(DISTINCT cache_key) FROM {table} GROUP BY stage").rows():
+                out[stage] = out.get(stage, 0) + n
+    return out
+
+
+@pytest.mark.slow
+def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
+    config = write_config(tmp_path / "sample", fake_llm.url)
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {
+        **os.environ,
+        "MAMA_CONFIG": str(config),
+        "MAMA_DATA_DIR": str(data),
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "MAMA_LLM_API_KEY": "unused",
+        "PYTHONPATH": str(REPO),
+    }
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        out = subprocess.run(
+            [sys.executable, "-m", "mama_pipeline.cli", *args], cwd=REPO, env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
+        return out
+
+    planned = bounds_of(cli("plan", "--select", "*").stdout)
+    assert list(data.iterdir()) == []  # the plan wrote nothing
+    bound: dict[str, int] = {}
+    for (_, stage), n in planned.items():
+        bound[stage] = bound.get(stage, 0) + n
+
+    cli("materialize", "--executor", "in_process", "--select", "*pooled_pairs")
+    store = Store(data / "mama.duckdb")
+    assert "judge" not in sent(store)
+    exact = cli("plan", "--select", "judged_labels").stdout
+    (to_send,) = [
+        int(m.replace(",", "")) for m in re.findall(r"requests [\d,]+: [\d,]+ cached, ([\d,]+) to send", exact)
+    ]
+    cli("materialize", "--executor", "in_process", "--select", "judged_labels")
+    judged = sent(store)["judge"]
+    assert abs(to_send - judged) <= 0.05 * judged, (to_send, judged)
+
+    calls_before_rest = fake_llm.stats()["chat_calls"]
+    rest = cli("materialize", "--executor", "in_process", "--select", "*").stdout
+    totals = sent(store)
+    assert set(totals) <= set(bound), set(totals) - set(bound)
+    for stage, n in totals.items():
+        assert 0 < n <= bound[stage], (stage, n, bound[stage])
+    assert bound["judge"] <= 2 * totals["judge"], (bound["judge"], totals["judge"])
+    assert fake_llm.stats()["chat_calls"] <= sum(bound.values())  # at the server: no more than the bounds
+    assert calls_before_rest > 0
+    assert "requests sent this run / planned bound, per stage: " in rest and "SENT MORE THAN THE BOUND" not in rest
