@@ -163,7 +163,15 @@ def _judged_pairs(raw: RawInputs) -> tuple[int, str]:
 
 @_guard
 def judged_labels_bound(raw: RawInputs, stage: str) -> Bound:
-    return Bound(*_judged_pairs(raw))
+    """The pool bound; under ``judging.strategy: adaptive``, its budget plus the remainder sample (both grow with the
+    pool, so the pool's bound bounds them)."""
+    pairs, basis = _judged_pairs(raw)
+    j = raw.s.judging
+    if j.strategy != "adaptive":
+        return Bound(pairs, basis)
+    budget = j.budget_pairs(pairs)
+    rest = min(j.remainder_sample, pairs - budget)
+    return Bound(budget + rest, f"adaptive: budget {budget} + remainder sample {rest} of a pool of at most {basis}")
 
 
 @_guard

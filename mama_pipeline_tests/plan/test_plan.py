@@ -431,3 +431,17 @@ def test_plan_on_an_empty_data_folder_bounds_every_stage_and_writes_nothing(tmp_
     assert f"at most {total:,} requests (18 of 18 stage plans bounded); " in out.stdout
     # at 0.5 requests a second on one server: total / 0.5 s, and 8 GPU-hours per server-hour
     assert f"{total / 0.5 / 3600 * 8:,.1f} GPU-hours at 8 GPUs a server" in out.stdout
+
+
+def test_the_bound_of_an_adaptive_run_is_its_budget_plus_the_remainder_sample():
+    from mama_pipeline.plan.stage_bounds import RawInputs, judged_labels_bound, query_writer_bound
+
+    full = load_settings(SAMPLE_CONFIG)
+    queries = query_writer_bound(RawInputs(full), "query_writer").requests
+    pool = queries * 16  # the sample: 3 retrievers at pool depth 5 + the seed chunk per query
+    assert judged_labels_bound(RawInputs(full), "judge").requests == pool
+    for budget, remainder, expected in ((0.25, 5, round(pool / 4) + 5), (3, 10**6, pool)):
+        judging = full.judging.model_copy(update={"strategy": "adaptive", "budget": budget, "remainder_sample": remainder})
+        bound = judged_labels_bound(RawInputs(full.model_copy(update={"judging": judging})), "judge")
+        assert bound.requests == expected, bound
+        assert bound.basis.startswith("adaptive: budget ")
