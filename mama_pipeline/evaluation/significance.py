@@ -208,6 +208,12 @@ def exact_mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     return table[0][1], table[1][0], float(mcnemar(table, exact=True).pvalue)
 
 
+def refused_rows(table: pl.DataFrame, column: str = "refused") -> str:
+    """``"k of n rows"`` of ``table`` with a refused figure (its reason in ``column``), for an asset's metadata."""
+    k = table.height - table[column].null_count() if column in table.columns else 0
+    return f"{k} of {table.height} rows"
+
+
 def _refusal(figure, *args):
     """(result, None) or (None, reason) for a figure that may be refused."""
     try:

@@ -239,3 +239,14 @@ def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbat
     assert paired_randomization_p(a, b, 300, 4) == ref.pvalue
     assert batches == [10]  # 300 sign-flip resamples, 10 per batch
     assert original(a - b, 300, np.random.default_rng(4), 7) == ref.pvalue  # any batch: the same signs
+
+
+def test_refused_rows_counts_the_rows_whose_figures_were_refused():
+    from mama_pipeline.evaluation.significance import refused_rows
+
+    table = pl.DataFrame(
+        {"refused": [None, "interval: 3 values, fewer than the 30", None]}, schema={"refused": pl.String}
+    )
+    assert refused_rows(table) == "1 of 3 rows"
+    assert refused_rows(table.clear()) == "0 of 0 rows"
+    assert refused_rows(pl.DataFrame({"x": [1]}), "interval_refused") == "0 of 1 rows"
