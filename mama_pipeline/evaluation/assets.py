@@ -39,7 +39,7 @@ from mama_pipeline.evaluation.per_query_scoring import (
 )
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
+from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance, refused_rows
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
 from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation.trec import read_trec_run
@@ -198,6 +198,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
             "pairs": sig.select("retriever_a", "retriever_b").unique().height,
             "measures": ", ".join(ev.significance_measures),
             "significant_after_holm": int((sig["p_randomization_holm"] < ev.alpha).sum()),
+            "refused": refused_rows(sig),  # an interval or p not computed: its reason in the row's refused
         },
     )
 

@@ -270,6 +270,7 @@ def _emit(
                     "ci_high",
                     "p_randomization_holm",
                     "p_mcnemar_holm",
+                    "refused",
                 )
             )
     print(json.dumps(notes, indent=2, sort_keys=True, default=str))

@@ -310,10 +310,11 @@ SECTIONS: list[Section] = [
 
 
 def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
-    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries); None without per-query values."""
+    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries), or the mean with the reason its
+    interval is refused; None without per-query values."""
     if inputs.per_query is None:
         return None
-    from mama_pipeline.evaluation.significance import bootstrap_mean_ci
+    from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
 
     measures = inputs.headline_measures or inputs.significance["measure"].unique(maintain_order=True).to_list()
     measures = [m for m in measures if m in set(inputs.per_query["measure"].unique().to_list())]
@@ -326,8 +327,12 @@ def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
         for m in measures:
             mine = inputs.per_query.filter((pl.col("retriever") == name) & (pl.col("measure") == m))
             values = mine.sort("query_id")["value"]  # the declared order: query id, as the per-query files
-            low, high = bootstrap_mean_ci(values.to_numpy(), inputs.resamples, inputs.seed, inputs.confidence)
-            row[_label(inputs.board, m)] = f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
+            try:
+                low, high = bootstrap_mean_ci(values.to_numpy(), inputs.resamples, inputs.seed, inputs.confidence)
+                interval = f"[{low:.3f}, {high:.3f}]"
+            except StatisticRefused as refused:
+                interval = f"(refused, {refused.reason})"
+            row[_label(inputs.board, m)] = f"{values.mean():.3f} {interval}"
         rows.append(row)
     return pl.DataFrame(rows)
 
@@ -355,12 +360,18 @@ def _pairs(sig: pl.DataFrame, measure: str) -> tuple[list[str], dict[tuple[str, 
 
 def _cell(r: dict, sign: int, alpha: float) -> str:
     diff = sign * r["diff"]
-    low, high = (r["ci_low"], r["ci_high"]) if sign == 1 else (-r["ci_high"], -r["ci_low"])
+    text = f"{diff:+.3f}"
+    if r["ci_low"] is not None:
+        low, high = (r["ci_low"], r["ci_high"]) if sign == 1 else (-r["ci_high"], -r["ci_low"])
+        text += f" [{low:+.3f}, {high:+.3f}]"
     p = r["p_randomization_holm"]
-    text = f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]<br>p {_p(p)}"
+    if p is not None:
+        text += f"<br>p {_p(p)}"
     if r["p_mcnemar_holm"] is not None:
         text += f"<br>McNemar p {_p(r['p_mcnemar_holm'])}"
-    return f"<td class='{'sig' if p < alpha else ''}'>{text}</td>"
+    if r.get("refused"):
+        text += f"<br><small>refused: {_e(r['refused'])}</small>"
+    return f"<td class='{'sig' if p is not None and p < alpha else ''}'>{text}</td>"
 
 
 def _overall(board: pl.DataFrame) -> pl.DataFrame:
@@ -463,7 +474,8 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
             if np.isfinite(value):
                 a, b = names[i], names[j]
                 r = cells.get((a, b)) or cells.get((b, a))
-                star = "*" if r["p_randomization_holm"] < inputs.alpha else ""
+                p = r["p_randomization_holm"]
+                star = "*" if p is not None and p < inputs.alpha else ""
                 dark = bound > 0 and abs(value) > 0.6 * bound
                 ax.text(
                     j,

@@ -60,11 +60,14 @@ def _tests(result: SegmentResult, dim: str, measure: str, alpha: float) -> str:
     rows = []
     for r in sig.iter_rows(named=True):
         mcnemar = "" if r["p_mcnemar_holm"] is None else f"{r['p_mcnemar_holm']:.3g}"
-        cls = " class='sig'" if r["p_randomization_holm"] < alpha else ""
+        p = r["p_randomization_holm"]
+        cls = " class='sig'" if p is not None and p < alpha else ""
+        interval = "" if r["ci_low"] is None else f" [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        refused = f"<br><small>refused: {_e(r['refused'])}</small>" if r.get("refused") else ""
         rows.append(
             f"<tr{cls}><td>{_e(r['segment'])}</td><td>{_e(r['retriever_a'])} &minus; {_e(r['retriever_b'])}"
-            f"</td><td>{r['n_queries']}</td><td>{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]</td>"
-            f"<td>{r['p_randomization_holm']:.3g}</td><td>{mcnemar}</td></tr>"
+            f"</td><td>{r['n_queries']}</td><td>{r['diff']:+.3f}{interval}{refused}</td>"
+            f"<td>{'' if p is None else f'{p:.3g}'}</td><td>{mcnemar}</td></tr>"
         )
     head = (
         "<tr><th>segment</th><th>pair</th><th>queries</th><th>difference [CI]</th><th>p (Holm)</th>"

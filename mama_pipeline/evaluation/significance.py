@@ -1,13 +1,23 @@
-"""Paired significance between every two retrievers, from per-query values.
+"""Intervals and paired tests of per-query (per-item) values, and their refusals.
 
-For each measure and each pair (a, b), on the same queries: the paired bootstrap
-confidence interval of mean(a - b) (scipy, seeded), a paired randomization test
-(scipy permutation_test, sign flips within queries) and, for 0/1 measures such as
-hit rate, the exact McNemar test on the discordant queries (statsmodels). Which
-measures are 0/1 is inferred from the values unless the caller names them
-(``binary_measures``): a graded measure whose sample happens to hold only 0 and 1
-is not 0/1 by definition. Holm correction (statsmodels) runs across the pairs of
+For each measure and each pair (a, b), on the same queries: the paired BCa bootstrap
+interval of mean(a - b), a paired randomization test (sign flips within queries) and,
+for 0/1 measures such as hit rate, the exact McNemar test on the discordant queries
+(statsmodels). Which measures are 0/1 is inferred from the values unless the caller
+names them (``binary_measures``): a graded measure whose sample happens to hold only 0
+and 1 is not 0/1 by definition. Holm correction (statsmodels) runs across the pairs of
 one measure and one test; a missing p is left out of its family and stays missing.
+
+The BCa interval of a mean and the sign-flip test are computed here in O(n) per
+resample (leave-one-out means as (sum - x_i)/(n - 1); sign flips as one array
+operation), drawing the resamples and signs exactly as scipy 1.17's ``bootstrap`` and
+``permutation_test`` do from the same generator: mama_pipeline_tests/evaluation/
+test_significance_fast.py shows both equal scipy to 1e-12.
+
+Every function here raises :class:`StatisticRefused` (with its ``reason``) where the
+figure cannot be honest: too few values, no spread, a degenerate bootstrap. The unit
+of resampling is the row given: rows that are not independent (variants of one
+parent) must be reduced to one value per unit first (docs/statistics.md).
 scipy and statsmodels load inside the functions: loading Dagster definitions stays fast.
 """
 
@@ -36,36 +46,32 @@ SIGNIFICANCE_SCHEMA = {
     "only_b": pl.Int64,
     "p_mcnemar": pl.Float64,
     "p_mcnemar_holm": pl.Float64,
+    "refused": pl.String,  # why a figure of the row is missing ("interval: ...; randomization: ..."); null if none
 }
+ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling batch (32 MB as float64)
+MIN_INTERVAL_N = 30  # fewer values: a bootstrap interval is refused (too narrow below: docs/statistics.md)
+MIN_PAIRED_TEST_N = 2  # fewer pairs: the randomization test is refused
 
 
 class StatisticRefused(ValueError):
-    """A statistic that cannot be computed on this input (n = 0, 1, degenerate values), with its reason."""
+    """A figure that cannot be computed honestly from its input; ``reason`` is the line a page shows."""
 
     def __init__(self, reason: str):
-        self.reason = reason
         super().__init__(reason)
-
-
-ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling call (32 MB as float64)
+        self.reason = reason
 
 
 def batch_for(n: int) -> int:
-    """Resamples (and BCa jackknife samples) per vectorised scipy call for ``n`` queries or items: memory stays
-    near ELEMENTS_PER_CALL values whatever ``n``; scipy's results do not depend on the batch."""
+    """Resamples per vectorised batch for ``n`` queries or items: memory stays near ELEMENTS_PER_CALL values
+    whatever ``n``; the results do not depend on the batch."""
     return max(1, ELEMENTS_PER_CALL // max(n, 1))
-
-
-def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x - y, axis=axis)
 
 
 def compact(values: np.ndarray) -> np.ndarray:
     """Whole numbers of small size (0/1 hits, correctness) as int8, other values unchanged.
 
-    scipy's BCa jackknife copies n x (n - 1) values, which at tens of thousands of items dominates the
-    interval's cost: a byte each instead of eight. The statistics are the same bit for bit, since sums
-    and differences of whole numbers are exact in float64 whatever the order of summation.
+    Resampling gathers n values per resample: a byte each instead of eight. The statistics are the same bit
+    for bit, since sums and differences of whole numbers are exact in float64 whatever the order of summation.
     """
     values = np.asarray(values)
     if values.size and values.dtype.kind == "f" and np.all(np.abs(values) <= 63) and np.all(values == np.trunc(values)):
@@ -73,78 +79,147 @@ def compact(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _checked(values: np.ndarray, what: str) -> np.ndarray:
+    values = np.asarray(values, dtype=float).ravel()
+    if not np.all(np.isfinite(values)):
+        raise StatisticRefused(f"{what}: {int(np.sum(~np.isfinite(values)))} of {values.size} values are not finite")
+    return values
+
+
+def bca_interval_of_mean(
+    values: np.ndarray, n_resamples: int, rng: np.random.Generator, confidence: float = 0.95, batch: int | None = None
+) -> tuple[float, float]:
+    """BCa bootstrap interval of the mean of ``values`` (rows resampled), as scipy's ``bootstrap(method="BCa")``
+    computes it from the same ``rng`` and ``batch``, with the jackknife's leave-one-out means in O(n).
+
+    Refused below MIN_INTERVAL_N values, for values without spread (every resample would repeat the sample's
+    mean: no interval can be sized from it) and where the bootstrap is degenerate (every resample on one side
+    of the estimate, or an interval that is empty or misses its estimate).
+    """
+    from scipy import special, stats
+
+    x = _checked(values, "interval")
+    n = x.size
+    if n < MIN_INTERVAL_N:
+        raise StatisticRefused(f"interval: {n} values, fewer than the {MIN_INTERVAL_N} a bootstrap interval needs")
+    if np.all(x == x[0]):
+        raise StatisticRefused(f"interval: all {n} values equal ({x[0]:g}); no spread to size an interval")
+    x = compact(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        theta = np.mean(x)
+        total = float(np.sum(x, dtype=float))
+        loo = (total - x) / (n - 1)  # leave-one-out means: the jackknife of scipy's BCa in O(n)
+        u = (n - 1) * (np.mean(loo) - loo)
+        a_hat = 1 / 6 * (np.sum(u**3) / n**3) / (np.sum(u**2) / n**2) ** (3 / 2)
+    if not (np.isfinite(theta) and np.isfinite(a_hat)):
+        raise StatisticRefused(f"interval: values too large for float64 sums (largest |value| {np.max(np.abs(x)):g})")
+    theta_b = np.empty(n_resamples)
+    step = batch or n_resamples
+    for k in range(0, n_resamples, step):
+        m = min(step, n_resamples - k)
+        theta_b[k : k + m] = np.mean(x[rng.integers(0, n, (m, n))], axis=-1)
+    percentile = (np.count_nonzero(theta_b < theta) + np.count_nonzero(theta_b <= theta)) / (2 * n_resamples)
+    z0 = special.ndtri(percentile)
+    if not np.isfinite(z0):
+        raise StatisticRefused(f"interval: every one of {n_resamples} resamples lies on one side of the mean")
+    z_alpha = float(special.ndtri((1 - confidence) / 2))
+    levels = [special.ndtr(z0 + (z0 + z) / (1 - a_hat * (z0 + z))) for z in (z_alpha, -z_alpha)]
+    low, high = (float(v) for v in stats.quantile(theta_b, np.asarray(levels), axis=-1))
+    if not (np.isfinite(low) and np.isfinite(high) and low <= theta <= high and low < high):
+        raise StatisticRefused(f"interval: BCa is degenerate here ([{low:g}, {high:g}] around {float(theta):g})")
+    return low, high
+
+
 def paired_bootstrap_ci(
     a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """BCa bootstrap interval of mean(a - b), resampling queries (pairs) together."""
-    from scipy import stats
-
-    a, b = compact(a), compact(b)
-    d = a - b
-    if np.all(d == d[0]):  # no spread: every resample gives the same difference
-        return float(d[0]), float(d[0])
-    res = stats.bootstrap(
-        (a, b),
-        _mean_diff,
-        paired=True,
-        vectorized=True,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="BCa",
-        batch=batch_for(d.size),
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    """BCa bootstrap interval of mean(a - b), resampling queries (pairs) together: scipy's paired BCa,
+    equal to ``bootstrap((a, b), mean(a - b), paired=True, method="BCa")`` on the same seed. Refused as
+    :func:`bca_interval_of_mean` refuses the differences (all equal: no interval, the difference is exact)."""
+    d = _checked(a, "interval") - _checked(b, "interval")
+    return bca_interval_of_mean(d, n_resamples, np.random.default_rng(seed), confidence, batch_for(d.size))
 
 
 def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
-    """BCa bootstrap interval of the mean of per-query values (queries resampled)."""
-    from scipy import stats
+    """BCa bootstrap interval of the mean of per-query values (queries resampled); see :func:`bca_interval_of_mean`."""
+    values = np.asarray(values, dtype=float)
+    return bca_interval_of_mean(values, n_resamples, np.random.default_rng(seed), confidence, batch_for(values.size))
 
-    values = compact(np.asarray(values, dtype=float))
-    if values.size == 0:
-        return float("nan"), float("nan")
-    if np.all(values == values[0]):  # no spread: the interval is the value itself
-        return float(values[0]), float(values[0])
-    res = stats.bootstrap(
-        (values,),
-        np.mean,
-        vectorized=True,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="BCa",
-        batch=batch_for(values.size),
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch: int | None = None) -> float:
+    """Two-sided p of mean(d) under random sign flips of each difference: scipy's ``permutation_test`` of
+    mean(a - b) with ``permutation_type="samples"`` on the same ``rng``, as one array operation per batch.
+
+    Where ``n_resamples`` reaches the 2^n sign patterns the test is exact (every pattern, as scipy). Refused
+    below MIN_PAIRED_TEST_N pairs; all differences zero give p = 1 exactly (every pattern ties the observed 0).
+    """
+    d = compact(_checked(d, "randomization"))
+    n = d.size
+    if n < MIN_PAIRED_TEST_N:
+        raise StatisticRefused(f"randomization: {n} pairs, fewer than the {MIN_PAIRED_TEST_N} a paired test needs")
+    if not np.any(d):
+        return 1.0
+    with np.errstate(over="ignore"):
+        observed = np.mean(d)
+    if not np.isfinite(observed):
+        raise StatisticRefused(f"randomization: differences too large for float64 sums (largest {np.max(np.abs(d)):g})")
+    exact = n_resamples >= 2**n
+    if exact:
+        signs = np.array(list(itertools.product((1, -1), repeat=n)), dtype=np.int8)
+        nulls, total = [np.mean(signs * d, axis=-1)], 2**n
+    else:
+        step = min(batch or n_resamples, n_resamples)
+        nulls, total = [], n_resamples
+        for k in range(0, n_resamples, step):
+            # scipy shuffles each pair with one 32-bit draw (its low bit 0 swaps a and b), a whole batch at a time
+            bits = rng.integers(0, 2**32, (step, n), dtype=np.uint32)[: min(step, n_resamples - k)]
+            nulls.append(np.mean(np.where((bits & 1) == 0, -d, d), axis=-1))
+    null = np.concatenate(nulls)
+    adjustment = 0 if exact else 1
+    gamma = abs(np.finfo(float).eps * 100 * observed)
+    less = (np.count_nonzero(null <= observed + gamma) + adjustment) / (total + adjustment)
+    greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (total + adjustment)
+    return float(np.clip(min(less, greater) * 2, 0.0, 1.0))
 
 
 def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
-    """Two-sided p of mean(a - b) under random swaps of a and b within each query."""
-    from scipy import stats
-
-    if np.all(a == b):
-        return 1.0
-    res = stats.permutation_test(
-        (compact(a), compact(b)),
-        _mean_diff,
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=n_resamples,
-        alternative="two-sided",
-        batch=batch_for(np.size(a)),
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.pvalue)
+    """Two-sided p of mean(a - b) under random swaps of a and b within each query (:func:`sign_flip_p`)."""
+    d = _checked(a, "randomization") - _checked(b, "randomization")
+    return sign_flip_p(d, n_resamples, np.random.default_rng(seed), batch_for(d.size))
 
 
 def exact_mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
-    """(queries hit only by a, only by b, exact McNemar p) for 0/1 per-query hits."""
+    """(queries hit only by a, only by b, exact McNemar p) for 0/1 per-query hits.
+
+    The exact conditional (binomial) test on the discordant queries; no discordant query gives p = 1 exactly.
+    Refused without queries and for values other than 0/1.
+    """
     from statsmodels.stats.contingency_tables import mcnemar
 
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if a.size == 0:
+        raise StatisticRefused("McNemar: no queries")
+    if not (np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all()):
+        raise StatisticRefused("McNemar: values other than 0 and 1")
     a1, b1 = a.astype(bool), b.astype(bool)
     table = [[int(np.sum(a1 & b1)), int(np.sum(a1 & ~b1))], [int(np.sum(~a1 & b1)), int(np.sum(~a1 & ~b1))]]
+    if table[0][1] + table[1][0] == 0:
+        return 0, 0, 1.0
     return table[0][1], table[1][0], float(mcnemar(table, exact=True).pvalue)
+
+
+def refused_rows(table: pl.DataFrame, column: str = "refused") -> str:
+    """``"k of n rows"`` of ``table`` with a refused figure (its reason in ``column``), for an asset's metadata."""
+    k = table.height - table[column].null_count() if column in table.columns else 0
+    return f"{k} of {table.height} rows"
+
+
+def _refusal(figure, *args):
+    """(result, None) or (None, reason) for a figure that may be refused."""
+    try:
+        return figure(*args), None
+    except StatisticRefused as refused:
+        return None, refused.reason
 
 
 def pairwise_significance(
@@ -162,7 +237,8 @@ def pairwise_significance(
     Pairs are aligned by query id; a query missing for either retriever is an error
     (per-query tables from ``scoring.evaluate`` hold every benchmark query). The
     exact McNemar test runs on the measures in ``binary_measures`` (by default on
-    every measure whose values are all 0 or 1).
+    every measure whose values are all 0 or 1). A refused figure is null and its
+    reason stands in ``refused``; the other figures of the row are kept.
     """
     rows = []
     for measure in measures:
@@ -186,7 +262,8 @@ def pairwise_significance(
         block = []
         for ra, rb in itertools.combinations(retrievers, 2):
             a, b = values[ra], values[rb]
-            low, high = paired_bootstrap_ci(a, b, n_resamples, seed, confidence)
+            interval, why_interval = _refusal(paired_bootstrap_ci, a, b, n_resamples, seed, confidence)
+            p, why_p = _refusal(paired_randomization_p, a, b, n_resamples, seed)
             row = {
                 "measure": measure,
                 "retriever_a": ra,
@@ -195,12 +272,13 @@ def pairwise_significance(
                 "mean_a": float(a.mean()),
                 "mean_b": float(b.mean()),
                 "diff": float((a - b).mean()),
-                "ci_low": low,
-                "ci_high": high,
-                "p_randomization": paired_randomization_p(a, b, n_resamples, seed),
+                "ci_low": interval[0] if interval else None,
+                "ci_high": interval[1] if interval else None,
+                "p_randomization": p,
                 "only_a": None,
                 "only_b": None,
                 "p_mcnemar": None,
+                "refused": "; ".join(why for why in (why_interval, why_p) if why) or None,
             }
             if binary:
                 row["only_a"], row["only_b"], row["p_mcnemar"] = exact_mcnemar(a, b)
@@ -215,7 +293,7 @@ def pairwise_significance(
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     """Holm-adjusted p values (statsmodels multipletests); a missing p stays missing, the others are
-    adjusted as the family they form.
+    adjusted as the family they form. A p outside [0, 1] (or NaN) is refused.
 
     statsmodels' Holm branch ends in a full ``gc.collect()``, which takes ~0.5 s on the heap of a
     process that has loaded Dagster and the models (35 s of a 116 s no-op run of the sample); the
@@ -224,6 +302,8 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     from statsmodels.stats.multitest import multipletests
 
     present = [p for p in pvalues if p is not None]
+    if not all(0.0 <= p <= 1.0 for p in present):
+        raise StatisticRefused(f"Holm: p values outside [0, 1]: {[p for p in present if not 0.0 <= p <= 1.0]}")
     if not present:
         return [None] * len(pvalues)
     gc.freeze()

@@ -13,6 +13,7 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.shared_inputs import CHUNKS
+from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
 from mama_pipeline.multipassage.multipassage_prompts import (
@@ -443,6 +444,7 @@ def multipassage_scoreboard(
             "tests": sig.height,
             "measures": json.dumps(s.multipassage.significance_measures),
             "significant_after_holm": int((sig["p_randomization_holm"] < s.evaluation.alpha).sum()),
+            "refused": refused_rows(sig),  # an interval or p not computed: its reason in the row's refused
         },
     )
 

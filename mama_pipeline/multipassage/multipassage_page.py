@@ -56,6 +56,7 @@ def render(
         "ci_high",
         "p_randomization_holm",
         "p_mcnemar_holm",
+        "refused",
     )
     parts.append(
         html_table(

@@ -20,6 +20,7 @@ from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.common.spilled_slices import SpilledSlices
+from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.judging.judge import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path, scratch_path
@@ -461,6 +462,7 @@ def robustness_scoreboard(
             "coverage_tolerance": tolerance,
             "comparisons": overall.height,  # (kind, retriever) pairs of the tier "all"
             "comparisons_coverage_differs": overall.filter(pl.col("coverage_differs")).height,
+            "figures_refused": refused_rows(board),  # an interval or p not computed: its reason in refused
             "headline": md_table(
                 overall.select(
                     "kind",

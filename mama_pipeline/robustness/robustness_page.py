@@ -113,6 +113,7 @@ def _page(
             "p_holm",
             "significant",
             "coverage_differs",
+            "refused",
         )
     )
     judged_rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)).select(
@@ -137,6 +138,7 @@ def _page(
         "ci_high",
         "p_holm",
         "coverage_differs",
+        "refused",
     )
     statuses = decisions.group_by("kind", "status").len().sort("kind", "status")
     hole_status = holes.group_by("sides", "status").len().sort("sides", "status")

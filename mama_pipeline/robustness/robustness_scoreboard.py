@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from mama_pipeline.common.progress import track
@@ -35,7 +34,7 @@ from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
+from mama_pipeline.evaluation.significance import StatisticRefused, holm, paired_bootstrap_ci, paired_randomization_p
 
 BOARD_SCHEMA = {
     "tier": pl.String,
@@ -57,6 +56,7 @@ BOARD_SCHEMA = {
     "clean_ranked": pl.Int64,
     "variant_ranked": pl.Int64,
     "coverage_differs": pl.Boolean,
+    "refused": pl.String,  # why ci_* or p_randomization is null (too few pairs, no spread); null if none
 }
 PARENT_SLICE = 2_000  # parents (with all their variants) scored at once
 PAIR_SCHEMA = {
@@ -215,13 +215,16 @@ def _comparisons(seg: pl.DataFrame, tier: str, s: EvaluationSettings, judged: st
             "p_randomization": None,
             **coverage,
         }
-        if a.size >= 2:
-            low, high = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
-            row.update(
-                ci_low=_finite(low),
-                ci_high=_finite(high),
-                p_randomization=paired_randomization_p(a, b, s.resamples, s.seed),
-            )
+        reasons = []
+        try:
+            row["ci_low"], row["ci_high"] = paired_bootstrap_ci(a, b, s.resamples, s.seed, s.confidence)
+        except StatisticRefused as refused:
+            reasons.append(refused.reason)
+        try:
+            row["p_randomization"] = paired_randomization_p(a, b, s.resamples, s.seed)
+        except StatisticRefused as refused:
+            reasons.append(refused.reason)
+        row["refused"] = "; ".join(reasons) or None
         rows.append(row)
     return rows
 
@@ -238,10 +241,6 @@ def _coverage(judged: pl.DataFrame, tolerance: float) -> dict:
         "variant_ranked": variant.len(),
         "coverage_differs": None if c is None or v is None else round(abs(c - v), 12) > tolerance,
     }
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
 
 
 def _with_holm(board: pl.DataFrame) -> pl.DataFrame:

@@ -21,6 +21,7 @@ from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
+from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
@@ -194,6 +195,7 @@ def system_scoreboard(
             "answer_failures": cfg.answer_failures,
             "overall": md_table(overall),
             "refused": "; ".join(refused.values()) or "none",
+            "intervals_refused": refused_rows(board.filter(pl.col("mean").is_not_null()), "interval_refused"),
             "circularity": md_table(flag_table(system_flags(settings.get()))),
         },
     )
@@ -218,6 +220,7 @@ def system_comparisons(settings: SettingsResource, grades: pl.DataFrame) -> dg.O
             "comparisons": table.height,
             "significant_after_holm": significant,
             "refused": "; ".join(refused.values()) or "none",
+            "figures_refused": refused_rows(table),  # an interval or p not computed: its reason in refused
         },
     )
 

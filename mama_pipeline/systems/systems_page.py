@@ -194,6 +194,10 @@ def _interval_text() -> pl.Expr:
         .then(pl.lit("refused"))
         .when(pl.col("mean").is_null())
         .then(pl.lit(""))
+        .when(pl.col("ci_low").is_null())
+        .then(
+            pl.format("{} (refused, {}) n={}", pl.col("mean").round(3), pl.col("interval_refused"), pl.col("n_scored"))
+        )
         .otherwise(
             pl.format(
                 "{} [{}, {}] n={}",
@@ -214,6 +218,7 @@ def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
         "mean",
         "ci_low",
         "ci_high",
+        "interval_refused",
         "n_unanswered",
         "mean_answered",
         "mean_unanswered_as_0",
@@ -256,6 +261,7 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
         "ci_high",
         "p_randomization_holm",
         "p_mcnemar_holm",
+        "refused",
     )
     out = [
         "<h2>Closed-book vs RAG</h2><p class='note'>diff = RAG &minus; closed-book on items scored for both, "
@@ -265,6 +271,13 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
     if "deltas" in figures:
         out.append(f"<img src='{figures['deltas']}' alt='closed-book vs RAG deltas'>")
     return "\n".join(out)
+
+
+def _interval(row: dict) -> str:
+    """``[low, high]``, or why the interval was refused."""
+    if row["ci_low"] is None:
+        return f"refused: {_e(row.get('refused') or 'no interval')}"
+    return f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
 
 
 def _significance_section(r: SystemsReport) -> str:
@@ -286,7 +299,7 @@ def _significance_section(r: SystemsReport) -> str:
         rows.append(
             f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
             f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{row['diff']:+.3f}</td>"
-            f"<td>[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]</td><td>{p_value(p)}</td><td>{mc}</td></tr>"
+            f"<td>{_interval(row)}</td><td>{'' if p is None else p_value(p)}</td><td>{mc}</td></tr>"
         )
     head = (
         "<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
@@ -388,8 +401,8 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
         fig, ax = plt.subplots(figsize=(5.5, 0.45 * len(labels) + 1.2))
         diffs = d["diff"].to_list()
         err = [
-            [x - lo for x, lo in zip(diffs, d["ci_low"].to_list())],
-            [hi - x for x, hi in zip(diffs, d["ci_high"].to_list())],
+            [0.0 if lo is None else x - lo for x, lo in zip(diffs, d["ci_low"].to_list())],
+            [0.0 if hi is None else hi - x for x, hi in zip(diffs, d["ci_high"].to_list())],
         ]
         ax.errorbar(diffs, list(range(len(labels))), xerr=err, fmt="o", capsize=3)
         ax.axvline(0, color="#999", linewidth=1)

@@ -8,7 +8,8 @@ the paired comparisons use), with HealthBench's score (that mean clipped to
 graded) score 0 in every track. Side by side: the items left unanswered
 (transport failures), the mean over answered items and the mean with unanswered
 items as 0; ``answer_failures`` picks which of the two is ``mean`` with its
-interval (scipy's BCa bootstrap over items, percentile where BCa is undefined).
+interval (BCa bootstrap over items, :func:`mama_pipeline.evaluation.significance.bootstrap_mean_ci`; where
+it is refused, no other interval stands in: ``interval_refused`` says why).
 A (system, track) over a failure bound (``systems.bounds``) keeps its counts and
 its figures are refused, with the reason. Rubric rows carry the rubric grader's
 agreement with physicians from the calibration harness, for the same scope
@@ -20,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.significance import batch_for, compact
+from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
 from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED, GRADED
 
 SCOREBOARD_SCHEMA = {
@@ -40,6 +41,7 @@ SCOREBOARD_SCHEMA = {
     "mean_unanswered_as_0": pl.Float64,
     "healthbench_score": pl.Float64,
     "refused": pl.String,
+    "interval_refused": pl.String,
     "grader_rows": pl.Int64,
     "grader_macro_f1": pl.Float64,
     "grader_balanced_accuracy": pl.Float64,
@@ -50,36 +52,21 @@ MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "
 GRADER_FIGURES = ("rows", "macro_f1", "balanced_accuracy", "agree_on_met", "agree_on_not_met")
 
 
-def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x, axis=axis)
+def interval_or_reason(
+    values: np.ndarray, n_resamples: int, seed: int, confidence: float
+) -> tuple[float | None, float | None, str | None]:
+    """(low, high, None): the BCa interval of the mean over items; (None, None, reason) where it is refused."""
+    try:
+        return (*bootstrap_mean_ci(values, n_resamples, seed, confidence), None)
+    except StatisticRefused as refused:
+        return None, None, refused.reason
 
 
 def bootstrap_ci(
     values: np.ndarray, n_resamples: int, seed: int, confidence: float
 ) -> tuple[float | None, float | None]:
-    """Bootstrap interval of the mean over items; a point when the values do not vary."""
-    if values.size == 0:
-        return None, None
-    if np.all(values == values[0]):
-        point = float(values[0])
-        return point, point
-    from scipy import stats
-
-    for method in ("BCa", "percentile"):
-        res = stats.bootstrap(
-            (compact(values),),
-            _mean,
-            vectorized=True,
-            n_resamples=n_resamples,
-            confidence_level=confidence,
-            method=method,
-            batch=batch_for(values.size),
-            rng=np.random.default_rng(seed),
-        )
-        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        if np.isfinite(low) and np.isfinite(high):
-            return low, high
-    return None, None
+    """The BCa interval of the mean over items, (None, None) where refused (:func:`interval_or_reason` says why)."""
+    return interval_or_reason(values, n_resamples, seed, confidence)[:2]
 
 
 def _segments(grades: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:
@@ -115,13 +102,14 @@ def _figures(
         .astype(float)
     )  # unanswered items score 0 in their place
     headline = with_zero if answer_failures == "score_zero" else answered
-    low, high = bootstrap_ci(headline, n_resamples, seed, confidence)
+    low, high, why = interval_or_reason(headline, n_resamples, seed, confidence)
     mean = float(headline.mean()) if headline.size else None
     return {
         "n_scored": int(headline.size),
         "mean": mean,
         "ci_low": low,
         "ci_high": high,
+        "interval_refused": why,
         "mean_answered": float(answered.mean()) if answered.size else None,
         "mean_unanswered_as_0": float(with_zero.mean()) if with_zero.size else None,
         "healthbench_score": float(np.clip(mean, 0.0, 1.0)) if track == "rubric" and mean is not None else None,

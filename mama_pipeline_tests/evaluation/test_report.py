@@ -125,7 +125,8 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
     assert "<h3>Self-consistency (test-retest): judge-x (llm.reference_judge)</h3>" in html
     assert "<h3>Cross-model agreement: judge-y (llm.cross_model_judge)</h3>" in html
     assert html.count("Leak audit: 0 of 12.") == 1  # a repeated note is shown once
-    assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", html)  # headline means with their intervals
+    # headline means over 12 queries, each with the reason its interval is refused (fewer than 30 values)
+    assert re.search(r"\d\.\d{3} \(refused, interval: 12 values, fewer than the 30 a bootstrap interval needs\)", html)
     assert "{" not in html.split("</style>")[1]  # no raw JSON anywhere in the body
     for img in re.findall(r"<img src='([^']+)'", html):
         assert (page.parent / img).stat().st_size > 1000, img
@@ -150,11 +151,16 @@ def test_binary_qrels_state_each_cut_once(tmp_path):
 def test_bootstrap_mean_interval_brackets_the_mean():
     import numpy as np
 
-    values = np.array([0, 1, 1, 0, 1, 1, 1, 0, 1, 1], dtype=float)
+    from mama_pipeline.evaluation.significance import StatisticRefused
+
+    values = np.tile([0, 1, 1, 0, 1, 1, 1, 0, 1, 1], 3).astype(float)
     low, high = bootstrap_mean_ci(values, 2000, 0)
     assert low < values.mean() < high and 0 <= low and high <= 1
-    assert bootstrap_mean_ci(np.ones(5), 100, 0) == (1.0, 1.0)
     assert bootstrap_mean_ci(values, 2000, 0) == (low, high)  # seeded
+    with pytest.raises(StatisticRefused, match="all 40 values equal"):
+        bootstrap_mean_ci(np.ones(40), 100, 0)
+    with pytest.raises(StatisticRefused, match="10 values, fewer than the 30"):
+        bootstrap_mean_ci(values[:10], 100, 0)
 
 
 def test_per_query_files_hold_run_files_and_first_relevant_ranks(tmp_path, graded):

@@ -9,6 +9,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from mama_pipeline.evaluation.significance import (
+    StatisticRefused,
     batch_for,
     bootstrap_mean_ci,
     compact,
@@ -91,10 +92,30 @@ def test_whole_number_values_give_the_same_statistics_bit_for_bit_as_floats():
     assert paired_randomization_p(a, b, 500, 2) == ref.pvalue
 
 
-def test_identical_systems_have_no_difference():
-    a = np.array([1.0, 0.0, 1.0, 1.0])
-    assert paired_bootstrap_ci(a, a.copy(), 1000, 0) == (0.0, 0.0)
-    assert paired_randomization_p(a, a.copy(), 1000, 0) == 1.0
+def test_identical_systems_have_p_one_and_no_interval():
+    a = np.tile([1.0, 0.0, 1.0, 1.0], 10)
+    with pytest.raises(StatisticRefused, match="all 40 values equal"):
+        paired_bootstrap_ci(a, a.copy(), 1000, 0)  # every difference 0: no spread to size an interval
+    assert paired_randomization_p(a, a.copy(), 1000, 0) == 1.0  # every sign pattern ties the observed 0
+
+
+def test_pairwise_significance_records_refusals_and_keeps_the_rest():
+    per_query = pl.DataFrame(
+        {"retriever": ["a", "b"], "query_id": ["q1", "q1"], "measure": ["hit", "hit"], "value": [1.0, 0.0]}
+    )
+    row = pairwise_significance(per_query, ["hit"], ["a", "b"], n_resamples=100).row(0, named=True)
+    assert (row["n_queries"], row["diff"], row["ci_low"], row["p_randomization"], row["p_randomization_holm"]) == (
+        1,
+        1.0,
+        None,
+        None,
+        None,
+    )
+    assert row["refused"] == (
+        "interval: 1 values, fewer than the 30 a bootstrap interval needs; "
+        "randomization: 1 pairs, fewer than the 2 a paired test needs"
+    )
+    assert (row["only_a"], row["only_b"], row["p_mcnemar"]) == (1, 0, 1.0)  # exact: 2 * P(X >= 1 | 1, 1/2) = 1
 
 
 def test_holm_known_values():
@@ -208,12 +229,24 @@ def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbat
         (a, b), diff, permutation_type="samples", vectorized=True, n_resamples=300, rng=np.random.default_rng(4)
     )
     batches = []
-    original = stats.permutation_test
+    original = significance.sign_flip_p
 
-    def spy(*args, **kwargs):
-        batches.append(kwargs["batch"])
-        return original(*args, **kwargs)
+    def spy(d, n_resamples, rng, batch=None):
+        batches.append(batch)
+        return original(d, n_resamples, rng, batch)
 
-    monkeypatch.setattr(stats, "permutation_test", spy)
+    monkeypatch.setattr(significance, "sign_flip_p", spy)
     assert paired_randomization_p(a, b, 300, 4) == ref.pvalue
-    assert batches == [10]
+    assert batches == [10]  # 300 sign-flip resamples, 10 per batch
+    assert original(a - b, 300, np.random.default_rng(4), 7) == ref.pvalue  # any batch: the same signs
+
+
+def test_refused_rows_counts_the_rows_whose_figures_were_refused():
+    from mama_pipeline.evaluation.significance import refused_rows
+
+    table = pl.DataFrame(
+        {"refused": [None, "interval: 3 values, fewer than the 30", None]}, schema={"refused": pl.String}
+    )
+    assert refused_rows(table) == "1 of 3 rows"
+    assert refused_rows(table.clear()) == "0 of 0 rows"
+    assert refused_rows(pl.DataFrame({"x": [1]}), "interval_refused") == "0 of 1 rows"

@@ -172,3 +172,31 @@ def test_no_verified_questions_gives_an_empty_scoreboard_not_an_error():
         rankings, labels, NO_FACT_LABELS, empty_q, ["a", "b"], MultipassageSettings(), EvaluationSettings()
     )
     assert scores.board.is_empty() and scores.per_query.is_empty() and scores.significance.is_empty()
+
+
+def test_one_verified_question_gives_its_means_and_refused_tests_not_a_crash():
+    # issue 46: a run whose multi-passage track verified one question stopped at scipy's "two or more observations"
+    one = QUESTIONS.head(1)
+    rankings = pl.concat([run_of({"mq_00001": ["A", "B"]}, "good"), run_of({"mq_00001": ["X", "A"]}, "weak")]).select(
+        "query_id", "retriever", "rank", pl.col("doc_id").alias("chunk_id"), score=-pl.col("rank").cast(pl.Float64)
+    )
+    labels = pl.DataFrame(schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Int64})
+    mp = MultipassageSettings(
+        cutoffs=[3], significance_measures=["AllIn@3[pieces]", "alpha_nDCG@3"], headline_measure="AllIn@3[pieces]"
+    )
+    scores = score_track(rankings, labels, NO_FACT_LABELS, one, ["good", "weak"], mp, EvaluationSettings(cutoffs=[3]))
+    board = {(t, r, m): x for t, r, m, x in scores.board.select("tier", "retriever", "measure", "mean").iter_rows()}
+    assert (board[("all", "good", "AllIn@3[pieces]")], board[("all", "weak", "AllIn@3[pieces]")]) == (1.0, 0.0)
+    row = scores.significance.filter(pl.col("measure") == "AllIn@3[pieces]").row(0, named=True)
+    assert (row["tier"], row["n_queries"], row["diff"], row["ci_low"], row["p_randomization"]) == (
+        "all",
+        1,
+        1.0,
+        None,
+        None,
+    )
+    assert row["refused"] == (
+        "interval: 1 values, fewer than the 30 a bootstrap interval needs; "
+        "randomization: 1 pairs, fewer than the 2 a paired test needs"
+    )
+    assert (row["only_a"], row["only_b"], row["p_mcnemar"]) == (1, 0, 1.0)  # exact McNemar: one discordant query

@@ -229,16 +229,17 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     )
     sig = pl.DataFrame(
         {
-            "tier": ["all"],
-            "measure": ["AllIn@10[pieces]"],
-            "retriever_a": ["a"],
-            "retriever_b": ["b"],
-            "n_queries": [4],
-            "diff": [0.5],
-            "ci_low": [0.1],
-            "ci_high": [0.9],
-            "p_randomization_holm": [0.01],
-            "p_mcnemar_holm": [0.02],
+            "tier": ["all", "high"],
+            "measure": ["AllIn@10[pieces]"] * 2,
+            "retriever_a": ["a"] * 2,
+            "retriever_b": ["b"] * 2,
+            "n_queries": [40, 4],
+            "diff": [0.5, 0.25],
+            "ci_low": [0.1, None],
+            "ci_high": [0.9, None],
+            "p_randomization_holm": [0.01, 0.6],
+            "p_mcnemar_holm": [0.02, 1.0],
+            "refused": [None, "interval: 4 values, fewer than the 30 a bootstrap interval needs"],
         }
     )
     cands = pl.DataFrame({"kind": ["section"], "size": [2], "status": ["dropped"], "drop_reason": ["duplicate_set"]})
@@ -247,6 +248,7 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     assert "0.500" in page and "0.750" in page and "<tr class='sig'>" in page
     assert "<td>duplicate_set</td><td>1</td>" in page and "<td>set_incomplete</td><td>1</td>" in page
     assert "AllIn@10[pieces] per tier" in page
+    assert "interval: 4 values, fewer than the 30 a bootstrap interval needs" in page  # a refusal says why
 
 
 def test_a_configuration_with_no_verified_question_still_counts_every_failure(tmp_path):

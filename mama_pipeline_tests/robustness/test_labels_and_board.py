@@ -9,7 +9,12 @@ import pytest
 from mama_pipeline.evaluation.per_query_scoring import evaluate, run_in
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.evaluation.significance import holm, paired_bootstrap_ci, paired_randomization_p
+from mama_pipeline.evaluation.significance import (
+    StatisticRefused,
+    holm,
+    paired_bootstrap_ci,
+    paired_randomization_p,
+)
 from mama_pipeline.robustness.labels import (
     LABEL_SCHEMA,
     budget_per_slice,
@@ -143,7 +148,9 @@ def test_drop_interval_test_and_holm_come_from_the_shared_statistics():
     a = np.ones(8)
     b = np.array([1.0 if i % 4 == 0 else 0.0 for i in range(8)])
     assert (row["clean_mean"], row["variant_mean"], row["drop"], row["n_queries"]) == (1.0, 0.25, 0.75, 8)
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx(paired_bootstrap_ci(a, b, 500, 0))
+    with pytest.raises(StatisticRefused) as refused:
+        paired_bootstrap_ci(a, b, 500, 0)  # 8 parents: too few for an interval
+    assert (row["ci_low"], row["ci_high"], row["refused"]) == (None, None, refused.value.reason)
     assert row["p_randomization"] == pytest.approx(paired_randomization_p(a, b, 500, 0))
     family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1")).sort("kind")
     assert family["p_holm"].to_list() == pytest.approx(holm(family["p_randomization"].to_list()))
@@ -460,7 +467,11 @@ def test_slices_of_parents_in_the_tables_order_are_one_whole_evaluation_paired_a
     a = np.array([0.0, 1, 1, 0, 1, 1, 0, 1])  # the clean top chunk: x1 (not relevant) for q_00001, 4, 7
     b = np.array([1.0, 0, 1, 0, 1, 0, 1, 0])  # typo: x2 first for every second parent
     assert row.select("n_queries", "clean_mean", "variant_mean", "drop").row(0) == (8, 0.625, 0.5, 0.125)
-    assert row.select("ci_low", "ci_high").row(0) == paired_bootstrap_ci(a, b, 300, 0)
+    assert row.select("ci_low", "ci_high", "refused").row(0) == (
+        None,
+        None,
+        "interval: 8 values, fewer than the 30 a bootstrap interval needs",
+    )
     assert row["p_randomization"].item() == paired_randomization_p(a, b, 300, 0)
     assert row.select("clean_judged", "variant_judged", "clean_ranked", "variant_ranked").row(0) == (0.5, 0.75, 8, 8)
     family = board.filter((pl.col("tier") == "all") & (pl.col("measure") == "Success(rel=3)@1"))

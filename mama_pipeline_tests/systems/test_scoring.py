@@ -176,8 +176,13 @@ def test_rubric_scoreboard_mean_of_example_scores():
         schema_overrides={"invalid": pl.Boolean},
     )
     row = scoreboard(g, None, 500, 0, 0.95).filter(pl.col("segment_kind") == "all").row(0, named=True)
-    assert row["mean"] == pytest.approx(0.4) and row["ci_low"] <= 0.4 <= row["ci_high"]
+    assert row["mean"] == pytest.approx(0.4) and row["ci_low"] is None  # 3 items: the interval is refused
+    assert row["interval_refused"] == "interval: 3 values, fewer than the 30 a bootstrap interval needs"
     assert row["grader_macro_f1"] is None
+    big = pl.concat([g.with_columns(item_id=pl.col("item_id") + str(i)) for i in range(12)])  # 36 items
+    row = scoreboard(big, None, 500, 0, 0.95).filter(pl.col("segment_kind") == "all").row(0, named=True)
+    assert row["mean"] == pytest.approx(0.4) and row["ci_low"] <= row["mean"] <= row["ci_high"]
+    assert row["interval_refused"] is None
 
 
 def test_scoreboard_segments_counts_and_intervals():
@@ -207,9 +212,10 @@ def test_scoreboard_segments_counts_and_intervals():
     board = scoreboard(g, None, 500, 0, 0.95)
     overall = board.filter(pl.col("segment_kind") == "all").row(0, named=True)
     assert (overall["n_items"], overall["n_scored"], overall["n_unanswered"], overall["n_invalid"]) == (5, 4, 1, 1)
-    assert overall["mean"] == 0.75 and overall["ci_low"] <= 0.75 <= overall["ci_high"]
+    assert (overall["mean"], overall["ci_low"], overall["ci_high"]) == (0.75, None, None)
+    assert overall["interval_refused"] == "interval: 4 values, fewer than the 30 a bootstrap interval needs"
     pre = board.filter(pl.col("segment") == "PRESCOPED").row(0, named=True)
-    assert (pre["mean"], pre["ci_low"], pre["ci_high"]) == (1.0, 1.0, 1.0)  # no spread: a point
+    assert (pre["mean"], pre["ci_low"], pre["ci_high"]) == (1.0, None, None)  # too few and no spread: no interval
     assert set(board["segment"]) == {"ALL", "MATERNAL", "PRESCOPED", "medqa", "medmcqa"}
     # every pool scored on its own, so a widely trained pool's score can be read beside the others'
     pools = {

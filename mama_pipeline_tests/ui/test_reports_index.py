@@ -45,13 +45,15 @@ def robustness(folder: Path) -> Path:
         "clean_ranked": 12,
         "variant_judged": 0.85,
         "variant_ranked": 12,
+        "refused": None,  # why an interval or p is missing (robustness_scoreboard.refused)
     }
     board = pl.DataFrame(
         [
             row,
             {**row, "kind": "abbrev", "drop": 0.02, "ci_low": -0.03, "ci_high": 0.07, "p_holm": 0.4},
             {**row, "tier": "high"},
-        ]
+        ],
+        schema_overrides={"refused": pl.String},
     )
     return write_robustness(
         folder,
@@ -109,6 +111,7 @@ def multipassage(folder: Path) -> Path:
             "ci_high": [0.5],
             "p_randomization_holm": [0.2],
             "p_mcnemar_holm": [0.5],
+            "refused": pl.Series([None], dtype=pl.String),  # multipassage_significance's refusal reasons
         }
     )
     cands = pl.DataFrame(

@@ -10,11 +10,12 @@ CREATE TABLE IF NOT EXISTS beir_significance (
     diff                  DOUBLE NOT NULL,
     ci_low                DOUBLE,
     ci_high               DOUBLE,
-    p_randomization       DOUBLE NOT NULL,
-    p_randomization_holm  DOUBLE NOT NULL,
+    p_randomization       DOUBLE,
+    p_randomization_holm  DOUBLE,
     only_a                BIGINT,
     only_b                BIGINT,
     p_mcnemar             DOUBLE,
     p_mcnemar_holm        DOUBLE,
+    refused               VARCHAR,
     PRIMARY KEY (benchmark, measure, retriever_a, retriever_b)
 );

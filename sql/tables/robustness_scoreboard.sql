@@ -17,5 +17,6 @@ CREATE TABLE IF NOT EXISTS robustness_scoreboard (
     clean_ranked     BIGINT NOT NULL,   -- of the n_queries, those with a clean ranking (clean_judged's denominator)
     variant_ranked   BIGINT NOT NULL,   -- of the n_queries, those with a variant ranking
     coverage_differs BOOLEAN,           -- |clean_judged - variant_judged| > robustness.coverage_tolerance
+    refused          VARCHAR,           -- why ci_* or p_randomization is NULL (docs/statistics.md); NULL if none
     PRIMARY KEY (tier, kind, retriever, measure)
 );

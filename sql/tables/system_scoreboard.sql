@@ -4,7 +4,8 @@
 -- mean (with ci_*) is the one systems.answer_failures picks (exclude: mean_answered; score_zero: the other).
 -- rubric mean: the mean of HealthBench example scores, not clipped (the values the comparisons use);
 -- healthbench_score: that mean clipped to [0, 1]. refused: why the figures of an over-bound (system, track) are
--- null. grader_*: the rubric grader's agreement with physicians (calibration harness, same scope category).
+-- null. interval_refused: why ci_* is null where mean is not (too few items, no spread: docs/statistics.md).
+-- grader_*: the rubric grader's agreement with physicians (calibration harness, same scope category).
 CREATE TABLE IF NOT EXISTS system_scoreboard (
     system                     VARCHAR NOT NULL,
     track                      VARCHAR NOT NULL,
@@ -22,6 +23,7 @@ CREATE TABLE IF NOT EXISTS system_scoreboard (
     mean_unanswered_as_0       DOUBLE,
     healthbench_score          DOUBLE,
     refused                    VARCHAR,
+    interval_refused           VARCHAR,
     grader_rows                BIGINT,
     grader_macro_f1            DOUBLE,
     grader_balanced_accuracy   DOUBLE,
