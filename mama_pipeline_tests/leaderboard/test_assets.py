@@ -28,6 +28,8 @@ from mama_pipeline_tests.release import fixtures as fx
 
 QUERIES = [f"q_{i:05d}" for i in range(1, 25)]
 ITEMS = [f"medmcqa:{i}" for i in range(20)]
+PARENTS = 12  # robustness parents (two variants each)
+MP_QUESTIONS = 6  # multi-passage questions
 RESAMPLES = 300
 
 
@@ -81,10 +83,10 @@ KINDS = ("typo", "abbrev")
 
 
 def _robustness() -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(query_variants, robustness_per_query): two variants of each of 12 parents, the paired values in a shuffled
-    order (the order the robustness area's join happens to give is no order at all)."""
+    """(query_variants, robustness_per_query): two variants of each of PARENTS parents, the paired values in a
+    shuffled order (the order the robustness area's join happens to give is no order at all)."""
     rng = np.random.default_rng(5)
-    parents = QUERIES[:12]
+    parents = QUERIES[:PARENTS]
     variants = pl.DataFrame(
         [(f"{p}~{k}", p, k, "rule", f"{p} {k}", p, "t1", "rule") for p in parents for k in KINDS],
         schema=["variant_id", "parent_id", "kind", "method", "query_text", "parent_text", "tier", "source"],
@@ -112,7 +114,7 @@ def _stubs(robust: bool = False):
             [
                 (r, f"mp_{i:03d}", m, float((i + (r == "dense")) % 2))
                 for r in ("bm25", "dense")
-                for i in range(6)
+                for i in range(MP_QUESTIONS)
                 for m in ("AllIn@10[pieces]", "Judged@10")
             ],
             schema=["retriever", "query_id", "measure", "value"],
@@ -397,17 +399,26 @@ def test_without_configured_systems_the_mamabench_boards_hold_the_submissions(tm
     ]
 
 
-def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_path):
+def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_path, monkeypatch):
     """For every track of both boards: each entry's interval in leaderboard.json is scipy.stats.bootstrap (BCa, the
     declared seed and resamples) on the values of its released per-query file, read in file order (sorted by query
     id); the robustness track's values arrive from the robustness area in no particular order."""
     from scipy import stats
 
+    # more values than MIN_INTERVAL_N on every track, so each one has intervals to reproduce
+    for name, value in (
+        ("QUERIES", [f"q_{i:05d}" for i in range(1, 41)]),
+        ("ITEMS", [f"medmcqa:{i}" for i in range(40)]),
+        ("PARENTS", 20),
+        ("MP_QUESTIONS", 40),
+    ):
+        monkeypatch.setitem(globals(), name, value)
+
     config = _config(tmp_path)
     store = Store(tmp_path / "data" / "mama.duckdb")
     _submit(store)
     _materialize(config, robust=True)
-    checked = {}
+    checked, compared = {}, {}
     for benchmark in ("mamaretrieval", "mamabench"):
         folder = tmp_path / "data" / "leaderboard" / benchmark
         doc = json.loads((folder / "leaderboard.json").read_text())
@@ -421,8 +432,8 @@ def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_pa
                 for measure, fig in e["figures"].items():
                     values = released.filter(pl.col("measure") == measure)["value"].to_numpy()
                     assert fig["n"] == values.size
-                    if np.all(values == values[0]):
-                        assert fig["ci_low"] == fig["ci_high"] == values[0]
+                    if np.all(values == values[0]):  # no interval from values that are all equal: its reason instead
+                        assert fig["ci_low"] is None and fig["ci_high"] is None and fig["ci_note"]
                         continue
                     ci = stats.bootstrap(
                         (values,),
@@ -433,6 +444,7 @@ def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_pa
                         rng=np.random.default_rng(doc["seed"]),
                     ).confidence_interval
                     if np.isfinite(ci.low) and np.isfinite(ci.high):
+                        compared[track["track"]] = compared.get(track["track"], 0) + 1
                         assert (fig["ci_low"], fig["ci_high"]) == (
                             pytest.approx(ci.low, abs=1e-12),
                             pytest.approx(ci.high, abs=1e-12),
@@ -441,6 +453,7 @@ def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_pa
                         assert fig["ci_low"] is None and fig["ci_note"]
                     checked[track["track"]] = checked.get(track["track"], 0) + 1
     assert set(checked) >= {"main", "robustness", "multipassage", "mcq"}, checked
+    assert set(compared) >= {"main", "robustness", "multipassage", "mcq"}, compared
     robustness = next(
         t
         for t in json.loads((tmp_path / "data" / "leaderboard" / "mamaretrieval" / "leaderboard.json").read_text())[
@@ -448,4 +461,4 @@ def test_every_published_interval_is_scipy_on_the_released_per_query_file(tmp_pa
         ]
         if t["track"] == "robustness"
     )
-    assert robustness["standings"]["Success(rel=3)@5"]["units"] == 12  # the test's unit: the parent query
+    assert robustness["standings"]["Success(rel=3)@5"]["units"] == 20  # the test's unit: the parent query
