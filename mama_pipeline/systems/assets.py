@@ -32,6 +32,14 @@ from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.systems_scoreboard import scoreboard
 
 GROUP = "systems"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "systems_items": "systems.items_per_track systems.max_rubric_criteria systems.sample_seed",
+    "system_answers": "llm.embedded_server retrieval.retrievers systems.entries",
+    "system_grades": "llm.answer_grader llm.embedded_server llm.rubric_judge systems.answer_failures systems.entries",
+    "system_scoreboard": "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge retrieval.retrievers systems.answer_failures systems.confidence systems.entries systems.resamples systems.seed",
+    "system_comparisons": "llm.answer_grader llm.rubric_judge systems.confidence systems.entries systems.resamples systems.seed",
+    "systems_report": "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge mamabench.widely_trained_pools release.held_out retrieval.retrievers systems",
+}
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 REPORT_DIR = ("reports", "systems")
 HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
