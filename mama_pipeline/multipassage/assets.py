@@ -12,6 +12,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
@@ -35,6 +36,7 @@ from mama_pipeline.multipassage.questions import (
 )
 from mama_pipeline.multipassage.settings import check_against
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.settings import PipelineSettings
 
 GROUP = "multipassage"
@@ -54,6 +56,14 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "multipassage_report": "evaluation.alpha multipassage.headline_measure",
 }
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
+ENCODER_FILES = "multipassage_encoder_files"
+multipassage_encoder_files = observed_input(
+    ENCODER_FILES,
+    GROUP,
+    "The version of multipassage.dense_retriever, whose encoder finds the cross-source neighbours (its settings "
+    "entry, depth and model files: retrieval/retriever_versions.py).",
+    lambda s: retriever_versions(s.retrieval, s.resolve)[s.multipassage.dense_retriever],
+)
 RANKINGS_TABLE = "multipassage_rankings"
 REGISTRY_TABLE = "multipassage_id_registry"
 QUESTIONS = dg.AssetIn("multipassage_questions")
@@ -98,7 +108,7 @@ def track_depth(s: PipelineSettings) -> int:
 @dg.asset(
     group_name=GROUP,
     ins={"chunks": CHUNKS},
-    deps=[RETRIEVAL_INPUT_FILES],  # the dense neighbours' encoder
+    deps=[ENCODER_FILES],  # the dense neighbours' encoder
     description="Every candidate chunk set (section neighbours, cross-source dense neighbours) with its status: "
     "sampled, not_sampled, or dropped with the reason.",
 )
@@ -492,6 +502,7 @@ def multipassage_report(
 
 
 ASSETS = [
+    multipassage_encoder_files,
     multipassage_candidates,
     multipassage_questions,
     multipassage_rankings,

@@ -84,18 +84,19 @@ def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
 
 
 def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_input():
-    """``retrieval.retrievers`` is hashed by its names (``BY_PARTITION``): an asset declaring it must have the
-    per-retriever observed input among its upstream assets, or a changed entry would not make it stale."""
+    """``retrieval.retrievers`` is hashed by its names (``BY_PARTITION``): an asset declaring it must have an
+    observed input that versions the entries among its upstream assets, or a changed entry would not make it
+    stale."""
     from mama_pipeline.definitions import defs
 
     graph = defs.resolve_asset_graph()
     declared = declarations(defs)
-    source = dg.AssetKey(BY_PARTITION["retrieval.retrievers"])
+    sources = {dg.AssetKey(k) for k in BY_PARTITION["retrieval.retrievers"]}
     blind = [
         asset
         for asset, paths in declared.items()
         if paths & {"retrieval", "retrieval.retrievers"}
-        and source not in graph.upstream_key_iterator(dg.AssetKey(asset))
+        and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
     ]
     assert blind == []
     assert {"rankings", "pooled_pairs", "system_answers", "mamaretrieval_release"} <= {
@@ -135,7 +136,10 @@ def test_every_asset_declares_the_settings_it_reads(demo):
     _, _, reads = demo
     assert {"retrieval.retrievers", "retrieval.pool_depth"} <= reads["rankings"]  # the recorder saw the demo
     assert "llm.judge" in reads["judged_labels"]  # through the llm resource
-    assert undeclared(reads, declarations(defs)) == {}
+    declared = declarations(defs)
+    observed = {k.to_user_string() for k in defs.resolve_asset_graph().external_asset_keys}
+    assert set(reads) - set(declared) <= observed  # the observed inputs fingerprint settings: no code version
+    assert undeclared({a: p for a, p in reads.items() if a in declared}, declared) == {}
 
 
 @pytest.mark.slow
@@ -149,10 +153,15 @@ def test_materialize_after_the_demo_launches_no_run(demo):
     assert "dagster asset materialize" not in out.stdout
 
 
-def plan_with(demo, tmp_path, monkeypatch, change) -> set[tuple[str, str | None]]:
-    """(asset, partition) pairs ``materialize`` would run after the demo with the configuration ``change``d."""
+def plan_with(demo, tmp_path, monkeypatch, change) -> tuple[set, set]:
+    """After the demo, with the configuration ``change``d: the (asset, partition) pairs ``materialize`` would run,
+    and those Dagster (its UI) calls stale."""
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._time import get_current_datetime
+
     from mama_pipeline.definitions import build_defs
-    from mama_pipeline.run_plan import changed_partitions, observe_inputs
+    from mama_pipeline.run_plan import RunStep, changed_partitions, observe_inputs
 
     config, env, _ = demo
     raw = yaml.safe_load(Path(config).read_text())
@@ -168,11 +177,22 @@ def plan_with(demo, tmp_path, monkeypatch, change) -> set[tuple[str, str | None]
     with dg.DagsterInstance.from_config(str(home)) as instance:
         observe_inputs(defs, instance)
         planned = changed_partitions(graph, graph.materializable_asset_keys, instance)
-    return {(k.to_user_string(), p) for k, parts in planned.items() for p in parts}
+        view = AssetGraphView(  # as the UI's stale status is resolved
+            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+            instance=instance,
+            asset_graph=graph,
+        )
+        resolver = CachingStaleStatusResolver(instance, graph, view)
+        stale = {
+            (key.to_user_string(), p)
+            for key in graph.materializable_asset_keys
+            for p in RunStep((key,), graph.get(key).partitions_def).partition_keys(instance)
+            if resolver.get_status(key, p) == StaleStatus.STALE
+        }
+    return {(k.to_user_string(), p) for k, parts in planned.items() for p in parts}, stale
 
 
 SHARDS = [("judged_labels", "shard_000"), ("judged_labels", "shard_001")]
-SYSTEMS = [(a, s) for a in ("system_answers", "system_grades") for s in ("smollm-closed", "smollm-rag")]
 LAST = {"mamaretrieval_leaderboard", "mamabench_leaderboard", "mamaretrieval_release", "mamabench_release"}
 LAST |= {"release_publication", "reports_index"}
 
@@ -183,7 +203,7 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
         (entry,) = [r for r in raw["retrieval"]["retrievers"] if r["name"] == "splade-tiny"]
         entry.setdefault("params", {})["max_seq_length"] = 64
 
-    expected = {("rankings", "splade-tiny"), ("multipassage_rankings", "splade-tiny"), *SHARDS, *SYSTEMS}
+    expected = {("rankings", "splade-tiny"), ("multipassage_rankings", "splade-tiny"), *SHARDS}
     expected |= {
         (a, None)
         for a in {
@@ -214,15 +234,12 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
             "clinician_validated",
             "clinician_estimates",
             "clinician_report",
-            # the retrievers run again on other queries: BEIR, the multi-passage track, the robustness variants
+            # splade-tiny runs again on other queries: BEIR, the multi-passage questions, the robustness variants
             "beir_scoreboard",
             "beir_significance",
             "beir_audits",
             "beir_segment_scoreboard",
             "beir_segment_significance",
-            "multipassage_candidates",
-            "multipassage_questions",
-            "multipassage_decisions",
             "multipassage_pool",
             "multipassage_labels",
             "multipassage_fact_labels",
@@ -235,16 +252,30 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
             "variant_labels",
             "robustness_per_query",
             "robustness_scoreboard",
-            # the answering systems (system_answers reads every retriever's input: a RAG system's retriever)
-            "system_scoreboard",
-            "system_comparisons",
-            "systems_report",
-            "system_held_out_scoreboard",
             *LAST,
             "llm_plan",  # reads the whole store: runs with any change
         }
     }
-    assert plan_with(demo, tmp_path, monkeypatch, splade_shorter) == expected
+    planned, stale = plan_with(demo, tmp_path, monkeypatch, splade_shorter)
+    assert planned == expected
+    # what Dagster's UI marks stale: the readers of splade-tiny's input (the others run because an input of theirs
+    # does); the plan runs each of them. Not the multi-passage candidates (their encoder is minilm) nor the answering
+    # systems (none uses splade-tiny): their observed inputs did not change
+    assert stale == {
+        ("rankings", "splade-tiny"),
+        ("multipassage_rankings", "splade-tiny"),
+        *{
+            (a, None)
+            for a in (
+                "beir_scoreboard",
+                "beir_significance",
+                "beir_audits",
+                "beir_segment_scoreboard",
+                "beir_segment_significance",
+                "variant_rankings",
+            )
+        },
+    }
 
 
 @pytest.mark.slow
@@ -252,5 +283,6 @@ def test_a_leaderboard_setting_reruns_the_boards_releases_and_index_only(demo, t
     def fewer_resamples(raw):
         raw["leaderboard"] = {"resamples": 200}
 
-    expected = {(a, None) for a in LAST | {"llm_plan"}}  # llm_plan reads the whole store: runs with any change
-    assert plan_with(demo, tmp_path, monkeypatch, fewer_resamples) == expected
+    planned, stale = plan_with(demo, tmp_path, monkeypatch, fewer_resamples)
+    assert planned == {(a, None) for a in LAST | {"llm_plan"}}  # llm_plan reads the whole store: runs with any change
+    assert stale == {("mamaretrieval_leaderboard", None), ("mamabench_leaderboard", None)}  # new code versions
