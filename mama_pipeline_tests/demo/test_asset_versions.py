@@ -44,16 +44,21 @@ def declarations(defs: dg.Definitions) -> dict[str, set[str]]:
     return out
 
 
+def covered(path: str, mine: set[str]) -> bool:
+    """Whether a declaration covers a read: ``a.b`` by ``a.b`` or ``a``; ``a`` (the section itself) by any of its
+    paths; ``a.*`` (the whole section dumped) by ``a`` only."""
+    section = path.split(".")[0]
+    if path.endswith(".*") or path == "*":
+        return section in mine
+    return path in mine or section in mine or any(d.startswith(path + ".") for d in mine)
+
+
 def undeclared(reads: dict[str, set[str]], declared: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Asset -> the paths it read that its declaration does not cover (``a.b`` is covered by ``a.b`` or ``a``)."""
+    """Asset -> the paths it read that its declaration does not cover."""
     out = {}
     for asset, paths in reads.items():
         mine = declared.get(asset, set())
-        missing = {
-            p
-            for p in paths
-            if p not in mine and p.split(".")[0] not in mine and not any(d.startswith(p + ".") for d in mine)
-        }
+        missing = {p for p in paths if not covered(p, mine)}
         if missing:
             out[asset] = missing
     return out
@@ -64,16 +69,28 @@ def reads_the_judging_shards(settings: SettingsResource) -> int:
     return settings.get().judging.shards
 
 
+@dg.asset
+def dumps_the_judging_section(settings: SettingsResource) -> int:
+    return len(settings.get().judging.model_dump())
+
+
 def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
     config = REPO / "mama_pipeline" / "demo_config.yaml"
     monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
     load_settings(config)  # loaded (and validated) before the run, as the definitions load it before any step
     with recording() as seen:
-        dg.materialize([reads_the_judging_shards], resources={"settings": SettingsResource(config_path=str(config))})
+        dg.materialize(
+            [reads_the_judging_shards, dumps_the_judging_section],
+            resources={"settings": SettingsResource(config_path=str(config))},
+        )
     reads: dict[str, set[str]] = {}
     for asset, path in seen:
         reads.setdefault(asset, set()).add(path)
-    assert reads == {"reads_the_judging_shards": {"judging", "judging.shards"}}
+    assert reads == {
+        "reads_the_judging_shards": {"judging", "judging.shards"},
+        "dumps_the_judging_section": {"judging", "judging.*"},  # every field at once
+    }
+    reads = {"reads_the_judging_shards": reads["reads_the_judging_shards"]}
     declared = {"reads_the_judging_shards": set(declared_settings(sys.modules[__name__], "reads_the_judging_shards"))}
     assert undeclared(reads, declared) == {"reads_the_judging_shards": {"judging", "judging.shards"}}
     assert undeclared(reads, {"reads_the_judging_shards": {"judging"}}) == {}
@@ -81,6 +98,11 @@ def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
     assert undeclared(reads, {"reads_the_judging_shards": {"judging.pilot_size"}}) == {
         "reads_the_judging_shards": {"judging.shards"}
     }
+    dumped = {"reads_the_judging_shards": {"judging", "judging.*"}}  # the whole section dumped
+    assert undeclared(dumped, {"reads_the_judging_shards": {"judging.shards"}}) == {
+        "reads_the_judging_shards": {"judging.*"}
+    }
+    assert undeclared(dumped, {"reads_the_judging_shards": {"judging"}}) == {}
 
 
 def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_input():

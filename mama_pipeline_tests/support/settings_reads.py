@@ -1,7 +1,8 @@
 """Record which settings each asset reads while it runs: ``section`` and ``section.field`` per asset key.
 
-Inside ``recording()`` attribute access on the pipeline's settings and on every top-level section is watched: a
-read made while a Dagster asset step runs (Dagster's current execution context) is attributed to that step's asset
+Inside ``recording()`` attribute access on the pipeline's settings and on every top-level section is watched, and so
+is a dump of a whole section (``model_dump``: recorded as ``section.*``, every field read at once): a read made while
+a Dagster asset step runs (Dagster's current execution context) is attributed to that step's asset
 keys, whether the asset reads it or a resource does for it (the LLM client's stage settings, the store's path). A
 read outside an asset's step (definitions loading, a check) is not attributed; neither is one made on a thread the
 step started (the context does not follow it).
@@ -53,17 +54,30 @@ def recording() -> Iterator[set[tuple[str, str]]]:
 
         return getattribute
 
-    saved = {cls: cls.__dict__.get("__getattribute__") for cls in watched}
+    def whole(cls: type, prefix: str | None, method: str):
+        plain = getattr(cls, method)
+
+        def dump(self, *args, **kwargs):  # every field at once (pydantic reads them without attribute access)
+            for key in _current_keys():
+                reads.add((key, "*" if prefix is None else f"{prefix}.*"))
+            return plain(self, *args, **kwargs)
+
+        return dump
+
+    patched = ("__getattribute__", "model_dump", "model_dump_json")
+    saved = {(cls, name): cls.__dict__.get(name) for cls in watched for name in patched}
     for cls, prefix in watched.items():
         cls.__getattribute__ = recorder(cls, prefix)
+        cls.model_dump = whole(cls, prefix, "model_dump")
+        cls.model_dump_json = whole(cls, prefix, "model_dump_json")
     try:
         yield reads
     finally:
-        for cls, original in saved.items():
+        for (cls, name), original in saved.items():
             if original is None:
-                del cls.__getattribute__
+                delattr(cls, name)
             else:
-                cls.__getattribute__ = original
+                setattr(cls, name, original)
 
 
 def recorded(path: Path) -> dict[str, set[str]]:
