@@ -68,7 +68,13 @@ def materialize(
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.run_plan import changed_steps, check_inputs, plan_runs, selected_keys
+    from mama_pipeline.run_plan import (
+        changed_steps,
+        check_inputs,
+        observe_inputs,
+        plan_runs,
+        selected_keys,
+    )
 
     keys = selected_keys(defs, select)
     for added, check in sorted(check_inputs(defs.resolve_asset_graph(), keys).items(), key=lambda kv: str(kv[0])):
@@ -76,6 +82,7 @@ def materialize(
         keys.add(added)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # the submissions' partitions live on it
         if everything:
+            observe_inputs(defs, instance)  # the runs record the inputs they read: the next plan compares with them
             steps = plan_runs(defs.resolve_asset_graph(), keys)
         else:
             steps = changed_steps(defs, keys, instance, retry_parse_failed, say=lambda line: print(line, flush=True))
@@ -202,11 +209,20 @@ def run_here(defs, keys, home: Path) -> int:
 
 
 def demo() -> int:
-    """Materialise every asset and check on the demo configuration in this process, then summarise."""
-    os.environ.setdefault("MAMA_CONFIG", str(DEMO_CONFIG))
-    from mama_pipeline.definitions import defs
+    """Materialise every asset and check on the demo configuration in this process, then summarise.
 
-    return run_here(defs, None, dagster_home(load_settings().data_path))
+    The inputs are observed first, as ``materialize`` does, so that a ``materialize`` after the demo with the same
+    configuration finds nothing changed."""
+    os.environ.setdefault("MAMA_CONFIG", str(DEMO_CONFIG))
+    import dagster as dg
+
+    from mama_pipeline.definitions import defs
+    from mama_pipeline.run_plan import observe_inputs
+
+    home = dagster_home(load_settings().data_path)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        observe_inputs(defs, instance)
+    return run_here(defs, None, home)
 
 
 def main(argv: list[str] | None = None) -> int:

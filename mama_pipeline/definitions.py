@@ -5,8 +5,9 @@ partitions of :mod:`mama_pipeline.partitions`; a wrong key or value in the confi
 time, with the key named. ``MAMA_CONFIG`` (or the bundled sample) is the file, for the definitions and for the
 runs' ``settings`` resource alike.
 
-Every asset carries one code version (``common/code_version.py``: the package's code and SQL, the stack and the
-settings), so that a re-run plans only what changed (``run_plan.changed_steps``).
+Each asset carries its own code version (``common/code_version.py``: the modules its definition reaches, its
+tables' SQL contracts, the settings it declares in its module's ``SETTINGS_READ``, the stack), so that a re-run
+plans only what changed (``run_plan.changed_steps``).
 """
 
 import os
@@ -17,7 +18,7 @@ import dagster as dg
 
 from mama_pipeline.calibration.definitions import build_defs as calibration
 from mama_pipeline.clinician.definitions import build_defs as clinician
-from mama_pipeline.common.code_version import code_version
+from mama_pipeline.common.code_version import versioned
 from mama_pipeline.corpus.definitions import build_defs as corpus
 from mama_pipeline.evaluation.definitions import build_defs as evaluation
 from mama_pipeline.judging.definitions import build_defs as judging
@@ -56,12 +57,9 @@ AREAS = (
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """Every area's definitions from one settings object, the shared resources, and the code version."""
+    """Every area's definitions from one settings object, the shared resources, and each asset's code version."""
     merged = dg.Definitions.merge(*(build(settings) for build in AREAS), dg.Definitions(resources=shared_resources()))
-    version = code_version(settings.model_dump_json(exclude={"data_dir", "config_dir"}))
-    return merged.permissive_map_resolved_asset_specs(
-        func=lambda spec: spec.replace_attributes(code_version=version), selection=None
-    )
+    return versioned(merged, settings.model_dump(mode="json"))
 
 
 NO_DAGSTER_HOME = (

@@ -23,6 +23,7 @@ from mama_pipeline.common.settings_base import Section, resolve_path
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
+from mama_pipeline.leaderboard.settings import LeaderboardSettings
 from mama_pipeline.llm.settings import LLMSettings
 from mama_pipeline.mamabench.settings import MamabenchSettings
 from mama_pipeline.multipassage.settings import MultipassageSettings
@@ -55,6 +56,7 @@ class PipelineSettings(Section):
     robustness: RobustnessSettings = RobustnessSettings()
     systems: SystemsSettings = SystemsSettings()
     circularity: CircularitySettings = CircularitySettings()
+    leaderboard: LeaderboardSettings = LeaderboardSettings()
 
     # set by load_settings, not by the file
     config_dir: str = "."

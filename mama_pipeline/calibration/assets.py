@@ -26,6 +26,13 @@ from mama_pipeline.common.observed_inputs import observed_input, settings_files_
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "calibration"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "calibration_meta_eval": "calibration.meta_eval",
+    "calibration_side_file": "",
+    "calibration_side_file_accounting": "",
+    "calibration_judge_labels": "calibration.harness_sample_size calibration.harness_seed llm.embedded_server llm.rubric_judge",
+    "calibration_harness_report": "",
+}
 SCOPE_VERDICTS = dg.AssetKey("healthbench_scope_verdicts")
 INPUT_FILES = "calibration_input_files"
 

@@ -43,6 +43,16 @@ from mama_pipeline.common.shared_inputs import QUERIES
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "clinician"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "clinician_tasks": "clinician.estimation_sample_size clinician.relevance_sample_size clinician.scope_sample_size clinician.seed judging.lenient_cut judging.strict_cut",
+    "clinician_projects": "clinician.label_studio_url",
+    "clinician_labels": "clinician.exports clinician.label_studio_url clinician.seed clinician.synthetic_annotators",
+    "clinician_agreement": "clinician.min_annotations judging.lenient_cut judging.strict_cut",
+    "clinician_confusion": "clinician.min_annotations judging.lenient_cut judging.strict_cut",
+    "clinician_validated": "clinician.min_annotations",
+    "clinician_estimates": "clinician.min_annotations clinician.min_estimation_pairs evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge retrieval.retrievers systems.entries",
+    "clinician_report": "clinician.min_annotations",
+}
 ANNOTATIONS = "clinician_annotations"
 CHUNKS_TABLE = "corpus_chunks"  # the corpus group's asset and table: a relevance task's chunk
 

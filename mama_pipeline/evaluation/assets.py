@@ -46,6 +46,24 @@ from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "evaluation"
+_STATS = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed"
+_GRADES = "evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict"
+_FLAGS = "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge retrieval.retrievers systems.entries"  # the circularity flags
+_BOARD = (
+    f"{_STATS} {_GRADES} {_FLAGS} evaluation.headline_measure evaluation.run_files evaluation.significance_measures"
+)
+_BEIR = f"{_STATS} evaluation.beir evaluation.segments retrieval.retrievers"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "per_query_results": _BOARD,
+    "scoreboard": f"{_BOARD} judging.min_judged_share",
+    "significance": _BOARD,
+    "evaluation_report": f"{_BOARD} evaluation.segments release.held_out",
+    "beir_scoreboard": _BEIR,
+    "beir_significance": _BEIR,
+    "beir_audits": _BEIR,
+    "beir_segment_scoreboard": _BEIR,
+    "beir_segment_significance": _BEIR,
+}
 INPUT_FILES = "evaluation_input_files"
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models and runs
 CHUNKS_TABLE = "corpus_chunks"

@@ -8,6 +8,10 @@ from mama_pipeline.evaluation.assets import PER_QUERY
 from mama_pipeline.evaluation.held_out_gaps import TEST, retrieval_gaps
 from mama_pipeline.resources import SettingsResource, StoreResource
 
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "held_out_scoreboard": "evaluation.resamples evaluation.seed evaluation.significance_measures release.held_out",
+}
+
 
 @dg.asset(
     group_name="evaluation",

@@ -10,6 +10,11 @@ from mama_pipeline.evaluation.segments import mamaretrieval_segments, segment_me
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
 from mama_pipeline.resources import SettingsResource, StoreResource
 
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "segment_scoreboard": "corpus.tiers evaluation.confidence evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict evaluation.seed evaluation.segments evaluation.significance_measures",
+    "segment_significance": "corpus.tiers evaluation.confidence evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict evaluation.seed evaluation.segments evaluation.significance_measures",
+}
+
 
 @dg.multi_asset(
     group_name="evaluation",

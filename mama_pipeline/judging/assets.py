@@ -25,6 +25,20 @@ from mama_pipeline.settings import config_path_from_env
 from mama_pipeline.store import PARTITION_COLUMN
 
 GROUP = "judging"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "judged_set": "judging llm.embedded_server llm.judge retrieval.pool_depth",
+    "judged_labels": "judging.batch_pairs judging.shards judging.strategy llm.embedded_server llm.judge",
+    "unjudged_estimate": "judging.lenient_cut judging.strategy judging.strict_cut",
+    "judgments": "",
+    "judging_failures": "",
+    "orphaned_judgments": "",
+    "judge_pilot_sample": "judging.lenient_cut judging.pilot_seed judging.pilot_size judging.strict_cut",
+    "reference_judgments": "judging.batch_pairs llm",
+    "judge_reliability": "judging.lenient_cut judging.strict_cut",
+    "judge_confusion": "judging.lenient_cut judging.strict_cut",
+    "audit_judgments": "judging.batch_pairs llm.embedded_server llm.judge",
+    "pool_completeness": "judging.lenient_cut judging.strict_cut",
+}
 JUDGED_LABELS = "judged_labels"  # the per-shard asset and table that judgments and judging_failures gather
 POOLED_PAIRS = "pooled_pairs"  # the retrieval group's asset and table: the pairs the shards judge
 JUDGED_SET = "judged_set"  # the pairs adaptive judging asked (empty under judging.strategy full)

@@ -30,6 +30,10 @@ from mama_pipeline.leaderboard.leaderboard_files import PAGE_FILE, folder_files
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "mamaretrieval_leaderboard": "leaderboard evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict evaluation.headline_measure evaluation.significance_measures multipassage.headline_measure multipassage.significance_measures release.held_out",
+    "mamabench_leaderboard": "leaderboard llm.answer_grader llm.rubric_judge release.held_out systems.alpha systems.confidence systems.entries systems.resamples systems.seed",
+}
 SUBMISSION_SCORES = dg.AssetKey("submission_scores")  # the submissions area's asset (dynamic partitions)
 TABLES = ("leaderboard", "leaderboard_comparisons", "leaderboard_per_query")
 PARENT_OF_VARIANT = pl.col("query_id").str.replace(r"~[^~]*$", "")  # a variant falls on its parent's side
@@ -100,8 +104,9 @@ def configured_grades(s, db) -> pl.DataFrame:
     return db.read_table("system_grades", partitions=s.systems.names)
 
 
-def _stats(cfg) -> Stats:
-    return Stats(cfg.resamples, cfg.seed, cfg.confidence, cfg.alpha)
+def _stats(cfg, board) -> Stats:
+    """The track's statistics settings (``cfg``), with the resamples of ``leaderboard`` (``board``) when set."""
+    return Stats(board.resamples or cfg.resamples, cfg.seed, cfg.confidence, cfg.alpha)
 
 
 @dg.asset(
@@ -138,7 +143,7 @@ def mamaretrieval_leaderboard(
         t: lb_inputs.combine(lb_inputs.configured(v, "retriever"), lb_inputs.submissions(db, t))
         for t, v in tracks.items()
     }
-    stats, rule = _stats(s.evaluation), s.release.held_out.rule("query_id")
+    stats, rule = _stats(s.evaluation, s.leaderboard), s.release.held_out.rule("query_id")
     board = build_benchmark("mamaretrieval", got, specs, stats, rule, {"robustness": PARENT_OF_VARIANT})
     return dg.MaterializeResult(metadata=write_leaderboard(s, db, "mamaretrieval", board, specs, stats, rule))
 
@@ -173,7 +178,7 @@ def mamabench_leaderboard(settings: SettingsResource, store: StoreResource) -> d
             if n not in listed
         ]
         got[track] = lb_inputs.combine(configured, lb_inputs.submissions(db, track))
-    stats, rule = _stats(s.systems), s.release.held_out.rule("item_id")
+    stats, rule = _stats(s.systems, s.leaderboard), s.release.held_out.rule("item_id")
     key = split_key("query_id")
     board = build_benchmark("mamabench", got, specs, stats, rule, {t: key for t in lb_inputs.ANSWER_TRACKS})
     return dg.MaterializeResult(metadata=write_leaderboard(s, db, "mamabench", board, specs, stats, rule))

@@ -35,6 +35,27 @@ from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "mamabench"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "mamabench_raw_medmcqa": "mamabench.sources",
+    "mamabench_raw_medqa_usmle": "mamabench.sources",
+    "mamabench_raw_afrimedqa_mcq": "mamabench.sources",
+    "mamabench_raw_kenya_vignettes": "mamabench.sources",
+    "mamabench_raw_afrimedqa_saq": "mamabench.sources",
+    "mamabench_raw_whb": "mamabench.sources",
+    "mamabench_raw_healthbench_oss_eval": "mamabench.sources",
+    "mamabench_raw_healthbench_consensus": "mamabench.sources",
+    "mamabench_raw_healthbench_hard": "mamabench.sources",
+    "mamabench_adapted": "mamabench.afrimedqa_specialty_contains mamabench.afrimedqa_tier mamabench.medmcqa_subjects mamabench.sources mamabench.terse_stem_words",
+    "mamabench_provenance": "mamabench.afrimedqa_specialty_contains mamabench.afrimedqa_tier mamabench.medmcqa_subjects mamabench.sources mamabench.terse_stem_words",
+    "mamabench_scope_verdicts": "llm.classifier llm.embedded_server",
+    "healthbench_scope_verdicts": "",
+    "mamabench_items": "",
+    "mamabench_criteria": "",
+    "mamabench_accounting": "",
+    "mamabench_yield": "",
+    "mamabench_kenya_parity": "",
+    "mamabench_agreement": "llm.classifier_reference llm.embedded_server mamabench.agreement_pools mamabench.agreement_sample_size mamabench.agreement_seed",
+}
 PARITY_POOL = "kenya_vignettes"
 
 

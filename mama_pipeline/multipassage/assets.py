@@ -12,6 +12,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
@@ -36,10 +37,34 @@ from mama_pipeline.multipassage.questions import (
 )
 from mama_pipeline.multipassage.settings import check_against
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.settings import PipelineSettings
 
 GROUP = "multipassage"
+_BOARD = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict llm.judge multipassage.alpha multipassage.cutoffs multipassage.headline_measure multipassage.significance_measures retrieval.retrievers"
+_WRITER = "llm.embedded_server llm.judge llm.query_writer multipassage.max_words multipassage.verifier_stage multipassage.writer_stage"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "multipassage_candidates": "corpus.min_body_words corpus.tiers multipassage.dense_retriever multipassage.min_similarity multipassage.neighbours multipassage.pool_retrievers multipassage.section_level multipassage.seed multipassage.set_sizes multipassage.sets_per_source retrieval.retrievers",
+    "multipassage_questions": _WRITER,
+    "multipassage_decisions": _WRITER,
+    "multipassage_rankings": "evaluation.cutoffs multipassage.cutoffs multipassage.pool_depth retrieval.retrievers",
+    "multipassage_pool": "multipassage.pool_depth multipassage.pool_retrievers retrieval.pool_retrievers retrieval.retrievers",
+    "multipassage_labels": "judging.batch_pairs llm.embedded_server llm.judge",
+    "multipassage_fact_labels": "llm.embedded_server llm.judge",
+    "multipassage_per_query": _BOARD,
+    "multipassage_scoreboard": _BOARD,
+    "multipassage_significance": _BOARD,
+    "multipassage_report": "evaluation.alpha multipassage.headline_measure",
+}
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
+ENCODER_FILES = "multipassage_encoder_files"
+multipassage_encoder_files = observed_input(
+    ENCODER_FILES,
+    GROUP,
+    "The version of multipassage.dense_retriever, whose encoder finds the cross-source neighbours (its settings "
+    "entry, depth and model files: retrieval/retriever_versions.py).",
+    lambda s: retriever_versions(s.retrieval, s.resolve)[s.multipassage.dense_retriever],
+)
 RANKINGS_TABLE = "multipassage_rankings"
 REGISTRY_TABLE = "multipassage_id_registry"
 QUESTIONS = dg.AssetIn("multipassage_questions")
@@ -84,7 +109,7 @@ def track_depth(s: PipelineSettings) -> int:
 @dg.asset(
     group_name=GROUP,
     ins={"chunks": CHUNKS},
-    deps=[RETRIEVAL_INPUT_FILES],  # the dense neighbours' encoder
+    deps=[ENCODER_FILES],  # the dense neighbours' encoder
     description="Every candidate chunk set (section neighbours, cross-source dense neighbours) with its status: "
     "sampled, not_sampled, or dropped with the reason.",
 )
@@ -479,6 +504,7 @@ def multipassage_report(
 
 
 ASSETS = [
+    multipassage_encoder_files,
     multipassage_candidates,
     multipassage_questions,
     multipassage_rankings,

@@ -10,6 +10,9 @@ from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import config_path_from_env
 
 GROUP = "plan"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "llm_plan": "calibration llm multipassage.verifier_stage multipassage.writer_stage queries.max_words robustness.kinds systems.entries",
+}
 
 
 @dg.asset(

@@ -12,6 +12,10 @@ from mama_pipeline.queries.rules import gate_decisions, keep_rates, status_count
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 
 GROUP = "queries"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "generated_queries": "llm.embedded_server llm.query_writer queries.max_words",
+    "query_gate_decisions": "llm.embedded_server llm.query_writer queries.max_words",
+}
 REGISTRY_TABLE = "query_id_registry"
 QUERY_COLUMNS = [
     "query_id",

@@ -6,6 +6,10 @@ from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.reports.index import INDEX, PAGES, index_entries, render_index
 from mama_pipeline.resources import SettingsResource, data_path
 
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "reports_index": "",
+}
+
 
 @dg.asset(
     group_name="reports",

@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
+from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.slices import id_slices
 from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path, scratch_path
@@ -29,18 +29,30 @@ from mama_pipeline.retrieval.pooling import (
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
 from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
+from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
 
 GROUP = "retrieval"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "rankings": "retrieval.audit retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers",
+    "pooled_pairs": "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers",
+    "audit_pool": "retrieval.audit retrieval.include_seed_chunk retrieval.retrievers",
+}
 INPUT_FILES = "retrieval_input_files"
 
-retrieval_input_files = observed_input(
-    INPUT_FILES,
-    GROUP,
-    "The files and folders the retrieval settings name (imported runs: sha256; model folders: each file's path, "
-    "size and modification time).",
-    lambda s: settings_files_fingerprint(s.retrieval, s.resolve),
-)
+
+def retrieval_input_files(partitions_def: dg.PartitionsDefinition) -> dg.SourceAsset:
+    """The observed input of the retrievers, one partition per retriever (``retriever_versions``)."""
+    return observed_input(
+        INPUT_FILES,
+        GROUP,
+        "Each retriever's settings entry, ranking depth and the files and folders it names (imported runs: sha256; "
+        "model folders: each file's path, size and modification time); a fusion's or reranker's include its runs'.",
+        lambda s: retriever_versions(s.retrieval, s.resolve),
+        partitions_def,
+    )
+
+
 INPUTS = {"chunks": dg.AssetIn("corpus_chunks"), "queries": dg.AssetIn("generated_queries")}
 POOL_INPUTS = {  # the pools check ranked ids against the current tables: the chunk ids are all they read of chunks
     **INPUTS,

@@ -8,11 +8,12 @@ from mama_pipeline.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """The group's assets and checks, ``rankings`` partitioned by ``retrieval.retrievers``."""
+    """The group's assets and checks, ``rankings`` and its observed input partitioned by ``retrieval.retrievers``."""
+    retrievers = Partitions.of(settings).retrievers
     return dg.Definitions(
         assets=[
-            retrieval_input_files,
-            *partitioned([rankings], Partitions.of(settings).retrievers),
+            retrieval_input_files(retrievers),
+            *partitioned([rankings], retrievers),
             pooled_pairs,
             audit_pool,
         ],

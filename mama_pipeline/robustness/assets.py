@@ -63,6 +63,18 @@ from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 
 GROUP = "robustness"
+_VARIANTS = "llm.embedded_server llm.query_rewriter llm.rewrite_gate robustness.abbreviations robustness.kinds robustness.keep_when_gate_fails robustness.max_rewrite_words robustness.noise robustness.rewrite_queries robustness.seed"
+_HOLES = "judging.batch_pairs llm.embedded_server llm.judge retrieval.pool_depth retrieval.retrievers robustness.judge_depth robustness.max_hole_pairs robustness.retrievers"
+_BOARD = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict evaluation.headline_measure evaluation.significance_measures llm.judge llm.query_rewriter llm.rewrite_gate retrieval.pool_depth retrieval.retrievers robustness.coverage_tolerance robustness.judge_depth robustness.noise robustness.resamples robustness.retrievers"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "query_variants": _VARIANTS,
+    "variant_decisions": _VARIANTS,
+    "variant_rankings": "retrieval.audit retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness.retrievers",
+    "variant_holes": _HOLES,
+    "variant_labels": _HOLES,
+    "robustness_per_query": _BOARD,
+    "robustness_scoreboard": _BOARD,
+}
 INPUT_FILES = "robustness_input_files"
 
 robustness_input_files = observed_input(

@@ -21,6 +21,9 @@ from mama_pipeline.submissions import records
 from mama_pipeline.submissions.submission_files import read_answers_file, read_run_file
 
 GROUP = "submissions"
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "submission_scores": "evaluation judging llm multipassage release retrieval robustness systems",
+}
 FOLDER = "submissions"
 READS = [
     "generated_queries",

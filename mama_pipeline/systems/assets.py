@@ -9,6 +9,7 @@ in the shared LLM client, so a re-run asks nothing and a changed grader prompt
 re-grades without re-asking answers.
 """
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -20,9 +21,11 @@ from mama_pipeline.circularity.flags import circularity_notes, flag_table, syste
 from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
+from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
 from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
+from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
@@ -33,7 +36,29 @@ from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.systems_scoreboard import scoreboard
 
 GROUP = "systems"
-RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "systems_items": "systems.items_per_track systems.max_rubric_criteria systems.sample_seed",
+    "system_answers": "llm.embedded_server retrieval.retrievers systems.entries",
+    "system_grades": "llm.answer_grader llm.embedded_server llm.rubric_judge systems.answer_failures systems.entries",
+    "system_scoreboard": "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge retrieval.retrievers systems.answer_failures systems.confidence systems.entries systems.resamples systems.seed",
+    "system_comparisons": "llm.answer_grader llm.rubric_judge systems.confidence systems.entries systems.resamples systems.seed",
+    "systems_report": "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge mamabench.widely_trained_pools release.held_out retrieval.retrievers systems",
+}
+RETRIEVER_FILES = "system_retriever_files"  # the RAG systems' retrievers' versions (retrieval/retriever_versions.py)
+
+
+system_retriever_files = observed_input(
+    RETRIEVER_FILES,
+    GROUP,
+    "The versions of the retrievers the RAG systems use (each one's settings entry, depth and model files: "
+    "retrieval/retriever_versions.py), by system; a change to a retriever no system uses is none here.",
+    lambda s: json.dumps(
+        {c.name: retriever_versions(s.retrieval, s.resolve)[c.retriever] for c in s.systems.entries if c.retriever},
+        sort_keys=True,
+    ),
+)
+
+
 REPORT_DIR = ("reports", "systems")
 HARNESS_LABELS = dg.AssetKey("calibration_judge_labels")
 
@@ -75,7 +100,7 @@ def systems_items(settings: SettingsResource, items: pl.DataFrame) -> dg.Output[
 @dg.asset(  # partitioned per system by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
     ins={"items": dg.AssetIn("systems_items")},
-    deps=["corpus_chunks", RETRIEVAL_INPUT_FILES],  # a RAG system's retriever reads its model
+    deps=["corpus_chunks", RETRIEVER_FILES],  # a RAG system's retriever reads its model
     description="One answer per item of the system's tracks (partition = system): status, answer, raw text, "
     "the chunk ids a RAG system was given, prompt hash; failed calls stay rows with their reason.",
 )

@@ -8,7 +8,7 @@ import dagster as dg
 from mama_pipeline.partitions import Partitions, partitioned
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.systems import held_out_assets
-from mama_pipeline.systems.assets import ASSETS, PARTITIONED
+from mama_pipeline.systems.assets import ASSETS, PARTITIONED, system_retriever_files
 from mama_pipeline.systems.checks import CHECKS
 
 
@@ -18,4 +18,4 @@ def build_defs(settings: PipelineSettings) -> dg.Definitions:
         return dg.Definitions()
     systems = Partitions.of(settings).systems
     assets = [partitioned([a], systems)[0] if a in PARTITIONED else a for a in ASSETS]
-    return dg.Definitions(assets=assets + held_out_assets.ASSETS, asset_checks=CHECKS)
+    return dg.Definitions(assets=[system_retriever_files, *assets, *held_out_assets.ASSETS], asset_checks=CHECKS)

@@ -7,6 +7,10 @@ from mama_pipeline.evaluation.held_out_assets import gap_output
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
 from mama_pipeline.resources import SettingsResource
 
+SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
+    "system_held_out_scoreboard": "release.held_out systems.resamples systems.seed",
+}
+
 
 @dg.asset(
     group_name="systems",

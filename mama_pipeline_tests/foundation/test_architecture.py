@@ -1,4 +1,5 @@
-"""The import rules of docs/architecture.md, checked on the code with ``ast``: the picture cannot drift.
+"""The import rules of docs/architecture.md, checked on the package's import graph (``common/import_graph.py``,
+read with ``ast``): the picture cannot drift.
 
 The ``layers`` block of the document lists the package's units bottom-up. A unit may import only units on
 earlier lines (module-level, function-level and ``TYPE_CHECKING`` imports all count); units on one line do not
@@ -11,11 +12,12 @@ deferred and cannot form a load-time cycle.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from pathlib import Path
 
 import pytest
+
+from mama_pipeline.common.import_graph import imports, module_tree, modules
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mama_pipeline"
@@ -33,15 +35,6 @@ NAME_RULE_EXEMPT = {
 }  # docs/architecture.md, "Names"
 
 
-def modules(package: Path = PACKAGE) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the package."""
-    out = {}
-    for path in sorted(package.rglob("*.py")):
-        parts = path.relative_to(package.parent).with_suffix("").parts
-        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return out
-
-
 def unit(module: str) -> str:
     """The unit a module belongs to: ``common``, ``settings``, ``cli``, an area folder or a root module."""
     parts = module.split(".")
@@ -52,53 +45,6 @@ def unit(module: str) -> str:
     if parts[-1] == "cli" and len(parts) <= 3:
         return "cli"
     return parts[1]
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-@functools.cache
-def _tree(path: Path, mtime_ns: int) -> ast.Module:
-    return ast.parse(path.read_text(), str(path))
-
-
-def imports(path: Path, known: set[str], module: str) -> list[tuple[str, int, bool]]:
-    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file."""
-    out: list[tuple[str, int, bool]] = []
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-
-    def targets(node: ast.AST) -> list[str]:
-        if isinstance(node, ast.Import):
-            return [a.name for a in node.names]
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        return []
-
-    def visit(node: ast.AST, at_load: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                for name in targets(child):
-                    if name == "mama_pipeline" or name.startswith("mama_pipeline."):
-                        while name not in known and "." in name:
-                            name = name.rpartition(".")[0]
-                        out.append((name, child.lineno, at_load))
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                visit(child, False)
-            elif isinstance(child, ast.If) and _is_type_checking(child):
-                visit(child, False)
-            else:
-                visit(child, at_load)
-
-    visit(_tree(path, path.stat().st_mtime_ns), True)
-    return out
 
 
 def documented_layers(doc: Path = DOC) -> list[list[str]]:
@@ -243,7 +189,7 @@ def test_only_the_root_definitions_read_the_settings_at_import():
     """Settings enter in one place (docs/architecture.md): no other module calls ``load_settings`` at load time."""
     found = []
     for module, path in modules().items():
-        for node in _tree(path, path.stat().st_mtime_ns).body:
+        for node in module_tree(path).body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             for call in ast.walk(node):

@@ -21,6 +21,10 @@ SUBMISSIONS = dg.DynamicPartitionsDefinition(name="subs")
 
 corpus_file = observed_input("corpus_file", "default", "the corpus file", lambda s: path_fingerprint(INPUTS["corpus"]))
 pool_file = observed_input("pool_file", "default", "an upstream pool", lambda s: path_fingerprint(INPUTS["pool"]))
+PARAMS = {}  # retriever -> its parameters, the partitioned observed input's versions (set by the fixture)
+retriever_params = observed_input(
+    "retriever_params", "default", "each retriever's parameters", lambda s: dict(PARAMS), RETRIEVERS
+)
 
 
 @dg.multi_asset(deps=["corpus_file"], outs={"chunks": dg.AssetOut(), "issues": dg.AssetOut()})
@@ -34,7 +38,7 @@ def items() -> None:
     pass
 
 
-@dg.asset(partitions_def=RETRIEVERS, deps=["chunks"])
+@dg.asset(partitions_def=RETRIEVERS, deps=["chunks", "retriever_params"])
 def rankings() -> None:
     pass
 
@@ -76,7 +80,7 @@ class NoSettings:
 
 def defs_at(code_version: str) -> dg.Definitions:
     defs = dg.Definitions(
-        assets=[corpus_file, pool_file, *ASSETS],
+        assets=[corpus_file, pool_file, retriever_params, *ASSETS],
         resources={"io_manager": dg.mem_io_manager, "settings": dg.ResourceDefinition.none_resource()},
     )
     return defs.permissive_map_resolved_asset_specs(
@@ -90,6 +94,7 @@ def pipeline(tmp_path, monkeypatch):
     INPUTS["corpus"].write_text("chunk one\nchunk two\n")
     INPUTS["pool"].write_text('{"q": 1}\n')
     OWED.update(transport_failed=0, parse_failed=0)
+    PARAMS.update(bm25="k1=0.9", dense="model=a")
     # observe_inputs gives the sources the project's resources; these sources read INPUTS, not the settings
     monkeypatch.setattr("mama_pipeline.resources.shared_resources", lambda *a: {"settings": NoSettings()})
     with dg.instance_for_test() as instance:
@@ -150,6 +155,26 @@ def test_a_changed_input_plans_its_readers_and_what_depends_on_them_only(pipelin
     assert materialisations(pipeline, "items") == before and plan(defs, pipeline) == {}
     INPUTS["corpus"].write_text("chunk one\nchunk two\n")  # reverted: a change again, not a return to old labels
     assert "chunks" in plan(defs, pipeline)
+
+
+def test_a_changed_partition_of_an_input_plans_that_partition_and_what_depends_on_it(pipeline):
+    defs = defs_at("v1")
+    run(defs, pipeline, plan(defs, pipeline))
+    PARAMS["bm25"] = "k1=1.2"
+    changed = plan(defs, pipeline)
+    assert changed == {
+        "rankings": {"bm25": "retriever_params has a new data version"},
+        "judged": {None: "rankings runs"},
+        "scoreboard": {None: "judged runs"},
+        "submission_scores": {"sub-1": "judged runs"},
+        "leaderboard": {None: "scoreboard runs"},
+        "bill": {None: "reads the whole store: runs with any change"},
+    }
+    graph = defs.resolve_asset_graph()
+    steps = planned_steps(graph, {dg.AssetKey(k): v for k, v in changed.items()})
+    assert [s.partition_keys(pipeline) for s in steps if s.partitions_def == RETRIEVERS] == [["bm25"]]
+    run(defs, pipeline, changed)
+    assert plan(defs, pipeline) == {}
 
 
 def test_a_new_code_version_plans_every_asset(pipeline):

@@ -1,0 +1,102 @@
+"""The package's import graph, read with ``ast``: which package modules each module imports, and when.
+
+Every import of a ``mama_pipeline`` module counts (module level, inside a function, under ``TYPE_CHECKING``),
+each with whether it runs when the module loads. The architecture test checks its layers on this graph; the
+assets' code versions (``common/code_version.py``) hash the modules an asset's definition reaches through it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from mama_pipeline.common.project_files import PACKAGE_DIR
+
+
+def modules(package: Path = PACKAGE_DIR) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package (the wheel's ``_shipped`` copies excluded)."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        if "_shipped" in parts or "__pycache__" in parts:
+            continue
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+@functools.cache
+def _tree(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+def module_tree(path: Path) -> ast.Module:
+    """The parsed module (cached while the file is unchanged)."""
+    return _tree(path, path.stat().st_mtime_ns)
+
+
+def imports(path: Path, known: set[str], module: str) -> list[tuple[str, int, bool]]:
+    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file."""
+    out: list[tuple[str, int, bool]] = []
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+    def targets(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        return []
+
+    def visit(node: ast.AST, at_load: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for name in targets(child):
+                    if name == "mama_pipeline" or name.startswith("mama_pipeline."):
+                        while name not in known and "." in name:
+                            name = name.rpartition(".")[0]
+                        out.append((name, child.lineno, at_load))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, False)
+            elif isinstance(child, ast.If) and _is_type_checking(child):
+                visit(child, False)
+            elif isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):  # expressions hold no import
+                visit(child, at_load)
+
+    visit(module_tree(path), True)
+    return out
+
+
+def graph(package: Path = PACKAGE_DIR) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (every kind of import; importing ``a.b.c`` runs ``a`` and
+    ``a.b`` too)."""
+    mods = modules(package)
+    known = set(mods)
+    out = {}
+    for module, path in mods.items():
+        targets = {t for t, _, _ in imports(path, known, module)}
+        parents = {".".join(t.split(".")[:i]) for t in targets | {module} for i in range(1, t.count(".") + 1)}
+        out[module] = (targets | parents) & known - {module}
+    return out
+
+
+def reached(start: str, edges: dict[str, set[str]]) -> set[str]:
+    """``start`` and every module it imports, transitively, in the import graph ``edges`` (``graph``)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        if module not in seen and module in edges:
+            seen.add(module)
+            todo += edges[module]
+    return seen

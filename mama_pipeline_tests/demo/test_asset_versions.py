@@ -1,0 +1,315 @@
+"""Each asset's code version covers what it reads: declared settings are checked on a demo run, and a change re-runs
+only what it touches.
+
+The settings an asset reads are found while it runs (``support/settings_reads.py``: every read of a settings
+section or field made during an asset's step, by the asset or by a resource for it), not by reading its code: the
+LLM stage settings reach an asset through the ``llm`` resource and a section is often handed on to pure functions
+as an object, which a static reading of the asset's function would miss; a recorded read that was not declared
+fails here. Reads on branches the demo does not take are not seen: those declarations are by hand.
+
+One demo run (the demo configuration, every LLM stage on the fake server, ``mama-pipeline demo``), then planning
+only (``run_plan.changed_partitions``, what ``materialize`` would run), each plan on its own copy of the Dagster
+instance.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from mama_pipeline.common.code_version import BY_PARTITION, declared_settings
+from mama_pipeline.resources import SettingsResource
+from mama_pipeline.settings import load_settings
+from mama_pipeline_tests.scale_out.test_dask_engine import CLI, REPO, demo_config, env_for
+from mama_pipeline_tests.support.settings_reads import recorded, recording
+
+SETTINGS_READ = {"reads_the_judging_shards": "corpus.bundle"}  # the scratch asset below: judging not declared
+
+
+def declarations(defs: dg.Definitions) -> dict[str, set[str]]:
+    """Asset key -> the settings paths declared for it (a multi-asset's keys: every key's, together)."""
+    out = {}
+    for assets_def in defs.assets or []:
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.is_executable:
+            module = sys.modules[assets_def.op.compute_fn.decorated_fn.__module__]
+            names = [k.to_user_string() for k in assets_def.keys]
+            paths = {p for n in names for p in declared_settings(module, n)}
+            out.update(dict.fromkeys(names, paths))
+    return out
+
+
+def covered(path: str, mine: set[str]) -> bool:
+    """Whether a declaration covers a read: ``a.b`` by ``a.b`` or ``a``; ``a`` (the section itself) by any of its
+    paths; ``a.*`` (the whole section dumped) by ``a`` only."""
+    section = path.split(".")[0]
+    if path.endswith(".*") or path == "*":
+        return section in mine
+    return path in mine or section in mine or any(d.startswith(path + ".") for d in mine)
+
+
+def undeclared(reads: dict[str, set[str]], declared: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Asset -> the paths it read that its declaration does not cover."""
+    out = {}
+    for asset, paths in reads.items():
+        mine = declared.get(asset, set())
+        missing = {p for p in paths if not covered(p, mine)}
+        if missing:
+            out[asset] = missing
+    return out
+
+
+@dg.asset
+def reads_the_judging_shards(settings: SettingsResource) -> int:
+    return settings.get().judging.shards
+
+
+@dg.asset
+def dumps_the_judging_section(settings: SettingsResource) -> int:
+    return len(settings.get().judging.model_dump())
+
+
+def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
+    config = REPO / "mama_pipeline" / "demo_config.yaml"
+    monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
+    load_settings(config)  # loaded (and validated) before the run, as the definitions load it before any step
+    with recording() as seen:
+        dg.materialize(
+            [reads_the_judging_shards, dumps_the_judging_section],
+            resources={"settings": SettingsResource(config_path=str(config))},
+        )
+    reads: dict[str, set[str]] = {}
+    for asset, path in seen:
+        reads.setdefault(asset, set()).add(path)
+    assert reads == {
+        "reads_the_judging_shards": {"judging", "judging.shards"},
+        "dumps_the_judging_section": {"judging", "judging.*"},  # every field at once
+    }
+    reads = {"reads_the_judging_shards": reads["reads_the_judging_shards"]}
+    declared = {"reads_the_judging_shards": set(declared_settings(sys.modules[__name__], "reads_the_judging_shards"))}
+    assert undeclared(reads, declared) == {"reads_the_judging_shards": {"judging", "judging.shards"}}
+    assert undeclared(reads, {"reads_the_judging_shards": {"judging"}}) == {}
+    assert undeclared(reads, {"reads_the_judging_shards": {"judging.shards"}}) == {}
+    assert undeclared(reads, {"reads_the_judging_shards": {"judging.pilot_size"}}) == {
+        "reads_the_judging_shards": {"judging.shards"}
+    }
+    dumped = {"reads_the_judging_shards": {"judging", "judging.*"}}  # the whole section dumped
+    assert undeclared(dumped, {"reads_the_judging_shards": {"judging.shards"}}) == {
+        "reads_the_judging_shards": {"judging.*"}
+    }
+    assert undeclared(dumped, {"reads_the_judging_shards": {"judging"}}) == {}
+
+
+def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_input():
+    """``retrieval.retrievers`` is hashed by its names (``BY_PARTITION``): an asset declaring it must have an
+    observed input that versions the entries among its upstream assets, or a changed entry would not make it
+    stale."""
+    from mama_pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    declared = declarations(defs)
+    sources = {dg.AssetKey(k) for k in BY_PARTITION["retrieval.retrievers"]}
+    blind = [
+        asset
+        for asset, paths in declared.items()
+        if paths & {"retrieval", "retrieval.retrievers"}
+        and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
+    ]
+    assert blind == []
+    assert {"rankings", "pooled_pairs", "system_answers", "mamaretrieval_release"} <= {
+        a for a, p in declared.items() if p & {"retrieval", "retrieval.retrievers"}
+    }
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, fake_llm):
+    """(configuration, environment, the reads recorded per asset) after ``mama-pipeline demo``."""
+    root = tmp_path_factory.mktemp("versions")
+    config = demo_config(root / "sample", fake_llm.url)
+    env = {**env_for(root, config, "demo"), "PYTHONPATH": str(REPO)}
+    reads = root / "reads.jsonl"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from mama_pipeline_tests.support.settings_reads import main; main()",
+            str(reads),
+            "demo",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return config, env, recorded(reads)
+
+
+@pytest.mark.slow
+def test_every_asset_declares_the_settings_it_reads(demo):
+    from mama_pipeline.definitions import defs
+
+    _, _, reads = demo
+    assert {"retrieval.retrievers", "retrieval.pool_depth"} <= reads["rankings"]  # the recorder saw the demo
+    assert "llm.judge" in reads["judged_labels"]  # through the llm resource
+    declared = declarations(defs)
+    observed = {k.to_user_string() for k in defs.resolve_asset_graph().external_asset_keys}
+    assert set(reads) - set(declared) <= observed  # the observed inputs fingerprint settings: no code version
+    assert undeclared({a: p for a, p in reads.items() if a in declared}, declared) == {}
+
+
+@pytest.mark.slow
+def test_materialize_after_the_demo_launches_no_run(demo):
+    config, env, _ = demo
+    out = subprocess.run(
+        [CLI, "materialize", "--select", "*"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "nothing changed since the last materialisation: no run launched" in out.stdout, out.stdout[-3000:]
+    assert "dagster asset materialize" not in out.stdout
+
+
+def plan_with(demo, tmp_path, monkeypatch, change) -> tuple[set, set]:
+    """After the demo, with the configuration ``change``d: the (asset, partition) pairs ``materialize`` would run,
+    and those Dagster (its UI) calls stale."""
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._time import get_current_datetime
+
+    from mama_pipeline.definitions import build_defs
+    from mama_pipeline.run_plan import RunStep, changed_partitions, observe_inputs
+
+    config, env, _ = demo
+    raw = yaml.safe_load(Path(config).read_text())
+    change(raw)
+    changed = Path(config).with_name(f"changed-{tmp_path.name}.yaml")  # beside it: the same relative paths
+    changed.write_text(yaml.safe_dump(raw))
+    home = tmp_path / "dagster_home"
+    shutil.copytree(env["DAGSTER_HOME"], home)
+    monkeypatch.setenv("MAMA_CONFIG", str(changed))
+    monkeypatch.setenv("MAMA_DATA_DIR", env["MAMA_DATA_DIR"])
+    defs = build_defs(load_settings(changed))
+    graph = defs.resolve_asset_graph()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        observe_inputs(defs, instance)
+        planned = changed_partitions(graph, graph.materializable_asset_keys, instance)
+        view = AssetGraphView(  # as the UI's stale status is resolved
+            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+            instance=instance,
+            asset_graph=graph,
+        )
+        resolver = CachingStaleStatusResolver(instance, graph, view)
+        stale = {
+            (key.to_user_string(), p)
+            for key in graph.materializable_asset_keys
+            for p in RunStep((key,), graph.get(key).partitions_def).partition_keys(instance)
+            if resolver.get_status(key, p) == StaleStatus.STALE
+        }
+    return {(k.to_user_string(), p) for k, parts in planned.items() for p in parts}, stale
+
+
+SHARDS = [("judged_labels", "shard_000"), ("judged_labels", "shard_001")]
+LAST = {"mamaretrieval_leaderboard", "mamabench_leaderboard", "mamaretrieval_release", "mamabench_release"}
+LAST |= {"release_publication", "reports_index"}
+
+
+@pytest.mark.slow
+def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_only(demo, tmp_path, monkeypatch):
+    def splade_shorter(raw):
+        (entry,) = [r for r in raw["retrieval"]["retrievers"] if r["name"] == "splade-tiny"]
+        entry.setdefault("params", {})["max_seq_length"] = 64
+
+    expected = {("rankings", "splade-tiny"), ("multipassage_rankings", "splade-tiny"), *SHARDS}
+    expected |= {
+        (a, None)
+        for a in {
+            # what reads the pooled ranking: the pool, its judgments and everything scored from them
+            "pooled_pairs",
+            "audit_pool",
+            "judgments",
+            "judging_failures",
+            "orphaned_judgments",
+            "judge_pilot_sample",
+            "reference_judgments",
+            "judge_reliability",
+            "judge_confusion",
+            "audit_judgments",
+            "pool_completeness",
+            "per_query_results",
+            "scoreboard",
+            "significance",
+            "evaluation_report",
+            "held_out_scoreboard",
+            "segment_scoreboard",
+            "segment_significance",
+            "clinician_tasks",
+            "clinician_projects",
+            "clinician_labels",
+            "clinician_agreement",
+            "clinician_confusion",
+            "clinician_validated",
+            "clinician_estimates",
+            "clinician_report",
+            # splade-tiny runs again on other queries: BEIR, the multi-passage questions, the robustness variants
+            "beir_scoreboard",
+            "beir_significance",
+            "beir_audits",
+            "beir_segment_scoreboard",
+            "beir_segment_significance",
+            "multipassage_pool",
+            "multipassage_labels",
+            "multipassage_fact_labels",
+            "multipassage_per_query",
+            "multipassage_scoreboard",
+            "multipassage_significance",
+            "multipassage_report",
+            "variant_rankings",
+            "variant_holes",
+            "variant_labels",
+            "robustness_per_query",
+            "robustness_scoreboard",
+            # not mamabench_leaderboard: no mamabench entry reads a ranking (no submission here)
+            "mamaretrieval_leaderboard",
+            "mamaretrieval_release",
+            "mamabench_release",  # its clinician part reads the judgments
+            "release_publication",
+            "reports_index",
+            "llm_plan",  # reads the whole store: runs with any change
+        }
+    }
+    planned, stale = plan_with(demo, tmp_path, monkeypatch, splade_shorter)
+    assert planned == expected
+    # what Dagster's UI marks stale: the readers of splade-tiny's input (the others run because an input of theirs
+    # does); the plan runs each of them. Not the multi-passage candidates (their encoder is minilm) nor the answering
+    # systems (none uses splade-tiny): their observed inputs did not change
+    assert stale == {
+        ("rankings", "splade-tiny"),
+        ("multipassage_rankings", "splade-tiny"),
+        *{
+            (a, None)
+            for a in (
+                "beir_scoreboard",
+                "beir_significance",
+                "beir_audits",
+                "beir_segment_scoreboard",
+                "beir_segment_significance",
+                "variant_rankings",
+            )
+        },
+    }
+
+
+@pytest.mark.slow
+def test_a_leaderboard_setting_reruns_the_boards_releases_and_index_only(demo, tmp_path, monkeypatch):
+    def fewer_resamples(raw):
+        raw["leaderboard"] = {"resamples": 200}
+
+    planned, stale = plan_with(demo, tmp_path, monkeypatch, fewer_resamples)
+    assert planned == {(a, None) for a in LAST | {"llm_plan"}}  # llm_plan reads the whole store: runs with any change
+    assert stale == {("mamaretrieval_leaderboard", None), ("mamabench_leaderboard", None)}  # new code versions
