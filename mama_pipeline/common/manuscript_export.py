@@ -1,0 +1,132 @@
+"""Tables and figures a manuscript can take as they are: each report table also as a LaTeX ``booktabs`` table and a
+CSV file, each figure also as SVG and PDF, the files beside the page.
+
+A table is one :class:`ExportTable`: ``data`` (the numbers, written to the CSV as they are), ``shown`` (the cells as
+the page prints them, which the LaTeX table holds), the rows in bold (the best) and the rows marked tied with the
+best (a dagger), and a caption that states the denominator, the resampling and the multiple-comparison correction.
+The LaTeX comes from one great_tables definition (its ``as_latex``: booktabs rules); great_tables does not yet
+carry styles into LaTeX, so bold is its Markdown ``**...**`` and the dagger is put in after rendering.
+Output is deterministic: no dates, no software stamps, fixed SVG ids.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+TIED = "\u2020"  # the marker of an entry tied with the best, in a cell of ``shown``
+_TIED_LATEX = r"\textsuperscript{\dag}"
+FIGURE_FORMATS = ("png", "svg", "pdf")
+PREAMBLE = r"""\documentclass{article}
+\usepackage[T1]{fontenc}
+\usepackage{booktabs}
+\usepackage{caption}
+\usepackage[margin=1cm,landscape]{geometry}
+\begin{document}
+"""
+
+
+@dataclass(frozen=True)
+class ExportTable:
+    stem: str  # file name without its extension
+    data: pl.DataFrame  # the numbers (CSV)
+    caption: str  # denominator, resampling, correction
+    shown: pl.DataFrame | None = None  # the cells as the page prints them (LaTeX); default: ``data``
+    best: Sequence[bool] = field(default_factory=tuple)  # rows in bold
+    tied: Sequence[bool] = field(default_factory=tuple)  # rows tied with the best (dagger)
+
+    def cells(self) -> pl.DataFrame:
+        from mama_pipeline.common.html_page import cell
+
+        frame = self.shown if self.shown is not None else self.data
+        return frame.select(
+            pl.Series(c, [_unescape(cell(v, c)) for v in frame[c].to_list()], dtype=pl.String) for c in frame.columns
+        )
+
+
+def latex(table: ExportTable) -> str:
+    """The table as LaTeX (booktabs), caption and note included, best rows bold, tied rows daggered."""
+    from great_tables import GT
+
+    cells = table.cells()
+    first = cells.columns[0]
+    marked = []
+    for i, row in enumerate(cells.iter_rows(named=True)):
+        bold = i < len(table.best) and table.best[i]
+        tied = i < len(table.tied) and table.tied[i]
+        marked.append(
+            {
+                c: (f"**{_markdown(v)}**" if bold and v else _markdown(v)) + (TIED if tied and c == first else "")
+                for c, v in row.items()
+            }
+        )
+    body = pl.DataFrame(marked, schema=dict.fromkeys(cells.columns, pl.String)) if marked else cells
+    gt = GT(body).fmt_markdown(columns=cells.columns).tab_header(title=table.caption)
+    if any(table.best) or any(table.tied):
+        gt = gt.tab_source_note("Bold: the best; \u2020: tied with the best.")
+    return gt.as_latex().replace(TIED, _TIED_LATEX)
+
+
+def csv(table: ExportTable) -> bytes:
+    buffer = io.BytesIO()
+    table.data.write_csv(buffer)
+    return buffer.getvalue()
+
+
+def table_files(tables: Iterable[ExportTable]) -> dict[str, bytes]:
+    """``<stem>.tex`` and ``<stem>.csv`` of each table; a stem used twice is an error."""
+    out: dict[str, bytes] = {}
+    for t in tables:
+        if f"{t.stem}.tex" in out:
+            raise ValueError(f"two exported tables named {t.stem!r}")
+        out[f"{t.stem}.tex"] = latex(t).encode()
+        out[f"{t.stem}.csv"] = csv(t)
+    return out
+
+
+def write_tables(folder: Path, tables: Iterable[ExportTable]) -> list[str]:
+    """Write :func:`table_files` into ``folder``; returns the file names."""
+    files = table_files(tables)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return list(files)
+
+
+def standalone(table_tex: str) -> str:
+    """A minimal LaTeX document holding one exported table (what the compile test and a reader's preview run)."""
+    return PREAMBLE + table_tex + "\n\\end{document}\n"
+
+
+def save_figure(fig, png: Path, dpi: int = 100) -> str:
+    """Save ``fig`` as ``png`` and beside it as SVG and PDF (no date, no software stamp); returns the PNG's name."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    with matplotlib.rc_context({"svg.hashsalt": "mama_pipeline", "svg.fonttype": "none"}):
+        fig.savefig(png, dpi=dpi, metadata={"Software": None})
+        fig.savefig(png.with_suffix(".svg"), metadata={"Date": None, "Creator": None})
+        fig.savefig(png.with_suffix(".pdf"), metadata={"CreationDate": None, "Creator": None, "Producer": None})
+    plt.close(fig)
+    return png.name
+
+
+def figure_files(png_name: str) -> list[str]:
+    """The three files :func:`save_figure` writes for one figure."""
+    stem = png_name.rsplit(".", 1)[0]
+    return [f"{stem}.{ext}" for ext in FIGURE_FORMATS]
+
+
+def _unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)
+
+
+def _markdown(text: str) -> str:
+    """Cell text for great_tables' Markdown: characters Markdown would read as markup escaped."""
+    return "".join("\\" + ch if ch in "\\`*_[]#<>|" else ch for ch in text)
