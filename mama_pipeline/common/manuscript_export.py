@@ -2,7 +2,7 @@
 CSV file, each figure also as SVG and PDF, the files beside the page.
 
 A table is one :class:`ExportTable`: ``data`` (the numbers, written to the CSV as they are), ``shown`` (the cells as
-the page prints them, which the LaTeX table holds), the rows in bold (the best) and the rows marked tied with the
+the page prints them, which the LaTeX table holds), the cells in bold (the best) and the cells marked tied with the
 best (a dagger), and a caption that states the denominator, the resampling and the multiple-comparison correction.
 The LaTeX comes from one great_tables definition (its ``as_latex``: booktabs rules); great_tables does not yet
 carry styles into LaTeX, so bold is its Markdown ``**...**`` and the dagger is put in after rendering.
@@ -12,12 +12,13 @@ Output is deterministic: no dates, no software stamps, fixed SVG ids.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+BEST, TIED_WITH_BEST = "best", "tied with best"
 TIED = "\u2020"  # the marker of an entry tied with the best, in a cell of ``shown``
 _TIED_LATEX = r"\textsuperscript{\dag}"
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -36,8 +37,7 @@ class ExportTable:
     data: pl.DataFrame  # the numbers (CSV)
     caption: str  # denominator, resampling, correction
     shown: pl.DataFrame | None = None  # the cells as the page prints them (LaTeX); default: ``data``
-    best: Sequence[bool] = field(default_factory=tuple)  # rows in bold
-    tied: Sequence[bool] = field(default_factory=tuple)  # rows tied with the best (dagger)
+    marks: Mapping[tuple[int, str], str] = field(default_factory=dict)  # (row, column) -> BEST or TIED_WITH_BEST
 
     def cells(self) -> pl.DataFrame:
         from mama_pipeline.common.html_page import cell
@@ -49,24 +49,24 @@ class ExportTable:
 
 
 def latex(table: ExportTable) -> str:
-    """The table as LaTeX (booktabs), caption and note included, best rows bold, tied rows daggered."""
+    """The table as LaTeX (booktabs), caption and note included, best cells bold, cells tied with them daggered."""
     from great_tables import GT
 
     cells = table.cells()
-    first = cells.columns[0]
+    unknown = {m for m in table.marks.values()} - {BEST, TIED_WITH_BEST}
+    if unknown:
+        raise ValueError(f"table {table.stem}: unknown marks {sorted(unknown)}")
     marked = []
     for i, row in enumerate(cells.iter_rows(named=True)):
-        bold = i < len(table.best) and table.best[i]
-        tied = i < len(table.tied) and table.tied[i]
-        marked.append(
-            {
-                c: (f"**{_markdown(v)}**" if bold and v else _markdown(v)) + (TIED if tied and c == first else "")
-                for c, v in row.items()
-            }
-        )
+        out = {}
+        for c, v in row.items():
+            mark = table.marks.get((i, c))
+            text = _markdown(v)
+            out[c] = f"**{text}**" if mark == BEST and v else text + (TIED if mark == TIED_WITH_BEST else "")
+        marked.append(out)
     body = pl.DataFrame(marked, schema=dict.fromkeys(cells.columns, pl.String)) if marked else cells
     gt = GT(body).fmt_markdown(columns=cells.columns).tab_header(title=table.caption)
-    if any(table.best) or any(table.tied):
+    if table.marks:
         gt = gt.tab_source_note("Bold: the best; \u2020: tied with the best.")
     return gt.as_latex().replace(TIED, _TIED_LATEX)
 
