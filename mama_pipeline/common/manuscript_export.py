@@ -103,16 +103,29 @@ def standalone(table_tex: str) -> str:
 
 def save_figure(fig, png: Path, dpi: int = 100) -> str:
     """Save ``fig`` as ``png`` and beside it as SVG and PDF (no date, no software stamp); returns the PNG's name."""
+    for ext, data in figure_bytes(fig, dpi).items():
+        png.with_suffix(f".{ext}").write_bytes(data)
+    return png.name
+
+
+def figure_bytes(fig, dpi: int = 100) -> dict[str, bytes]:
+    """``fig`` as PNG, SVG and PDF bytes (extension -> bytes), as :func:`save_figure` writes them."""
     import matplotlib
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
+    out = {}
     with matplotlib.rc_context({"svg.hashsalt": "mama_pipeline", "svg.fonttype": "none"}):
-        fig.savefig(png, dpi=dpi, metadata={"Software": None})
-        fig.savefig(png.with_suffix(".svg"), metadata={"Date": None, "Creator": None})
-        fig.savefig(png.with_suffix(".pdf"), metadata={"CreationDate": None, "Creator": None, "Producer": None})
+        for ext, meta in (
+            ("png", {"Software": None}),
+            ("svg", {"Date": None, "Creator": None}),
+            ("pdf", {"CreationDate": None, "Creator": None, "Producer": None}),
+        ):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=ext, dpi=dpi, metadata=meta)
+            out[ext] = buffer.getvalue()
     plt.close(fig)
-    return png.name
+    return out
 
 
 def figure_files(png_name: str) -> list[str]:
