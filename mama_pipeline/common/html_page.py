@@ -16,6 +16,7 @@ import polars as pl
 
 HEADLINE_TABLE = "<table class='facts' id='headline'>"
 _ROW = re.compile(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>")
+_BANNER = re.compile(r"<div class='banner' role='note'><b>(.*?)</b></div>")
 STYLESHEET = """body{font-family:sans-serif;margin:2em auto;max-width:80em;padding:0 1em}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}
@@ -24,7 +25,14 @@ details{margin:1em 0}tr.best td,tr.tied td{background:#e6f4e6}tr.refused td{colo
 td,th{overflow-wrap:anywhere}.ci{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}nav{margin:0 0 1em}
 .banner{border:2px solid #a00;background:#fff3f3;color:#600;padding:.5em 1em;margin:1em 0}"""
 INDEX_LINK = "../index.html"  # every page lies one folder below the reports index
-HEADINGS = {"len": "count", "n": "n", "n_queries": "queries", "n_items": "items", "ci_low": "low", "ci_high": "high"}
+HEADINGS = {
+    "len": "count",
+    "n": "n",
+    "n_queries": "queries",
+    "n_items": "items",
+    "ci_low": "CI low",
+    "ci_high": "CI high",
+}
 
 
 def esc(value: object) -> str:
@@ -152,3 +160,8 @@ def headline_of(page_html: str) -> list[tuple[str, str]]:
         return []
     block = page_html[start : page_html.index("</table>", start)]
     return [(html.unescape(k), html.unescape(v)) for k, v in _ROW.findall(block)]
+
+
+def banners_of(page_html: str) -> list[str]:
+    """The banners a page written by :func:`page` shows (none when it shows none)."""
+    return [html.unescape(b) for b in _BANNER.findall(page_html)]

@@ -21,6 +21,7 @@ from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
+from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
@@ -257,6 +258,7 @@ def systems_report(
             grader=_grader_lines(s),
             harness=harness,
             notes=notes,
+            banners=embedded_banner(s.llm, GRADER_STAGES.values(), [c.name for c in s.systems.entries if c.embedded]),
             alpha=s.systems.alpha,
             answer_failures=s.systems.answer_failures,
             rubric_parse_retries=s.llm.rubric_judge.parse_retries,
@@ -348,13 +350,6 @@ def _report_notes(context, s, grades: pl.DataFrame, store: StoreResource) -> lis
         )
         + f"; {cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals."
     ]
-    embedded = [c.name for c in cfg.entries if c.embedded]
-    if embedded or any(getattr(s.llm, st).embedded for st in GRADER_STAGES.values()):
-        notes.append(
-            "Some systems or graders are the embedded SmolLM2-135M smoke-test model "
-            f"({', '.join(embedded) or 'graders'}): the figures exercise the pipeline and say nothing "
-            "about clinical quality."
-        )
     notes.append(_harness_match(context, grades))
     notes += circularity_notes(system_flags(s))
     if s.mamabench.widely_trained_pools:
