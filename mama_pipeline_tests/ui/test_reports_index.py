@@ -165,7 +165,7 @@ def test_index_links_every_page_with_its_headline_figures_and_each_opens(tmp_pat
     assert "verified questions</th><td>4 (each needs two or three chunks)" in html
     assert "typo: largest drop in nDCG@10 (95% CI)</th><td>0.130 [0.050, 0.200] (bm25, 12 queries)" in html
     assert "relevance judge vs clinicians</th><td>16 validated tasks; exact score agreement 0.625 over 16 pairs" in html
-    assert re.search(r"rag: mcq \(accuracy\)</th><td>0\.\d{3} over 6 of 6 items", html)
+    assert re.search(r"rag: mcq \(accuracy\)</th><td>0\.\d{3} \[0\.\d{3}, [01]\.\d{3}\] over 6 of 6 items", html)
     assert re.search(r"over \d+ queries", html.split("beir-miriad")[0])  # the mamaretrieval headline
     assert "6 report pages written" in html
 
