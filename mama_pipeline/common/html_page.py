@@ -22,7 +22,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}
 table.facts td{text-align:left}.sig{font-weight:bold}.note{color:#555}.warn{color:#a00}img{max-width:100%}
 details{margin:1em 0}tr.best td,tr.tied td{background:#e6f4e6}tr.refused td{color:#888}
-td,th{overflow-wrap:anywhere}.ci{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}nav{margin:0 0 1em}
+td,th{overflow-wrap:break-word}.ci{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}nav{margin:0 0 1em}
 .banner{border:2px solid #a00;background:#fff3f3;color:#600;padding:.5em 1em;margin:1em 0}"""
 INDEX_LINK = "../index.html"  # every page lies one folder below the reports index
 HEADINGS = {

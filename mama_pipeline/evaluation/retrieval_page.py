@@ -681,7 +681,7 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
 
 def _bars(stats: pl.DataFrame, ylabel: str, path: Path) -> str:
     """Grouped bars, one group per segment, one bar per retriever, each with its interval (when known) and its n
-    above it; a zero mean is drawn as a thick line on the axis, a missing one is marked "none"."""
+    written at its foot; a zero mean is drawn as a thick line on the axis, a missing one is marked "none"."""
     plt = _pyplot()
     groups = stats["segment"].unique(maintain_order=True).to_list()
     retrievers = stats["retriever"].unique(maintain_order=True).to_list()
@@ -699,19 +699,18 @@ def _bars(stats: pl.DataFrame, ylabel: str, path: Path) -> str:
         ]
         bars = ax.bar(xs, means, width, yerr=err if any(has_ci) else None, capsize=2, label=name)
         color = bars.patches[0].get_facecolor() if bars.patches else None
-        for x, m, r, ok in zip(xs, means, rows, has_ci):
-            top = (r["ci_high"] if ok else m) if r else 0.0
+        for x, m, r in zip(xs, means, rows):
             if r is None:
                 ax.text(x, 0.02, "none", rotation=90, ha="center", va="bottom", fontsize="x-small", color="#888")
                 continue
             if m == 0:
                 ax.plot([x - width / 2, x + width / 2], [0, 0], color=color, linewidth=3, solid_capstyle="butt")
-            ax.text(x, min(top, 0.97) + 0.01, f"n={r['n']}", rotation=90, ha="center", va="bottom", fontsize="x-small")
+            ax.text(x, 0.01, f"n={r['n']}", rotation=90, ha="center", va="bottom", fontsize="x-small")
     ax.set_xticks(
         [j + width * (len(retrievers) - 1) / 2 for j in range(len(groups))], groups, rotation=20, fontsize="small"
     )
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1.15)
+    ax.set_ylim(0, 1.02)
     ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, path)
 
