@@ -128,12 +128,6 @@ def figure_bytes(fig, dpi: int = 100) -> dict[str, bytes]:
     return out
 
 
-def figure_files(png_name: str) -> list[str]:
-    """The three files :func:`save_figure` writes for one figure."""
-    stem = png_name.rsplit(".", 1)[0]
-    return [f"{stem}.{ext}" for ext in FIGURE_FORMATS]
-
-
 def _unescape(text: str) -> str:
     import html
 
