@@ -32,6 +32,12 @@ HEADINGS = {
     "n_items": "items",
     "ci_low": "CI low",
     "ci_high": "CI high",
+    "p_holm": "Holm p",
+    "p_randomization": "randomization p",
+    "p_randomization_holm": "randomization p (Holm)",
+    "p_mcnemar": "McNemar p",
+    "p_mcnemar_holm": "McNemar p (Holm)",
+    "p_gap": "gap p",
 }
 
 
