@@ -259,7 +259,11 @@ def evaluation_report(
             headline_measures=ev.significance_measures,
             segments={"tier": queries.select("query_id", "tier"), "source": queries.select("query_id", "source")},
             segment_tests=SegmentResult(
-                segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)
+                segment_scoreboard,
+                segment_significance,
+                ev.segments.min_queries,
+                segment_measures(ev),
+                ev.segments.resamples,
             ),
             label_counts=labels.counts(),
             label_mix=label_mix(run.slices(run.query_ids()), labels.of_queries, mix_k),
