@@ -21,7 +21,7 @@ from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
-from mama_pipeline.llm.embedded_banner import embedded_banner
+from mama_pipeline.llm.embedded_banner import STAGE_WORDS, embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
@@ -333,7 +333,7 @@ def _grader_lines(s) -> dict[str, str]:
         cfg = getattr(s.llm, stage)
         where = f"{cfg.model} @ {', '.join(cfg.base_urls)}" if cfg.base_urls else "the embedded smoke-test model"
         prompt = SHORT_ANSWER_GRADER_PROMPT if track == "short_answer" else RUBRIC_JUDGE_PROMPT
-        out[f"{track} (llm.{stage})"] = f"{where}; prompt {prompt.id} {prompt.hash}"
+        out[f"{track.replace('_', ' ')} ({STAGE_WORDS[stage]})"] = f"{where}; prompt {prompt.id} {prompt.hash}"
     return out
 
 
@@ -354,8 +354,8 @@ def _report_notes(context, s, grades: pl.DataFrame, store: StoreResource) -> lis
     notes += circularity_notes(system_flags(s))
     if s.mamabench.widely_trained_pools:
         notes.append(
-            f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (setting "
-            "mamabench.widely_trained_pools). A system may have seen their items in training: compare its "
+            f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (as configured). "
+            "A system may have seen their items in training: compare its "
             "score on them with its score on the other pools in the 'by pool' tables."
         )
     return notes
