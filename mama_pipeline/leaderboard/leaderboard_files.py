@@ -355,6 +355,8 @@ def manuscript_files(doc: dict[str, Any]) -> dict[str, bytes]:
             rows.append(row)
             if row["standing"] in (BEST, TIED_WITH_BEST):
                 marks[i, "entry"] = row["standing"]
+            if row["standing"] == BEST:  # its headline figure in bold too
+                marks[i, label(t, t["headline"])] = BEST
         data = pl.DataFrame(rows)
         shown = pl.DataFrame(
             [
