@@ -38,8 +38,8 @@ READER_FACTS = """JSON.stringify({
                    .map(t => (t.querySelector('caption, th') || t).innerText.slice(0, 40)),
   innerWidth: window.innerWidth,
   cells: Array.from(document.querySelectorAll('td, th')).map(c => c.innerText),
-  headings: Array.from(document.querySelectorAll('thead th, table tr:first-child th, caption, h3'))
-                 .map(c => c.innerText),
+  texts: Array.from(document.querySelectorAll("th, td, caption, h2, h3, img"))
+                 .map(c => c.tagName == 'IMG' ? c.alt : c.innerText),
   headline: Array.from(document.querySelectorAll('#headline th')).map(c => c.innerText),
   back: Array.from(document.querySelectorAll('nav a')).map(a => a.getAttribute('href')),
   banners: Array.from(document.querySelectorAll('.banner')).map(b => b.innerText),
@@ -139,7 +139,7 @@ def test_every_page_fits_1280px_and_reads_as_a_reader_reads_it(reports):
         raw = sorted({c for c in facts["cells"] if RAW.search(c)})
         if raw:
             problems.append(f"{name}: cells with raw values {raw[:5]}")
-        for text in facts["headings"] + facts["headline"]:
+        for text in facts["texts"] + facts["headline"]:
             for hit in MEASURE_WORD.finditer(text):
                 if hit.group(0) not in labels:
                     problems.append(f"{name}: measure {hit.group(0)!r} (in {text!r}) is not a shared label")
