@@ -664,7 +664,7 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
                 ax.text(
                     j,
                     i,
-                    f"{value:+.2f}{star}",
+                    f"{signed(value)}{star}",
                     ha="center",
                     va="center",
                     fontsize="small",
