@@ -425,7 +425,7 @@ def _forest(track: dict[str, Any], scored: list[dict[str, Any]]) -> dict[str, by
     ax.invert_yaxis()
     ax.set_xlabel(f"{label(track, headline)} (mean, 95% CI)")
     ax.grid(axis="x", color="#ddd")
-    ax.legend(fontsize="x-small", loc="lower right")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     return figure_bytes(fig)
 
 
