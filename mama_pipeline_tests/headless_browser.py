@@ -111,6 +111,15 @@ def _browser(chromium: str):
 
 def check_page(path: Path, chromium: str, timeout_s: float = 60) -> PageCheck:
     """Open ``path`` (a local HTML file), wait for its load event, and report what the page shows."""
+    facts, errors = evaluate_page(path, chromium, PAGE_FACTS, timeout_s=timeout_s)
+    return PageCheck(facts["title"], facts["text"], facts["headings"], facts["images"], errors)
+
+
+def evaluate_page(
+    path: Path, chromium: str, expression: str, width: int | None = None, timeout_s: float = 60
+) -> tuple[dict, list[str]]:
+    """Open ``path`` (in a window ``width`` CSS pixels wide when given), wait for its load event, and return the
+    JSON value of ``expression`` (a script that returns ``JSON.stringify(...)``) with the page's errors."""
     from websockets.sync.client import connect
 
     with _browser(chromium) as ws_url, connect(ws_url, max_size=None, open_timeout=30) as ws:
@@ -145,11 +154,14 @@ def check_page(path: Path, chromium: str, timeout_s: float = 60) -> PageCheck:
 
         for domain in ("Page", "Runtime", "Log"):
             call(f"{domain}.enable")
+        if width is not None:
+            metrics = {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
+            call("Emulation.setDeviceMetricsOverride", metrics)
         call("Page.navigate", {"url": path.resolve().as_uri()})
         deadline = time.monotonic() + timeout_s
         while not loaded:
             _event(json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic()))))
         facts = json.loads(
-            call("Runtime.evaluate", {"expression": PAGE_FACTS, "returnByValue": True})["result"]["value"]
+            call("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"]["value"]
         )
-        return PageCheck(facts["title"], facts["text"], facts["headings"], facts["images"], errors)
+        return facts, errors

@@ -13,6 +13,13 @@ if ! command -v chromium >/dev/null 2>&1; then  # headless browser for the Dagst
     echo "chromium is not installed and this user cannot apt-get it; the UI test will fail" >&2
   fi
 fi
+if ! command -v pdflatex >/dev/null 2>&1 || ! kpsewhich booktabs.sty >/dev/null 2>&1; then  # exported LaTeX tables
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq texlive-latex-recommended >/dev/null
+  else
+    echo "pdflatex with booktabs is not installed and this user cannot apt-get it; the LaTeX export test will fail" >&2
+  fi
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # the tests choose their own configuration and data folders: a developer's exported ones must not leak in
 unset MAMA_CONFIG MAMA_DATA_DIR

@@ -14,8 +14,9 @@ import polars as pl
 from mama_pipeline.clinician.clinician_agreement import ANNOTATORS, MAJORITY
 from mama_pipeline.clinician.estimates import ESTIMATED, EXPLANATION, UNIFORM
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import number, page
+from mama_pipeline.common.html_page import interval, number, page, plural
 from mama_pipeline.common.html_page import table as _table
+from mama_pipeline.common.manuscript_export import ExportTable, write_tables
 from mama_pipeline.common.markdown import VERBATIM, frame_table
 
 PAGE = "agreement.html"
@@ -43,7 +44,7 @@ LLM = {"relevance": "relevance judge", "scope": "scope classifier"}
 
 
 def _fmt(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
+    return "n/a" if v is None else number(v)
 
 
 def comparison_table(metrics: pl.DataFrame, kind: str) -> pl.DataFrame:
@@ -85,7 +86,7 @@ def estimates_table(estimates: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for r in estimates.iter_rows(named=True):
         corrected = (
-            f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+            interval(r["estimate"], r["ci_low"], r["ci_high"])
             if r["status"] == ESTIMATED
             else f"refused: {r['reason']}"
         )
@@ -209,9 +210,9 @@ def write_report(
     sources = sorted(set(labels["source"]))
     synthetic = int(labels["synthetic"].sum())
     who = raters(bool(synthetic))
+    banners = [f"{synthetic_note(synthetic, labels.height, 'labels')}."] if synthetic else []
     parts = []
-    if synthetic:
-        parts.append(f"<p class='warn'><b>{html.escape(synthetic_note(synthetic, labels.height, 'labels'))}.</b></p>")
+    exports = []
     parts.append(f"<p>Labels from: {html.escape(', '.join(sources) or '(none)')}.</p>")
     for kind in ("relevance", "scope"):
         v = validated.filter(pl.col("kind") == kind)
@@ -219,8 +220,18 @@ def write_report(
             f"<h2>{html.escape(LLM[kind])}</h2><p>{v.height} tasks with at least {min_annotations} "
             f"usable annotations, {int(v['tie'].sum())} ties, {int(v['synthetic'].sum())} synthetic.</p>"
         )
-        parts.append(_table(comparison_table(metrics, kind)))
-        parts.append(f"<h3>Between {html.escape(who)}</h3>" + _table(alpha_table(metrics, kind)))
+        compared = _in_words(comparison_table(metrics, kind))
+        parts.append(_table(compared))
+        parts.append(f"<h3>Between {html.escape(who)}</h3>" + _table(_in_words(alpha_table(metrics, kind))))
+        if compared.height:
+            exports.append(
+                ExportTable(
+                    f"clinician_agreement_{kind}",
+                    compared,
+                    f"Agreement of the {LLM[kind]} with each of the {who} and with their majority, over the pairs "
+                    f"both labelled (pairs); {v.height} validated tasks; no interval, no test.",
+                )
+            )
         c = confusion.filter((pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY))
         if c.height:
             wide = c.pivot(on="clinician", index="llm", values="count", sort_columns=True).sort("llm").fill_null(0)
@@ -228,9 +239,26 @@ def write_report(
                 f"<h3>Confusion: LLM (rows) vs the majority of the {html.escape(who)} (columns)</h3>" + _table(wide)
             )
     if estimates is not None and estimates.height:
-        parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(estimates_intro(estimates))}</p>")
-        parts.append(_table(estimates_table(estimates)))
+        intro = estimates_intro(estimates).replace("`labelled_of_pairs`", "labelled of pairs")
+        parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(intro)}</p>")
+        shown = _in_words(estimates_table(estimates.filter(pl.col("status") == ESTIMATED)))
+        if shown.height:
+            parts.append(_table(shown))
+            exports.append(
+                ExportTable(
+                    "clinician_corrected_estimates",
+                    shown,
+                    f"Judge-only figure beside the figure corrected with the majority labels of the {who} on the "
+                    "uniform estimation sample (95% interval); labelled of pairs: sampled pairs with a majority "
+                    "label out of the cell's top-k pairs; no multiple-comparison correction.",
+                )
+            )
+        parts += refusal_lines(estimates)
     with atomic_folder(folder) as tmp:
+        files = write_tables(tmp, exports)
+        if files:
+            links = ", ".join(f"<a href='{html.escape(f)}'>{html.escape(f)}</a>" for f in files)
+            parts.append(f"<p class='note'>For a manuscript: {links}.</p>")
         (tmp / PAGE).write_text(
             page(
                 TITLE,
@@ -241,10 +269,29 @@ def write_report(
                     if synthetic
                     else "Clinician validation of the LLM judges"
                 ),
+                banners=banners,
             ),
             encoding="utf-8",
         )
     return folder / PAGE
+
+
+def refusal_lines(estimates: pl.DataFrame) -> list[str]:
+    """One line per distinct refusal reason of the corrected figures, with how many cells it refused."""
+    refused = estimates.filter(pl.col("status") != ESTIMATED)
+    return [
+        f"<p class='note'>No corrected figure for {plural(n, 'cell')} (retriever, tier and measure): "
+        f"{html.escape(str(reason))}.</p>"
+        for reason, n in refused.group_by("reason", maintain_order=True).len().iter_rows()
+    ]
+
+
+def _in_words(frame: pl.DataFrame) -> pl.DataFrame:
+    """A table with the reader's words: column names and metric names without underscores."""
+    out = frame.rename({c: c.replace("_", " ").replace("95ci", "(95% CI)") for c in frame.columns})
+    if "metric" in out.columns:
+        out = out.with_columns(pl.col("metric").str.replace_all("_", " "))
+    return out
 
 
 def headline_figures(metrics: pl.DataFrame, validated: pl.DataFrame, synthetic: int) -> list[tuple[str, str]]:
@@ -257,12 +304,12 @@ def headline_figures(metrics: pl.DataFrame, validated: pl.DataFrame, synthetic: 
             (pl.col("kind") == kind) & (pl.col("comparison") == MAJORITY) & (pl.col("metric") == HEADLINE[kind][0])
         )
         agreement = (
-            f"; {HEADLINE[kind][0]} {number(row['value'][0])} over {row['pairs'][0]} pairs"
+            f"; {HEADLINE[kind][0].replace('_', ' ')} {number(row['value'][0])} over {plural(row['pairs'][0], 'pair')}"
             if row.height and row["value"][0] is not None
             else ""
         )
         who = "SYNTHETIC annotators" if synthetic else "clinicians"
-        figures.append((f"{LLM[kind]} vs {who}", f"{tasks} validated tasks{agreement}"))
+        figures.append((f"{LLM[kind]} vs {who}", f"{plural(tasks, 'validated task')}{agreement}"))
     if synthetic:
         figures.append(("SYNTHETIC labels", f"{synthetic} (demo annotations, not clinicians)"))
     return figures

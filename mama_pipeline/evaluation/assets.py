@@ -43,6 +43,7 @@ from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
 from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation.trec import read_trec_run
+from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 
 GROUP = "evaluation"
@@ -282,7 +283,11 @@ def evaluation_report(
             headline_measures=ev.significance_measures,
             segments={"tier": queries.select("query_id", "tier"), "source": queries.select("query_id", "source")},
             segment_tests=SegmentResult(
-                segment_scoreboard, segment_significance, ev.segments.min_queries, segment_measures(ev)
+                segment_scoreboard,
+                segment_significance,
+                ev.segments.min_queries,
+                segment_measures(ev),
+                ev.segments.resamples,
             ),
             label_counts=labels.counts(),
             label_mix=label_mix(run.slices(run.query_ids()), labels.of_queries, mix_k),
@@ -296,6 +301,8 @@ def evaluation_report(
             seed=ev.seed,
             held_out=gaps,
             held_out_rule=rule,
+            banners=embedded_banner(s.llm, ("query_writer", "judge", "reference_judge", "cross_model_judge")),
+            segment_order={"tier": list(s.corpus.tiers)},
         ),
         data_path(settings, *REPORT_DIR),
     )

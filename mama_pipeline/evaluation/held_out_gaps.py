@@ -215,11 +215,10 @@ def system_gaps(grades: pl.DataFrame, rule: HeldOutRule, resamples: int, seed: i
 
 
 def _cell(v) -> str:
-    import html
+    """A cell at the pages' one precision (``html_page.cell``: three decimals, no ``-0.000``)."""
+    from mama_pipeline.common.html_page import cell
 
-    if v is None:
-        return ""
-    return f"{v:.3f}" if isinstance(v, float) else html.escape(str(v))
+    return cell(v)
 
 
 def gaps_html(

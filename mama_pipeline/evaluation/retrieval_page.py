@@ -19,12 +19,14 @@ import polars as pl
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule
 from mama_pipeline.common.html_page import esc as _e
-from mama_pipeline.common.html_page import number, p_value, page
+from mama_pipeline.common.html_page import interval, number, p_value, page, plural, signed
 from mama_pipeline.common.html_page import table as _table
+from mama_pipeline.common.manuscript_export import BEST, TIED_WITH_BEST, ExportTable, save_figure, write_tables
 from mama_pipeline.evaluation.held_out_gaps import gaps_html
 from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
 from mama_pipeline.evaluation.segment_section import segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
+from mama_pipeline.llm.embedded_banner import STAGE_WORDS
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
 
 PAGE = "scoreboard.html"
@@ -57,6 +59,10 @@ class ReportInputs:
     confidence: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    banners: list[str] = field(default_factory=list)  # what the reader must know first (embedded model, synthetic)
+    segment_order: dict[str, list[str]] = field(default_factory=dict)  # segment -> its values in reading order
+    cis: dict[tuple[str, str], tuple[float | None, float | None]] = field(default_factory=dict, repr=False)
+    ci_refused: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)  # why an interval is missing
 
 
 Section = Callable[[ReportInputs, Path], str]
@@ -92,18 +98,51 @@ def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
     folder = Path(folder)
     with atomic_folder(folder) as tmp:
         body = [part for section in SECTIONS if (part := section(inputs, tmp))]
-        (tmp / PAGE).write_text(page(inputs.title, body, headline_figures(inputs)), encoding="utf-8")
+        body.append(_exports(inputs, tmp))
+        (tmp / PAGE).write_text(
+            page(inputs.title, body, headline_figures(inputs), banners=inputs.banners), encoding="utf-8"
+        )
     return folder / PAGE
 
 
 def headline_figures(inputs: ReportInputs) -> list[tuple[str, str]]:
-    """The headline measure's mean per retriever, over all benchmark queries."""
+    """The headline measure's mean per retriever over all benchmark queries, with its bootstrap interval when the
+    per-query values are at hand."""
     rows = _overall(inputs.board).filter(pl.col("measure") == inputs.headline)
     label = _label(inputs.board, inputs.headline)
-    return [
-        (f"{r['retriever']}: {label}", f"{number(r['mean'])} over {r['n_queries']} queries")
-        for r in rows.iter_rows(named=True)
-    ]
+    out = []
+    for r in rows.iter_rows(named=True):
+        low, high = _ci(inputs, r["retriever"], inputs.headline)
+        ci = f" ({inputs.confidence:.0%} CI)" if low is not None else ""
+        shown = {"mean": r["mean"], "ci_low": low, "ci_high": high}
+        shown["refused"] = inputs.ci_refused.get((r["retriever"], inputs.headline))
+        out.append(
+            (
+                f"{r['retriever']}: {label}{ci}",
+                f"{_interval_or_reason(shown)} over {plural(r['n_queries'], 'query')}",
+            )
+        )
+    return out
+
+
+def _ci(inputs: ReportInputs, retriever: str, measure: str) -> tuple[float | None, float | None]:
+    if inputs.per_query is None:
+        return None, None
+    from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
+
+    if (retriever, measure) not in inputs.cis:
+        values = inputs.per_query.filter((pl.col("retriever") == retriever) & (pl.col("measure") == measure))
+        if values.height == 0:
+            return None, None
+        values = values.sort("query_id")  # the declared order: query id, as the per-query files
+        try:
+            inputs.cis[retriever, measure] = bootstrap_mean_ci(
+                values["value"].to_numpy(), inputs.resamples, inputs.seed, inputs.confidence
+            )
+        except StatisticRefused as refused:
+            inputs.cis[retriever, measure] = (None, None)
+            inputs.ci_refused[retriever, measure] = refused.reason
+    return inputs.cis[retriever, measure]
 
 
 # -- sections ---------------------------------------------------------------------------------------------
@@ -133,9 +172,9 @@ def scoreboard_section(inputs: ReportInputs, _folder: Path) -> str:
     no_rel = _queries_without_relevant(overall)
     if no_rel:
         parts.append(f"<p>Queries without any qualifying document, of {overall['n_queries'][0]}: {no_rel}.</p>")
-    wide = wide_scoreboard(overall)
+    wide = _all_measures(overall)
     parts.append(
-        f"<details{' open' if intervals is None else ''}><summary>All {wide.width - 1} measures "
+        f"<details{' open' if intervals is None else ''}><summary>All {wide.height} measures "
         "(robust measures first)</summary>" + _table(wide) + "</details>"
     )
     return "\n".join(parts)
@@ -176,40 +215,101 @@ def cutoff_section(inputs: ReportInputs, folder: Path) -> str:
 
 
 def segments_section(inputs: ReportInputs, folder: Path) -> str:
-    """The headline measure per tier (from the scoreboard) and per other segment (from the per-query values)."""
+    """The headline measure per tier and per other segment: mean, bootstrap interval and n of each bar (from the
+    per-query values; the scoreboard's per-tier means, without intervals, when those are absent)."""
     label = _label(inputs.board, inputs.headline)
     out = []
-    board = inputs.board
-    if "tier" in board.columns and board["tier"].n_unique() > 1:
-        tiers = board.filter((pl.col("measure") == inputs.headline) & (pl.col("tier") != "all"))
-        wide = tiers.pivot(on="tier", index="retriever", values="mean", maintain_order=True)
-        figure = _bars(wide, label, folder / "per_tier.png")
-        out.append(
-            f"<h2>Per-tier results</h2><img src='{figure}' alt='Per-tier results'>"
-            f"<h3>{_e(label)} by tier</h3>" + _table(wide)
+    for name, stats in _segment_stats(inputs).items():
+        figure = _bars(stats, label, folder / f"per_{_slug(name)}.png")
+        columns = stats["segment"].unique(maintain_order=True).to_list()
+        sizes = dict(stats.select("segment", "n").unique("segment", maintain_order=True).iter_rows())
+        cell = {
+            (r["retriever"], r["segment"]): interval(r["mean"], r["ci_low"], r["ci_high"])
+            for r in stats.iter_rows(named=True)
+        }
+        retrievers = stats["retriever"].unique(maintain_order=True).to_list()
+        wide = pl.DataFrame(
+            [
+                {"retriever": r, **{f"{c} (n={sizes[c]})": cell.get((r, c), "no queries") for c in columns}}
+                for r in retrievers
+            ],
+            schema={"retriever": pl.String, **{f"{c} (n={sizes[c]})": pl.String for c in columns}},
         )
-    if inputs.per_query is not None:
-        values = inputs.per_query.filter(pl.col("measure") == inputs.headline)
-        for name, mapping in inputs.segments.items():
-            if name == "tier" and out:
-                continue
-            seg = mapping.select(pl.col("query_id").cast(pl.String), pl.col(name).cast(pl.String).fill_null("(none)"))
-            means = values.join(seg, on="query_id").group_by("retriever", name).agg(pl.col("value").mean())
-            if means.height == 0:
-                continue
-            order = seg.group_by(name).len().sort(["len", name], descending=[True, False])[name].to_list()
-            wide = means.pivot(on=name, index="retriever", values="value").select(
-                "retriever", *[o for o in order if o in means[name].to_list()]
-            )
-            wide = _in_retriever_order(wide, inputs.board)
-            sizes = ", ".join(f"{k}: {n}" for k, n in seg.group_by(name).len().sort(name).iter_rows())
-            figure = _bars(wide, label, folder / f"per_{_slug(name)}.png")
-            out.append(
-                f"<h2>Per-{_e(name)} results</h2><img src='{figure}' alt='Per-{_e(name)} results'>"
-                f"<h3>{_e(label)} by {_e(name)}</h3><p class='note'>Queries per {_e(name)}: {_e(sizes)}.</p>"
-                + _table(wide)
-            )
+        ci = (
+            f" with its {inputs.confidence:.0%} bootstrap interval ({inputs.resamples} resamples)"
+            if stats["ci_low"].is_not_null().any()
+            else ""
+        )
+        out.append(
+            f"<h2>Per-{_e(name)} results</h2><img src='{figure}' alt='Per-{_e(name)} results'>"
+            f"<h3>{_e(label)} by {_e(name)}</h3><p class='note'>Mean over the {_e(name)}'s queries{ci}; "
+            "n: queries of the segment.</p>" + _table(wide)
+        )
     return "\n".join(out)
+
+
+def _segment_stats(inputs: ReportInputs) -> dict[str, pl.DataFrame]:
+    """Segment name -> (retriever, segment, mean, ci_low, ci_high, n) of the headline measure, segments in their
+    reading order (``segment_order``, else largest first), retrievers in scoreboard order."""
+    out: dict[str, pl.DataFrame] = {}
+    retrievers = _overall(inputs.board)["retriever"].unique(maintain_order=True).to_list()
+    board = inputs.board
+    if inputs.per_query is None:
+        if "tier" in board.columns and board["tier"].n_unique() > 1:
+            tiers = board.filter((pl.col("measure") == inputs.headline) & (pl.col("tier") != "all"))
+            out["tier"] = tiers.select(
+                "retriever",
+                pl.col("tier").alias("segment"),
+                "mean",
+                pl.lit(None, pl.Float64).alias("ci_low"),
+                pl.lit(None, pl.Float64).alias("ci_high"),
+                pl.col("n_queries").alias("n"),
+            ).sort(
+                pl.col("segment").replace_strict(_order(inputs, "tier", tiers["tier"]), default=10**6),
+                maintain_order=True,
+            )
+        return out
+    from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
+
+    values = inputs.per_query.filter(pl.col("measure") == inputs.headline)
+    for name, mapping in inputs.segments.items():
+        seg = mapping.select(pl.col("query_id").cast(pl.String), pl.col(name).cast(pl.String).fill_null("(none)"))
+        joined = values.join(seg, on="query_id")
+        if joined.height == 0:
+            continue
+        rank = _order(inputs, name, seg[name])
+        rows = []
+        for (retriever, segment), part in joined.group_by("retriever", name):
+            v = part.sort("query_id")["value"].to_numpy()  # the declared order: query id
+            try:
+                low, high = bootstrap_mean_ci(v, inputs.resamples, inputs.seed, inputs.confidence)
+            except StatisticRefused:  # too few queries in the segment: the bar has no interval, its n says why
+                low, high = None, None
+            rows.append((retriever, segment, float(v.mean()), low, high, len(v)))
+        frame = pl.DataFrame(
+            rows,
+            schema={
+                "retriever": pl.String,
+                "segment": pl.String,
+                "mean": pl.Float64,
+                "ci_low": pl.Float64,
+                "ci_high": pl.Float64,
+                "n": pl.Int64,
+            },
+            orient="row",
+        )
+        out[name] = frame.sort(
+            pl.col("segment").replace_strict(rank, default=len(rank)),
+            pl.col("retriever").replace_strict({r: i for i, r in enumerate(retrievers)}, default=len(retrievers)),
+        )
+    return out
+
+
+def _order(inputs: ReportInputs, name: str, values: pl.Series) -> dict[str, int]:
+    """Segment value -> its place: the declared order first (tiers in tier order), then largest first."""
+    declared = [v for v in inputs.segment_order.get(name, []) if v in set(values.to_list())]
+    sizes = values.value_counts().sort(["count", values.name], descending=[True, False])[values.name].to_list()
+    return {v: i for i, v in enumerate(dict.fromkeys([*declared, *sizes]))}
 
 
 def labels_section(inputs: ReportInputs, folder: Path) -> str:
@@ -243,7 +343,7 @@ def reliability_section(inputs: ReportInputs, folder: Path) -> str:
             else "the judge against another model"
         )
         parts += [
-            f"<h3>{_e(audit_title(kind).capitalize())}: {_e(model)} (llm.{_e(stage)})</h3>",
+            f"<h3>{_e(audit_title(kind).capitalize())}: {_e(model)} ({_e(STAGE_WORDS.get(stage, stage))})</h3>",
             f"<p class='note'>{what.capitalize()}, on the stratified pilot sample.</p>",
             _table(rows.drop("reference_stage", "audit", "reference_model")),
         ]
@@ -286,9 +386,103 @@ def segment_tests_section(inputs: ReportInputs, folder: Path) -> str:
 def held_out_section(inputs: ReportInputs, _folder: Path) -> str:
     if inputs.held_out is None or inputs.held_out_rule is None:
         return ""
-    return gaps_html(
-        inputs.held_out, ["retriever", "measure"], inputs.held_out_rule, "queries", inputs.resamples, inputs.seed
+    labels = dict(inputs.board.select("measure", "label").unique("measure").iter_rows())
+    held = inputs.held_out.with_columns(pl.col("measure").replace(labels))  # the paper's labels
+    return gaps_html(held, ["retriever", "measure"], inputs.held_out_rule, "queries", inputs.resamples, inputs.seed)
+
+
+def _exports(inputs: ReportInputs, folder: Path) -> str:
+    """The page's tables as LaTeX and CSV files beside it (figures are saved as PNG, SVG and PDF by ``_save``)."""
+    overall = _overall(inputs.board)
+    n = overall["n_queries"][0] if overall.height else 0
+    boot = (
+        f"{inputs.confidence:.0%} BCa bootstrap intervals (queries resampled, {inputs.resamples} resamples, "
+        f"seed {inputs.seed})"
     )
+    tables = []
+    stats = headline_stats(inputs)
+    if stats is not None:
+        shown = headline_intervals(inputs)
+        marks = {}
+        for lab, part in stats.group_by("label", maintain_order=True):
+            tops = _best_and_tied(part, inputs.significance, inputs.alpha)
+            for i, name in enumerate(shown["retriever"].to_list()):
+                if name in tops:
+                    marks[i, lab[0]] = tops[name]
+        tables.append(
+            ExportTable(
+                "scoreboard_headline",
+                stats,
+                f"{inputs.title}: mean over all {plural(n, 'query')} (a query with no qualifying document scores 0) "
+                f"with {boot}. Best in bold; tied with the best: Holm-adjusted paired randomization p >= "
+                f"{inputs.alpha} against it (Holm across every pair of retrievers per measure).",
+                shown,
+                marks,
+            )
+        )
+    tables.append(
+        ExportTable(
+            "scoreboard_all_measures",
+            _all_measures(overall),
+            f"{inputs.title}: mean of every measure over all {plural(n, 'query')}; no interval, no test.",
+        )
+    )
+    sig = inputs.significance
+    for measure in sig["measure"].unique(maintain_order=True).to_list() if sig.height else []:
+        rows = sig.filter(pl.col("measure") == measure)
+        data = rows.select(
+            "retriever_a",
+            "retriever_b",
+            *[
+                c
+                for c in ("n_queries", "diff", "ci_low", "ci_high", "p_randomization_holm", "p_mcnemar_holm")
+                if c in rows.columns
+            ],
+        )
+        tables.append(
+            ExportTable(
+                f"significance_{_slug(_label(inputs.board, measure))}",
+                data,
+                f"{_label(inputs.board, measure)}: paired differences (first - second retriever) over the queries "
+                f"both ranked, {boot}; p of the paired randomization test (and exact McNemar on 0/1 measures), "
+                "Holm-adjusted across every pair of retrievers.",
+            )
+        )
+    for name, seg in _segment_stats(inputs).items():
+        tables.append(
+            ExportTable(
+                f"per_{_slug(name)}",
+                seg,
+                f"{_label(inputs.board, inputs.headline)} per {name}: mean over the {name}'s queries (n) with {boot}; "
+                "no multiple-comparison correction (descriptive).",
+            )
+        )
+    files = write_tables(folder, tables)
+    links = ", ".join(f"<a href='{_e(f)}'>{_e(f)}</a>" for f in files)
+    return (
+        "<h2>For a manuscript</h2><p class='note'>Every table above also as LaTeX (booktabs) and CSV, every figure "
+        f"also as SVG and PDF (same name): {links}.</p>"
+    )
+
+
+def _best_and_tied(stats: pl.DataFrame, sig: pl.DataFrame, alpha: float) -> dict[str, str]:
+    """Retriever -> BEST or TIED_WITH_BEST on one measure: the highest mean, and those whose Holm-adjusted paired
+    p against it is >= alpha."""
+    if stats.height == 0 or stats["mean"].is_null().all():
+        return {}
+    top = stats["mean"].max()
+    best = stats.filter(pl.col("mean") == top)["retriever"].to_list()
+    out = dict.fromkeys(best, BEST)
+    measure = stats["measure"][0]
+    if not sig.height:
+        return out
+    rows = sig.filter(pl.col("measure") == measure)
+    for r in rows.iter_rows(named=True):
+        a, b = r["retriever_a"], r["retriever_b"]
+        other = b if a in best else a if b in best else None
+        if other is not None and other not in out and r["p_randomization_holm"] >= alpha:
+            out[other] = TIED_WITH_BEST
+    return out
 
 
 SECTIONS: list[Section] = [
@@ -309,32 +503,55 @@ SECTIONS: list[Section] = [
 # -- tables and numbers -----------------------------------------------------------------------------------
 
 
-def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
-    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries), or the mean with the reason its
-    interval is refused; None without per-query values."""
+def headline_stats(inputs: ReportInputs) -> pl.DataFrame | None:
+    """(retriever, measure, label, mean, ci_low, ci_high, n_queries, refused) of each headline measure over all
+    queries (bootstrap over queries; ``refused``: why an interval is missing); None without per-query values."""
     if inputs.per_query is None:
         return None
-    from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
-
     measures = inputs.headline_measures or inputs.significance["measure"].unique(maintain_order=True).to_list()
     measures = [m for m in measures if m in set(inputs.per_query["measure"].unique().to_list())]
     if not measures:
         return None
-    retrievers = _overall(inputs.board)["retriever"].unique(maintain_order=True).to_list()
     rows = []
-    for name in retrievers:
-        row = {"retriever": name}
-        for m in measures:
-            mine = inputs.per_query.filter((pl.col("retriever") == name) & (pl.col("measure") == m))
-            values = mine.sort("query_id")["value"]  # the declared order: query id, as the per-query files
-            try:
-                low, high = bootstrap_mean_ci(values.to_numpy(), inputs.resamples, inputs.seed, inputs.confidence)
-                interval = f"[{low:.3f}, {high:.3f}]"
-            except StatisticRefused as refused:
-                interval = f"(refused, {refused.reason})"
-            row[_label(inputs.board, m)] = f"{values.mean():.3f} {interval}"
-        rows.append(row)
-    return pl.DataFrame(rows)
+    for r in _overall(inputs.board).filter(pl.col("measure").is_in(measures)).iter_rows(named=True):
+        low, high = _ci(inputs, r["retriever"], r["measure"])
+        rows.append({**{k: r[k] for k in ("retriever", "measure", "label", "mean")}, "ci_low": low, "ci_high": high})
+        rows[-1]["n_queries"] = r["n_queries"]
+        rows[-1]["refused"] = inputs.ci_refused.get((r["retriever"], r["measure"]))
+    order = {m: i for i, m in enumerate(measures)}
+    return pl.DataFrame(rows).sort(pl.col("measure").replace_strict(order), maintain_order=True)
+
+
+def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
+    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries), or the mean with the reason its
+    interval is refused; None without per-query values."""
+    stats = headline_stats(inputs)
+    if stats is None:
+        return None
+    retrievers = stats["retriever"].unique(maintain_order=True).to_list()
+    labels = stats["label"].unique(maintain_order=True).to_list()
+    cell = {(r["retriever"], r["label"]): _interval_or_reason(r) for r in stats.iter_rows(named=True)}
+    return pl.DataFrame(
+        [{"retriever": name, **{lab: cell.get((name, lab), "") for lab in labels}} for name in retrievers],
+        schema={"retriever": pl.String, **dict.fromkeys(labels, pl.String)},
+    )
+
+
+def _interval_or_reason(r: dict, n: int | None = None) -> str:
+    """``mean [low, high]``, or the mean and why its interval is refused."""
+    if r["ci_low"] is None and r.get("refused"):
+        return f"{number(r['mean'])} (refused, {r['refused']})" + (f" n={n}" if n is not None else "")
+    return interval(r["mean"], r["ci_low"], r["ci_high"], n)
+
+
+def _all_measures(overall: pl.DataFrame) -> pl.DataFrame:
+    """Measure x retriever means (one row per measure, scoreboard order): narrow enough for any number of
+    measures."""
+    wide = wide_scoreboard(overall)
+    labels = wide.columns[1:]
+    return pl.DataFrame(
+        {"measure": labels, **{row["retriever"]: [row[lab] for lab in labels] for row in wide.iter_rows(named=True)}}
+    )
 
 
 def _queries_without_relevant(overall: pl.DataFrame) -> str:
@@ -360,10 +577,10 @@ def _pairs(sig: pl.DataFrame, measure: str) -> tuple[list[str], dict[tuple[str, 
 
 def _cell(r: dict, sign: int, alpha: float) -> str:
     diff = sign * r["diff"]
-    text = f"{diff:+.3f}"
+    text = signed(diff)
     if r["ci_low"] is not None:
         low, high = (r["ci_low"], r["ci_high"]) if sign == 1 else (-r["ci_high"], -r["ci_low"])
-        text += f" [{low:+.3f}, {high:+.3f}]"
+        text += f" <span class='ci'>[{signed(low)}, {signed(high)}]</span>"
     p = r["p_randomization_holm"]
     if p is not None:
         text += f"<br>p {_p(p)}"
@@ -376,12 +593,6 @@ def _cell(r: dict, sign: int, alpha: float) -> str:
 
 def _overall(board: pl.DataFrame) -> pl.DataFrame:
     return board.filter(pl.col("tier") == "all") if "tier" in board.columns else board
-
-
-def _in_retriever_order(wide: pl.DataFrame, board: pl.DataFrame) -> pl.DataFrame:
-    order = _overall(board)["retriever"].unique(maintain_order=True).to_list()
-    rank = {name: i for i, name in enumerate(order)}
-    return wide.sort(pl.col("retriever").replace_strict(rank, default=len(rank)))
 
 
 def _label(board: pl.DataFrame, measure: str) -> str:
@@ -412,11 +623,8 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> str:
-    plt = _pyplot()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    return path.name
+    """The figure as PNG (shown on the page) and as SVG and PDF beside it (for a manuscript)."""
+    return save_figure(fig, path)
 
 
 def _metric_by_k(inputs: ReportInputs, folder: Path) -> str | None:
@@ -480,7 +688,7 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
                 ax.text(
                     j,
                     i,
-                    f"{value:+.2f}{star}",
+                    f"{signed(value)}{star}",
                     ha="center",
                     va="center",
                     fontsize="small",
@@ -495,22 +703,38 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
     return _save(fig, folder / "significance_heatmap.png")
 
 
-def _bars(wide: pl.DataFrame, ylabel: str, path: Path) -> str:
-    """Grouped bars: one group per column (segment), one bar per row (retriever)."""
+def _bars(stats: pl.DataFrame, ylabel: str, path: Path) -> str:
+    """Grouped bars, one group per segment, one bar per retriever, each with its interval (when known) and its n
+    written at its foot; a zero mean is drawn as a thick line on the axis, a missing one is marked "none"."""
     plt = _pyplot()
-    groups = [c for c in wide.columns if c != "retriever"]
-    retrievers = wide["retriever"].to_list()
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(groups) * max(1, len(retrievers)) / 2), 3.5))
+    groups = stats["segment"].unique(maintain_order=True).to_list()
+    retrievers = stats["retriever"].unique(maintain_order=True).to_list()
+    at = {(r["retriever"], r["segment"]): r for r in stats.iter_rows(named=True)}
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(groups) * max(1, len(retrievers)) / 2 + 2), 4))
     width = 0.8 / max(1, len(retrievers))
-    for i, row in enumerate(wide.iter_rows(named=True)):
-        ax.bar(
-            [j + i * width for j in range(len(groups))], [row[g] or 0.0 for g in groups], width, label=row["retriever"]
-        )
+    for i, name in enumerate(retrievers):
+        xs = [j + i * width for j in range(len(groups))]
+        rows = [at.get((name, g)) for g in groups]
+        means = [r["mean"] if r else 0.0 for r in rows]
+        has_ci = [r is not None and r["ci_low"] is not None for r in rows]
+        err = [
+            [m - r["ci_low"] if ok else 0.0 for m, r, ok in zip(means, rows, has_ci)],
+            [r["ci_high"] - m if ok else 0.0 for m, r, ok in zip(means, rows, has_ci)],
+        ]
+        bars = ax.bar(xs, means, width, yerr=err if any(has_ci) else None, capsize=2, label=name)
+        color = bars.patches[0].get_facecolor() if bars.patches else None
+        for x, m, r in zip(xs, means, rows):
+            if r is None:
+                ax.text(x, 0.02, "none", rotation=90, ha="center", va="bottom", fontsize="x-small", color="#888")
+                continue
+            if m == 0:
+                ax.plot([x - width / 2, x + width / 2], [0, 0], color=color, linewidth=3, solid_capstyle="butt")
+            ax.text(x, 0.01, f"n={r['n']}", rotation=90, ha="center", va="bottom", fontsize="x-small")
     ax.set_xticks(
         [j + width * (len(retrievers) - 1) / 2 for j in range(len(groups))], groups, rotation=20, fontsize="small"
     )
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.02)
     ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, path)
 

@@ -26,10 +26,11 @@ def segments_html(result: SegmentResult, headline: str, alpha: float, figure: st
     if board.height == 0:
         return ""
     label = board.filter(pl.col("measure") == measure)["label"][0]
+    resampled = f"{result.resamples} resamples; " if result.resamples else ""
     out = [
         "<h2>Results by segment</h2>",
         f"<p class='note'>{_e(label)} per segment (query counts beside each); paired tests as in the "
-        f"significance matrix (evaluation.segments.resamples resamples; Holm across the pairs of one segment) "
+        f"significance matrix ({resampled}Holm across the pairs of one segment) "
         f"only where a segment has at least "
         f"{result.min_queries} queries. Every measure per segment is in the segment scoreboard table.</p>",
     ]

@@ -45,6 +45,7 @@ class SegmentResult:
     significance: pl.DataFrame  # SIG_SCHEMA
     min_queries: int
     measures: list[str]
+    resamples: int | None = None  # of the paired tests (evaluation.segments.resamples), stated on the page
 
 
 def band_labels(edges: Sequence[int], unit: str = "words") -> list[str]:
@@ -180,7 +181,11 @@ def segment_results(
         tests.append(sig.select(*SIGNIFICANCE_SCHEMA, dimension=pl.lit(dim), segment=pl.lit(segment)))
     significance = pl.concat(tests) if tests else pl.DataFrame(schema=SIG_SCHEMA)
     return SegmentResult(
-        board, significance.select([pl.col(c).cast(t) for c, t in SIG_SCHEMA.items()]), min_queries, list(measures)
+        board,
+        significance.select([pl.col(c).cast(t) for c, t in SIG_SCHEMA.items()]),
+        min_queries,
+        list(measures),
+        n_resamples,
     )
 
 

@@ -26,7 +26,7 @@ from mama_pipeline.leaderboard.build import (
     measures_of,
     retrieval_specs,
 )
-from mama_pipeline.leaderboard.leaderboard_files import PAGE_FILE, folder_files
+from mama_pipeline.leaderboard.leaderboard_files import MANUSCRIPT, PAGE_FILE, folder_files, smoke_banners
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
@@ -49,7 +49,7 @@ def write_leaderboard(s, store, benchmark: str, board: Leaderboard, specs, stats
         board.entries,
         board.comparisons,
         board.per_query,
-        facts(benchmark, stats, rule, specs),
+        facts(benchmark, stats, rule, specs) | {"banners": smoke_banners(s, benchmark)},
     )
     folder = s.data_path / "leaderboard" / benchmark
     with atomic_folder(folder) as tmp:
@@ -59,6 +59,10 @@ def write_leaderboard(s, store, benchmark: str, board: Leaderboard, specs, stats
     page = s.data_path / "reports" / "leaderboard" / f"{benchmark}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / PAGE_FILE, page)
+    for rel in files:  # the page's figures and manuscript tables beside it
+        if rel.startswith(f"{MANUSCRIPT}/"):
+            (page.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, page.parent / rel)
     top = board.entries.filter(pl.col("headline")).sort("track", "position")
     return {
         "folder": dg.MetadataValue.path(str(folder)),

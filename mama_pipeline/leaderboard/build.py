@@ -10,6 +10,7 @@ import polars as pl
 
 from mama_pipeline.common.held_out import RULE, HeldOutRule
 from mama_pipeline.common.progress import track as track_progress
+from mama_pipeline.evaluation.measure_names import label_of, measure_names
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
 from mama_pipeline.leaderboard.board_standings import resamples_for
@@ -37,6 +38,7 @@ class TrackSpec:
     measures: list[str]  # headline first
     binary: set[str] = field(default_factory=set)  # 0/1 by definition: exact McNemar beside the randomization test
     judged: dict[str, str] = field(default_factory=dict)  # measure -> its Judged@k
+    labels: dict[str, str] = field(default_factory=dict)  # measure -> its paper label (evaluation.measure_names)
 
 
 @dataclass
@@ -56,12 +58,14 @@ def retrieval_specs(s) -> dict[str, TrackSpec]:
     ev, mp = s.evaluation, s.multipassage
     plan = mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade).by_name()
     zero_one = {m for m, measure in plan.items() if measure.binary} | binary_measure_names(mp.cutoffs)
+    names = measure_names(mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade))
     main = _headline_first(ev.headline_measure, ev.significance_measures)
     multi = _headline_first(mp.headline_measure, mp.significance_measures)
 
     def spec(measures: list[str]) -> TrackSpec:
         binary = {m for m in measures if m in zero_one}
-        return TrackSpec(measures, binary, {m: judged_measure(m, ev.cutoffs) for m in measures})
+        judged = {m: judged_measure(m, ev.cutoffs) for m in measures}
+        return TrackSpec(measures, binary, judged, {m: label_of(m, names) for m in [*measures, *judged.values()]})
 
     return {"main": spec(main), "robustness": spec(main), "multipassage": spec(multi)}
 
@@ -127,6 +131,7 @@ def facts(benchmark: str, stats: Stats, rule: HeldOutRule | None, specs: dict[st
             "both have a value for (exact McNemar too on 0/1 measures), Holm across every pair of a track and "
             "measure: a descriptive matrix."
         ),
+        "measure_labels": {m: label for s in specs.values() for m, label in sorted(s.labels.items())},
         "held_out": {"rule": RULE, "share": rule.share, "salt": rule.salt, "id": rule.id_field} if held else None,
         "measures": (
             {t: s.measures for t, s in specs.items()}

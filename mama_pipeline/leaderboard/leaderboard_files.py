@@ -18,10 +18,13 @@ import polars as pl
 
 from mama_pipeline.common import html_page
 from mama_pipeline.common.held_out import PUBLIC
+from mama_pipeline.common.manuscript_export import BEST, TIED_WITH_BEST, ExportTable, figure_bytes, table_files
 from mama_pipeline.evaluation.per_query_files import SAFE_NAME
+from mama_pipeline.llm.embedded_banner import embedded_banner
 
 PER_QUERY_HEADER = "query_id\tmeasure\tvalue\n"
 JSON_FILE, PAGE_FILE = "leaderboard.json", "leaderboard.html"
+MANUSCRIPT = "manuscript"  # the folder of each track's LaTeX/CSV table and forest plot (PNG, SVG, PDF)
 ENTRY_FIELDS = (
     "position",
     "n",
@@ -75,6 +78,19 @@ TEST_UNITS = {  # the standing test's unit: the id the held-out rule hashes
     "short_answer": "item",
     "rubric": "HealthBench prompt (its items together)",
 }
+SINGULAR = {"queries": "query", "query variants": "query variant", "questions": "question", "items": "item"}
+
+
+def smoke_banners(s, benchmark: str) -> list[str]:
+    """The banner of the benchmark's leaderboard when its labels, grades or systems came from the embedded model
+    (stored in leaderboard.json as ``banners``)."""
+    if benchmark == "mamaretrieval":
+        return embedded_banner(s.llm, ("query_writer", "judge", "query_rewriter", "rewrite_gate"))
+    return embedded_banner(s.llm, ("rubric_judge", "answer_grader"), [c.name for c in s.systems.entries if c.embedded])
+
+
+def _count(n: int, unit: str) -> str:
+    return html_page.plural(n, SINGULAR.get(unit, unit), unit)
 
 
 def per_query_path(track: str, entry_id: str) -> str:
@@ -202,36 +218,57 @@ def standing_facts(rows: pl.DataFrame, track: str, alpha: float) -> dict[str, An
     return out
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
+def _fmt(v: Any) -> str:
     if v is None:
         return ""
-    return f"{v:.{digits}f}" if isinstance(v, float) else html.escape(str(v))
+    return html_page.number(v) if isinstance(v, float) else html.escape(str(v))
+
+
+def label(doc_or_track: dict[str, Any], measure: str) -> str:
+    """The paper's label of a measure (``measure_labels`` of leaderboard.json; the name itself when it has none)."""
+    return (doc_or_track.get("measure_labels") or {}).get(measure, measure)
+
+
+def _ordered(track: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted(
+        track["entries"],
+        key=lambda e: ((e.get("figures") or {}).get(track["headline"], {}).get("position") or 10**6, e["entry_id"]),
+    )
+
+
+def _refusals(entries: list[dict[str, Any]], columns: int) -> list[str]:
+    """Refused entries' rows, one per distinct reason: the names that share it and how many."""
+    reasons: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        reasons.setdefault(e["refused"], []).append(e)
+    return [
+        f'<tr class="refused"><td></td><td>{_fmt(", ".join(e["name"] for e in group))}</td>'
+        f"<td>{_fmt(', '.join(sorted({e['source'] for e in group})))}</td>"
+        f'<td colspan="{columns - 3}">refused ({html_page.plural(len(group), "entry", "entries")}): '
+        f"{_fmt(reason)}</td></tr>"
+        for reason, group in reasons.items()
+    ]
 
 
 def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe: str | None = None) -> str:
     """One track's table (headline measure and the others, intervals, Judged@k, standing) and its notes."""
     measures = track["measures"]
+    names = {m: label(track, m) for m in measures}
     head = ["#", "entry", "source", f"n {track['unit']}"]
     judged = {
         m: any((e.get("figures") or {}).get(m, {}).get("judged_measure") for e in track["entries"]) for m in measures
     }
     for m in measures:
-        head += [m, "95% CI"] + (["Judged"] if judged[m] else [])
+        head += [names[m], "95% CI"] + (["Judged"] if judged[m] else [])
         if held_out:
-            head += [f"{m} held out", "gap", "p gap"]
-    head.append(f"standing on {track['headline']}")
+            head += [f"{names[m]} held out", "gap", "p gap"]
+    head.append(f"standing on {names[track['headline']]}")
     rows = []
-    ordered = sorted(
-        track["entries"],
-        key=lambda e: ((e.get("figures") or {}).get(track["headline"], {}).get("position") or 10**6, e["entry_id"]),
-    )
+    ordered = _ordered(track)
+    refused = [e for e in ordered if e.get("figures") is None]
     for e in ordered:
         fig = e.get("figures")
         if fig is None:
-            rows.append(
-                f'<tr class="refused"><td></td><td>{_fmt(e["name"])}</td><td>{e["source"]}</td>'
-                f'<td colspan="{len(head) - 3}">refused: {_fmt(e["refused"])}</td></tr>'
-            )
             continue
         top = fig[track["headline"]]
         cls = {"best": "best", "tied with best": "tied"}.get(top["standing"], "")
@@ -239,31 +276,41 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
         for m in measures:
             f = fig[m]
             interval = (
-                f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]" if f["ci_low"] is not None else _fmt(f.get("ci_note"))
+                f"<span class='ci'>[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]</span>"
+                if f["ci_low"] is not None
+                else _fmt(f.get("ci_note"))
             )
             mean = _fmt(f["mean"]) + (f" (n {f['n']})" if m != track["headline"] and f["mean"] is not None else "")
             cells += [mean, interval]
             if judged[m]:
                 cells.append(
-                    f"{f['judged_measure']} {_fmt(f['judged_mean'])} (n {f['judged_n']})"
+                    f"{label(track, f['judged_measure'])} {_fmt(f['judged_mean'])} (n {f['judged_n']})"
                     if f.get("judged_measure")
                     else ""
                 )
             if held_out:
                 held = _fmt(f["mean_held_out"]) + (f" (n {f['n_held_out']})" if f["n_held_out"] is not None else "")
-                gap = _fmt(f["gap"]) + (f" (n {f['n']} vs {f['n_held_out']})" if f["gap"] is not None else "")
-                cells += [held, gap or _fmt(f.get("gap_note")), _fmt(f["p_gap"])]
-        standing = top["standing"]
+                gap = (
+                    f"{html_page.signed(f['gap'])} (n {f['n']} vs {f['n_held_out']})"
+                    if f["gap"] is not None
+                    else _fmt(f.get("gap_note"))
+                )
+                cells += [held, gap, html_page.p_value(f["p_gap"])]
+        standing = html.escape(top["standing"])
         if top["p_vs_best"] is not None:
-            standing += f" (p {top['p_vs_best']:.3g}, {top['n_shared_with_best']} shared with best)"
-        cells.append(_fmt(standing))
+            standing += (
+                f" (p {html_page.p_value(top['p_vs_best'])}, "
+                f"{_count(top['n_shared_with_best'], track['unit'])} shared with best)"
+            )
+        cells.append(standing)
         rows.append(f'<tr class="{cls}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    rows += _refusals(refused, len(head))
     table = (
-        "<table><thead><tr>"
+        "<div class='scroll'><table><thead><tr>"
         + "".join(f"<th>{html.escape(h)}</th>" for h in head)
         + "</tr></thead><tbody>"
         + "".join(rows)
-        + "</tbody></table>"
+        + "</tbody></table></div>"
     )
     test = track.get("standings", {}).get(track["headline"], {})
     if test.get("entries_tested", 0) > 1:
@@ -280,10 +327,10 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
     else:
         reach = ""
     note = (
-        f'<p class="note">Shaded: the best entry on {html.escape(track["headline"])} (highest mean) and the entries '
-        "tied with it: a step-down range permutation test (every unit&#8217;s values shuffled among the entries; "
-        f"the lowest entry leaves while p &lt; {alpha}) does not separate them; &#8220;below best&#8221; entries "
-        "it does. Rows are listed by mean; that order is not a finding between shaded entries."
+        f'<p class="note">Shaded: the best entry on {html.escape(names[track["headline"]])} (highest mean) and the '
+        "entries tied with it: a step-down range permutation test (every unit&#8217;s values shuffled among the "
+        f"entries; the lowest entry leaves while p &lt; {alpha}) does not separate them; &#8220;below best&#8221; "
+        "entries it does. Rows are listed by mean; that order is not a finding between shaded entries."
         + reach
         + " leaderboard.json also holds every two entries&#8217; paired tests, Holm across every pair of this "
         "board (a descriptive matrix; the standings come from the test above). "
@@ -300,7 +347,12 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
     return table + note if track["entries"] else "<p>No entry on this track: nothing was scored on it.</p>"
 
 
-def page(title: str, doc: dict[str, Any]) -> str:
+def _tracks(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tracks, each with the benchmark's measure labels at hand."""
+    return [{**t, "measure_labels": doc.get("measure_labels") or {}} for t in doc["tracks"]]
+
+
+def page(title: str, doc: dict[str, Any], banners: list[str] | None = None) -> str:
     held = doc.get("held_out") is not None
     intro = (
         "<p>"
@@ -309,34 +361,145 @@ def page(title: str, doc: dict[str, Any]) -> str:
         + (f"<p>{html.escape(doc['held_out_note'])}</p>" if held else "")
     )
     described = {t: m for t, m in doc["measures"].items() if isinstance(m, str)}  # mamabench: what score means
-    sections = [("About", intro)] + [
-        (f"{doc['benchmark']}: {t['track']}", track_section(t, doc["alpha"], held, described.get(t["track"])))
-        for t in doc["tracks"]
-    ]
+    sections = [("About", intro)]
+    for t in _tracks(doc):
+        body = track_section(t, doc["alpha"], held, described.get(t["track"]))
+        if any(e.get("figures") for e in t["entries"]):
+            stem = f"{MANUSCRIPT}/{_stem(doc, t)}"
+            body = (
+                f"<img src='{stem}_forest.png' alt='Forest plot of {html.escape(t['track'])}'>"
+                + body
+                + f"<p class='note'>For a manuscript: <a href='{stem}.tex'>LaTeX table</a>, "
+                f"<a href='{stem}.csv'>CSV</a>, forest plot as <a href='{stem}_forest.svg'>SVG</a> and "
+                f"<a href='{stem}_forest.pdf'>PDF</a>.</p>"
+            )
+        sections.append((f"{doc['benchmark']}: {t['track']}", body))
     body = [f"<section><h2>{html.escape(h)}</h2>{b}</section>" for h, b in sections]
-    return html_page.page(title, body, headline_figures(doc))
+    return html_page.page(title, body, headline_figures(doc), banners=banners or doc.get("banners") or ())
 
 
 def headline_figures(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """Per track: the best entries on its headline measure and how many others are tied with them, out of how
-    many entries (the figures the reports index shows)."""
+    """Per track: the best entries on its headline measure (mean, interval, n) and how many others are tied with
+    them, out of how many entries (the figures the reports index shows)."""
     out = []
-    for t in doc["tracks"]:
+    for t in _tracks(doc):
         tops = [(e["name"], e["figures"][t["headline"]]) for e in t["entries"] if e.get("figures")]
         best = [(name, f) for name, f in tops if f["standing"] == "best"]
+        entries = html_page.plural(len(t["entries"]), "entry", "entries")
         if not best:
-            out.append((f"{t['track']}", f"no entry scored ({len(t['entries'])} entries)"))
+            out.append((f"{t['track']}", f"no entry scored ({entries})"))
             continue
         count = {s: sum(f["standing"] == s for _, f in tops) for s in ("tied with best", "below best")}
-        names = ", ".join(f"{name} {html_page.number(f['mean'])} (n {f['n']})" for name, f in best)
+        names = "; ".join(
+            f"{name} {html_page.interval(f['mean'], f['ci_low'], f['ci_high'])} over {_count(f['n'], t['unit'])}"
+            for name, f in best
+        )
         reach = t.get("standings", {}).get(t["headline"], {})
         tail = (
             f"{count['tied with best']} tied with best, {count['below best']} below best"
             if reach.get("separable") or len(tops) < 2
             else "too few units to separate any entry"
         )
-        out.append((f"{t['track']}: best on {t['headline']}", f"{names}; {tail}; {len(t['entries'])} entries"))
+        out.append((f"{t['track']}: best on {label(t, t['headline'])} (95% CI)", f"{names}; {tail}; {entries}"))
     return out
+
+
+def _stem(doc: dict[str, Any], track: dict[str, Any]) -> str:
+    return f"{doc['benchmark']}_{track['track']}"
+
+
+def manuscript_files(doc: dict[str, Any]) -> dict[str, bytes]:
+    """Per track with a scored entry: its table as LaTeX and CSV, its forest plot as PNG, SVG and PDF."""
+    files: dict[str, bytes] = {}
+    for t in _tracks(doc):
+        scored = [e for e in _ordered(t) if e.get("figures")]
+        if not scored:
+            continue
+        stem = f"{MANUSCRIPT}/{_stem(doc, t)}"
+        rows, marks = [], {}
+        for i, e in enumerate(scored):
+            row = {"entry": e["name"], "source": e["source"]}
+            for m in t["measures"]:
+                f = e["figures"][m]
+                lab = label(t, m)
+                row |= {f"{lab} mean": f["mean"], f"{lab} low": f["ci_low"], f"{lab} high": f["ci_high"]}
+                row[f"{lab} n"] = f["n"]
+            row["standing"] = e["figures"][t["headline"]]["standing"]
+            rows.append(row)
+            if row["standing"] in (BEST, TIED_WITH_BEST):
+                marks[i, "entry"] = row["standing"]
+            if row["standing"] == BEST:  # its headline figure in bold too
+                marks[i, label(t, t["headline"])] = BEST
+        data = pl.DataFrame(rows)
+        shown = pl.DataFrame(
+            [
+                {
+                    "entry": r["entry"],
+                    **{
+                        label(t, m): html_page.interval(
+                            r[f"{label(t, m)} mean"], r[f"{label(t, m)} low"], r[f"{label(t, m)} high"]
+                        )
+                        for m in t["measures"]
+                    },
+                    f"n {t['unit']}": r[f"{label(t, t['headline'])} n"],
+                }
+                for r in rows
+            ]
+        )
+        caption = (
+            f"{doc['benchmark']} leaderboard, {t['track']} track: mean over the {t['unit']} each entry has a value "
+            f"for (n), with {doc['statistics']}"
+        )
+        files |= {
+            f"{MANUSCRIPT}/{name}": data
+            for name, data in table_files([ExportTable(_stem(doc, t), data, caption, shown, marks)]).items()
+        }
+        files |= {f"{stem}_forest.{ext}": data for ext, data in _forest(t, scored).items()}
+    return files
+
+
+def _forest(track: dict[str, Any], scored: list[dict[str, Any]]) -> dict[str, bytes]:
+    """Entries on one axis (table order, best at the top), each mean with its interval on the headline measure;
+    the best filled dark, the entries tied with it filled light, the others hollow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    headline = track["headline"]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(scored) + 1.4))
+    style = {BEST: ("#1b7837", "best"), TIED_WITH_BEST: ("#a6dba0", "tied with best")}
+    shown = set()
+    for y, e in enumerate(scored):
+        f = e["figures"][headline]
+        color, name = style.get(f["standing"], ("white", "other"))
+        if f["ci_low"] is not None:
+            ax.plot([f["ci_low"], f["ci_high"]], [y, y], color="black", linewidth=1.2)
+        ax.plot(
+            [f["mean"]],
+            [y],
+            "o",
+            markersize=8,
+            markerfacecolor=color,
+            markeredgecolor="black",
+            label=name if name not in shown else None,
+        )
+        shown.add(name)
+        ax.annotate(
+            f"n={f['n']}",
+            (1.0, y),
+            xycoords=("axes fraction", "data"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="x-small",
+        )
+    ax.set_yticks(range(len(scored)), [e["name"] for e in scored])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{label(track, headline)} (mean, 95% CI)")
+    ax.grid(axis="x", color="#ddd")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
+    return figure_bytes(fig)
 
 
 def folder_files(
@@ -351,4 +514,5 @@ def folder_files(
     doc, files = leaderboard_json(benchmark, measures_of, entries, comparisons, per_query, facts)
     files[JSON_FILE] = (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
     files[PAGE_FILE] = page(f"{benchmark} leaderboard", doc).encode()
+    files |= manuscript_files(doc)
     return dict(sorted(files.items()))

@@ -476,17 +476,26 @@ def multipassage_scoreboard(
 
 @dg.asset(
     group_name=GROUP,
-    description="Static HTML page of the track: scoreboard (all and per tier), paired tests, how the questions "
-    "were built (candidate drops, verification outcomes).",
+    description="Static HTML page of the track: scoreboard (all and per tier) with the headline measure's "
+    "intervals, paired tests, how the questions were built (candidate drops, verification outcomes); its tables "
+    "also as LaTeX and CSV.",
+    ins={
+        "per_query": dg.AssetIn(
+            "multipassage_per_query", metadata={"columns": ["retriever", "query_id", "measure", "value"]}
+        )
+    },
 )
 def multipassage_report(
     settings: SettingsResource,
+    per_query: pl.DataFrame,
     multipassage_scoreboard: pl.DataFrame,
     multipassage_significance: pl.DataFrame,
     multipassage_candidates: pl.DataFrame,
     multipassage_decisions: pl.DataFrame,
 ) -> dg.MaterializeResult:
-    from mama_pipeline.multipassage.multipassage_page import write_track_report
+    from mama_pipeline.evaluation.measure_names import default_names
+    from mama_pipeline.llm.embedded_banner import embedded_banner
+    from mama_pipeline.multipassage.multipassage_page import TrackStats, write_track_report
 
     s = settings.get()
     page = write_track_report(
@@ -497,6 +506,9 @@ def multipassage_report(
         s.multipassage.headline_measure,
         s.evaluation.alpha,
         data_path(settings, "reports", "multipassage"),
+        TrackStats(per_query, s.evaluation.resamples, s.evaluation.seed, s.evaluation.confidence),
+        default_names(s.evaluation),
+        embedded_banner(s.llm, ("query_writer", "judge")),
     )
     return dg.MaterializeResult(
         metadata={"report": dg.MetadataValue.path(str(page)), "report_url": dg.MetadataValue.url(page.as_uri())}

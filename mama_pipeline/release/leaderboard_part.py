@@ -12,7 +12,7 @@ import polars as pl
 
 from mama_pipeline.leaderboard.board import Stats
 from mama_pipeline.leaderboard.build import answer_specs, facts, measures_of, retrieval_specs
-from mama_pipeline.leaderboard.leaderboard_files import JSON_FILE, PAGE_FILE, folder_files
+from mama_pipeline.leaderboard.leaderboard_files import JSON_FILE, PAGE_FILE, folder_files, smoke_banners
 from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.store import Store
@@ -47,7 +47,12 @@ def released_leaderboard(s, store: Store, benchmark: str) -> ReleasedLeaderboard
     stats = Stats(cfg.resamples, cfg.seed, cfg.confidence, cfg.alpha)
     rule = s.release.held_out.rule(ID_FIELD[benchmark])
     files = folder_files(
-        benchmark, measures_of(specs), entries, comparisons, per_query, facts(benchmark, stats, rule, specs)
+        benchmark,
+        measures_of(specs),
+        entries,
+        comparisons,
+        per_query,
+        facts(benchmark, stats, rule, specs) | {"banners": smoke_banners(s, benchmark)},
     )
     heads = entries.filter(pl.col("headline"))
     per_track = {t: heads.filter(pl.col("track") == t).height for t in BENCHMARK_TRACKS[benchmark]}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mama_pipeline.common.html_page import esc, headline_of, page
+from mama_pipeline.common.html_page import banners_of, esc, headline_of, page
 from mama_pipeline.common.input_errors import read_text
 
 INDEX = "index.html"
@@ -58,7 +58,9 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
     """The index page's HTML: one section per page, linked, with its headline figures."""
     entries = index_entries(reports, pages)
     written = sum(1 for _, p in entries if p is not None)
-    body = [f"<p class='note'>{written} report pages written; each links below with its headline figures.</p>"]
+    pages_word = "report page" if written == 1 else "report pages"
+    body = [f"<p class='note'>{written} {pages_word} written; each links below with its headline figures.</p>"]
+    banners: dict[str, list[str]] = {}
     for entry, rel in entries:
         if rel is None:
             body.append(
@@ -68,9 +70,12 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
             continue
         name = entry.name if "*" not in entry.pattern else f"{entry.name}: {rel.parent.name}"
         figures = entry.headline(reports / rel)
+        for banner in banners_of(read_text(reports / rel, "report page")):
+            banners.setdefault(banner, []).append(name)
         rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in figures)
         body.append(
             f"<h2><a href='{esc(rel.as_posix())}'>{esc(name)}</a></h2>"
             + (f"<table class='facts'>{rows}</table>" if rows else "<p class='note'>No headline figures recorded.</p>")
         )
-    return page(TITLE, body)
+    shown = [f"{banner} (on: {', '.join(names)})" for banner, names in banners.items()]
+    return page(TITLE, body, banners=shown, index_link=None)

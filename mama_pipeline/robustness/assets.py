@@ -20,9 +20,11 @@ from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.common.spilled_slices import SpilledSlices
+from mama_pipeline.evaluation.measure_names import default_names
 from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.judging.judge import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata
 from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path, scratch_path
 from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.stored_rankings import StoredRankings
@@ -448,7 +450,6 @@ def robustness_scoreboard(
     pairs = stored_pairs(db, [*stats.significance_measures, judged])
     board = robustness_board(pairs, names, query_variants, stats, judged, tolerance)
     headline = s.evaluation.headline_measure
-    smoke = s.llm.query_rewriter.embedded or s.llm.rewrite_gate.embedded or s.llm.judge.embedded
     page = write_page(
         s.data_path.joinpath(*REPORT_DIR),
         board,
@@ -458,7 +459,8 @@ def robustness_scoreboard(
         judged,
         tolerance,
         s.evaluation.alpha,
-        smoke,
+        embedded_banner(s.llm, ("query_writer", "judge", "query_rewriter", "rewrite_gate")),
+        default_names(s.evaluation),
     )
     overall = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline))
     context.log.info(f"robustness: scoreboard of {len(names)} retrievers on {query_variants.height} variants")

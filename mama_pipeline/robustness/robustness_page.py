@@ -8,8 +8,10 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import number, page
+from mama_pipeline.common.html_page import esc, interval, page, plural
 from mama_pipeline.common.html_page import table as _table
+from mama_pipeline.common.manuscript_export import ExportTable, save_figure, write_tables
+from mama_pipeline.evaluation.measure_names import label_of
 
 PAGE = "index.html"
 TITLE = "mamaretrieval robustness track"
@@ -25,13 +27,17 @@ def write_page(
     judged: str,
     tolerance: float,
     alpha: float,
-    smoke_test: bool,
+    banners: list[str],
+    names: dict[str, str],
 ) -> Path:
-    """Write ``index.html`` and its plot into ``folder`` (replaced atomically); returns the page path."""
+    """Write ``index.html``, its plot (PNG, SVG, PDF) and its tables as LaTeX and CSV into ``folder`` (replaced
+    atomically); ``names``: measure name -> the paper's label; returns the page path."""
+    board = board.with_columns(pl.col("measure").map_elements(lambda m: label_of(m, names), pl.String))
+    headline, judged = label_of(headline, names), label_of(judged, names)
     with atomic_folder(folder) as tmp:
         _plot(board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline)), headline, tmp / PLOT)
         (tmp / PAGE).write_text(
-            _page(board, decisions, holes, headline, judged, tolerance, alpha, smoke_test), encoding="utf-8"
+            _page(board, decisions, holes, headline, judged, tolerance, alpha, banners, tmp), encoding="utf-8"
         )
     return folder / PAGE
 
@@ -46,8 +52,8 @@ def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]
     )
     return [
         (
-            f"{r['kind']}: largest drop in {headline}",
-            f"{number(r['drop'])} ({r['retriever']}, {r['n_queries']} queries)",
+            f"{r['kind']}: largest drop in {headline} (95% CI)",
+            f"{interval(r['drop'], r['ci_low'], r['ci_high'])} ({r['retriever']}, {plural(r['n_queries'], 'query')})",
         )
         for r in worst.iter_rows(named=True)
     ]
@@ -81,9 +87,7 @@ def _plot(rows: pl.DataFrame, headline: str, path: Path) -> None:
     ax.set_title("Drop per retriever and kind, with 95% paired bootstrap intervals")
     if kinds:
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _page(
@@ -94,11 +98,12 @@ def _page(
     judged: str,
     tolerance: float,
     alpha: float,
-    smoke_test: bool,
+    banners: list[str],
+    folder: Path,
 ) -> str:
     overall = (
         board.filter(pl.col("tier") == "all")
-        .with_columns(significant=(pl.col("p_holm") < alpha))
+        .with_columns(pl.col("p_holm").lt(alpha).alias(f"Holm p < {alpha:g}"))
         .select(
             "kind",
             "retriever",
@@ -111,7 +116,7 @@ def _page(
             "ci_high",
             "p_randomization",
             "p_holm",
-            "significant",
+            f"Holm p < {alpha:g}",
             "coverage_differs",
             "refused",
         )
@@ -140,23 +145,29 @@ def _page(
         "coverage_differs",
         "refused",
     )
-    statuses = decisions.group_by("kind", "status").len().sort("kind", "status")
-    hole_status = holes.group_by("sides", "status").len().sort("sides", "status")
-    note = (
-        "<p><strong>Smoke test:</strong> rewrites, gate verdicts and hole labels come from the embedded "
-        "SmolLM2-135M model; they exercise the pipeline and mean nothing clinically.</p>"
-        if smoke_test
-        else ""
+    statuses = decisions.group_by("kind", "status").len().sort("kind", "status").rename({"len": "variants"})
+    hole_status = holes.group_by("sides", "status").len().sort("sides", "status").rename({"len": "pairs"})
+    caption = (
+        "mean over the parents that have a variant of the kind (n); 95% paired BCa bootstrap interval of the drop; "
+        "p of the paired randomization test, Holm-adjusted across every (kind, retriever) of one measure and tier."
     )
+    files = write_tables(
+        folder,
+        [
+            ExportTable("robustness_drops", overall, f"Robustness track, drop (clean - variant): {caption}"),
+            ExportTable("robustness_per_tier", per_tier, f"Robustness track per tier, drop in {headline}: {caption}"),
+        ],
+    )
+    note = "For a manuscript: " + ", ".join(f"<a href='{esc(f)}'>{esc(f)}</a>" for f in files)
+    note += f"; the plot also as <a href='{esc(PLOT[:-4])}.svg'>SVG</a> and <a href='{esc(PLOT[:-4])}.pdf'>PDF</a>."
     return page(
         TITLE,
         [
-            f"""{note}
-<p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes:
+            f"""<p>Each variant is scored against the labels of its parent's information need (inherited pairs plus judged holes:
 unlabelled chunks of the clean and of the variant top-k, judged alike).
 Drop = clean - variant, averaged over the parents that have a variant of the kind; interval: paired bootstrap (BCa);
 p: paired randomization test, Holm-adjusted across every (kind, retriever) of one measure and tier.
-<strong>coverage_differs</strong>: the clean and the variant mean {html.escape(judged)} differ by more than
+<strong>coverage differs</strong>: the clean and the variant mean {html.escape(judged)} differ by more than
 {tolerance:g}, so unjudged chunks (scored non-relevant) weigh on one side more than the other; read that drop
 with care.</p>
 <h2>Drop in {html.escape(headline)} per retriever and kind</h2><img src="{PLOT}" alt="drop per retriever and kind">
@@ -165,8 +176,10 @@ with care.</p>
 {_table(judged_rows)}
 <h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
 <h2>Variants made, per kind and decision</h2>{_table(statuses)}
-<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}"""
+<h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}
+<p class="note">{note}</p>"""
         ],
         headline_figures(board, headline),
+        banners=banners,
         heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries",
     )

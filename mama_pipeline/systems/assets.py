@@ -24,6 +24,7 @@ from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.evaluation.held_out_gaps import system_gaps
 from mama_pipeline.evaluation.significance import refused_rows
+from mama_pipeline.llm.embedded_banner import STAGE_WORDS, embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.systems import answering, grading
@@ -285,6 +286,7 @@ def systems_report(
             grader=_grader_lines(s),
             harness=harness,
             notes=notes,
+            banners=embedded_banner(s.llm, GRADER_STAGES.values(), [c.name for c in s.systems.entries if c.embedded]),
             alpha=s.systems.alpha,
             answer_failures=s.systems.answer_failures,
             rubric_parse_retries=s.llm.rubric_judge.parse_retries,
@@ -359,7 +361,7 @@ def _grader_lines(s) -> dict[str, str]:
         cfg = getattr(s.llm, stage)
         where = f"{cfg.model} @ {', '.join(cfg.base_urls)}" if cfg.base_urls else "the embedded smoke-test model"
         prompt = SHORT_ANSWER_GRADER_PROMPT if track == "short_answer" else RUBRIC_JUDGE_PROMPT
-        out[f"{track} (llm.{stage})"] = f"{where}; prompt {prompt.id} {prompt.hash}"
+        out[f"{track.replace('_', ' ')} ({STAGE_WORDS[stage]})"] = f"{where}; prompt {prompt.id} {prompt.hash}"
     return out
 
 
@@ -376,19 +378,12 @@ def _report_notes(context, s, grades: pl.DataFrame, store: StoreResource) -> lis
         )
         + f"; {cfg.resamples} resamples, seed {cfg.seed}, {cfg.confidence:.0%} intervals."
     ]
-    embedded = [c.name for c in cfg.entries if c.embedded]
-    if embedded or any(getattr(s.llm, st).embedded for st in GRADER_STAGES.values()):
-        notes.append(
-            "Some systems or graders are the embedded SmolLM2-135M smoke-test model "
-            f"({', '.join(embedded) or 'graders'}): the figures exercise the pipeline and say nothing "
-            "about clinical quality."
-        )
     notes.append(_harness_match(context, grades))
     notes += circularity_notes(system_flags(s))
     if s.mamabench.widely_trained_pools:
         notes.append(
-            f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (setting "
-            "mamabench.widely_trained_pools). A system may have seen their items in training: compare its "
+            f"Pools widely used for training: {', '.join(s.mamabench.widely_trained_pools)} (as configured). "
+            "A system may have seen their items in training: compare its "
             "score on them with its score on the other pools in the 'by pool' tables."
         )
     return notes

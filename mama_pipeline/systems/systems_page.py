@@ -19,8 +19,9 @@ import polars as pl
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule
 from mama_pipeline.common.html_page import esc as _e
-from mama_pipeline.common.html_page import number, p_value, page
+from mama_pipeline.common.html_page import interval, number, p_value, page, plural, signed
 from mama_pipeline.common.html_page import table as _table
+from mama_pipeline.common.manuscript_export import ExportTable, save_figure, write_tables
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.evaluation.held_out_gaps import gaps_html
 from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
@@ -63,6 +64,7 @@ class SystemsReport:
     held_out_rule: HeldOutRule | None = None
     resamples: int = 2000  # of the held-out permutation test
     seed: int = 0
+    banners: list[str] = field(default_factory=list)  # what the reader must know first (embedded model)
 
 
 def sample_note(n_items: int, items_per_track: int, seed: int, max_rubric_criteria: int, left_out: int) -> str:
@@ -81,19 +83,19 @@ def scoreboard_note(answer_failures: str) -> str:
         "endpoint down past its patience) are listed and "
     )
     unanswered += (
-        "left out of mean (answer_failures: exclude); mean_unanswered_as_0 counts them as 0"
+        "left out of the mean (the configured policy); the mean with unanswered as 0 counts them as 0"
         if answer_failures == "exclude"
-        else "count as 0 in mean (answer_failures: score_zero); mean_answered leaves them out"
+        else "count as 0 in the mean (the configured policy); the mean of answered items leaves them out"
     )
     return (
         "Mean per track with its bootstrap interval over items (mcq: accuracy; short answer: correct 1, "
         "partially correct 0.5, incorrect 0; rubric: the mean of HealthBench example scores, not clipped, which "
         "are the values the paired comparisons use, with HealthBench's score, that mean clipped to [0, 1], "
-        "beside it as healthbench_score). A system's own output that cannot be graded (JSON breaking the schema, "
+        "beside it as the HealthBench score). A system's own output that cannot be graded (JSON breaking the schema, "
         "an empty answer, an answer cut at max_tokens, no valid letter) is a wrong answer: score 0, counted in "
-        f"n_invalid. The {unanswered}. Answers the grader could not grade (n_grade_failed) are listed and in "
+        f"invalid answers. The {unanswered}. Answers the grader could not grade (grade failures) are listed and in "
         "neither mean. A system whose unanswered items, or whose ungraded answers, exceed the failure bound "
-        "(systems.entries[].max_failure_rate; llm.answer_grader or llm.rubric_judge max_failure_rate) has its "
+        "(the system's own bound, or the answer or rubric grader's) has its "
         "figures on that track refused, with the reason. Rubric rows show the rubric grader's agreement with "
         "physicians on the calibration side-file (same grader, same scope category) beside the score."
     )
@@ -104,11 +106,11 @@ def healthbench_note(parse_retries: int) -> str:
     retries = f"re-asked {parse_retries} time{'s' if parse_retries != 1 else ''}" if parse_retries else "not re-asked"
     return (
         "Rubric grading differs from HealthBench's simple-evals (healthbench_eval.py) in three ways: the grader "
-        "prompt is this project's (calibration.rubric_judge, the one the calibration harness checks against "
+        "prompt is this project's (the rubric grader prompt the calibration harness checks against "
         "physicians), not simple-evals' GRADER_TEMPLATE; the grader is given each criterion without its "
         '"[points]" prefix (simple-evals writes "[5] criterion"), as the physicians\' meta-eval rows the '
         f"harness grades carry none; a grader answer that does not parse is {retries} "
-        "(llm.rubric_judge.parse_retries) and then listed as a grader failure, where simple-evals asks again "
+        "and then listed as a grader failure, where simple-evals asks again "
         "until it parses. The rubric figures are not directly comparable with published HealthBench scores."
     )
 
@@ -133,7 +135,8 @@ def write_report(report: SystemsReport, folder: str | os.PathLike[str]) -> Path:
                 for row in rows.iter_rows(named=True):
                     fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
         figures = _figures(report, tmp)
-        (tmp / PAGE).write_text(_page(report, figures), encoding="utf-8")
+        exported = write_tables(tmp, _exports(report))
+        (tmp / PAGE).write_text(_page(report, figures, exported), encoding="utf-8")
     return folder / PAGE
 
 
@@ -145,14 +148,15 @@ def headline_figures(report: SystemsReport) -> list[tuple[str, str]]:
             f"{r['system']}: {r['track']} ({MEASURE_OF_TRACK[r['track']]})",
             f"refused ({r['refused']})"
             if r["refused"] is not None
-            else f"{number(r['mean'])} over {r['n_scored']} of {r['n_items']} items",
+            else f"{interval(r['mean'], r['ci_low'], r['ci_high'])} over {r['n_scored']} of "
+            f"{plural(r['n_items'], 'item')}",
         )
         for r in overall.iter_rows(named=True)
         if r["refused"] is not None or r["mean"] is not None
     ]
 
 
-def _page(r: SystemsReport, figures: dict[str, str]) -> str:
+def _page(r: SystemsReport, figures: dict[str, str], exported: list[str]) -> str:
     parts = [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
     parts.append("<h2>Systems</h2>" + _table(pl.DataFrame(r.systems)))
     parts.append("<h2>Graders</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in r.grader.items()) + "</ul>")
@@ -171,7 +175,7 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
         for kind in ("category", "pool"):
             seg = block.filter(pl.col("segment_kind") == kind)
             if seg.height:
-                wide = seg.with_columns(_interval_text().alias("v")).pivot(
+                wide = seg.with_columns(_interval_text(seg).alias("v")).pivot(
                     on="system", index="segment", values="v", maintain_order=True
                 )
                 parts.append(f"<h4>by {kind}</h4>" + _table(wide))
@@ -185,46 +189,53 @@ def _page(r: SystemsReport, figures: dict[str, str]) -> str:
         f"<a href='{ITEMS_DIR}/{_e(s)}.jsonl'>{_e(s)}</a>" for s in sorted(r.grades["system"].unique().to_list())
     )
     parts.append(f"<h2>Per-item results</h2><p>{files or '(none)'}</p>")
-    return page(TITLE, parts, headline_figures(r))
+    links = ", ".join(f"<a href='{_e(f)}'>{_e(f)}</a>" for f in exported)
+    parts.append(
+        "<h2>For a manuscript</h2><p class='note'>The scoreboard, comparison and grader-agreement tables as LaTeX "
+        f"(booktabs) and CSV, every figure also as SVG and PDF (same name): {links}.</p>"
+    )
+    return page(TITLE, parts, headline_figures(r), banners=r.banners)
 
 
-def _interval_text() -> pl.Expr:
-    return (
-        pl.when(pl.col("refused").is_not_null())
-        .then(pl.lit("refused"))
-        .when(pl.col("mean").is_null())
-        .then(pl.lit(""))
-        .when(pl.col("ci_low").is_null())
-        .then(
-            pl.format("{} (refused, {}) n={}", pl.col("mean").round(3), pl.col("interval_refused"), pl.col("n_scored"))
-        )
-        .otherwise(
-            pl.format(
-                "{} [{}, {}] n={}",
-                pl.col("mean").round(3),
-                pl.col("ci_low").round(3),
-                pl.col("ci_high").round(3),
-                pl.col("n_scored"),
-            )
-        )
+def _interval_text(rows: pl.DataFrame) -> pl.Series:
+    """``mean [low, high] n=k`` per row at the pages' one precision, the mean with the reason its interval is
+    refused, ``refused`` or empty."""
+
+    def text(x: dict) -> str:
+        if x["refused"] is not None:
+            return "refused"
+        if x["mean"] is None:
+            return ""
+        if x["ci_low"] is None and x.get("interval_refused"):
+            return f"{number(x['mean'])} (refused, {x['interval_refused']}) n={x['n_scored']}"
+        return interval(x["mean"], x["ci_low"], x["ci_high"], x["n_scored"])
+
+    return pl.Series(
+        [text(x) for x in rows.iter_rows(named=True)],
+        dtype=pl.String,
     )
 
 
+BOARD_HEADINGS = {
+    "n_items": "items",
+    "n_scored": "scored",
+    "n_unanswered": "unanswered",
+    "mean_answered": "mean of answered",
+    "mean_unanswered_as_0": "mean, unanswered as 0",
+    "n_invalid": "invalid",
+    "n_grade_failed": "grade failures",
+    "healthbench_score": "HealthBench score",
+    "grader_rows": "grader rows",
+    "grader_macro_f1": "grader macro F1",
+    "grader_balanced_accuracy": "grader balanced accuracy",
+    "grader_agree_on_met": "grader agreement, met",
+    "grader_agree_on_not_met": "grader agreement, not met",
+}
+
+
 def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
-    cols = [
-        "system",
-        "n_items",
-        "n_scored",
-        "mean",
-        "ci_low",
-        "ci_high",
-        "interval_refused",
-        "n_unanswered",
-        "mean_answered",
-        "mean_unanswered_as_0",
-        "n_invalid",
-        "n_grade_failed",
-    ]
+    cols = ["n_items", "n_scored", "n_unanswered", "mean_answered", "mean_unanswered_as_0", "n_invalid"]
+    cols.append("n_grade_failed")
     if track == "rubric":
         cols += [
             "healthbench_score",
@@ -234,7 +245,9 @@ def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
             "grader_agree_on_met",
             "grader_agree_on_not_met",
         ]
-    return board.select(*cols, "refused")
+    return board.select(
+        "system", _interval_text(board).alias("mean [95% CI] n"), *cols, pl.col("refused").fill_null("")
+    ).rename(BOARD_HEADINGS, strict=False)
 
 
 def _deltas(r: SystemsReport) -> pl.DataFrame:
@@ -277,7 +290,7 @@ def _interval(row: dict) -> str:
     """``[low, high]``, or why the interval was refused."""
     if row["ci_low"] is None:
         return f"refused: {_e(row.get('refused') or 'no interval')}"
-    return f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    return f"[{signed(row['ci_low'])}, {signed(row['ci_high'])}]"
 
 
 def _significance_section(r: SystemsReport) -> str:
@@ -298,8 +311,8 @@ def _significance_section(r: SystemsReport) -> str:
         )
         rows.append(
             f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
-            f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{row['diff']:+.3f}</td>"
-            f"<td>{_interval(row)}</td><td>{'' if p is None else p_value(p)}</td><td>{mc}</td></tr>"
+            f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{signed(row['diff'])}</td>"
+            f"<td class='ci'>{_interval(row)}</td><td>{'' if p is None else p_value(p)}</td><td>{mc}</td></tr>"
         )
     head = (
         "<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
@@ -308,7 +321,7 @@ def _significance_section(r: SystemsReport) -> str:
     return (
         f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
         f"per-item values; exact McNemar on mcq only; Holm across the pairs of each track; bold: p &lt; "
-        f"{r.alpha}.</p><table>{head}{''.join(rows)}</table>"
+        f"{r.alpha}.</p><div class='scroll'><table>{head}{''.join(rows)}</table></div>"
     )
 
 
@@ -345,8 +358,8 @@ def _failures_section(r: SystemsReport) -> str:
         return "<h2>Failures</h2><p>None.</p>"
     zero = "counted as 0 in mean" if r.answer_failures == "score_zero" else "left out of mean"
     out = [
-        f"<h2>Failures</h2><p class='note'>answer_failed: not answered (transport failures), {zero}; "
-        "grade_failed: answered, not graded, in neither mean. Graded and invalid: the system's own output could "
+        f"<h2>Failures</h2><p class='note'>answer failed: not answered (transport failures), {zero}; "
+        "grade failed: answered, not graded, in neither mean. Graded and invalid: the system's own output could "
         f"not be graded, scored 0. {failed.height + broken.height} in all; the first {FAILURES_SHOWN} of each "
         "kind are listed.</p>"
     ]
@@ -414,9 +427,41 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
 
 
 def _save(fig, path: Path) -> str:
-    import matplotlib.pyplot as plt
+    return save_figure(fig, path)
 
-    fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    return path.name
+
+def _exports(r: SystemsReport) -> list[ExportTable]:
+    """The scoreboard of each track, the comparisons and the grader's agreement with physicians as tables."""
+    boot = "BCa bootstrap interval over items"
+    out = []
+    for track in ("mcq", "short_answer", "rubric"):
+        rows = r.board.filter((pl.col("track") == track) & (pl.col("segment_kind") == "all"))
+        if rows.height:
+            out.append(
+                ExportTable(
+                    f"systems_{track}",
+                    rows.drop("track"),
+                    f"mamabench {track.replace('_', ' ')} ({MEASURE_OF_TRACK[track]}): mean over the items scored "
+                    f"(of the items put to the system), {boot}; no test (see the comparisons).",
+                )
+            )
+    if r.comparisons.height:
+        out.append(
+            ExportTable(
+                "systems_comparisons",
+                r.comparisons,
+                "mamabench paired comparisons (first - second system) on the items scored for both, paired "
+                f"{boot}; p of the paired randomization test (exact McNemar on mcq), Holm across the pairs of "
+                "each track.",
+            )
+        )
+    if r.harness is not None and r.harness.height:
+        out.append(
+            ExportTable(
+                "systems_grader_agreement",
+                r.harness,
+                "Rubric grader against HealthBench's physician labels (calibration harness), per scope "
+                "category (rows: graded criteria); physicians against each other as the baseline; no interval.",
+            )
+        )
+    return out

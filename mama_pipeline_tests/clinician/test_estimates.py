@@ -4,6 +4,7 @@ and a simulation with a judge biased by a known amount."""
 import json
 import math
 import random
+import re
 
 import polars as pl
 import pytest
@@ -277,7 +278,8 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     assert cell["synthetic"] and "llm.query_writer (smollm2-135m-instruct) share the model" in cell["circularity"]
     page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
     assert "Judge-only and corrected figures" in page and "SYNTHETIC annotators" in page
-    assert "0.250 [" in page and "refused: 0 sampled pairs with a clinicians&#x27; majority label" in page
+    assert "0.250 [" in page and "0 sampled pairs with a clinicians&#x27; majority label" in page
+    assert re.search(r"No corrected figure for \d+ cells? \(retriever, tier and measure\): ", page)
     assert "<td>2 of 4 (2 tied)</td><td>0.500 / 0.500</td>" in page  # unresolved of sampled; ties each way
     from mama_pipeline.settings import load_settings
 

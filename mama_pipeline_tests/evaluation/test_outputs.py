@@ -60,13 +60,13 @@ def test_report_is_complete_and_byte_identical_when_rebuilt(tmp_path, evaluated)
     first = write_report(inputs, tmp_path / "r1")
     second = write_report(inputs, tmp_path / "r2")
     names = sorted(p.name for p in first.parent.iterdir())
-    assert names == [
-        "metric_by_k.png",
-        "per_tier.png",
-        "score_distribution.png",
-        "scoreboard.html",
-        "significance_heatmap.png",
-    ]
+    figures = ["metric_by_k", "per_tier", "score_distribution", "significance_heatmap"]
+    tables = ["per_tier", "scoreboard_all_measures", "significance_hr_1_lenient", "significance_ndcg_3"]
+    assert names == sorted(
+        [f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "svg")]
+        + [f"{t}.{ext}" for t in tables for ext in ("csv", "tex")]
+        + ["scoreboard.html"]
+    )  # and each byte-identical on a rebuild, the SVG, PDF and LaTeX files too
     for name in names:
         assert (first.parent / name).read_bytes() == (second.parent / name).read_bytes(), name
     html = first.read_text()

@@ -99,17 +99,23 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
     page = write_report(full_inputs(graded), tmp_path / "r")
     html = page.read_text()
     names = sorted(p.name for p in page.parent.iterdir())
-    assert names == [
-        "judge_confusion.png",
-        "judge_confusion_cross_model_judge.png",
-        "metric_by_k.png",
-        "per_source.png",
-        "per_tier.png",
-        "pool_completeness.png",
-        "score_distribution.png",
-        "scoreboard.html",
-        "significance_heatmap.png",
+    figures = [
+        "judge_confusion",
+        "judge_confusion_cross_model_judge",
+        "metric_by_k",
+        "per_source",
+        "per_tier",
+        "pool_completeness",
+        "score_distribution",
+        "significance_heatmap",
     ]
+    tables = ["per_source", "per_tier", "scoreboard_all_measures", "scoreboard_headline"]
+    tables += ["significance_hr_1_lenient", "significance_ndcg_3"]
+    assert names == sorted(
+        [f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "svg")]
+        + [f"{t}.{ext}" for t in tables for ext in ("csv", "tex")]
+        + ["scoreboard.html"]
+    )  # every figure also as SVG and PDF, every table also as LaTeX and CSV
     for heading in (
         "Scoreboard",
         "Paired significance",
@@ -122,8 +128,8 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
         assert f"<h2>{heading}</h2>" in html, heading
     assert "<th>corpus version</th><td>v-123</td>" in html and "abc123" in html
     # each reliability audit is named by what it measures
-    assert "<h3>Self-consistency (test-retest): judge-x (llm.reference_judge)</h3>" in html
-    assert "<h3>Cross-model agreement: judge-y (llm.cross_model_judge)</h3>" in html
+    assert "<h3>Self-consistency (test-retest): judge-x (reference judge)</h3>" in html
+    assert "<h3>Cross-model agreement: judge-y (cross-model judge)</h3>" in html
     assert html.count("Leak audit: 0 of 12.") == 1  # a repeated note is shown once
     # headline means over 12 queries, each with the reason its interval is refused (fewer than 30 values)
     assert re.search(r"\d\.\d{3} \(refused, interval: 12 values, fewer than the 30 a bootstrap interval needs\)", html)

@@ -45,8 +45,12 @@ def test_report_numbers_at_a_readers_precision():
         "",
     ]
     assert [p_value(p) for p in (0.04234, 0.0004, 1.0)] == ["0.042", "&lt; 0.001", "1.000"]
-    assert cell(0.00001, "p_holm") == "&lt; 0.001" and cell(0.00001, "diff") == "0.000"
-    assert cell(["a", "b<"], "ids") == "a, b&lt;" and cell(True, "flag") == "True"
+    assert (
+        cell(0.00001, "p_holm") == "&lt; 0.001"
+        and cell(0.00001, "diff") == "0.000"
+        and cell(-0.00001, "diff") == "0.000"
+    )
+    assert cell(["a", "b<"], "ids") == "a, b&lt;" and cell(True, "flag") == "yes" and cell(False, "flag") == "no"
 
 
 def test_page_headline_round_trip_and_one_stylesheet():

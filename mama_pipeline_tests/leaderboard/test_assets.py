@@ -254,11 +254,21 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     assert refused["refused"].startswith("judge failed")
     assert "figures" not in refused and "per_query_file" not in refused
     page = (folder / "leaderboard.html").read_text()
-    assert "refused: judge failed on 5 of 9 holes (bound 5%)" in page
+    assert "refused (1 entry): judge failed on 5 of 9 holes (bound 5%)" in page
+    assert "<th>nDCG@10</th>" in page and "Success(rel=" not in page  # the paper's labels, not ir_measures names
     # every secondary figure with its n: the other measure's mean, Judged@k
     r1 = next(e for e in track["main"]["entries"] if e["entry_id"] == "submission/r1")["figures"]
     assert f"{r1['nDCG@10']['mean']:.3f} (n 24)" in page and "Judged@5 0.800 (n 24)" in page
     assert track["main"]["standings"]["Success(rel=3)@5"]["separable"] is True
+    manuscript = folder / "manuscript"
+    assert sorted(p.name for p in manuscript.iterdir() if p.name.startswith("mamaretrieval_main")) == [
+        "mamaretrieval_main.csv",
+        "mamaretrieval_main.tex",
+        "mamaretrieval_main_forest.pdf",
+        "mamaretrieval_main_forest.png",
+        "mamaretrieval_main_forest.svg",
+    ]
+    assert "\\toprule" in (manuscript / "mamaretrieval_main.tex").read_text()
 
     # the per-query files of two entries reproduce their paired test with scipy alone
     from scipy import stats
@@ -305,6 +315,8 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     assert "## Leaderboard" in rel["README.md"].decode()
     manifest = json.loads(rel["manifest.json"])
     assert "leaderboard/leaderboard.json" in manifest["files"]
+    assert "leaderboard/manuscript/mamaretrieval_main.tex" in manifest["files"]
+    assert "leaderboard/manuscript/mamaretrieval_main_forest.pdf" in manifest["files"]
     bench = released_leaderboard(s, store, "mamabench")
     assert "leaderboard/per_query/mcq/submission/a1.tsv" in bench.files
     assert bench.files == {
@@ -320,7 +332,9 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     assert "<a href='leaderboard/mamaretrieval.html'>Leaderboard (mamaretrieval)</a>" in index
     assert "<a href='leaderboard/mamabench.html'>Leaderboard (mamabench)</a>" in index
     assert re.search(
-        r"main: best on [^<]+</th><td>\S+ \d\.\d{3} \(n 24\); \d tied with best, \d below best; 3 entries", index
+        r"main: best on [^<]+ \(95% CI\)</th><td>\S+ \d\.\d{3}( \[\d\.\d{3}, \d\.\d{3}\])? over 24 queries; "
+        r"\d tied with best, \d below best; 3 entries",
+        index,
     )
 
 

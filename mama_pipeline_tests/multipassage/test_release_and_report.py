@@ -9,6 +9,8 @@ import json
 import polars as pl
 import pytest
 
+from mama_pipeline.evaluation.measure_names import measure_names
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.multipassage.multipassage_page import render
 from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
@@ -244,7 +246,9 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     )
     cands = pl.DataFrame({"kind": ["section"], "size": [2], "status": ["dropped"], "drop_reason": ["duplicate_set"]})
     decisions = pl.DataFrame({"status": ["kept", "set_incomplete"]})
-    page = render(board, sig, cands, decisions, "AllIn@10[pieces]", 0.05)
+    names = measure_names(mamaretrieval_plan([5, 10], 3, 5))
+    page = render(board, sig, cands, decisions, "AllIn@10[pieces]", 0.05, names=names)
+    assert "HR@5 lenient" in page and "Success(rel=" not in page  # the paper's labels
     assert "0.500" in page and "0.750" in page and "<tr class='sig'>" in page
     assert "<td>duplicate_set</td><td>1</td>" in page and "<td>set_incomplete</td><td>1</td>" in page
     assert "AllIn@10[pieces] per tier" in page

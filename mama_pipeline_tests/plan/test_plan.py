@@ -441,7 +441,9 @@ def test_the_bound_of_an_adaptive_run_is_its_budget_plus_the_remainder_sample():
     pool = queries * 16  # the sample: 3 retrievers at pool depth 5 + the seed chunk per query
     assert judged_labels_bound(RawInputs(full), "judge").requests == pool
     for budget, remainder, expected in ((0.25, 5, round(pool / 4) + 5), (3, 10**6, pool)):
-        judging = full.judging.model_copy(update={"strategy": "adaptive", "budget": budget, "remainder_sample": remainder})
+        judging = full.judging.model_copy(
+            update={"strategy": "adaptive", "budget": budget, "remainder_sample": remainder}
+        )
         bound = judged_labels_bound(RawInputs(full.model_copy(update={"judging": judging})), "judge")
         assert bound.requests == expected, bound
         assert bound.basis.startswith("adaptive: budget ")

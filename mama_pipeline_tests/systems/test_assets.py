@@ -173,7 +173,7 @@ def test_faults_are_listed_broken_output_scores_zero_and_checks_pass(tmp_path, f
 
     page = tmp_path / "data" / "reports" / "systems" / "systems.html"
     text = page.read_text()
-    assert "Failures" in text and "m-500" in text and "healthbench_score" in text and "0.710" in text
+    assert "Failures" in text and "m-500" in text and "HealthBench score" in text and "0.710" in text
     lines = [json.loads(x) for x in (page.parent / "items" / "closed.jsonl").read_text().splitlines()]
     assert {x["item_id"] for x in lines} == {r["item_id"] for r in CLEAN_ITEMS + FAULTY_ITEMS}
     assert {"item_id", "answer", "grade", "score", "chunk_ids"} <= set(lines[0])

@@ -225,12 +225,12 @@ def test_report_sentences_follow_the_settings_and_state_the_healthbench_differen
     for text in pages.values():
         assert "Failed calls are listed, not scored" not in text
         assert "without its &quot;[points]&quot; prefix" in text  # what the grader is given
-        assert "re-asked 2 times (llm.rubric_judge.parse_retries)" in text
+        assert "re-asked 2 times and then listed" in text
         assert "until it parses" in text and "not directly comparable with published HealthBench" in text
         assert "example scores, not clipped, which are the values the paired comparisons use" in text
-    assert "left out of mean (answer_failures: exclude)" in pages["exclude"]
-    assert "count as 0 in mean (answer_failures: score_zero)" in pages["score_zero"]
-    assert "left out of mean" not in pages["score_zero"]
+    assert "left out of the mean (the configured policy)" in pages["exclude"]
+    assert "count as 0 in the mean (the configured policy)" in pages["score_zero"]
+    assert "left out of the mean" not in pages["score_zero"]
 
     assert sample_note(7, 0, 0, 6, 0) == "7 items (all)"
     assert sample_note(7, 0, 0, 6, 3) == "7 items (all but the 3 rubric items with more than 6 criteria)"

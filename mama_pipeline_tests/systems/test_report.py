@@ -60,12 +60,21 @@ def test_report_is_byte_identical_and_lists_items(tmp_path):
     second = write_report(report, tmp_path / "b")
     files = sorted(p.relative_to(first.parent) for p in first.parent.rglob("*") if p.is_file())
     assert [str(p) for p in files] == [
+        "deltas.pdf",
         "deltas.png",
+        "deltas.svg",
         "items/closed.jsonl",
         "items/rag.jsonl",
+        "scores_mcq.pdf",
         "scores_mcq.png",
+        "scores_mcq.svg",
         "systems.html",
-    ]
+        *[
+            f"{t}.{ext}"
+            for t in ("systems_comparisons", "systems_grader_agreement", "systems_mcq")
+            for ext in ("csv", "tex")
+        ],
+    ]  # every figure also as SVG and PDF, every table as LaTeX and CSV
     for rel in files:
         assert (first.parent / rel).read_bytes() == (second.parent / rel).read_bytes(), rel
     rows = [json.loads(x) for x in (first.parent / "items" / "rag.jsonl").read_text().splitlines()]

@@ -64,7 +64,8 @@ def robustness(folder: Path) -> Path:
         "Judged@10",
         0.1,
         0.05,
-        smoke_test=True,
+        banners=["Smoke test: the query rewriter ran on the embedded model."],
+        names={"nDCG@10": "nDCG@10", "Judged@10": "Judged@10"},
     )
 
 
@@ -165,12 +166,12 @@ def test_index_links_every_page_with_its_headline_figures_and_each_opens(tmp_pat
     # headline figures as the writers put them, each with its denominator
     assert "bm25: AllIn@10[pieces]</th><td>0.500 over 4 questions" in html
     assert "verified questions</th><td>4 (each needs two or three chunks)" in html
-    assert "typo: largest drop in nDCG@10</th><td>0.130 (bm25, 12 queries)" in html
+    assert "typo: largest drop in nDCG@10 (95% CI)</th><td>0.130 [0.050, 0.200] (bm25, 12 queries)" in html
     assert (
-        "relevance judge vs SYNTHETIC annotators</th><td>16 validated tasks; exact_score_agreement 0.625 over 16 pairs"
+        "relevance judge vs SYNTHETIC annotators</th><td>16 validated tasks; exact score agreement 0.625 over 16 pairs"
         in html
     )
-    assert re.search(r"rag: mcq \(accuracy\)</th><td>0\.\d{3} over 6 of 6 items", html)
+    assert re.search(r"rag: mcq \(accuracy\)</th><td>0\.\d{3}( \[0\.\d{3}, [01]\.\d{3}\])? over 6 of 6 items", html)
     assert re.search(r"over \d+ queries", html.split("beir-miriad")[0])  # the mamaretrieval headline
     assert "6 report pages written" in html
 
@@ -190,4 +191,4 @@ def test_an_entry_without_a_page_says_so_and_a_new_entry_is_one_line(tmp_path):
     pages = (*PAGES, ReportPage("Leaderboard", "leaderboard/index.html", "leaderboard"))
     html = render_index(reports, pages)
     assert "<a href='leaderboard/index.html'>Leaderboard</a>" in html and "0.9 over 10 queries" in html
-    assert html.count("Not written yet") == len(PAGES) and "1 report pages written" in html
+    assert html.count("Not written yet") == len(PAGES) and "1 report page written" in html

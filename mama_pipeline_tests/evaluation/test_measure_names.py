@@ -1,0 +1,48 @@
+"""One name per measure: the paper's label of every stored measure name, from the measures' own definitions; and
+the pages' number rules (one precision per kind of number, no negative zero, plurals)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mama_pipeline.common.html_page import cell, heading, interval, number, plural, signed
+from mama_pipeline.evaluation.measure_names import label_of, measure_names, shown
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
+
+
+def test_every_measure_of_a_plan_has_the_papers_label():
+    names = measure_names(mamaretrieval_plan([5, 10], 3, 5))
+    # written out by hand from the paper's naming: HR / MRR / P / R per relevance cut, nDCG and the weighted pair
+    assert names["Success(rel=3)@5"] == "HR@5 lenient"
+    assert names["Success(rel=5)@10"] == "HR@10 strict"
+    assert names["RR(rel=3)"] == "MRR lenient"
+    assert names["P(rel=5)@10"] == "P@10 strict"
+    assert names["R(rel=3)@5"] == "R@5 lenient"
+    assert names["nDCG@10"] == "nDCG@10" and names["wHR@5"] == "wHR@5" and names["Judged@10"] == "Judged@10"
+    assert len(set(names.values())) == len(names)  # one label per measure, none shared
+    assert shown("RR(rel=3)", names) == "MRR lenient (RR(rel=3))" and shown("nDCG@10", names) == "nDCG@10"
+    assert measure_names(beir_plan([10]))["Success@10"] == "HR@10"  # one unnamed cut: no cut word
+
+
+def test_a_stored_name_reads_as_its_label_and_an_unknown_ir_name_is_refused():
+    names = measure_names(mamaretrieval_plan([5], 3, 5))
+    assert label_of("Success(rel=3)@5", names) == "HR@5 lenient"
+    assert label_of("HR@5 lenient", names) == "HR@5 lenient"  # already a label
+    assert label_of("AllIn@10[pieces]", names) == "AllIn@10[pieces]"  # a track's own measure keeps its name
+    with pytest.raises(ValueError, match="Success\\(rel=4\\)@5"):
+        label_of("Success(rel=4)@5", names)  # a cut outside the plan: no label to show, never the raw name
+    with pytest.raises(ValueError, match="RR@3"):
+        label_of("RR@3", names)
+
+
+def test_one_precision_rule_per_kind_of_number():
+    assert number(-0.0001) == "0.000" and number(-0.0) == "0.000" and number(-0.0004999) == "0.000"
+    assert number(-0.0006) == "-0.001" and number(0.5) == "0.500" and number(1.0) == "1.000"
+    assert number(12) == "12" and number(12.0) == "12" and number(12.5) == "12.50"
+    assert signed(0.125) == "+0.125" and signed(-0.00001) == "0.000" and signed(-0.031) == "-0.031"
+    assert interval(0.5, 0.25, 0.75) == "0.500 [0.250, 0.750]"
+    assert interval(0.5, -0.0001, 1.0, 12) == "0.500 [0.000, 1.000] n=12"
+    assert plural(1, "query") == "1 query" and plural(2, "query") == "2 queries" and plural(0, "entry") == "0 entries"
+    assert plural(1, "item") == "1 item" and plural(3, "item") == "3 items" and plural(2, "day") == "2 days"
+    assert cell(True) == "yes" and cell(False) == "no" and cell(None) == "" and cell(float("nan")) == "n/a"
+    assert heading("mean_unanswered_as_0") == "mean unanswered as 0" and heading("len") == "count"
