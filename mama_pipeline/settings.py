@@ -9,21 +9,24 @@ working directory and ``MAMA_DATA_DIR`` overrides it.
 from __future__ import annotations
 
 import os
+import re
+import typing
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError, model_validator
+from pydantic import BaseModel, ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
 from mama_pipeline.circularity.settings import CircularitySettings, check_families
 from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.common.input_errors import InputError, read_text
 from mama_pipeline.common.settings_base import Section, resolve_path
+from mama_pipeline.common.yaml_keys import key_line, near_miss
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
-from mama_pipeline.llm.settings import LLMSettings
+from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.mamabench.settings import MamabenchSettings
 from mama_pipeline.multipassage.settings import MultipassageSettings
 from mama_pipeline.queries.settings import QueriesSettings
@@ -64,6 +67,32 @@ class PipelineSettings(Section):
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
         check_families(self)
         return self
+
+    @model_validator(mode="after")
+    def _every_stage_served(self) -> PipelineSettings:
+        unserved = [k for k, _ in self.llm_stages() if not _.base_urls and not _.embedded]
+        if unserved:
+            raise ValueError(
+                f"{unserved[0]}: no endpoint for LLM stage(s) {', '.join(unserved)}: set base_urls and model "
+                "(your server), or embedded: true to serve the stage with the embedded SmolLM2-135M smoke-test "
+                "model (its answers are not clinical judgements)"
+            )
+        unnamed = [k for k, st in self.llm_stages() if st.base_urls and not st.model]
+        if unnamed:
+            raise ValueError(
+                f"{unnamed[0]}: base_urls set without model for {', '.join(unnamed)}: name the model served"
+            )
+        return self
+
+    def llm_stages(self) -> list[tuple[str, StageSettings]]:
+        """Every LLM stage with its dotted key: ``llm.<stage>`` and ``systems.entries.<i>`` (an answering system)."""
+        return [(f"llm.{k}", st) for k, st in self.llm.stages()] + [
+            (f"systems.entries.{i}", e) for i, e in enumerate(self.systems.entries)
+        ]
+
+    def embedded_stages(self) -> list[str]:
+        """The dotted keys of the stages the embedded smoke-test model serves (empty in a production build)."""
+        return [k for k, st in self.llm_stages() if st.embedded]
 
     def resolve(self, path: str) -> Path:
         """An input path from the file (against the file's folder) or a bundled default (against the package)."""
@@ -113,8 +142,56 @@ def _load(path: Path, _mtime: int) -> PipelineSettings:
     try:
         return PipelineSettings.model_validate({**raw, "config_dir": str(path.parent)})
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            lines.append(f"key '{key}': {err['msg']}")
-        raise ConfigError(f"{path}: configuration file: " + "; ".join(lines)) from None
+        raise ConfigError(_describe(path, text, exc)) from None
+
+
+KEY_AT_START = re.compile(r"^([A-Za-z_][\w.]*): ")
+
+
+def _describe(path: Path, text: str, exc: ValidationError) -> str:
+    """One line: the file, the line of the first offending key, each error with its key and line, and a
+    suggestion for a misspelt key."""
+    parts, first_line = [], None
+    for err in exc.errors():
+        loc, msg = list(err["loc"]), err["msg"].removeprefix("Value error, ")
+        if not loc and (m := KEY_AT_START.match(msg)):  # a check across sections names its key first
+            loc = [int(p) if p.isdigit() else p for p in m.group(1).split(".")]
+            msg = msg[m.end() :]
+        found = key_line(text, loc) if loc else None
+        first_line = first_line or (found and found[0])
+        if err["type"] == "extra_forbidden" and (guess := near_miss(str(loc[-1]), _valid_keys(loc[:-1]))):
+            msg += f"; did you mean '{guess}'?"
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        where = (
+            "" if found is None else f" (line {found[0]})" if found[1] else f" (absent; its section: line {found[0]})"
+        )
+        parts.append(f"key '{key}'{where}: {msg}")
+    where = f"{path}:{first_line}" if first_line else str(path)
+    return f"{where}: configuration file: " + "; ".join(parts)
+
+
+def _valid_keys(loc: list[str | int]) -> list[str]:
+    """The keys a section at ``loc`` accepts (empty where the location is not a section)."""
+    cls: type[BaseModel] | None = PipelineSettings
+    keyed = False  # the previous field is a mapping: this part is one of its keys
+    for part in loc:
+        if isinstance(part, int) or keyed:
+            keyed = False
+            continue
+        field = cls.model_fields.get(part) if cls is not None else None
+        if field is None:
+            return []
+        cls, keyed = _model_in(field.annotation)
+    return list(cls.model_fields) if cls is not None and not keyed else []
+
+
+def _model_in(annotation: object) -> tuple[type[BaseModel] | None, bool]:
+    """The section class inside an annotation (``X``, ``X | None``, ``list[X]``, ``dict[str, X]``), and whether
+    it sits under a mapping's keys."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    for arg in typing.get_args(annotation):
+        cls, keyed = _model_in(arg)
+        if cls is not None:
+            return cls, keyed or typing.get_origin(annotation) is dict
+    return None, False

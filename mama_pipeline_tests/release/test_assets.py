@@ -14,6 +14,7 @@ from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 CONFIG = """
 data_dir: {data}
@@ -53,7 +54,7 @@ UPSTREAM = [
 def setup_store(tmp_path: Path, remote_llm: bool) -> Path:
     data = tmp_path / "data"
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.format(data=data) + (REMOTE_LLM if remote_llm else ""))
+    config.write_text(with_embedded(CONFIG.format(data=data) + (REMOTE_LLM if remote_llm else "")))
     store = Store(data / "mama.duckdb")
     store.write_table("corpus_chunks", fx.chunks())
     store.write_table("generated_queries", fx.queries())

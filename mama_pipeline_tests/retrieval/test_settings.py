@@ -4,11 +4,12 @@ import pytest
 import yaml
 
 from mama_pipeline.settings import ConfigError, load_settings
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def load(tmp_path, retrieval):
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"retrieval": retrieval}))
+    path.write_text(yaml.safe_dump(with_embedded({"retrieval": retrieval})))
     return load_settings(path).retrieval
 
 
