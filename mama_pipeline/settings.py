@@ -142,18 +142,18 @@ def _load(path: Path, _mtime: int) -> PipelineSettings:
     try:
         return PipelineSettings.model_validate({**raw, "config_dir": str(path.parent)})
     except ValidationError as exc:
-        raise ConfigError(_describe(path, text, exc)) from None
+        raise ConfigError(_describe(path, text, raw, exc)) from None
 
 
 KEY_AT_START = re.compile(r"^([A-Za-z_][\w.]*): ")
 
 
-def _describe(path: Path, text: str, exc: ValidationError) -> str:
+def _describe(path: Path, text: str, raw: dict, exc: ValidationError) -> str:
     """One line: the file, the line of the first offending key, each error with its key and line, and a
     suggestion for a misspelt key."""
     parts, first_line = [], None
     for err in exc.errors():
-        loc, msg = list(err["loc"]), err["msg"].removeprefix("Value error, ")
+        loc, msg = _file_keys(raw, list(err["loc"])), err["msg"].removeprefix("Value error, ")
         if not loc and (m := KEY_AT_START.match(msg)):  # a check across sections names its key first
             loc = [int(p) if p.isdigit() else p for p in m.group(1).split(".")]
             msg = msg[m.end() :]
@@ -170,28 +170,52 @@ def _describe(path: Path, text: str, exc: ValidationError) -> str:
     return f"{where}: configuration file: " + "; ".join(parts)
 
 
-def _valid_keys(loc: list[str | int]) -> list[str]:
-    """The keys a section at ``loc`` accepts (empty where the location is not a section)."""
-    cls: type[BaseModel] | None = PipelineSettings
+def _file_keys(raw: object, loc: list[str | int]) -> list[str | int]:
+    """The error location as the file's keys: without the union tags pydantic inserts (``retrievers.0.bm25.params``
+    is ``retrievers.0.params`` in the file)."""
+    out: list[str | int] = []
+    for i, part in enumerate(loc):
+        tag = isinstance(raw, dict) and part not in raw and raw.get("kind") == part
+        if tag or isinstance(raw, dict) and part not in raw and i + 1 < len(loc) and loc[i + 1] in raw:
+            continue  # a union's tag (a retriever's kind): the next key sits where this one would
+        out.append(part)
+        raw = (
+            raw.get(part)
+            if isinstance(raw, dict)
+            else raw[part]
+            if isinstance(raw, list) and isinstance(part, int) and part < len(raw)
+            else None
+        )
+    return out
+
+
+def _valid_keys(loc: list[str | int]) -> set[str]:
+    """The keys a section at ``loc`` accepts (of any member of a union; empty where ``loc`` is not a section)."""
+    models: list[type[BaseModel]] = [PipelineSettings]
     keyed = False  # the previous field is a mapping: this part is one of its keys
     for part in loc:
         if isinstance(part, int) or keyed:
             keyed = False
             continue
-        field = cls.model_fields.get(part) if cls is not None else None
-        if field is None:
-            return []
-        cls, keyed = _model_in(field.annotation)
-    return list(cls.model_fields) if cls is not None and not keyed else []
+        fields = [m.model_fields[part] for m in models if part in m.model_fields]
+        if not fields:
+            return set()
+        models, keyed = [], False
+        for f in fields:
+            found, under_mapping = _models_in(f.annotation)
+            models += found
+            keyed = keyed or under_mapping
+    return set() if keyed else {k for m in models for k in m.model_fields}
 
 
-def _model_in(annotation: object) -> tuple[type[BaseModel] | None, bool]:
-    """The section class inside an annotation (``X``, ``X | None``, ``list[X]``, ``dict[str, X]``), and whether
-    it sits under a mapping's keys."""
+def _models_in(annotation: object) -> tuple[list[type[BaseModel]], bool]:
+    """The section classes inside an annotation (``X``, ``X | None``, ``list[X | Y]``, ``dict[str, X]``), and
+    whether they sit under a mapping's keys."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
+        return [annotation], False
+    models, keyed = [], False
     for arg in typing.get_args(annotation):
-        cls, keyed = _model_in(arg)
-        if cls is not None:
-            return cls, keyed or typing.get_origin(annotation) is dict
-    return None, False
+        found, under = _models_in(arg)
+        models += found
+        keyed = keyed or bool(found) and (under or typing.get_origin(annotation) is dict)
+    return models, keyed

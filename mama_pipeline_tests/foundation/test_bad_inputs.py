@@ -120,6 +120,11 @@ def beir_with(name: str, content: bytes) -> Callable[[Path], None]:
     return build
 
 
+def beir_dev_split_only(folder: Path) -> None:
+    beir_with("qrels/dev.tsv", (BEIR / "qrels" / "test.tsv").read_bytes())(folder)
+    (folder / "qrels" / "test.tsv").unlink()
+
+
 def beir_parquet_with_bad_corpus(folder: Path) -> None:
     for sub in ("corpus", "queries", "qrels"):
         (folder / sub).mkdir(parents=True)
@@ -400,6 +405,13 @@ CASES = [
         audit(),
         "test.tsv:1: header must be",
     ),
+    Case(
+        "beir-only-dev-split",
+        "beir",
+        beir_dev_split_only,
+        lambda d: ["eval", "beir", "--benchmark", str(d / "beir"), "--retriever", "bm25", "--out", str(d / "out")],
+        "qrels: no qrels of split 'test'; the folder has split(s) dev: pass --split dev",
+    ),
     Case("beir-qrels-empty", "beir", beir_with("qrels/test.tsv", b""), audit(), "test.tsv: empty qrels file"),
     Case("beir-parquet-garbage", "beir", beir_parquet_with_bad_corpus, audit(), "cannot be read as parquet"),
     # TREC runs and qrels through `mama-pipeline eval trec`
@@ -534,6 +546,14 @@ CASES = [
         config(),
         "config.yaml:4: configuration file: key 'llm.judge.modle' (line 4): Extra inputs are not permitted; "
         "did you mean 'model'?",
+    ),
+    Case(
+        "config-near-miss-key-in-a-retriever",
+        "config.yaml",
+        b"retrieval:\n  retrievers:\n    - name: a\n      kind: dense\n      params: {query_promt: x}\n",
+        config(),
+        "config.yaml:5: configuration file: key 'retrieval.retrievers.0.params.query_promt' (line 5): Extra inputs "
+        "are not permitted; did you mean 'query_prompt'?",
     ),
     Case(
         "config-stage-without-endpoint",
