@@ -63,3 +63,4 @@ def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm, monke
     assert meta["query_writer/prompt_tokens_new"] > 0 and meta["query_writer/completion_tokens_new"] > 0
     assert meta["query_writer/prompt_tokens_cached_answers"] == 0
     assert "query_writer/note" not in meta  # a configured endpoint is not the smoke-test model
+    assert meta["query_writer/embedded_model"] is False
