@@ -28,7 +28,7 @@ from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.mamabench.settings import MamabenchSettings
-from mama_pipeline.multipassage.settings import MultipassageSettings
+from mama_pipeline.multipassage.settings import EMBEDDING_KINDS, MultipassageSettings
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
@@ -66,6 +66,29 @@ class PipelineSettings(Section):
     def _systems_name_retrievers(self) -> PipelineSettings:
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
         check_families(self)
+        return self
+
+    @model_validator(mode="after")
+    def _names_across_sections(self) -> PipelineSettings:
+        """Names one section gives another, where the file writes them: a retriever, a tier. (A default name the
+        file leaves alone, multipassage.dense_retriever's "minilm", is checked by `doctor` and by its step.)"""
+        retrievers = {r.name: r.kind for r in self.retrieval.retrievers}
+        mp = self.multipassage
+        if "dense_retriever" in mp.model_fields_set and retrievers.get(mp.dense_retriever) not in EMBEDDING_KINDS:
+            kind = retrievers.get(mp.dense_retriever)
+            found = f"is a {kind} retriever" if kind else f"is not in retrieval.retrievers {sorted(retrievers)}"
+            raise ValueError(
+                f"multipassage.dense_retriever: {mp.dense_retriever!r} {found}; it must name an embedding "
+                f"retriever (kind {' or '.join(EMBEDDING_KINDS)})"
+            )
+        for key, names, known, what in (
+            ("multipassage.sets_per_source", mp.sets_per_source, self.corpus.tiers, "corpus.tiers"),
+            ("multipassage.pool_retrievers", mp.pool_retrievers, retrievers, "retrieval.retrievers"),
+            ("robustness.retrievers", self.robustness.retrievers, retrievers, "retrieval.retrievers"),
+        ):
+            unknown = sorted(set(names) - set(known))
+            if unknown:
+                raise ValueError(f"{key}: {unknown} are not in {what} {sorted(known)}")
         return self
 
     @model_validator(mode="after")

@@ -28,9 +28,6 @@ PROBE_USER = (
     "Reply with one JSON object that follows the response schema. Question for the check: is oxytocin a "
     "uterotonic? Keep every text field to a few words."
 )
-# the data folder's bytes per byte of local input files, measured on the demo (docs/own-judge.md, "Room for the
-# store"): a ratio, not a bound, stated in the check's line
-STORE_BYTES_PER_INPUT_BYTE = 40
 
 
 @dataclass(frozen=True)
@@ -279,20 +276,21 @@ def cross_section_checks(s: PipelineSettings) -> Iterator[Check]:
 
 # -- disk -----------------------------------------------------------------------
 def disk_check(s: PipelineSettings) -> Check:
-    """Room for the store in the data folder's file system: the input files' bytes times
-    :data:`STORE_BYTES_PER_INPUT_BYTE`, against the free bytes there."""
+    """Room for the store in the data folder's file system: a floor, fails when the free bytes there are fewer than
+    the local input files' bytes, whose content the store copies (the chunks' text, the upstream rows); the
+    store's full size grows with pool depth, retrievers and cached answers and is not estimated here."""
     inputs = _local_inputs(s)
     sizes = [p.stat().st_size for p in inputs if p.is_file()]
-    need = sum(sizes) * STORE_BYTES_PER_INPUT_BYTE
     missing = len(inputs) - len(sizes)
     folder = next(p for p in (s.data_path, *s.data_path.parents) if p.exists())  # nothing is created
     free = shutil.disk_usage(folder).free
     detail = (
-        f"{free / 2**30:.1f} GiB free at {folder}; the store is estimated at {need / 2**30:.1f} GiB "
-        f"({STORE_BYTES_PER_INPUT_BYTE} x the {sum(sizes) / 2**20:.1f} MiB of {len(sizes)} local input files"
-        + (f"; {missing} missing, not counted)" if missing else ")")
+        f"{free / 2**30:.1f} GiB free at {folder}, against the {sum(sizes) / 2**20:.1f} MiB of {len(sizes)} local "
+        "input files the store copies"
+        + (f" ({missing} missing, not counted)" if missing else "")
+        + "; the store grows beyond them with pool depth, retrievers and cached answers"
     )
-    return Check("PASS" if free >= need else "FAIL", "data_dir room", detail)
+    return Check("PASS" if free >= sum(sizes) else "FAIL", "data_dir room", detail)
 
 
 def _local_inputs(s: PipelineSettings) -> list[Path]:

@@ -556,6 +556,17 @@ CASES = [
         "are not permitted; did you mean 'query_prompt'?",
     ),
     Case(
+        "config-dense-retriever-not-configured",
+        "config.yaml",
+        lambda target: target.write_text(
+            with_embedded(
+                "retrieval:\n  retrievers:\n    - {name: bm25, kind: bm25}\nmultipassage:\n  dense_retriever: octen\n"
+            )
+        ),
+        config(),
+        "key 'multipassage.dense_retriever' (line ",
+    ),
+    Case(
         "config-stage-without-endpoint",
         "config.yaml",
         lambda target: target.write_text(

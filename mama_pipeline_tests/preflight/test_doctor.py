@@ -71,14 +71,13 @@ def test_a_missing_pool_file_and_a_cross_section_mistake_fail_their_lines(tmp_pa
     config = tmp_path / "config.yaml"
     raw = with_embedded({"data_dir": str(tmp_path / "data")})
     raw["mamabench"] = {"sources": {"whb": {"path": str(tmp_path / "nope.json")}}}
-    raw["multipassage"] = {"dense_retriever": "bm25"}
-    raw["retrieval"] = {"retrievers": [{"name": "bm25", "kind": "bm25"}]}
+    raw["retrieval"] = {"retrievers": [{"name": "bm25", "kind": "bm25"}]}  # multipassage's default 'minilm' absent
     config.write_text(yaml.safe_dump(raw))
     monkeypatch.setenv("MAMA_CONFIG", str(config))
     assert cli_main(["doctor"]) == 1
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
     assert failed == [
         f"FAIL  mamabench.sources.whb: source file {tmp_path / 'nope.json'} does not exist",
-        "FAIL  multipassage: multipassage.dense_retriever 'bm25' is a bm25 retriever; it must name an embedding "
-        "retriever (kind dense or openai_embeddings)",
+        "FAIL  multipassage: multipassage.dense_retriever 'minilm' is not in retrieval.retrievers; it must name an "
+        "embedding retriever (kind dense or openai_embeddings)",
     ]
