@@ -126,6 +126,8 @@ def probe_endpoint(key: str, url: str, cfg: StageSettings, schema: type[BaseMode
             t0 = time.perf_counter()
             resp = http.post("/chat/completions", json=body)
             latency = time.perf_counter() - t0
+    except httpx.HTTPStatusError as exc:
+        return Check("FAIL", name, f"HTTP {exc.response.status_code} to GET /models: {exc.response.text[:200]!r}")
     except httpx.HTTPError as exc:
         return Check("FAIL", name, f"down: {type(exc).__name__}: {str(exc)[:200] or 'no answer'}")
     if resp.status_code != 200:
@@ -141,9 +143,8 @@ def probe_endpoint(key: str, url: str, cfg: StageSettings, schema: type[BaseMode
     try:
         value = parse_answer(text, schema, finish)
     except ValueError as exc:
-        return Check(
-            "FAIL", name, f"answer breaks the {schema.__name__} schema (constrained decoding off?): {exc}"[:300]
-        )
+        reason = str(exc) if len(str(exc)) <= 200 else str(exc)[:200] + "..."
+        return Check("FAIL", name, f"answer breaks the {schema.__name__} schema (constrained decoding off?): {reason}")
     if cfg.reasoning == "server" and schema is not FreeText:
         if not any(isinstance(message.get(k), str) and message[k].strip() for k in ("reasoning_content", "reasoning")):
             return Check(
@@ -152,13 +153,14 @@ def probe_endpoint(key: str, url: str, cfg: StageSettings, schema: type[BaseMode
                 "reasoning: server, but no reasoning_content beside the answer (start the server with its "
                 "reasoning parser, or set reasoning: json_field)",
             )
-    elif "reasoning" in schema.model_fields and not str(value.get("reasoning") or "").strip():
-        return Check("FAIL", name, "reasoning: json_field, but the answer's reasoning field is empty")
-    return Check(
-        "PASS",
-        name,
-        f"{cfg.model} answers in the {schema.__name__} schema, reasoning {cfg.reasoning} present, {latency:.2f} s",
-    )
+        reasoning = "reasoning_content beside it"
+    elif "reasoning" in schema.model_fields:
+        if not str(value.get("reasoning") or "").strip():
+            return Check("FAIL", name, "reasoning: json_field, but the answer's reasoning field is empty")
+        reasoning = "its reasoning field filled"
+    else:
+        reasoning = "no reasoning asked by this schema"
+    return Check("PASS", name, f"{cfg.model} answers in the {schema.__name__} schema, {reasoning}, {latency:.2f} s")
 
 
 def _served_models(http: httpx.Client) -> list[str] | None:

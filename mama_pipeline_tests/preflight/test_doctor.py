@@ -40,7 +40,7 @@ def test_a_healthy_endpoint_and_the_bundled_inputs_pass(tmp_path, monkeypatch, c
     failed = [line for line in lines if line.startswith("FAIL")]
     assert code == 0 and failed == [], lines
     [judge] = [line for line in lines if line.startswith(f"PASS  llm.judge @ {servers['healthy']}:")]
-    assert "fake-judge answers in the JudgeVerdictsWithReasoning schema" in judge
+    assert "fake-judge answers in the JudgeVerdictsWithReasoning schema, its reasoning field filled, " in judge
     assert any(line.startswith("PASS  corpus.bundle: ") and "bundle header '<sep>[SOURCE:" in line for line in lines)
     assert sum(line.startswith("PASS  mamabench.sources.") for line in lines) == 9
     assert lines[-1] == "16 passed, 0 failed, 7 not checked (embedded or hub), of 23 checks"
