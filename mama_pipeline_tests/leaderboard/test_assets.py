@@ -131,7 +131,7 @@ def _config(tmp: Path, **extra) -> Path:
         **extra,
     }
     path = tmp / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(with_embedded(cfg)))
     return path
 
 
