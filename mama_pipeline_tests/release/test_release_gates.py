@@ -6,6 +6,7 @@ import re
 
 import polars as pl
 import pytest
+import yaml
 
 from mama_pipeline.llm.failure_bounds import (
     FailureBoundError,
@@ -92,9 +93,10 @@ def run_release(tmp_path, monkeypatch, bound: float, gate_failed: int = 0, note:
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     config = setup_store(tmp_path, True)
-    writer = 'query_writer: {base_urls: ["http://writer:8000/v1"], model: qwen-test'
-    assert writer in config.read_text()
-    config.write_text(with_embedded(config.read_text().replace(writer, f"{writer}, max_failure_rate: {bound}")))
+    raw = yaml.safe_load(config.read_text())
+    assert raw["llm"]["query_writer"]["base_urls"] == ["http://writer:8000/v1"]
+    raw["llm"]["query_writer"]["max_failure_rate"] = bound
+    config.write_text(yaml.safe_dump(raw))
     store = Store(tmp_path / "data" / "mama.duckdb")
     store.write_table("query_gate_decisions", fx.gate_decisions(failed=gate_failed))
     store.write_table("judge_reliability", fx.reliability(note))
