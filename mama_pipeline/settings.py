@@ -93,7 +93,7 @@ class PipelineSettings(Section):
 
     @model_validator(mode="after")
     def _every_stage_served(self) -> PipelineSettings:
-        unserved = [k for k, _ in self.llm_stages() if not _.base_urls and not _.embedded]
+        unserved = [k for k, st in self.llm_stages() if not st.base_urls and not st.embedded]
         if unserved:
             raise ValueError(
                 f"{unserved[0]}: no endpoint for LLM stage(s) {', '.join(unserved)}: set base_urls and model "
@@ -198,9 +198,9 @@ def _file_keys(raw: object, loc: list[str | int]) -> list[str | int]:
     is ``retrievers.0.params`` in the file)."""
     out: list[str | int] = []
     for i, part in enumerate(loc):
-        tag = isinstance(raw, dict) and part not in raw and raw.get("kind") == part
+        tag = isinstance(raw, dict) and part not in raw and part in (raw.get("kind"), raw.get("type"))
         if tag or isinstance(raw, dict) and part not in raw and i + 1 < len(loc) and loc[i + 1] in raw:
-            continue  # a union's tag (a retriever's kind): the next key sits where this one would
+            continue  # a union's tag (a retriever's kind, a backend's type): the next key sits where this one would
         out.append(part)
         raw = (
             raw.get(part)
