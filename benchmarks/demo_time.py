@@ -153,7 +153,7 @@ def sample_config_with(url: str, path: Path) -> None:
     from mama_pipeline.resources import LLM_STAGES
 
     cfg = yaml.safe_load(SAMPLE_CONFIG.read_text())
-    endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server"}
+    endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server", "embedded": False}
     for stage in LLM_STAGES:
         cfg["llm"].setdefault(stage, {}).update(endpoint)
     if "cross_model_judge" in cfg["llm"]:  # must name a model other than the judge's

@@ -31,6 +31,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_mamabench_defs(load_settings())
 
@@ -174,17 +175,19 @@ def main() -> None:
         config = tmp_path / "config.yaml"
         config.write_text(
             yaml.safe_dump(
-                {
-                    "data_dir": str(tmp_path / "data"),
-                    "llm": {
-                        "classifier": {**stage, "model": "fake-classifier"},
-                        "classifier_reference": {**stage, "model": "fake-reference"},
-                    },
-                    "mamabench": {
-                        "agreement_sample_size": 0,
-                        "sources": {p: {"path": path} for p, path in paths.items()},
-                    },
-                }
+                with_embedded(
+                    {
+                        "data_dir": str(tmp_path / "data"),
+                        "llm": {
+                            "classifier": {**stage, "model": "fake-classifier"},
+                            "classifier_reference": {**stage, "model": "fake-reference"},
+                        },
+                        "mamabench": {
+                            "agreement_sample_size": 0,
+                            "sources": {p: {"path": path} for p, path in paths.items()},
+                        },
+                    }
+                )
             )
         )
         for label in ("cold", "warm"):

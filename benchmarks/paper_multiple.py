@@ -160,7 +160,7 @@ def write_config(multiple: float, work: Path, url: str, concurrency: int, path: 
     cfg["judging"] = {"shards": 4, "pilot_size": 62}
     cfg["robustness"] = {"retrievers": ["bm25"], "release": True, "resamples": 1000}
     cfg["multipassage"] = {"sets_per_source": {}, "dense_retriever": "emb", "release": False}
-    endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server"}
+    endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server", "embedded": False}
     for stage in LLM_STAGES:
         if LLMSettings.model_fields[stage].default is not None:  # an optional stage (cross_model_judge) stays unset
             cfg["llm"].setdefault(stage, {}).update(endpoint, concurrency=concurrency)

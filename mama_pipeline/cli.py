@@ -1,4 +1,4 @@
-"""Command line: ``mama-pipeline demo|materialize|plan|submit|eval|verify``.
+"""Command line: ``mama-pipeline demo|materialize|plan|doctor|submit|eval|verify``.
 
 ``materialize`` runs what changed in an asset selection (``--all``: all of it) on the project's instance, one
 run per partitions definition and partition key, in dependency order: with ``dagster asset
@@ -10,6 +10,8 @@ configuration.
 ``plan`` prints, sending and writing nothing, each of a selection's LLM stages' bound (from the configuration
 and the raw inputs, timed with ``--rate`` and ``--gpus-per-server``) and, once its inputs are in the store, what
 it would send.
+``doctor`` checks a configuration before a run: one request per endpoint, the input files, the settings
+across sections and the data folder's room, one line each (``preflight/``).
 ``submit`` checks a run file or an answers file, stores it as a submission (a dynamic partition) and scores it.
 ``eval`` and ``verify`` pass their remaining arguments to the evaluation and release
 command lines.
@@ -286,6 +288,12 @@ def _dispatch(argv: list[str] | None) -> int:
     p.add_argument(
         "--gpus-per-server", type=int, default=None, help="GPUs a server holds, to state the bounds' GPU-hours"
     )
+    dr = sub.add_parser(
+        "doctor",
+        help="preflight: one request to every configured endpoint with its stage's schema, every input file, "
+        "the settings across sections and the data folder's room, one line each; exit 0 only when all pass",
+    )
+    dr.add_argument("--timeout-s", type=float, default=60.0, help="seconds each endpoint has to answer")
     sb = sub.add_parser(
         "submit",
         help="check and score a new retriever's run file (TREC or BEIR-layout JSON) on "
@@ -332,6 +340,10 @@ def _dispatch(argv: list[str] | None) -> int:
         from mama_pipeline.submissions.cli import submit
 
         return submit(args.file, args.kind, args.name, args.model, args.link, args.date, args.corpus_version)
+    if args.cmd == "doctor":
+        from mama_pipeline.preflight.cli import doctor
+
+        return doctor(args.timeout_s)
     if args.cmd == "plan":
         from mama_pipeline.plan.cli import plan
 

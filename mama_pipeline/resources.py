@@ -72,6 +72,12 @@ class LLMResource(dg.ConfigurableResource):
         with contextlib.ExitStack() as stack:
             started: list[str] = []  # one embedded server per context, however many runs use it
 
+            if not cfg.base_urls and not cfg.embedded:
+                raise ValueError(
+                    f"stage {stage!r} has no endpoint: set its base_urls and model, or embedded: true for the "
+                    "embedded smoke-test model"
+                )
+
             def resolve_urls() -> list[str]:
                 if cfg.base_urls:
                     return list(cfg.base_urls)

@@ -136,11 +136,16 @@ def llm_lines(ctx: SummaryContext) -> list[str]:
     if failed is not None and failed["n"][0]:
         line += f", {failed['n'][0]} failed"
     lines = [line + (f"; model {models}" if models else "")]
-    embedded = ctx.store.query("SELECT count(*) AS n FROM llm_responses WHERE endpoint LIKE 'embedded:%'")
-    if embedded["n"][0]:
+    embedded = ctx.store.query(
+        "SELECT stage, count(*) AS n FROM llm_responses WHERE endpoint LIKE 'embedded:%' GROUP BY stage ORDER BY stage"
+    )
+    if embedded.height:
+        answers = ", ".join(f"{r['stage']} {r['n']}" for r in embedded.iter_rows(named=True))
+        configured = ", ".join(ctx.settings.embedded_stages()) or "none now"
         lines.append(
-            "the embedded smoke-test model's answers (labels, queries, verdicts, grades) exercise the "
-            "pipeline and are not meaningful; point llm.* at a real judge for real ones"
+            f"EMBEDDED MODEL: the store holds answers of the embedded SmolLM2-135M smoke-test model ({answers}; "
+            f"embedded: true in this configuration: {configured}): the labels, queries, verdicts and grades made "
+            "from them exercise the pipeline and are not meaningful; set base_urls and model for real ones"
         )
     return lines
 

@@ -80,10 +80,12 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
         corpus = _read_jsonl(folder / "corpus.jsonl", "corpus")
         queries = _read_jsonl(folder / "queries.jsonl", "queries")
         qrels_path = folder / "qrels" / f"{split}.tsv"
+        _split_exists(folder / "qrels", split, f"{split}.tsv", "*.tsv")
         qrels, lines = _read_qrels_tsv(qrels_path)
     else:
         corpus = _read_parquet_table(folder / "corpus", "*.parquet", "corpus")
         queries = _read_parquet_table(folder / "queries", "*.parquet", "queries")
+        _split_exists(folder / "qrels", split, f"{split}-*.parquet", "*-*.parquet")
         qrels, qrels_path, lines = _read_parquet_qrels(folder / "qrels", split)
     _check_references(qrels, lines, qrels_path, set(corpus["doc_id"].to_list()), set(queries["query_id"].to_list()))
     return BeirBenchmark(name or folder.name, corpus, queries, qrels, str(folder))
@@ -227,6 +229,19 @@ def _read_qrels_tsv(path: Path) -> tuple[pl.DataFrame, list[int]]:
     if header is None:
         raise EvaluationInputError(path, f"empty qrels file: expected the header {' '.join(QRELS_HEADER)!r}")
     return rows.frame(), lines
+
+
+def _split_exists(qrels: Path, split: str, pattern: str, any_split: str) -> None:
+    """A missing split whose folder holds others names them: ``--split dev`` for a folder with only dev qrels."""
+    if not qrels.is_dir() or any(qrels.glob(pattern)):
+        return
+    names = sorted({p.name.removesuffix(".tsv").split("-")[0] for p in qrels.glob(any_split)} - {split})
+    if names:
+        raise EvaluationInputError(
+            qrels,
+            f"no qrels of split {split!r}; the folder has split(s) {', '.join(names)}: pass --split {names[0]} "
+            f"(in a configuration, split: {names[0]})",
+        )
 
 
 def _parquet_files(folder: Path, pattern: str, kind: str) -> list[Path]:

@@ -129,6 +129,7 @@ class RunReport:
             f"{self.stage}/completion_tokens_cached_answers": self._tokens("completion_tokens", cached=True),
             f"{self.stage}/wall_s": round(self.wall_s, 3),
             f"{self.stage}/endpoint_outages": len(self.outages),
+            f"{self.stage}/embedded_model": self.smoke_test,  # answered by the embedded smoke-test model
         }
         if self.outages:
             meta[f"{self.stage}/endpoint_down"] = "; ".join(

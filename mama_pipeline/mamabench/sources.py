@@ -116,6 +116,24 @@ def load_pool(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path]) -
     return RawPool(pool.name, df, files, dict(sorted(outside.items())))
 
 
+def first_records(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path], n: int) -> int:
+    """Read the first ``n`` records of each local file of a pool as its adapter does (the required columns
+    checked); the records read. Hashes nothing, downloads nothing (a hub location is refused)."""
+    if loc.repo_id is not None:
+        raise SourceError(f"{loc.repo_id}: a hub location; first_records reads local files only")
+    base = resolve(loc.path or "")
+    paths = [base / name for name in loc.files] if loc.files else [base]
+    read = 0
+    for path in paths:
+        if not path.is_file():
+            raise SourceError(f"source file {path} does not exist")
+        got = sum(1 for _ in zip(range(n), _records(path, pool.required), strict=False))
+        if not got:
+            raise SourceError(f"{path}: no records (an empty upstream file)")
+        read += got
+    return read
+
+
 def _dump(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, default=str)
 

@@ -208,7 +208,28 @@ def mamaretrieval_inputs(
         circularity=[flag_record(f) for f in circularity_flags(s) if f.judge == JUDGE_STAGE],
         judging=judging_record(s, store),
         sorted_tables=sorted_tables,
+        embedded_stages=embedded_stages_of(s, "mamaretrieval"),
     )
+
+
+MAMARETRIEVAL_STAGES = (
+    "query_writer",
+    "judge",
+    "reference_judge",
+    "cross_model_judge",
+    "query_rewriter",
+    "rewrite_gate",
+)
+MAMABENCH_STAGES = ("classifier", "classifier_reference", "rubric_judge", "answer_grader")
+
+
+def embedded_stages_of(s: PipelineSettings, release: str) -> list[str]:
+    """The stages that feed ``release`` and that the configuration serves with the embedded smoke-test model
+    (mamabench: with every answering system)."""
+    if release == "mamaretrieval":
+        names = {*MAMARETRIEVAL_STAGES, s.multipassage.writer_stage, s.multipassage.verifier_stage}
+        return [k for k in s.embedded_stages() if k.removeprefix("llm.") in names and k.startswith("llm.")]
+    return [k for k in s.embedded_stages() if k.startswith("systems.") or k.removeprefix("llm.") in MAMABENCH_STAGES]
 
 
 @dg.asset(
@@ -364,6 +385,7 @@ def mamabench_release(settings: SettingsResource, **tables: pl.DataFrame) -> dg.
     inputs.extra_files, inputs.card_sections = mamabench_files(s, StoreResource(settings=settings).get())
     inputs.widely_trained = s.mamabench.widely_trained_pools
     inputs.circularity = [flag_record(f) for f in system_flags(s)]
+    inputs.embedded_stages = embedded_stages_of(s, "mamabench")
     rule = s.release.held_out.rule("item_id")
     hashes = write_release(out_dir, inputs, rule)
     return dg.MaterializeResult(

@@ -29,6 +29,7 @@ import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
+from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.mamabench.held_out_key import split_key
 from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
 from mama_pipeline.mamabench.scope_agreement import AgreementStats
@@ -68,6 +69,7 @@ class ReleaseInputs:
     circularity: list[dict[str, str]] = field(default_factory=list)  # graders' flags against systems (circularity/)
     extra_files: dict[str, bytes] = field(default_factory=dict)  # other areas' files (the leaderboard), public only
     card_sections: list[str] = field(default_factory=list)  # their card sections
+    embedded_stages: list[str] = field(default_factory=list)  # stages the embedded smoke-test model served
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -139,6 +141,7 @@ def build_manifest(inp: ReleaseInputs, file_hashes: dict[str, str]) -> dict[str,
         "refusals": refusals_by_reason(inp.accounting).to_dicts(),
         "cosmetic_defects": cosmetic_defect_counts(inp.accounting).to_dicts(),
         "criteria": inp.criteria.height,
+        **embedded_model(inp),
         "classifier": None
         if inp.classifier is None
         else {
@@ -233,6 +236,17 @@ def split_inputs(inp: ReleaseInputs, rule: HeldOutRule) -> tuple[ReleaseInputs, 
     return public, private
 
 
+def embedded_model(inp: ReleaseInputs) -> dict[str, Any]:
+    """The manifest's smoke-test flag: true when the classifier's answers or any stage the configuration serves
+    with the embedded model fed the release, with those stages and the note."""
+    smoke = bool(inp.embedded_stages) or (inp.classifier is not None and inp.classifier.smoke_test)
+    return {
+        "smoke_test": smoke,
+        "embedded_model_stages": inp.embedded_stages,
+        "note": SMOKE_TEST_NOTE if smoke else None,
+    }
+
+
 def held_out_files(inp: ReleaseInputs) -> dict[str, bytes]:
     """The held-out folder: its items, criteria, calibration rows, verdicts, accounting, configuration rows and a
     manifest with the rule and every file's sha256 (no card: the folder is private)."""
@@ -255,6 +269,7 @@ def held_out_files(inp: ReleaseInputs) -> dict[str, bytes]:
             "version": inp.version,
             "private": "the held-out part of the release: keep this folder private; never publish it",
             "held_out": inp.held_out,
+            **embedded_model(inp),
             "items": {"total": items.height, **{s: int((items["set_type"] == s).sum()) for s in SET_TYPES}},
             "items_by_pool": dict(items.group_by("pool").len().sort("pool").iter_rows()),
             "files": {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())},

@@ -146,6 +146,7 @@ class MamaretrievalInputs:
     reference_decoding: dict[str, str] = field(default_factory=dict)  # reference stage -> its decoding, as stated
     circularity: list[dict[str, str]] = field(default_factory=list)  # the relevance judge's flags (circularity/)
     judging: dict[str, Any] | None = None  # judging_record: strategy, budget, judged share, estimated recall
+    embedded_stages: list[str] = field(default_factory=list)  # stages the embedded smoke-test model served
     sorted_tables: SortedTables = field(default_factory=process_sorted_tables)  # where the tables are sorted
 
     @property
@@ -417,13 +418,14 @@ def build_manifest(
     inp: MamaretrievalInputs, tables: dict[str, pl.LazyFrame], writer_model: str | None, judge_model: str | None
 ) -> dict[str, Any]:
     """Everything about the release except its file list."""
-    smoke = inp.judge.smoke_test or inp.query_writer.smoke_test
+    smoke = inp.judge.smoke_test or inp.query_writer.smoke_test or bool(inp.embedded_stages)
     return {
         "name": NAME,
         "version": inp.version,
         "previous_version": inp.previous_version,
         "licence": inp.licence,
         "smoke_test": smoke,
+        "embedded_model_stages": inp.embedded_stages,
         "note": SMOKE_TEST_NOTE if smoke else None,
         "corpus": {
             "version": _corpus_version(inp.frame("chunks")),
@@ -495,6 +497,7 @@ def _held_out_manifest(
             "chunks": "data/chunks.parquet of the public release",
         },
         "held_out": split,
+        **{k: public[k] for k in ("smoke_test", "embedded_model_stages", "note")},
         "figures": figures(inp, tables),
         "producer": inp.producer,
     }
@@ -533,6 +536,8 @@ def write_mamaretrieval_release(
             manifest["held_out"]["configurations"] = {p.name: p.split for p in parts if p.split is not None}
     if parts:
         manifest["configurations"] = {p.name: p.manifest for p in parts}
+        if any(p.manifest.get("smoke_test") or p.manifest.get("rewrites_by_smoke_test_model") for p in parts):
+            manifest["smoke_test"], manifest["note"] = True, SMOKE_TEST_NOTE  # a track's answers came from it
     texts = {
         JUDGE_PROMPT_FILE: inp.judge.template.text.encode(),
         QUERY_PROMPT_FILE: inp.query_writer.template.text.encode(),

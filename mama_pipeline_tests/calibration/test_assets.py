@@ -10,6 +10,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.calibration.fixtures import EXPECTED_ACCOUNTING, META_EVAL_SAMPLE, VERDICTS
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_calibration_defs(load_settings())
 
@@ -26,12 +27,16 @@ def stub_scope_verdicts() -> pl.DataFrame:
 def config(tmp_path, fake_llm):
     path = tmp_path / "config.yaml"
     path.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "data"),
-                "llm": {"rubric_judge": {"base_urls": [fake_llm.url], "model": "fake-judge", "backoff_base_s": 0.01}},
-                "calibration": {"meta_eval": {"path": str(META_EVAL_SAMPLE)}, "harness_sample_size": SAMPLE_SIZE},
-            }
+        with_embedded(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "llm": {
+                        "rubric_judge": {"base_urls": [fake_llm.url], "model": "fake-judge", "backoff_base_s": 0.01}
+                    },
+                    "calibration": {"meta_eval": {"path": str(META_EVAL_SAMPLE)}, "harness_sample_size": SAMPLE_SIZE},
+                }
+            )
         )
     )
     return path

@@ -11,6 +11,7 @@ from mama_pipeline.circularity.flags import (
     retriever_notes,
 )
 from mama_pipeline.settings import ConfigError, PipelineSettings, load_settings
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 REMOTE = {"base_urls": ["http://llm:8000/v1"]}
 REV = "a" * 40
@@ -53,7 +54,7 @@ def _settings(**over) -> PipelineSettings:
     }
     for key, value in over.items():
         raw[key] = value
-    return PipelineSettings.model_validate(raw)
+    return PipelineSettings.model_validate(with_embedded(raw))
 
 
 def test_model_family_is_organisation_and_base_name():
@@ -99,7 +100,7 @@ def test_configured_families_and_the_query_writer_flag_every_retriever():
 
 
 def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail(tmp_path):
-    s = PipelineSettings.model_validate({"systems": {"entries": [{"name": "x"}]}})
+    s = PipelineSettings.model_validate(with_embedded({"systems": {"entries": [{"name": "x"}]}}))
     got = {(f.judge, f.part, f.shared) for f in circularity_flags(s)}
     assert got == {
         ("llm.judge", "llm.query_writer", "model"),

@@ -14,6 +14,7 @@ from mama_pipeline.common.strata import uniform_sample
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 PAIR = {"query_id": pl.String, "chunk_id": pl.String}
 
@@ -220,20 +221,22 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
         (tmp_path / f"{kind}.json").write_text(json.dumps(tasks))
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "data"),
-                "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
-                "evaluation": {"cutoffs": [1], "lenient": 3, "strict": 5},
-                "clinician": {
-                    "exports": {"relevance": "relevance.json", "scope": "scope.json"},
-                    "relevance_sample_size": 0,
-                    "estimation_sample_size": 10,
-                    "min_estimation_pairs": 2,
-                    "scope_sample_size": 3,
-                    "release_synthetic_labels": True,
-                },
-            }
+        with_embedded(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
+                    "evaluation": {"cutoffs": [1], "lenient": 3, "strict": 5},
+                    "clinician": {
+                        "exports": {"relevance": "relevance.json", "scope": "scope.json"},
+                        "relevance_sample_size": 0,
+                        "estimation_sample_size": 10,
+                        "min_estimation_pairs": 2,
+                        "scope_sample_size": 3,
+                        "release_synthetic_labels": True,
+                    },
+                }
+            )
         )
     )
     store = Store(tmp_path / "data" / "mama.duckdb")

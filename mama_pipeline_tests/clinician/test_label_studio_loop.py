@@ -27,6 +27,7 @@ from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.clinician.browser import chromium, open_logged_in, screenshot
 from mama_pipeline_tests.clinician.label_studio_server import login
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 pytestmark = pytest.mark.slow
 TOKEN_ENV = "MAMA_TEST_LABEL_STUDIO_TOKEN"
@@ -46,9 +47,11 @@ PUSH = [
 def _config(tmp_path: Path, url: str, prefix: str) -> Path:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        f"clinician: {{label_studio_url: '{url}', token_env: {TOKEN_ENV}, project_prefix: {prefix}, "
-        "relevance_sample_size: 4, scope_sample_size: 3, min_annotations: 2}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            f"clinician: {{label_studio_url: '{url}', token_env: {TOKEN_ENV}, project_prefix: {prefix}, "
+            "relevance_sample_size: 4, scope_sample_size: 3, min_annotations: 2}\n"
+        )
     )
     return cfg
 

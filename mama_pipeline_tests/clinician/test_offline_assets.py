@@ -19,6 +19,7 @@ from mama_pipeline.store import Store
 from mama_pipeline_tests.clinician import fixtures as fx
 from mama_pipeline_tests.mamabench.test_release import inputs  # noqa: F401  (the mamabench release fixture)
 from mama_pipeline_tests.release import fixtures as release_fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 CLINICIAN = [
     "clinician_tasks",
@@ -34,16 +35,18 @@ CLINICIAN = [
 def _config(tmp_path, name: str = "cfg.yaml", **clinician) -> str:
     cfg = tmp_path / name  # one file per variant: settings are cached by file and modification time
     cfg.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "data"),
-                "clinician": {
-                    "exports": {"relevance": "relevance.json", "scope": "scope.json"},
-                    "relevance_sample_size": 4,
-                    "scope_sample_size": 3,
-                    **clinician,
-                },
-            }
+        with_embedded(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "clinician": {
+                        "exports": {"relevance": "relevance.json", "scope": "scope.json"},
+                        "relevance_sample_size": 4,
+                        "scope_sample_size": 3,
+                        **clinician,
+                    },
+                }
+            )
         )
     )
     return str(cfg)
@@ -156,11 +159,13 @@ def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_pa
 
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "data"),
-                "clinician": {"synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3},
-            }
+        with_embedded(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "clinician": {"synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3},
+                }
+            )
         )
     )
     assert dg.materialize(fx.ALL, resources=shared_resources(str(cfg))).success

@@ -11,6 +11,7 @@ from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_corpus_defs(load_settings())
 
@@ -27,7 +28,7 @@ def workspace(tmp_path: Path, on_bad: str) -> Path:
     raw["data_dir"] = str(tmp_path / "data")
     raw["corpus"].update(bundle=str(bundle), on_bad_chunk=on_bad)
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(raw))
+    config.write_text(with_embedded(yaml.safe_dump(raw)))
     return config
 
 

@@ -7,6 +7,7 @@ import dagster as dg
 
 from mama_pipeline.demo import summary
 from mama_pipeline.demo.runner import RunTally, failed_steps_of_run, run_in_process
+from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
 
 SHARDS = dg.StaticPartitionsDefinition(["s0", "s1"])
@@ -161,10 +162,14 @@ def test_llm_line_counts_this_runs_requests_and_says_when_the_answers_are_the_sm
             "('classifier', 'smollm', 'embedded:m.gguf:1', 60, 2.0, TIMESTAMP '2021-06-01')"
             ") t(stage, model, endpoint, completion_tokens, latency_s, created_at)"
         )
-    ctx = summary.SummaryContext(None, store, None, None, datetime(2020, 1, 1))
+    ctx = summary.SummaryContext(load_settings(SAMPLE_CONFIG), store, None, None, datetime(2020, 1, 1))
     lines = summary.llm_lines(ctx)
     assert lines[0] == "2 requests answered this run (classifier 1, judge 1); model smollm"
-    assert "not meaningful" in lines[1]
+    assert lines[1].startswith(
+        "EMBEDDED MODEL: the store holds answers of the embedded SmolLM2-135M smoke-test model (classifier 1, "
+        "judge 2; embedded: true in this configuration: llm.classifier, llm.classifier_reference, llm.query_writer, "
+    )
+    assert "systems.entries.1)" in lines[1] and "not meaningful" in lines[1]
     with store.connect(write=True) as con:  # answers from a real endpoint: no note
         con.execute("UPDATE llm_responses SET endpoint = 'http://judge:8000/v1'")
     assert summary.llm_lines(ctx) == ["2 requests answered this run (classifier 1, judge 1); model smollm"]

@@ -16,6 +16,7 @@ from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_evaluation_defs(load_settings())
 
@@ -52,10 +53,12 @@ def _inputs(seed: int = 2):
 def _config(tmp_path, run_files: str = "[]"):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        "retrieval:\n  retrievers:\n    - {name: alpha, kind: bm25}\n    - {name: beta, kind: bm25}\n"
-        f"evaluation:\n  resamples: 200\n  run_files: {run_files}\n  segments: {{min_queries: 10}}\n"
-        "corpus:\n  tiers:\n" + "".join(f"    {t}: {{quota: 1, sources: [s-{t}]}}\n" for t in TIERS)
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            "retrieval:\n  retrievers:\n    - {name: alpha, kind: bm25}\n    - {name: beta, kind: bm25}\n"
+            f"evaluation:\n  resamples: 200\n  run_files: {run_files}\n  segments: {{min_queries: 10}}\n"
+            "corpus:\n  tiers:\n" + "".join(f"    {t}: {{quota: 1, sources: [s-{t}]}}\n" for t in TIERS)
+        )
     )
     return cfg
 

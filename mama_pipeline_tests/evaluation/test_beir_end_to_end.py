@@ -11,6 +11,7 @@ from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_evaluation_defs(load_settings())
 
@@ -22,10 +23,12 @@ def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch):
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        "retrieval:\n  retrievers:\n    - {name: bm25, kind: bm25}\n    - {name: minilm, kind: dense}\n"
-        "evaluation:\n  resamples: 1000\n  beir:\n"
-        f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, minilm], max_queries: 300}}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            "retrieval:\n  retrievers:\n    - {name: bm25, kind: bm25}\n    - {name: minilm, kind: dense}\n"
+            "evaluation:\n  resamples: 1000\n  beir:\n"
+            f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, minilm], max_queries: 300}}\n"
+        )
     )
     beir = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey("beir_scoreboard") in a.keys]
     result = dg.materialize(beir, resources=shared_resources(str(cfg)))

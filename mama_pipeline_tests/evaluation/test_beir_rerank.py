@@ -12,6 +12,7 @@ from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_evaluation_defs(load_settings())
 
@@ -23,12 +24,14 @@ def test_bm25_reranked_on_miriad_is_scored_tested_and_reported_by_segment(tmp_pa
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        "retrieval:\n  retrievers:\n    - {name: bm25, kind: bm25}\n"
-        "    - {name: bm25-ce, kind: rerank, params: {run: bm25, depth: 10, backend: "
-        "{type: cross_encoder, untrained_minilm: true, max_length: 128}}}\n"
-        "evaluation:\n  resamples: 500\n  segments: {min_queries: 20}\n  beir:\n"
-        f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, bm25-ce], max_queries: 60}}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            "retrieval:\n  retrievers:\n    - {name: bm25, kind: bm25}\n"
+            "    - {name: bm25-ce, kind: rerank, params: {run: bm25, depth: 10, backend: "
+            "{type: cross_encoder, untrained_minilm: true, max_length: 128}}}\n"
+            "evaluation:\n  resamples: 500\n  segments: {min_queries: 20}\n  beir:\n"
+            f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, bm25-ce], max_queries: 60}}\n"
+        )
     )
     beir = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey("beir_scoreboard") in a.keys]
     assert dg.materialize(beir, resources=shared_resources(str(cfg))).success

@@ -6,6 +6,7 @@ from mama_pipeline.evaluation.cli import main
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def _write(tmp_path):
@@ -62,7 +63,7 @@ def test_export_writes_beir_and_trec_files_that_read_back(tmp_path, monkeypatch,
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"data_dir: {tmp_path / 'data'}\n")
+    cfg.write_text(with_embedded(f"data_dir: {tmp_path / 'data'}\n"))
     store = Store(tmp_path / "data" / "mama.duckdb")
     store.write_table(
         "corpus_chunks",
@@ -129,10 +130,12 @@ def test_beir_command_breaks_results_down_by_segment(tmp_path, capsys):
     (tmp_path / "b.trec").write_text("".join(f"q{i} Q0 d{(i + 1) % 6} 1 2.0 b\n" for i in range(6)))
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\nretrieval:\n  retrievers:\n"
-        f"    - {{name: a, kind: imported, params: {{path: {tmp_path / 'a.trec'}}}}}\n"
-        f"    - {{name: b, kind: imported, params: {{path: {tmp_path / 'b.trec'}}}}}\n"
-        "evaluation:\n  segments: {min_queries: 4, relevant_length_bands: [100]}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\nretrieval:\n  retrievers:\n"
+            f"    - {{name: a, kind: imported, params: {{path: {tmp_path / 'a.trec'}}}}}\n"
+            f"    - {{name: b, kind: imported, params: {{path: {tmp_path / 'b.trec'}}}}}\n"
+            "evaluation:\n  segments: {min_queries: 4, relevant_length_bands: [100]}\n"
+        )
     )
     code = main(
         [

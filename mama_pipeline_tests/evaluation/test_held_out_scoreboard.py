@@ -12,6 +12,7 @@ import yaml
 from mama_pipeline.evaluation.held_out_assets import held_out_scoreboard
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SALT = "eval-split"
 LABELS = {  # the paper's labels of the default significance measures (lenient 3, strict 5)
@@ -43,7 +44,7 @@ def test_public_and_held_out_side_by_side_per_retriever(tmp_path):
         "release": {"held_out": {"share": 0.4, "salt": SALT}},
         "evaluation": {"significance_measures": ["RR(rel=3)"], "resamples": 200},
     }
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "c.yaml").write_text(with_embedded(yaml.safe_dump(cfg)))
 
     @dg.asset(key="per_query_results")
     def stub() -> pl.DataFrame:
@@ -89,7 +90,7 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
     cfg = _config(tmp_path)
     raw = yaml.safe_load(cfg.read_text())
     raw["release"] = {"held_out": {"share": 0.4, "salt": SALT}}
-    cfg.write_text(yaml.safe_dump(raw))
+    cfg.write_text(with_embedded(yaml.safe_dump(raw)))
     _materialize(
         cfg,
         queries,
@@ -131,7 +132,7 @@ def test_the_evaluation_report_shows_both_parts_with_n_gap_and_test_when_the_rul
     assert board.height == 2 * 5  # two retrievers x the five tested measures
     # without a held-out share the report has no such section
     raw["release"] = {"held_out": {"share": 0.0}}
-    cfg.write_text(yaml.safe_dump(raw))
+    cfg.write_text(with_embedded(yaml.safe_dump(raw)))
     _materialize(cfg, queries, judgments, dg.AssetSelection.assets("evaluation_report"))
     assert (
         "Public and held-out parts"

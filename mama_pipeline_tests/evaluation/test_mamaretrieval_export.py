@@ -12,6 +12,7 @@ from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = FIXTURES / "mamaretrieval_export"  # written by the export that held the tables whole
@@ -84,7 +85,7 @@ def _store(tmp_path) -> Path:
         frame = pl.DataFrame(rows, schema=["query_id", "retriever", "rank", "chunk_id", "score"], orient="row")
         store.write_table("rankings", frame.reverse(), partition=name)
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"data_dir: {tmp_path / 'data'}\n")
+    cfg.write_text(with_embedded(f"data_dir: {tmp_path / 'data'}\n"))
     return cfg
 
 

@@ -29,6 +29,7 @@ from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.settings import SourceLocation
 from mama_pipeline.mamabench.sources import load_pool
 from mama_pipeline.robustness.abbreviations import load_table
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SAMPLE = Path(mama_pipeline.__file__).resolve().parent / "sample_data"
 UP = SAMPLE / "upstream"
@@ -119,6 +120,11 @@ def beir_with(name: str, content: bytes) -> Callable[[Path], None]:
     return build
 
 
+def beir_dev_split_only(folder: Path) -> None:
+    beir_with("qrels/dev.tsv", (BEIR / "qrels" / "test.tsv").read_bytes())(folder)
+    (folder / "qrels" / "test.tsv").unlink()
+
+
 def beir_parquet_with_bad_corpus(folder: Path) -> None:
     for sub in ("corpus", "queries", "qrels"):
         (folder / sub).mkdir(parents=True)
@@ -141,8 +147,10 @@ def imported_run(name: str, write: Callable[[Path], None]) -> Callable[[Path], N
     def build(folder: Path) -> None:
         beir_with("corpus.jsonl", (BEIR / "corpus.jsonl").read_bytes())(folder / "beir")
         (folder / "config.yaml").write_text(
-            f"data_dir: {folder / 'data'}\nretrieval:\n  retrievers:\n"
-            f"    - {{name: a, kind: imported, params: {{path: {folder / name}}}}}\n"
+            with_embedded(
+                f"data_dir: {folder / 'data'}\nretrieval:\n  retrievers:\n"
+                f"    - {{name: a, kind: imported, params: {{path: {folder / name}}}}}\n"
+            )
         )
         write(folder / name)
 
@@ -397,6 +405,13 @@ CASES = [
         audit(),
         "test.tsv:1: header must be",
     ),
+    Case(
+        "beir-only-dev-split",
+        "beir",
+        beir_dev_split_only,
+        lambda d: ["eval", "beir", "--benchmark", str(d / "beir"), "--retriever", "bm25", "--out", str(d / "out")],
+        "qrels: no qrels of split 'test'; the folder has split(s) dev: pass --split dev",
+    ),
     Case("beir-qrels-empty", "beir", beir_with("qrels/test.tsv", b""), audit(), "test.tsv: empty qrels file"),
     Case("beir-parquet-garbage", "beir", beir_parquet_with_bad_corpus, audit(), "cannot be read as parquet"),
     # TREC runs and qrels through `mama-pipeline eval trec`
@@ -525,6 +540,42 @@ CASES = [
     Case("config-list", "config.yaml", b"- corpus\n- judging\n", config(), "top level must be a mapping, not list"),
     Case("config-unknown-key", "config.yaml", b"corpus:\n  bundel: x.txt\n", config(), "key 'corpus.bundel'"),
     Case(
+        "config-near-miss-key",
+        "config.yaml",
+        b"data_dir: data\nllm:\n  judge:\n    modle: qwen\n",
+        config(),
+        "config.yaml:4: configuration file: key 'llm.judge.modle' (line 4): Extra inputs are not permitted; "
+        "did you mean 'model'?",
+    ),
+    Case(
+        "config-near-miss-key-in-a-retriever",
+        "config.yaml",
+        b"retrieval:\n  retrievers:\n    - name: a\n      kind: dense\n      params: {query_promt: x}\n",
+        config(),
+        "config.yaml:5: configuration file: key 'retrieval.retrievers.0.params.query_promt' (line 5): Extra inputs "
+        "are not permitted; did you mean 'query_prompt'?",
+    ),
+    Case(
+        "config-dense-retriever-not-configured",
+        "config.yaml",
+        lambda target: target.write_text(
+            with_embedded(
+                "retrieval:\n  retrievers:\n    - {name: bm25, kind: bm25}\nmultipassage:\n  dense_retriever: octen\n"
+            )
+        ),
+        config(),
+        "key 'multipassage.dense_retriever' (line ",
+    ),
+    Case(
+        "config-stage-without-endpoint",
+        "config.yaml",
+        lambda target: target.write_text(
+            with_embedded("data_dir: data\n").replace("rubric_judge:\n    embedded: true\n", "rubric_judge: {}\n")
+        ),
+        config(),
+        "configuration file: key 'llm.rubric_judge' (line ",
+    ),
+    Case(
         "config-wrong-type",
         "config.yaml",
         b"corpus:\n  min_body_words: many\n  on_bad_chunk: sometimes\n",
@@ -650,11 +701,11 @@ def test_materialize_prints_a_failed_steps_reason_and_claims_only_what_this_run_
     config = tmp_path / "config.yaml"
     monkeypatch.setenv("MAMA_CONFIG", str(config))
     argv = ["materialize", "--select", "key:mamabench_raw_whb", "--executor", "in_process"]
-    config.write_text(f"mamabench: {{sources: {{whb: {{path: {UP / 'whb' / 'WHB_subset.json'}}}}}}}\n")
+    config.write_text(with_embedded(f"mamabench: {{sources: {{whb: {{path: {UP / 'whb' / 'WHB_subset.json'}}}}}}}\n"))
     assert cli_main(argv) == 0  # an earlier run materialised it
     capfd.readouterr()
     (tmp_path / "whb.json").write_bytes(b'[{"question": "caf\xe9"}]')
-    config.write_text(f"mamabench: {{sources: {{whb: {{path: {tmp_path / 'whb.json'}}}}}}}\n")
+    config.write_text(with_embedded(f"mamabench: {{sources: {{whb: {{path: {tmp_path / 'whb.json'}}}}}}}\n"))
     assert cli_main(argv) == 1
     lines = capfd.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(lines) if "FAILED mamabench_raw_whb" in " ".join(line.split()))

@@ -14,6 +14,7 @@ from mama_pipeline.corpus.watch import bundle_fingerprint
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.mamabench.sources import SourceError, load_pool
 from mama_pipeline.settings import load_settings
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 PACKAGE = Path(mama_pipeline.__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -22,7 +23,7 @@ REPO = PACKAGE.parent
 def test_a_config_written_elsewhere_gets_the_bundled_defaults(tmp_path):
     config = tmp_path / "elsewhere" / "config.yaml"
     config.parent.mkdir()
-    config.write_text(f"data_dir: {tmp_path / 'data'}\n")
+    config.write_text(with_embedded(f"data_dir: {tmp_path / 'data'}\n"))
     s = load_settings(config)
     for pool in POOLS:
         loc = getattr(s.mamabench.sources, pool.name)
@@ -44,10 +45,12 @@ def test_paths_the_user_writes_resolve_against_the_users_file(tmp_path):
     )
     config = folder / "config.yaml"
     config.write_text(
-        "corpus:\n  bundle: corpus/chunks_for_rag.txt\n"
-        "mamabench:\n  sources:\n    healthbench_oss_eval: {path: up/oss.jsonl}\n"
-        "    medmcqa: {path: up/missing.parquet}\n"
-        "    whb: {path: 'bundled:sample_data/upstream/whb/WHB_subset.json'}\n"
+        with_embedded(
+            "corpus:\n  bundle: corpus/chunks_for_rag.txt\n"
+            "mamabench:\n  sources:\n    healthbench_oss_eval: {path: up/oss.jsonl}\n"
+            "    medmcqa: {path: up/missing.parquet}\n"
+            "    whb: {path: 'bundled:sample_data/upstream/whb/WHB_subset.json'}\n"
+        )
     )
     s = load_settings(config)
     assert s.resolve(s.corpus.bundle) == folder / "corpus" / "chunks_for_rag.txt"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
@@ -69,7 +70,9 @@ def test_api_key_never_reaches_store_logs_or_metadata(tmp_path, fake_llm):
     secret = "sk-test-SECRET-4f9a1c7e"
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"llm:\n  judge:\n    base_urls: [{fake_llm.url}]\n    model: fake\n    api_key_env: MAMA_TEST_KEY\n"
+        with_embedded(
+            f"llm:\n  judge:\n    base_urls: [{fake_llm.url}]\n    model: fake\n    api_key_env: MAMA_TEST_KEY\n"
+        )
     )
     out = run_dagster(
         ["asset", "materialize", "-m", "mama_pipeline_tests.foundation.parallel_defs", "--select", "llm_probe"],

@@ -39,5 +39,6 @@ def test_embedded_server_answers_schema_valid_json_and_stops(store, tmp_path):
     Scope.model_validate(res.value)
     assert res.completion_tokens > 0 and report.calls == 1
     assert "smoke-test model" in report.metadata()["classifier/note"]
+    assert report.metadata()["classifier/embedded_model"] is True
     with pytest.raises(OSError):  # stopped with the context
         urllib.request.urlopen(f"{url}/models", timeout=2)

@@ -9,6 +9,7 @@ import yaml
 
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 ROWS = 300_000  # more than one DuckDB row group: a parallel scan could return them out of order
 WIDE = pl.DataFrame({"a": [(i * 7919) % ROWS for i in range(ROWS)], "b": [f"x{i}" for i in range(ROWS)], "c": 0.5})
@@ -36,7 +37,7 @@ def misnamed(wide: pl.DataFrame) -> pl.DataFrame:
 
 def _config(tmp_path) -> str:
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data")}))
+    cfg.write_text(with_embedded(yaml.safe_dump({"data_dir": str(tmp_path / "data")})))
     return str(cfg)
 
 

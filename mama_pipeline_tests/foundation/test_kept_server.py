@@ -9,6 +9,7 @@ import pytest
 from mama_pipeline.llm.kept_server import kept_for_the_run, kept_url
 from mama_pipeline.llm.settings import EmbeddedServerSettings
 from mama_pipeline.resources import LLMResource, SettingsResource
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def test_outside_a_run_nothing_is_kept(tmp_path):
@@ -26,7 +27,9 @@ def test_runs_do_not_nest():
 def test_steps_of_a_run_share_one_server_which_stops_with_the_run(tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
     config.write_text(
-        f"data_dir: {tmp_path / 'data'}\nllm:\n  embedded_server: {{n_parallel: 1, n_ctx: 2048, threads: 1}}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\nllm:\n  embedded_server: {{n_parallel: 1, n_ctx: 2048, threads: 1}}\n"
+        )
     )
     llm = LLMResource(settings=SettingsResource(config_path=str(config)))
     with kept_for_the_run():

@@ -12,6 +12,7 @@ import pytest
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.judging import judging_defs
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -34,11 +35,13 @@ def dagster_cli(args, env):
 def test_judging_group_end_to_end(tmp_path, fake_llm, monkeypatch):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        "llm:\n"
-        f"  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 1, backoff_base_s: 0.01, max_failure_rate: 0.2}}\n"
-        f"  reference_judge: {{base_urls: [{fake_llm.url}], model: fake-reference}}\n"
-        "judging: {shards: 4, pilot_size: 20}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            "llm:\n"
+            f"  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 1, backoff_base_s: 0.01, max_failure_rate: 0.2}}\n"
+            f"  reference_judge: {{base_urls: [{fake_llm.url}], model: fake-reference}}\n"
+            "judging: {shards: 4, pilot_size: 20}\n"
+        )
     )
     home = tmp_path / "dagster_home"
     home.mkdir()

@@ -13,6 +13,7 @@ import pytest
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.judging import judging_defs
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SHARDS = ["shard_000", "shard_001", "shard_002", "shard_003"]
 UPSTREAM = [judging_defs.queries, judging_defs.chunks, judging_defs.pooled_pairs, judging_defs.audit_pool]
@@ -25,12 +26,14 @@ def write_config(
 ) -> str:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        "llm:\n"
-        f"  judge: {{{judge}}}\n"
-        f"  reference_judge: {{{reference}}}\n"
-        + (f"  cross_model_judge: {{{cross_model}}}\n" if cross_model else "")
-        + f"judging: {{{judging}}}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            "llm:\n"
+            f"  judge: {{{judge}}}\n"
+            f"  reference_judge: {{{reference}}}\n"
+            + (f"  cross_model_judge: {{{cross_model}}}\n" if cross_model else "")
+            + f"judging: {{{judging}}}\n"
+        )
     )
     return str(cfg)
 
@@ -128,8 +131,10 @@ def test_a_cross_model_judge_on_the_judges_own_model_is_refused_in_one_line(tmp_
 
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        "llm:\n  judge: {model: m1, base_urls: ['http://a:1/v1']}\n"
-        "  cross_model_judge: {model: m1, base_urls: ['http://b:1/v1'], seed: 5}\n"
+        with_embedded(
+            "llm:\n  judge: {model: m1, base_urls: ['http://a:1/v1']}\n"
+            "  cross_model_judge: {model: m1, base_urls: ['http://b:1/v1'], seed: 5}\n"
+        )
     )
     with pytest.raises(ConfigError, match="cross_model_judge asks the judge's own model 'm1'") as err:
         load_settings(cfg)
@@ -239,6 +244,6 @@ def test_the_old_judging_failure_bound_key_points_to_its_new_place(tmp_path):
     from mama_pipeline.settings import ConfigError, load_settings
 
     cfg = tmp_path / "old.yaml"
-    cfg.write_text("judging: {max_failure_rate: 0.02}\n")
+    cfg.write_text(with_embedded("judging: {max_failure_rate: 0.02}\n"))
     with pytest.raises(ConfigError, match="moved to llm.judge.max_failure_rate"):
         load_settings(cfg)

@@ -10,6 +10,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.judging import judging_defs
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 LABEL = {  # one label's columns besides the keys, status, reused and the varying ones below
     "judge_model": "m",
@@ -119,7 +120,7 @@ def downstream(judgments: pl.DataFrame, judging_failures: pl.DataFrame) -> None:
 
 def test_judgments_and_failures_are_the_loaded_shards_rows_in_key_order(tmp_path):
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 2}}\n")
+    cfg.write_text(with_embedded(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 2}}\n"))
     store = Store(tmp_path / "data" / "mama.duckdb")
     for shard, rows in SHARDS.items():
         store.write_table("judged_labels", pl.DataFrame(rows), partition=shard)
@@ -153,7 +154,7 @@ def test_judgments_and_failures_are_the_loaded_shards_rows_in_key_order(tmp_path
 
 def test_no_failures_gives_an_empty_table_and_zero_counts(tmp_path):
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 1}}\n")
+    cfg.write_text(with_embedded(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 1}}\n"))
     store = Store(tmp_path / "data" / "mama.duckdb")
     store.write_table("judged_labels", pl.DataFrame([labelled("q1", "c1")]), partition="shard_000")
 
@@ -196,7 +197,7 @@ def test_replace_from_query_keeps_the_query_order_and_the_tables_ddl(tmp_path):
 
 def test_without_stored_shards_the_step_names_the_table_to_materialise(tmp_path):
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 1}}\n")
+    cfg.write_text(with_embedded(f"data_dir: {tmp_path / 'data'}\njudging: {{shards: 1}}\n"))
     Store(tmp_path / "data" / "mama.duckdb").write_table("unrelated", pl.DataFrame({"x": [1]}))
     result = dg.materialize(
         [*judging.build_defs(load_settings(cfg)).assets, *UPSTREAM],

@@ -8,15 +8,18 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.judging import judging_defs
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def test_a_shard_reads_its_pairs_and_their_chunks_only(tmp_path, fake_llm, monkeypatch):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / 'data'}\n"
-        f"llm:\n  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 1, backoff_base_s: 0.01, "
-        "max_failure_rate: 0.5}\n"
-        "judging: {shards: 4}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / 'data'}\n"
+            f"llm:\n  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 1, backoff_base_s: 0.01, "
+            "max_failure_rate: 0.5}\n"
+            "judging: {shards: 4}\n"
+        )
     )
     monkeypatch.setenv("MAMA_CONFIG", str(cfg))
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)

@@ -25,6 +25,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 QUERIES = [f"q_{i:05d}" for i in range(1, 25)]
 ITEMS = [f"medmcqa:{i}" for i in range(20)]
@@ -158,7 +159,7 @@ def _config(tmp: Path, **extra) -> Path:
         **extra,
     }
     path = tmp / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(with_embedded(cfg)))
     return path
 
 
@@ -399,7 +400,9 @@ def test_held_out_rule_gives_public_figures_with_the_held_out_mean_and_gap_besid
 
 def test_without_configured_systems_the_mamabench_boards_hold_the_submissions(tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "systems": {"resamples": RESAMPLES}}))
+    config.write_text(
+        with_embedded(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "systems": {"resamples": RESAMPLES}}))
+    )
     store = Store(tmp_path / "data" / "mama.duckdb")
     _submit(store)
     with dg.instance_for_test() as instance:

@@ -18,6 +18,7 @@ from mama_pipeline.resources import LLMResource, SettingsResource, shared_resour
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.mamabench.helpers import PACKAGE
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 defs = build_mamabench_defs(load_settings())
 
@@ -50,15 +51,17 @@ def write_config(tmp_path: Path, url: str, reference: dict) -> Path:
     path = tmp_path / "config.yaml"
     fast = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "concurrency": 32}
     path.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "data"),
-                "llm": {
-                    "classifier": {"base_urls": [url], "model": "fake-classifier", **fast},
-                    "classifier_reference": {"base_urls": [url], **fast, **reference},
-                },
-                "mamabench": {"agreement_sample_size": 10},
-            }
+        with_embedded(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "llm": {
+                        "classifier": {"base_urls": [url], "model": "fake-classifier", **fast},
+                        "classifier_reference": {"base_urls": [url], **fast, **reference},
+                    },
+                    "mamabench": {"agreement_sample_size": 10},
+                }
+            )
         )
     )
     return path

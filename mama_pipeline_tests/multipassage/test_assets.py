@@ -16,6 +16,7 @@ import yaml
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SAMPLE_BUNDLE = SAMPLE_CONFIG.parent / "sample_data" / "corpus" / "chunks_for_rag.txt"
 
@@ -51,7 +52,7 @@ def config(tmp_path, url: str) -> dict:
 
 
 def materialise(tmp_path, cfg: dict, rounds: int) -> dict:
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "config.yaml").write_text(with_embedded(yaml.safe_dump(cfg)))
     env = {**os.environ, "MAMA_CONFIG": str(tmp_path / "config.yaml")}
     env.pop("DAGSTER_HOME", None)
     env.pop("MAMA_DATA_DIR", None)

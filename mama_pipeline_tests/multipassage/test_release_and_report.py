@@ -26,6 +26,7 @@ from mama_pipeline.release.verify import verify_release
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 C1, C2, C3 = fx.IDS[:3]
 
@@ -274,8 +275,8 @@ def test_a_configuration_with_no_verified_question_still_counts_every_failure(tm
 def test_the_configuration_is_built_only_when_switched_on_and_then_needs_the_track(tmp_path):
     store = Store(tmp_path / "empty.duckdb")
     off, on = tmp_path / "off.yaml", tmp_path / "on.yaml"
-    off.write_text(f"data_dir: {tmp_path}\n")
-    on.write_text(f"data_dir: {tmp_path}\nmultipassage: {{release: true}}\n")
+    off.write_text(with_embedded(f"data_dir: {tmp_path}\n"))
+    on.write_text(with_embedded(f"data_dir: {tmp_path}\nmultipassage: {{release: true}}\n"))
     assert multipassage_part(load_settings(off), store, fx.inputs()) is None
     with pytest.raises(ReleaseError, match="table multipassage_questions is not in the store"):
         multipassage_part(load_settings(on), store, fx.inputs())

@@ -21,6 +21,7 @@ from mama_pipeline.queries.query_prompt import answer_model, query_writer_templa
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
 
 CHUNKS = pl.DataFrame(
@@ -49,7 +50,7 @@ def write_config(tmp_path: Path, fake_llm, **stage_overrides) -> str:
             base_urls=[fake_llm.url], model="fake-model", backoff_base_s=0.01, concurrency=2, **stage_overrides
         )
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path.write_text(yaml.safe_dump(with_embedded(raw)))
     return str(path)
 
 

@@ -16,6 +16,7 @@ from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 corpus_defs = build_corpus_defs(load_settings())
 queries_defs = build_queries_defs(load_settings())
@@ -32,7 +33,7 @@ def workspace(tmp_path: Path, fake_llm) -> Path:
     raw["data_dir"] = str(tmp_path / "data")
     raw["corpus"]["bundle"] = str(bundle)
     raw["llm"]["query_writer"].update(base_urls=[fake_llm.url], model="fake-model", backoff_base_s=0.01)
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw))
+    (tmp_path / "config.yaml").write_text(with_embedded(yaml.safe_dump(raw)))
     return tmp_path
 
 

@@ -14,6 +14,7 @@ from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 CONFIG = """
 data_dir: {data}
@@ -34,6 +35,9 @@ REMOTE_LLM = """
 llm:
   query_writer: {base_urls: ["http://writer:8000/v1"], model: qwen-test}
   judge: {base_urls: ["http://judge-1:8000/v1"], model: judge-test}
+  reference_judge: {base_urls: ["http://judge-2:8000/v1"], model: reference-test}
+  query_rewriter: {base_urls: ["http://writer:8000/v1"], model: qwen-test}
+  rewrite_gate: {base_urls: ["http://writer:8000/v1"], model: qwen-test}
 """
 UPSTREAM = [
     dg.AssetSpec(k)
@@ -53,7 +57,7 @@ UPSTREAM = [
 def setup_store(tmp_path: Path, remote_llm: bool) -> Path:
     data = tmp_path / "data"
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.format(data=data) + (REMOTE_LLM if remote_llm else ""))
+    config.write_text(with_embedded(CONFIG.format(data=data) + (REMOTE_LLM if remote_llm else "")))
     store = Store(data / "mama.duckdb")
     store.write_table("corpus_chunks", fx.chunks())
     store.write_table("generated_queries", fx.queries())
@@ -112,6 +116,8 @@ def test_release_asset_writes_a_verified_folder(tmp_path, monkeypatch, remote_ll
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["corpus"]["bundle_sha256"] == "ab" * 32 and manifest["corpus"]["commit"] is None
     assert manifest["judge"]["smoke_test"] is (not remote_llm)
+    embedded = ["llm.query_writer", "llm.judge", "llm.reference_judge", "llm.query_rewriter", "llm.rewrite_gate"]
+    assert manifest["embedded_model_stages"] == ([] if remote_llm else embedded)
     assert [r["name"] for r in manifest["retrieval"]["retrievers"]] == ["bm25", "dense"]
     assert manifest["figures"]["rankings_by_retriever"] == {"bm25": 6, "dense": 6}
 

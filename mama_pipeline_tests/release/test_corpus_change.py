@@ -19,6 +19,7 @@ import yaml
 
 from mama_pipeline.resources import LLM_STAGES as ALL_LLM_STAGES
 from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 REPO = Path(__file__).resolve().parents[2]
 DEFS_MODULE = "mama_pipeline.definitions"
@@ -42,7 +43,7 @@ def write_config(root: Path, llm_url: str) -> Path:
     raw["judging"] = {"shards": 2}
     raw.pop("systems", None)  # answering systems are not part of the corpus-change path (their RAG retriever is bm25)
     config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(raw))
+    config.write_text(with_embedded(yaml.safe_dump(raw)))
     return config
 
 

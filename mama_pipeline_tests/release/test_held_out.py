@@ -13,6 +13,7 @@ from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def _by_hand(item_id: str, salt: str, share: float) -> bool:
@@ -121,9 +122,12 @@ def test_settings_refuse_a_share_of_one_and_an_unknown_trained_pool():
 
     from mama_pipeline.settings import PipelineSettings
 
-    assert PipelineSettings().release.held_out.share == 0.0
-    assert PipelineSettings().mamabench.widely_trained_pools == ["medmcqa", "medqa_usmle"]
+    assert PipelineSettings.model_validate(with_embedded({})).release.held_out.share == 0.0
+    assert PipelineSettings.model_validate(with_embedded({})).mamabench.widely_trained_pools == [
+        "medmcqa",
+        "medqa_usmle",
+    ]
     with pytest.raises(ValidationError, match="held_out.share"):
-        PipelineSettings.model_validate({"release": {"held_out": {"share": 1.0}}})
+        PipelineSettings.model_validate(with_embedded({"release": {"held_out": {"share": 1.0}}}))
     with pytest.raises(ValidationError, match=r"widely_trained_pools \['medqa'\]: not mamabench pools"):
-        PipelineSettings.model_validate({"mamabench": {"widely_trained_pools": ["medqa"]}})
+        PipelineSettings.model_validate(with_embedded({"mamabench": {"widely_trained_pools": ["medqa"]}}))

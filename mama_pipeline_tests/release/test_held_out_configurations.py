@@ -24,6 +24,7 @@ from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.multipassage.test_release_and_report import track
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SHARE = 0.5
 # ids of the released rows of each kind, as the test writes them below
@@ -199,7 +200,9 @@ def _clinician(tmp_path: Path, salt: str):
         ),
     )
     s = PipelineSettings.model_validate(
-        {"clinician": {"release_synthetic_labels": True}, "release": {"held_out": {"share": SHARE, "salt": salt}}}
+        with_embedded(
+            {"clinician": {"release_synthetic_labels": True}, "release": {"held_out": {"share": SHARE, "salt": salt}}}
+        )
     )
     (config,) = clinician_configurations("mamaretrieval", store, s)
     return config.as_part()
@@ -288,13 +291,15 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
     ):
         store.write_table(name, frame)
     s = PipelineSettings.model_validate(
-        {"robustness": {"release": True}, "release": {"held_out": {"share": SHARE, "salt": salt}}}
+        with_embedded({"robustness": {"release": True}, "release": {"held_out": {"share": SHARE, "salt": salt}}})
     )
     part = from_store(s, store, fx.inputs())
     assert (part.split["public_items"], part.split["held_out_items"]) == (1, 1)
     assert part.tables["robustness/queries.parquet"].collect()["query_id"].to_list() == ["q_00002~shorthand"]
     assert part.held_out.tables["robustness/queries.parquet"].collect()["query_id"].to_list() == ["q_00001~shorthand"]
-    off = PipelineSettings.model_validate({"robustness": {"release": True}})  # share 0: one part, not split
+    off = PipelineSettings.model_validate(
+        with_embedded({"robustness": {"release": True}})
+    )  # share 0: one part, not split
     whole = from_store(off, store, fx.inputs())
     assert (
         whole.split is None
@@ -331,12 +336,14 @@ def test_the_multipassage_configuration_reads_the_rule_from_the_settings(tmp_pat
     store.write_table("multipassage_scoreboard", t.scoreboard.with_columns(position=pl.lit(1), n_queries=pl.lit(2)))
     store.write_table("multipassage_rankings", t.rankings, partition="bm25")
     s = PipelineSettings.model_validate(
-        {
-            "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
-            "llm": {"judge": {"max_failure_rate": 0.5}},
-            "multipassage": {"release": True, "pool_depth": 2},
-            "release": {"held_out": {"share": SHARE, "salt": salt}},
-        }
+        with_embedded(
+            {
+                "retrieval": {"retrievers": [{"name": "bm25", "kind": "bm25"}]},
+                "llm": {"judge": {"max_failure_rate": 0.5}},
+                "multipassage": {"release": True, "pool_depth": 2},
+                "release": {"held_out": {"share": SHARE, "salt": salt}},
+            }
+        )
     )
     part = from_store(s, store, fx.inputs())
     assert (part.split["public_items"], part.split["held_out_items"]) == (1, 1)

@@ -12,6 +12,7 @@ import dagster as dg
 import yaml
 
 from mama_pipeline.settings import SAMPLE_CONFIG
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
@@ -25,7 +26,7 @@ def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm, monke
     raw["corpus"]["bundle"] = str(SAMPLE_CONFIG.parent / raw["corpus"]["bundle"])
     raw["llm"]["query_writer"].update(base_urls=[fake_llm.url], model="fake-writer")
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(raw))
+    config.write_text(with_embedded(yaml.safe_dump(raw)))
     home = tmp_path / "dagster_home"
     home.mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(home), "MAMA_DATA_DIR": str(tmp_path / "data"), "MAMA_CONFIG": str(config)}
@@ -62,3 +63,4 @@ def test_query_writer_logs_progress_and_records_tokens(tmp_path, fake_llm, monke
     assert meta["query_writer/prompt_tokens_new"] > 0 and meta["query_writer/completion_tokens_new"] > 0
     assert meta["query_writer/prompt_tokens_cached_answers"] == 0
     assert "query_writer/note" not in meta  # a configured endpoint is not the smoke-test model
+    assert meta["query_writer/embedded_model"] is False

@@ -6,6 +6,7 @@ import re
 
 import polars as pl
 import pytest
+import yaml
 
 from mama_pipeline.llm.failure_bounds import (
     FailureBoundError,
@@ -16,6 +17,7 @@ from mama_pipeline.llm.failure_bounds import (
 )
 from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 @pytest.mark.parametrize("dim", ["d2_meaningful", "d3_actionable", "d4_density"])
@@ -91,9 +93,10 @@ def run_release(tmp_path, monkeypatch, bound: float, gate_failed: int = 0, note:
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     config = setup_store(tmp_path, True)
-    writer = 'query_writer: {base_urls: ["http://writer:8000/v1"], model: qwen-test'
-    assert writer in config.read_text()
-    config.write_text(config.read_text().replace(writer, f"{writer}, max_failure_rate: {bound}"))
+    raw = yaml.safe_load(config.read_text())
+    assert raw["llm"]["query_writer"]["base_urls"] == ["http://writer:8000/v1"]
+    raw["llm"]["query_writer"]["max_failure_rate"] = bound
+    config.write_text(yaml.safe_dump(raw))
     store = Store(tmp_path / "data" / "mama.duckdb")
     store.write_table("query_gate_decisions", fx.gate_decisions(failed=gate_failed))
     store.write_table("judge_reliability", fx.reliability(note))
@@ -168,15 +171,17 @@ def test_mamabench_classifier_failures_above_the_bound_block_and_the_release_ref
     with running_server(fault_rate=0.3) as server:  # 30% of first attempts fault; no retries: they fail
         strict = {"base_urls": [server.url], "max_retries": 0, "parse_retries": 0, "max_failure_rate": 0.05}
         config.write_text(
-            yaml.safe_dump(
-                {
-                    "data_dir": str(tmp_path / "data"),
-                    "llm": {
-                        "classifier": {**strict, "model": "fake-classifier"},
-                        "classifier_reference": {**strict, "model": "fake-reference", "max_failure_rate": 1.0},
-                    },
-                    "mamabench": {"agreement_sample_size": 10},
-                }
+            with_embedded(
+                yaml.safe_dump(
+                    {
+                        "data_dir": str(tmp_path / "data"),
+                        "llm": {
+                            "classifier": {**strict, "model": "fake-classifier"},
+                            "classifier_reference": {**strict, "model": "fake-reference", "max_failure_rate": 1.0},
+                        },
+                        "mamabench": {"agreement_sample_size": 10},
+                    }
+                )
             )
         )
         defs = build_mamabench_defs(load_settings())

@@ -17,6 +17,7 @@ from mama_pipeline.mamabench.schedules import mamabench_sources_schedule
 from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 queries_defs = build_queries_defs(load_settings())
 
@@ -125,8 +126,11 @@ def test_partitioned_downstream_assets_turn_the_request_into_a_backfill(sample_c
 def test_hub_bundle_is_watched_by_revision_commit(sample_copy, monkeypatch):
     config = sample_copy.parent / "hub.yaml"
     config.write_text(
-        sample_copy.read_text().replace(
-            "bundle: sample_data/corpus/chunks_for_rag.txt", "bundle: hf://datasets/org/corpus@main/chunks_for_rag.txt"
+        with_embedded(
+            sample_copy.read_text().replace(
+                "bundle: sample_data/corpus/chunks_for_rag.txt",
+                "bundle: hf://datasets/org/corpus@main/chunks_for_rag.txt",
+            )
         )
     )
     commits = {"main": "a" * 40}

@@ -12,6 +12,7 @@ import yaml
 from mama_pipeline.retrieval.pooling import audit_pool, pool_pairs, pool_stats, stratified_query_sample
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame, with_query_provenance
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def materialise(tmp_path, config: dict | None, chunks: pl.DataFrame, queries: pl.DataFrame) -> dict:
@@ -20,7 +21,7 @@ def materialise(tmp_path, config: dict | None, chunks: pl.DataFrame, queries: pl
     env = {**os.environ, "MAMA_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": ""}
     env.pop("DAGSTER_HOME")
     if config is not None:
-        (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+        (tmp_path / "config.yaml").write_text(with_embedded(yaml.safe_dump(config)))
         env["MAMA_CONFIG"] = str(tmp_path / "config.yaml")
     else:
         env.pop("MAMA_CONFIG", None)

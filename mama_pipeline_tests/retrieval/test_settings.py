@@ -4,11 +4,12 @@ import pytest
 import yaml
 
 from mama_pipeline.settings import ConfigError, load_settings
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 
 def load(tmp_path, retrieval):
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"retrieval": retrieval}))
+    path.write_text(yaml.safe_dump(with_embedded({"retrieval": retrieval})))
     return load_settings(path).retrieval
 
 
@@ -28,24 +29,24 @@ def test_sample_config_pools_bm25_minilm_and_splade():
     [
         (
             {"retrievers": [{"name": "b", "kind": "bm25", "params": {"stemmer": "snowball"}}]},
-            "retrieval.retrievers.0.bm25.params.stemmer",
+            "retrieval.retrievers.0.params.stemmer",
         ),
-        ({"retrievers": [{"name": "b", "kind": "bm25", "params": {"k3": 1}}]}, "retrieval.retrievers.0.bm25.params.k3"),
+        ({"retrievers": [{"name": "b", "kind": "bm25", "params": {"k3": 1}}]}, "retrieval.retrievers.0.params.k3"),
         (
             {"retrievers": [{"name": "d", "kind": "dense", "params": {"model_id": "org/m"}}]},
-            "retrieval.retrievers.0.dense.params",
+            "retrieval.retrievers.0.params",
         ),
         ({"retrievers": [{"name": "x", "kind": "colbert"}]}, "retrieval.retrievers.0"),
-        ({"retrievers": [{"name": "Bad Name", "kind": "bm25"}]}, "retrieval.retrievers.0.bm25.name"),
+        ({"retrievers": [{"name": "Bad Name", "kind": "bm25"}]}, "retrieval.retrievers.0.name"),
         (
             {
                 "retrievers": [
                     {"name": "o", "kind": "openai_embeddings", "params": {"base_url": "host:8000", "model": "m"}}
                 ]
             },
-            "retrieval.retrievers.0.openai_embeddings.params.base_url",
+            "retrieval.retrievers.0.params.base_url",
         ),
-        ({"retrievers": [{"name": "i", "kind": "imported"}]}, "retrieval.retrievers.0.imported.params"),
+        ({"retrievers": [{"name": "i", "kind": "imported"}]}, "retrieval.retrievers.0.params"),
     ],
 )
 def test_bad_params_fail_at_load_naming_the_key(tmp_path, retrieval, key):

@@ -23,6 +23,7 @@ from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as release_fx
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 robustness_defs = build_robustness_defs(load_settings())
 
@@ -71,7 +72,7 @@ UPSTREAM = [
 def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Path:
     data = tmp_path / "data"
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.format(data=data, url=url, budget=budget, extra=extra))
+    config.write_text(with_embedded(CONFIG.format(data=data, url=url, budget=budget, extra=extra)))
     s = load_settings(config)
     store = Store(s.db_path)
     chunks = chunks_frame()

@@ -26,6 +26,7 @@ from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 from mama_pipeline_tests.support.fake_llm_server import running_server
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("mama-pipeline"))
@@ -134,7 +135,7 @@ def demo_config(root: Path, llm_url: str) -> Path:
     for beir in raw["evaluation"]["beir"]:
         beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
     config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(raw))
+    config.write_text(with_embedded(yaml.safe_dump(raw)))
     return config
 
 
@@ -235,7 +236,7 @@ def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_no
         raw = yaml.safe_load(config.read_text())
         raw["llm"]["judge"]["concurrency"] = 1  # one answer a second per shard: judging lasts long enough to kill
         raw["retrieval"]["pool_depth"] = 5  # more pairs per shard than the demo's top 1
-        config.write_text(yaml.safe_dump(raw))
+        config.write_text(with_embedded(yaml.safe_dump(raw)))
         env = env_for(tmp_path, config, "dask")
         home, db = tmp_path / "dask" / "dagster_home", tmp_path / "dask" / "data" / "mama.duckdb"
         cluster = tmp_path / "cluster"

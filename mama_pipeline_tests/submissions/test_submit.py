@@ -15,6 +15,7 @@ from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, out
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 from mama_pipeline_tests.robustness.test_assets import synthetic_judgments
+from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.systems import fixtures as sfx
 
 RETRIEVAL_CONFIG = """
@@ -39,7 +40,7 @@ def env(tmp_path, monkeypatch):
 
     def configure(text: str) -> tuple[Path, Store]:
         config = tmp_path / "config.yaml"
-        config.write_text(text)
+        config.write_text(with_embedded(text))
         monkeypatch.setenv("MAMA_CONFIG", str(config))
         return config, Store(tmp_path / "data" / "mama.duckdb")
 
@@ -310,7 +311,7 @@ def test_a_beir_results_file_ranks_like_trec_eval(tmp_path):
 def test_a_run_on_the_multipassage_track_has_its_holes_judged_for_relevance_and_facts(tmp_path, env, fake_llm):
     store, ids, _ = retrieval_store(tmp_path, fake_llm.url, env)
     config = tmp_path / "config.yaml"
-    config.write_text(config.read_text() + "multipassage: {pool_depth: 2}\n")
+    config.write_text(with_embedded(config.read_text() + "multipassage: {pool_depth: 2}\n"))
     question = {
         "query_id": "mq_00001",
         "query_text": "oxytocin and magnesium: doses",

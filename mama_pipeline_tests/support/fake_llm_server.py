@@ -23,7 +23,9 @@ Faults are requested inside the last user message:
 - ``[[reasoning]]``: also return ``reasoning_content`` beside the answer (vLLM style).
 
 ``--fault-rate R`` injects one of these at random (seeded by the request) on a
-share R of first attempts. ``--delay`` adds a fixed answer time.
+share R of first attempts. ``--delay`` adds a fixed answer time. ``--fault KIND`` injects KIND
+(a name above) into every chat answer; ``--served-model NAME`` makes the server serve NAME only
+(``/v1/models`` lists it and every answer says it, whatever model was asked).
 
 Run: ``python -m mama_pipeline_tests.support.fake_llm_server --port 8765 --delay 0.2``;
 in tests use :func:`running_server` (its handle can ``stop()`` and ``start()`` the
@@ -94,9 +96,11 @@ def violation_of(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeLLM:
-    def __init__(self, delay: float, fault_rate: float):
+    def __init__(self, delay: float, fault_rate: float, fault: str | None = None, served_model: str | None = None):
         self.delay = delay
         self.fault_rate = fault_rate
+        self.fault = fault
+        self.served_model = served_model
         self.attempts: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
 
@@ -126,7 +130,8 @@ class FakeLLM:
         elif path.endswith("/embeddings"):
             status, headers, payload = 200, {}, self.embeddings(json.loads(body))
         elif path.endswith("/models"):
-            status, headers, payload = 200, {}, {"object": "list", "data": [{"id": "fake", "object": "model"}]}
+            served = self.served_model or "fake"
+            status, headers, payload = 200, {}, {"object": "list", "data": [{"id": served, "object": "model"}]}
         elif path == "/stats":
             status, headers, payload = 200, {}, dict(self.stats)
         elif path == "/reset":
@@ -209,7 +214,7 @@ class FakeLLM:
         attempt = self.attempts[key]
         self.stats[f"distinct:{key}"] = 1
         last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-        fault = self._fault(last_user, attempt, digest)
+        fault = (self.fault, None, None) if self.fault else self._fault(last_user, attempt, digest)
         if self.delay:
             await asyncio.sleep(self.delay)
         schema = (req.get("response_format") or {}).get("json_schema", {}).get("schema", {"type": "object"})
@@ -258,16 +263,15 @@ class FakeLLM:
                 return rng.choice(["500", "429", "malformed", "schema"]), None, 0.05
         return None
 
-    @staticmethod
     def _completion(
-        req: dict[str, Any], content: str, messages: list[dict[str, Any]], finish_reason: str = "stop"
+        self, req: dict[str, Any], content: str, messages: list[dict[str, Any]], finish_reason: str = "stop"
     ) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
-            "model": req.get("model", "fake"),
+            "model": self.served_model or req.get("model", "fake"),
             "choices": [
                 {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
             ],
@@ -280,10 +284,19 @@ class FakeLLM:
 
 
 class ServerHandle:
-    def __init__(self, port: int, delay: float = 0.0, fault_rate: float = 0.0):
+    def __init__(
+        self,
+        port: int,
+        delay: float = 0.0,
+        fault_rate: float = 0.0,
+        fault: str | None = None,
+        served_model: str | None = None,
+    ):
         self.port = port
         self.url = f"http://127.0.0.1:{port}/v1"
         self._args = ["--port", str(port), "--delay", str(delay), "--fault-rate", str(fault_rate)]
+        self._args += ["--fault", fault] if fault else []
+        self._args += ["--served-model", served_model] if served_model else []
         self._proc: subprocess.Popen | None = None
 
     @property
@@ -335,9 +348,11 @@ class ServerHandle:
 
 
 @contextlib.contextmanager
-def running_server(delay: float = 0.0, fault_rate: float = 0.0) -> Iterator[ServerHandle]:
+def running_server(
+    delay: float = 0.0, fault_rate: float = 0.0, fault: str | None = None, served_model: str | None = None
+) -> Iterator[ServerHandle]:
     """Start the server in a subprocess on a free loopback port; stop it on exit."""
-    handle = ServerHandle(free_port(), delay, fault_rate)
+    handle = ServerHandle(free_port(), delay, fault_rate, fault, served_model)
     handle.start()
     try:
         yield handle
@@ -352,9 +367,11 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument("--fault", default=None, help="a fault kind injected into every chat answer")
+    ap.add_argument("--served-model", default=None, help="the one model served (listed, and named in answers)")
     args = ap.parse_args()
     uvicorn.run(
-        FakeLLM(args.delay, args.fault_rate),
+        FakeLLM(args.delay, args.fault_rate, args.fault, args.served_model),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",

@@ -18,6 +18,7 @@ from mama_pipeline.systems import graders as systems_graders
 from mama_pipeline.systems import grading
 from mama_pipeline.systems.checks import CHECKS
 from mama_pipeline.systems.definitions import build_defs
+from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.systems.fixtures import (
     chunks_frame,
     criteria_frame,
@@ -76,7 +77,7 @@ def write_config(tmp_path, url, systems, llm: dict | None = None, **extra) -> st
         "systems": {"entries": [{"base_urls": [url], **fast, **s} for s in systems], "resamples": 200, **extra},
     }
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(with_embedded(cfg)))
     return str(path)
 
 

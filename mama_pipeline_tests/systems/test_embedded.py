@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.systems.fixtures import mcq, rubric, short
 from mama_pipeline_tests.systems.test_assets import CRITERIA, materialise
 
@@ -34,19 +35,21 @@ def test_embedded_model_answers_and_grades_every_track(tmp_path):
     patient = {"timeout_s": 1200, "max_retries": 0, "max_failure_rate": 1.0}
     config = tmp_path / "config.yaml"
     config.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "data"),
-                "llm": {
-                    "embedded_server": {"n_parallel": 2, "n_ctx": 8192},
-                    "answer_grader": {"max_tokens": 64, **patient},
-                    "rubric_judge": {"max_tokens": 64, **patient},
-                },
-                "systems": {
-                    "entries": [{"name": "smollm", "max_tokens": 64, "extra_body": {"stop": ["."]}, **patient}],
-                    "resamples": 100,
-                },
-            }
+        with_embedded(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(tmp_path / "data"),
+                    "llm": {
+                        "embedded_server": {"n_parallel": 2, "n_ctx": 8192},
+                        "answer_grader": {"max_tokens": 64, **patient},
+                        "rubric_judge": {"max_tokens": 64, **patient},
+                    },
+                    "systems": {
+                        "entries": [{"name": "smollm", "max_tokens": 64, "extra_body": {"stop": ["."]}, **patient}],
+                        "resamples": 100,
+                    },
+                }
+            )
         )
     )
     names = ["smollm"]

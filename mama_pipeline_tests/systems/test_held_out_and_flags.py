@@ -14,6 +14,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline.systems import held_out_assets
 from mama_pipeline.systems.assets import ASSETS, PARTITIONED
+from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.systems.fixtures import chunks_frame, criteria_frame, harness_frame, items_frame, mcq
 from mama_pipeline_tests.systems.test_assets import CLOSED, write_config
 
@@ -68,7 +69,7 @@ def test_held_out_gap_per_system_and_track_and_the_graders_flags(tmp_path, fake_
     raw = yaml.safe_load(open(config))
     raw["release"] = {"held_out": {"share": 0.5, "salt": SALT}}
     raw["llm"]["answer_grader"]["model"] = "fake-a"  # the grader shares the system's model
-    open(config, "w").write(yaml.safe_dump(raw))
+    open(config, "w").write(yaml.safe_dump(with_embedded(raw)))
     _materialise(config, "mamabench_items mamabench_criteria corpus_chunks calibration_harness_report systems_items")
     _materialise(config, "system_answers system_grades", "closed")
     result = _materialise(config, "system_scoreboard system_comparisons systems_report system_held_out_scoreboard")

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from mama_pipeline.settings import ConfigError, load_settings
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 RETRIEVAL = {
     "retrievers": [
@@ -18,7 +19,7 @@ RETRIEVAL = {
 
 def load(tmp_path, systems, retrieval=RETRIEVAL):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"retrieval": retrieval, "systems": systems}))
+    path.write_text(yaml.safe_dump(with_embedded({"retrieval": retrieval, "systems": systems})))
     return load_settings(path)
 
 

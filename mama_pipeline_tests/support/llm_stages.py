@@ -1,0 +1,38 @@
+"""Test configurations name the server of every LLM stage: the fake server's URL, or ``embedded: true``.
+
+A stage with neither is refused when the settings load, so a test configuration that leaves some stages
+unused marks them embedded (nothing is started for a stage no step asks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from mama_pipeline.llm.settings import LLMSettings, StageSettings
+
+STAGES = tuple(
+    k for k, f in LLMSettings.model_fields.items() if f.annotation is StageSettings and f.default is not None
+)
+
+
+def served(url: str, model: str = "fake-model", **settings: Any) -> dict[str, Any]:
+    """One stage served by the fake server at ``url`` (``embedded`` off, in case it came from the sample)."""
+    return {"base_urls": [url], "model": model, "embedded": False, **settings}
+
+
+def with_embedded(config: str | dict[str, Any]) -> Any:
+    """The configuration (YAML text or a raw dict, changed in place) with every LLM stage and answering system
+    that names no base_urls marked embedded, and ``embedded`` dropped where base_urls were set over the sample's."""
+    raw = yaml.safe_load(config) if isinstance(config, str) else config
+    raw["llm"] = llm = raw.get("llm") or {}
+    systems = (raw.get("systems") or {}).get("entries") or []
+    for stage in STAGES:
+        llm[stage] = llm.get(stage) or {}
+    for cfg in [llm[stage] for stage in STAGES] + systems:
+        if cfg.get("base_urls"):
+            cfg.pop("embedded", None)
+        else:
+            cfg.setdefault("embedded", True)
+    return yaml.safe_dump(raw, sort_keys=False) if isinstance(config, str) else raw
