@@ -20,6 +20,7 @@ from mama_pipeline.resources import LLM_STAGES
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
 from mama_pipeline_tests.plan.test_plan import bounds_of
+from mama_pipeline_tests.support.llm_stages import served, with_embedded
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,16 +30,16 @@ def write_config(root: Path, url: str) -> Path:
     raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
     for stage in LLM_STAGES:
         if stage != "cross_model_judge":  # optional: setting it adds a reference judge
-            raw["llm"].setdefault(stage, {}).update(base_urls=[url], model="fake-model")
+            raw["llm"].setdefault(stage, {}).update(served(url))
     for system in raw["systems"]["entries"]:
-        system.update(base_urls=[url], model="fake-model")
+        system.update(served(url))
         if system.get("retriever") == "bm25":
             system["retriever"] = "minilm"
     raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["name"] != "bm25"]
     for beir in raw["evaluation"]["beir"]:
         beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
     config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(raw))
+    config.write_text(yaml.safe_dump(with_embedded(raw)))
     return config
 
 
