@@ -240,7 +240,7 @@ def test_synthetic_labels_nobody_validated_are_judged_on_the_card_and_page_too(t
 
     cfg = tmp_path / "cfg.yaml"
     clinician = {"synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3, "min_annotations": 3}
-    cfg.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": clinician}))
+    cfg.write_text(with_embedded(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "clinician": clinician})))
     assert dg.materialize(fx.ALL, resources=shared_resources(str(cfg))).success
     store = Store(tmp_path / "data" / "mama.duckdb")
     assert (
@@ -252,8 +252,10 @@ def test_synthetic_labels_nobody_validated_are_judged_on_the_card_and_page_too(t
 
     allowed = tmp_path / "allowed.yaml"
     allowed.write_text(
-        yaml.safe_dump(
-            {"data_dir": str(tmp_path / "data"), "clinician": {**clinician, "release_synthetic_labels": True}}
+        with_embedded(
+            yaml.safe_dump(
+                {"data_dir": str(tmp_path / "data"), "clinician": {**clinician, "release_synthetic_labels": True}}
+            )
         )
     )
     (rel,) = configurations("mamaretrieval", store, load_settings(allowed))
