@@ -27,13 +27,19 @@ class TrackStats:
     seed: int
     confidence: float = 0.95
 
-    def interval(self, retriever: str, measure: str) -> tuple[float | None, float | None]:
-        from mama_pipeline.evaluation.significance import bootstrap_mean_ci
+    def interval(self, retriever: str, measure: str) -> tuple[float | None, float | None, str | None]:
+        """(low, high, why refused) of the bootstrap interval over the questions in id order."""
+        from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
 
         values = self.per_query.filter((pl.col("retriever") == retriever) & (pl.col("measure") == measure))
         if values.height == 0:
-            return None, None
-        return bootstrap_mean_ci(values["value"].to_numpy(), self.resamples, self.seed, self.confidence)
+            return None, None, None
+        values = values.sort("query_id")  # the declared order: question id, as the per-query files
+        try:
+            low, high = bootstrap_mean_ci(values["value"].to_numpy(), self.resamples, self.seed, self.confidence)
+        except StatisticRefused as refused:
+            return None, None, refused.reason
+        return low, high, None
 
 
 def html_table(df: pl.DataFrame, caption: str, bold: pl.Series | None = None) -> str:
@@ -90,7 +96,7 @@ def render(
     if stats is not None:
         rows = []
         for r in overall.filter(pl.col("measure") == headline).sort("retriever").iter_rows(named=True):
-            low, high = stats.interval(r["retriever"], measure_of[headline])
+            low, high, why = stats.interval(r["retriever"], measure_of[headline])
             rows.append(
                 {
                     "retriever": r["retriever"],
@@ -98,6 +104,7 @@ def render(
                     "ci_low": low,
                     "ci_high": high,
                     "n_queries": r["n_queries"],
+                    "no interval because": why or "",
                 }
             )
         if rows:
@@ -169,16 +176,12 @@ def headline_figures(
     rows = overall.filter(pl.col("measure") == headline).sort("retriever") if overall.height else overall
     out = [("verified questions", f"{n_questions} (each needs two or three chunks)")]
     for r in rows.iter_rows(named=True):
-        low, high = (
-            stats.interval(r["retriever"], (measure_of or {}).get(headline, headline)) if stats else (None, None)
+        low, high, why = (
+            stats.interval(r["retriever"], (measure_of or {}).get(headline, headline)) if stats else (None, None, None)
         )
         ci = " (95% CI)" if low is not None else ""
-        out.append(
-            (
-                f"{r['retriever']}: {headline}{ci}",
-                f"{interval(r['mean'], low, high)} over {plural(r['n_queries'], 'question')}",
-            )
-        )
+        shown = interval(r["mean"], low, high) + (f" (no interval: {why})" if why else "")
+        out.append((f"{r['retriever']}: {headline}{ci}", f"{shown} over {plural(r['n_queries'], 'question')}"))
     return out
 
 

@@ -12,6 +12,7 @@ from mama_pipeline.resources import LLMResource, SettingsResource, shared_resour
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.judging import judging_defs
+from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SHARDS = [f"shard_{i:03d}" for i in range(4)]
 BUDGET, SAMPLE = 20, 10
@@ -29,10 +30,12 @@ def rankings(pooled_pairs: pl.DataFrame) -> pl.DataFrame:
 def _build(tmp_path, name, fake_llm, monkeypatch, judging_yaml):
     cfg = tmp_path / f"{name}.yaml"
     cfg.write_text(
-        f"data_dir: {tmp_path / name}\n"
-        f"llm:\n  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 0, backoff_base_s: 0.01, "
-        "max_failure_rate: 0.5}\n"
-        f"judging: {judging_yaml}\n"
+        with_embedded(
+            f"data_dir: {tmp_path / name}\n"
+            f"llm:\n  judge: {{base_urls: [{fake_llm.url}], model: fake-judge, max_retries: 0, backoff_base_s: 0.01, "
+            "max_failure_rate: 0.5}\n"
+            f"judging: {judging_yaml}\n"
+        )
     )
     monkeypatch.setenv("MAMA_CONFIG", str(cfg))
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)

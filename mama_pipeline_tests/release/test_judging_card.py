@@ -7,19 +7,24 @@ from mama_pipeline.release.assets import judging_record
 from mama_pipeline.release.mamaretrieval_card import judging_section
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
+
+
+def _settings(raw: dict) -> PipelineSettings:
+    """Settings whose LLM stages are all marked embedded (none of them is asked here)."""
+    return PipelineSettings.model_validate(with_embedded(raw))
+
 
 CUTS = {"lenient": 3, "strict": 5}
 
 
 def test_full_says_every_pair_was_asked():
-    assert judging_record(PipelineSettings(), None) == {
+    assert judging_record(_settings({}), None) == {
         "strategy": "full",
         "note": "every pooled pair was asked (the paper's protocol)",
     }
-    assert "Strategy `full`: every pooled pair was asked" in judging_section(
-        judging_record(PipelineSettings(), None), CUTS
-    )
+    assert "Strategy `full`: every pooled pair was asked" in judging_section(judging_record(_settings({}), None), CUTS)
 
 
 def test_adaptive_record_and_card_from_the_store(tmp_path):
@@ -41,7 +46,7 @@ def test_adaptive_record_and_card_from_the_store(tmp_path):
     counts.update(sample_pairs=2, sample_relevant=0, relevant_labelled=0, confidence=0.95)
     estimate = [{**e, **counts} for e in estimate]
     store.write_table("unjudged_estimate", pl.DataFrame(estimate, schema=ESTIMATE_SCHEMA))
-    s = PipelineSettings.model_validate({"judging": {"strategy": "adaptive", "budget": 0.4, "remainder_sample": 2}})
+    s = _settings({"judging": {"strategy": "adaptive", "budget": 0.4, "remainder_sample": 2}})
     rec = judging_record(s, store)
     assert (rec["budget_pairs"], rec["pairs_asked_by_rounds"], rec["remainder_sample_pairs"]) == (4, 4, 2)
     assert rec["judged_share"] == 0.6 and rec["estimated_recall"]["all"]["lenient"]["recall"] == 0.8123
