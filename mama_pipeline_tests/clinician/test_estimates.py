@@ -278,7 +278,7 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     assert (
         strict["status"] == "refused" and "every one of the 2 labelled pairs agrees with the judge" in strict["reason"]
     )
-    assert cell["synthetic"] and "llm.query_writer (smollm2-135m-instruct) share the model" in cell["circularity"]
+    assert cell["synthetic"] and "the query writer (smollm2-135m-instruct) share the model" in cell["circularity"]
     page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
     assert "Judge-only and corrected figures" in page and "SYNTHETIC annotators" in page
     assert "0.250 [" in page and "0 sampled pairs with a clinicians&#x27; majority label" in page
