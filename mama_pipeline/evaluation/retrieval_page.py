@@ -175,7 +175,12 @@ def scoreboard_section(inputs: ReportInputs, _folder: Path) -> str:
     wide = _all_measures(overall)
     parts.append(
         f"<details{' open' if intervals is None else ''}><summary>All {wide.height} measures "
-        "(robust measures first)</summary>" + _table(wide) + "</details>"
+        "(robust measures first)</summary>"
+        f"<p class='note'>Each a mean over all {plural(overall['n_queries'][0], 'query')}; P@k and wP@k: the "
+        "top k's qualifying documents (wP: grade over the top grade) over k, so over queries &times; k top-k "
+        "places, a place without a label counting 0 (the clinician page's judge-only figure).</p>"
+        + _table(wide)
+        + "</details>"
     )
     return "\n".join(parts)
 
