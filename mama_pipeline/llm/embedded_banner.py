@@ -53,9 +53,9 @@ def smoke_test_summary(by_page: dict[str, list[str]]) -> str:
                 what.append(m["parts"])
             else:
                 what.append(banner.removeprefix(f"{SMOKE_TEST}: ").rstrip("."))
-        pages.append(f"{name} ({'; '.join(what)})")
+        pages.append(f"{name}: {'; '.join(what)}")
     on = f" on the embedded {', '.join(dict.fromkeys(models))} model" if models else ""
     return (
         f"{SMOKE_TEST}: on {plural(len(pages), 'page')} figures came from stages that ran{on}: "
-        f"{'; '.join(pages)}. Every such figure {_MEANING}."
+        f"{' | '.join(pages)}. Every such figure {_MEANING}."
     )

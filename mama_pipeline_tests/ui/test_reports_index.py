@@ -211,7 +211,7 @@ def test_the_pages_smoke_test_banners_are_one_banner_on_the_index(tmp_path):
     shown = banners_of(render_index(reports))
     assert shown == [
         "Smoke test: on 2 pages figures came from stages that ran on the embedded tiny-lm model: Multi-passage "
-        "track (query writer, relevance judge); Robustness track (query rewriter). Every such figure exercises the "
+        "track: query writer, relevance judge | Robustness track: query rewriter. Every such figure exercises the "
         "pipeline and says nothing about the quality of a retriever, a judge or an answering system.",
         "24 of the 24 labels are SYNTHETIC. (on: Robustness track)",
     ]
