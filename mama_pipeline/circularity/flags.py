@@ -145,6 +145,11 @@ def circularity_flags(s: PipelineSettings) -> list[Flag]:
     return flags
 
 
+def retrieval_flags(s: PipelineSettings) -> list[Flag]:
+    """The relevance judge's flags (against the query writer and the retrievers): those of a retrieval page."""
+    return [f for f in circularity_flags(s) if f.judge == RELEVANCE_JUDGE]
+
+
 def system_flags(s: PipelineSettings) -> list[Flag]:
     """The answer grader's and the rubric judge's flags against the answering systems."""
     return [f for f in circularity_flags(s) if f.judge in SYSTEM_JUDGES]

@@ -11,6 +11,7 @@ from mama_pipeline.circularity.flags import (
     flag_record,
     flag_table,
     model_family,
+    retrieval_flags,
     retriever_notes,
 )
 from mama_pipeline.settings import ConfigError, PipelineSettings, load_settings
@@ -104,6 +105,9 @@ def test_configured_families_and_the_query_writer_flag_every_retriever():
     for line in circularity_notes(every) + list(retriever_notes(every, ["bm25", "qemb", "rr", "fused"]).values()):
         assert not re.search(r"\b(llm|retrieval|systems)\.\w", line), line  # the reader's words, not config keys
     assert {flag_record(f)["part"] for f in every} >= {"retrieval.qemb", "systems.gpt"}  # keys kept in the record
+    # a retrieval page shows the relevance judge's flags only; the graders' stand on the systems page
+    assert {f.judge for f in retrieval_flags(_settings())} == {"llm.judge"}
+    assert {f.judge for f in every} > {"llm.judge"}
 
 
 def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail(tmp_path):
