@@ -175,11 +175,11 @@ def no_rubric_grade_note(grades: pl.DataFrame) -> str:
         return "No rubric item was answered or scored: the calibration harness's grader is not compared."
     invalid = rubric.filter(pl.col("invalid").fill_null(False)).height
     unanswered = rubric.filter(pl.col("status") == ANSWER_FAILED).height
-    why = [f"{plural(invalid, 'invalid answer')} (scored 0)"] if invalid else []
+    why = [f"{plural(invalid, 'invalid answer')} scored 0 without grading"] if invalid else []
     why += [f"{unanswered} unanswered"] if unanswered else []
     return (
-        f"The rubric grader graded no answer ({plural(rubric.height, 'rubric item')}"
-        f"{': ' + ', '.join(why) if why else ''}): the calibration harness's grader is not compared."
+        f"The rubric grader graded no answer; of {plural(rubric.height, 'rubric item')}"
+        f"{': ' + ', '.join(why) if why else ''}. The calibration harness's grader is not compared."
     )
 
 

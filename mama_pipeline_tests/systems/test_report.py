@@ -111,6 +111,6 @@ def test_a_rubric_item_scored_without_grading_says_so_in_the_headline_and_the_gr
     assert figure.startswith("0.000") and figure.endswith("over 1 of 1 item (1 invalid answer scored 0, not graded)")
     note = no_rubric_grade_note(grades)
     assert note == (
-        "The rubric grader graded no answer (1 rubric item: 1 invalid answer (scored 0)): "
-        "the calibration harness's grader is not compared."
+        "The rubric grader graded no answer; of 1 rubric item: 1 invalid answer scored 0 without grading. "
+        "The calibration harness's grader is not compared."
     )
