@@ -450,6 +450,14 @@ def manuscript_files(doc: dict[str, Any]) -> dict[str, bytes]:
             f"{doc['benchmark']} leaderboard, {t['track']} track: mean over the {t['unit']} each entry has a value "
             f"for (n), with {doc['statistics']}"
         )
+        refused = {  # a figure without its interval says why in the caption
+            e["figures"][m].get("ci_note")
+            for e in scored
+            for m in t["measures"]
+            if e["figures"][m].get("ci_low") is None and e["figures"][m].get("ci_note")
+        }
+        if refused:
+            caption += f" No interval where one is refused: {'; '.join(sorted(refused))}."
         files |= {
             f"{MANUSCRIPT}/{name}": data
             for name, data in table_files([ExportTable(_stem(doc, t), data, caption, shown, marks)]).items()
