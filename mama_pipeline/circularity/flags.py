@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from mama_pipeline.circularity.settings import check_families
+from mama_pipeline.llm.embedded_banner import STAGE_WORDS
 
 if TYPE_CHECKING:
     from mama_pipeline.llm.settings import StageSettings
@@ -63,8 +64,21 @@ class Flag:
 
     @property
     def note(self) -> str:
+        """The flag in the reader's words (the configuration keys stay in ``judge`` and ``part``)."""
         what = "model" if self.shared == "model" else f"model family {self.family}"
-        return f"circular: {self.judge} ({self.judge_model}) and {self.part} ({self.model}) share the {what}"
+        return (
+            f"circular: {reader_name(self.judge)} ({self.judge_model}) and {reader_name(self.part)} ({self.model}) "
+            f"share the {what}"
+        )
+
+
+def reader_name(key: str) -> str:
+    """A flagged part as a page names it: ``llm.judge`` -> "the relevance judge", ``retrieval.bm25`` ->
+    "retriever bm25", ``systems.gpt`` -> "system gpt"."""
+    area, _, name = key.partition(".")
+    if area == "llm":
+        return f"the {STAGE_WORDS.get(name, name.replace('_', ' '))}"
+    return f"{'retriever' if area == 'retrieval' else 'system'} {name}"
 
 
 def _llm_model(s: PipelineSettings, st: StageSettings) -> str | None:
@@ -124,11 +138,16 @@ def circularity_flags(s: PipelineSettings) -> list[Flag]:
         if r.kind == "rrf":
             runs = {f"retrieval.{x}" for x in r.params.runs}
             flags += [
-                Flag(f.judge, f.judge_model, f"retrieval.{r.name}", f"fuses {f.part}", f.shared, f.family)
+                Flag(f.judge, f.judge_model, f"retrieval.{r.name}", f"fuses {reader_name(f.part)}", f.shared, f.family)
                 for f in flags
                 if f.part in runs
             ]
     return flags
+
+
+def retrieval_flags(s: PipelineSettings) -> list[Flag]:
+    """The relevance judge's flags (against the query writer and the retrievers): those of a retrieval page."""
+    return [f for f in circularity_flags(s) if f.judge == RELEVANCE_JUDGE]
 
 
 def system_flags(s: PipelineSettings) -> list[Flag]:
@@ -179,8 +198,8 @@ def circularity_notes_of(records: list[dict[str, str]]) -> list[str]:
         if part == QUERY_WRITER:
             touched = "every retriever's figures (the judge labels pairs for queries its own model family wrote)"
         elif part.startswith("retrieval."):
-            touched = f"the figures of {part.split('.', 1)[1]} (a judge may favour its own model family)"
+            touched = f"the figures of {reader_name(part)} (a judge may favour its own model family)"
         else:
-            touched = f"the grades of {part.split('.', 1)[1]} (a grader may favour its own model family)"
+            touched = f"the grades of {reader_name(part)} (a grader may favour its own model family)"
         out.append(f"{note[0].upper()}{note[1:]}: {touched}.")
     return out

@@ -7,6 +7,7 @@ tables give the same bytes.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import polars as pl
@@ -71,6 +72,7 @@ ESTIMATE_COLUMNS = (
     "retriever",
     "tier",
     "measure",
+    "top_k_places",
     "judge_only",
     "corrected_95ci",
     "labelled_of_pairs",
@@ -95,6 +97,7 @@ def estimates_table(estimates: pl.DataFrame) -> pl.DataFrame:
                 "retriever": r["retriever"],
                 "tier": r["tier"],
                 "measure": r["label"],
+                "top_k_places": f"{plural(r['queries'], 'query')} × {r['k']}",
                 "judge_only": _fmt(r["judge_only"]),
                 "corrected_95ci": corrected,
                 "labelled_of_pairs": f"{r['labelled']} of {r['pairs']}",
@@ -119,7 +122,9 @@ def estimates_intro(estimates: pl.DataFrame) -> str:
         else "clinicians'"
     )
     return (
-        f"{EXPLANATION} Corrected with the {who} majority labels on the uniform estimation sample; "
+        f"{EXPLANATION} The judge-only figure is the evaluation scoreboard's: over the tier's queries × k top-k "
+        "places (`top_k_places`), a place without a label counting 0. "
+        f"Corrected with the {who} majority labels on the uniform estimation sample; "
         "`labelled_of_pairs`: sampled pairs with a majority label out of the cell's top-k pairs; "
         "`unresolved_of_sampled`: sampled pairs without one (annotators tied, or too few annotations), left out as "
         "if missing at random; `ties_counted_low_high`: the corrected figure with each tied pair counted at the "
@@ -239,7 +244,7 @@ def write_report(
                 f"<h3>Confusion: LLM (rows) vs the majority of the {html.escape(who)} (columns)</h3>" + _table(wide)
             )
     if estimates is not None and estimates.height:
-        intro = estimates_intro(estimates).replace("`labelled_of_pairs`", "labelled of pairs")
+        intro = re.sub(r"`(\w+)`", lambda m: m.group(1).replace("_", " "), estimates_intro(estimates))  # headings
         parts.append(f"<h2>Judge-only and corrected figures</h2><p>{html.escape(intro)}</p>")
         shown = _in_words(estimates_table(estimates.filter(pl.col("status") == ESTIMATED)))
         if shown.height:

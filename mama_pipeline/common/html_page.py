@@ -57,7 +57,16 @@ def number(v: float | int | None) -> str:
         return "n/a"
     if math.isinf(v) or abs(v) > 1 and v.is_integer():
         return f"{v:.0f}"
-    return _unsigned_zero(f"{v:.3f}" if abs(v) <= 1 else f"{v:.2f}")
+    return _unsigned_zero(_half_up(v, 3 if abs(v) <= 1 else 2))
+
+
+def _half_up(v: float, places: int) -> str:
+    """``v`` to ``places`` decimals, halves rounded up, after dropping float noise beyond 12 significant digits:
+    one quantity computed two ways (3/80 summed over pairs, or the mean of per-query 1/20, 2/20, 0, 0) reads the
+    same, 0.038, where binary floats would round one down and the other up."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return f"{Decimal(f'{v:.12g}').quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
 
 
 def _unsigned_zero(text: str) -> str:

@@ -12,7 +12,7 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table
+from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table, retrieval_flags
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import QUERIES
@@ -277,7 +277,7 @@ def evaluation_report(
                 f"Leak audit: {leak['leaked_exact']} of {leak['queries_with_gold']} queries appear verbatim in a "
                 f"chunk labelled >= {ev.lenient} ({leak['leaked_any']} ignoring case and spacing).",
                 *clinician_notes(db),
-                *circularity_notes(circularity_flags(s)),
+                *circularity_notes(retrieval_flags(s)),  # the systems' flags stand on the systems page
             ],
             per_query=per_query_results,
             headline_measures=ev.significance_measures,

@@ -24,7 +24,7 @@ from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.manuscript_export import BEST, TIED_WITH_BEST, ExportTable, save_figure, write_tables
 from mama_pipeline.evaluation.held_out_gaps import gaps_html
 from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
-from mama_pipeline.evaluation.segment_section import segment_figure, segments_html
+from mama_pipeline.evaluation.segment_section import interval_bars, segment_figure, segments_html
 from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.embedded_banner import STAGE_WORDS
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
@@ -175,7 +175,12 @@ def scoreboard_section(inputs: ReportInputs, _folder: Path) -> str:
     wide = _all_measures(overall)
     parts.append(
         f"<details{' open' if intervals is None else ''}><summary>All {wide.height} measures "
-        "(robust measures first)</summary>" + _table(wide) + "</details>"
+        "(robust measures first)</summary>"
+        f"<p class='note'>Each a mean over all {plural(overall['n_queries'][0], 'query')}; P@k and wP@k: the "
+        "top k's qualifying documents (wP: grade over the top grade) over k, so over queries &times; k top-k "
+        "places, a place without a label counting 0 (the clinician page's judge-only figure).</p>"
+        + _table(wide)
+        + "</details>"
     )
     return "\n".join(parts)
 
@@ -704,38 +709,13 @@ def _significance_heatmap(inputs: ReportInputs, folder: Path) -> str | None:
 
 
 def _bars(stats: pl.DataFrame, ylabel: str, path: Path) -> str:
-    """Grouped bars, one group per segment, one bar per retriever, each with its interval (when known) and its n
-    written at its foot; a zero mean is drawn as a thick line on the axis, a missing one is marked "none"."""
+    """Grouped bars of ``stats`` as :func:`segment_section.interval_bars` draws them, saved beside the page."""
     plt = _pyplot()
-    groups = stats["segment"].unique(maintain_order=True).to_list()
-    retrievers = stats["retriever"].unique(maintain_order=True).to_list()
-    at = {(r["retriever"], r["segment"]): r for r in stats.iter_rows(named=True)}
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(groups) * max(1, len(retrievers)) / 2 + 2), 4))
-    width = 0.8 / max(1, len(retrievers))
-    for i, name in enumerate(retrievers):
-        xs = [j + i * width for j in range(len(groups))]
-        rows = [at.get((name, g)) for g in groups]
-        means = [r["mean"] if r else 0.0 for r in rows]
-        has_ci = [r is not None and r["ci_low"] is not None for r in rows]
-        err = [
-            [m - r["ci_low"] if ok else 0.0 for m, r, ok in zip(means, rows, has_ci)],
-            [r["ci_high"] - m if ok else 0.0 for m, r, ok in zip(means, rows, has_ci)],
-        ]
-        bars = ax.bar(xs, means, width, yerr=err if any(has_ci) else None, capsize=2, label=name)
-        color = bars.patches[0].get_facecolor() if bars.patches else None
-        for x, m, r in zip(xs, means, rows):
-            if r is None:
-                ax.text(x, 0.02, "none", rotation=90, ha="center", va="bottom", fontsize="x-small", color="#888")
-                continue
-            if m == 0:
-                ax.plot([x - width / 2, x + width / 2], [0, 0], color=color, linewidth=3, solid_capstyle="butt")
-            ax.text(x, 0.01, f"n={r['n']}", rotation=90, ha="center", va="bottom", fontsize="x-small")
-    ax.set_xticks(
-        [j + width * (len(retrievers) - 1) / 2 for j in range(len(groups))], groups, rotation=20, fontsize="small"
-    )
+    groups = stats["segment"].n_unique()
+    retrievers = max(1, stats["retriever"].n_unique())
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * groups * retrievers / 2 + 2), 4))
+    interval_bars(ax, stats)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, path)
 
 

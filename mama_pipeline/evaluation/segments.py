@@ -5,7 +5,8 @@ words (whitespace-separated): a query's own text, and for the relevant-chunk
 band the query's most relevant chunk (highest label at or above the relevance
 threshold; several at that label: the median of their lengths); a query with no
 relevant chunk is its own segment. Means come from the per-query values of
-``scoring.evaluate``; paired tests (``significance.pairwise_significance``,
+``scoring.evaluate``, each with its BCa bootstrap interval (queries resampled; refused, with the reason, below
+``significance.MIN_INTERVAL_N`` queries or on all-equal values); paired tests (``significance.pairwise_significance``,
 Holm across the pairs of one segment and measure) run only in segments with at
 least ``min_queries`` queries.
 """
@@ -29,6 +30,9 @@ BOARD_SCHEMA = {
     "measure": pl.String,
     "label": pl.String,
     "mean": pl.Float64,
+    "ci_low": pl.Float64,  # bootstrap interval of the mean (queries resampled); null when refused
+    "ci_high": pl.Float64,
+    "ci_refused": pl.String,  # why the interval is refused (significance.StatisticRefused), else null
     "n_queries": pl.Int64,
     "tested": pl.Boolean,
 }
@@ -138,7 +142,8 @@ def segment_results(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> SegmentResult:
-    """Mean per (dimension, segment, retriever, measure) with its query count, and paired tests where n is enough."""
+    """Mean per (dimension, segment, retriever, measure) with its bootstrap interval (or why it is refused) and its
+    query count, and paired tests where n is enough."""
     labels = {m.name: m.label for m in evaluation.measures}
     unknown = [m for m in measures if m not in labels]
     if unknown:
@@ -152,9 +157,7 @@ def segment_results(
     m_order = pl.DataFrame({"measure": list(measures)}).with_row_index("_m")
     d_order = keys.select("dimension").unique(maintain_order=True).with_row_index("_d")
     board = (
-        values.join(keys, on="query_id")
-        .group_by("dimension", "segment", "segment_order", "retriever", "measure")
-        .agg(pl.col("value").mean().alias("mean"))
+        _means_with_intervals(values.join(keys, on="query_id"), n_resamples, seed, confidence)
         .join(sizes, on=["dimension", "segment"])
         .join(order, on="retriever")
         .join(m_order, on="measure")
@@ -187,6 +190,24 @@ def segment_results(
         list(measures),
         n_resamples,
     )
+
+
+def _means_with_intervals(joined: pl.DataFrame, n_resamples: int, seed: int, confidence: float) -> pl.DataFrame:
+    """Mean, bootstrap interval (values in query-id order) and refusal per segment, retriever and measure."""
+    from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
+
+    group = ["dimension", "segment", "segment_order", "retriever", "measure"]
+    rows = []
+    for key, part in joined.sort("query_id").group_by(group, maintain_order=True):
+        v = part["value"].to_numpy()
+        try:
+            low, high = bootstrap_mean_ci(v, n_resamples, seed, confidence)
+            refused = None
+        except StatisticRefused as why:
+            low, high, refused = None, None, str(why)
+        rows.append((*key, float(v.mean()), low, high, refused))
+    schema = {c: BOARD_SCHEMA[c] for c in [*group, "mean", "ci_low", "ci_high", "ci_refused"]}
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def segment_measures(settings) -> list[str]:

@@ -101,7 +101,9 @@ def bca_interval_of_mean(
     x = _checked(values, "interval")
     n = x.size
     if n < MIN_INTERVAL_N:
-        raise StatisticRefused(f"interval: {n} values, fewer than the {MIN_INTERVAL_N} a bootstrap interval needs")
+        raise StatisticRefused(
+            f"interval: {n} value{'' if n == 1 else 's'}, fewer than the {MIN_INTERVAL_N} a bootstrap interval needs"
+        )
     if np.all(x == x[0]):
         raise StatisticRefused(f"interval: all {n} values equal ({x[0]:g}); no spread to size an interval")
     x = compact(x)

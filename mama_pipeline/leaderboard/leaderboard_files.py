@@ -212,7 +212,7 @@ def standing_facts(rows: pl.DataFrame, track: str, alpha: float) -> dict[str, An
         out["note"] = "one entry in the test: nothing to separate"
     elif floor >= alpha:
         out["note"] = (
-            f"{units} {out['unit']} unit(s) and {entries} entries: the smallest attainable p is {floor:.3g} >= "
+            f"{html_page.plural(units, out['unit'] + ' unit')} and {entries} entries: the smallest attainable p is {floor:.3g} >= "
             f"alpha {alpha}, so no entry can be placed below the best at this n"
         )
     return out
@@ -315,7 +315,7 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
     test = track.get("standings", {}).get(track["headline"], {})
     if test.get("entries_tested", 0) > 1:
         reach = (
-            f" With {test['entries_tested']} entries on {test['units']} {html.escape(test['unit'])} unit(s) and "
+            f" With {test['entries_tested']} entries on {html_page.plural(test['units'], html.escape(test['unit']) + ' unit')} and "
             f"{test['resamples']} resamples, the smallest p the test can attain is {test['smallest_attainable_p']:.3g}"
             + (
                 "."
@@ -450,6 +450,14 @@ def manuscript_files(doc: dict[str, Any]) -> dict[str, bytes]:
             f"{doc['benchmark']} leaderboard, {t['track']} track: mean over the {t['unit']} each entry has a value "
             f"for (n), with {doc['statistics']}"
         )
+        refused = {  # a figure without its interval says why in the caption
+            e["figures"][m].get("ci_note")
+            for e in scored
+            for m in t["measures"]
+            if e["figures"][m].get("ci_low") is None and e["figures"][m].get("ci_note")
+        }
+        if refused:
+            caption += f" No interval where one is refused: {'; '.join(sorted(refused))}."
         files |= {
             f"{MANUSCRIPT}/{name}": data
             for name, data in table_files([ExportTable(_stem(doc, t), data, caption, shown, marks)]).items()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mama_pipeline.common.html_page import banners_of, esc, headline_of, page
 from mama_pipeline.common.input_errors import read_text
+from mama_pipeline.llm.embedded_banner import SMOKE_TEST, smoke_test_summary
 
 INDEX = "index.html"
 TITLE = "mama_pipeline reports"
@@ -61,6 +62,7 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
     pages_word = "report page" if written == 1 else "report pages"
     body = [f"<p class='note'>{written} {pages_word} written; each links below with its headline figures.</p>"]
     banners: dict[str, list[str]] = {}
+    smoke: dict[str, list[str]] = {}
     for entry, rel in entries:
         if rel is None:
             body.append(
@@ -71,11 +73,15 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
         name = entry.name if "*" not in entry.pattern else f"{entry.name}: {rel.parent.name}"
         figures = entry.headline(reports / rel)
         for banner in banners_of(read_text(reports / rel, "report page")):
-            banners.setdefault(banner, []).append(name)
+            if banner.startswith(SMOKE_TEST):  # one banner for all the pages' smoke tests
+                smoke.setdefault(name, []).append(banner)
+            else:
+                banners.setdefault(banner, []).append(name)
         rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in figures)
         body.append(
             f"<h2><a href='{esc(rel.as_posix())}'>{esc(name)}</a></h2>"
             + (f"<table class='facts'>{rows}</table>" if rows else "<p class='note'>No headline figures recorded.</p>")
         )
-    shown = [f"{banner} (on: {', '.join(names)})" for banner, names in banners.items()]
+    shown = [smoke_test_summary(smoke)] if smoke else []
+    shown += [f"{banner} (on: {', '.join(names)})" for banner, names in banners.items()]
     return page(TITLE, body, banners=shown, index_link=None)

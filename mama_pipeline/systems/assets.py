@@ -32,7 +32,7 @@ from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.graders import grade_answers
 from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
-from mama_pipeline.systems.systems_page import SystemsReport, sample_note, write_report
+from mama_pipeline.systems.systems_page import SystemsReport, no_rubric_grade_note, sample_note, write_report
 from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
 from mama_pipeline.systems.systems_scoreboard import scoreboard
 
@@ -396,7 +396,7 @@ def _harness_match(context, grades: pl.DataFrame) -> str:
     meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
     model, endpoint, prompt = (meta.get(f"rubric_judge/{k}") for k in ("model", "endpoint", "prompt_hash"))
     if not used:
-        return "No rubric item was graded."
+        return no_rubric_grade_note(grades)
     if model is None:
         return "The calibration harness run is not recorded on this instance: grader agreement may be stale."
     harness = f"{model.value} @ {endpoint.value}"

@@ -24,6 +24,7 @@ from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.manuscript_export import ExportTable, save_figure, write_tables
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.evaluation.held_out_gaps import gaps_html
+from mama_pipeline.systems.grading import ANSWER_FAILED
 from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
@@ -149,11 +150,37 @@ def headline_figures(report: SystemsReport) -> list[tuple[str, str]]:
             f"refused ({r['refused']})"
             if r["refused"] is not None
             else f"{interval(r['mean'], r['ci_low'], r['ci_high'])} over {r['n_scored']} of "
-            f"{plural(r['n_items'], 'item')}",
+            f"{plural(r['n_items'], 'item')}{_scored_without_grading(r, report.answer_failures)}",
         )
         for r in overall.iter_rows(named=True)
         if r["refused"] is not None or r["mean"] is not None
     ]
+
+
+def _scored_without_grading(r: dict, answer_failures: str) -> str:
+    """`` (1 invalid answer scored 0)``: the scored items that no grader saw, as the headline's mean counts them."""
+    parts = []
+    if r["n_invalid"]:
+        parts.append(f"{plural(r['n_invalid'], 'invalid answer')} scored 0")
+    if answer_failures == "score_zero" and r["n_unanswered"]:
+        parts.append(f"{plural(r['n_unanswered'], 'unanswered item')} counted as 0")
+    return f" ({'; '.join(parts)}, not graded)" if parts else ""
+
+
+def no_rubric_grade_note(grades: pl.DataFrame) -> str:
+    """Why the rubric grader graded nothing: the rubric items' answers, unanswered or invalid (scored 0 without
+    grading), counted; the calibration harness's grader cannot be compared."""
+    rubric = grades.filter(pl.col("track") == "rubric")
+    if rubric.is_empty():
+        return "No rubric item was answered or scored: the calibration harness's grader is not compared."
+    invalid = rubric.filter(pl.col("invalid").fill_null(False)).height
+    unanswered = rubric.filter(pl.col("status") == ANSWER_FAILED).height
+    why = [f"{plural(invalid, 'invalid answer')} scored 0 without grading"] if invalid else []
+    why += [f"{unanswered} unanswered"] if unanswered else []
+    return (
+        f"The rubric grader graded no answer; of {plural(rubric.height, 'rubric item')}"
+        f"{': ' + ', '.join(why) if why else ''}. The calibration harness's grader is not compared."
+    )
 
 
 def _page(r: SystemsReport, figures: dict[str, str], exported: list[str]) -> str:

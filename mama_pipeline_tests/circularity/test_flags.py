@@ -1,13 +1,17 @@
 """Circularity flags: model families, per-part overrides, and which judge / judged pairs are flagged."""
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
 from mama_pipeline.circularity.flags import (
     circularity_flags,
     circularity_notes,
+    flag_record,
     flag_table,
     model_family,
+    retrieval_flags,
     retriever_notes,
 )
 from mama_pipeline.settings import ConfigError, PipelineSettings, load_settings
@@ -76,7 +80,7 @@ def test_judge_shares_family_or_model_with_retrievers_and_grader_with_systems():
     }
     assert flags[("llm.judge", "retrieval.qemb")].shared == "family"
     assert flags[("llm.judge", "retrieval.rr")].shared == "model"  # the same id, case aside
-    assert flags[("llm.judge", "retrieval.fused")].model == "fuses retrieval.qemb"
+    assert flags[("llm.judge", "retrieval.fused")].model == "fuses retriever qemb"
     assert flags[("llm.answer_grader", "systems.gpt")].family == "openai/gpt"
     notes = retriever_notes(list(flags.values()), ["bm25", "qemb", "e5"])
     assert set(notes) == {"qemb"} and "share the model family qwen/qwen3.5" in notes["qemb"]
@@ -89,14 +93,21 @@ def test_configured_families_and_the_query_writer_flag_every_retriever():
     parts = {f.part for f in flags if f.judge == "llm.judge"}
     assert parts == {"llm.query_writer", "retrieval.rr"}  # qemb's family is configured away; fused follows it
     notes = retriever_notes(flags, ["bm25", "e5"])
-    assert set(notes) == {"bm25", "e5"} and "llm.query_writer (meta-llama/Llama-3.3-70B-Instruct)" in notes["bm25"]
+    assert set(notes) == {"bm25", "e5"} and "the query writer (meta-llama/Llama-3.3-70B-Instruct)" in notes["bm25"]
     lines = circularity_notes([f for f in flags if f.judge == "llm.judge"])
     assert lines[0] == (
-        "Circular: llm.judge (Qwen/Qwen3.5-397B-A17B-FP8) and llm.query_writer "
+        "Circular: the relevance judge (Qwen/Qwen3.5-397B-A17B-FP8) and the query writer "
         "(meta-llama/Llama-3.3-70B-Instruct) share the model family qwen/qwen3.5: every retriever's "
         "figures (the judge labels pairs for queries its own model family wrote)."
     )
-    assert lines[1].endswith("share the model: the figures of rr (a judge may favour its own model family).")
+    assert lines[1].endswith("share the model: the figures of retriever rr (a judge may favour its own model family).")
+    every = circularity_flags(_settings())
+    for line in circularity_notes(every) + list(retriever_notes(every, ["bm25", "qemb", "rr", "fused"]).values()):
+        assert not re.search(r"\b(llm|retrieval|systems)\.\w", line), line  # the reader's words, not config keys
+    assert {flag_record(f)["part"] for f in every} >= {"retrieval.qemb", "systems.gpt"}  # keys kept in the record
+    # a retrieval page shows the relevance judge's flags only; the graders' stand on the systems page
+    assert {f.judge for f in retrieval_flags(_settings())} == {"llm.judge"}
+    assert {f.judge for f in every} > {"llm.judge"}
 
 
 def test_embedded_stages_share_the_smoke_test_model_and_unknown_keys_fail(tmp_path):

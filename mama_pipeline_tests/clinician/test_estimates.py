@@ -9,7 +9,9 @@ import re
 import polars as pl
 import pytest
 
+from mama_pipeline.clinician.clinician_page import estimates_table
 from mama_pipeline.clinician.estimates import ESTIMATED, REFUSED, ppi_estimates
+from mama_pipeline.common.html_page import number
 from mama_pipeline.common.strata import uniform_sample
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.runs import rankings_to_run
@@ -159,6 +161,10 @@ def test_judge_only_figures_are_the_scoreboards():
     both = ours.join(board.select("retriever", "tier", "measure", "mean"), on=["retriever", "tier", "measure"])
     assert both.height == ours.height == 2 * 3 * 9
     assert both.select((pl.col("judge_only") - pl.col("mean")).abs().max()).item() < 1e-12
+    # and both pages print them alike (html_page.number), the clinician page naming the denominator
+    assert [number(v) for v in both["judge_only"]] == [number(v) for v in both["mean"]]
+    table = estimates_table(ours.filter(pl.col("tier") == "all"))
+    assert set(table["top_k_places"]) == {"7 queries × 1", "7 queries × 3", "7 queries × 5"}
 
 
 def test_simulation_judge_biased_by_a_known_amount_ppi_covers_the_truth():
@@ -278,7 +284,7 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     assert (
         strict["status"] == "refused" and "every one of the 2 labelled pairs agrees with the judge" in strict["reason"]
     )
-    assert cell["synthetic"] and "llm.query_writer (smollm2-135m-instruct) share the model" in cell["circularity"]
+    assert cell["synthetic"] and "the query writer (smollm2-135m-instruct) share the model" in cell["circularity"]
     page = (tmp_path / "data" / "reports" / "clinician" / "agreement.html").read_text()
     assert "Judge-only and corrected figures" in page and "SYNTHETIC annotators" in page
     assert "0.250 [" in page and "0 sampled pairs with a clinicians&#x27; majority label" in page

@@ -175,7 +175,7 @@ def test_scoreboard_report_and_a_retriever_added_without_rejudging(tmp_path, mon
     assert "Results by segment" in html and "By query length" in html and "segments.png" in html
     # every stage on the embedded model: the judge labels pairs for queries its own model wrote
     assert (
-        "Circular: llm.judge (smollm2-135m-instruct) and llm.query_writer (smollm2-135m-instruct) share the "
+        "Circular: the relevance judge (smollm2-135m-instruct) and the query writer (smollm2-135m-instruct) share the "
         "model: every retriever"
     ) in html
     assert "| llm.judge | smollm2-135m-instruct | llm.query_writer |" in mats["scoreboard"]["circularity"].value

@@ -7,9 +7,10 @@ import pytest
 from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
 from mama_pipeline.evaluation.scoreboard_measures import beir_plan
+from mama_pipeline.evaluation.segment_section import interval_bars
 from mama_pipeline.evaluation.segments import band_labels, segment_keys, segment_results
 from mama_pipeline.evaluation.settings import SegmentSettings
-from mama_pipeline.evaluation.significance import pairwise_significance
+from mama_pipeline.evaluation.significance import bootstrap_mean_ci, pairwise_significance
 
 
 def test_band_labels_and_settings():
@@ -95,6 +96,14 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     )
     mine = result.significance.filter((pl.col("dimension") == "source") & (pl.col("segment") == "s1"))
     assert mine.drop("dimension", "segment").equals(direct)
+    # each mean has the ordinary bootstrap interval of that segment's values, or the reason it has none
+    good_s1 = s1.filter(pl.col("retriever") == "good").row(0, named=True)
+    values = per_query.filter((pl.col("source") == "s1") & (pl.col("retriever") == "good")).sort("query_id")
+    assert (good_s1["ci_low"], good_s1["ci_high"]) == bootstrap_mean_ci(values["value"].to_numpy(), 500, 0)
+    assert good_s1["ci_low"] < good_s1["mean"] < good_s1["ci_high"] and good_s1["ci_refused"] is None
+    s2 = result.board.filter(pl.col("segment") == "s2")
+    assert s2["ci_low"].null_count() == s2.height
+    assert all("15 values, fewer than the 30" in r for r in s2["ci_refused"])
 
     page = write_report(
         ReportInputs(
@@ -106,6 +115,10 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     assert "Results by segment" in html and "By source" in html and "By relevant chunk length" in html
     assert "s2</td><td>15</td>" in html and "No segment" not in html.split("By source")[1].split("<h3>")[0]
     assert (tmp_path / "r" / "segments.png").stat().st_size > 1000
+    s1_row = html.split("By source")[1].split("s1</td><td>45</td>")[1].split("</tr>")[0]
+    assert f"[{good_s1['ci_low']:.3f}, {good_s1['ci_high']:.3f}]" in s1_row  # the table shows the interval too
+    svg = (tmp_path / "r" / "segments.svg").read_text()  # the figure's bars carry their n
+    assert "n=45" in svg and "n=15" in svg
     again = write_report(
         ReportInputs(
             title="t", board=scoreboard(ev, qrels), significance=direct, headline="Success@1", segment_tests=result
@@ -114,3 +127,33 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     )
     assert again.read_bytes() == page.read_bytes()
     assert (tmp_path / "r2" / "segments.png").read_bytes() == (tmp_path / "r" / "segments.png").read_bytes()
+
+
+def test_segment_bars_show_interval_n_zero_and_missing():
+    """A bar with an interval has its error bar; a zero mean is a thick line on the axis; a retriever without
+    values in a segment is marked "none"; every bar carries its n."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stats = pl.DataFrame(
+        {
+            "retriever": ["a", "b", "a"],
+            "segment": ["x", "x", "y"],
+            "mean": [0.5, 0.25, 0.0],
+            "ci_low": [0.4, None, None],
+            "ci_high": [0.6, None, None],
+            "n": [40, 40, 3],
+        }
+    )
+    fig, ax = plt.subplots()
+    interval_bars(ax, stats)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("n=40") == 2 and "n=3" in texts and texts.count("none") == 1  # b has no bar in y
+    caps = [c for c in ax.containers if getattr(c, "errorbar", None) is not None]
+    whisker = [seg for c in caps for coll in c.errorbar.lines[2] for seg in coll.get_segments()]
+    assert any(np.allclose(seg[:, 1], [0.4, 0.6]) for seg in whisker)
+    zero_marks = [ln for ln in ax.lines if ln.get_linewidth() == 3 and list(ln.get_ydata()) == [0, 0]]
+    assert len(zero_marks) == 1 and zero_marks[0].get_xdata()[0] < 1 < zero_marks[0].get_xdata()[1]  # a in y
+    plt.close(fig)

@@ -304,6 +304,9 @@ def test_the_json_and_the_page_say_when_no_entry_can_be_separated():
     assert "no entry can be placed below the best at this n" in standing["note"]
     page = files["leaderboard.html"].decode()
     assert "no entry can be placed below the best at this n" in page
+    assert standing["note"].startswith("4 query units and 2 entries") and "With 2 entries on 4 query units and" in page
+    tex = files["manuscript/mamaretrieval_main.tex"].decode()  # its intervals are refused: the caption says why
+    assert "No interval where one is refused: " in tex and "4 values, fewer than the 30" in tex
     assert "too few units to separate any entry; 2 entries" in page
     assert "0.125" in page
 

@@ -304,7 +304,7 @@ def test_card_names_the_graders_circularity_flags_and_says_when_none_are_trained
     card = files["README.md"].decode()
     assert (
         "- Circular: llm.rubric_judge (openai/gpt-oss-120b) and systems.gpt (openai/gpt-oss-20b) share the model "
-        "family openai/gpt: the grades of gpt (a grader may favour its own model family)."
+        "family openai/gpt: the grades of system gpt (a grader may favour its own model family)."
     ) in card
     plain = release_files(inputs)["README.md"].decode()
     assert "## Circularity" not in plain and "None listed (setting `mamabench.widely_trained_pools`)." in plain

@@ -96,7 +96,8 @@ def test_held_out_gap_per_system_and_track_and_the_graders_flags(tmp_path, fake_
     assert "| llm.answer_grader | fake-a | systems.closed | fake-a | model |" in meta["circularity"]
     page = (tmp_path / "data" / "reports" / "systems" / "systems.html").read_text()
     assert (
-        "Circular: llm.answer_grader (fake-a) and systems.closed (fake-a) share the model: the grades of closed" in page
+        "Circular: the answer grader (fake-a) and system closed (fake-a) share the model: the grades of system closed"
+        in page
     )
     assert "Pools widely used for training: medmcqa, medqa_usmle" in page
     assert "<h4>by pool</h4>" in page and "<td>medmcqa</td>" in page  # the items' pool scored on its own

@@ -9,7 +9,7 @@ import polars as pl
 from mama_pipeline.systems.answering import ANSWERS_SCHEMA
 from mama_pipeline.systems.comparisons import compare_systems
 from mama_pipeline.systems.grading import GRADES_SCHEMA
-from mama_pipeline.systems.systems_page import SystemsReport, write_report
+from mama_pipeline.systems.systems_page import SystemsReport, headline_figures, no_rubric_grade_note, write_report
 from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import harness_frame
 
@@ -82,3 +82,35 @@ def test_report_is_byte_identical_and_lists_items(tmp_path):
     html = first.read_text()
     assert "Closed-book vs RAG" in html and "<td>MATERNAL</td>" in html and "a note" in html
     assert "Rubric grader vs physicians" in html and "physicians" in html
+
+
+def test_a_rubric_item_scored_without_grading_says_so_in_the_headline_and_the_grader_note():
+    """An invalid rubric answer scores 0 without reaching the grader: the headline counts it and says it was not
+    graded, and the grader note says the grader graded nothing, naming that answer (the two agree)."""
+    answers, _ = frames()
+    row = {k: None for k in GRADES_SCHEMA} | {
+        "system": "closed",
+        "item_id": "r1",
+        "track": "rubric",
+        "pool": "p",
+        "category": "MATERNAL",
+    }
+    grades = pl.DataFrame(
+        [row | {"status": "graded", "score": 0.0, "invalid": True, "grade": "invalid"}], schema=GRADES_SCHEMA
+    ).with_columns(pl.lit(None, pl.String).alias("grader"))
+    board = scoreboard(grades, harness_frame(), 300, 0, 0.95)
+    report = SystemsReport(
+        board=board,
+        comparisons=compare_systems(grades, {}, 300, 0, 0.95),
+        grades=grades,
+        answers=answers,
+        systems=[{"system": "closed", "mode": "closed_book"}],
+        grader={"rubric": "fake"},
+    )
+    [(_, figure)] = headline_figures(report)
+    assert figure.startswith("0.000") and figure.endswith("over 1 of 1 item (1 invalid answer scored 0, not graded)")
+    note = no_rubric_grade_note(grades)
+    assert note == (
+        "The rubric grader graded no answer; of 1 rubric item: 1 invalid answer scored 0 without grading. "
+        "The calibration harness's grader is not compared."
+    )

@@ -10,7 +10,7 @@ import polars as pl
 
 from mama_pipeline.clinician.clinician_agreement import CONFUSION_SCHEMA, MAJORITY, METRIC_SCHEMA
 from mama_pipeline.clinician.clinician_page import write_report as write_clinician
-from mama_pipeline.common.html_page import page
+from mama_pipeline.common.html_page import banners_of, page
 from mama_pipeline.evaluation.retrieval_page import write_report as write_evaluation
 from mama_pipeline.multipassage.multipassage_page import write_track_report
 from mama_pipeline.reports.index import INDEX, PAGES, ReportPage, render_index
@@ -192,3 +192,26 @@ def test_an_entry_without_a_page_says_so_and_a_new_entry_is_one_line(tmp_path):
     html = render_index(reports, pages)
     assert "<a href='leaderboard/index.html'>Leaderboard</a>" in html and "0.9 over 10 queries" in html
     assert html.count("Not written yet") == len(PAGES) and "1 report page written" in html
+
+
+def test_the_pages_smoke_test_banners_are_one_banner_on_the_index(tmp_path):
+    """Each page's smoke-test banner stands once on the index, grouped: the model named once, each page with the
+    stages that ran on it; another kind of banner keeps its own line."""
+    reports = tmp_path / "reports"
+    tail = (
+        "Every figure on this page that depends on them exercises the pipeline and says nothing about the quality "
+        "of a retriever, a judge or an answering system."
+    )
+    for folder, stages in (("multipassage", "query writer, relevance judge"), ("robustness", "query rewriter")):
+        (reports / folder).mkdir(parents=True)
+        banners = [f"Smoke test: the {stages} ran on the embedded tiny-lm model. {tail}"]
+        if folder == "robustness":
+            banners.append("24 of the 24 labels are SYNTHETIC.")
+        (reports / folder / "index.html").write_text(page(folder, [], banners=banners))
+    shown = banners_of(render_index(reports))
+    assert shown == [
+        "Smoke test: on 2 pages figures came from stages that ran on the embedded tiny-lm model: Multi-passage "
+        "track: query writer, relevance judge | Robustness track: query rewriter. Every such figure exercises the "
+        "pipeline and says nothing about the quality of a retriever, a judge or an answering system.",
+        "24 of the 24 labels are SYNTHETIC. (on: Robustness track)",
+    ]

@@ -8,6 +8,9 @@ CREATE TABLE IF NOT EXISTS beir_segment_scoreboard (
     measure        VARCHAR NOT NULL,
     label          VARCHAR NOT NULL,
     mean           DOUBLE NOT NULL,
+    ci_low         DOUBLE,   -- bootstrap interval of the mean (queries resampled); null when refused
+    ci_high        DOUBLE,
+    ci_refused     VARCHAR,  -- why the interval is refused, else null
     n_queries      BIGINT NOT NULL,
     tested         BOOLEAN NOT NULL,
     PRIMARY KEY (benchmark, dimension, segment, retriever, measure)
