@@ -58,7 +58,8 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "per_query_results": _BOARD,
     "scoreboard": f"{_BOARD} judging.min_judged_share",
     "significance": _BOARD,
-    "evaluation_report": f"{_BOARD} evaluation.segments release.held_out",
+    "evaluation_report": f"{_BOARD} corpus.tiers evaluation.segments llm.cross_model_judge llm.reference_judge "
+    "release.held_out",
     "beir_scoreboard": _BEIR,
     "beir_significance": _BEIR,
     "beir_audits": _BEIR,

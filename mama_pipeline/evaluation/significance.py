@@ -158,7 +158,9 @@ def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch
     d = compact(_checked(d, "randomization"))
     n = d.size
     if n < MIN_PAIRED_TEST_N:
-        raise StatisticRefused(f"randomization: {n} pairs, fewer than the {MIN_PAIRED_TEST_N} a paired test needs")
+        raise StatisticRefused(
+            f"randomization: {n} pair{'' if n == 1 else 's'}, fewer than the {MIN_PAIRED_TEST_N} a paired test needs"
+        )
     if not np.any(d):
         return 1.0
     with np.errstate(over="ignore"):

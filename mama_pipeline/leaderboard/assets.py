@@ -31,7 +31,7 @@ from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
-    "mamaretrieval_leaderboard": "leaderboard evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict evaluation.headline_measure evaluation.significance_measures multipassage.headline_measure multipassage.significance_measures release.held_out",
+    "mamaretrieval_leaderboard": "leaderboard llm multipassage.cutoffs evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict evaluation.headline_measure evaluation.significance_measures multipassage.headline_measure multipassage.significance_measures release.held_out",
     "mamabench_leaderboard": "leaderboard llm.answer_grader llm.rubric_judge release.held_out systems.alpha systems.confidence systems.entries systems.resamples systems.seed",
 }
 SUBMISSION_SCORES = dg.AssetKey("submission_scores")  # the submissions area's asset (dynamic partitions)

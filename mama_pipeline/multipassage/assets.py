@@ -54,7 +54,7 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "multipassage_per_query": _BOARD,
     "multipassage_scoreboard": _BOARD,
     "multipassage_significance": _BOARD,
-    "multipassage_report": "evaluation.alpha multipassage.headline_measure",
+    "multipassage_report": "evaluation llm multipassage.headline_measure",
 }
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models
 ENCODER_FILES = "multipassage_encoder_files"

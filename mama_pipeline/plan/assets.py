@@ -11,7 +11,7 @@ from mama_pipeline.settings import config_path_from_env
 
 GROUP = "plan"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
-    "llm_plan": "calibration llm multipassage.verifier_stage multipassage.writer_stage queries.max_words robustness.kinds systems.entries",
+    "llm_plan": "calibration corpus judging llm mamabench multipassage queries.max_words retrieval robustness systems",
 }
 
 

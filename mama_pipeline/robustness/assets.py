@@ -74,8 +74,8 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "variant_rankings": "retrieval.audit retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness.retrievers",
     "variant_holes": _HOLES,
     "variant_labels": _HOLES,
-    "robustness_per_query": _BOARD,
-    "robustness_scoreboard": _BOARD,
+    "robustness_per_query": f"{_BOARD} llm.query_writer",
+    "robustness_scoreboard": f"{_BOARD} llm.query_writer",
 }
 INPUT_FILES = "robustness_input_files"
 

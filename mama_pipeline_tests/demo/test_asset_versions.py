@@ -232,6 +232,8 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
             # what reads the pooled ranking: the pool, its judgments and everything scored from them
             "pooled_pairs",
             "audit_pool",
+            "judged_set",  # adaptive judging's choice of pairs (empty under the demo's full strategy)
+            "unjudged_estimate",
             "judgments",
             "judging_failures",
             "orphaned_judgments",

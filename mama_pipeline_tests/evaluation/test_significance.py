@@ -113,7 +113,7 @@ def test_pairwise_significance_records_refusals_and_keeps_the_rest():
     )
     assert row["refused"] == (
         "interval: 1 value, fewer than the 30 a bootstrap interval needs; "
-        "randomization: 1 pairs, fewer than the 2 a paired test needs"
+        "randomization: 1 pair, fewer than the 2 a paired test needs"
     )
     assert (row["only_a"], row["only_b"], row["p_mcnemar"]) == (1, 0, 1.0)  # exact: 2 * P(X >= 1 | 1, 1/2) = 1
 

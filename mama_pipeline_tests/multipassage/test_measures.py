@@ -196,7 +196,7 @@ def test_one_verified_question_gives_its_means_and_refused_tests_not_a_crash():
         None,
     )
     assert row["refused"] == (
-        "interval: 1 values, fewer than the 30 a bootstrap interval needs; "
-        "randomization: 1 pairs, fewer than the 2 a paired test needs"
+        "interval: 1 value, fewer than the 30 a bootstrap interval needs; "
+        "randomization: 1 pair, fewer than the 2 a paired test needs"
     )
     assert (row["only_a"], row["only_b"], row["p_mcnemar"]) == (1, 0, 1.0)  # exact McNemar: one discordant query
