@@ -11,7 +11,8 @@ from mama_pipeline.settings import config_path_from_env
 
 GROUP = "plan"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
-    "llm_plan": "calibration corpus judging llm mamabench multipassage queries.max_words retrieval robustness systems",
+    "llm_plan": "calibration corpus judging llm mamabench multipassage queries.max_words retrieval.audit "
+    "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness systems",
 }
 
 
