@@ -104,13 +104,10 @@ def test_plan_counts_cached_and_new_requests_and_prices_them_from_recorded_laten
     assert fake_llm.stats()["chat_calls"] == before
 
 
-def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm):
-    config = write_config(tmp_path, fake_llm)
-    store = store_of(config)
-    queries, chunks = make_queries(2), make_chunks(4)
-    pool = make_pool(queries, chunks, per_query=3)  # 6 pairs
+def store_judge_inputs(store: Store, queries: pl.DataFrame, chunks: pl.DataFrame, pool: pl.DataFrame) -> None:
+    """The judge's inputs as their assets store them: queries (one seed chunk each), chunks and the pool."""
     stored_queries = queries.with_columns(  # the columns the tables' DDL asks for
-        seed_chunk_id=pl.Series(chunks["chunk_id"][:2]),
+        seed_chunk_id=pl.Series(chunks["chunk_id"][: queries.height]),
         model=pl.lit("m"),
         prompt_hash=pl.lit("h"),
         temperature=pl.lit(0.0),
@@ -125,6 +122,14 @@ def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm)
     )
     for name, df in (("generated_queries", stored_queries), ("corpus_chunks", stored_chunks), ("pooled_pairs", pool)):
         store.write_table(name, df)
+
+
+def test_judge_plan_leaves_out_the_pairs_with_a_stored_label(tmp_path, fake_llm):
+    config = write_config(tmp_path, fake_llm)
+    store = store_of(config)
+    queries, chunks = make_queries(2), make_chunks(4)
+    pool = make_pool(queries, chunks, per_query=3)  # 6 pairs
+    store_judge_inputs(store, queries, chunks, pool)
     s = load_settings(config)
     with LLMResource(settings=SettingsResource(config_path=config)).client("judge") as client:
         judge_pairs(client, store, pool.head(2), queries, chunks, output_model(s.llm.judge.reasoning))
@@ -142,22 +147,7 @@ def test_adaptive_judging_is_billed_as_budget_plus_remainder_sample(tmp_path, fa
     store = store_of(config)
     queries, chunks = make_queries(8), make_chunks(20)
     pool = make_pool(queries, chunks, per_query=5)  # 40 pairs: budget 10, sample 5
-    stored_queries = queries.with_columns(  # the columns the tables' DDL asks for
-        seed_chunk_id=pl.Series(chunks["chunk_id"][:8]),
-        model=pl.lit("m"),
-        prompt_hash=pl.lit("h"),
-        temperature=pl.lit(0.0),
-        reason=pl.lit(None, pl.String),
-        corpus_version=pl.lit("v1"),
-    )
-    stored_chunks = chunks.drop("tier").with_columns(
-        breadcrumb=pl.lit([], pl.List(pl.String)),
-        given_cid=pl.lit(None, pl.String),
-        line=pl.col("page"),
-        ordinal=pl.col("page"),
-    )
-    for name, df in (("generated_queries", stored_queries), ("corpus_chunks", stored_chunks), ("pooled_pairs", pool)):
-        store.write_table(name, df)
+    store_judge_inputs(store, queries, chunks, pool)
     b = one(plan_bills(config, ["judged_labels"]), "judged_labels", "judge")
     assert (b.requests, b.to_send) == (15, 15) and pool.height == 40
     raw["judging"]["budget"] = 38  # a count: 38 + the 2 pairs left
