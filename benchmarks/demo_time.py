@@ -150,7 +150,7 @@ def demo_times(root: Path, env: dict[str, str]) -> None:
 def sample_config_with(url: str, path: Path) -> None:
     """The bundled sample's configuration with every LLM stage and answering system on ``url`` (written
     beside the original, so its relative input paths resolve as they do there)."""
-    from mama_pipeline.resources import LLM_STAGES
+    from mama_pipeline.llm.settings import LLM_STAGES
 
     cfg = yaml.safe_load(SAMPLE_CONFIG.read_text())
     endpoint = {"base_urls": [url], "model": "fake-model", "cache_namespace": "fake-server", "embedded": False}

@@ -129,8 +129,7 @@ def write_bundle(multiple: float, path: Path) -> int:
 def write_config(multiple: float, work: Path, url: str, concurrency: int, path: Path) -> None:
     """The bundled sample's configuration (absolute input paths) with the paper's corpus, tiers and quotas times
     ``multiple``, the four retrievers, and every LLM stage and system on ``url``."""
-    from mama_pipeline.llm.settings import LLMSettings
-    from mama_pipeline.resources import LLM_STAGES
+    from mama_pipeline.llm.settings import LLM_STAGES, LLMSettings
 
     cfg = yaml.safe_load(SAMPLE_CONFIG.read_text())
     here = SAMPLE_CONFIG.parent

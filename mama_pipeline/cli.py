@@ -21,30 +21,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from mama_pipeline.common.dagster_home import dagster_home
 from mama_pipeline.common.input_errors import EXIT_BAD_INPUT, run_cli
 from mama_pipeline.common.project_files import project_file
 from mama_pipeline.settings import load_settings
 
-REPO_DAGSTER_YAML = project_file("dagster.yaml")
 MODULE = "mama_pipeline.definitions"
 DEMO_CONFIG = Path(__file__).resolve().parent / "demo_config.yaml"
 RUN_CONFIG = project_file("config", "materialize-run-config.yaml")  # forkserver starts
 DASK_MODULE = "mama_pipeline.scale_out.dask_definitions"
-
-
-def dagster_home(data_path: Path) -> Path:
-    """A Dagster instance folder under the data directory, seeded with the project's dagster.yaml."""
-    home = Path(os.environ.get("DAGSTER_HOME") or data_path / "dagster_home")
-    home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists() and REPO_DAGSTER_YAML.exists():
-        shutil.copy(REPO_DAGSTER_YAML, home / "dagster.yaml")
-    return home
 
 
 def materialize(

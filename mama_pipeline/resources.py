@@ -13,22 +13,9 @@ import polars as pl
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity, one_server_at_a_time
 from mama_pipeline.llm.kept_server import kept_url
-from mama_pipeline.llm.settings import StageSettings
+from mama_pipeline.llm.settings import LLM_STAGES, StageSettings
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
-
-LLM_STAGES = (
-    "classifier",
-    "classifier_reference",
-    "query_writer",
-    "judge",
-    "reference_judge",
-    "cross_model_judge",
-    "rubric_judge",
-    "query_rewriter",
-    "rewrite_gate",
-    "answer_grader",
-)
 
 
 class SettingsResource(dg.ConfigurableResource):

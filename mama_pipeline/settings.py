@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError, model_validator
 
 from mama_pipeline.calibration.settings import CalibrationSettings
-from mama_pipeline.circularity.settings import CircularitySettings, check_families
+from mama_pipeline.circularity.settings import CircularitySettings
 from mama_pipeline.clinician.settings import ClinicianSettings
 from mama_pipeline.common.input_errors import InputError, read_text
 from mama_pipeline.common.settings_base import Section, resolve_path
@@ -67,7 +67,7 @@ class PipelineSettings(Section):
     @model_validator(mode="after")
     def _systems_name_retrievers(self) -> PipelineSettings:
         self.systems.check_retrievers({r.name: r.kind for r in self.retrieval.retrievers})
-        check_families(self)
+        self.circularity.check_families(self.retrieval.retriever_names, self.systems.names)
         return self
 
     @model_validator(mode="after")

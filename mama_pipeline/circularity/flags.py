@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from mama_pipeline.circularity.settings import check_families
 from mama_pipeline.llm.embedded_banner import STAGE_WORDS
 
 if TYPE_CHECKING:
@@ -128,7 +127,7 @@ def _compare(s: PipelineSettings, judge: str, part: str, model: str | None) -> F
 
 def circularity_flags(s: PipelineSettings) -> list[Flag]:
     """Every judge / judged pair that shares a model or a model family, in a fixed order."""
-    check_families(s)
+    s.circularity.check_families(s.retrieval.retriever_names, s.systems.names)
     candidates = [(RELEVANCE_JUDGE, QUERY_WRITER, _stage_model(s, "query_writer"))]
     models = _retriever_models(s)
     candidates += [(RELEVANCE_JUDGE, f"retrieval.{n}", m) for n, m in sorted(models.items())]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -109,3 +109,9 @@ class LLMSettings(Section):
                 "(the judge's model with another seed or temperature is a self-consistency audit: llm.reference_judge)"
             )
         return self
+
+
+# every LLM stage's key under ``llm`` (the fields of LLMSettings that hold a stage), in the file's order
+LLM_STAGES = tuple(
+    k for k, f in LLMSettings.model_fields.items() if StageSettings in (f.annotation, *get_args(f.annotation))
+)

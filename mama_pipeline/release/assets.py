@@ -32,7 +32,8 @@ from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.scope_agreement import agreement_stats, classifier_agreement, classifier_audit
 from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.release.leaderboard_part import mamabench_files
-from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, write_release
+from mama_pipeline.release.mamabench import write_release
+from mama_pipeline.release.mamabench_inputs import ClassifierInfo, ReleaseInputs
 from mama_pipeline.release.mamaretrieval import (
     NAME,
     CorpusInfo,

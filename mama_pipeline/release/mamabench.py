@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,44 +32,11 @@ from mama_pipeline.common.held_out import HeldOutRule, held_out_path
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.mamabench.held_out_key import split_key
 from mama_pipeline.mamabench.schema import SCHEMA_VERSION, item_json_schema
-from mama_pipeline.mamabench.scope_agreement import AgreementStats
 from mama_pipeline.mamabench.yields import cosmetic_defect_counts, refusals_by_reason
 from mama_pipeline.release.mamabench_card import render_card
+from mama_pipeline.release.mamabench_inputs import ReleaseInputs
 
 SET_TYPES = ("mcq", "open_ended", "open_ended_rubric")
-
-
-@dataclass
-class ClassifierInfo:
-    model: str
-    prompt_id: str
-    prompt_hash: str
-    prompt_text: str
-    smoke_test: bool  # answers came from the embedded smoke-test model
-
-
-@dataclass
-class ReleaseInputs:
-    name: str
-    version: str
-    items: pl.DataFrame  # item_id, pool, set_type, category, item_json
-    criteria: pl.DataFrame  # criterion_id, criterion, tags
-    accounting: pl.DataFrame
-    verdicts: pl.DataFrame
-    yields: pl.DataFrame
-    provenance: pl.DataFrame  # pool, origin, sha256, revision, rows, licence, location
-    classifier: ClassifierInfo | None
-    agreement: AgreementStats | None = None
-    agreement_info: dict[str, Any] | None = None
-    parity: AgreementStats | None = None
-    calibration: pl.DataFrame | None = None
-    extra: list[Any] = field(default_factory=list)  # other areas' release configurations
-    widely_trained: list[str] = field(default_factory=list)  # pools widely used for training (card, manifest)
-    held_out: dict[str, Any] | None = None  # the split's manifest entry when a held-out part was taken out
-    circularity: list[dict[str, str]] = field(default_factory=list)  # graders' flags against systems (circularity/)
-    extra_files: dict[str, bytes] = field(default_factory=dict)  # other areas' files (the leaderboard), public only
-    card_sections: list[str] = field(default_factory=list)  # their card sections
-    embedded_stages: list[str] = field(default_factory=list)  # stages the embedded smoke-test model served
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mama_pipeline.circularity.flags import circularity_notes_of
 from mama_pipeline.common.markdown import Cells, table
+from mama_pipeline.release.mamabench_inputs import ReleaseInputs
 from mama_pipeline.release.mamaretrieval_card import held_out_section
-
-if TYPE_CHECKING:
-    from mama_pipeline.release.mamabench import ReleaseInputs
 
 CONFIG_TEXT = {
     "mcq": "multiple-choice items (`choices`, `answer_index`, `answer`)",

@@ -67,7 +67,7 @@ def submit(
 ) -> int:
     import dagster as dg
 
-    from mama_pipeline.cli import dagster_home
+    from mama_pipeline.common.dagster_home import dagster_home
     from mama_pipeline.common.file_ops import sha256_file
     from mama_pipeline.partitions import SUBMISSIONS
     from mama_pipeline.settings import load_settings

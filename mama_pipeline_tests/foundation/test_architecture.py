@@ -4,9 +4,8 @@ read with ``ast``): the picture cannot drift.
 The ``layers`` block of the document lists the package's units bottom-up. A unit may import only units on
 earlier lines (module-level, function-level and ``TYPE_CHECKING`` imports all count); units on one line do not
 import each other. A settings module (``settings.py`` and every ``<area>/settings.py``) forms the ``settings``
-unit and may also import its own area's modules. Separately, the package has no import cycle among the imports
-that run when a module loads (module level, ``TYPE_CHECKING`` blocks excluded); function-level imports are
-deferred and cannot form a load-time cycle.
+unit and may also import its own area's modules. Separately, no two modules of the package import each other,
+directly or through others, by any kind of import.
 """
 
 from __future__ import annotations
@@ -79,12 +78,10 @@ def violations(package: Path = PACKAGE, doc: Path = DOC) -> list[str]:
     return out
 
 
-def load_cycles(package: Path = PACKAGE) -> list[list[str]]:
-    """Import cycles among the imports that run when modules load (strongly connected components > 1)."""
+def import_cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """Import cycles among modules, every kind of import counted (strongly connected components > 1)."""
     mods = modules(package)
-    graph = {
-        m: sorted({t for t, _, at_load in imports(p, set(mods), m) if at_load and t != m}) for m, p in mods.items()
-    }
+    graph = {m: sorted({t for t, _, _ in imports(p, set(mods), m) if t != m}) for m, p in mods.items()}
     index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
 
     def strongconnect(v: str) -> None:  # Tarjan, iterative enough for this package's depth
@@ -133,7 +130,7 @@ def test_common_imports_no_area():
 
 
 def test_the_package_has_no_import_cycle():
-    assert load_cycles() == []
+    assert import_cycles() == []
 
 
 def test_no_module_name_repeats_outside_the_wiring_names():
@@ -166,12 +163,13 @@ def scratch_package(tmp_path):
 
 def test_an_upward_import_a_function_level_one_and_a_cycle_are_caught(scratch_package):
     pkg, doc = scratch_package
-    assert violations(pkg, doc) == [] and load_cycles(pkg) == []
+    assert violations(pkg, doc) == [] and import_cycles(pkg) == []
     (pkg / "common/helpers.py").write_text("X = 1\n\n\ndef f():\n    from mama_pipeline.release import assets\n")
     assert violations(pkg, doc) == [
         "mama_pipeline/common/helpers.py:5: common imports release (mama_pipeline.release.assets), a later layer"
     ]
-    assert load_cycles(pkg) == []  # function level: no load-time cycle
+    cycle = ["mama_pipeline.common.helpers", "mama_pipeline.corpus.assets", "mama_pipeline.release.assets"]
+    assert import_cycles(pkg) == [cycle]  # a function-level import closes a cycle too
     (pkg / "corpus/assets.py").write_text(
         "from mama_pipeline.common.helpers import X\nfrom mama_pipeline.release.assets import X as Y\n"
     )
@@ -179,10 +177,26 @@ def test_an_upward_import_a_function_level_one_and_a_cycle_are_caught(scratch_pa
         "mama_pipeline/corpus/assets.py:2: corpus imports release (mama_pipeline.release.assets), a later layer"
         in violations(pkg, doc)
     )
-    assert load_cycles(pkg) == [["mama_pipeline.corpus.assets", "mama_pipeline.release.assets"]]
     (pkg / "plan").mkdir()
     (pkg / "plan/__init__.py").write_text("")
     assert "unit 'plan' is in the code but not in architecture.md's layers" in violations(pkg, doc)
+
+
+@pytest.mark.parametrize(
+    "back",
+    [
+        "def f():\n    from mama_pipeline.corpus.assets import X\n",
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from mama_pipeline.corpus.assets import X\n",
+    ],
+    ids=["function level", "TYPE_CHECKING"],
+)
+def test_a_cycle_inside_one_part_is_caught_whatever_its_kind_of_import(scratch_package, back):
+    """The layers allow imports inside a part; the cycle rule still forbids two modules importing each other."""
+    pkg, doc = scratch_package
+    (pkg / "corpus/sampling.py").write_text(back)
+    (pkg / "corpus/assets.py").write_text("from mama_pipeline.corpus import sampling\n\nX = 1\n")
+    assert violations(pkg, doc) == []
+    assert import_cycles(pkg) == [["mama_pipeline.corpus.assets", "mama_pipeline.corpus.sampling"]]
 
 
 def test_only_the_root_definitions_read_the_settings_at_import():

@@ -21,6 +21,7 @@ import json, sys
 from pathlib import Path
 import mama_pipeline
 from mama_pipeline import cli
+from mama_pipeline.common.dagster_home import REPO_DAGSTER_YAML
 from mama_pipeline.common.project_files import project_file
 from mama_pipeline.definitions import defs
 from mama_pipeline.store import Store
@@ -30,7 +31,7 @@ store = Store(Path("probe.duckdb"))
 store.ensure_tables("judgments")
 print(json.dumps({
     "package": mama_pipeline.__file__, "prefix": sys.prefix, "ddl": str(ddl_path("judgments")),
-    "dagster_yaml": str(cli.REPO_DAGSTER_YAML), "run_config": str(cli.RUN_CONFIG),
+    "dagster_yaml": str(REPO_DAGSTER_YAML), "run_config": str(cli.RUN_CONFIG),
     "sql_files": len(list(project_file("sql", "tables").glob("*.sql"))),
     "assets": len(defs.resolve_asset_graph().get_all_asset_keys()),
     "columns": store.query("SELECT column_name FROM information_schema.columns WHERE table_name = 'judgments' "

@@ -16,7 +16,8 @@ from mama_pipeline.mamabench.scope_agreement import agreement_stats, prior_pairs
 from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
 from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts
 from mama_pipeline.mamabench.yields import yield_table
-from mama_pipeline.release.mamabench import ClassifierInfo, ReleaseInputs, release_files, write_release
+from mama_pipeline.release.mamabench import release_files, write_release
+from mama_pipeline.release.mamabench_inputs import ClassifierInfo, ReleaseInputs
 from mama_pipeline_tests.mamabench.helpers import adapted
 
 CATS = [c.value for c in Category]

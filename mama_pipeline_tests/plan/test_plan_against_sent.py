@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mama_pipeline.resources import LLM_STAGES
+from mama_pipeline.llm.settings import LLM_STAGES
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
 from mama_pipeline_tests.plan.test_plan import bounds_of

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mama_pipeline.resources import LLM_STAGES as ALL_LLM_STAGES
+from mama_pipeline.llm.settings import LLM_STAGES as ALL_LLM_STAGES
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline_tests.support.llm_stages import with_embedded
 
