@@ -37,6 +37,10 @@ from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.systems.settings import SystemsSettings
 
 SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
+MOVED_KEYS = {  # a key an older file may still hold -> where it is now
+    ("release", "corpus_sensor_interval_s"): "corpus.sensor_interval_s",
+    ("release", "mamabench_sources_cron"): "mamabench.sources_cron",
+}
 
 
 class ConfigError(InputError):
@@ -63,6 +67,14 @@ class PipelineSettings(Section):
 
     # set by load_settings, not by the file
     config_dir: str = "."
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: typing.Any) -> typing.Any:
+        for (section, key), now in MOVED_KEYS.items():
+            if isinstance(data, dict) and isinstance(data.get(section), dict) and key in data[section]:
+                raise ValueError(f"{section}.{key}: moved to {now}")
+        return data
 
     @model_validator(mode="after")
     def _systems_name_retrievers(self) -> PipelineSettings:

@@ -9,7 +9,7 @@ from mama_pipeline.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """The group's assets and checks; the sensor polls at ``release.corpus_sensor_interval_s``."""
+    """The group's assets and checks; the sensor polls at ``corpus.sensor_interval_s``."""
     return dg.Definitions(
         assets=[corpus_bundle, corpus_chunks, sampled_chunks],
         asset_checks=CHECKS,

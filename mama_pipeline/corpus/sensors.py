@@ -70,11 +70,11 @@ def check_corpus_version(context: dg.SensorEvaluationContext, settings: Settings
 
 
 def corpus_version_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
-    """The sensor, polling at ``release.corpus_sensor_interval_s``."""
+    """The sensor, polling at ``corpus.sensor_interval_s``."""
     return dg.sensor(
         name="corpus_version_sensor",
         asset_selection=CORPUS_AND_DOWNSTREAM,  # not target=: that builds one job, which cannot mix partitions
-        minimum_interval_seconds=settings.release.corpus_sensor_interval_s,
+        minimum_interval_seconds=settings.corpus.sensor_interval_s,
         default_status=dg.DefaultSensorStatus.STOPPED,
         description="Hashes the configured corpus bundle (or resolves its hub revision); on a change, requests the "
         "corpus assets and everything downstream. Judging then labels only the new pairs.",

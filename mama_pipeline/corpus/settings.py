@@ -25,6 +25,7 @@ class CorpusSettings(Section):
     sampling_seed: int = 20250601
     min_body_words: int = Field(25, ge=0)  # shorter bodies are rejected as boilerplate
     stratify_level: int = Field(1, ge=1)  # breadcrumb level whose sections are the sampling strata
+    sensor_interval_s: int = Field(300, ge=30)  # corpus_version_sensor: how often the bundle is hashed
 
     @model_validator(mode="after")
     def _one_tier_per_source(self) -> "CorpusSettings":

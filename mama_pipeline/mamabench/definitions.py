@@ -20,7 +20,7 @@ from mama_pipeline.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """The group's assets and checks; the sources schedule runs on ``release.mamabench_sources_cron``."""
+    """The group's assets and checks; the sources schedule runs on ``mamabench.sources_cron``."""
     return dg.Definitions(
         assets=[
             *SOURCES,

@@ -56,10 +56,10 @@ def check_mamabench_sources(context: dg.ScheduleEvaluationContext, settings: Set
 
 
 def mamabench_sources_schedule(settings: PipelineSettings) -> dg.ScheduleDefinition:
-    """The schedule, on ``release.mamabench_sources_cron``."""
+    """The schedule, on ``mamabench.sources_cron``."""
     return dg.schedule(
         name="mamabench_sources_schedule",
-        cron_schedule=settings.release.mamabench_sources_cron,
+        cron_schedule=settings.mamabench.sources_cron,
         target=MAMABENCH,
         default_status=dg.DefaultScheduleStatus.STOPPED,
         description="Checks mamabench's upstream files (hashes, hub revisions) against the raw assets' last "

@@ -58,6 +58,7 @@ class SourcesSettings(Section):
 
 class MamabenchSettings(Section):
     sources: SourcesSettings = SourcesSettings()
+    sources_cron: str = "0 6 * * *"  # mamabench_sources_schedule: when the upstream files are checked
     # pre-scoping of the pools that bypass the classifier
     medmcqa_subjects: list[str] = Field(default_factory=lambda: ["Gynaecology & Obstetrics", "Pediatrics"])
     afrimedqa_specialty_contains: str = "Obstetric"

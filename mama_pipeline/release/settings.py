@@ -68,8 +68,6 @@ class ReleaseSettings(Section):
     licence: str = "other"  # dataset card licence tag of mamaretrieval (guideline texts keep their owners' terms)
     publish: PublishSettings = PublishSettings()
     held_out: HeldOutSettings = HeldOutSettings()
-    corpus_sensor_interval_s: int = Field(300, ge=30)  # how often the corpus bundle is hashed
-    mamabench_sources_cron: str = "0 6 * * *"  # when mamabench's upstream files are checked
 
     @field_validator("mamabench_version", "mamaretrieval_version", "mamaretrieval_previous_version")
     @classmethod

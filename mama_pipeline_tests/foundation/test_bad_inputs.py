@@ -548,6 +548,22 @@ CASES = [
         "did you mean 'model'?",
     ),
     Case(
+        "config-moved-corpus-sensor-interval",
+        "config.yaml",
+        b"data_dir: data\nrelease:\n  mamabench_version: 1.0.0\n  corpus_sensor_interval_s: 600\n",
+        config(),
+        "config.yaml:4: configuration file: key 'release.corpus_sensor_interval_s' (line 4): moved to "
+        "corpus.sensor_interval_s",
+    ),
+    Case(
+        "config-moved-mamabench-sources-cron",
+        "config.yaml",
+        b"release:\n  mamabench_sources_cron: '0 5 * * *'\n",
+        config(),
+        "config.yaml:2: configuration file: key 'release.mamabench_sources_cron' (line 2): moved to "
+        "mamabench.sources_cron",
+    ),
+    Case(
         "config-near-miss-key-in-a-retriever",
         "config.yaml",
         b"retrieval:\n  retrievers:\n    - name: a\n      kind: dense\n      params: {query_promt: x}\n",

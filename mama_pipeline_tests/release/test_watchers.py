@@ -211,3 +211,11 @@ def test_hub_sources_compare_revision_commits():
     current = {"a": {"revision": "c" * 40}, "b": {"x.csv": "1"}, "c": {"y.csv": "2"}}
     recorded = {"a": {"revision": "c" * 40}, "b": {"x.csv": "0"}, "c": None}
     assert watch.changed_sources(current, recorded) == ["b", "c"]
+
+
+def test_the_sensor_interval_and_the_sources_cron_come_from_their_areas_sections(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(with_embedded("corpus: {sensor_interval_s: 45}\nmamabench: {sources_cron: '15 4 * * 1'}\n"))
+    s = load_settings(config)
+    assert [d.minimum_interval_seconds for d in build_corpus_defs(s).sensors] == [45]
+    assert [d.cron_schedule for d in build_mamabench_defs(s).schedules] == ["15 4 * * 1"]
