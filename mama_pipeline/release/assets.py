@@ -2,7 +2,7 @@
 
 ``mamaretrieval_release`` and ``release_publication`` (group ``release``) read ``corpus_chunks``,
 ``generated_queries``, ``rankings`` (from the store, for the pooled retrievers), ``pooled_pairs``, ``judgments``
-and the tracks' parts (:mod:`mama_pipeline.release.parts`); ``mamabench_release`` (group ``mamabench``, the
+and the tracks' parts (:mod:`mama_pipeline.release.track_parts`); ``mamabench_release`` (group ``mamabench``, the
 benchmark's last asset) reads mamabench's tables and the calibration side-file.
 """
 
@@ -41,10 +41,9 @@ from mama_pipeline.release.mamaretrieval import (
     PromptInfo,
     write_mamaretrieval_release,
 )
-from mama_pipeline.release.parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
 from mama_pipeline.release.publish import publish_release
 from mama_pipeline.release.sorted_tables import SortedTables, StoredTable, columns_of
-from mama_pipeline.release.verify import verify_release
+from mama_pipeline.release.track_parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
 from mama_pipeline.resources import SettingsResource, StoreResource, scratch_path
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
@@ -299,21 +298,6 @@ def mamaretrieval_release(
     )
 
 
-@dg.asset_check(asset=mamaretrieval_release, blocking=True)
-def mamaretrieval_release_verifies(settings: SettingsResource) -> dg.AssetCheckResult:
-    """Every file of the folder matches the SHA-256 and row count in its manifest."""
-    s = settings.get()
-    result = verify_release(s.release_path(NAME, s.release.mamaretrieval_version))
-    return dg.AssetCheckResult(
-        passed=result.ok,
-        metadata={
-            "files_checked": len(result.checked),
-            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in result.problems) or "(none)"),
-            "files_not_in_manifest": len(result.unlisted),
-        },
-    )
-
-
 @dg.asset(
     group_name=GROUP,
     deps=[mamaretrieval_release, MAMABENCH_RELEASE],
@@ -453,6 +437,3 @@ def mamabench_inputs(
         parity=agreement_stats(tables["parity"]),
         calibration=tables.get("calibration"),
     )
-
-
-CHECKS = [mamaretrieval_release_verifies]

@@ -1,6 +1,6 @@
 """The types of what a track adds to a release: hub viewer configs, release parts, single-table configurations.
 
-Two kinds of contribution, both assembled by :mod:`mama_pipeline.release.parts`:
+Two kinds of contribution, both assembled by :mod:`mama_pipeline.release.track_parts`:
 
 - a :class:`ConfigurationPart` of the mamaretrieval release (several files, a
   manifest section and a card section);

@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-from mama_pipeline.release.assets import CHECKS, mamabench_release, mamaretrieval_release, release_publication
+from mama_pipeline.release.assets import mamabench_release, mamaretrieval_release, release_publication
+from mama_pipeline.release.checks import CHECKS
 from mama_pipeline.settings import PipelineSettings
 
 

@@ -3,7 +3,8 @@
 import dagster as dg
 
 from mama_pipeline.partitions import Partitions, partitioned
-from mama_pipeline.retrieval.assets import CHECKS, audit_pool, pooled_pairs, rankings, retrieval_input_files
+from mama_pipeline.retrieval.assets import audit_pool, pooled_pairs, rankings, retrieval_input_files
+from mama_pipeline.retrieval.checks import CHECKS
 from mama_pipeline.settings import PipelineSettings
 
 

@@ -11,7 +11,7 @@ from mama_pipeline.clinician.synthetic import synthetic_export
 from mama_pipeline.release import mamaretrieval
 from mama_pipeline.release.clinician_part import configurations
 from mama_pipeline.release.mamaretrieval import ReleaseError
-from mama_pipeline.release.parts import extra_configurations
+from mama_pipeline.release.track_parts import extra_configurations
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mama_pipeline.common.import_graph import imports, module_tree, modules
+from mama_pipeline.common.settings_base import Section
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mama_pipeline"
@@ -112,6 +113,56 @@ def import_cycles(package: Path = PACKAGE) -> list[list[str]]:
     return cycles
 
 
+CHECK_DECORATORS = {"asset_check", "multi_asset_check"}
+
+
+def wiring_problems(package: Path = PACKAGE) -> list[str]:
+    """An area (a folder with ``definitions.py``) against docs/architecture.md's "What each folder holds": its
+    ``assets.py``; ``build_defs(settings)`` in ``definitions.py``, wired into the root ``definitions.py``; its
+    asset checks in ``checks.py`` only, which its ``definitions.py`` imports."""
+    mods = modules(package)
+    root = imports(package / "definitions.py", set(mods), "mama_pipeline.definitions")
+    out = []
+    for wiring in sorted(package.glob("*/definitions.py")):
+        area, rel = wiring.parent, wiring.parent.relative_to(package.parent)
+        if not (area / "assets.py").exists():
+            out.append(f"{rel}: an area without assets.py")
+        build = [f for f in module_tree(wiring).body if isinstance(f, ast.FunctionDef) and f.name == "build_defs"]
+        if [a.arg for f in build for a in f.args.args] != ["settings"]:
+            out.append(f"{rel}/definitions.py: no build_defs(settings)")
+        if f"mama_pipeline.{area.name}.definitions" not in {t for t, _, _ in root}:
+            out.append(f"{rel}: not built by the root definitions.py")
+        checks = f"mama_pipeline.{area.name}.checks"
+        wired = {t for t, _, _ in imports(wiring, set(mods), f"mama_pipeline.{area.name}.definitions")}
+        if (area / "checks.py").exists() and checks not in wired:
+            out.append(f"{rel}/definitions.py: does not wire checks.py")
+    for path in mods.values():
+        if path.name == "checks.py":
+            continue
+        for node in ast.walk(module_tree(path)):
+            for deco in getattr(node, "decorator_list", []):
+                func = deco.func if isinstance(deco, ast.Call) else deco
+                if getattr(func, "id", getattr(func, "attr", None)) in CHECK_DECORATORS:
+                    out.append(f"{path.relative_to(package.parent)}:{deco.lineno}: an asset check outside checks.py")
+    return out
+
+
+def test_every_area_has_its_wiring_files_and_its_checks_live_in_checks_py():
+    assert wiring_problems() == []
+
+
+def test_each_settings_module_is_the_section_of_its_folder():
+    """ "``settings.py`` (root) with every ``<area>/settings.py``: one section per area" (docs/architecture.md)."""
+    from mama_pipeline.settings import PipelineSettings
+
+    sections = {k for k, f in PipelineSettings.model_fields.items() if isinstance(f.default, Section)}
+    folders = {p.parent.name for p in PACKAGE.glob("*/settings.py")}
+    assert sections == folders
+    for name in sorted(folders):
+        field_type = type(PipelineSettings.model_fields[name].default)
+        assert field_type.__module__ == f"mama_pipeline.{name}.settings", name
+
+
 def test_every_import_follows_the_documented_layers():
     found = violations()
     assert not found, "imports against docs/architecture.md:\n" + "\n".join(found)
@@ -180,6 +231,24 @@ def test_an_upward_import_a_function_level_one_and_a_cycle_are_caught(scratch_pa
     (pkg / "plan").mkdir()
     (pkg / "plan/__init__.py").write_text("")
     assert "unit 'plan' is in the code but not in architecture.md's layers" in violations(pkg, doc)
+
+
+def test_a_check_in_assets_py_and_an_area_without_its_wiring_are_caught(scratch_package):
+    pkg, _ = scratch_package
+    (pkg / "definitions.py").write_text("from mama_pipeline.corpus.definitions import build_defs\n")
+    (pkg / "corpus/definitions.py").write_text("def build_defs(settings):\n    return None\n")
+    assert wiring_problems(pkg) == []
+    (pkg / "corpus/assets.py").write_text("import dagster as dg\n\n\n@dg.asset_check(asset='x')\ndef c():\n    pass\n")
+    (pkg / "corpus/checks.py").write_text("X = 1\n")
+    (pkg / "release/definitions.py").write_text("def build_defs():\n    return None\n")
+    (pkg / "release/assets.py").unlink()
+    assert wiring_problems(pkg) == [
+        "mama_pipeline/corpus/definitions.py: does not wire checks.py",
+        "mama_pipeline/release: an area without assets.py",
+        "mama_pipeline/release/definitions.py: no build_defs(settings)",
+        "mama_pipeline/release: not built by the root definitions.py",
+        "mama_pipeline/corpus/assets.py:4: an asset check outside checks.py",
+    ]
 
 
 @pytest.mark.parametrize(

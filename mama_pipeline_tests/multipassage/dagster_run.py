@@ -18,7 +18,8 @@ from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.multipassage.definitions import build_defs as build_multipassage_defs
 from mama_pipeline.queries.query_prompt import query_writer_template
-from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
+from mama_pipeline.release.assets import mamaretrieval_release
+from mama_pipeline.release.checks import mamaretrieval_release_verifies
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store

@@ -14,7 +14,8 @@ import pytest
 from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.plan.plan_text import plan_bills
 from mama_pipeline.queries.query_prompt import query_writer_template
-from mama_pipeline.release.assets import mamaretrieval_release, mamaretrieval_release_verifies
+from mama_pipeline.release.assets import mamaretrieval_release
+from mama_pipeline.release.checks import mamaretrieval_release_verifies
 from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
