@@ -40,6 +40,7 @@ SAMPLE_CONFIG = Path(__file__).resolve().parent / "sample_config.yaml"
 MOVED_KEYS = {  # a key an older file may still hold -> where it is now
     ("release", "corpus_sensor_interval_s"): "corpus.sensor_interval_s",
     ("release", "mamabench_sources_cron"): "mamabench.sources_cron",
+    ("judging", "max_failure_rate"): "llm.judge.max_failure_rate (each LLM stage has its own bound)",
 }
 
 

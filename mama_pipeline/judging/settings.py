@@ -1,6 +1,6 @@
 """Configuration of graded relevance judging and its audits."""
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -46,10 +46,3 @@ class JudgingSettings(Section):
         if self.budget is None:
             return pool
         return min(pool, round(self.budget * pool) if self.budget <= 1 else int(self.budget))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "max_failure_rate" in data:
-            raise ValueError("max_failure_rate moved to llm.judge.max_failure_rate (each LLM stage has its own bound)")
-        return data

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mama_pipeline.llm.settings import StageSettings
+from mama_pipeline.llm.settings import LLM_STAGES, StageSettings
 from mama_pipeline.resources import LLMResource, SettingsResource
 from mama_pipeline.settings import SAMPLE_CONFIG, ConfigError, load_settings
 
@@ -24,6 +24,22 @@ STAGES = [
     "rewrite_gate",
     "answer_grader",
 ]
+
+
+def test_the_stage_list_is_every_stage_of_the_llm_section_the_optional_one_included():
+    """``LLM_STAGES`` is derived from ``LLMSettings`` (``embedded_server`` is a server, not a stage)."""
+    assert LLM_STAGES == (
+        "classifier",
+        "classifier_reference",
+        "query_writer",
+        "judge",
+        "reference_judge",
+        "cross_model_judge",
+        "rubric_judge",
+        "query_rewriter",
+        "rewrite_gate",
+        "answer_grader",
+    )
 
 
 @pytest.mark.parametrize("path", PRODUCTION, ids=lambda p: p.name)
