@@ -16,25 +16,9 @@ import polars as pl
 
 from mama_pipeline.clinician.labelling_config import DIMENSIONS
 from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.store.table_schema import table_schema
 
-MAJORITY_SCHEMA = {
-    "task_key": pl.String,
-    "kind": pl.String,
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "item_id": pl.String,
-    "annotations": pl.Int64,
-    "annotators": pl.String,
-    "tie": pl.Boolean,
-    "tied_on": pl.String,
-    "d1_topic": pl.Boolean,
-    "d2_meaningful": pl.Int8,
-    "d3_actionable": pl.Int8,
-    "d4_density": pl.Int8,
-    "score": pl.Int8,
-    "category": pl.String,
-    "synthetic": pl.Boolean,
-}
+MAJORITY_SCHEMA = table_schema("clinician_validated")
 
 
 def _majority(values: list[Any]) -> tuple[Any, bool]:

@@ -29,32 +29,9 @@ from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, relevance_key, scope_key
 from mama_pipeline.common.input_errors import InputError
 from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.store.table_schema import table_schema
 
-LABEL_SCHEMA = {
-    "task_key": pl.String,
-    "kind": pl.String,
-    "ls_task_id": pl.Int64,
-    "annotation_id": pl.Int64,
-    "annotator_id": pl.String,
-    "created_at": pl.String,
-    "updated_at": pl.String,
-    "lead_time_s": pl.Float64,
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "item_id": pl.String,
-    "d1_topic": pl.Boolean,
-    "d2_meaningful": pl.Int8,
-    "d3_actionable": pl.Int8,
-    "d4_density": pl.Int8,
-    "d3_answered": pl.Int8,
-    "structural_violation": pl.Boolean,
-    "score": pl.Int8,
-    "category": pl.String,
-    "status": pl.String,
-    "problem": pl.String,
-    "source": pl.String,
-    "synthetic": pl.Boolean,
-}
+LABEL_SCHEMA = table_schema("clinician_labels")
 
 
 class ExportError(InputError):

@@ -22,21 +22,10 @@ import polars as pl
 from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
 from mama_pipeline.evaluation.clinician_note import MAJORITY
 from mama_pipeline.judging.reliability import SCORES, agreement
+from mama_pipeline.store.table_schema import table_schema
 
-METRIC_SCHEMA = {
-    "kind": pl.String,
-    "comparison": pl.String,
-    "metric": pl.String,
-    "value": pl.Float64,
-    "pairs": pl.Int64,
-}
-CONFUSION_SCHEMA = {
-    "kind": pl.String,
-    "comparison": pl.String,
-    "llm": pl.String,
-    "clinician": pl.String,
-    "count": pl.Int64,
-}
+METRIC_SCHEMA = table_schema("clinician_agreement")
+CONFUSION_SCHEMA = table_schema("clinician_confusion")
 ANNOTATORS = "annotators"
 # what the agreement reads of a label (the judge's and a clinician's alike)
 AGREEMENT_COLUMNS = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]

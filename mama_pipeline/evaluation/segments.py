@@ -20,23 +20,11 @@ import polars as pl
 
 from mama_pipeline.evaluation.per_query_scoring import Evaluation
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
+from mama_pipeline.store.table_schema import table_schema
 
 KEY_SCHEMA = {"query_id": pl.String, "dimension": pl.String, "segment": pl.String, "segment_order": pl.Int64}
-BOARD_SCHEMA = {
-    "dimension": pl.String,
-    "segment": pl.String,
-    "segment_order": pl.Int64,
-    "retriever": pl.String,
-    "measure": pl.String,
-    "label": pl.String,
-    "mean": pl.Float64,
-    "ci_low": pl.Float64,  # bootstrap interval of the mean (queries resampled); null when refused
-    "ci_high": pl.Float64,
-    "ci_refused": pl.String,  # why the interval is refused (significance.StatisticRefused), else null
-    "n_queries": pl.Int64,
-    "tested": pl.Boolean,
-}
-SIG_SCHEMA = {"dimension": pl.String, "segment": pl.String, **SIGNIFICANCE_SCHEMA}
+BOARD_SCHEMA = table_schema("segment_scoreboard")
+SIG_SCHEMA = table_schema("segment_significance")
 QUERY_LENGTH = "query length"
 RELEVANT_LENGTH = "relevant chunk length"
 NO_RELEVANT = "no relevant chunk"

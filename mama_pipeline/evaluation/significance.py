@@ -30,24 +30,9 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import polars as pl
 
-SIGNIFICANCE_SCHEMA = {
-    "measure": pl.String,
-    "retriever_a": pl.String,
-    "retriever_b": pl.String,
-    "n_queries": pl.Int64,
-    "mean_a": pl.Float64,
-    "mean_b": pl.Float64,
-    "diff": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "p_randomization": pl.Float64,
-    "p_randomization_holm": pl.Float64,
-    "only_a": pl.Int64,
-    "only_b": pl.Int64,
-    "p_mcnemar": pl.Float64,
-    "p_mcnemar_holm": pl.Float64,
-    "refused": pl.String,  # why a figure of the row is missing ("interval: ...; randomization: ..."); null if none
-}
+from mama_pipeline.store.table_schema import table_schema
+
+SIGNIFICANCE_SCHEMA = table_schema("significance")
 ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling batch (32 MB as float64)
 MIN_INTERVAL_N = 30  # fewer values: a bootstrap interval is refused (too narrow below: docs/statistics.md)
 MIN_PAIRED_TEST_N = 2  # fewer pairs: the randomization test is refused

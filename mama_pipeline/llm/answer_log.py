@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.store import Store
-from mama_pipeline.store.duckdb_store import ddl_path
+from mama_pipeline.store.duckdb_store import table_ddl
 
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
@@ -154,7 +154,7 @@ def fold(store: Store, rows: list[dict[str, Any]], failures: Sequence[tuple] = (
         return
     with store.connect(write=True) as con:
         for table, frame in frames.items():
-            con.execute(ddl_path(table).read_text())  # CREATE TABLE IF NOT EXISTS: a recoverer may come first
+            con.execute(table_ddl(table))  # CREATE TABLE IF NOT EXISTS: a recoverer may come first
             con.register("_rows", frame.to_arrow())
             verb = "INSERT OR REPLACE" if table == CACHE_TABLE else "INSERT"
             con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _rows")

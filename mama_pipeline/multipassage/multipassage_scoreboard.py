@@ -20,20 +20,13 @@ from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
+from mama_pipeline.evaluation.significance import pairwise_significance
 from mama_pipeline.multipassage.multipassage_measures import fact_qrels, graded_qrels, track_measure_names, track_values
 from mama_pipeline.multipassage.settings import MultipassageSettings
+from mama_pipeline.store.table_schema import table_schema
 
-BOARD_SCHEMA = {
-    "tier": pl.String,
-    "retriever": pl.String,
-    "measure": pl.String,
-    "position": pl.Int64,
-    "track": pl.Boolean,
-    "mean": pl.Float64,
-    "n_queries": pl.Int64,
-}
-TRACK_SIGNIFICANCE_SCHEMA = {"tier": pl.String, **SIGNIFICANCE_SCHEMA}
+BOARD_SCHEMA = table_schema("multipassage_scoreboard")
+TRACK_SIGNIFICANCE_SCHEMA = table_schema("multipassage_significance")
 MIN_TIER_QUESTIONS = 2
 
 
