@@ -38,6 +38,7 @@ from mama_pipeline.evaluation.per_query_scoring import (
     wide_scoreboard,
 )
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.scoreboard_measures import zero_one_measures
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance, refused_rows
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
@@ -190,6 +191,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
         n_resamples=ev.resamples,
         seed=ev.seed,
         confidence=ev.confidence,
+        binary_measures=zero_one_measures(ev.significance_measures),
     )
     yield dg.Output(
         sig,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from mama_pipeline.evaluation.per_query_scoring import Evaluation
+from mama_pipeline.evaluation.scoreboard_measures import zero_one_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
 from mama_pipeline.store.table_schema import table_schema
 
@@ -168,6 +169,7 @@ def segment_results(
             n_resamples=n_resamples,
             seed=seed,
             confidence=confidence,
+            binary_measures=zero_one_measures(measures),
         )
         tests.append(sig.select(*SIGNIFICANCE_SCHEMA, dimension=pl.lit(dim), segment=pl.lit(segment)))
     significance = pl.concat(tests) if tests else pl.DataFrame(schema=SIG_SCHEMA)
