@@ -25,10 +25,10 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
+from mama_pipeline.clinician.labelling_config import CATEGORIES
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, relevance_key, scope_key
 from mama_pipeline.common.input_errors import InputError
-from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.judging.label_score import GRADES, OFF_TOPIC, score_verdicts
 from mama_pipeline.store.table_schema import table_schema
 
 LABEL_SCHEMA = table_schema("clinician_labels")
@@ -62,8 +62,8 @@ def _relevance_label(result: list[dict[str, Any]]) -> tuple[dict[str, Any], str 
     if d1 not in ("yes", "no"):
         return {}, "D1 topic not answered"
     if d1 == "no":
-        return score_verdicts({"d1_topic": False, "d2_meaningful": 0, "d3_actionable": 0, "d4_density": 0}), None
-    grades = {d: _choice(result, d) for d in DIMENSIONS[1:]}
+        return score_verdicts(OFF_TOPIC), None
+    grades = {d: _choice(result, d) for d in GRADES}
     missing = [d for d, v in grades.items() if v not in ("0", "1", "2")]
     if missing:
         return {}, f"D1 is yes but {', '.join(missing)} not answered"
