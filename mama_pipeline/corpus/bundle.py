@@ -83,16 +83,7 @@ REASONS = {
     "bad_record": "unreadable record",
 }
 
-CHUNK_SCHEMA = {
-    "chunk_id": pl.String,
-    "source": pl.String,
-    "page": pl.Int64,
-    "breadcrumb": pl.List(pl.String),
-    "text": pl.String,
-    "given_cid": pl.String,
-    "line": pl.Int64,
-    "ordinal": pl.Int64,
-}
+CHUNK_SCHEMA = table_schema("corpus_chunks", without=("corpus_version",))
 ISSUE_SCHEMA = table_schema("corpus_issues")
 
 

@@ -15,15 +15,9 @@ from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan, zer
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
 from mama_pipeline.leaderboard.board_standings import resamples_for
 from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS, TrackInput
+from mama_pipeline.store.table_schema import table_schema
 
-PER_QUERY_SCHEMA = {
-    "track": pl.String,
-    "entry_id": pl.String,
-    "query_id": pl.String,
-    "measure": pl.String,
-    "value": pl.Float64,
-    "part": pl.String,
-}
+PER_QUERY_SCHEMA = table_schema("leaderboard_per_query", without=("benchmark",))
 ANSWER_MEASURE = "score"  # the per-item value of every mamabench track (submission_per_query's measure)
 ANSWER_LABELS = {
     "mcq": "accuracy (score = 1 correct, 0 wrong or invalid)",

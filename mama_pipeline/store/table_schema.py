@@ -11,13 +11,18 @@ from mama_pipeline.common.sql_contracts import contract_files
 from mama_pipeline.store.duckdb_store import PARTITION_COLUMN, _polars
 
 
-def table_schema(table: str) -> dict[str, pl.DataType]:
+def table_schema(table: str, without: tuple[str, ...] = ()) -> dict[str, pl.DataType]:
     """Column -> polars dtype of ``table``, in the DDL's order, without the partition column (a new dict each
-    call). A table without DDL is a KeyError."""
+    call); ``without``: columns the frame gets only when it is written (e.g. the benchmark of a leaderboard row),
+    each of which must be the table's. A table without DDL is a KeyError."""
     schemas = _every_schema()
     if table not in schemas:
         raise KeyError(f"table {table!r} has no DDL under sql/tables/<area>/")
-    return dict(schemas[table])
+    schema = dict(schemas[table])
+    unknown = [c for c in without if c not in schema]
+    if unknown:
+        raise KeyError(f"table {table!r} has no column(s) {unknown}")
+    return {name: dtype for name, dtype in schema.items() if name not in without}
 
 
 @cache

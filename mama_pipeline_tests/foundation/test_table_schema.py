@@ -105,3 +105,14 @@ def test_a_table_without_ddl_is_named():
 def test_each_call_returns_its_own_dict():
     table_schema("significance")["measure"] = pl.Int64
     assert table_schema("significance")["measure"] == pl.String
+
+
+def test_a_frame_without_the_columns_added_on_write():
+    assert table_schema("rerank_cache", without=("model_key",)) == {
+        "query_sha256": pl.String,
+        "text_sha256": pl.String,
+        "score": pl.Float64,
+        "n_tokens": pl.Int32,
+    }
+    with pytest.raises(KeyError, match=r"'rerank_cache' has no column\(s\) \['benchmark'\]"):
+        table_schema("rerank_cache", without=("benchmark",))
