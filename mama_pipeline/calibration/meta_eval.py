@@ -18,20 +18,10 @@ from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.common.input_errors import InputError
 from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.common.settings_base import resolve_path
+from mama_pipeline.store.table_schema import table_schema
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
-META_EVAL_SCHEMA = {
-    "upstream_line": pl.Int64,
-    "prompt": pl.List(MESSAGE),
-    "completion": pl.String,
-    "rubric": pl.String,
-    "category": pl.String,
-    "binary_labels": pl.List(pl.Boolean),
-    "anonymized_physician_ids": pl.List(pl.String),
-    "prompt_id": pl.String,
-    "completion_id": pl.String,
-    "canary": pl.String,
-}
+META_EVAL_SCHEMA = table_schema("calibration_meta_eval")
 
 
 class Message(BaseModel):

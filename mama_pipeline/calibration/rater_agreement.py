@@ -15,10 +15,12 @@ are plain proportions. A figure whose denominator is empty is ``None``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
+
+from mama_pipeline.store.table_schema import table_schema
 
 MIN_CONSENSUS_RATERS = 2
 ALL = "ALL"
@@ -42,12 +44,7 @@ class Agreement:
     balanced_accuracy: float | None
 
 
-REPORT_SCHEMA = {
-    "rater": pl.String,
-    "rater_kind": pl.String,
-    "scope_category": pl.String,
-    **{f.name: (pl.Int64 if f.type == "int" else pl.Float64) for f in fields(Agreement)},
-}
+REPORT_SCHEMA = table_schema("calibration_harness_report")
 
 
 def _share(mask: np.ndarray) -> float | None:

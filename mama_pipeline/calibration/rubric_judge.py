@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from mama_pipeline.llm.client import LLMRequest, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.store.table_schema import table_schema
 
 STAGE = "rubric_judge"
 
@@ -48,16 +49,7 @@ class RubricVerdict(BaseModel):
     criteria_met: bool
 
 
-LABEL_SCHEMA = {
-    "upstream_line": pl.Int64,
-    "prompt_id": pl.String,
-    "completion_id": pl.String,
-    "scope_category": pl.String,
-    "status": pl.String,
-    "criteria_met": pl.Boolean,
-    "explanation": pl.String,
-    "error": pl.String,
-}
+LABEL_SCHEMA = table_schema("calibration_judge_labels")
 
 
 def sample_rows(side_file: pl.DataFrame, size: int, seed: int) -> pl.DataFrame:

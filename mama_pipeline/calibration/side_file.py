@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from mama_pipeline.store.table_schema import table_schema
+
 SCOPE_CATEGORIES = ("MATERNAL", "NEONATAL", "CHILD_HEALTH", "SEXUAL_AND_REPRODUCTIVE_HEALTH")
 OUT_OF_SCOPE = "NONE"
 OUTCOMES = ("kept", "out_of_scope", "unclassified", "no_verdict")
-ACCOUNTING_SCHEMA = {"outcome": pl.String, "scope_category": pl.String, "rows": pl.Int64, "prompts": pl.Int64}
+ACCOUNTING_SCHEMA = table_schema("calibration_side_file_accounting")
 
 
 @dataclass(frozen=True)

@@ -14,27 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.clinician.labelling_config import DIMENSIONS
-from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.judging.label_score import GRADES, OFF_TOPIC, score_verdicts
+from mama_pipeline.store.table_schema import table_schema
 
-MAJORITY_SCHEMA = {
-    "task_key": pl.String,
-    "kind": pl.String,
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "item_id": pl.String,
-    "annotations": pl.Int64,
-    "annotators": pl.String,
-    "tie": pl.Boolean,
-    "tied_on": pl.String,
-    "d1_topic": pl.Boolean,
-    "d2_meaningful": pl.Int8,
-    "d3_actionable": pl.Int8,
-    "d4_density": pl.Int8,
-    "score": pl.Int8,
-    "category": pl.String,
-    "synthetic": pl.Boolean,
-}
+MAJORITY_SCHEMA = table_schema("clinician_validated")
 
 
 def _majority(values: list[Any]) -> tuple[Any, bool]:
@@ -53,11 +36,11 @@ def _relevance(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "tie": False,
             "tied_on": None,
-            **score_verdicts({"d1_topic": False, "d2_meaningful": 0, "d3_actionable": 0, "d4_density": 0}),
+            **score_verdicts(OFF_TOPIC),
         }
     on_topic = [r for r in rows if r["d1_topic"]]
     grades, tied = {}, []
-    for dim in DIMENSIONS[1:]:
+    for dim in GRADES:
         grades[dim], t = _majority([r[dim] for r in on_topic])
         if t:
             tied.append(dim)

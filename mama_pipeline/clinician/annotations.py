@@ -25,36 +25,13 @@ from typing import Any
 
 import polars as pl
 
-from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
+from mama_pipeline.clinician.labelling_config import CATEGORIES
 from mama_pipeline.clinician.tasks import KINDS, RELEVANCE, relevance_key, scope_key
 from mama_pipeline.common.input_errors import InputError
-from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.judging.label_score import GRADES, OFF_TOPIC, score_verdicts
+from mama_pipeline.store.table_schema import table_schema
 
-LABEL_SCHEMA = {
-    "task_key": pl.String,
-    "kind": pl.String,
-    "ls_task_id": pl.Int64,
-    "annotation_id": pl.Int64,
-    "annotator_id": pl.String,
-    "created_at": pl.String,
-    "updated_at": pl.String,
-    "lead_time_s": pl.Float64,
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "item_id": pl.String,
-    "d1_topic": pl.Boolean,
-    "d2_meaningful": pl.Int8,
-    "d3_actionable": pl.Int8,
-    "d4_density": pl.Int8,
-    "d3_answered": pl.Int8,
-    "structural_violation": pl.Boolean,
-    "score": pl.Int8,
-    "category": pl.String,
-    "status": pl.String,
-    "problem": pl.String,
-    "source": pl.String,
-    "synthetic": pl.Boolean,
-}
+LABEL_SCHEMA = table_schema("clinician_labels")
 
 
 class ExportError(InputError):
@@ -85,8 +62,8 @@ def _relevance_label(result: list[dict[str, Any]]) -> tuple[dict[str, Any], str 
     if d1 not in ("yes", "no"):
         return {}, "D1 topic not answered"
     if d1 == "no":
-        return score_verdicts({"d1_topic": False, "d2_meaningful": 0, "d3_actionable": 0, "d4_density": 0}), None
-    grades = {d: _choice(result, d) for d in DIMENSIONS[1:]}
+        return score_verdicts(OFF_TOPIC), None
+    grades = {d: _choice(result, d) for d in GRADES}
     missing = [d for d, v in grades.items() if v not in ("0", "1", "2")]
     if missing:
         return {}, f"D1 is yes but {', '.join(missing)} not answered"

@@ -19,27 +19,17 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
+from mama_pipeline.clinician.labelling_config import CATEGORIES
 from mama_pipeline.evaluation.clinician_note import MAJORITY
+from mama_pipeline.judging.label_score import GRADES, RUBRIC_LABEL
 from mama_pipeline.judging.reliability import SCORES, agreement
+from mama_pipeline.store.table_schema import table_schema
 
-METRIC_SCHEMA = {
-    "kind": pl.String,
-    "comparison": pl.String,
-    "metric": pl.String,
-    "value": pl.Float64,
-    "pairs": pl.Int64,
-}
-CONFUSION_SCHEMA = {
-    "kind": pl.String,
-    "comparison": pl.String,
-    "llm": pl.String,
-    "clinician": pl.String,
-    "count": pl.Int64,
-}
+METRIC_SCHEMA = table_schema("clinician_agreement")
+CONFUSION_SCHEMA = table_schema("clinician_confusion")
 ANNOTATORS = "annotators"
 # what the agreement reads of a label (the judge's and a clinician's alike)
-AGREEMENT_COLUMNS = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
+AGREEMENT_COLUMNS = ["query_id", "chunk_id", *RUBRIC_LABEL]
 
 
 def comparison_name(annotator: str) -> str:
@@ -105,11 +95,11 @@ def relevance_agreement(
         m, c = agreement(judgments, ref.select(AGREEMENT_COLUMNS), lenient, strict)
         metrics += [{"kind": "relevance", "comparison": name, **r} for r in m.to_dicts()]
         confusion += _confusion_rows("relevance", name, c)
-    on_topic = usable.with_columns([pl.when(pl.col("d1_topic")).then(pl.col(d)).alias(d) for d in DIMENSIONS[1:]])
+    on_topic = usable.with_columns([pl.when(pl.col("d1_topic")).then(pl.col(d)).alias(d) for d in GRADES])
     for column, level, domain in (
         ("score", "ordinal", list(range(SCORES))),
         ("d1_topic", "nominal", [0, 1]),
-        *((d, "ordinal", [0, 1, 2]) for d in DIMENSIONS[1:]),
+        *((d, "ordinal", [0, 1, 2]) for d in GRADES),
     ):
         data, units = _matrix(on_topic, column)
         metrics.append(

@@ -44,6 +44,7 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
+from mama_pipeline.store.table_schema import table_schema
 
 ALPHA = 0.05  # 95% intervals
 ALL = "all"
@@ -51,31 +52,7 @@ ESTIMATED, REFUSED = "estimated", "refused"
 UNIFORM, NONE = "uniform", "none"
 FAMILIES = ("P", "wP")
 ESTIMATE_JUDGMENT_COLUMNS = ["query_id", "chunk_id", "score"]  # what the estimates read of the judgments
-ESTIMATE_SCHEMA = {
-    "retriever": pl.String,
-    "tier": pl.String,
-    "measure": pl.String,
-    "label": pl.String,
-    "k": pl.Int64,
-    "queries": pl.Int64,
-    "slots": pl.Int64,
-    "pairs": pl.Int64,
-    "judge_only": pl.Float64,
-    "design": pl.String,
-    "sampled": pl.Int64,
-    "labelled": pl.Int64,
-    "unresolved": pl.Int64,
-    "tied": pl.Int64,  # of the unresolved: the annotators tied
-    "estimate": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "estimate_ties_low": pl.Float64,  # each tied pair at the lowest score its annotators gave
-    "estimate_ties_high": pl.Float64,  # ... at the highest
-    "status": pl.String,
-    "reason": pl.String,
-    "synthetic": pl.Boolean,
-    "circularity": pl.String,
-}
+ESTIMATE_SCHEMA = table_schema("clinician_estimates")
 TIES_SCHEMA = {"query_id": pl.String, "chunk_id": pl.String, "low": pl.Int8, "high": pl.Int8}
 EXPLANATION = (
     "The corrected figure is the judge-only figure plus the average difference between the clinicians' majority "

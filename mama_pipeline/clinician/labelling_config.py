@@ -13,10 +13,10 @@ import re
 from xml.sax.saxutils import quoteattr
 
 from mama_pipeline.judging import rubric
+from mama_pipeline.judging.label_score import DIMENSIONS
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.schema import Category
 
-DIMENSIONS = ("d1_topic", "d2_meaningful", "d3_actionable", "d4_density")
 D1_CHOICES = ("yes", "no")
 GRADE_CHOICES = ("0", "1", "2")
 CATEGORIES = tuple(c.value for c in Category)

@@ -20,7 +20,8 @@ import random
 
 import polars as pl
 
-from mama_pipeline.clinician.labelling_config import CATEGORIES, DIMENSIONS
+from mama_pipeline.clinician.labelling_config import CATEGORIES
+from mama_pipeline.judging.label_score import GRADES
 
 FIRST_ID = 901  # Label Studio user ids of the made-up annotators: 901, 902, ...
 COPY = 0.7
@@ -40,7 +41,7 @@ def _relevance(rng: random.Random) -> list[dict]:
     if on_topic:
         result += [
             {"from_name": d, "to_name": "chunk", "type": "choices", "value": {"choices": [str(rng.randint(0, 2))]}}
-            for d in DIMENSIONS[1:]
+            for d in GRADES
         ]
     return result
 

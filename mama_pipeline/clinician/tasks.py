@@ -25,6 +25,7 @@ import polars as pl
 
 from mama_pipeline.common.strata import round_robin_sample, uniform_sample
 from mama_pipeline.judging.reliability import pilot_sample
+from mama_pipeline.store.table_schema import table_schema
 
 RELEVANCE = "relevance"
 SCOPE = "scope"
@@ -33,17 +34,7 @@ TASK_DATA_KEYS = {
     RELEVANCE: ("task_key", "query_id", "chunk_id", "query", "where", "chunk"),
     SCOPE: ("task_key", "item_id", "pool", "item"),
 }
-TASK_SCHEMA = {
-    "task_key": pl.String,
-    "kind": pl.String,
-    "stratum": pl.String,
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "item_id": pl.String,
-    "pool": pl.String,
-    "data_json": pl.String,
-    "estimation_sample": pl.Boolean,
-}
+TASK_SCHEMA = table_schema("clinician_tasks")
 UNIFORM = "uniform"  # the stratum of a task drawn by the estimation design alone
 TASK_JUDGMENT_COLUMNS = ["query_id", "chunk_id", "tier", "score"]  # what the samples read of the judgments
 POOL_COLUMNS = ["query_id", "chunk_id"]  # ... and of the pooled pairs

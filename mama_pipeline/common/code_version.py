@@ -6,7 +6,7 @@ An asset's version hashes
 
 - the package modules its definition's module imports, transitively (every kind of import: a function-level one
   runs too; ``common/import_graph.py``), path and bytes;
-- the SQL contracts (``sql/tables/<table>.sql``) of its own tables and of every table those modules name;
+- the SQL contracts (``sql/tables/<area>/<table>.sql``) of its own tables and of every table those modules name;
 - the settings it reads, declared beside it (``SETTINGS_READ`` in its module: ``section`` or ``section.field``
   paths; a test runs the demo and fails when an asset reads a path it did not declare), ``data_dir`` excepted;
 - the versions of the runtime requirements and model wheels (the stack).
@@ -28,7 +28,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from mama_pipeline.common.import_graph import graph, modules, reached
-from mama_pipeline.common.project_files import project_file
+from mama_pipeline.common.sql_contracts import contract_files
 
 # an asset tagged so reads the whole store, not only its named inputs: it runs whenever anything else runs
 RUNS_WITH_ANY_CHANGE = {"mama/planned": "with_any_change"}
@@ -62,8 +62,8 @@ def stack_versions() -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=1)
 def table_contracts() -> dict[str, bytes]:
-    """Table name -> the bytes of its SQL contract, for every file of ``sql/tables``."""
-    return {p.stem: p.read_bytes() for p in sorted(project_file("sql", "tables").glob("*.sql"))}
+    """Table name -> the bytes of its SQL contract, for every DDL file (``sql_contracts.contract_files``)."""
+    return {table: path.read_bytes() for table, path in contract_files().items()}
 
 
 @lru_cache(maxsize=1)
@@ -117,7 +117,7 @@ def asset_code_version(module: str, asset_names: Iterable[str], settings: Mappin
     contracts = table_contracts()
     tables = set(asset_names).union(*(_named_tables(m) for m in reach)) & set(contracts)
     for table in sorted(tables):
-        h.update(f"sql/tables/{table}.sql\0".encode() + contracts[table] + b"\0")
+        h.update(f"{table}.sql\0".encode() + contracts[table] + b"\0")
     for name, version in stack_versions():
         h.update(f"{name}=={version}\n".encode())
     h.update(json.dumps(dict(settings), sort_keys=True, default=str).encode())

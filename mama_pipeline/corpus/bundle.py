@@ -57,6 +57,7 @@ import polars as pl
 from mama_pipeline.common.file_ops import atomic_file
 from mama_pipeline.common.input_errors import InputError, one_line
 from mama_pipeline.corpus.hashing import ID_HEX, chunk_id, corpus_version, text_digest
+from mama_pipeline.store.table_schema import table_schema
 
 CanonicalText = Literal["body", "with_breadcrumb"]
 OnBad = Literal["fail", "skip"]
@@ -82,27 +83,8 @@ REASONS = {
     "bad_record": "unreadable record",
 }
 
-CHUNK_SCHEMA = {
-    "chunk_id": pl.String,
-    "source": pl.String,
-    "page": pl.Int64,
-    "breadcrumb": pl.List(pl.String),
-    "text": pl.String,
-    "given_cid": pl.String,
-    "line": pl.Int64,
-    "ordinal": pl.Int64,
-}
-ISSUE_SCHEMA = {
-    "file": pl.String,
-    "line": pl.Int64,
-    "source": pl.String,
-    "page": pl.Int64,
-    "chunk_id": pl.String,
-    "given_cid": pl.String,
-    "reason": pl.String,
-    "action": pl.String,  # skipped | dropped | reported
-    "detail": pl.String,
-}
+CHUNK_SCHEMA = table_schema("corpus_chunks", without=("corpus_version",))
+ISSUE_SCHEMA = table_schema("corpus_issues")
 
 
 class BundleError(InputError):

@@ -24,6 +24,7 @@ import polars as pl
 
 from mama_pipeline.corpus.boilerplate import boilerplate_reason
 from mama_pipeline.corpus.settings import CorpusSettings
+from mama_pipeline.store.table_schema import table_schema
 
 NO_SECTION = "(no section)"
 
@@ -37,16 +38,7 @@ REPORT_SCHEMA = {
     "sampled": pl.Int64,
     "shortfall": pl.Int64,
 }
-REJECTION_SCHEMA = {
-    "chunk_id": pl.String,
-    "source": pl.String,
-    "tier": pl.String,
-    "page": pl.Int64,
-    "line": pl.Int64,
-    "reason": pl.String,
-    "excerpt": pl.String,
-    "corpus_version": pl.String,
-}
+REJECTION_SCHEMA = table_schema("sampling_rejections")
 
 
 @dataclass

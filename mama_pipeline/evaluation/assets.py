@@ -38,6 +38,7 @@ from mama_pipeline.evaluation.per_query_scoring import (
     wide_scoreboard,
 )
 from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation.scoreboard_measures import zero_one_measures
 from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance, refused_rows
 from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
@@ -45,6 +46,7 @@ from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation.trec import read_trec_run
 from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.store.table_schema import table_schema
 
 GROUP = "evaluation"
 _STATS = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed"
@@ -75,29 +77,8 @@ PER_QUERY_DIR = ("results", "per_query")
 JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  # shown when materialised
 
 
-BEIR_SCOREBOARD_SCHEMA = {
-    "benchmark": pl.String,
-    "tier": pl.String,
-    "retriever": pl.String,
-    "measure": pl.String,
-    "label": pl.String,
-    "family": pl.String,
-    "cut": pl.String,
-    "rel": pl.Int64,
-    "k": pl.Int64,
-    "position": pl.Int64,
-    "mean": pl.Float64,
-    "n_queries": pl.Int64,
-    "queries_no_relevant": pl.Int64,
-}
-AUDIT_SCHEMA = {
-    "benchmark": pl.String,
-    "audit": pl.String,
-    "retriever": pl.String,
-    "model": pl.String,
-    "figure": pl.String,
-    "value": pl.Float64,
-}
+BEIR_SCOREBOARD_SCHEMA = table_schema("beir_scoreboard")
+AUDIT_SCHEMA = table_schema("beir_audits")
 
 
 def judged_chunk_texts(store, at: int, query_ids: list[str] | None = None) -> pl.DataFrame:
@@ -210,6 +191,7 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
         n_resamples=ev.resamples,
         seed=ev.seed,
         confidence=ev.confidence,
+        binary_measures=zero_one_measures(ev.significance_measures),
     )
     yield dg.Output(
         sig,

@@ -23,7 +23,7 @@ from mama_pipeline.evaluation.beir import PRESETS, BeirBenchmark, download_beir,
 from mama_pipeline.evaluation.judged_scoreboard import check_measures
 from mama_pipeline.evaluation.per_query_scoring import Evaluation, evaluate, scoreboard
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan
+from mama_pipeline.evaluation.scoreboard_measures import beir_plan, zero_one_measures
 from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
 from mama_pipeline.evaluation.significance import pairwise_significance
 
@@ -153,6 +153,7 @@ def evaluate_beir(
         n_resamples=resamples,
         seed=seed,
         confidence=confidence,
+        binary_measures=zero_one_measures(cfg.significance_measures),
     )
     leak, leaked = leak_audit(bench.queries, bench.corpus, bench.qrels)
     leak["leaked_query_ids"] = leaked["query_id"].unique(maintain_order=True).to_list()[:20]

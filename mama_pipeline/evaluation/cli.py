@@ -87,7 +87,7 @@ def _benchmark_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_trec(args) -> int:
     from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
+    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan, zero_one_measures
     from mama_pipeline.evaluation.significance import pairwise_significance
     from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run
 
@@ -105,7 +105,14 @@ def cmd_trec(args) -> int:
     evaluation = evaluate(run.drop("score"), qrels, query_ids, plan, names, ",".join(args.run), args.qrels)
     board = scoreboard(evaluation, qrels)
     measures = args.significance or [plan.measures()[0].name]
-    sig = pairwise_significance(evaluation.per_query, measures, names, n_resamples=args.resamples, seed=args.seed)
+    sig = pairwise_significance(
+        evaluation.per_query,
+        measures,
+        names,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        binary_measures=zero_one_measures(measures),
+    )
     _emit(board, sig, evaluation, {"dropped": evaluation.dropped}, args.out, "trec", run=run, qrels=qrels)
     return 0
 

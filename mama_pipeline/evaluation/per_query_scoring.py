@@ -19,8 +19,9 @@ import polars as pl
 from mama_pipeline.common.slices import SLICE, id_slices
 from mama_pipeline.evaluation.runs import check_qrels, check_run
 from mama_pipeline.evaluation.scoreboard_measures import Measure, MeasurePlan
+from mama_pipeline.store.table_schema import table_schema
 
-PER_QUERY_SCHEMA = {"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
+PER_QUERY_SCHEMA = table_schema("per_query_results")
 RunOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their run rows, in any order
 QrelsOf = Callable[[list[str]], pl.DataFrame]  # benchmark query ids -> their qrels (query_id, doc_id, relevance)
 

@@ -1,13 +1,20 @@
-"""The measures of a scoreboard, as data: families x relevance cuts x cutoffs.
+"""What a measure is, as data: its family (paper label, provider, 0/1 or graded), and a scoreboard's measures,
+families x relevance cuts x cutoffs.
 
-Binary families (HR, MRR, P, R) are evaluated once per relevance cut (ir_measures
+Binary-relevance families (HR, MRR, P, R) are evaluated once per relevance cut (ir_measures
 ``rel=``); nDCG uses the graded label as gain; wHR and wP are threshold-free
 (label / max grade) and need a maximum grade; Judged@k is label coverage.
-Families are listed robust-first, which is the order of the scoreboard.
+Families are listed robust-first, which is the order of the scoreboard. The multi-passage
+track's families (``TRACK_FAMILIES``) are scored on its facts qrels
+(``multipassage/multipassage_measures.py``). Every board reads which stored measure is 0/1 from
+here (:func:`zero_one_measures`): adding a measure is one ``Family`` row (and its computation
+where the provider is the pipeline's own).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,15 +23,20 @@ import ir_measures
 
 @dataclass(frozen=True)
 class Family:
-    key: str
-    kind: str  # binary | graded | weighted | coverage
+    key: str  # the paper label's stem (a track family: its stored name without parameters and cutoff)
+    kind: str  # binary (relevance cut) | graded | weighted | coverage | facts (multi-passage track)
     at_k: bool
     robust: bool
-    ir_name: str | None  # ir_measures measure name; None for the weighted pair
+    ir_name: str | None  # ir_measures measure name; None for the pipeline's own (computed in code)
+    zero_one: bool = False  # per-query values are 0/1 by definition: exact McNemar beside the randomization test
+
+    @property
+    def provider(self) -> str:
+        return "own" if self.ir_name is None else "ir_measures"
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("HR", "binary", True, True, "Success"),
+    Family("HR", "binary", True, True, "Success", zero_one=True),
     Family("MRR", "binary", False, True, "RR"),
     Family("wHR", "weighted", True, True, None),
     Family("nDCG", "graded", True, False, "nDCG"),
@@ -34,6 +46,28 @@ FAMILIES: tuple[Family, ...] = (
     Family("Judged", "coverage", True, False, "Judged"),
 )
 FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
+TRACK_FAMILIES: tuple[Family, ...] = (
+    Family("alpha_nDCG", "facts", True, False, "alpha_nDCG"),
+    Family("R[pieces]", "facts", True, False, "StRecall"),  # pyndeval subtopic recall, stored as R@k[pieces]
+    Family("AllIn[pieces]", "facts", True, False, None, zero_one=True),  # 1 when that recall is 1
+)
+_STORED = {f.ir_name or f.key: f for f in FAMILIES} | {f.key: f for f in TRACK_FAMILIES}
+_STORED_NAME = re.compile(r"^(?P<stem>[A-Za-z_]+)(?:\([^)]*\))?(?:@\d+)?(?P<suffix>\[[a-z]+\])?$")
+
+
+def measure_family(name: str) -> Family:
+    """The family of a stored measure name (``Success(rel=3)@5``, ``wHR@5``, ``AllIn@10[pieces]``); an unknown
+    one is an error naming the known stems."""
+    hit = _STORED_NAME.match(name)
+    family = _STORED.get(hit["stem"] + (hit["suffix"] or "")) if hit else None
+    if family is None:
+        raise ValueError(f"measure {name!r} is of no known family; known: {sorted(_STORED)}")
+    return family
+
+
+def zero_one_measures(names: Iterable[str]) -> set[str]:
+    """The names among ``names`` whose family is 0/1 by definition (never inferred from the values)."""
+    return {name for name in names if measure_family(name).zero_one}
 
 
 @dataclass(frozen=True)
@@ -55,8 +89,8 @@ class Measure:
 
     @property
     def binary(self) -> bool:
-        """Per-query values are 0/1 (the input of an exact McNemar test)."""
-        return self.family == "HR"
+        """Per-query values are 0/1 (the input of an exact McNemar test): the family's ``zero_one``."""
+        return FAMILY_BY_KEY[self.family].zero_one
 
 
 @dataclass(frozen=True)

@@ -19,24 +19,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from mama_pipeline.evaluation.per_query_scoring import Evaluation
+from mama_pipeline.evaluation.scoreboard_measures import zero_one_measures
 from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
+from mama_pipeline.store.table_schema import table_schema
 
 KEY_SCHEMA = {"query_id": pl.String, "dimension": pl.String, "segment": pl.String, "segment_order": pl.Int64}
-BOARD_SCHEMA = {
-    "dimension": pl.String,
-    "segment": pl.String,
-    "segment_order": pl.Int64,
-    "retriever": pl.String,
-    "measure": pl.String,
-    "label": pl.String,
-    "mean": pl.Float64,
-    "ci_low": pl.Float64,  # bootstrap interval of the mean (queries resampled); null when refused
-    "ci_high": pl.Float64,
-    "ci_refused": pl.String,  # why the interval is refused (significance.StatisticRefused), else null
-    "n_queries": pl.Int64,
-    "tested": pl.Boolean,
-}
-SIG_SCHEMA = {"dimension": pl.String, "segment": pl.String, **SIGNIFICANCE_SCHEMA}
+BOARD_SCHEMA = table_schema("segment_scoreboard")
+SIG_SCHEMA = table_schema("segment_significance")
 QUERY_LENGTH = "query length"
 RELEVANT_LENGTH = "relevant chunk length"
 NO_RELEVANT = "no relevant chunk"
@@ -180,6 +169,7 @@ def segment_results(
             n_resamples=n_resamples,
             seed=seed,
             confidence=confidence,
+            binary_measures=zero_one_measures(measures),
         )
         tests.append(sig.select(*SIGNIFICANCE_SCHEMA, dimension=pl.lit(dim), segment=pl.lit(segment)))
     significance = pl.concat(tests) if tests else pl.DataFrame(schema=SIG_SCHEMA)

@@ -3,9 +3,9 @@
 For each measure and each pair (a, b), on the same queries: the paired BCa bootstrap
 interval of mean(a - b), a paired randomization test (sign flips within queries) and,
 for 0/1 measures such as hit rate, the exact McNemar test on the discordant queries
-(statsmodels). Which measures are 0/1 is inferred from the values unless the caller
-names them (``binary_measures``): a graded measure whose sample happens to hold only 0
-and 1 is not 0/1 by definition. Holm correction (statsmodels) runs across the pairs of
+(statsmodels). The caller names the 0/1 measures (``binary_measures``; a retrieval
+measure's from ``scoreboard_measures.zero_one_measures``), never inferred from the values:
+a graded measure whose sample happens to hold only 0 and 1 is not 0/1 by definition. Holm correction (statsmodels) runs across the pairs of
 one measure and one test; a missing p is left out of its family and stays missing.
 
 The BCa interval of a mean and the sign-flip test are computed here in O(n) per
@@ -30,24 +30,9 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import polars as pl
 
-SIGNIFICANCE_SCHEMA = {
-    "measure": pl.String,
-    "retriever_a": pl.String,
-    "retriever_b": pl.String,
-    "n_queries": pl.Int64,
-    "mean_a": pl.Float64,
-    "mean_b": pl.Float64,
-    "diff": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "p_randomization": pl.Float64,
-    "p_randomization_holm": pl.Float64,
-    "only_a": pl.Int64,
-    "only_b": pl.Int64,
-    "p_mcnemar": pl.Float64,
-    "p_mcnemar_holm": pl.Float64,
-    "refused": pl.String,  # why a figure of the row is missing ("interval: ...; randomization: ..."); null if none
-}
+from mama_pipeline.store.table_schema import table_schema
+
+SIGNIFICANCE_SCHEMA = table_schema("significance")
 ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling batch (32 MB as float64)
 MIN_INTERVAL_N = 30  # fewer values: a bootstrap interval is refused (too narrow below: docs/statistics.md)
 MIN_PAIRED_TEST_N = 2  # fewer pairs: the randomization test is refused
@@ -234,14 +219,14 @@ def pairwise_significance(
     n_resamples: int = 5000,
     seed: int = 0,
     confidence: float = 0.95,
-    binary_measures: Collection[str] | None = None,
+    binary_measures: Collection[str],
 ) -> pl.DataFrame:
     """One row per (measure, pair of retrievers in the given order).
 
     Pairs are aligned by query id; a query missing for either retriever is an error
     (per-query tables from ``scoring.evaluate`` hold every benchmark query). The
-    exact McNemar test runs on the measures in ``binary_measures`` (by default on
-    every measure whose values are all 0 or 1). A refused figure is null and its
+    exact McNemar test runs on the measures in ``binary_measures`` (0/1 by definition;
+    one holding other values is an error). A refused figure is null and its
     reason stands in ``refused``; the other figures of the row are kept.
     """
     rows = []
@@ -257,12 +242,9 @@ def pairwise_significance(
         if wide.select(pl.col(list(retrievers)).null_count()).sum_horizontal().item():
             raise ValueError(f"per-query values of {measure!r} do not cover the same queries for every retriever")
         values = {r: wide[r].to_numpy().astype(float) for r in retrievers}
-        if binary_measures is None:
-            binary = all(np.isin(v, (0.0, 1.0)).all() for v in values.values())
-        else:
-            binary = measure in binary_measures
-            if binary and not all(np.isin(v, (0.0, 1.0)).all() for v in values.values()):
-                raise ValueError(f"{measure!r} is named 0/1 but holds other values")
+        binary = measure in binary_measures
+        if binary and not all(np.isin(v, (0.0, 1.0)).all() for v in values.values()):
+            raise ValueError(f"{measure!r} is named 0/1 but holds other values")
         block = []
         for ra, rb in itertools.combinations(retrievers, 2):
             a, b = values[ra], values[rb]

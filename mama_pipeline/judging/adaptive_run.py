@@ -20,15 +20,9 @@ from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.judging.unjudged_estimate import remainder_sample
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.store import Store
+from mama_pipeline.store.table_schema import table_schema
 
-JUDGED_SET_SCHEMA = {
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "role": pl.String,  # round (chosen by the method) | sample (the uniform remainder sample)
-    "round": pl.Int64,  # the round that chose it; the sample is the last
-    "position": pl.Int64,  # place in the judging order
-    "status": pl.String,  # labelled | failed, when the step judged it
-}
+JUDGED_SET_SCHEMA = table_schema("judged_set")
 
 
 @dataclass

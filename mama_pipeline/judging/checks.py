@@ -6,6 +6,7 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.judging.assets import judgments
+from mama_pipeline.judging.label_score import RUBRIC_LABEL
 from mama_pipeline.judging.reliability import same_judge_reason, stored_judges
 from mama_pipeline.llm.failure_bounds import judge_failures
 from mama_pipeline.resources import SettingsResource, StoreResource
@@ -132,7 +133,7 @@ def structural_rule(store: StoreResource) -> dg.AssetCheckResult:
     description="Score = D1 x (D2 + D3 + D4) in 0..6 for every label; score distribution per tier.",
 )
 def score_distribution_per_tier(store: StoreResource) -> dg.AssetCheckResult:
-    judgments = _labels(store, ["tier", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"])
+    judgments = _labels(store, ["tier", *RUBRIC_LABEL])
     expected = (
         pl.when(pl.col("d1_topic"))
         .then(pl.col("d2_meaningful").cast(pl.Int16) + pl.col("d3_actionable") + pl.col("d4_density"))

@@ -10,17 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-RECALL_SCHEMA = {
-    "scope": pl.String,  # "all" or a tier
-    "cut": pl.String,  # lenient | strict
-    "threshold": pl.Int64,
-    "audit_queries": pl.Int64,
-    "queries_with_relevant": pl.Int64,
-    "relevant_known": pl.Int64,
-    "relevant_in_main_pool": pl.Int64,
-    "recall_micro": pl.Float64,
-    "recall_macro": pl.Float64,
-}
+from mama_pipeline.store.table_schema import table_schema
+
+RECALL_SCHEMA = table_schema("pool_completeness")
 
 
 def pool_recall(

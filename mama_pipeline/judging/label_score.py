@@ -18,21 +18,17 @@ from __future__ import annotations
 
 from typing import Any
 
-LABEL_FIELDS = (
-    "d1_topic",
-    "d2_meaningful",
-    "d3_actionable",
-    "d4_density",
-    "d3_answered",
-    "structural_violation",
-    "score",
-)
+DIMENSIONS = ("d1_topic", "d2_meaningful", "d3_actionable", "d4_density")  # the rubric's; D1 gates the grades
+GRADES = DIMENSIONS[1:]  # D2..D4, graded 0..2
+RUBRIC_LABEL = (*DIMENSIONS, "score")  # a label's columns as the audits, agreements and boards compare them
+LABEL_FIELDS = (*DIMENSIONS, "d3_answered", "structural_violation", "score")
+OFF_TOPIC = {"d1_topic": False, **dict.fromkeys(GRADES, 0)}  # the verdicts of a chunk off the question's topic
 
 
 def score_verdicts(verdicts: dict[str, Any]) -> dict[str, Any]:
     """The stored label for validated verdicts ``d1_topic``, ``d2_meaningful``, ``d3_actionable``, ``d4_density``."""
     d1 = verdicts["d1_topic"]
-    d2, d3, d4 = (verdicts[k] for k in ("d2_meaningful", "d3_actionable", "d4_density"))
+    d2, d3, d4 = (verdicts[k] for k in GRADES)
     if not isinstance(d1, bool) or any(type(v) is not int or not 0 <= v <= 2 for v in (d2, d3, d4)):
         raise ValueError(f"verdicts out of range: {verdicts!r}")
     if not d1:

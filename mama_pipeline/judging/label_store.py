@@ -17,29 +17,13 @@ import duckdb
 import polars as pl
 
 from mama_pipeline.store import BOUNDED, Store
-from mama_pipeline.store.duckdb_store import ddl_path
+from mama_pipeline.store.duckdb_store import table_ddl
+from mama_pipeline.store.table_schema import table_schema
 
 LABEL_TABLE = "judgment_labels"
 UNRECORDED_IDENTITY = "unrecorded"  # labels stored before identities were recorded: kept, never reused
 
-LABEL_SCHEMA = {
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "judge_model": pl.String,
-    "judge_identity": pl.String,
-    "prompt_hash": pl.String,
-    "d1_topic": pl.Boolean,
-    "d2_meaningful": pl.Int8,
-    "d3_actionable": pl.Int8,
-    "d4_density": pl.Int8,
-    "d3_answered": pl.Int8,
-    "structural_violation": pl.Boolean,
-    "score": pl.Int8,
-    "reasoning": pl.String,
-    "judge_endpoint": pl.String,
-    "corpus_version": pl.String,
-    "cache_key": pl.String,
-}
+LABEL_SCHEMA = table_schema("judgment_labels")
 
 
 def _ensure_table(con: duckdb.DuckDBPyConnection) -> None:
@@ -52,13 +36,13 @@ def _ensure_table(con: duckdb.DuckDBPyConnection) -> None:
     }
     if columns and "judge_identity" not in columns:
         con.execute(f"ALTER TABLE {LABEL_TABLE} RENAME TO {LABEL_TABLE}_unidentified")
-        con.execute(ddl_path(LABEL_TABLE).read_text())
+        con.execute(table_ddl(LABEL_TABLE))
         con.execute(
             f"INSERT INTO {LABEL_TABLE} BY NAME SELECT *, '{UNRECORDED_IDENTITY}' AS judge_identity "
             f"FROM {LABEL_TABLE}_unidentified"
         )
         con.execute(f"DROP TABLE {LABEL_TABLE}_unidentified")
-    con.execute(ddl_path(LABEL_TABLE).read_text())
+    con.execute(table_ddl(LABEL_TABLE))
 
 
 def ensure_label_table(store: Store) -> None:

@@ -13,13 +13,14 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.common.strata import round_robin_sample
+from mama_pipeline.judging.label_score import GRADES, RUBRIC_LABEL
 from mama_pipeline.llm.reference_audit import audit_kind
 
 if TYPE_CHECKING:
     from mama_pipeline.store import Store
 
 SCORES = 7  # score levels 0..6
-COMPARED = ["query_id", "chunk_id", "d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]  # per pair
+COMPARED = ["query_id", "chunk_id", *RUBRIC_LABEL]  # per pair
 AGREEMENT_COLUMNS = [*COMPARED, "judge_model", "judge_identity"]  # what the audits read of the judge's labels
 
 
@@ -123,7 +124,7 @@ def agreement(
         ),
     ]
     on_topic = both.filter(pl.col("d1_topic") & pl.col("d1_topic_ref"))
-    for dim in ("d2_meaningful", "d3_actionable", "d4_density"):
+    for dim in GRADES:
         x, y = on_topic.get_column(dim).to_numpy(), on_topic.get_column(f"{dim}_ref").to_numpy()
         rows.append((f"{dim}_agreement", rate(x == y), on_topic.height))
     metrics = pl.DataFrame(rows, schema={"metric": pl.String, "value": pl.Float64, "pairs": pl.Int64}, orient="row")

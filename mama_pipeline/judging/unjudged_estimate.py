@@ -15,24 +15,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-ESTIMATE_SCHEMA = {
-    "scope": pl.String,  # "all" or a tier
-    "cut": pl.String,  # lenient | strict
-    "threshold": pl.Int64,
-    "pooled_pairs": pl.Int64,
-    "labelled_pairs": pl.Int64,  # chosen by the rounds or the sample, with a label
-    "unjudged_pairs": pl.Int64,  # never asked
-    "failed_pairs": pl.Int64,  # asked, no label
-    "sample_pairs": pl.Int64,  # remainder sample pairs with a label
-    "sample_relevant": pl.Int64,
-    "relevant_labelled": pl.Int64,
-    "relevant_unlabelled_estimate": pl.Float64,
-    "recall": pl.Float64,  # of the labelled pairs, against the pool
-    "recall_low": pl.Float64,
-    "recall_high": pl.Float64,
-    "confidence": pl.Float64,
-    "note": pl.String,  # why the recall is refused
-}
+from mama_pipeline.store.table_schema import table_schema
+
+ESTIMATE_SCHEMA = table_schema("unjudged_estimate")
 
 
 def remainder_sample(unchosen: np.ndarray, size: int, seed: int) -> np.ndarray:

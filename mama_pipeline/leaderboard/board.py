@@ -32,59 +32,11 @@ from mama_pipeline.common.held_out import PUBLIC, HeldOutRule
 from mama_pipeline.evaluation.held_out_gaps import part_gaps
 from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci, holm, pairwise_significance
 from mama_pipeline.leaderboard import board_standings as bs
+from mama_pipeline.store.table_schema import table_schema
 
 VALUES_SCHEMA = {"entry_id": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64}
-ENTRY_SCHEMA = {
-    "track": pl.String,
-    "measure": pl.String,
-    "measure_position": pl.Int64,
-    "headline": pl.Boolean,
-    "entry_id": pl.String,
-    "source": pl.String,
-    "name": pl.String,
-    "position": pl.Int64,
-    "n": pl.Int64,
-    "mean": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "ci_note": pl.String,
-    "judged_measure": pl.String,
-    "judged_n": pl.Int64,
-    "judged_mean": pl.Float64,
-    "standing": pl.String,
-    "best_entry_id": pl.String,
-    "n_shared_with_best": pl.Int64,
-    "p_vs_best": pl.Float64,
-    "standing_entries": pl.Int64,
-    "standing_units": pl.Int64,
-    "standing_resamples": pl.Int64,
-    "p_floor": pl.Float64,
-    "refused": pl.String,
-    "n_held_out": pl.Int64,
-    "mean_held_out": pl.Float64,
-    "gap": pl.Float64,
-    "p_gap": pl.Float64,
-    "gap_note": pl.String,
-}
-COMPARISON_SCHEMA = {
-    "track": pl.String,
-    "measure": pl.String,
-    "entry_a": pl.String,
-    "entry_b": pl.String,
-    "n_shared": pl.Int64,
-    "mean_a": pl.Float64,
-    "mean_b": pl.Float64,
-    "diff": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "p_randomization": pl.Float64,
-    "p_holm": pl.Float64,
-    "only_a": pl.Int64,
-    "only_b": pl.Int64,
-    "p_mcnemar": pl.Float64,
-    "p_mcnemar_holm": pl.Float64,
-    "refused": pl.String,
-}
+ENTRY_SCHEMA = table_schema("leaderboard", without=("benchmark",))
+COMPARISON_SCHEMA = table_schema("leaderboard_comparisons", without=("benchmark",))
 REFUSED, NO_VALUES = "refused", "no values"
 MIN_SHARED = 2  # a paired test needs two shared queries
 

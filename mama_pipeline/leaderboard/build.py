@@ -11,20 +11,13 @@ import polars as pl
 from mama_pipeline.common.held_out import RULE, HeldOutRule
 from mama_pipeline.common.progress import track as track_progress
 from mama_pipeline.evaluation.measure_names import label_of, measure_names
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan, zero_one_measures
 from mama_pipeline.leaderboard.board import Stats, build_track, judged_measure, part_of_values
 from mama_pipeline.leaderboard.board_standings import resamples_for
 from mama_pipeline.leaderboard.leaderboard_inputs import BENCHMARK_TRACKS, TrackInput
-from mama_pipeline.multipassage.multipassage_measures import binary_measure_names
+from mama_pipeline.store.table_schema import table_schema
 
-PER_QUERY_SCHEMA = {
-    "track": pl.String,
-    "entry_id": pl.String,
-    "query_id": pl.String,
-    "measure": pl.String,
-    "value": pl.Float64,
-    "part": pl.String,
-}
+PER_QUERY_SCHEMA = table_schema("leaderboard_per_query", without=("benchmark",))
 ANSWER_MEASURE = "score"  # the per-item value of every mamabench track (submission_per_query's measure)
 ANSWER_LABELS = {
     "mcq": "accuracy (score = 1 correct, 0 wrong or invalid)",
@@ -56,14 +49,12 @@ def retrieval_specs(s) -> dict[str, TrackSpec]:
     """main and robustness: evaluation.significance_measures (headline evaluation.headline_measure first);
     multipassage: multipassage.significance_measures (headline multipassage.headline_measure first)."""
     ev, mp = s.evaluation, s.multipassage
-    plan = mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade).by_name()
-    zero_one = {m for m, measure in plan.items() if measure.binary} | binary_measure_names(mp.cutoffs)
     names = measure_names(mamaretrieval_plan(ev.cutoffs, ev.lenient, ev.strict, ev.max_grade))
     main = _headline_first(ev.headline_measure, ev.significance_measures)
     multi = _headline_first(mp.headline_measure, mp.significance_measures)
 
     def spec(measures: list[str]) -> TrackSpec:
-        binary = {m for m in measures if m in zero_one}
+        binary = zero_one_measures(measures)
         judged = {m: judged_measure(m, ev.cutoffs) for m in measures}
         return TrackSpec(measures, binary, judged, {m: label_of(m, names) for m in [*measures, *judged.values()]})
 

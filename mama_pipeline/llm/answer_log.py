@@ -25,38 +25,13 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.store import Store
-from mama_pipeline.store.duckdb_store import ddl_path
+from mama_pipeline.store.duckdb_store import table_ddl
+from mama_pipeline.store.table_schema import table_schema
 
 CACHE_TABLE = "llm_responses"
 FAILURE_TABLE = "llm_failures"
-CACHE_COLUMNS = {
-    "cache_key": pl.String,
-    "stage": pl.String,
-    "endpoint": pl.String,
-    "model": pl.String,
-    "template_id": pl.String,
-    "template_hash": pl.String,
-    "schema_hash": pl.String,
-    "status": pl.String,
-    "raw_text": pl.String,
-    "reasoning": pl.String,
-    "parsed_json": pl.String,
-    "error": pl.String,
-    "prompt_tokens": pl.Int64,
-    "completion_tokens": pl.Int64,
-    "cached_tokens": pl.Int64,
-    "attempts": pl.Int32,
-    "latency_s": pl.Float64,
-    "created_at": pl.Datetime("us"),
-}
-FAILURE_COLUMNS = {
-    "cache_key": pl.String,
-    "stage": pl.String,
-    "item_id": pl.String,
-    "error": pl.String,
-    "attempts": pl.Int32,
-    "created_at": pl.Datetime("us"),
-}
+CACHE_COLUMNS = table_schema(CACHE_TABLE)
+FAILURE_COLUMNS = table_schema(FAILURE_TABLE)
 _NOT_NULL = {
     "cache_key",
     "stage",
@@ -68,7 +43,7 @@ _NOT_NULL = {
     "status",
     "attempts",
     "created_at",
-}  # as in sql/tables/llm_responses.sql
+}  # as in llm_responses's DDL (sql/tables/llm/llm_responses.sql)
 _JSON_TYPES = {pl.String: str, pl.Int64: int, pl.Int32: int, pl.Float64: (int, float)}
 LOG_SUFFIX = ".answers"  # the log folder sits beside the database file: mama.duckdb.answers/
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # created_at in a log line (UTC, as the cache stores it), written by Python
@@ -154,7 +129,7 @@ def fold(store: Store, rows: list[dict[str, Any]], failures: Sequence[tuple] = (
         return
     with store.connect(write=True) as con:
         for table, frame in frames.items():
-            con.execute(ddl_path(table).read_text())  # CREATE TABLE IF NOT EXISTS: a recoverer may come first
+            con.execute(table_ddl(table))  # CREATE TABLE IF NOT EXISTS: a recoverer may come first
             con.register("_rows", frame.to_arrow())
             verb = "INSERT OR REPLACE" if table == CACHE_TABLE else "INSERT"
             con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _rows")

@@ -31,25 +31,9 @@ from mama_pipeline.mamabench.schema import (
 from mama_pipeline.mamabench.scope_prompt import render_conversation, render_mcq
 from mama_pipeline.mamabench.scorability import McqVerdict, check_mcq
 from mama_pipeline.mamabench.settings import MamabenchSettings
+from mama_pipeline.store.table_schema import table_schema
 
-ADAPTED_SCHEMA = {
-    "pool": pl.String,
-    "origin": pl.String,
-    "upstream_index": pl.Int64,
-    "upstream_id": pl.String,
-    "item_id": pl.String,
-    "status": pl.String,  # kept | refused | out_of_scope | pending
-    "reason": pl.String,
-    "detail": pl.String,
-    "in_prescope": pl.Boolean,  # pre-scoped pools only: does the row match the pool's scope rule
-    "cosmetic_defects": pl.List(pl.String),
-    "scope_mode": pl.String,  # mcq | open_ended for rows the classifier decides
-    "scope_input": pl.String,
-    "join_key": pl.String,  # HealthBench prompt_id
-    "prior_category": pl.String,  # a label the row arrived with (Kenya vignettes)
-    "item_json": pl.String,
-    "criteria_json": pl.String,
-}
+ADAPTED_SCHEMA = table_schema("mamabench_adapted")
 
 
 @dataclass

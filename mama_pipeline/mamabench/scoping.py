@@ -19,46 +19,13 @@ from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.pools import POOL_BY_NAME
 from mama_pipeline.mamabench.schema import CanonicalItem, Category
+from mama_pipeline.store.table_schema import table_schema
 
-VERDICT_SCHEMA = {
-    "item_id": pl.String,
-    "pool": pl.String,
-    "via": pl.String,  # classifier | oss_eval_verdict
-    "status": pl.String,  # ok | parse_failed | transport_failed | no_oss_eval_verdict | oss_eval_verdict_failed
-    "category": pl.String,
-    "rationale": pl.String,
-    "reasoning": pl.String,
-    "error": pl.String,
-    "from_cache": pl.Boolean,
-    "model": pl.String,
-    "endpoint": pl.String,
-    "prompt_id": pl.String,
-    "prompt_hash": pl.String,
-    "source_item_id": pl.String,  # for joined verdicts: the oss_eval item that carried it
-    "identity": pl.String,  # the classifier's identity (endpoint, model, decoding: LLMClient.identity)
-}
+VERDICT_SCHEMA = table_schema("mamabench_scope_verdicts")
 
-ITEM_SCHEMA = {
-    "item_id": pl.String,
-    "pool": pl.String,
-    "set_type": pl.String,
-    "category": pl.String,
-    "item_json": pl.String,
-}
+ITEM_SCHEMA = table_schema("mamabench_items")
 
-ACCOUNTING_SCHEMA = {
-    "pool": pl.String,
-    "origin": pl.String,
-    "upstream_index": pl.Int64,
-    "upstream_id": pl.String,
-    "item_id": pl.String,
-    "status": pl.String,  # kept | refused | out_of_scope | unclassified
-    "reason": pl.String,
-    "detail": pl.String,
-    "in_prescope": pl.Boolean,
-    "category": pl.String,
-    "cosmetic_defects": pl.List(pl.String),
-}
+ACCOUNTING_SCHEMA = table_schema("mamabench_accounting")
 
 
 class StageClient(Protocol):

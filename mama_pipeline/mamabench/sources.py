@@ -23,15 +23,7 @@ from mama_pipeline.common.input_errors import InputError, at, one_line, read_tex
 from mama_pipeline.common.jsonl import json_lines
 from mama_pipeline.mamabench.pools import Pool
 from mama_pipeline.mamabench.settings import SourceLocation
-
-RAW_SCHEMA = {
-    "origin": pl.String,  # file name inside the hub repo / folder, or the configured file name
-    "upstream_index": pl.Int64,
-    "upstream_id": pl.String,
-    "record": pl.String,
-    "sha256": pl.String,
-    "revision": pl.String,
-}
+from mama_pipeline.store.table_schema import table_schema
 
 
 class SourceError(InputError):
@@ -97,6 +89,7 @@ def _hub_file(repo_id: str, revision: str, name: str) -> SourceFile:
 def load_pool(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path]) -> RawPool:
     """Read every file of a pool, check its columns and keep the pool's rows."""
     files = locate(loc, resolve)
+    schema = table_schema(f"mamabench_raw_{pool.name}")
     frames, outside = [], Counter()
     for f in files:
         rows, n_records = [], 0
@@ -111,8 +104,8 @@ def load_pool(pool: Pool, loc: SourceLocation, resolve: Callable[[str], Path]) -
             rows.append((f.origin, index, None if uid is None else str(uid), _dump(record), f.sha256, f.revision))
         if not n_records:
             raise SourceError(f"{f.path}: no records (an empty upstream file)")
-        frames.append(pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row"))
-    df = pl.concat(frames) if frames else pl.DataFrame(schema=RAW_SCHEMA)
+        frames.append(pl.DataFrame(rows, schema=schema, orient="row"))
+    df = pl.concat(frames) if frames else pl.DataFrame(schema=schema)
     return RawPool(pool.name, df, files, dict(sorted(outside.items())))
 
 

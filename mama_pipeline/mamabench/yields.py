@@ -5,17 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from mama_pipeline.mamabench.pools import POOLS
+from mama_pipeline.store.table_schema import table_schema
 
 STATUSES = ("kept", "refused", "out_of_scope", "unclassified")
-YIELD_SCHEMA = {
-    "pool": pl.String,
-    "dataset": pl.String,
-    "track": pl.String,
-    "scoped_by": pl.String,
-    "upstream_rows": pl.Int64,
-    **{s: pl.Int64 for s in STATUSES},
-    "yield_pct": pl.Float64,
-}
+YIELD_SCHEMA = table_schema("mamabench_yield")
 
 
 def yield_table(accounting: pl.DataFrame) -> pl.DataFrame:

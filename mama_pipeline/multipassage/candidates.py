@@ -29,24 +29,11 @@ import polars as pl
 
 from mama_pipeline.corpus.boilerplate import boilerplate_reason
 from mama_pipeline.corpus.sampling import sample_source
+from mama_pipeline.store.table_schema import table_schema
 
 KINDS = ("section", "cross_source")
 DROP_REASONS = ("boilerplate", "no_other_source", "below_similarity", "duplicate_set")
-CANDIDATE_SCHEMA = {
-    "set_id": pl.String,
-    "kind": pl.String,  # section | cross_source
-    "size": pl.Int64,  # chunks the set needs (a set dropped as no_other_source holds fewer)
-    "chunk_ids": pl.List(pl.String),  # in order: the anchor first, then partners (section: bundle order)
-    "anchor_chunk_id": pl.String,
-    "source": pl.String,  # the anchor's source (its tier weights the sample)
-    "tier": pl.String,
-    "sources": pl.List(pl.String),  # source of each chunk, in chunk_ids order
-    "section": pl.String,  # the shared section path (section sets)
-    "min_similarity": pl.Float64,  # lowest partner cosine to the anchor (cross-source sets)
-    "status": pl.String,  # sampled | not_sampled | dropped
-    "drop_reason": pl.String,
-    "corpus_version": pl.String,
-}
+CANDIDATE_SCHEMA = table_schema("multipassage_candidates")
 
 
 def set_id(chunk_ids: list[str]) -> str:

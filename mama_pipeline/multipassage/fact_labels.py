@@ -14,17 +14,9 @@ import polars as pl
 from mama_pipeline.llm.client import LLMClient, LLMRequest, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.multipassage.multipassage_prompts import facts_stated_model, render_facts, render_passages
+from mama_pipeline.store.table_schema import table_schema
 
-FACT_LABEL_SCHEMA = {
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "required_piece": pl.Boolean,
-    "status": pl.String,  # labelled | failed
-    "failure_reason": pl.String,
-    "facts": pl.List(pl.Int64),  # numbers (from 1) of the question's facts the chunk states; null when failed
-    "judge_model": pl.String,
-    "prompt_hash": pl.String,
-}
+FACT_LABEL_SCHEMA = table_schema("multipassage_fact_labels")
 
 
 def fact_runs(

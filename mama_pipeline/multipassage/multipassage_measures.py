@@ -43,11 +43,6 @@ def track_measure_names(cutoffs: Sequence[int], alpha: float) -> list[str]:
     return names
 
 
-def binary_measure_names(cutoffs: Sequence[int]) -> set[str]:
-    """The track's 0/1 measures by definition: ``AllIn@k[pieces]`` per cutoff."""
-    return {f"AllIn@{k}{PIECES}" for k in cutoffs}
-
-
 def fact_qrels(questions: pl.DataFrame, fact_labels: pl.DataFrame) -> pl.DataFrame:
     """(query_id, doc_id, relevance 1, iteration = fact number) for every chunk stating each fact.
 

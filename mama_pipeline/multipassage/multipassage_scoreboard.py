@@ -18,22 +18,15 @@ import polars as pl
 from mama_pipeline.evaluation.judged_scoreboard import check_measures as check_named_measures
 from mama_pipeline.evaluation.per_query_scoring import evaluate
 from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan, zero_one_measures
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance
+from mama_pipeline.evaluation.significance import pairwise_significance
 from mama_pipeline.multipassage.multipassage_measures import fact_qrels, graded_qrels, track_measure_names, track_values
 from mama_pipeline.multipassage.settings import MultipassageSettings
+from mama_pipeline.store.table_schema import table_schema
 
-BOARD_SCHEMA = {
-    "tier": pl.String,
-    "retriever": pl.String,
-    "measure": pl.String,
-    "position": pl.Int64,
-    "track": pl.Boolean,
-    "mean": pl.Float64,
-    "n_queries": pl.Int64,
-}
-TRACK_SIGNIFICANCE_SCHEMA = {"tier": pl.String, **SIGNIFICANCE_SCHEMA}
+BOARD_SCHEMA = table_schema("multipassage_scoreboard")
+TRACK_SIGNIFICANCE_SCHEMA = table_schema("multipassage_significance")
 MIN_TIER_QUESTIONS = 2
 
 
@@ -139,7 +132,13 @@ def _significance(
             continue
         part = wanted.join(ids.select("query_id"), on="query_id", how="semi")
         sig = pairwise_significance(
-            part, mp.significance_measures, retrievers, n_resamples=ev.resamples, seed=ev.seed, confidence=ev.confidence
+            part,
+            mp.significance_measures,
+            retrievers,
+            n_resamples=ev.resamples,
+            seed=ev.seed,
+            confidence=ev.confidence,
+            binary_measures=zero_one_measures(mp.significance_measures),
         )
         frames.append(sig.select(pl.lit(tier).alias("tier"), pl.all()))
     return pl.concat(frames, how="vertical_relaxed").cast(TRACK_SIGNIFICANCE_SCHEMA)

@@ -37,6 +37,7 @@ from mama_pipeline.multipassage.multipassage_prompts import (
     writer_model,
 )
 from mama_pipeline.queries.rules import duplicate_key, normalise_query
+from mama_pipeline.store.table_schema import table_schema
 
 STATUSES = (
     "kept",
@@ -53,32 +54,7 @@ STATUSES = (
 )
 SET_ITEM = "set"
 FACT_ITEM = "fact"
-DECISION_SCHEMA = {
-    "set_id": pl.String,
-    "kind": pl.String,
-    "size": pl.Int64,
-    "chunk_ids": pl.List(pl.String),
-    "source": pl.String,
-    "tier": pl.String,
-    "status": pl.String,
-    "question": pl.String,
-    "raw_question": pl.String,
-    "words": pl.Int64,
-    "writer_reason": pl.String,
-    "facts": pl.List(pl.String),  # the facts a complete answer needs, passage by passage
-    "fact_chunk_ids": pl.List(pl.String),  # the chunk each fact was taken from, in facts order
-    "fact_verdicts": pl.List(pl.String),  # the verifier's stated / not_stated per fact, in facts order
-    "set_verdict": pl.String,
-    "alone_verdicts": pl.List(pl.String),  # one per chunk, in chunk_ids order
-    "missing": pl.String,
-    "error": pl.String,
-    "writer_model": pl.String,
-    "writer_prompt_hash": pl.String,
-    "verifier_model": pl.String,
-    "verifier_prompt_hash": pl.String,
-    "temperature": pl.Float64,
-    "corpus_version": pl.String,
-}
+DECISION_SCHEMA = table_schema("multipassage_decisions")
 WRITTEN_SCHEMA = {
     k: DECISION_SCHEMA[k]
     for k in (

@@ -11,28 +11,9 @@ from mama_pipeline.plan.planners import PLANNERS, Inputs, stage_bills
 from mama_pipeline.plan.stage_bounds import RawInputs
 from mama_pipeline.resources import LLMResource, SettingsResource
 from mama_pipeline.store import Store
+from mama_pipeline.store.table_schema import table_schema
 
-BILL_SCHEMA = {
-    "asset": pl.String,
-    "stage": pl.String,
-    "model": pl.String,
-    "requests": pl.Int64,
-    "cached": pl.Int64,
-    "to_send": pl.Int64,
-    "prompt_tokens": pl.Int64,
-    "tokens_counted_by": pl.String,
-    "max_tokens": pl.Int64,
-    "slots": pl.Int64,
-    "latency_s": pl.Float64,
-    "latency_from": pl.String,
-    "expected_s": pl.Float64,
-    "over_budget": pl.String,
-    "note": pl.String,
-    "bound": pl.Int64,
-    "bound_basis": pl.String,
-    "servers": pl.Int64,
-    "bound_s": pl.Float64,
-}
+BILL_SCHEMA = table_schema("llm_plan")
 
 
 def plan_bills(

@@ -9,9 +9,10 @@ prompt wrote it).
 """
 
 from mama_pipeline.common.id_registry import IdRegistry
+from mama_pipeline.store.table_schema import table_schema
 
 QUERY_IDS = IdRegistry("q_", "seed_chunk_id", "query id registry", "query id", "seed chunks")
 ID_RE = QUERY_IDS.pattern
-REGISTRY_SCHEMA = QUERY_IDS.schema
+REGISTRY_SCHEMA = table_schema("query_id_registry")
 format_query_id = QUERY_IDS.format
 assign_query_ids = QUERY_IDS.assign

@@ -22,25 +22,11 @@ from collections.abc import Sequence
 import polars as pl
 
 from mama_pipeline.llm.client import LLMResult
+from mama_pipeline.store.table_schema import table_schema
 
 STATUSES = ("kept", "not_answerable", "empty_query", "too_long", "duplicate_query", "llm_failed")
 
-DECISION_SCHEMA = {
-    "seed_chunk_id": pl.String,
-    "source": pl.String,
-    "tier": pl.String,
-    "status": pl.String,
-    "query_text": pl.String,
-    "raw_query": pl.String,
-    "words": pl.Int64,
-    "reason": pl.String,
-    "reasoning": pl.String,
-    "error": pl.String,
-    "model": pl.String,
-    "prompt_hash": pl.String,
-    "temperature": pl.Float64,
-    "corpus_version": pl.String,
-}
+DECISION_SCHEMA = table_schema("query_gate_decisions")
 
 
 def normalise_query(text: str) -> str:

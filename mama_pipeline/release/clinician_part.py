@@ -19,6 +19,7 @@ from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
 from mama_pipeline.clinician.clinician_page import annotators, markdown_section
 from mama_pipeline.clinician.synthetic import is_synthetic
 from mama_pipeline.common.held_out import configuration_split
+from mama_pipeline.judging.label_score import RUBRIC_LABEL
 from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.release.mamaretrieval import ReleaseError
 from mama_pipeline.store import Store
@@ -38,11 +39,7 @@ LAYOUT = {  # release -> (kind, file, columns)
             "annotations",
             "tie",
             "tied_on",
-            "d1_topic",
-            "d2_meaningful",
-            "d3_actionable",
-            "d4_density",
-            "score",
+            *RUBRIC_LABEL,
             "synthetic",
         ],
     ),

@@ -35,6 +35,7 @@ from typing import Any
 import polars as pl
 
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
+from mama_pipeline.judging.label_score import DIMENSIONS, GRADES
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.reference_audit import audit_title
@@ -71,10 +72,7 @@ REQUIRED = {
         "chunk_id",
         "judge_model",
         "prompt_hash",
-        "d1_topic",
-        "d2_meaningful",
-        "d3_actionable",
-        "d4_density",
+        *DIMENSIONS,
         "structural_violation",
         "score",
         "reasoning",
@@ -228,15 +226,14 @@ def _single_version(
 
 def _refuse_gated_dimensions(inp: MamaretrievalInputs) -> None:
     """Scoring stops at the D1 gate: a label with D1 false must leave D2..D4 null."""
-    dims = ["d2_meaningful", "d3_actionable", "d4_density"]
-    bad = inp.frame("judgments").filter(~pl.col("d1_topic") & pl.any_horizontal(pl.col(dims).is_not_null()))
+    bad = inp.frame("judgments").filter(~pl.col("d1_topic") & pl.any_horizontal(pl.col(GRADES).is_not_null()))
     count, rows = _refused_rows(bad)
     if count:
         first = rows.row(0, named=True)
         raise ReleaseError(
             f"release {NAME} {inp.version} refused: {count} label(s) set D2..D4 while D1 is false, first "
             f"(query_id={first['query_id']}, chunk_id={first['chunk_id']}: "
-            + ", ".join(f"{d}={first[d]}" for d in dims)
+            + ", ".join(f"{d}={first[d]}" for d in GRADES)
             + "); a label gated off by D1 has null D2..D4"
         )
 
@@ -304,7 +301,7 @@ def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.LazyFrame]:
         "data/judgments.parquet": judgments.select(
             pl.col("query_id", "chunk_id").cast(pl.String),
             pl.col("d1_topic").cast(pl.Boolean),
-            pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
+            pl.col(*GRADES, "score").cast(grade),
         ),
         "data/chunks.parquet": chunks.select(
             pl.col("chunk_id", "source").cast(pl.String),
@@ -316,7 +313,7 @@ def release_tables(inp: MamaretrievalInputs) -> dict[str, pl.LazyFrame]:
             pl.col("query_id", "chunk_id", "judge_model").cast(pl.String),
             pl.col("prompt_hash").cast(pl.String).alias("label_prompt_hash"),
             pl.col("d1_topic").cast(pl.Boolean),
-            pl.col("d2_meaningful", "d3_actionable", "d4_density").cast(grade),
+            pl.col(*GRADES).cast(grade),
             pl.col("structural_violation").cast(pl.Boolean),
             pl.col("score").cast(grade),
             pl.col("reasoning").cast(pl.String),

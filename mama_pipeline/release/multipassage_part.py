@@ -30,6 +30,7 @@ import polars as pl
 
 from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.common.markdown import VERBATIM, table
+from mama_pipeline.judging.label_score import GRADES
 from mama_pipeline.multipassage.failures import label_bounds, over_bound
 from mama_pipeline.multipassage.multipassage_measures import fact_qrels
 from mama_pipeline.multipassage.multipassage_prompts import (
@@ -211,7 +212,7 @@ def release_tables(t: TrackInputs) -> dict[str, pl.DataFrame]:
             pl.col("query_id", "chunk_id").cast(pl.String),
             pl.col("required_piece").cast(pl.Boolean),
             pl.col("d1_topic").cast(pl.Boolean),
-            pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(grade),
+            pl.col(*GRADES, "score").cast(grade),
         ).sort("query_id", "chunk_id"),
         f"{FOLDER}/fact_judgments.parquet": t.fact_labels.filter(pl.col("status") == "labelled")
         .select(

@@ -25,13 +25,13 @@ import polars as pl
 
 from mama_pipeline.common.held_out import HeldOutRule, configuration_split
 from mama_pipeline.common.markdown import table
+from mama_pipeline.judging.label_score import GRADES, RUBRIC_LABEL
 from mama_pipeline.release.beir_layout import triple_configs, triple_tables
 from mama_pipeline.release.configurations import ConfigurationPart
 from mama_pipeline.release.files import rows_of
 from mama_pipeline.release.mamaretrieval import RELEASE_ORDER, REQUIRED, MamaretrievalInputs, ReleaseError
 from mama_pipeline.release.sorted_tables import Source, StoredTable, columns_of
 from mama_pipeline.robustness.abbreviations import AbbreviationTable, load_table
-from mama_pipeline.robustness.labels import VERDICTS
 from mama_pipeline.robustness.rewrite_prompt import gate_template, rewrite_template
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
 from mama_pipeline.robustness.variants import SEPARATOR
@@ -41,7 +41,7 @@ from mama_pipeline.store import Store
 NAME = "robustness"
 FOLDER = "robustness"
 GRADE = pl.Int8
-LABEL_COLUMNS = ["variant_id", "chunk_id", *VERDICTS, "origin", "prompt_hash"]  # what the release reads of a label
+LABEL_COLUMNS = ["variant_id", "chunk_id", *RUBRIC_LABEL, "origin", "prompt_hash"]  # what the release reads of a label
 
 
 def robustness_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs) -> ConfigurationPart | None:
@@ -228,7 +228,7 @@ def _assemble(
             pl.col("variant_id").cast(pl.String).alias("query_id"),
             pl.col("chunk_id").cast(pl.String),
             pl.col("d1_topic").cast(pl.Boolean),
-            pl.col("d2_meaningful", "d3_actionable", "d4_density", "score").cast(GRADE),
+            pl.col(*GRADES, "score").cast(GRADE),
             pl.col("origin").cast(pl.String),
         ),
         f"{FOLDER}/rankings.parquet": rankings.select(

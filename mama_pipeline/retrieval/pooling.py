@@ -16,15 +16,9 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.common.slices import SLICE, id_slices
+from mama_pipeline.store.table_schema import table_schema
 
-POOL_SCHEMA = {
-    "query_id": pl.String,
-    "chunk_id": pl.String,
-    "retrievers": pl.List(pl.String),  # sorted; empty for a seed chunk no retriever returned
-    "best_rank": pl.Int32,  # null for such a seed-only pair
-    "is_seed": pl.Boolean,
-    "pool_size": pl.Int32,  # pairs of this query in the pool
-}
+POOL_SCHEMA = table_schema("pooled_pairs")
 
 
 def pool_pairs(

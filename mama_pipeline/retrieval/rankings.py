@@ -10,13 +10,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-RANKINGS_SCHEMA = {
-    "query_id": pl.String,
-    "retriever": pl.String,
-    "rank": pl.Int32,
-    "chunk_id": pl.String,
-    "score": pl.Float64,
-}
+from mama_pipeline.store.table_schema import table_schema
+
+RANKINGS_SCHEMA = table_schema("rankings")
 
 
 def order_rankings(hits: pl.DataFrame, retriever: str, k: int) -> pl.DataFrame:

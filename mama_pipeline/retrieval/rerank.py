@@ -23,10 +23,11 @@ import polars as pl
 
 from mama_pipeline.retrieval.embedding_cache import text_sha256
 from mama_pipeline.store import Store
+from mama_pipeline.store.table_schema import table_schema
 
 CACHE_TABLE = "rerank_cache"
 FAILURE_TABLE = "rerank_failures"
-PAIR_SCHEMA = {"query_sha256": pl.String, "text_sha256": pl.String, "score": pl.Float64, "n_tokens": pl.Int32}
+PAIR_SCHEMA = table_schema("rerank_cache", without=("model_key",))
 
 
 @dataclass

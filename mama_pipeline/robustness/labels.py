@@ -19,35 +19,21 @@ from collections.abc import Callable, Iterator
 
 import polars as pl
 
+from mama_pipeline.judging.label_score import RUBRIC_LABEL
+from mama_pipeline.store.table_schema import table_schema
+
 VARIANTS_PER_SLICE = 5_000  # ~400,000 label rows at a parent's ~80 labels
 PARENTS_PER_SLICE = 2_000  # parents (with all their variants) whose judgments are read at once
-VERDICTS = ["d1_topic", "d2_meaningful", "d3_actionable", "d4_density", "score"]
-NEED_COLUMNS = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]  # a judgment, as label_needs reads it
+NEED_COLUMNS = [
+    "query_id",
+    "chunk_id",
+    *RUBRIC_LABEL,
+    "judge_model",
+    "prompt_hash",
+]  # a judgment, as label_needs reads it
 RowsOf = Callable[[list[str]], pl.DataFrame]  # ids (of parents, or variants) -> their rows of a table (e.g. judgments)
-LABEL_SCHEMA = {
-    "variant_id": pl.String,
-    "parent_id": pl.String,
-    "kind": pl.String,
-    "chunk_id": pl.String,
-    "d1_topic": pl.Boolean,
-    "d2_meaningful": pl.Int8,
-    "d3_actionable": pl.Int8,
-    "d4_density": pl.Int8,
-    "score": pl.Int8,
-    "origin": pl.String,
-    "judge_model": pl.String,
-    "prompt_hash": pl.String,
-}
-HOLE_SCHEMA = {
-    "parent_id": pl.String,
-    "chunk_id": pl.String,
-    "best_rank": pl.Int32,
-    "sides": pl.String,
-    "kinds": pl.String,  # sides: clean, variant or clean,variant; kinds: the variants' kinds
-    "retrievers": pl.String,
-    "status": pl.String,  # judged | reused | failed | over_budget
-    "failure_reason": pl.String,
-}
+LABEL_SCHEMA = table_schema("variant_labels")
+HOLE_SCHEMA = table_schema("variant_holes")
 HOLE_PAIR_COLUMNS = ["parent_id", "chunk_id", "best_rank", "sides", "kinds", "retrievers"]  # a hole, before judging
 
 
@@ -170,7 +156,7 @@ def hole_outcomes(holes: pl.DataFrame, over_budget: pl.DataFrame, outcomes: pl.D
 
 def label_needs(judgments: pl.DataFrame, hole_labels: pl.DataFrame) -> pl.DataFrame:
     """One label per information need (parent_id, chunk_id): the parent's judgment (inherited), else the hole's."""
-    cols = ["query_id", "chunk_id", *VERDICTS, "judge_model", "prompt_hash"]
+    cols = ["query_id", "chunk_id", *RUBRIC_LABEL, "judge_model", "prompt_hash"]
     return (
         pl.concat(
             [

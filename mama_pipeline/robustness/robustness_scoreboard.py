@@ -35,38 +35,11 @@ from mama_pipeline.evaluation.runs import rankings_to_run
 from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.evaluation.significance import StatisticRefused, holm, paired_bootstrap_ci, paired_randomization_p
+from mama_pipeline.store.table_schema import table_schema
 
-BOARD_SCHEMA = {
-    "tier": pl.String,
-    "kind": pl.String,
-    "retriever": pl.String,
-    "measure": pl.String,
-    "n_queries": pl.Int64,
-    "clean_mean": pl.Float64,
-    "variant_mean": pl.Float64,
-    "drop": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "p_randomization": pl.Float64,
-    "p_holm": pl.Float64,
-    # label coverage of each side's top-k: mean Judged@k over the n_queries whose ranking on that side is not
-    # empty (clean_ranked, variant_ranked); coverage_differs: the two differ by more than the tolerance
-    "clean_judged": pl.Float64,
-    "variant_judged": pl.Float64,
-    "clean_ranked": pl.Int64,
-    "variant_ranked": pl.Int64,
-    "coverage_differs": pl.Boolean,
-    "refused": pl.String,  # why ci_* or p_randomization is null (too few pairs, no spread); null if none
-}
+BOARD_SCHEMA = table_schema("robustness_scoreboard")
 PARENT_SLICE = 2_000  # parents (with all their variants) scored at once
-PAIR_SCHEMA = {
-    "retriever": pl.String,
-    "parent_id": pl.String,
-    "kind": pl.String,
-    "measure": pl.String,
-    "clean": pl.Float64,
-    "variant": pl.Float64,
-}
+PAIR_SCHEMA = table_schema("robustness_per_query")
 
 
 LabelsOf = Callable[[list[str]], pl.DataFrame]  # parent ids -> their variants' label rows

@@ -22,25 +22,10 @@ from mama_pipeline.robustness.abbreviations import AbbreviationTable
 from mama_pipeline.robustness.noise import add_noise, variant_seed
 from mama_pipeline.robustness.rewrite_prompt import gate_model, gate_template, rewrite_model, rewrite_template
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
+from mama_pipeline.store.table_schema import table_schema
 
 SEPARATOR = "~"
-DECISION_SCHEMA = {
-    "variant_id": pl.String,
-    "parent_id": pl.String,
-    "kind": pl.String,
-    "method": pl.String,
-    "status": pl.String,  # kept | identical_to_parent | rewrite_failed | empty_rewrite | too_long | gate_failed | gate_rejected
-    "gate": pl.String,  # passed | rejected | failed | null (deterministic kinds, or never gated)
-    "variant_text": pl.String,
-    "reason": pl.String,
-    "error": pl.String,
-    "seed": pl.Int64,
-    "recipe": pl.String,
-    "model": pl.String,
-    "prompt_hash": pl.String,
-    "gate_model": pl.String,
-    "gate_prompt_hash": pl.String,
-}
+DECISION_SCHEMA = table_schema("variant_decisions")
 VARIANT_COLUMNS = [
     "variant_id",
     "parent_id",

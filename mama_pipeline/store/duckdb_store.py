@@ -25,9 +25,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from mama_pipeline.common.project_files import project_file
+from mama_pipeline.common.sql_contracts import contract_files
 
-SQL_DIR = project_file("sql")
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
 BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
@@ -71,8 +70,17 @@ def hold_open(path: str | os.PathLike[str]) -> Iterator[None]:
             _held.pop(key).close()
 
 
-def ddl_path(table: str) -> Path:
-    return SQL_DIR / "tables" / f"{table}.sql"
+def ddl_path(table: str) -> Path | None:
+    """``sql/tables/<area>/<table>.sql``; None for a table without DDL."""
+    return contract_files().get(table)
+
+
+def table_ddl(table: str) -> str:
+    """The DDL of a table that must have one; a KeyError names a table without."""
+    ddl = ddl_path(table)
+    if ddl is None:
+        raise KeyError(f"table {table!r} has no DDL under sql/tables/<area>/")
+    return ddl.read_text()
 
 
 class DuplicateKeyError(ValueError):
@@ -80,14 +88,14 @@ class DuplicateKeyError(ValueError):
 
 
 def declared_key(table: str) -> list[str]:
-    """The key columns of a ``-- key: a, b`` line in ``sql/tables/<table>.sql``; none without DDL or line.
+    """The key columns of a ``-- key: a, b`` line in the table's DDL; none without DDL or line.
 
     Such a key stands for a PRIMARY KEY the table cannot afford: DuckDB holds a key's index of every row a
     transaction inserts in memory until it commits and, under a memory limit, fails rather than spill. The
     store checks it once a write's rows are in, in the write's transaction (:func:`check_key`); the DDL makes
     its columns NOT NULL."""
     ddl = ddl_path(table)
-    line = KEY_LINE.search(ddl.read_text()) if ddl.exists() else None
+    line = KEY_LINE.search(ddl.read_text()) if ddl is not None else None
     return [c.strip() for c in line.group(1).split(",")] if line else []
 
 
@@ -150,10 +158,10 @@ class Store:
                 con.close()
 
     def ensure_tables(self, *tables: str) -> None:
-        """Create tables from their DDL in ``sql/tables`` when missing."""
+        """Create tables from their DDL when missing."""
         with self.connect(write=True) as con:
             for table in tables:
-                con.execute(ddl_path(table).read_text())
+                con.execute(table_ddl(table))
 
     def table_exists(self, table: str) -> bool:
         with self.connect() as con:
@@ -176,7 +184,7 @@ class Store:
         ``df`` may be slices (at least one, of one schema): each is inserted by its own statement, in order, in the
         one transaction, so memory grows with a slice (DuckDB held every slice's arrow rows until the end of one
         statement streaming them all); a slice may read the store (the committed data, through the write
-        connection). When ``sql/tables/<table>.sql`` exists the table is created from it and rows are
+        connection). When the table has DDL (``sql/tables/<area>/<table>.sql``) it is created from it and rows are
         inserted by column name, so the DDL is the enforced contract; a key it declares (:func:`declared_key`) is
         checked once every row is in, the write under :data:`BOUNDED` (a duplicate raises
         :class:`DuplicateKeyError` and nothing is written).
@@ -231,12 +239,12 @@ class Store:
 
     def replace_from_query(self, table: str, select_sql: str, params: list | None = None) -> int:
         """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
-        the rows never pass through Python. Like :meth:`write_table`, a table with ``sql/tables/<table>.sql`` is
+        the rows never pass through Python. Like :meth:`write_table`, a table with DDL is
         created from it and filled by column name (a key it declares checked); rows are stored in the query's
         order, DuckDB's memory bounded (:data:`BOUNDED`). Returns the rows written."""
         with self.connect(write=True, settings=BOUNDED) as con:
             ddl = ddl_path(table)
-            if not ddl.exists():
+            if ddl is None:
                 con.execute(f'CREATE OR REPLACE TABLE "{table}" AS {select_sql}', params or [])
                 return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
             con.execute(f'DROP TABLE IF EXISTS "{table}"')
@@ -263,7 +271,7 @@ def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) 
     """Clear what a write replaces (the table, or its partition), creating the table from its DDL when missing;
     False when the table is still to create from the written rows (no DDL, and no partitioned table to add to)."""
     ddl = ddl_path(table)
-    if ddl.exists():
+    if ddl is not None:
         if partition is None:
             con.execute(f'DROP TABLE IF EXISTS "{table}"')
         con.execute(ddl.read_text())

@@ -13,29 +13,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from mama_pipeline.store import Store
-from mama_pipeline.store.duckdb_store import ddl_path
+from mama_pipeline.store.duckdb_store import table_ddl
+from mama_pipeline.store.table_schema import table_schema
 
 TABLE = "submissions"
 PER_QUERY = "submission_per_query"
 TRACKS = "submission_tracks"
-PER_QUERY_SCHEMA = {
-    "submission_id": pl.String,
-    "track": pl.String,
-    "query_id": pl.String,
-    "measure": pl.String,
-    "value": pl.Float64,
-}
-TRACKS_SCHEMA = {
-    "submission_id": pl.String,
-    "track": pl.String,
-    "n_items": pl.Int64,
-    "n_scored": pl.Int64,
-    "n_unanswered": pl.Int64,
-    "n_invalid": pl.Int64,
-    "n_grade_failed": pl.Int64,
-    "n_holes_judged": pl.Int64,
-    "refused": pl.String,
-}
+PER_QUERY_SCHEMA = table_schema("submission_per_query")
+TRACKS_SCHEMA = table_schema("submission_tracks")
 
 
 @dataclass(frozen=True)
@@ -67,7 +52,7 @@ def find(store: Store, submission_id: str) -> Submission | None:
 def add(store: Store, submission: Submission) -> bool:
     """Insert the row unless the id is stored already (the first record is kept); True when inserted."""
     with store.connect(write=True) as con:
-        con.execute(ddl_path(TABLE).read_text())
+        con.execute(table_ddl(TABLE))
         before = con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
         con.execute(
             f"INSERT OR IGNORE INTO {TABLE} VALUES ({', '.join('?' * 10)})",
@@ -80,7 +65,7 @@ def write_scores(store: Store, submission_id: str, per_query: pl.DataFrame, trac
     """Replace the submission's rows of both score tables in one transaction."""
     with store.connect(write=True) as con:
         for table, frame, schema in ((PER_QUERY, per_query, PER_QUERY_SCHEMA), (TRACKS, tracks, TRACKS_SCHEMA)):
-            con.execute(ddl_path(table).read_text())
+            con.execute(table_ddl(table))
             con.execute(f"DELETE FROM {table} WHERE submission_id = ?", [submission_id])
             con.register("_incoming", frame.select([pl.col(c).cast(t) for c, t in schema.items()]).to_arrow())
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")

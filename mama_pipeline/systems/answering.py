@@ -15,22 +15,11 @@ import polars as pl
 
 from mama_pipeline.llm.client import FreeText, LLMRequest, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.store.table_schema import table_schema
 from mama_pipeline.systems.settings import SystemSettings
 from mama_pipeline.systems.systems_prompts import CONTEXT_BLOCK, LETTERS, LetterAnswer, answer_template
 
-ANSWERS_SCHEMA = {
-    "system": pl.String,
-    "item_id": pl.String,
-    "track": pl.String,
-    "status": pl.String,
-    "answer": pl.String,
-    "raw_text": pl.String,
-    "chunk_ids": pl.List(pl.String),
-    "prompt_id": pl.String,
-    "prompt_hash": pl.String,
-    "cache_key": pl.String,
-    "error": pl.String,
-}
+ANSWERS_SCHEMA = table_schema("system_answers")
 CONTEXT_SCHEMA = {"item_id": pl.String, "rank": pl.Int64, "chunk_id": pl.String, "text": pl.String}
 
 

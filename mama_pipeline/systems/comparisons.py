@@ -19,16 +19,10 @@ from collections.abc import Collection
 
 import polars as pl
 
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, holm, pairwise_significance
+from mama_pipeline.evaluation.significance import holm, pairwise_significance
+from mama_pipeline.store.table_schema import table_schema
 
-COMPARISON_SCHEMA = {
-    "track": pl.String,
-    "segment": pl.String,
-    "comparison": pl.String,
-    "system_a": pl.String,
-    "system_b": pl.String,
-    **{k: v for k, v in SIGNIFICANCE_SCHEMA.items() if k not in ("retriever_a", "retriever_b")},
-}
+COMPARISON_SCHEMA = table_schema("system_comparisons")
 MIN_ITEMS = 2  # a paired test needs at least two items scored for both systems
 MEASURE_OF_TRACK = {"mcq": "correct", "short_answer": "grade", "rubric": "example score"}
 BINARY_MEASURES = {"correct"}  # exact McNemar: mcq correctness only

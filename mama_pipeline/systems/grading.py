@@ -29,6 +29,7 @@ import polars as pl
 from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, render_conversation
 from mama_pipeline.calibration.rubric_score import rubric_score
 from mama_pipeline.llm.client import LLMRequest, RunReport
+from mama_pipeline.store.table_schema import table_schema
 from mama_pipeline.systems.systems_prompts import (
     LETTERS,
     SHORT_ANSWER_GRADER_PROMPT,
@@ -38,24 +39,7 @@ from mama_pipeline.systems.systems_prompts import (
 
 GRADED, ANSWER_FAILED, GRADE_FAILED = "graded", "answer_failed", "grade_failed"
 PARSE_FAILED = "parse_failed"  # the LLM client's status of an answer it received and could not use
-GRADES_SCHEMA = {
-    "system": pl.String,
-    "item_id": pl.String,
-    "track": pl.String,
-    "pool": pl.String,
-    "category": pl.String,
-    "status": pl.String,
-    "score": pl.Float64,
-    "correct": pl.Boolean,
-    "invalid": pl.Boolean,
-    "grade": pl.String,
-    "achieved_points": pl.Float64,
-    "possible_points": pl.Float64,
-    "grader_reasoning": pl.String,
-    "criteria": pl.String,
-    "grader_prompt_hash": pl.String,
-    "error": pl.String,
-}
+GRADES_SCHEMA = table_schema("system_grades", without=("grader",))
 CRITERION_SEP = "#"
 
 

@@ -12,16 +12,11 @@ import json
 
 import polars as pl
 
+from mama_pipeline.store.table_schema import table_schema
+
 TRACK_OF_SET_TYPE = {"mcq": "mcq", "open_ended": "short_answer", "open_ended_rubric": "rubric"}
 PRESCOPED = "PRESCOPED"
-ITEMS_SCHEMA = {
-    "item_id": pl.String,
-    "track": pl.String,
-    "pool": pl.String,
-    "category": pl.String,
-    "item_json": pl.String,
-    "n_criteria": pl.Int64,
-}
+ITEMS_SCHEMA = table_schema("systems_items")
 
 
 def benchmark_items(items: pl.DataFrame) -> pl.DataFrame:

@@ -22,32 +22,10 @@ import numpy as np
 import polars as pl
 
 from mama_pipeline.evaluation.significance import StatisticRefused, bootstrap_mean_ci
+from mama_pipeline.store.table_schema import table_schema
 from mama_pipeline.systems.grading import ANSWER_FAILED, GRADE_FAILED, GRADED
 
-SCOREBOARD_SCHEMA = {
-    "system": pl.String,
-    "track": pl.String,
-    "segment_kind": pl.String,
-    "segment": pl.String,
-    "n_items": pl.Int64,
-    "n_scored": pl.Int64,
-    "n_unanswered": pl.Int64,
-    "n_grade_failed": pl.Int64,
-    "n_invalid": pl.Int64,
-    "mean": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "mean_answered": pl.Float64,
-    "mean_unanswered_as_0": pl.Float64,
-    "healthbench_score": pl.Float64,
-    "refused": pl.String,
-    "interval_refused": pl.String,
-    "grader_rows": pl.Int64,
-    "grader_macro_f1": pl.Float64,
-    "grader_balanced_accuracy": pl.Float64,
-    "grader_agree_on_met": pl.Float64,
-    "grader_agree_on_not_met": pl.Float64,
-}
+SCOREBOARD_SCHEMA = table_schema("system_scoreboard")
 MEASURE_OF_TRACK = {"mcq": "accuracy", "short_answer": "mean grade", "rubric": "mean example score"}
 GRADER_FIGURES = ("rows", "macro_f1", "balanced_accuracy", "agree_on_met", "agree_on_not_met")
 

@@ -4,7 +4,7 @@ import polars as pl
 
 
 def as_judging_table(labels: pl.DataFrame) -> pl.DataFrame:
-    """(query_id, chunk_id, score) with the judging group's columns (sql/tables/judgments.sql)."""
+    """(query_id, chunk_id, score) with the judging group's columns (sql/tables/judging/judgments.sql)."""
     return labels.with_columns(
         pl.lit(False).alias("reused"),
         pl.lit("fake-judge").alias("judge_model"),

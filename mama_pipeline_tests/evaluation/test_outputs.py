@@ -28,7 +28,9 @@ def evaluated():
     tiers = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "tier": ["high", "low", "high"]})
     ev = evaluate(run, qrels, ["q1", "q2", "q3"], mamaretrieval_plan([1, 3], 3, 5), ["a", "b"])
     board = scoreboard(ev, qrels, tiers)
-    sig = pairwise_significance(ev.per_query, ["Success(rel=3)@1", "nDCG@3"], ["a", "b"], n_resamples=200)
+    sig = pairwise_significance(
+        ev.per_query, ["Success(rel=3)@1", "nDCG@3"], ["a", "b"], n_resamples=200, binary_measures={"Success(rel=3)@1"}
+    )
     return run, qrels, ev, board, sig
 
 

@@ -27,7 +27,9 @@ def graded():
     tiers = pl.DataFrame({"query_id": QUERIES, "tier": ["high", "low"] * 6})
     sources = pl.DataFrame({"query_id": QUERIES, "source": ["who"] * 8 + ["msf"] * 4})
     board = scoreboard(ev, qrels, tiers)
-    sig = pairwise_significance(ev.per_query, ["Success(rel=3)@1", "nDCG@3"], ["a", "b"], n_resamples=200)
+    sig = pairwise_significance(
+        ev.per_query, ["Success(rel=3)@1", "nDCG@3"], ["a", "b"], n_resamples=200, binary_measures={"Success(rel=3)@1"}
+    )
     return run, qrels, ev, board, sig, tiers, sources
 
 
@@ -145,7 +147,9 @@ def test_binary_qrels_state_each_cut_once(tmp_path):
     qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "doc_id": ["d1", "d2", "d3"], "relevance": [1, 1, 0]})
     ev = evaluate(run, qrels, ["q1", "q2", "q3"], beir_plan([1, 10]), ["a", "b"])
     board = scoreboard(ev, qrels)
-    sig = pairwise_significance(ev.per_query, ["Success@10"], ["a", "b"], n_resamples=200)
+    sig = pairwise_significance(
+        ev.per_query, ["Success@10"], ["a", "b"], n_resamples=200, binary_measures={"Success@10"}
+    )
     html = write_report(
         ReportInputs(title="beir", board=board, significance=sig, headline="Success@10", per_query=ev.per_query),
         tmp_path / "r",

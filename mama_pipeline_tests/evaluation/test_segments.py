@@ -92,7 +92,11 @@ def test_segment_means_counts_and_tests_only_where_enough_queries(tmp_path):
     # a segment's test is the ordinary paired test on that segment's queries
     s1_ids = queries.filter(pl.col("source") == "s1").select("query_id")
     direct = pairwise_significance(
-        ev.per_query.join(s1_ids, on="query_id"), ["Success@1", "RR"], ["good", "weak"], n_resamples=500
+        ev.per_query.join(s1_ids, on="query_id"),
+        ["Success@1", "RR"],
+        ["good", "weak"],
+        n_resamples=500,
+        binary_measures={"Success@1"},
     )
     mine = result.significance.filter((pl.col("dimension") == "source") & (pl.col("segment") == "s1"))
     assert mine.drop("dimension", "segment").equals(direct)

@@ -103,7 +103,9 @@ def test_pairwise_significance_records_refusals_and_keeps_the_rest():
     per_query = pl.DataFrame(
         {"retriever": ["a", "b"], "query_id": ["q1", "q1"], "measure": ["hit", "hit"], "value": [1.0, 0.0]}
     )
-    row = pairwise_significance(per_query, ["hit"], ["a", "b"], n_resamples=100).row(0, named=True)
+    row = pairwise_significance(per_query, ["hit"], ["a", "b"], n_resamples=100, binary_measures={"hit"}).row(
+        0, named=True
+    )
     assert (row["n_queries"], row["diff"], row["ci_low"], row["p_randomization"], row["p_randomization_holm"]) == (
         1,
         1.0,
@@ -183,7 +185,9 @@ def test_pairwise_table_covers_every_pair_and_applies_holm():
             for name, h in hits.items()
         ]
     )
-    table = pairwise_significance(per_query, ["Success@5", "RR"], ["a", "b", "c"], n_resamples=1000, seed=1)
+    table = pairwise_significance(
+        per_query, ["Success@5", "RR"], ["a", "b", "c"], n_resamples=1000, seed=1, binary_measures={"Success@5"}
+    )
     assert table.height == 6
     assert table.filter(pl.col("measure") == "Success@5").select("retriever_a", "retriever_b").rows() == [
         ("a", "b"),
@@ -205,7 +209,7 @@ def test_missing_queries_are_an_error():
         {"retriever": ["a", "a", "b"], "query_id": ["q1", "q2", "q1"], "measure": "RR", "value": [1.0, 0.5, 1.0]}
     )
     with pytest.raises(ValueError, match="same queries"):
-        pairwise_significance(per_query, ["RR"], ["a", "b"], n_resamples=100)
+        pairwise_significance(per_query, ["RR"], ["a", "b"], n_resamples=100, binary_measures=set())
 
 
 def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbatched_statistics(monkeypatch):

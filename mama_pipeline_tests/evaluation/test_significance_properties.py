@@ -126,7 +126,9 @@ def test_pairwise_significance_never_crashes_and_says_why_a_figure_is_missing(pa
         schema={"retriever": pl.String, "query_id": pl.String, "measure": pl.String, "value": pl.Float64},
     )
     try:
-        table = pairwise_significance(per_query, ["m"], ["a", "b"], n_resamples=99)
+        table = pairwise_significance(
+            per_query, ["m"], ["a", "b"], n_resamples=99, binary_measures={"m"} if binary else set()
+        )
     except ValueError as error:  # no values at all is an input error with its own message, not a statistic
         assert a.size == 0 and "no per-query values" in str(error)
         return

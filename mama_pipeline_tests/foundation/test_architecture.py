@@ -311,3 +311,33 @@ def test_only_the_root_definitions_read_the_settings_at_import():
                 if name == "load_settings":
                     found.append(module)
     assert found == ["mama_pipeline.definitions"]
+
+
+def _writing_area(asset_def) -> str:
+    """The area folder of the module that defines an asset (its op's function)."""
+    fn = asset_def.op.compute_fn
+    return getattr(fn, "decorated_fn", fn).__module__.split(".")[1]
+
+
+def test_every_ddl_file_sits_under_the_area_that_writes_its_table():
+    """``sql/tables/<area>/<table>.sql``: an asset's table under its defining module's area; a table no asset is
+    named for (caches, logs, registries, submissions' records) under the area whose module names it."""
+    from mama_pipeline.common.sql_contracts import contract_files
+    from mama_pipeline.definitions import defs
+
+    stray = [p.relative_to(ROOT) for p in (ROOT / "sql").rglob("*.sql") if p.parent.parent != ROOT / "sql" / "tables"]
+    assert not stray, f"DDL files outside sql/tables/<area>/: {stray}"
+    writers = {
+        key.path[-1]: _writing_area(a) for a in defs.get_repository_def().assets_defs_by_key.values() for key in a.keys
+    }
+    misplaced = []
+    for table, path in contract_files().items():
+        area = path.parent.name
+        if table in writers:
+            ok = writers[table] == area
+        else:
+            folder = PACKAGE / area
+            ok = folder.is_dir() and any(re.search(rf"[\"']{table}[\"']", p.read_text()) for p in folder.glob("*.py"))
+        if not ok:
+            misplaced.append(f"{path.relative_to(ROOT)}: written by {writers.get(table, 'no module of ' + area)}")
+    assert not misplaced, "\n".join(misplaced)

@@ -80,7 +80,7 @@ def test_sliced_rows_meet_the_ddl_like_one_frame(store):
 
 
 def _labels(*keys: tuple[str, str]) -> pl.DataFrame:
-    """variant_labels rows (sql/tables/variant_labels.sql) of the given (variant_id, chunk_id) keys."""
+    """variant_labels rows (sql/tables/robustness/variant_labels.sql) of the given (variant_id, chunk_id) keys."""
     return pl.DataFrame(
         [
             {

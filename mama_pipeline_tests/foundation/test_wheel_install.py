@@ -32,7 +32,7 @@ store.ensure_tables("judgments")
 print(json.dumps({
     "package": mama_pipeline.__file__, "prefix": sys.prefix, "ddl": str(ddl_path("judgments")),
     "dagster_yaml": str(REPO_DAGSTER_YAML), "run_config": str(cli.RUN_CONFIG),
-    "sql_files": len(list(project_file("sql", "tables").glob("*.sql"))),
+    "sql_files": len(list(project_file("sql", "tables").glob("*/*.sql"))),
     "assets": len(defs.resolve_asset_graph().get_all_asset_keys()),
     "columns": store.query("SELECT column_name FROM information_schema.columns WHERE table_name = 'judgments' "
                            "ORDER BY ordinal_position")["column_name"].to_list(),
@@ -113,10 +113,10 @@ def test_the_wheel_outside_the_checkout_loads_its_definitions_and_table_contract
     for key in ("package", "ddl", "dagster_yaml", "run_config"):
         assert Path(got[key]).resolve().is_relative_to(installed), (key, got[key])
     assert Path(got["prefix"]).resolve() == env_dir.resolve()
-    assert got["sql_files"] == len(list((REPO / "sql" / "tables").glob("*.sql")))
+    assert got["sql_files"] == len(list((REPO / "sql" / "tables").glob("*/*.sql")))
     assert got["assets"] == len(json.loads(SNAPSHOT.read_text())["assets"])
     expected = duckdb.connect()
-    expected.execute((REPO / "sql" / "tables" / "judgments.sql").read_text())
+    expected.execute((REPO / "sql" / "tables" / "judging" / "judgments.sql").read_text())
     columns = [
         r[0]
         for r in expected.execute(

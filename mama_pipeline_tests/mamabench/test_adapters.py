@@ -9,14 +9,14 @@ import pytest
 
 from mama_pipeline.mamabench.adapters import adapt_pool
 from mama_pipeline.mamabench.schema import CanonicalItem
-from mama_pipeline.mamabench.sources import RAW_SCHEMA
+from mama_pipeline.store.table_schema import table_schema
 from mama_pipeline_tests.mamabench.helpers import SETTINGS, adapted, raw, status_counts
 
 
 def frame(records: list[dict], origin: str = "hand.jsonl") -> pl.DataFrame:
     return pl.DataFrame(
         [(origin, i, None, json.dumps(r), "0" * 64, None) for i, r in enumerate(records)],
-        schema=RAW_SCHEMA,
+        schema=table_schema("mamabench_raw_medmcqa"),  # every pool's raw table has this shape
         orient="row",
     )
 

@@ -4,7 +4,7 @@ CREATE TABLE IF NOT EXISTS unjudged_estimate (
     cut                            VARCHAR NOT NULL,   -- lenient | strict
     threshold                      BIGINT NOT NULL,
     pooled_pairs                   BIGINT NOT NULL,
-    labelled_pairs                 BIGINT NOT NULL,
+    labelled_pairs                 BIGINT NOT NULL,  -- chosen by the rounds or the sample, with a label
     unjudged_pairs                 BIGINT NOT NULL,    -- never asked
     failed_pairs                   BIGINT NOT NULL,    -- asked, no label
     sample_pairs                   BIGINT NOT NULL,    -- remainder sample pairs with a label

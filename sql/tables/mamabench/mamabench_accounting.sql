@@ -5,7 +5,7 @@ CREATE TABLE IF NOT EXISTS mamabench_accounting (
     upstream_index    BIGINT  NOT NULL,
     upstream_id       VARCHAR,
     item_id           VARCHAR NOT NULL,
-    status            VARCHAR NOT NULL,
+    status            VARCHAR NOT NULL,  -- kept | refused | out_of_scope | unclassified
     reason            VARCHAR,
     detail            VARCHAR,
     in_prescope       BOOLEAN,

@@ -7,7 +7,7 @@ CREATE TABLE IF NOT EXISTS multipassage_candidates (
     anchor_chunk_id  VARCHAR NOT NULL,
     source           VARCHAR NOT NULL,   -- the anchor's source; its tier weights the sample
     tier             VARCHAR NOT NULL,
-    sources          VARCHAR[] NOT NULL,
+    sources          VARCHAR[] NOT NULL,  -- source of each chunk, in chunk_ids order
     section          VARCHAR,            -- shared section path (section sets)
     min_similarity   DOUBLE,             -- lowest partner cosine to the anchor (cross-source sets)
     status           VARCHAR NOT NULL,   -- sampled | not_sampled | dropped
