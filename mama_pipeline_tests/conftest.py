@@ -1,4 +1,9 @@
-"""Shared fixtures: a fake OpenAI-compatible server, a store and a client factory."""
+"""Shared fixtures: a fake OpenAI-compatible server, a store, a client factory and one demo run per test run.
+
+Under pytest-xdist (scripts/test.sh: -n auto --dist loadgroup) every worker process has its own session, so a
+session fixture is built once per worker that asks for it. The tests of a build made once per run (``SHARED``) are
+kept on one worker: every test that uses it is put in its xdist group here.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,33 @@ import pytest
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
+from mama_pipeline_tests.support.demo_store import DemoStore, build_demo_store
 from mama_pipeline_tests.support.fake_llm_server import ServerHandle, running_server
 
 os.environ.setdefault("DAGSTER_HOME", "")  # set per test where a Dagster instance is needed
 # tests set their own configuration and data folder; a developer's exported ones must not reach them
 for _name in ("MAMA_CONFIG", "MAMA_DATA_DIR"):
     os.environ.pop(_name, None)
+
+
+# fixture -> the xdist group of the tests using it (one worker builds it and runs them all)
+SHARED = {"demo_store": "demo_store", "label_studio": "label_studio"}
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's own hook
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of a shared build with its xdist group, and under --dist loadgroup give every grouped test the
+    ``@group`` node id suffix its worker is chosen by: pytest-xdist 3.8 writes that suffix to ``item._nodeid``, which
+    pytest 9.2's structured node ids no longer read, so it groups nothing (pytest-dev/pytest-xdist#1386)."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        for fixture in sorted(SHARED.keys() & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.xdist_group(SHARED[fixture]))
+        groups = sorted({str(m.args[0] if m.args else m.kwargs["name"]) for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(groups)
+        if getattr(config.option, "loadgroup", False) and groups and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
 
 
 @pytest.fixture(scope="session")
@@ -44,3 +70,10 @@ def make_client(store: Store, fake_llm: ServerHandle) -> Callable[..., LLMClient
         )
 
     return make
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory, fake_llm: ServerHandle) -> DemoStore:
+    """One ``mama-pipeline demo`` (support/demo_store.py) on this session's fake server, for the tests that read
+    its store, releases or Dagster instance; a test that would change it works on a copy."""
+    return build_demo_store(tmp_path_factory.mktemp("demo_store"), fake_llm.url)

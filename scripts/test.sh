@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run the whole test suite.
+# Set up (if needed) and run the test suite, or the tests named in the arguments (a folder, a file, -k ...).
+# The tests run on every core (pytest-xdist, -n auto; -n 0 after them runs them in this process). --dist loadgroup
+# keeps the tests marked with one xdist_group on one worker: those share a build made once per run (conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -21,6 +23,10 @@ if ! command -v pdflatex >/dev/null 2>&1 || ! kpsewhich booktabs.sty >/dev/null 
   fi
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# One BLAS/OpenMP thread per process (torch, numpy; the servers and dask workers tests start inherit it): the
+# workers already fill the cores, and on a busy 2-core machine a torch process with two threads ran small
+# matrix products 5-13x slower than with one (its threads wait for each other while the other is descheduled).
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # the tests choose their own configuration and data folders: a developer's exported ones must not leak in
 unset MAMA_CONFIG MAMA_DATA_DIR
-exec .venv/bin/pytest -q "$@"
+exec .venv/bin/pytest -q -n auto --dist loadgroup "$@"

@@ -19,6 +19,8 @@ from mama_pipeline_tests.support.processes import default_signals, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "label_studio.sh"
+VENV = REPO / ".label-studio-venv"
+VERSION_FILE = VENV / "lib" / "python3.11" / "site-packages" / "label_studio" / "core" / "version_.py"
 START_TIMEOUT_S = 900  # a fresh machine installs Label Studio first (about a minute here, more on a cold cache)
 
 

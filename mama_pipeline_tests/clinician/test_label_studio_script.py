@@ -1,21 +1,19 @@
-"""scripts/label_studio.sh on a server of its own: nothing reported outside, Label Studio's own version kept,
-annotator accounts added while sign-up is disabled, and stop (the last test: it ends the server)."""
+"""scripts/label_studio.sh on the test run's Label Studio server (clinician/conftest.py): nothing reported outside,
+Label Studio's own version kept, annotator accounts added while sign-up is disabled, and stop (run after every other
+test of the server: it ends it)."""
 
 import json
 import re
 import secrets
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from mama_pipeline_tests.clinician.label_studio_server import REPO, SCRIPT, Server, login, running_label_studio
+from mama_pipeline_tests.clinician.label_studio_server import SCRIPT, VENV, VERSION_FILE, Server, login
 
 pytestmark = pytest.mark.slow
-VENV = REPO / ".label-studio-venv"
-VERSION_FILE = VENV / "lib" / "python3.11" / "site-packages" / "label_studio" / "core" / "version_.py"
 NOTHING_OUT = {  # Label Studio 1.23 reads LABEL_STUDIO_<NAME> before <NAME>
     "LABEL_STUDIO_SENTRY_DSN": "",
     "LABEL_STUDIO_FRONTEND_SENTRY_DSN": "",
@@ -24,20 +22,12 @@ NOTHING_OUT = {  # Label Studio 1.23 reads LABEL_STUDIO_<NAME> before <NAME>
 }
 
 
-@pytest.fixture(scope="module")
-def started(tmp_path_factory) -> Iterator[tuple[Server, int]]:
-    """(server, version_.py's modification time before the start)."""
-    before = VERSION_FILE.stat().st_mtime_ns
-    with running_label_studio(tmp_path_factory.mktemp("script")) as server:
-        yield server, before
-
-
 def _script(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_started_server_sends_no_error_reports_or_analytics(started):
-    server, _ = started
+def test_started_server_sends_no_error_reports_or_analytics(label_studio: Server):
+    server = label_studio
     raw = Path(f"/proc/{server.process.pid}/environ").read_bytes().decode()
     environ = dict(kv.split("=", 1) for kv in raw.split("\0") if kv)
     assert {k: environ.get(k) for k in NOTHING_OUT} == NOTHING_OUT
@@ -52,8 +42,8 @@ def test_started_server_sends_no_error_reports_or_analytics(started):
     assert not re.search(r"<script[^>]*src=[^>]*(sentry|googletagmanager)", projects)
 
 
-def test_label_studio_keeps_its_own_version(started):
-    server, before = started
+def test_label_studio_keeps_its_own_version(label_studio: Server, version_before_start: int | None):
+    server, before = label_studio, version_before_start
     backend = httpx.get(f"{server.url}/api/version").json()["label-studio-os-backend"]
     around = VENV.resolve().parent  # the repository git would find above Label Studio's package
     known = subprocess.run(
@@ -63,8 +53,8 @@ def test_label_studio_keeps_its_own_version(started):
     assert VERSION_FILE.stat().st_mtime_ns == before  # start-up left Label Studio's version_.py alone
 
 
-def test_add_user_makes_an_annotator_account_while_signup_is_disabled(started):
-    server, _ = started
+def test_add_user_makes_an_annotator_account_while_signup_is_disabled(label_studio: Server):
+    server = label_studio
     signup = httpx.get(f"{server.url}/user/signup/")  # no sign-up without an invitation link
     assert signup.status_code != 200 or "id_password" not in signup.text
     password = secrets.token_urlsafe(12)
@@ -80,8 +70,9 @@ def test_add_user_makes_an_annotator_account_while_signup_is_disabled(started):
     assert again.returncode == 1 and "already has an account" in again.stderr
 
 
-def test_stop_ends_the_server_of_the_data_dir(started):
-    server, _ = started
+@pytest.mark.stops_label_studio
+def test_stop_ends_the_server_of_the_data_dir(label_studio: Server):
+    server = label_studio
     stopped = _script(server.env, "stop")
     assert stopped.returncode == 0 and f"Label Studio (pid {server.process.pid}) stopped" in stopped.stdout
     assert server.process.wait(30) is not None

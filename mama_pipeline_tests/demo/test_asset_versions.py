@@ -7,9 +7,9 @@ LLM stage settings reach an asset through the ``llm`` resource and a section is 
 as an object, which a static reading of the asset's function would miss; a recorded read that was not declared
 fails here. Reads on branches the demo does not take are not seen: those declarations are by hand.
 
-One demo run (the demo configuration, every LLM stage on the fake server, ``mama-pipeline demo``), then planning
-only (``run_plan.changed_partitions``, what ``materialize`` would run), each plan on its own copy of the Dagster
-instance.
+The test run's one demo run (conftest's ``demo_store``: the demo configuration, every LLM stage on the fake server,
+``mama-pipeline demo``), then planning only (``run_plan.changed_partitions``, what ``materialize`` would run) and a
+``materialize`` that finds nothing changed, each on its own copy of the Dagster instance.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import yaml
 from mama_pipeline.common.code_version import BY_PARTITION, RUNS_WITH_ANY_CHANGE, declared_settings
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
-from mama_pipeline_tests.scale_out.test_dask_engine import CLI, REPO, demo_config, env_for
-from mama_pipeline_tests.support.settings_reads import recorded, recording
+from mama_pipeline_tests.support.demo_store import CLI, REPO, DemoStore
+from mama_pipeline_tests.support.settings_reads import recording
 
 SETTINGS_READ = {"reads_the_judging_shards": "corpus.bundle"}  # the scratch asset below: judging not declared
 
@@ -132,29 +132,10 @@ def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_inp
     }
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory, fake_llm):
+@pytest.fixture
+def demo(demo_store: DemoStore) -> tuple[Path, dict[str, str], dict[str, set[str]]]:
     """(configuration, environment, the reads recorded per asset) after ``mama-pipeline demo``."""
-    root = tmp_path_factory.mktemp("versions")
-    config = demo_config(root / "sample", fake_llm.url)
-    env = {**env_for(root, config, "demo"), "PYTHONPATH": str(REPO)}
-    reads = root / "reads.jsonl"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from mama_pipeline_tests.support.settings_reads import main; main()",
-            str(reads),
-            "demo",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return config, env, recorded(reads)
+    return demo_store.config, demo_store.env, demo_store.reads
 
 
 @pytest.mark.slow
@@ -171,8 +152,10 @@ def test_every_asset_declares_the_settings_it_reads(demo):
 
 
 @pytest.mark.slow
-def test_materialize_after_the_demo_launches_no_run(demo):
-    config, env, _ = demo
+def test_materialize_after_the_demo_launches_no_run(demo, tmp_path):
+    _, env, _ = demo
+    env = {**env, "DAGSTER_HOME": str(tmp_path / "dagster_home")}  # the inputs are observed onto a copy
+    shutil.copytree(demo[1]["DAGSTER_HOME"], env["DAGSTER_HOME"])
     out = subprocess.run(
         [CLI, "materialize", "--select", "*"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
     )

@@ -2,14 +2,15 @@
 mamaretrieval card's sentence-transformers (MIRIAD-200k) and MTEB snippets, whose nDCG@10 must equal the project's
 own figure (its dense retriever from the all-MiniLM-L6-v2 wheel, scored by its evaluator) to 3 decimals.
 
-The demo releases are built once, by ``mama-pipeline materialize`` of everything both releases are built from on the
-demo configuration (embedded smoke-test model, as ``mama-pipeline demo``).
+The demo releases are those of the test run's one demo run (conftest's ``demo_store``: ``mama-pipeline demo`` on the
+demo configuration, every LLM stage on the fake server).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +22,9 @@ import yaml
 from mama_pipeline.release.configurations import ReleaseConfiguration
 from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
 from mama_pipeline_tests.release import fixtures as fx
+from mama_pipeline_tests.support.demo_store import DemoStore
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = str(Path(sys.executable).with_name("mama-pipeline"))
-DEMO_CONFIG = REPO / "mama_pipeline" / "demo_config.yaml"
-BOTH_RELEASES = "+key:mamaretrieval_release or +key:mamabench_release or key:judging_failures"  # (a check reads it)
 LENIENT = 3  # the cut the card's sentence-transformers snippet names (demo_config judging.lenient_cut)
 
 
@@ -144,21 +143,12 @@ def test_an_empty_configuration_is_not_listed_and_every_listed_one_loads(tmp_pat
     }
 
 
-@pytest.fixture(scope="module")
-def demo_releases(tmp_path_factory) -> tuple[Path, Path]:
-    data = tmp_path_factory.mktemp("demo") / "data"
-    env = {**os.environ, "MAMA_CONFIG": str(DEMO_CONFIG), "MAMA_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
-    env.pop("DAGSTER_HOME", None)
-    out = subprocess.run(
-        [CLI, "materialize", "--select", BOTH_RELEASES, "--executor", "in_process"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=2400,
-    )
-    assert out.returncode == 0, out.stdout[-5000:]
-    return data / "releases" / "mamaretrieval" / "0.0.0-demo", data / "releases" / "mamabench" / "0.0.0-demo"
+@pytest.fixture
+def demo_releases(demo_store: DemoStore, tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of both releases of the test run's demo run (the shared build is never written to)."""
+    shutil.copytree(demo_store.data / "releases", tmp_path / "releases")
+    releases = tmp_path / "releases"
+    return releases / "mamaretrieval" / "0.0.0-demo", releases / "mamabench" / "0.0.0-demo"
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 
 from mama_pipeline.run_plan import OBSERVATION_TAGS
-from mama_pipeline_tests.scale_out.test_dask_engine import CLI, REPO, demo_config, env_for
+from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
 
 SELECT = "*calibration_harness_report"
 

@@ -8,7 +8,6 @@ releases and the same rows in every table of the DuckDB store; every step must h
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,16 +19,14 @@ import duckdb
 import pytest
 import yaml
 
-from mama_pipeline.cli import DASK_MODULE, DEMO_CONFIG
-from mama_pipeline.llm.settings import LLMSettings, StageSettings
+from mama_pipeline.cli import DASK_MODULE
 from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
+from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
 from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.support.llm_stages import with_embedded
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = str(Path(sys.executable).with_name("mama-pipeline"))
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
 CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
 
@@ -117,52 +114,9 @@ def test_dask_definitions_run_every_step_on_the_dask_executor(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == '["dask", true]'
 
 
-def demo_config(root: Path, llm_url: str) -> Path:
-    """The demo configuration (the demo-sized cut of the bundled sample) with every LLM stage and answering
-    system on ``llm_url``: the full sample's BEIR, SPLADE and LLM work is too slow to run three times in the suite
-    on two cores."""
-    shutil.copytree(DEMO_CONFIG.parent / "sample_data", root / "sample_data")
-    raw = yaml.safe_load(DEMO_CONFIG.read_text())
-    for stage, field in LLMSettings.model_fields.items():
-        if isinstance(field.default, StageSettings):
-            raw["llm"].setdefault(stage, {}).update(base_urls=[llm_url], model="fake-model")
-    for entry in raw["systems"]["entries"]:
-        entry.update(base_urls=[llm_url], model="fake-model")
-        if entry.get("retriever") == "bm25":
-            entry["retriever"] = "minilm"
-    # dense retrieval only: the fake writer's queries share no words with the corpus, so BM25 would rank nothing
-    raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["kind"] != "bm25"]
-    for beir in raw["evaluation"]["beir"]:
-        beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
-    config = root / "config.yaml"
-    config.write_text(with_embedded(yaml.safe_dump(raw)))
-    return config
-
-
-def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "MAMA_CONFIG": str(config),
-        "MAMA_DATA_DIR": str(tmp_path / name / "data"),
-        "DAGSTER_HOME": str(tmp_path / name / "dagster_home"),
-        "OPENAI_API_KEY": "unused",
-    }
-
-
 @pytest.mark.slow
-def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
-    config = demo_config(tmp_path / "sample", fake_llm.url)
-    here = env_for(tmp_path, config, "in_process")
-    out = subprocess.run(
-        [CLI, "materialize", "--select", "*", "--executor", "in_process"],
-        cwd=REPO,
-        env=here,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-
+def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, demo_store):
+    config = demo_store.config  # the test run's demo: the same configuration, run in process
     dask_env = env_for(tmp_path, config, "dask")
     cluster = tmp_path / "cluster"
     started = subprocess.run(
@@ -199,10 +153,10 @@ def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, fake_llm):
     assert run.pid not in set().union(*pids.values())
     assert set().union(*pids.values()) == workers, "both workers take steps"
 
-    releases = {name: tmp_path / name / "data" / "releases" for name in ("in_process", "dask")}
+    releases = {"in_process": demo_store.data / "releases", "dask": tmp_path / "dask" / "data" / "releases"}
     assert len(tree_hashes(releases["in_process"])) > 5
     assert tree_hashes(releases["dask"]) == tree_hashes(releases["in_process"])
-    in_process, on_dask = (table_rows(tmp_path / n / "data" / "mama.duckdb") for n in ("in_process", "dask"))
+    in_process, on_dask = (table_rows(d / "mama.duckdb") for d in (demo_store.data, tmp_path / "dask" / "data"))
     assert sorted(on_dask) == sorted(in_process) and len(in_process) > 20
     assert len(in_process["llm_responses"]) > 20 and len(in_process["judgment_labels"]) > 5
     differing = sorted(t for t in in_process if in_process[t] != on_dask[t])
