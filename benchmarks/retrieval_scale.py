@@ -288,7 +288,7 @@ def phase_faiss(a) -> dict:
     import faiss
 
     from mama_pipeline.retrieval.exact_search import faiss_hits
-    from mama_pipeline.retrieval.rankings import order_rankings
+    from mama_pipeline.retrieval.retriever_rankings import order_rankings
 
     rng = np.random.default_rng(0)
     n_docs = pl.scan_parquet(a.chunks).select(pl.len()).collect().item()

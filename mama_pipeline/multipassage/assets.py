@@ -267,7 +267,7 @@ def multipassage_rankings(
     chunks: pl.DataFrame,
     questions: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.retrieval.rankings import empty_rankings
+    from mama_pipeline.retrieval.retriever_rankings import empty_rankings
     from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 
     s = settings.get()
@@ -288,7 +288,7 @@ def multipassage_rankings(
 
 def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> pl.DataFrame:
     """The track's rankings of these retrievers; an error names partitions never materialised."""
-    from mama_pipeline.retrieval.rankings import empty_rankings
+    from mama_pipeline.retrieval.retriever_rankings import empty_rankings
 
     if not names or questions.is_empty():
         return empty_rankings()

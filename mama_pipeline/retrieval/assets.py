@@ -27,7 +27,7 @@ from mama_pipeline.retrieval.pooling import (
     stratified_query_sample,
 )
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
-from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
 from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings

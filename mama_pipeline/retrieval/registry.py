@@ -15,7 +15,7 @@ import polars as pl
 
 from mama_pipeline.common.slices import SLICE, row_slices
 from mama_pipeline.retrieval.imported import HITS_SCHEMA
-from mama_pipeline.retrieval.rankings import empty_rankings, order_rankings
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings, order_rankings
 from mama_pipeline.retrieval.settings import RetrieverSettings
 from mama_pipeline.store import Store
 

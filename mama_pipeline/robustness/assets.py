@@ -26,7 +26,7 @@ from mama_pipeline.judging.judge import OUTCOME_SCHEMA, judge_pair_slices, merge
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path, scratch_path
-from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.stored_rankings import StoredRankings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import (

@@ -16,7 +16,7 @@ import polars as pl
 
 from mama_pipeline.common.progress import track
 from mama_pipeline.common.slices import SLICE, row_slices
-from mama_pipeline.retrieval.rankings import empty_rankings
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings
 from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline.store import Store
