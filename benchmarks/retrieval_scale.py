@@ -225,8 +225,7 @@ def phase_dense(a) -> dict:
     import torch
 
     from mama_pipeline.retrieval.embedding_cache import embed_with_cache
-    from mama_pipeline.retrieval.encoders import load_dense
-    from mama_pipeline.retrieval.settings import DenseParams
+    from mama_pipeline.retrieval.kinds.dense_kind import DenseParams, load_dense
     from mama_pipeline.store import Store
 
     chunks = pl.read_parquet(a.chunks).sample(a.dense_subset, seed=7).sort("chunk_id")
