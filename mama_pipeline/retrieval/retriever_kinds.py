@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mama_pipeline.retrieval.retriever_params import RetrieverSettings
 
-KINDS_PACKAGE = "mama_pipeline.retrieval.kinds"
-
 
 @dataclass(frozen=True)
 class RetrieverKind:
@@ -50,9 +48,10 @@ _registered: dict[str, RetrieverKind] = {}
 def kinds() -> dict[str, RetrieverKind]:
     """Every kind by name: the package's (in module name order), then the registered ones."""
     if not _registered:
-        package = importlib.import_module(KINDS_PACKAGE)
+        from mama_pipeline.retrieval import kinds as package  # the import graph: this reaches every kind module
+
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            kind = importlib.import_module(f"{KINDS_PACKAGE}.{info.name}").KIND
+            kind = importlib.import_module(f"{package.__name__}.{info.name}").KIND
             _registered[kind.name] = kind
     return _registered
 

@@ -69,6 +69,11 @@ class RetrieverSettings(Section):
         """The model this retriever runs, as the circularity flags compare it with the judge's; None: none."""
         return None
 
+    def input_path(self) -> str | None:
+        """The local file or folder this retriever reads (a run file, a model folder), as the configuration
+        writes it: ``mama-pipeline doctor`` checks it exists. None: none."""
+        return None
+
     def runs_read(self) -> list[str]:
         """The retrievers whose stored rankings this one reads (a fusion's runs, a reranker's base run)."""
         return []

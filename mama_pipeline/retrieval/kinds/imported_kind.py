@@ -18,6 +18,9 @@ class ImportedRetriever(RetrieverSettings):
     kind: Literal["imported"]
     params: ImportedParams
 
+    def input_path(self) -> str | None:
+        return self.params.path
+
 
 def searcher(spec, chunks, queries, depth, corpus_version, env):
     """The run file is read and validated once, against every query of the step; a slice takes its rows."""

@@ -30,6 +30,9 @@ class SparseRetriever(RetrieverSettings):
     kind: Literal["sparse"]
     params: SparseParams = SparseParams()
 
+    def input_path(self) -> str | None:
+        return self.params.model_path
+
     def model_id(self) -> str | None:
         return self.params.named_model(DEFAULT_MODEL_ID)
 
