@@ -69,9 +69,9 @@ def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
 
 
 def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
+    from mama_pipeline.retrieval.kinds.rerank_kind import RerankEndpointBackend
     from mama_pipeline.retrieval.rerank import CACHE_TABLE, rerank_hits
     from mama_pipeline.retrieval.rerank_backends import EndpointScorer
-    from mama_pipeline.retrieval.settings import RerankEndpointBackend
     from mama_pipeline.store import Store
     from mama_pipeline_tests.support.fake_llm_server import running_server
 
@@ -178,9 +178,9 @@ def process_cpu(pid: int) -> float:
 
 
 def cross_encoder(candidates: pl.DataFrame, n_queries: int, max_length: int, batch_size: int, repeats: int) -> None:
+    from mama_pipeline.retrieval.kinds.rerank_kind import CrossEncoderBackend
     from mama_pipeline.retrieval.rerank import rerank_hits
     from mama_pipeline.retrieval.rerank_backends import CrossEncoderScorer, untrained_minilm_cross_encoder
-    from mama_pipeline.retrieval.settings import CrossEncoderBackend
     from mama_pipeline.store import Store
 
     subset = candidates.filter(

@@ -225,8 +225,7 @@ def phase_dense(a) -> dict:
     import torch
 
     from mama_pipeline.retrieval.embedding_cache import embed_with_cache
-    from mama_pipeline.retrieval.encoders import load_dense
-    from mama_pipeline.retrieval.settings import DenseParams
+    from mama_pipeline.retrieval.kinds.dense_kind import DenseParams, load_dense
     from mama_pipeline.store import Store
 
     chunks = pl.read_parquet(a.chunks).sample(a.dense_subset, seed=7).sort("chunk_id")
@@ -288,7 +287,7 @@ def phase_faiss(a) -> dict:
     import faiss
 
     from mama_pipeline.retrieval.exact_search import faiss_hits
-    from mama_pipeline.retrieval.rankings import order_rankings
+    from mama_pipeline.retrieval.retriever_rankings import order_rankings
 
     rng = np.random.default_rng(0)
     n_docs = pl.scan_parquet(a.chunks).select(pl.len()).collect().item()

@@ -47,8 +47,8 @@ from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVe
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.mamabench.schema import criterion_id
+from mama_pipeline.retrieval.kinds.bm25_kind import Bm25Retriever
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.retrieval.settings import Bm25Retriever
 from mama_pipeline.store import Store
 from mama_pipeline.systems import answering, grading
 from mama_pipeline.systems.comparisons import compare_systems

@@ -29,7 +29,7 @@ from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.leaderboard.settings import LeaderboardSettings
 from mama_pipeline.llm.settings import LLMSettings, StageSettings
 from mama_pipeline.mamabench.settings import MamabenchSettings
-from mama_pipeline.multipassage.settings import EMBEDDING_KINDS, MultipassageSettings
+from mama_pipeline.multipassage.settings import MultipassageSettings, embedding_kinds
 from mama_pipeline.queries.settings import QueriesSettings
 from mama_pipeline.release.settings import ReleaseSettings
 from mama_pipeline.retrieval.settings import RetrievalSettings
@@ -89,12 +89,12 @@ class PipelineSettings(Section):
         file leaves alone, multipassage.dense_retriever's "minilm", is checked by `doctor` and by its step.)"""
         retrievers = {r.name: r.kind for r in self.retrieval.retrievers}
         mp = self.multipassage
-        if "dense_retriever" in mp.model_fields_set and retrievers.get(mp.dense_retriever) not in EMBEDDING_KINDS:
+        if "dense_retriever" in mp.model_fields_set and retrievers.get(mp.dense_retriever) not in embedding_kinds():
             kind = retrievers.get(mp.dense_retriever)
             found = f"is a {kind} retriever" if kind else f"is not in retrieval.retrievers {sorted(retrievers)}"
             raise ValueError(
                 f"multipassage.dense_retriever: {mp.dense_retriever!r} {found}; it must name an embedding "
-                f"retriever (kind {' or '.join(EMBEDDING_KINDS)})"
+                f"retriever (kind {' or '.join(embedding_kinds())})"
             )
         for key, names, known, what in (
             ("multipassage.sets_per_source", mp.sets_per_source, self.corpus.tiers, "corpus.tiers"),

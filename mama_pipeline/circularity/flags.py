@@ -1,9 +1,9 @@
 """Circularity flags: where a judge shares its model, or its model family, with what it judges.
 
 The relevance judge (``llm.judge``) is compared with the query writer (whose
-queries it labels against) and with every retriever that has a model (dense,
-sparse, OpenAI-compatible embeddings, rerank backends; an RRF fusion inherits
-its runs' flags); the answer grader and the rubric judge, which grade the
+queries it labels against) and with every retriever whose settings name a
+model (``model_id()``: dense, sparse, OpenAI-compatible embeddings, rerank
+backends; a fusion inherits its runs' flags through ``runs_fused()``); the answer grader and the rubric judge, which grade the
 answering systems, with each system. A pair is flagged when the model ids are
 equal (case aside) or their families are. A family is
 ``circularity.families[<part>]`` when configured, else the model id's
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 QUERY_WRITER = "llm.query_writer"
 RELEVANCE_JUDGE = "llm.judge"
 SYSTEM_JUDGES = ("llm.answer_grader", "llm.rubric_judge")
-DENSE_DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"  # the wheels' offline defaults
-SPARSE_DEFAULT = "splade-tiny"
 FLAG_SCHEMA = {
     "judge": pl.String,
     "judge_model": pl.String,
@@ -89,27 +87,9 @@ def _stage_model(s: PipelineSettings, stage: str) -> str | None:
     return _llm_model(s, getattr(s.llm, stage))
 
 
-def _encoder(p, default: str | None) -> str | None:
-    return p.model_id or p.model_path or default
-
-
 def _retriever_models(s: PipelineSettings) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for r in s.retrieval.retrievers:
-        if r.kind == "dense":
-            out[r.name] = _encoder(r.params, DENSE_DEFAULT)
-        elif r.kind == "sparse":
-            out[r.name] = _encoder(r.params, SPARSE_DEFAULT)
-        elif r.kind == "openai_embeddings":
-            out[r.name] = r.params.model
-        elif r.kind == "rerank":
-            b = r.params.backend
-            out[r.name] = (
-                b.model
-                if b.type == "endpoint"
-                else _encoder(b, DENSE_DEFAULT if getattr(b, "untrained_minilm", False) else None)
-            )
-    return out
+    """Retriever -> the model it runs, as its kind names it (a kind that runs none is left out)."""
+    return {r.name: m for r in s.retrieval.retrievers if (m := r.model_id())}
 
 
 def _compare(s: PipelineSettings, judge: str, part: str, model: str | None) -> Flag | None:
@@ -134,8 +114,7 @@ def circularity_flags(s: PipelineSettings) -> list[Flag]:
     candidates += [(j, f"systems.{e.name}", _llm_model(s, e)) for j in SYSTEM_JUDGES for e in s.systems.entries]
     flags = [f for f in (_compare(s, *c) for c in candidates) if f is not None]
     for r in s.retrieval.retrievers:  # a fusion carries its runs' flags
-        if r.kind == "rrf":
-            runs = {f"retrieval.{x}" for x in r.params.runs}
+        if runs := {f"retrieval.{x}" for x in r.runs_fused()}:
             flags += [
                 Flag(f.judge, f.judge_model, f"retrieval.{r.name}", f"fuses {reader_name(f.part)}", f.shared, f.family)
                 for f in flags

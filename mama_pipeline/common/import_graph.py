@@ -77,14 +77,28 @@ def imports(path: Path, known: set[str], module: str) -> list[tuple[str, int, bo
     return out
 
 
+def found_at_run_time(path: Path) -> bool:
+    """A package whose modules are imported by name at run time (``FOUND_AT_RUN_TIME = True`` in its
+    ``__init__.py``, e.g. ``retrieval/kinds/``): importing it reaches every module in it."""
+    return path.name == "__init__.py" and any(
+        isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "FOUND_AT_RUN_TIME" for t in node.targets)
+        and isinstance(node.value, ast.Constant)
+        and node.value.value is True
+        for node in module_tree(path).body
+    )
+
+
 def graph(package: Path = PACKAGE_DIR) -> dict[str, set[str]]:
     """Module -> the package modules it imports (every kind of import; importing ``a.b.c`` runs ``a`` and
-    ``a.b`` too)."""
+    ``a.b`` too; importing a package found at run time, its modules)."""
     mods = modules(package)
     known = set(mods)
+    found = {m for m, p in mods.items() if found_at_run_time(p)}
     out = {}
     for module, path in mods.items():
         targets = {t for t, _, _ in imports(path, known, module)}
+        targets |= {m for t in targets & found for m in known if m.startswith(f"{t}.")}
         parents = {".".join(t.split(".")[:i]) for t in targets | {module} for i in range(1, t.count(".") + 1)}
         out[module] = (targets | parents) & known - {module}
     return out

@@ -365,7 +365,7 @@ def mamaretrieval_header(
     },
 )
 def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource):
-    from mama_pipeline.retrieval.registry import RetrievalEnv
+    from mama_pipeline.retrieval.registry import retrieval_env
 
     s = settings.get()
     boards, sigs, audits, seg_boards, seg_sigs, meta = [], [], [], [], [], {}
@@ -375,13 +375,7 @@ def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResour
         depth = max(cfg.cutoffs)
 
         def env(load_rankings):
-            return RetrievalEnv(
-                store=store.get(),
-                work_dir=data_path(settings, "retrieval"),
-                resolve=s.resolve,
-                load_rankings=load_rankings,
-                log=context.log.info,
-            )
+            return retrieval_env(s, store.get(), context.log.info, load_rankings)
 
         ranked, retriever_meta = run_registry(cfg.retrievers, chunks, queries, depth, s.retrieval, env)
         result = evaluate_beir(

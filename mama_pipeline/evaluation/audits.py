@@ -42,16 +42,19 @@ def truncation_audit(
 
 
 def encoder_token_counter(spec, resolve: Callable[[str], Path]) -> tuple[Tokenizer, int, str]:
-    """(token counter, max sequence length, model label) of a dense or sparse registry retriever.
+    """(token counter, max sequence length, model label) of a registry retriever whose kind has a tokenizer.
 
     Counts are the registry's own: document prompt + text, special tokens included.
     """
-    from mama_pipeline.retrieval.encoders import load_dense, load_sparse, token_counts
+    from mama_pipeline.retrieval.encoders import token_counts
+    from mama_pipeline.retrieval.retriever_kinds import kind_of
+    from mama_pipeline.retrieval.settings import kinds_that
 
-    loaders = {"dense": load_dense, "sparse": load_sparse}
-    if spec.kind not in loaders:
-        raise ValueError(f"retriever {spec.name!r} ({spec.kind}) has no tokenizer to audit; use a dense or sparse one")
-    encoder = loaders[spec.kind](spec.params, resolve)
+    kind = kind_of(spec)
+    if not kind.tokenizer:
+        usable = " or ".join(kinds_that("tokenizer"))
+        raise ValueError(f"retriever {spec.name!r} ({spec.kind}) has no tokenizer to audit; use a {usable} one")
+    encoder = kind.encoder(spec.params, resolve)
     prompt = spec.params.document_prompt
 
     def count(texts: list[str]) -> list[int]:

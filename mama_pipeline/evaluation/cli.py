@@ -126,7 +126,7 @@ def cmd_beir(args) -> int:
         run_registry,
     )
     from mama_pipeline.evaluation.segments import beir_segments
-    from mama_pipeline.retrieval.registry import RetrievalEnv
+    from mama_pipeline.retrieval.registry import retrieval_env
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
 
@@ -137,13 +137,7 @@ def cmd_beir(args) -> int:
     store = Store(settings.db_path)
 
     def env(load_rankings):
-        return RetrievalEnv(
-            store=store,
-            work_dir=settings.data_path / "retrieval",
-            resolve=settings.resolve,
-            load_rankings=load_rankings,
-            log=lambda m: print(m, file=sys.stderr),
-        )
+        return retrieval_env(settings, store, lambda m: print(m, file=sys.stderr), load_rankings)
 
     ranked, meta = run_registry(cfg.retrievers, chunks, queries, max(cfg.cutoffs), settings.retrieval, env)
     result = evaluate_beir(loaded, ranked, cfg, meta, args.resamples, args.seed)
@@ -171,7 +165,7 @@ def cmd_beir(args) -> int:
 def cmd_audit(args) -> int:
     from mama_pipeline.evaluation.audits import encoder_token_counter, leak_audit, truncation_audit
     from mama_pipeline.evaluation.beir_evaluation import load_benchmark, registry_inputs
-    from mama_pipeline.retrieval.settings import DenseParams, DenseRetriever
+    from mama_pipeline.retrieval.kinds.dense_kind import DenseParams, DenseRetriever
     from mama_pipeline.settings import load_settings
 
     settings = load_settings(args.config)

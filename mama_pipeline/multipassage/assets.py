@@ -267,20 +267,19 @@ def multipassage_rankings(
     chunks: pl.DataFrame,
     questions: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.retrieval.rankings import empty_rankings
-    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+    from mama_pipeline.retrieval.registry import retrieval_env, run_retriever
+    from mama_pipeline.retrieval.retriever_rankings import empty_rankings
 
     s = settings.get()
     spec = s.retrieval.retriever(context.partition_key)
     if questions.is_empty():
         return dg.Output(empty_rankings(), metadata={"retriever": spec.name, "questions": 0, "rows": 0})
     db = store.get()
-    env = RetrievalEnv(
-        store=db,
-        work_dir=data_path(settings, "retrieval"),
-        resolve=s.resolve,
-        load_rankings=lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
-        log=context.log.info,
+    env = retrieval_env(  # a fusion or reranker reads the track's rankings of its runs
+        s,
+        db,
+        context.log.info,
+        lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
     )
     out = run_retriever(spec, chunks, questions.select("query_id", "query_text"), track_depth(s), env)
     return dg.Output(out.rankings, metadata={k: ("none" if v is None else v) for k, v in out.metadata.items()})
@@ -288,7 +287,7 @@ def multipassage_rankings(
 
 def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> pl.DataFrame:
     """The track's rankings of these retrievers; an error names partitions never materialised."""
-    from mama_pipeline.retrieval.rankings import empty_rankings
+    from mama_pipeline.retrieval.retriever_rankings import empty_rankings
 
     if not names or questions.is_empty():
         return empty_rankings()

@@ -15,14 +15,11 @@ NEIGHBOUR_SCHEMA = {"anchor_chunk_id": pl.String, "chunk_id": pl.String, "score"
 
 
 def embedding_encoder(spec, resolve: Callable[[str], Path]) -> Encoder:
-    """The document encoder of an embedding retriever (``dense``: a local model; ``openai_embeddings``: a served one)."""
-    if spec.kind == "openai_embeddings":
-        from mama_pipeline.retrieval.openai_embeddings import OpenAIEmbeddingsEncoder
+    """The document encoder of an embedding retriever (a kind with dense document vectors: ``dense``, a local
+    model; ``openai_embeddings``, a served one)."""
+    from mama_pipeline.retrieval.retriever_kinds import kind_of
 
-        return OpenAIEmbeddingsEncoder(spec.params)
-    from mama_pipeline.retrieval.encoders import load_dense
-
-    return load_dense(spec.params, resolve)
+    return kind_of(spec).encoder(spec.params, resolve)
 
 
 def dense_neighbours(

@@ -6,10 +6,10 @@ from pydantic import Field, field_validator
 
 from mama_pipeline.common.settings_base import Section
 from mama_pipeline.llm.settings import LLMSettings
+from mama_pipeline.retrieval.settings import kinds_that
 
 # stages that always exist (an optional stage such as cross_model_judge may be unset, so it cannot write or verify)
 STAGES = tuple(k for k, f in LLMSettings.model_fields.items() if k != "embedded_server" and f.default is not None)
-EMBEDDING_KINDS = ("dense", "openai_embeddings")  # retriever kinds whose document vectors give the neighbours
 
 
 class MultipassageSettings(Section):
@@ -66,14 +66,19 @@ class MultipassageSettings(Section):
         return sorted(set(v))
 
 
+def embedding_kinds() -> tuple[str, ...]:
+    """The retriever kinds whose dense document vectors give the neighbours."""
+    return kinds_that("dense_vectors")
+
+
 def check_against(mp: MultipassageSettings, retrievers: dict[str, str], tiers: list[str]) -> None:
     """Names this section shares with others: ``retrievers`` (name -> kind) and the corpus tiers."""
     kind = retrievers.get(mp.dense_retriever)
-    if kind not in EMBEDDING_KINDS:
+    if kind not in embedding_kinds():
         found = "is not in retrieval.retrievers" if kind is None else f"is a {kind} retriever"
         raise ValueError(
             f"multipassage.dense_retriever {mp.dense_retriever!r} {found}; it must name an embedding "
-            f"retriever (kind {' or '.join(EMBEDDING_KINDS)})"
+            f"retriever (kind {' or '.join(embedding_kinds())})"
         )
     unknown = sorted(set(mp.sets_per_source) - set(tiers))
     if unknown:

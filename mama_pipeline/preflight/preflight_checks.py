@@ -178,8 +178,7 @@ def input_checks(s: PipelineSettings) -> Iterator[Check]:
     yield from pool_checks(s)
     yield file_check("calibration.meta_eval", s.calibration.meta_eval.path, s, _first_json_line)
     for r in s.retrieval.retrievers:
-        path = getattr(r.params, "path", None) if r.kind == "imported" else getattr(r.params, "model_path", None)
-        if path:
+        if path := r.input_path():
             yield file_check(f"retrieval.retrievers {r.name}", path, s, None)
     for run in s.evaluation.run_files:
         yield file_check(f"evaluation.run_files {run.name}", run.path, s, None)

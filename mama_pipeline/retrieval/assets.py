@@ -15,7 +15,7 @@ import polars as pl
 
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.spilled_slices import SpilledSlices
-from mama_pipeline.resources import SettingsResource, StoreResource, data_path, scratch_path
+from mama_pipeline.resources import SettingsResource, StoreResource, scratch_path
 from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
 from mama_pipeline.retrieval.pooling import (
     POOL_SCHEMA,
@@ -26,8 +26,8 @@ from mama_pipeline.retrieval.pooling import (
     stratified_query_sample,
 )
 from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
-from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
-from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
+from mama_pipeline.retrieval.registry import needs, ranked_slices, retrieval_env
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
 
@@ -85,13 +85,7 @@ def rankings(
     db = store.get()
     if needs(spec):  # a fusion or reranker reads its runs a slice at a time: every stored rank checked first
         StoredRankings(db, needs(spec)).check_current(chunks, queries)
-    env = RetrievalEnv(
-        store=db,
-        work_dir=data_path(settings, "retrieval"),
-        resolve=s.resolve,
-        load_rankings=lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
-        log=context.log.info,
-    )
+    env = retrieval_env(s, db, context.log.info)
     with SpilledSlices(scratch_path(settings), empty_rankings()) as spill:
         try:
             ranked = ranked_slices(spec, chunks, queries, s.retrieval.depth_of(spec.name), env)

@@ -20,7 +20,7 @@ import polars as pl
 
 from mama_pipeline.common.progress import track
 from mama_pipeline.retrieval.java import import_lucene
-from mama_pipeline.retrieval.settings import Bm25Params
+from mama_pipeline.retrieval.kinds.bm25_kind import Bm25Params
 
 # queries per batch_search call, one searcher for all: the hits (Java objects and their Python wrappers) of one
 # slice are held at a time, not those of every query. The 10,371 robustness variants of the paper's scale against

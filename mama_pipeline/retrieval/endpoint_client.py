@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mama_pipeline.llm.client import NO_KEY, backoff_delay, is_retryable, retry_after
-from mama_pipeline.retrieval.settings import EndpointParams
+from mama_pipeline.retrieval.retriever_params import EndpointParams
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mama_pipeline.retrieval.rankings import hits_from_matrix
+from mama_pipeline.retrieval.retriever_rankings import hits_from_matrix
 
 TIE_SLACK = 8  # extra ranks fetched so that most ties at the cut are seen in one pass
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from mama_pipeline.retrieval.embedding_cache import Encoded, Role
 from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, MalformedAnswer, open_client, with_retries
-from mama_pipeline.retrieval.settings import OpenAIEmbeddingsParams
+from mama_pipeline.retrieval.kinds.openai_embeddings_kind import OpenAIEmbeddingsParams
 
 
 class OpenAIEmbeddingsEncoder:

@@ -1,7 +1,8 @@
 """Run one configured retriever over the corpus and queries: the rankings table plus metadata.
 
-Heavy libraries (pyserini, torch, FAISS) load inside the runner of the kind that
-needs them, so importing this module stays cheap.
+Each kind's searcher is in its module in ``retrieval/kinds/`` (found through
+:mod:`mama_pipeline.retrieval.retriever_kinds`); heavy libraries (pyserini, torch,
+FAISS) load inside it, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -9,15 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from mama_pipeline.common.slices import SLICE, row_slices
-from mama_pipeline.retrieval.imported import HITS_SCHEMA
-from mama_pipeline.retrieval.rankings import empty_rankings, order_rankings
-from mama_pipeline.retrieval.settings import RetrieverSettings
+from mama_pipeline.retrieval.retriever_kinds import kind_of
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings, order_rankings
 from mama_pipeline.store import Store
+
+if TYPE_CHECKING:
+    from mama_pipeline.retrieval.retriever_params import RetrieverSettings
+    from mama_pipeline.settings import PipelineSettings
 
 
 @dataclass
@@ -47,11 +51,25 @@ class Searcher:
 
 def needs(spec: RetrieverSettings) -> list[str]:
     """The retrievers whose rankings ``spec`` reads: a fusion's runs, a reranker's base run."""
-    if spec.kind == "rrf":
-        return list(spec.params.runs)
-    if spec.kind == "rerank":
-        return [spec.params.run]
-    return []
+    return spec.runs_read()
+
+
+def retrieval_env(
+    s: PipelineSettings,
+    store: Store,
+    log: Callable[[str], None] = print,
+    load_rankings: Callable[[list[str], list[str]], pl.DataFrame] | None = None,
+) -> RetrievalEnv:
+    """The environment every caller runs retrievers in: indexes under ``<data_dir>/retrieval``, paths resolved
+    against the configuration file, other retrievers' rankings from the store's rankings table unless
+    ``load_rankings`` gives them."""
+    from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE
+
+    work_dir = s.data_path / "retrieval"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    if load_rankings is None:
+        load_rankings = lambda names, ids: store.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids})  # noqa: E731
+    return RetrievalEnv(store=store, work_dir=work_dir, resolve=s.resolve, load_rankings=load_rankings, log=log)
 
 
 def rankings_in(rankings: pl.DataFrame) -> Callable[[list[str], list[str]], pl.DataFrame]:
@@ -125,7 +143,7 @@ def ranked_slices(
     check_queries(queries)
     chunks = chunks.sort("chunk_id")
     queries = queries.sort("query_id")
-    searcher = _SEARCHERS[spec.kind](spec, chunks, queries, depth, corpus_version, env)
+    searcher = kind_of(spec).searcher(spec, chunks, queries, depth, corpus_version, env)
     counts = {"rows": 0, "queries_without_hits": 0, "queries_with_fewer_than_top_k": 0}
 
     def slices() -> Iterator[pl.DataFrame]:
@@ -152,24 +170,7 @@ def ranked_slices(
     return RankedSlices(slices(), metadata)
 
 
-def _bm25(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    from mama_pipeline.retrieval import bm25
-    from mama_pipeline.retrieval.java import max_heap_mb
-
-    index, built = bm25.ensure_index(chunks, spec.params, corpus_version, env.work_dir / "bm25", env.log)
-    # the first BM25 use in a process sets the JVM's heap: the bound in effect, which may be another retriever's
-    return Searcher(
-        lambda part: bm25.search(index, part, spec.params, depth),
-        lambda: {
-            "index": str(index),
-            "index_built_now": built,
-            "java_heap_mb_in_effect": max_heap_mb(),
-            **spec.params.model_dump(),
-        },  # fmt: skip
-    )
-
-
-def _embedding_searcher(encoder, chunks, depth, env, label: str, also: Callable[[], dict] = dict) -> Searcher:
+def embedding_searcher(encoder, chunks, depth, env, label: str, also: Callable[[], dict] = dict) -> Searcher:
     """Documents embedded and indexed once; each slice's query texts embedded as it is searched (the query
     counts are summed over slices: a text repeated in two slices is counted in both, cached the second time)."""
     from mama_pipeline.retrieval.embedding_cache import embed_with_cache
@@ -207,66 +208,7 @@ def _embedding_searcher(encoder, chunks, depth, env, label: str, also: Callable[
     return Searcher(search, metadata)
 
 
-def _dense(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    from mama_pipeline.retrieval.encoders import load_dense
-
-    encoder = load_dense(spec.params, env.resolve)
-    return _embedding_searcher(encoder, chunks, depth, env, encoder.source.identity)
-
-
-def _sparse(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    from mama_pipeline.retrieval.encoders import load_sparse
-
-    encoder = load_sparse(spec.params, env.resolve)
-    return _embedding_searcher(encoder, chunks, depth, env, encoder.source.identity)
-
-
-def _openai_embeddings(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    from mama_pipeline.retrieval.openai_embeddings import OpenAIEmbeddingsEncoder
-
-    encoder = OpenAIEmbeddingsEncoder(spec.params)
-    label = f"{spec.params.base_url}|{spec.params.model}"
-    return _embedding_searcher(encoder, chunks, depth, env, label, lambda: {"http_calls": encoder.calls})
-
-
-def _imported(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    """The run file is read and validated once, against every query of the step; a slice takes its rows."""
-    from mama_pipeline.retrieval.imported import read_run, run_format
-
-    path = env.resolve(spec.params.path)
-    hits = read_run(path, spec.params.format, queries["query_id"].to_list(), chunks["chunk_id"].to_list())
-    per_query = hits.group_by("query_id").agg(n=pl.len())
-    beyond = int(per_query.select((pl.col("n") - depth).clip(lower_bound=0).sum()).item() or 0)
-    meta = {"file": str(path), "format": run_format(path, spec.params.format), "rows_read": hits.height,
-            "rows_beyond_top_k_cut": beyond}  # fmt: skip
-    return Searcher(lambda part: hits.filter(pl.col("query_id").is_in(part["query_id"].implode())), lambda: meta)
-
-
-def _rrf(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    """A slice fuses the runs' stored rankings of its queries (a run with none of them adds nothing, as in a
-    fusion of every query); a run with no stored rankings at all is refused once every slice is fused."""
-    from mama_pipeline.retrieval.fusion import rrf_hits
-
-    p = spec.params
-    seen: set[str] = set()
-
-    def search(part: pl.DataFrame) -> pl.DataFrame:
-        stored = _current_rankings(spec.name, p.runs, chunks, part, corpus_version, env)
-        seen.update(stored.get_column("retriever").unique().to_list())
-        return rrf_hits(stored, p.runs, p.k, p.depth)
-
-    def finish() -> dict[str, Any]:
-        missing = [name for name in p.runs if name not in seen]
-        if missing:
-            raise ValueError(
-                f"reciprocal rank fusion: no stored rankings for {missing}; materialise those partitions first"
-            )
-        return {"runs": ", ".join(p.runs), "rrf_k": p.k, "run_depth": p.depth or "all"}
-
-    return Searcher(search, finish)
-
-
-def _current_rankings(name, runs, chunks, queries, corpus_version, env) -> pl.DataFrame:
+def current_rankings(name, runs, chunks, queries, corpus_version, env) -> pl.DataFrame:
     """Stored rankings of ``runs`` for ``queries``; an error when they name chunks no longer in the corpus (a
     stored query missing from the current queries is the caller's check: see
     :meth:`~mama_pipeline.retrieval.stored_rankings.StoredRankings.check_current`)."""
@@ -279,75 +221,3 @@ def _current_rankings(name, runs, chunks, queries, corpus_version, env) -> pl.Da
             "re-materialise them first"
         )
     return stored
-
-
-def _rerank(spec, chunks, queries, depth, corpus_version, env) -> Searcher:
-    """A slice reranks its queries' candidates from the stored base run; the failures are recorded and a base run
-    with no stored rankings at all is refused once every slice is reranked. The pair counts are summed over
-    slices."""
-    from mama_pipeline.retrieval.rerank import RerankStats, record_failures, rerank_hits
-    from mama_pipeline.retrieval.rerank_backends import load_scorer
-
-    p = spec.params
-    scorer = load_scorer(p.backend, env.resolve)
-    texts = chunks.select("chunk_id", "text")
-    total, failed, base_rows = RerankStats(), {}, [0]
-
-    def search(part: pl.DataFrame) -> pl.DataFrame:
-        stored = _current_rankings(spec.name, [p.run], chunks, part, corpus_version, env)
-        base = stored.filter(pl.col("retriever") == p.run)
-        base_rows[0] += base.height
-        candidates = (
-            base.filter(pl.col("rank") <= p.depth)
-            .select("query_id", "chunk_id")
-            .join(part.select("query_id", "query_text"), on="query_id")
-            .join(texts, on="chunk_id")
-            .sort("query_id", "chunk_id")
-        )
-        if candidates.is_empty():
-            return pl.DataFrame(schema=HITS_SCHEMA)
-        hits, slice_failed, stats = rerank_hits(candidates, scorer, env.store, env.log)
-        failed.update(slice_failed)
-        for name, value in vars(stats).items():
-            setattr(total, name, getattr(total, name) + value)
-        return hits
-
-    def finish() -> dict[str, Any]:
-        if not base_rows[0]:
-            raise ValueError(
-                f"retriever {spec.name!r}: no stored rankings of {p.run!r}; materialise that partition first"
-            )
-        record_failures(env.store, spec.name, corpus_version, failed)
-        meta = {
-            "run": p.run,
-            "candidates_per_query": p.depth,
-            "backend": p.backend.type,
-            "model": scorer.label,
-            "max_seq_length": scorer.max_length,
-            "candidate_pairs": total.candidates,
-            "pairs": total.pairs,
-            "pairs_scored_now": total.scored_now,
-            "pairs_from_cache": total.from_cache,
-            "pairs_truncated": total.truncated,
-            "pairs_token_count_unknown": total.token_counts_unknown,
-            "queries_failed": len(failed),
-            "failed_queries": ", ".join(list(failed)[:10]),
-            "first_failure": next(iter(failed.values()), ""),
-            "cache_key": scorer.model_key,
-        }
-        if hasattr(scorer, "calls"):
-            meta["http_calls"] = scorer.calls
-        return meta
-
-    return Searcher(search, finish)
-
-
-_SEARCHERS = {
-    "bm25": _bm25,
-    "dense": _dense,
-    "sparse": _sparse,
-    "openai_embeddings": _openai_embeddings,
-    "imported": _imported,
-    "rrf": _rrf,
-    "rerank": _rerank,
-}

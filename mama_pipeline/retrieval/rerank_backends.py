@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from mama_pipeline.retrieval.encoders import ModelLoadError, default_dense_folder, folder_digest, model_source
+from mama_pipeline.retrieval.encoders import ModelLoadError, folder_digest, model_source
 from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, JsonPoster, MalformedAnswer, with_retries
+from mama_pipeline.retrieval.kinds.dense_kind import default_dense_folder
+from mama_pipeline.retrieval.kinds.rerank_kind import CrossEncoderBackend, RerankEndpointBackend, RerankersBackend
 from mama_pipeline.retrieval.rerank import GroupScores, PairGroup
-from mama_pipeline.retrieval.settings import CrossEncoderBackend, RerankEndpointBackend, RerankersBackend
 
 BLOCK_PAIRS = 2048  # pairs per CrossEncoder.predict call (progress and cache flushes between blocks)
 UNTRAINED_SEED = 0

@@ -25,8 +25,9 @@ from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.judging.judge import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.llm.embedded_banner import embedded_banner
-from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path, scratch_path
-from mama_pipeline.retrieval.rankings import empty_rankings, ranking_violations
+from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, scratch_path
+from mama_pipeline.retrieval.registry import retrieval_env
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.stored_rankings import StoredRankings
 from mama_pipeline.robustness.abbreviations import load_table
 from mama_pipeline.robustness.labels import (
@@ -275,9 +276,7 @@ def variant_rankings(
             s.robustness.retrievers,
             chunks,
             query_variants,
-            store.get(),
-            data_path(settings, "retrieval"),
-            s.resolve,
+            lambda load: retrieval_env(s, store.get(), context.log.info, load),
             add,
             context.log.info,
         )

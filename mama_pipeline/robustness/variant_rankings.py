@@ -4,7 +4,8 @@ Each retriever runs through :func:`mama_pipeline.retrieval.registry.ranked_slice
 (same index, encoders and embedding cache, same depth as its clean ranking).
 Fusion and rerank retrievers fuse or rerank the variant rankings of their
 runs, so they run after them (a run not chosen is refused in one line);
-imported run files hold only the clean query ids and are skipped (listed).
+a kind that ranks no free text (an imported run file holds only the clean
+query ids) is skipped (listed).
 """
 
 from __future__ import annotations
@@ -16,35 +17,33 @@ import polars as pl
 
 from mama_pipeline.common.progress import track
 from mama_pipeline.common.slices import SLICE, row_slices
-from mama_pipeline.retrieval.rankings import empty_rankings
 from mama_pipeline.retrieval.registry import RetrievalEnv, needs, ranked_slices
+from mama_pipeline.retrieval.retriever_kinds import kind_of
+from mama_pipeline.retrieval.retriever_rankings import empty_rankings
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.store import Store
-
-UNRANKABLE_KINDS = ("imported",)  # a run file cannot rank queries it was not made for
 
 
 def retriever_order(r: RetrievalSettings, names: list[str]) -> tuple[list[str], list[str]]:
-    """(retrievers to run, each after the runs it fuses or reranks; imported ones skipped).
+    """(retrievers to run, each after the runs it fuses or reranks; those that rank no free text skipped).
 
     A fusion or reranker whose runs are not all chosen and rankable is refused in one line."""
     unknown = sorted(set(names) - set(r.retriever_names))
     if unknown:
         raise ValueError(f"robustness.retrievers names {unknown}, which are not in retrieval.retrievers")
     chosen = [n for n in r.retriever_names if n in set(names or r.retriever_names)]
-    skipped = [n for n in chosen if r.retriever(n).kind in UNRANKABLE_KINDS]
+    skipped = [n for n in chosen if not kind_of(r.retriever(n)).ranks_free_text]
     runnable = [n for n in chosen if n not in skipped]
     for name in runnable:
         spec = r.retriever(name)
         missing = [x for x in needs(spec) if x not in runnable]
         if missing:
-            role = "fusion" if spec.kind == "rrf" else "rerank"
             fix = (
-                f"imported runs cannot rank variants: leave {name!r} out of robustness.retrievers"
+                f"{' and '.join(sorted({r.retriever(x).kind for x in missing}))} runs cannot rank variants: "
+                f"leave {name!r} out of robustness.retrievers"
                 if set(missing) <= set(skipped)
                 else "add them to robustness.retrievers"
             )
-            raise ValueError(f"robustness: {role} retriever {name!r} needs variant rankings of {missing}; {fix}")
+            raise ValueError(f"robustness: {spec.kind} retriever {name!r} needs variant rankings of {missing}; {fix}")
     order = [n for n in runnable if not needs(r.retriever(n))]
     waiting = [n for n in runnable if n not in order]
     while waiting:
@@ -61,9 +60,7 @@ def rank_variants(
     names: list[str],
     chunks: pl.DataFrame,
     variants: pl.DataFrame,
-    store: Store,
-    work_dir,
-    resolve: Callable,
+    env_of: Callable[[Callable[[list[str], list[str]], pl.DataFrame]], RetrievalEnv],
     add: Callable[[pl.DataFrame, str], None],
     log: Callable[[str], None] = print,
     size: int = SLICE,
@@ -78,13 +75,7 @@ def rank_variants(
         return meta
     queries = variants.select(pl.col("variant_id").alias("query_id"), "query_text")
     current: dict[str, pl.DataFrame] = {}  # each retriever's rankings of the slice being ranked
-    env = RetrievalEnv(
-        store=store,
-        work_dir=work_dir,
-        resolve=resolve,
-        load_rankings=lambda wanted, _ids: _of(current, wanted),
-        log=log,
-    )
+    env = env_of(lambda wanted, _ids: _of(current, wanted))
     ranked = {name: ranked_slices(r.retriever(name), chunks, queries, r.depth_of(name), env, size) for name in order}
     rows = dict.fromkeys(order, 0)
     with track("robustness: variants ranked", total=queries.height, unit="variants", alike=True) as bar:

@@ -315,7 +315,7 @@ def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, it
     """Retrieved chunks per item for a RAG system (empty for closed-book), and retrieval metadata."""
     if cfg.mode != "rag" or items.is_empty():
         return pl.DataFrame(schema=answering.CONTEXT_SCHEMA), {}
-    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+    from mama_pipeline.retrieval.registry import retrieval_env, run_retriever
 
     s = settings.get()
     db = store.get()
@@ -324,13 +324,7 @@ def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, it
     def no_stored_runs(names: list[str], query_ids: list[str]) -> pl.DataFrame:
         raise ValueError(f"system {cfg.name!r}: a fused retriever cannot rank mamabench items")
 
-    env = RetrievalEnv(
-        store=db,
-        work_dir=data_path(settings, "retrieval"),
-        resolve=s.resolve,
-        load_rankings=no_stored_runs,
-        log=context.log.info,
-    )
+    env = retrieval_env(s, db, context.log.info, no_stored_runs)
     out = run_retriever(s.retrieval.retriever(cfg.retriever), chunks, answering.retrieval_queries(items), cfg.k, env)
     contexts = answering.contexts_from_rankings(out.rankings, chunks, cfg.k)
     meta = {

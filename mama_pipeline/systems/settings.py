@@ -14,11 +14,11 @@ from pydantic import Field, model_validator
 
 from mama_pipeline.common.settings_base import Section
 from mama_pipeline.llm.settings import StageSettings
+from mama_pipeline.retrieval.settings import kinds_that
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"  # a Dagster partition key and a file name
 TRACKS = ("mcq", "short_answer", "rubric")
 Track = Literal["mcq", "short_answer", "rubric"]
-RAG_KINDS = ("bm25", "dense", "sparse", "openai_embeddings")  # kinds that can rank any query text
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a clinical assistant for nurse-midwives in maternal, neonatal, child and "
@@ -86,7 +86,8 @@ class SystemsSettings(Section):
         raise KeyError(f"no system named {name!r} in systems.entries; known: {self.names}")
 
     def check_retrievers(self, retrievers: dict[str, str]) -> None:
-        """Every rag system names a configured retriever of a kind that ranks free query text."""
+        """Every rag system names a configured retriever of a kind that ranks free query text on its own."""
+        rag_kinds = kinds_that("answers_free_text")
         for s in self.entries:
             if s.mode != "rag":
                 continue
@@ -95,8 +96,8 @@ class SystemsSettings(Section):
                     f"systems.entries {s.name!r}: retriever {s.retriever!r} is not in retrieval.retrievers "
                     f"{sorted(retrievers)}"
                 )
-            if retrievers[s.retriever] not in RAG_KINDS:
+            if retrievers[s.retriever] not in rag_kinds:
                 raise ValueError(
                     f"systems.entries {s.name!r}: retriever {s.retriever!r} is of kind "
-                    f"{retrievers[s.retriever]!r}; a system needs one of {RAG_KINDS}"
+                    f"{retrievers[s.retriever]!r}; a system needs one of {rag_kinds}"
                 )

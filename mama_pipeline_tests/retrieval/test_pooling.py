@@ -11,7 +11,7 @@ from mama_pipeline.retrieval.pooling import (
     pool_stats,
     stratified_query_sample,
 )
-from mama_pipeline.retrieval.rankings import order_rankings
+from mama_pipeline.retrieval.retriever_rankings import order_rankings
 
 
 def ranking(name, per_query):

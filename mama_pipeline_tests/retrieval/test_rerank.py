@@ -8,10 +8,11 @@ import polars as pl
 import pytest
 
 from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
+from mama_pipeline.retrieval.kinds.rerank_kind import RerankEndpointBackend
 from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
 from mama_pipeline.retrieval.rerank import GroupScores
 from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
-from mama_pipeline.retrieval.settings import RerankEndpointBackend, RetrievalSettings
+from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_frame
 from mama_pipeline_tests.support.processes import free_port
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from mama_pipeline.retrieval.registry import RetrievalEnv
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline.robustness.variant_rankings import rank_variants, retriever_order
 from mama_pipeline.store import Store
@@ -80,9 +81,7 @@ def test_a_reranker_listed_first_reranks_the_variant_ranking_of_its_base(tmp_pat
         [],
         chunks,
         variants,
-        Store(tmp_path / "mama.duckdb"),
-        tmp_path / "work",
-        lambda p: p,
+        lambda load: RetrievalEnv(Store(tmp_path / "mama.duckdb"), tmp_path / "work", lambda p: p, load),
         lambda rankings, name: parts.append((name, rankings)),
         log=lambda _m: None,
         size=1,
