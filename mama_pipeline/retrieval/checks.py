@@ -6,7 +6,7 @@ import polars as pl
 from mama_pipeline.common.slices import id_slices
 from mama_pipeline.resources import StoreResource
 from mama_pipeline.retrieval.assets import INPUTS, pooled_pairs, rankings
-from mama_pipeline.retrieval.rankings import ranking_violations
+from mama_pipeline.retrieval.retriever_rankings import ranking_violations
 from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
 
 
