@@ -29,7 +29,7 @@ from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
 from mama_pipeline.retrieval.registry import needs, ranked_slices, retrieval_env
 from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
 from mama_pipeline.retrieval.retriever_versions import retriever_versions
-from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
+from mama_pipeline.retrieval.stored_rankings import StoredRankings
 
 GROUP = "retrieval"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)

@@ -15,18 +15,32 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
+from pydantic import Field
 
 from mama_pipeline.common.progress import track
+from mama_pipeline.common.settings_base import Section
 from mama_pipeline.retrieval.java import import_lucene
-from mama_pipeline.retrieval.kinds.bm25_kind import Bm25Params
 
 # queries per batch_search call, one searcher for all: the hits (Java objects and their Python wrappers) of one
 # slice are held at a time, not those of every query. The 10,371 robustness variants of the paper's scale against
 # its index, peak RSS of the process: 2,084 MiB in one call, 1,524 MiB in slices of 1,000, 1,302 in slices of 250
 # (and no slower), 1,224 in slices of 100 (docs/scale-out.md)
 SEARCH_SLICE = 250
+
+
+class Bm25Params(Section):
+    stemmer: Literal["porter", "krovetz", "none"] = "porter"
+    stopwords: bool = True  # drop Lucene's English stopwords
+    k1: float = Field(0.9, gt=0)
+    b: float = Field(0.4, ge=0, le=1)
+    threads: int = Field(2, ge=1)  # indexing and search threads
+    input_files: int = Field(8, ge=1)  # JsonCollection files; Anserini hands out work per file
+    # the JVM's heap bound (-Xmx), MiB, set by the first BM25 use in a process; Lucene's indexing buffer gets
+    # half of it. None: Java's default, a quarter of the machine's memory
+    java_heap_mb: int | None = Field(1024, ge=256)
 
 
 def index_name(chunks: pl.DataFrame, params: Bm25Params, corpus_version: str) -> str:

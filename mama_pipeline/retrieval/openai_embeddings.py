@@ -18,14 +18,14 @@ import numpy as np
 
 from mama_pipeline.retrieval.embedding_cache import Encoded, Role
 from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, MalformedAnswer, open_client, with_retries
-from mama_pipeline.retrieval.kinds.openai_embeddings_kind import OpenAIEmbeddingsParams
+from mama_pipeline.retrieval.retriever_params import EndpointParams
 
 
 class OpenAIEmbeddingsEncoder:
     sparse = False
     max_seq_length = None  # the server truncates (or refuses) by its own rules
 
-    def __init__(self, params: OpenAIEmbeddingsParams, http_client_factory: Callable[[], Any] | None = None):
+    def __init__(self, params: EndpointParams, http_client_factory: Callable[[], Any] | None = None):
         self.params = params
         self.dimension = params.dimensions or 0  # learnt from the first answer when not configured
         self._http_client_factory = http_client_factory

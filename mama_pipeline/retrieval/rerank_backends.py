@@ -21,8 +21,8 @@ import numpy as np
 from mama_pipeline.retrieval.encoders import ModelLoadError, folder_digest, model_source
 from mama_pipeline.retrieval.endpoint_client import EndpointRequestError, JsonPoster, MalformedAnswer, with_retries
 from mama_pipeline.retrieval.kinds.dense_kind import default_dense_folder
-from mama_pipeline.retrieval.kinds.rerank_kind import CrossEncoderBackend, RerankEndpointBackend, RerankersBackend
 from mama_pipeline.retrieval.rerank import GroupScores, PairGroup
+from mama_pipeline.retrieval.retriever_params import EncoderModel, EndpointParams
 
 BLOCK_PAIRS = 2048  # pairs per CrossEncoder.predict call (progress and cache flushes between blocks)
 UNTRAINED_SEED = 0
@@ -44,7 +44,7 @@ def untrained_minilm_cross_encoder(max_length: int | None = None, device: str = 
 
 
 class CrossEncoderScorer:
-    def __init__(self, params: CrossEncoderBackend, resolve: Callable[[str], Path]):
+    def __init__(self, params: EncoderModel, resolve: Callable[[str], Path]):
         self.params = params
         try:
             if params.untrained_minilm:
@@ -105,7 +105,7 @@ class EndpointScorer:
 
     max_length = None  # the server truncates by its own rules
 
-    def __init__(self, params: RerankEndpointBackend, transport: Any = None):
+    def __init__(self, params: EndpointParams, transport: Any = None):
         self.params = params
         self.label = f"{params.base_url.rstrip('/')}{params.path}|{params.model}"
         self.model_key = _key("rerank_endpoint", self.label, {"request_format": params.request_format})
@@ -175,7 +175,7 @@ class EndpointScorer:
         )
 
 
-def rerank_body(params: RerankEndpointBackend, query: bytes, texts: list[bytes]) -> bytes:
+def rerank_body(params: EndpointParams, query: bytes, texts: list[bytes]) -> bytes:
     """The request body from a JSON-encoded query and JSON-encoded texts (UTF-8 bytes): vLLM/Infinity/Cohere
     (``documents``) or TEI (``texts``) shape."""
     docs = b",".join(texts)
@@ -255,7 +255,7 @@ def _checked_scores(items: list, n: int) -> np.ndarray:
 class RerankersScorer:
     """A ``rerankers`` library model (``Reranker(path, model_type=...)``); a hub id is fetched at its pinned commit."""
 
-    def __init__(self, params: RerankersBackend, resolve: Callable[[str], Path]):
+    def __init__(self, params: EncoderModel, resolve: Callable[[str], Path]):
         self.params = params
         source = model_source(params, default_dense_folder, resolve)
         try:

@@ -1,4 +1,4 @@
-"""What every retriever kind's settings share: a retriever's name and depth, a local model's source, an endpoint.
+"""What every retriever kind shares: its descriptor (:class:`RetrieverKind`); its settings': a retriever's name and depth, a local model's source, an endpoint.
 
 A kind's settings class (in ``retrieval/kinds/``) subclasses :class:`RetrieverSettings` and answers the
 questions other areas ask of any retriever: the model it runs (for the circularity flags), the stored runs it
@@ -8,6 +8,9 @@ reads, how deep it reads them. Light: pydantic only, so every settings module ma
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -88,3 +91,27 @@ class RetrieverSettings(Section):
 
     def check_runs(self, by_name: dict[str, RetrieverSettings]) -> None:
         """Refuse in one line a run this retriever reads that the configuration cannot give it."""
+
+
+@dataclass(frozen=True)
+class RetrieverKind:
+    """One retriever kind: its settings, its capabilities and its searcher."""
+
+    settings: type[RetrieverSettings]
+    # (spec, chunks, queries, depth, corpus_version, env) -> registry.Searcher, chunks and queries sorted by id
+    searcher: Callable[..., Any]
+    # (params, resolve) -> an embedding_cache.Encoder of the documents and queries; None: the kind embeds nothing
+    encoder: Callable[..., Any] | None = None
+    ranks_free_text: bool = True  # ranks any query text (False: a run file made for given queries)
+    reads_runs: bool = False  # ranks from other retrievers' stored rankings (fusion, reranking)
+    dense_vectors: bool = False  # its encoder gives dense document vectors (nearest-neighbour chunks)
+    tokenizer: bool = False  # its encoder's model has a tokenizer to count document tokens with
+
+    @property
+    def name(self) -> str:
+        return self.settings.model_fields["kind"].annotation.__args__[0]
+
+    @property
+    def answers_free_text(self) -> bool:
+        """Ranks any text on its own: a RAG system can retrieve with it."""
+        return self.ranks_free_text and not self.reads_runs

@@ -97,11 +97,9 @@ class RetrievalSettings(Section):
 
 
 def rebuild_retriever_union() -> None:
-    """Take a kind registered after this module loaded into the schema (``retrieval.retrievers`` and the root)."""
-    from mama_pipeline.settings import PipelineSettings
-
+    """Take a kind added after this module loaded into ``retrieval.retrievers`` (the root settings rebuild
+    themselves after it: ``kind_registration.register_retriever_kind``)."""
     global RetrieverUnion
     RetrieverUnion = retriever_union()
     RetrievalSettings.model_fields["retrievers"].annotation = list[RetrieverUnion]
     RetrievalSettings.model_rebuild(force=True)
-    PipelineSettings.model_rebuild(force=True)

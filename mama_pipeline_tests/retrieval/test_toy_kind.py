@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.retrieval.retriever_kinds import kinds, register
+from mama_pipeline.retrieval.kind_registration import register_retriever_kind
+from mama_pipeline.retrieval.retriever_kinds import kinds
 from mama_pipeline.robustness.robustness_scoreboard import PAIR_SCHEMA
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -20,7 +21,7 @@ from mama_pipeline_tests.support.llm_stages import served, with_embedded
 
 @pytest.fixture
 def toy_registered():
-    register(toy_kind.KIND)
+    register_retriever_kind(toy_kind.KIND)
     return kinds()["shared_words"]
 
 

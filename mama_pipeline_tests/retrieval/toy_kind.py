@@ -11,8 +11,7 @@ import polars as pl
 from pydantic import Field
 
 from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import RetrieverKind, RetrieverSettings
 
 
 class SharedWordsParams(Section):

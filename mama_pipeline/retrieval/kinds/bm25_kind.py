@@ -4,23 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
-from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import RetrieverSettings
-
-
-class Bm25Params(Section):
-    stemmer: Literal["porter", "krovetz", "none"] = "porter"
-    stopwords: bool = True  # drop Lucene's English stopwords
-    k1: float = Field(0.9, gt=0)
-    b: float = Field(0.4, ge=0, le=1)
-    threads: int = Field(2, ge=1)  # indexing and search threads
-    input_files: int = Field(8, ge=1)  # JsonCollection files; Anserini hands out work per file
-    # the JVM's heap bound (-Xmx), MiB, set by the first BM25 use in a process; Lucene's indexing buffer gets
-    # half of it. None: Java's default, a quarter of the machine's memory
-    java_heap_mb: int | None = Field(1024, ge=256)
+from mama_pipeline.retrieval.bm25 import Bm25Params
+from mama_pipeline.retrieval.retriever_params import RetrieverKind, RetrieverSettings
 
 
 class Bm25Retriever(RetrieverSettings):

@@ -11,8 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import EncoderModel, RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import EncoderModel, RetrieverKind, RetrieverSettings
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"  # the offline default's hub name (circularity flags)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import RetrieverKind, RetrieverSettings
 
 
 class ImportedParams(Section):

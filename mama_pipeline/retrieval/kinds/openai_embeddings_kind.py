@@ -8,8 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import EndpointParams, RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import EndpointParams, RetrieverKind, RetrieverSettings
 
 
 class OpenAIEmbeddingsParams(EndpointParams):

@@ -9,8 +9,7 @@ from pydantic import Field, model_validator
 
 from mama_pipeline.common.settings_base import Section
 from mama_pipeline.retrieval.kinds.dense_kind import DEFAULT_MODEL_ID as MINILM
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import EncoderModel, EndpointParams, RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import EncoderModel, EndpointParams, RetrieverKind, RetrieverSettings
 
 
 class CrossEncoderBackend(EncoderModel):

@@ -7,8 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import RetrieverKind, RetrieverSettings
 
 
 class RrfParams(Section):

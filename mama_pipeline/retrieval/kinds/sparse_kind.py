@@ -12,8 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mama_pipeline.retrieval.retriever_kinds import RetrieverKind
-from mama_pipeline.retrieval.retriever_params import EncoderModel, RetrieverSettings
+from mama_pipeline.retrieval.retriever_params import EncoderModel, RetrieverKind, RetrieverSettings
 
 DEFAULT_MODEL_ID = "splade-tiny"  # the offline default's name (circularity flags)
 
