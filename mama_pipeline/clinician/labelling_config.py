@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import quoteattr
 
-from mama_pipeline.judging import rubric
 from mama_pipeline.judging.label_score import DIMENSIONS
-from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.judging.rubric import SYSTEM as RUBRIC_SYSTEM
 from mama_pipeline.mamabench.schema import Category
+from mama_pipeline.mamabench.scope_prompt import SYSTEM as SCOPE_SYSTEM
 
 D1_CHOICES = ("yes", "no")
 GRADE_CHOICES = ("0", "1", "2")
@@ -29,7 +29,7 @@ _RUBRIC = "flex:2;min-width:0;background:#f6f7f9;padding:8px 12px;border-radius:
 
 def rubric_definitions() -> dict[str, list[str]]:
     """Dimension -> the lines of its definition, verbatim from the judge's system prompt."""
-    text = rubric.SYSTEM
+    text = RUBRIC_SYSTEM
     starts = [text.index(marker) for marker in _DIM_START] + [text.index(_RUBRIC_END)]
     out = {}
     for dim, a, b in zip(DIMENSIONS, starts, starts[1:]):
@@ -39,7 +39,7 @@ def rubric_definitions() -> dict[str, list[str]]:
 
 def scope_definitions() -> tuple[dict[str, str], list[str]]:
     """(category -> its definition, the decision rules), verbatim from the scope classifier's prompt."""
-    text = scope_prompt.SYSTEM
+    text = SCOPE_SYSTEM
     found = dict(re.findall(r"^- ([A-Z_]+): (.*?)(?=\n- [A-Z_]+: |\n\n)", text, flags=re.MULTILINE | re.DOTALL))
     missing = [c for c in CATEGORIES if c not in found]
     if missing:

@@ -1,8 +1,10 @@
 """The package's import graph, read with ``ast``: which package modules each module imports, and when.
 
 Every import of a ``mama_pipeline`` module counts (module level, inside a function, under ``TYPE_CHECKING``),
-each with whether it runs when the module loads. The architecture test checks its layers on this graph; the
-assets' code versions (``common/code_version.py``) hash the modules an asset's definition reaches through it.
+each with whether it runs when the module loads. A name imported from an area's face (its package, whose
+``DEFINED_IN`` table names the module that defines each public name: ``common/face.py``) counts as an import of
+that module, not of the whole area. The architecture test checks its layers on this graph; the assets' code versions
+(``common/code_version.py``) hash the modules an asset's definition reaches through it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import ast
 import functools
 from pathlib import Path
 
+from mama_pipeline.common.face import FACE_TABLE
 from mama_pipeline.common.project_files import PACKAGE_DIR
 
 
@@ -42,10 +45,33 @@ def module_tree(path: Path) -> ast.Module:
     return _tree(path, path.stat().st_mtime_ns)
 
 
-def imports(path: Path, known: set[str], module: str) -> list[tuple[str, int, bool]]:
-    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file."""
+def face_table(init: Path) -> dict[str, str]:
+    """A package's face: public name -> the module that defines it (its ``__init__.py``'s ``DEFINED_IN`` literal;
+    empty for a package without one)."""
+    if not init.is_file():
+        return {}
+    for node in module_tree(init).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [FACE_TABLE]:
+            table = ast.literal_eval(node.value)  # a ValueError names a table that is not a literal
+            if not isinstance(table, dict):
+                raise ValueError(f"{init}:{node.lineno}: {FACE_TABLE} is not a literal dict")
+            return table
+    return {}
+
+
+def imports(path: Path, known: set[str], module: str, through_faces: bool = True) -> list[tuple[str, int, bool]]:
+    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file; a
+    name imported from a face is an import of the module that defines it (``face_table``), or of the face itself
+    when ``through_faces`` is false."""
     out: list[tuple[str, int, bool]] = []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    root = path.parents[module.count(".") + (path.name == "__init__.py")]  # the folder holding the package
+
+    def resolved(base: str, name: str) -> str:
+        if f"{base}.{name}" in known:
+            return f"{base}.{name}"
+        face = face_table(root.joinpath(*base.split("."), "__init__.py")) if through_faces and base in known else {}
+        return face.get(name, base)
 
     def targets(node: ast.AST) -> list[str]:
         if isinstance(node, ast.Import):
@@ -55,7 +81,7 @@ def imports(path: Path, known: set[str], module: str) -> list[tuple[str, int, bo
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            return [resolved(base, a.name) for a in node.names]
         return []
 
     def visit(node: ast.AST, at_load: bool) -> None:

@@ -3,9 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.common.metadata import md_table
 from mama_pipeline.evaluation.assets import PER_QUERY
-from mama_pipeline.evaluation.held_out_gaps import TEST, retrieval_gaps
+from mama_pipeline.evaluation.held_out_gaps import gap_metadata, retrieval_gaps
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
@@ -26,20 +25,7 @@ def held_out_scoreboard(settings: SettingsResource, store: StoreResource) -> dg.
     ev = s.evaluation
     values = store.get().read_table(PER_QUERY, where={"measure": ev.significance_measures})  # the tested measures'
     board = retrieval_gaps(values, ev.significance_measures, s.release.held_out.rule("query_id"), ev.resamples, ev.seed)
-    return gap_output(s, board)
-
-
-def gap_output(s, board: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """A public vs held-out table with the split's settings, the test and the table in its metadata."""
-    return dg.Output(
-        board,
-        metadata={
-            "share": s.release.held_out.share,
-            "salt": s.release.held_out.salt,
-            "test": TEST,
-            "gaps": md_table(board.drop("test")),
-        },
-    )
+    return dg.Output(board, metadata=gap_metadata(s.release.held_out, board))
 
 
 ASSETS = [held_out_scoreboard]

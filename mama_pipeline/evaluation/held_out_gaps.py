@@ -20,11 +20,16 @@ there is nothing to compare. :data:`WHY_THIS_TEST` is what the reports say of th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from mama_pipeline.common.held_out import HELD_OUT, RULE, HeldOutRule
+from mama_pipeline.common.metadata import md_table
+
+if TYPE_CHECKING:
+    from mama_pipeline.release.settings import HeldOutSettings
 
 TEST = "two-sided permutation test of the difference, whole groups of the hashed key permuted (independent, scipy)"
 WHY_THIS_TEST = (
@@ -276,3 +281,8 @@ def gaps_html(
         f"gap or test with fewer than {MIN_GROUPS} such groups in a part. "
         f"{html.escape(WHY_THIS_TEST)}</p>" + table
     )
+
+
+def gap_metadata(held_out: HeldOutSettings, board: pl.DataFrame) -> dict:
+    """A public vs held-out table's metadata: the split's settings (``release.held_out``), the test and the table."""
+    return {"share": held_out.share, "salt": held_out.salt, "test": TEST, "gaps": md_table(board.drop("test"))}

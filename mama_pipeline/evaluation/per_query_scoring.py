@@ -281,7 +281,7 @@ def _library_values(
             evaluators.append((provider.evaluator(objects, qrels_dict), names))
     cols: dict[str, list] = {"retriever": [], "query_id": [], "measure": [], "value": []}
     for name in retrievers:
-        run_dict = _run_dict(run.filter(pl.col("retriever") == name))
+        run_dict = pytrec_run(run.filter(pl.col("retriever") == name))
         if not run_dict:
             continue
         for evaluator, names in evaluators:
@@ -349,7 +349,7 @@ def _qrels_dict(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
     return out
 
 
-def _run_dict(run: pl.DataFrame) -> dict[str, dict[str, float]]:
+def pytrec_run(run: pl.DataFrame) -> dict[str, dict[str, float]]:
     """Run as pytrec_eval wants it, with score = -rank so the evaluator keeps the retriever's order."""
     out: dict[str, dict[str, float]] = {}
     grouped = run.group_by("query_id", maintain_order=True).agg("doc_id", (-pl.col("rank").cast(pl.Float64)).alias("s"))

@@ -14,7 +14,7 @@ from typing import Any
 
 import dagster as dg
 
-from mama_pipeline.corpus import watch
+from mama_pipeline.corpus.watch import changed_sources, hub_commit, recorded_fingerprints, source_fingerprints
 from mama_pipeline.mamabench.assets import raw_key, source_key
 from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.resources import SettingsResource
@@ -36,14 +36,13 @@ def check_mamabench_sources(context: dg.ScheduleEvaluationContext, settings: Set
     """One tick: every source's fingerprint against the one its raw asset recorded."""
     s = settings.get()
     current = {
-        pool.name: watch.source_fingerprints(getattr(s.mamabench.sources, pool.name), s.resolve, watch.hub_commit)
-        for pool in POOLS
+        pool.name: source_fingerprints(getattr(s.mamabench.sources, pool.name), s.resolve, hub_commit) for pool in POOLS
     }
     recorded = {}
     for pool in POOLS:
         meta = latest_metadata(context.instance, raw_key(pool))
-        recorded[pool.name] = None if meta is None else watch.recorded_fingerprints(meta)
-    changed = watch.changed_sources(current, recorded)
+        recorded[pool.name] = None if meta is None else recorded_fingerprints(meta)
+    changed = changed_sources(current, recorded)
     if not changed:
         return dg.SkipReason(f"all {len(current)} mamabench sources unchanged since their last materialisation")
     pools = [p for p in POOLS if p.name in changed]

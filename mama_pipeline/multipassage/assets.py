@@ -16,6 +16,7 @@ from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.evaluation.significance import refused_rows
 from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
+from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
 from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
 from mama_pipeline.multipassage.multipassage_prompts import (
     fact_check_template,
@@ -36,6 +37,7 @@ from mama_pipeline.multipassage.questions import (
     written_questions,
 )
 from mama_pipeline.multipassage.settings import check_against
+from mama_pipeline.multipassage.track_rankings import RANKINGS_TABLE, stored_track_rankings
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
 from mama_pipeline.retrieval.retriever_versions import retriever_versions
 from mama_pipeline.settings import PipelineSettings
@@ -65,7 +67,6 @@ multipassage_encoder_files = observed_input(
     "entry, depth and model files: retrieval/retriever_versions.py).",
     lambda s: retriever_versions(s.retrieval, s.resolve)[s.multipassage.dense_retriever],
 )
-RANKINGS_TABLE = "multipassage_rankings"
 REGISTRY_TABLE = "multipassage_id_registry"
 QUESTIONS = dg.AssetIn("multipassage_questions")
 QUESTION_COLUMNS = [
@@ -86,19 +87,6 @@ QUESTION_COLUMNS = [
     "temperature",
     "corpus_version",
 ]
-
-
-def _section_text(breadcrumb: list[str] | None) -> str:
-    return " > ".join(breadcrumb or []) or "(none)"
-
-
-def chunk_lookup(chunks: pl.DataFrame, ids: set[str]) -> dict[str, dict]:
-    """chunk id -> source, section, text for the chunks named by the sets."""
-    part = chunks.filter(pl.col("chunk_id").is_in(list(ids))).select("chunk_id", "source", "breadcrumb", "text")
-    return {
-        r["chunk_id"]: {"source": r["source"], "section": _section_text(r["breadcrumb"]), "text": r["text"]}
-        for r in part.to_dicts()
-    }
 
 
 def track_depth(s: PipelineSettings) -> int:
@@ -283,24 +271,6 @@ def multipassage_rankings(
     )
     out = run_retriever(spec, chunks, questions.select("query_id", "query_text"), track_depth(s), env)
     return dg.Output(out.rankings, metadata={k: ("none" if v is None else v) for k, v in out.metadata.items()})
-
-
-def stored_track_rankings(store, names: list[str], questions: pl.DataFrame) -> pl.DataFrame:
-    """The track's rankings of these retrievers; an error names partitions never materialised."""
-    from mama_pipeline.retrieval.retriever_rankings import empty_rankings
-
-    if not names or questions.is_empty():
-        return empty_rankings()
-    table = (
-        store.read_table(RANKINGS_TABLE, partitions=names) if store.table_exists(RANKINGS_TABLE) else empty_rankings()
-    )
-    table = table.filter(pl.col("query_id").is_in(questions["query_id"].to_list()))
-    missing = sorted(set(names) - set(table["retriever"].unique().to_list()))
-    if missing:
-        raise ValueError(
-            f"multipassage_rankings of {missing} do not cover the current questions: materialise those partitions first"
-        )
-    return table
 
 
 @dg.asset(

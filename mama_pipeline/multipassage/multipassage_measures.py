@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import ir_measures
 import polars as pl
 
-from mama_pipeline.evaluation.per_query_scoring import PER_QUERY_SCHEMA, _run_dict
+from mama_pipeline.evaluation.per_query_scoring import PER_QUERY_SCHEMA, pytrec_run
 
 PIECES = "[pieces]"
 
@@ -133,7 +133,7 @@ def track_values(
             rows[col].append(v)
 
     for name in retrievers:
-        run_dict = {q: d for q, d in _run_dict(run.filter(pl.col("retriever") == name)).items() if q in judged}
+        run_dict = {q: d for q, d in pytrec_run(run.filter(pl.col("retriever") == name)).items() if q in judged}
         found: dict[tuple[str, str], float] = {}
         if run_dict:
             for group in groups:

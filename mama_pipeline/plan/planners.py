@@ -26,7 +26,7 @@ from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 
 if TYPE_CHECKING:
-    from mama_pipeline.robustness.assets import StoredHoles
+    from mama_pipeline.robustness.stored_holes import StoredHoles
 
 
 class NotBuilt(Exception):
@@ -64,8 +64,7 @@ def _llm(*names: str) -> Callable[[PipelineSettings], list[tuple[str, StageSetti
 
 
 def _queries(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
-    from mama_pipeline.queries.assets import query_requests
-    from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
+    from mama_pipeline.queries.query_prompt import answer_model, query_requests, query_writer_template
 
     reasoning = inp.s.llm.query_writer.reasoning == "json_field"
     template = query_writer_template(inp.s.queries.max_words, reasoning)
@@ -126,15 +125,15 @@ def _reference_judgments(inp: Inputs, stage: str, client: LLMClient) -> Iterable
 
 
 def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
-    from mama_pipeline.mamabench import scope_prompt
     from mama_pipeline.mamabench.scope_agreement import agreement_rows
+    from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE, verdict_model
     from mama_pipeline.mamabench.scoping import pending_rows, scope_requests
 
     adapted = inp.table("mamabench_adapted")
     if stage == "classifier_reference":
         adapted = agreement_rows(adapted, inp.table("mamabench_scope_verdicts"), inp.s.mamabench)[1]
-    model = scope_prompt.verdict_model(getattr(inp.s.llm, stage).reasoning)
-    return [PlannedRun(scope_prompt.SCOPE_TEMPLATE, model, scope_requests(pending_rows(adapted)))]
+    model = verdict_model(getattr(inp.s.llm, stage).reasoning)
+    return [PlannedRun(SCOPE_TEMPLATE, model, scope_requests(pending_rows(adapted)))]
 
 
 def _rubric_harness(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
@@ -146,7 +145,7 @@ def _rubric_harness(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedR
 
 
 def _system_answers(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
-    from mama_pipeline.systems import answering
+    from mama_pipeline.systems.answering import CONTEXT_SCHEMA, track_requests
 
     cfg = inp.s.systems.system(stage.split(":", 1)[1])
     items = inp.table("systems_items").filter(pl.col("track").is_in(cfg.tracks))
@@ -155,17 +154,17 @@ def _system_answers(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedR
             f"{items.height} items; not computed: each prompt carries the chunks {cfg.retriever} retrieves, "
             "and the plan runs no retrieval"
         )
-    no_context = pl.DataFrame(schema=answering.CONTEXT_SCHEMA)
+    no_context = pl.DataFrame(schema=CONTEXT_SCHEMA)
     return [
         PlannedRun(t, m, r)
-        for t, m, r, _ in (answering.track_requests(cfg, track, items, no_context) for track in cfg.tracks)
+        for t, m, r, _ in (track_requests(cfg, track, items, no_context) for track in cfg.tracks)
         if r
     ]
 
 
 def _system_grades(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
     from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
-    from mama_pipeline.systems import grading
+    from mama_pipeline.systems.grading import rubric_requests, short_answer_requests
     from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
 
     items = inp.table("systems_items")
@@ -174,14 +173,14 @@ def _system_grades(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRu
         answers = inp.table("system_answers", partition=name)
         if stage == "answer_grader":
             runs.append(
-                PlannedRun(SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade, grading.short_answer_requests(answers, items))
+                PlannedRun(SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade, short_answer_requests(answers, items))
             )
         else:
             runs.append(
                 PlannedRun(
                     RUBRIC_JUDGE_PROMPT,
                     RubricVerdict,
-                    grading.rubric_requests(answers, items, inp.table("mamabench_criteria")),
+                    rubric_requests(answers, items, inp.table("mamabench_criteria")),
                 )
             )
     return runs
@@ -214,7 +213,7 @@ def _rewrites(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | 
 
 
 def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    from mama_pipeline.robustness.assets import StoredHoles
+    from mama_pipeline.robustness.stored_holes import StoredHoles
 
     variants = inp.table("query_variants")
     for table in ("rankings", "variant_rankings", "judgments"):
@@ -235,7 +234,7 @@ def _hole_runs(inp: Inputs, client: LLMClient, holes: StoredHoles) -> Iterator[P
 def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
     if stage == inp.s.multipassage.verifier_stage:  # also the writer when one stage does both: not split here
         return "not computed: the verifier is asked about the questions the writer returns in the same step"
-    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
     from mama_pipeline.multipassage.multipassage_prompts import writer_model, writer_template
     from mama_pipeline.multipassage.questions import writer_requests
 
@@ -256,7 +255,7 @@ def _multipassage_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable
 
 
 def _multipassage_fact_labels(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
-    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
     from mama_pipeline.multipassage.fact_labels import fact_runs
     from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
 

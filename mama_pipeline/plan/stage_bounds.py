@@ -212,7 +212,7 @@ def rewrite_bound(raw: RawInputs, stage: str) -> Bound:
 
 @_guard
 def variant_labels_bound(raw: RawInputs, stage: str) -> Bound:
-    from mama_pipeline.robustness.assets import judge_depth
+    from mama_pipeline.robustness.stored_holes import judge_depth
     from mama_pipeline.robustness.variant_rankings import retriever_order
 
     r = raw.s.robustness

@@ -4,10 +4,8 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.llm.client import LLMRequest
-from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.queries.query_ids import assign_query_ids
-from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
+from mama_pipeline.queries.query_prompt import answer_model, query_requests, query_writer_template
 from mama_pipeline.queries.rules import gate_decisions, keep_rates, status_counts
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 
@@ -29,21 +27,6 @@ QUERY_COLUMNS = [
     "reason",
     "corpus_version",
 ]
-
-
-def query_requests(sampled: pl.DataFrame, template: PromptTemplate) -> list[LLMRequest]:
-    """One request per sampled chunk, keyed by its chunk id."""
-    return [
-        LLMRequest(
-            row["chunk_id"],
-            template.render(
-                source=row["source"],
-                section=" > ".join(row["breadcrumb"] or []) or "(none)",
-                text=row["text"],
-            ),
-        )
-        for row in sampled.select("chunk_id", "source", "breadcrumb", "text").iter_rows(named=True)
-    ]
 
 
 @dg.multi_asset(

@@ -1,9 +1,11 @@
-"""The answerability gate and query writer: one prompt, one answer per sampled chunk."""
+"""The answerability gate and query writer: one prompt, one answer per sampled chunk, one request per chunk."""
 
 from __future__ import annotations
 
+import polars as pl
 from pydantic import BaseModel, Field
 
+from mama_pipeline.llm.client import LLMRequest
 from mama_pipeline.llm.prompt_template import PromptTemplate
 
 TEMPLATE_ID = "query_writer"
@@ -67,3 +69,18 @@ def query_writer_template(max_words: int, reasoning_field: bool) -> PromptTempla
 def answer_model(reasoning_field: bool) -> type[BaseModel]:
     """The output model: with a leading ``reasoning`` field unless the server returns reasoning itself."""
     return QueryAnswerWithReasoning if reasoning_field else QueryAnswer
+
+
+def query_requests(sampled: pl.DataFrame, template: PromptTemplate) -> list[LLMRequest]:
+    """One request per sampled chunk, keyed by its chunk id."""
+    return [
+        LLMRequest(
+            row["chunk_id"],
+            template.render(
+                source=row["source"],
+                section=" > ".join(row["breadcrumb"] or []) or "(none)",
+                text=row["text"],
+            ),
+        )
+        for row in sampled.select("chunk_id", "source", "breadcrumb", "text").iter_rows(named=True)
+    ]

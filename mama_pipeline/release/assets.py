@@ -28,8 +28,8 @@ from mama_pipeline.llm.failure_bounds import (
     refuse_over_bound,
 )
 from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
-from mama_pipeline.mamabench import scope_prompt
 from mama_pipeline.mamabench.scope_agreement import agreement_stats, classifier_agreement, classifier_audit
+from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
 from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
 from mama_pipeline.release.leaderboard_part import mamabench_files
 from mama_pipeline.release.mamabench import write_release
@@ -401,16 +401,16 @@ def mamabench_inputs(
     classifier = None
     if classified.height:
         hashes = classified["prompt_hash"].unique().to_list()
-        if hashes != [scope_prompt.SCOPE_TEMPLATE.hash]:
+        if hashes != [SCOPE_TEMPLATE.hash]:
             raise ValueError(
                 f"scope verdicts were made with prompt hash(es) {hashes}, the current prompt is "
-                f"{scope_prompt.SCOPE_TEMPLATE.hash}: re-materialise mamabench_scope_verdicts first"
+                f"{SCOPE_TEMPLATE.hash}: re-materialise mamabench_scope_verdicts first"
             )
         classifier = ClassifierInfo(
             model=classified["model"][0],
-            prompt_id=scope_prompt.SCOPE_TEMPLATE.id,
-            prompt_hash=scope_prompt.SCOPE_TEMPLATE.hash,
-            prompt_text=scope_prompt.SCOPE_TEMPLATE.text,
+            prompt_id=SCOPE_TEMPLATE.id,
+            prompt_hash=SCOPE_TEMPLATE.hash,
+            prompt_text=SCOPE_TEMPLATE.text,
             smoke_test=bool(classified["endpoint"].str.starts_with("embedded:").any()),
         )
     agreement = tables["agreement"]

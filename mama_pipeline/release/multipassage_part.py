@@ -105,7 +105,7 @@ def prompt_infos(max_words: int, set_sizes: list[int], writer, verifier, judge) 
 
 def multipassage_part(s: PipelineSettings, store: Store, inp: MamaretrievalInputs) -> ConfigurationPart | None:
     """The configuration from the multipassage assets in the store; None when ``multipassage.release`` is off."""
-    from mama_pipeline.multipassage.assets import stored_track_rankings
+    from mama_pipeline.multipassage.track_rankings import stored_track_rankings
 
     if not s.multipassage.release:
         return None

@@ -95,7 +95,7 @@ def submission_scores(
 def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: Path):
     from mama_pipeline.judging.judge import judge_pairs
     from mama_pipeline.judging.rubric import output_model
-    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
     from mama_pipeline.multipassage.fact_labels import label_facts
     from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
     from mama_pipeline.submissions.retrieval_scores import (

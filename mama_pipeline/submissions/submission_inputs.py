@@ -26,7 +26,7 @@ def corpus(store: Store) -> tuple[set[str], str]:
 
 def retrieval_tracks(store: Store, s: PipelineSettings) -> list[TrackInputs]:
     """Every track whose queries are in the store, with the labels that exist for it."""
-    from mama_pipeline.robustness.assets import judge_depth
+    from mama_pipeline.robustness.stored_holes import judge_depth
 
     queries = _table(store, "generated_queries")
     if queries is None:

@@ -3,8 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.evaluation.held_out_assets import gap_output
-from mama_pipeline.evaluation.held_out_gaps import system_gaps
+from mama_pipeline.evaluation.held_out_gaps import gap_metadata, system_gaps
 from mama_pipeline.resources import SettingsResource
 
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
@@ -24,7 +23,7 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
 def system_held_out_scoreboard(settings: SettingsResource, grades: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     s = settings.get()
     board = system_gaps(grades, s.release.held_out.rule("item_id"), s.systems.resamples, s.systems.seed)
-    return gap_output(s, board)
+    return dg.Output(board, metadata=gap_metadata(s.release.held_out, board))
 
 
 ASSETS = [system_held_out_scoreboard]

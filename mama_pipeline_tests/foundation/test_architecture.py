@@ -6,6 +6,11 @@ earlier lines (module-level, function-level and ``TYPE_CHECKING`` imports all co
 import each other. A settings module (``settings.py`` and every ``<area>/settings.py``) forms the ``settings``
 unit and may also import its own area's modules. Separately, no two modules of the package import each other,
 directly or through others, by any kind of import.
+
+Each area has a public face (docs/architecture.md, "Faces"): another part imports an area's package
+(``from mama_pipeline.evaluation import name``, resolved to the defining module by ``common/face.py``'s table) or
+one of the entry modules the root wiring loads by name (``settings``, ``definitions``, ``cli``), never another
+module of it; an area's other modules are private by name (``_``-prefixed), Dagster wiring aside.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ NAME_RULE_EXEMPT = {
     "schedules",
     "held_out_assets",
 }  # docs/architecture.md, "Names"
+# folders without a face: libraries imported module by module, the sample scripts, and scale_out (a code location
+# that Dagster loads by its module name, -m mama_pipeline.scale_out.dask_definitions)
+INFRASTRUCTURE = {"common", "store", "llm", "sample_data", "scale_out"}
+FACE_ENTRIES = {"settings", "definitions", "cli"}  # an area's modules another part may import by name
 
 
 def unit(module: str) -> str:
@@ -76,6 +85,31 @@ def violations(package: Path = PACKAGE, doc: Path = DOC) -> list[str]:
             if rank[dst] >= rank[src]:
                 where = "a later layer" if rank[dst] > rank[src] else "the same layer"
                 out.append(f"{path.relative_to(package.parent)}:{line}: {src} imports {dst} ({target}), {where}")
+    return out
+
+
+def area(module: str, path: Path, package: Path = PACKAGE) -> str | None:
+    """The area folder a module belongs to (None: a root module or an infrastructure folder)."""
+    parts = path.relative_to(package).parts
+    return parts[0] if len(parts) > 1 and parts[0] not in INFRASTRUCTURE else None
+
+
+def face_violations(package: Path = PACKAGE) -> list[str]:
+    """Every import from another area that does not go through its face or an entry module, as
+    ``file:line: a reaches into b (target)``."""
+    mods = modules(package)
+    out = []
+    for module, path in mods.items():
+        src = area(module, path, package)
+        for target, line in sorted({(t, n) for t, n, _ in imports(path, set(mods), module, through_faces=False)}):
+            dst = area(target, mods[target], package)
+            parts = target.split(".")
+            if dst is None or dst == src or len(parts) == 2 or (len(parts) == 3 and parts[2] in FACE_ENTRIES):
+                continue
+            out.append(
+                f"{path.relative_to(package.parent)}:{line}: {src or module} reaches into {dst} ({target}): "
+                f"import it from the face, mama_pipeline.{dst}"
+            )
     return out
 
 
@@ -216,9 +250,26 @@ def test_the_package_has_no_import_cycle():
 def test_no_module_name_repeats_outside_the_wiring_names():
     seen: dict[str, list[str]] = {}
     for module, path in modules().items():
-        if path.stem not in NAME_RULE_EXEMPT and "sample_data" not in module:
-            seen.setdefault(path.stem, []).append(module)
+        name = path.stem if path.stem == "__init__" else path.stem.removeprefix("_")  # private: the same name
+        if name not in NAME_RULE_EXEMPT and "sample_data" not in module:
+            seen.setdefault(name, []).append(module)
     assert {n: m for n, m in seen.items() if len(m) > 1} == {}
+
+
+def test_other_parts_import_an_area_through_its_face():
+    found = face_violations()
+    assert not found, "imports past an area's face (docs/architecture.md, Faces):\n" + "\n".join(found)
+
+
+def test_an_area_module_outside_the_wiring_is_private_by_name():
+    public = [
+        module
+        for module, path in modules().items()
+        if area(module, path)
+        and path.stem not in NAME_RULE_EXEMPT
+        and not any(part.startswith("_") for part in path.relative_to(PACKAGE).parts[1:])
+    ]
+    assert public == []
 
 
 @pytest.fixture
@@ -341,3 +392,23 @@ def test_every_ddl_file_sits_under_the_area_that_writes_its_table():
         if not ok:
             misplaced.append(f"{path.relative_to(ROOT)}: written by {writers.get(table, 'no module of ' + area)}")
     assert not misplaced, "\n".join(misplaced)
+
+
+def test_an_import_past_a_face_is_caught_and_a_face_name_resolves_to_its_module(scratch_package):
+    pkg, _ = scratch_package
+    (pkg / "corpus/_chunking.py").write_text("X = 1\n")
+    (pkg / "corpus/_other.py").write_text("Y = 2\n")
+    (pkg / "corpus/__init__.py").write_text('DEFINED_IN = {"X": "mama_pipeline.corpus._chunking"}\n')
+    (pkg / "release/assets.py").write_text("from mama_pipeline.corpus import X\n")
+    assert face_violations(pkg) == []
+    mods = modules(pkg)
+    assert [t for t, _, _ in imports(pkg / "release/assets.py", set(mods), "mama_pipeline.release.assets")] == [
+        "mama_pipeline.corpus._chunking"
+    ]  # the defining module, not the whole area
+    (pkg / "release/assets.py").write_text(
+        "from mama_pipeline.corpus import X\nfrom mama_pipeline.corpus._other import Y\n"
+    )
+    assert face_violations(pkg) == [
+        "mama_pipeline/release/assets.py:2: release reaches into corpus (mama_pipeline.corpus._other): "
+        "import it from the face, mama_pipeline.corpus"
+    ]

@@ -16,8 +16,7 @@ import yaml
 from mama_pipeline.judging.judge import judge_pairs
 from mama_pipeline.judging.rubric import output_model
 from mama_pipeline.plan.plan_text import plan_bills
-from mama_pipeline.queries.assets import query_requests
-from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
+from mama_pipeline.queries.query_prompt import answer_model, query_requests, query_writer_template
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
@@ -311,7 +310,7 @@ def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for
 
 
 def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_set_size(tmp_path, fake_llm):
-    from mama_pipeline.multipassage.assets import chunk_lookup
+    from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
     from mama_pipeline.multipassage.multipassage_prompts import writer_template
     from mama_pipeline.multipassage.questions import run_writer
 
