@@ -1,6 +1,6 @@
 """Adaptive judging: relevant pairs found against judgments made, and whether the retrievers keep their order.
 
-For each case it prints, per judging order (pool order, random, move-to-front, MM-NS; judging/adjudication_order.py,
+For each case it prints, per judging order (pool order, random, move-to-front, MM-NS; judging/_adjudication_order.py,
 rounds of ``--round-pairs``), the lenient-relevant pairs found after each tenth of the pool's judgments, the
 judgments needed to find 90, 95 and 99% of them, and, at the budgets given (shares of the pool), the Kendall tau
 (scipy) between the retrievers' order by HR@5 (ir_measures ``Success(rel=3)@5``) and by nDCG@10 under the labels
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mama_pipeline.judging.adjudication_order import METHODS, RELEVANT, adjudicate, run_lists
+from mama_pipeline.judging._adjudication_order import METHODS, RELEVANT, adjudicate, run_lists
 
 SCOREBOARD = {  # P@3 lenient, strict (REFERENCE.md, companion scoreboard)
     "voyage": (0.867, 0.452),
@@ -206,9 +206,9 @@ def case_paper(a) -> None:
 
 
 def case_sample(a) -> None:
-    from mama_pipeline.evaluation.beir import read_beir
-    from mama_pipeline.evaluation.beir_evaluation import registry_inputs, run_registry
-    from mama_pipeline.retrieval.registry import RetrievalEnv
+    from mama_pipeline.evaluation._beir import read_beir
+    from mama_pipeline.evaluation._beir_evaluation import registry_inputs, run_registry
+    from mama_pipeline.retrieval._registry import RetrievalEnv
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
 

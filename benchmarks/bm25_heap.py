@@ -58,7 +58,7 @@ def inputs(a) -> tuple[Path, Path]:
 
 def measure(a) -> dict:
     """One bound, in this process: build the index, rank the queries."""
-    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+    from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
     from mama_pipeline.retrieval.settings import RetrievalSettings
     from mama_pipeline.store import Store
 

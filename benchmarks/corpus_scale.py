@@ -23,8 +23,8 @@ import time
 from itertools import cycle
 from pathlib import Path
 
-from mama_pipeline.corpus.bundle import load_bundle, write_text_bundle
-from mama_pipeline.corpus.sampling import sample_chunks
+from mama_pipeline.corpus._bundle import load_bundle, write_text_bundle
+from mama_pipeline.corpus._sampling import sample_chunks
 from mama_pipeline.corpus.settings import CorpusSettings
 from mama_pipeline.sample_data.corpus.make_sample_corpus import TOPICS, SourceSpec, generate_source
 

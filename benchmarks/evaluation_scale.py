@@ -16,10 +16,10 @@ import time
 import numpy as np
 import polars as pl
 
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._significance import pairwise_significance
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.evaluation.significance import pairwise_significance
 
 N_QUERIES, POOL, TOP_K, N_LABELS = 3185, 73, 20, 230_000
 RETRIEVERS = ["bm25", "medcpt", "octen", "voyage", "lateon", "gecko"]

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.corpus.bundle import load_bundle
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, output_model, render_pair
+from mama_pipeline.corpus._bundle import load_bundle
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, output_model, render_pair
 from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.embedded_server import embedded_server
 from mama_pipeline.llm.settings import EmbeddedServerSettings, StageSettings

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.judging.judge import judge_pairs
-from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.judging._judge import judge_pairs
+from mama_pipeline.judging._rubric import output_model
 from mama_pipeline.judging.settings import JudgingSettings
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings

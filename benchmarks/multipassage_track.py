@@ -26,14 +26,14 @@ import polars as pl
 from mama_pipeline.evaluation.settings import EvaluationSettings
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.multipassage.multipassage_prompts import (
+from mama_pipeline.multipassage._multipassage_prompts import (
     fact_check_template,
     verifier_model,
     verifier_template,
     writer_template,
 )
-from mama_pipeline.multipassage.multipassage_scoreboard import score_track
-from mama_pipeline.multipassage.questions import (
+from mama_pipeline.multipassage._multipassage_scoreboard import score_track
+from mama_pipeline.multipassage._questions import (
     decide,
     run_fact_checks,
     run_writer,

@@ -119,7 +119,7 @@ def gated_echo(delay: float):
 
 def write_bundle(multiple: float, path: Path) -> int:
     from benchmarks.corpus_scale import source_specs
-    from mama_pipeline.corpus.bundle import write_text_bundle
+    from mama_pipeline.corpus._bundle import write_text_bundle
     from mama_pipeline.sample_data.corpus.make_sample_corpus import generate_source
 
     seen: set[str] = set()

@@ -17,8 +17,8 @@ import shutil
 import time
 from pathlib import Path
 
-from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
-from mama_pipeline.release.verify import verify_release
+from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline_tests.support.synthetic_release import synthetic_inputs
 
 

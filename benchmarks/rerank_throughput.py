@@ -44,7 +44,7 @@ def log(msg: str) -> None:
 
 
 def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
-    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+    from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
     from mama_pipeline.retrieval.settings import RetrievalSettings
     from mama_pipeline.store import Store
 
@@ -69,9 +69,9 @@ def bm25_candidates(work: Path, depth: int) -> pl.DataFrame:
 
 
 def endpoint(candidates: pl.DataFrame, delay: float, concurrency: int) -> None:
-    from mama_pipeline.retrieval.kinds.rerank_kind import RerankEndpointBackend
-    from mama_pipeline.retrieval.rerank import CACHE_TABLE, rerank_hits
-    from mama_pipeline.retrieval.rerank_backends import EndpointScorer
+    from mama_pipeline.retrieval._kinds.rerank_kind import RerankEndpointBackend
+    from mama_pipeline.retrieval._rerank import CACHE_TABLE, rerank_hits
+    from mama_pipeline.retrieval._rerank_backends import EndpointScorer
     from mama_pipeline.store import Store
     from mama_pipeline_tests.support.fake_llm_server import running_server
 
@@ -134,8 +134,8 @@ def bare_poster(candidates: pl.DataFrame, params) -> float:
     import asyncio
     import json
 
-    from mama_pipeline.retrieval.endpoint_client import JsonPoster
-    from mama_pipeline.retrieval.rerank_backends import rerank_body
+    from mama_pipeline.retrieval._endpoint_client import JsonPoster
+    from mama_pipeline.retrieval._rerank_backends import rerank_body
 
     bodies = [
         rerank_body(params, json.dumps(g["query_text"][0]).encode(), [json.dumps(t).encode() for t in g["text"]])
@@ -178,9 +178,9 @@ def process_cpu(pid: int) -> float:
 
 
 def cross_encoder(candidates: pl.DataFrame, n_queries: int, max_length: int, batch_size: int, repeats: int) -> None:
-    from mama_pipeline.retrieval.kinds.rerank_kind import CrossEncoderBackend
-    from mama_pipeline.retrieval.rerank import rerank_hits
-    from mama_pipeline.retrieval.rerank_backends import CrossEncoderScorer, untrained_minilm_cross_encoder
+    from mama_pipeline.retrieval._kinds.rerank_kind import CrossEncoderBackend
+    from mama_pipeline.retrieval._rerank import rerank_hits
+    from mama_pipeline.retrieval._rerank_backends import CrossEncoderScorer, untrained_minilm_cross_encoder
     from mama_pipeline.store import Store
 
     subset = candidates.filter(

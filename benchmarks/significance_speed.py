@@ -17,7 +17,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from mama_pipeline.evaluation.significance import (
+from mama_pipeline.evaluation._significance import (
     batch_for,
     bootstrap_mean_ci,
     compact,

@@ -43,19 +43,20 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
+from mama_pipeline.calibration._rubric_judge import RUBRIC_JUDGE_PROMPT, RubricVerdict
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.mamabench.schema import criterion_id
-from mama_pipeline.retrieval.kinds.bm25_kind import Bm25Retriever
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.mamabench._schema import criterion_id
+from mama_pipeline.retrieval._kinds.bm25_kind import Bm25Retriever
+from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
 from mama_pipeline.store import Store
-from mama_pipeline.systems import answering, grading
-from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.items import benchmark_items
+from mama_pipeline.systems import _answering as answering
+from mama_pipeline.systems import _grading as grading
+from mama_pipeline.systems._comparisons import compare_systems
+from mama_pipeline.systems._items import benchmark_items
+from mama_pipeline.systems._systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
+from mama_pipeline.systems._systems_scoreboard import scoreboard
 from mama_pipeline.systems.settings import SystemSettings
-from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT, ShortAnswerGrade
-from mama_pipeline.systems.systems_scoreboard import scoreboard
 from mama_pipeline_tests.support.fake_llm_server import ServerHandle, running_server
 
 MIX = {"mcq": 23241, "short_answer": 369, "rubric": 2339}  # mamabench v0.2, 25,949 items

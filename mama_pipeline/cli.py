@@ -99,8 +99,14 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
 
     import dagster as dg
 
-    from mama_pipeline.demo.runner import failed_steps_of_run, skipped_lines
-    from mama_pipeline.demo.sent_tally import planned_bounds, planned_sent_lines, sent_since, tag_runs
+    from mama_pipeline.demo import (
+        failed_steps_of_run,
+        planned_bounds,
+        planned_sent_lines,
+        sent_since,
+        skipped_lines,
+        tag_runs,
+    )
     from mama_pipeline.run_plan import materialize_commands, not_materialised_by_run, run_independent
     from mama_pipeline.settings import config_path_from_env
     from mama_pipeline.store import Store
@@ -157,9 +163,18 @@ def run_here(defs, keys, home: Path) -> int:
 
     import dagster as dg
 
-    from mama_pipeline.demo.runner import run_in_process
-    from mama_pipeline.demo.sent_tally import planned_bounds, planned_sent_lines, sent_since, tag_runs
-    from mama_pipeline.demo.summary import SummaryContext, area_lines, render, result_paths, ui_command
+    from mama_pipeline.demo import (
+        SummaryContext,
+        area_lines,
+        planned_bounds,
+        planned_sent_lines,
+        render,
+        result_paths,
+        run_in_process,
+        sent_since,
+        tag_runs,
+        ui_command,
+    )
     from mama_pipeline.llm.kept_server import kept_for_the_run
     from mama_pipeline.settings import config_path_from_env
     from mama_pipeline.store import Store

@@ -9,9 +9,9 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
-from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
-from mama_pipeline.calibration.rubric_judge import (
+from mama_pipeline.calibration._meta_eval import locate, read_meta_eval
+from mama_pipeline.calibration._rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, harness_report
+from mama_pipeline.calibration._rubric_judge import (
     RUBRIC_JUDGE_PROMPT,
     STAGE,
     RubricVerdict,
@@ -20,7 +20,7 @@ from mama_pipeline.calibration.rubric_judge import (
     judged_rows,
     sample_rows,
 )
-from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES, build_side_file
+from mama_pipeline.calibration._side_file import SCOPE_CATEGORIES, build_side_file
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.resources import LLMResource, SettingsResource

@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.rater_agreement import ALL, JUDGE
-from mama_pipeline.calibration.side_file import SCOPE_CATEGORIES
+from mama_pipeline.calibration._rater_agreement import ALL, JUDGE
+from mama_pipeline.calibration._side_file import SCOPE_CATEGORIES
 
 
 @dg.asset_check(

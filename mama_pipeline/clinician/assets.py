@@ -18,15 +18,15 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
-from mama_pipeline.clinician.clinician_agreement import AGREEMENT_COLUMNS, relevance_agreement, scope_agreement
-from mama_pipeline.clinician.clinician_page import write_report
-from mama_pipeline.clinician.estimates import ESTIMATE_JUDGMENT_COLUMNS, ESTIMATED, ppi_estimates, tie_scores
-from mama_pipeline.clinician.label_studio import LabelStudio, token_from_env
-from mama_pipeline.clinician.projects import annotations_version, label_config, push_tasks, read_exports
-from mama_pipeline.clinician.synthetic import is_synthetic
-from mama_pipeline.clinician.tasks import (
+from mama_pipeline.clinician._adjudication import majority_labels
+from mama_pipeline.clinician._annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician._clinician_agreement import AGREEMENT_COLUMNS, relevance_agreement, scope_agreement
+from mama_pipeline.clinician._clinician_page import write_report
+from mama_pipeline.clinician._estimates import ESTIMATE_JUDGMENT_COLUMNS, ESTIMATED, ppi_estimates, tie_scores
+from mama_pipeline.clinician._label_studio import LabelStudio, token_from_env
+from mama_pipeline.clinician._projects import annotations_version, label_config, push_tasks, read_exports
+from mama_pipeline.clinician._synthetic import is_synthetic
+from mama_pipeline.clinician._tasks import (
     CHUNK_COLUMNS,
     KINDS,
     POOL_COLUMNS,
@@ -275,9 +275,8 @@ def clinician_estimates(
     queries: pl.DataFrame,
     pool: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.circularity.flags import circularity_flags, flag_table, retriever_notes
-    from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-    from mama_pipeline.evaluation.stored_run import StoredRun
+    from mama_pipeline.circularity import circularity_flags, flag_table, retriever_notes
+    from mama_pipeline.evaluation import StoredRun, mamaretrieval_plan
 
     s = settings.get()
     c, ev = s.clinician, s.evaluation

@@ -5,9 +5,9 @@ import json
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.clinician._estimates import ESTIMATED
+from mama_pipeline.clinician._tasks import TASK_DATA_KEYS
 from mama_pipeline.clinician.assets import clinician_estimates, clinician_labels, clinician_tasks
-from mama_pipeline.clinician.estimates import ESTIMATED
-from mama_pipeline.clinician.tasks import TASK_DATA_KEYS
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.resources import SettingsResource
 

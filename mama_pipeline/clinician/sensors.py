@@ -8,9 +8,9 @@ cancelled, synthetic mark) across the projects; each new fingerprint requests on
 
 import dagster as dg
 
+from mama_pipeline.clinician._label_studio import LabelStudioError
+from mama_pipeline.clinician._projects import annotations_fingerprint, read_exports
 from mama_pipeline.clinician.assets import ANNOTATIONS
-from mama_pipeline.clinician.label_studio import LabelStudioError
-from mama_pipeline.clinician.projects import annotations_fingerprint, read_exports
 from mama_pipeline.common.observed_inputs import observation
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings

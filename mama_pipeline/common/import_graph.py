@@ -105,7 +105,7 @@ def imports(path: Path, known: set[str], module: str, through_faces: bool = True
 
 def found_at_run_time(path: Path) -> bool:
     """A package whose modules are imported by name at run time (``FOUND_AT_RUN_TIME = True`` in its
-    ``__init__.py``, e.g. ``retrieval/kinds/``): importing it reaches every module in it."""
+    ``__init__.py``, e.g. ``retrieval/_kinds/``): importing it reaches every module in it."""
     return path.name == "__init__.py" and any(
         isinstance(node, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == "FOUND_AT_RUN_TIME" for t in node.targets)

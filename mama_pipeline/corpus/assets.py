@@ -8,10 +8,10 @@ import polars as pl
 from mama_pipeline.common.file_ops import sha256_file
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input
-from mama_pipeline.corpus.bundle import load_bundle
-from mama_pipeline.corpus.location import resolve_bundle
-from mama_pipeline.corpus.sampling import sample_chunks
-from mama_pipeline.corpus.watch import bundle_fingerprint
+from mama_pipeline.corpus._bundle import load_bundle
+from mama_pipeline.corpus._location import resolve_bundle
+from mama_pipeline.corpus._sampling import sample_chunks
+from mama_pipeline.corpus._watch import bundle_fingerprint
 from mama_pipeline.resources import SettingsResource
 
 GROUP = "corpus"

@@ -4,7 +4,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.corpus.hashing import chunk_id
+from mama_pipeline.corpus._hashing import chunk_id
 from mama_pipeline.resources import SettingsResource
 
 

@@ -15,7 +15,7 @@ from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraph
 from dagster._core.definitions.partitions.context import partition_loading_context
 
 from mama_pipeline.common.observed_inputs import observation
-from mama_pipeline.corpus import watch
+from mama_pipeline.corpus import _watch as watch
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 

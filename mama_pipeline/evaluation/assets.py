@@ -12,38 +12,38 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.circularity.flags import circularity_flags, circularity_notes, flag_table, retrieval_flags
+from mama_pipeline.circularity import circularity_flags, circularity_notes, flag_table, retrieval_flags
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import QUERIES
 from mama_pipeline.common.slices import id_slices
-from mama_pipeline.evaluation.audits import leak_summary, leaks
-from mama_pipeline.evaluation.beir_evaluation import (
+from mama_pipeline.evaluation._audits import leak_summary, leaks
+from mama_pipeline.evaluation._beir_evaluation import (
     beir_report_inputs,
     evaluate_beir,
     load_benchmark,
     registry_inputs,
     run_registry,
 )
-from mama_pipeline.evaluation.clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
-from mama_pipeline.evaluation.clinician_note import clinician_notes
-from mama_pipeline.evaluation.held_out_gaps import retrieval_gaps
-from mama_pipeline.evaluation.judged_coverage import incomplete_pool_flags
-from mama_pipeline.evaluation.judged_scoreboard import scoring_plan
-from mama_pipeline.evaluation.per_query_files import write_per_query_files
-from mama_pipeline.evaluation.per_query_scoring import (
+from mama_pipeline.evaluation._clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
+from mama_pipeline.evaluation._clinician_note import clinician_notes
+from mama_pipeline.evaluation._held_out_gaps import retrieval_gaps
+from mama_pipeline.evaluation._judged_coverage import incomplete_pool_flags
+from mama_pipeline.evaluation._judged_scoreboard import scoring_plan
+from mama_pipeline.evaluation._per_query_files import write_per_query_files
+from mama_pipeline.evaluation._per_query_scoring import (
     PER_QUERY_SCHEMA,
     board_of,
     per_query_blocks,
     wide_scoreboard,
 )
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.scoreboard_measures import zero_one_measures
-from mama_pipeline.evaluation.segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
-from mama_pipeline.evaluation.significance import SIGNIFICANCE_SCHEMA, pairwise_significance, refused_rows
-from mama_pipeline.evaluation.stored_qrels import JUDGMENTS, StoredQrels
-from mama_pipeline.evaluation.stored_run import RANKINGS, StoredRun
-from mama_pipeline.evaluation.trec import read_trec_run
+from mama_pipeline.evaluation._retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation._scoreboard_measures import zero_one_measures
+from mama_pipeline.evaluation._segments import BOARD_SCHEMA, SIG_SCHEMA, SegmentResult, beir_segments, segment_measures
+from mama_pipeline.evaluation._significance import SIGNIFICANCE_SCHEMA, pairwise_significance, refused_rows
+from mama_pipeline.evaluation._stored_qrels import JUDGMENTS, StoredQrels
+from mama_pipeline.evaluation._stored_run import RANKINGS, StoredRun
+from mama_pipeline.evaluation._trec import read_trec_run
 from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import SettingsResource, StoreResource, data_path
 from mama_pipeline.store.table_schema import table_schema
@@ -365,7 +365,7 @@ def mamaretrieval_header(
     },
 )
 def beir_evaluations(context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource):
-    from mama_pipeline.retrieval.registry import retrieval_env
+    from mama_pipeline.retrieval import retrieval_env
 
     s = settings.get()
     boards, sigs, audits, seg_boards, seg_sigs, meta = [], [], [], [], [], {}

@@ -86,10 +86,10 @@ def _benchmark_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_trec(args) -> int:
-    from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan, zero_one_measures
-    from mama_pipeline.evaluation.significance import pairwise_significance
-    from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run
+    from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard
+    from mama_pipeline.evaluation._scoreboard_measures import MeasurePlan, zero_one_measures
+    from mama_pipeline.evaluation._significance import pairwise_significance
+    from mama_pipeline.evaluation._trec import read_trec_qrels, read_trec_run
 
     qrels = read_trec_qrels(args.qrels)
     runs = [read_trec_run(path, Path(path).name.split(".")[0]) for path in args.run]
@@ -118,15 +118,15 @@ def cmd_trec(args) -> int:
 
 
 def cmd_beir(args) -> int:
-    from mama_pipeline.evaluation.beir_evaluation import (
+    from mama_pipeline.evaluation._beir_evaluation import (
         beir_report_inputs,
         evaluate_beir,
         load_benchmark,
         registry_inputs,
         run_registry,
     )
-    from mama_pipeline.evaluation.segments import beir_segments
-    from mama_pipeline.retrieval.registry import retrieval_env
+    from mama_pipeline.evaluation._segments import beir_segments
+    from mama_pipeline.retrieval import retrieval_env
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
 
@@ -163,9 +163,9 @@ def cmd_beir(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from mama_pipeline.evaluation.audits import encoder_token_counter, leak_audit, truncation_audit
-    from mama_pipeline.evaluation.beir_evaluation import load_benchmark, registry_inputs
-    from mama_pipeline.retrieval.kinds.dense_kind import DenseParams, DenseRetriever
+    from mama_pipeline.evaluation._audits import encoder_token_counter, leak_audit, truncation_audit
+    from mama_pipeline.evaluation._beir_evaluation import load_benchmark, registry_inputs
+    from mama_pipeline.retrieval import DenseParams, DenseRetriever
     from mama_pipeline.settings import load_settings
 
     settings = load_settings(args.config)
@@ -189,7 +189,7 @@ def cmd_audit(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from mama_pipeline.evaluation.mamaretrieval_export import export_mamaretrieval
+    from mama_pipeline.evaluation._mamaretrieval_export import export_mamaretrieval
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
 
@@ -201,7 +201,7 @@ def cmd_export(args) -> int:
 
 
 def _benchmark_settings(args, retrievers: list[str]):
-    from mama_pipeline.evaluation.beir import PRESETS
+    from mama_pipeline.evaluation._beir import PRESETS
     from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
 
     source: dict[str, str] = {}
@@ -248,7 +248,7 @@ def _emit(
 ) -> None:
     """Print the scoreboard and notes; with ``out``, write the tables, per-query files and the HTML report
     (``report``: its inputs; default: scoreboard, significance and the notes as facts)."""
-    from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
+    from mama_pipeline.evaluation._per_query_scoring import wide_scoreboard
 
     with pl.Config(
         tbl_formatting="MARKDOWN",
@@ -277,8 +277,8 @@ def _emit(
     print(json.dumps(notes, indent=2, sort_keys=True, default=str))
     if out:
         from mama_pipeline.common.file_ops import atomic_file
-        from mama_pipeline.evaluation.per_query_files import write_per_query_files
-        from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
+        from mama_pipeline.evaluation._per_query_files import write_per_query_files
+        from mama_pipeline.evaluation._retrieval_page import ReportInputs, write_report
 
         folder = Path(out)
         with atomic_file(folder / "scoreboard.tsv") as fh:

@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-from mama_pipeline.evaluation import held_out_assets, segment_assets
+from mama_pipeline.evaluation import _segment_assets as segment_assets
+from mama_pipeline.evaluation import held_out_assets
 from mama_pipeline.evaluation.assets import ASSETS
 from mama_pipeline.evaluation.checks import CHECKS
 from mama_pipeline.settings import PipelineSettings

@@ -11,14 +11,14 @@ import polars as pl
 
 from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
-from mama_pipeline.judging.adaptive_run import JUDGED_SET_SCHEMA, judge_adaptively, pool_arms
-from mama_pipeline.judging.completeness import pool_recall
-from mama_pipeline.judging.judge import JudgeRun, judge_pairs, stored_chunks
-from mama_pipeline.judging.label_store import orphaned_labels
-from mama_pipeline.judging.reliability import AGREEMENT_COLUMNS, pilot_sample, reference_audits, stored_judges
-from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.judging.sharding import require_loaded_shards, shard_query_ids
-from mama_pipeline.judging.unjudged_estimate import unjudged_estimates
+from mama_pipeline.judging._adaptive_run import JUDGED_SET_SCHEMA, judge_adaptively, pool_arms
+from mama_pipeline.judging._completeness import pool_recall
+from mama_pipeline.judging._judge import JudgeRun, judge_pairs, stored_chunks
+from mama_pipeline.judging._label_store import orphaned_labels
+from mama_pipeline.judging._reliability import AGREEMENT_COLUMNS, pilot_sample, reference_audits, stored_judges
+from mama_pipeline.judging._rubric import output_model
+from mama_pipeline.judging._sharding import require_loaded_shards, shard_query_ids
+from mama_pipeline.judging._unjudged_estimate import unjudged_estimates
 from mama_pipeline.llm.reference_audit import audit_title, reference_judge_stages
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import config_path_from_env
@@ -95,7 +95,7 @@ def judged_set(
             pl.DataFrame(schema=JUDGED_SET_SCHEMA),
             metadata={"strategy": "full", "note": "every pooled pair is judged by the judged_labels shards"},
         )
-    from mama_pipeline.retrieval.stored_rankings import StoredRankings
+    from mama_pipeline.retrieval import StoredRankings
 
     db = store.get()
     pool = db.read_table(POOLED_PAIRS, columns=["query_id", "chunk_id", "retrievers"])

@@ -5,9 +5,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
+from mama_pipeline.judging._label_score import RUBRIC_LABEL
+from mama_pipeline.judging._reliability import same_judge_reason, stored_judges
 from mama_pipeline.judging.assets import judgments
-from mama_pipeline.judging.label_score import RUBRIC_LABEL
-from mama_pipeline.judging.reliability import same_judge_reason, stored_judges
 from mama_pipeline.llm.failure_bounds import judge_failures
 from mama_pipeline.resources import SettingsResource, StoreResource
 

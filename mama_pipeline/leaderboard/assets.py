@@ -1,4 +1,4 @@
-"""Dagster assets of the leaderboards (group ``leaderboard``), thin over :mod:`mama_pipeline.leaderboard.build`.
+"""Dagster assets of the leaderboards (group ``leaderboard``), thin over :mod:`mama_pipeline.leaderboard._build`.
 
 ``mamaretrieval_leaderboard`` (main, robustness, multi-passage) and ``mamabench_leaderboard`` (mcq, short answer,
 rubric) each write their rows of the tables ``leaderboard``, ``leaderboard_comparisons`` and
@@ -16,9 +16,9 @@ import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.leaderboard import leaderboard_inputs as lb_inputs
-from mama_pipeline.leaderboard.board import Entry, Stats
-from mama_pipeline.leaderboard.build import (
+from mama_pipeline.leaderboard import _leaderboard_inputs as lb_inputs
+from mama_pipeline.leaderboard._board import Entry, Stats
+from mama_pipeline.leaderboard._build import (
     Leaderboard,
     answer_specs,
     build_benchmark,
@@ -26,7 +26,7 @@ from mama_pipeline.leaderboard.build import (
     measures_of,
     retrieval_specs,
 )
-from mama_pipeline.leaderboard.leaderboard_files import MANUSCRIPT, PAGE_FILE, folder_files, smoke_banners
+from mama_pipeline.leaderboard._leaderboard_files import MANUSCRIPT, PAGE_FILE, folder_files, smoke_banners
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 GROUP = "leaderboard"
@@ -162,8 +162,8 @@ def mamaretrieval_leaderboard(
     "leaderboard*, <data_dir>/leaderboard/mamabench, <data_dir>/reports/leaderboard/mamabench.html.",
 )
 def mamabench_leaderboard(settings: SettingsResource, store: StoreResource) -> dg.MaterializeResult:
-    from mama_pipeline.mamabench.held_out_key import split_key
-    from mama_pipeline.systems.bounds import failure_stages, refusals
+    from mama_pipeline.mamabench import split_key
+    from mama_pipeline.systems import failure_stages, refusals
 
     s = settings.get()
     db = store.get()

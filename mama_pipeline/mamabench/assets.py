@@ -16,11 +16,11 @@ from mama_pipeline.common.markdown import VERBATIM
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.common.observed_inputs import observed_input
-from mama_pipeline.corpus.watch import source_fingerprints
+from mama_pipeline.corpus import source_fingerprints
 from mama_pipeline.llm.reference_audit import audit_title
-from mama_pipeline.mamabench.adapters import adapt_pool
-from mama_pipeline.mamabench.pools import POOLS, Pool
-from mama_pipeline.mamabench.scope_agreement import (
+from mama_pipeline.mamabench._adapters import adapt_pool
+from mama_pipeline.mamabench._pools import POOLS, Pool
+from mama_pipeline.mamabench._scope_agreement import (
     agreement_rows,
     agreement_stats,
     classifier_agreement,
@@ -28,10 +28,10 @@ from mama_pipeline.mamabench.scope_agreement import (
     prior_pairs,
     verdict_pairs,
 )
-from mama_pipeline.mamabench.scope_prompt import verdict_model
-from mama_pipeline.mamabench.scoping import classify, criteria_table, finalise, joined_verdicts
-from mama_pipeline.mamabench.sources import load_pool, provenance_table
-from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
+from mama_pipeline.mamabench._scope_prompt import verdict_model
+from mama_pipeline.mamabench._scoping import classify, criteria_table, finalise, joined_verdicts
+from mama_pipeline.mamabench._sources import load_pool, provenance_table
+from mama_pipeline.mamabench._yields import refusals_by_reason, yield_table
 from mama_pipeline.resources import LLMResource, SettingsResource
 
 GROUP = "mamabench"

@@ -7,11 +7,11 @@ import polars as pl
 
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.llm.failure_bounds import classifier_failures
+from mama_pipeline.mamabench._pools import POOLS
+from mama_pipeline.mamabench._schema import CanonicalItem
+from mama_pipeline.mamabench._scope_agreement import same_classifier_reason
+from mama_pipeline.mamabench._yields import STATUSES
 from mama_pipeline.mamabench.assets import RAW_ASSETS, raw_key
-from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.mamabench.schema import CanonicalItem
-from mama_pipeline.mamabench.scope_agreement import same_classifier_reason
-from mama_pipeline.mamabench.yields import STATUSES
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import dagster as dg
 
-from mama_pipeline.corpus.watch import changed_sources, hub_commit, recorded_fingerprints, source_fingerprints
+from mama_pipeline.corpus import changed_sources, hub_commit, recorded_fingerprints, source_fingerprints
+from mama_pipeline.mamabench._pools import POOLS
 from mama_pipeline.mamabench.assets import raw_key, source_key
-from mama_pipeline.mamabench.pools import POOLS
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import PipelineSettings
 

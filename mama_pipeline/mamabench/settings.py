@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from mama_pipeline.common.settings_base import Section, bundled
-from mama_pipeline.mamabench.pools import POOL_BY_NAME
+from mama_pipeline.mamabench._pools import POOL_BY_NAME
 
 
 class SourceLocation(Section):

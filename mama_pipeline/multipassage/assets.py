@@ -2,8 +2,8 @@
 
 Inputs from other areas: ``corpus_chunks``; the retrievers of ``retrieval.retrievers``
 (run here on the track's questions, one partition each, as ``rankings`` does for the
-single-chunk queries); the judge through :func:`mama_pipeline.judging.judge.judge_pairs` (relevance
-labels) and :func:`mama_pipeline.multipassage.fact_labels.label_facts` (which facts each pooled chunk states).
+single-chunk queries); the judge through :func:`mama_pipeline.judging._judge.judge_pairs` (relevance
+labels) and :func:`mama_pipeline.multipassage._fact_labels.label_facts` (which facts each pooled chunk states).
 """
 
 import json
@@ -14,20 +14,20 @@ import polars as pl
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS
-from mama_pipeline.evaluation.significance import refused_rows
-from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts
-from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
-from mama_pipeline.multipassage.failures import failure_listing, label_bounds, over_bound
-from mama_pipeline.multipassage.multipassage_prompts import (
+from mama_pipeline.evaluation import refused_rows
+from mama_pipeline.multipassage._candidates import candidate_sets, drop_counts
+from mama_pipeline.multipassage._chunk_lookup import chunk_lookup
+from mama_pipeline.multipassage._failures import failure_listing, label_bounds, over_bound
+from mama_pipeline.multipassage._multipassage_prompts import (
     fact_check_template,
     facts_stated_model,
     verifier_model,
     verifier_template,
     writer_template,
 )
-from mama_pipeline.multipassage.multipassage_scoreboard import score_track
-from mama_pipeline.multipassage.question_ids import assign_question_ids
-from mama_pipeline.multipassage.questions import (
+from mama_pipeline.multipassage._multipassage_scoreboard import score_track
+from mama_pipeline.multipassage._question_ids import assign_question_ids
+from mama_pipeline.multipassage._questions import (
     decide,
     fact_check_requests,
     run_fact_checks,
@@ -36,10 +36,10 @@ from mama_pipeline.multipassage.questions import (
     verifier_requests,
     written_questions,
 )
+from mama_pipeline.multipassage._track_rankings import RANKINGS_TABLE, stored_track_rankings
 from mama_pipeline.multipassage.settings import check_against
-from mama_pipeline.multipassage.track_rankings import RANKINGS_TABLE, stored_track_rankings
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
-from mama_pipeline.retrieval.retriever_versions import retriever_versions
+from mama_pipeline.retrieval import retriever_versions
 from mama_pipeline.settings import PipelineSettings
 
 GROUP = "multipassage"
@@ -64,7 +64,7 @@ multipassage_encoder_files = observed_input(
     ENCODER_FILES,
     GROUP,
     "The version of multipassage.dense_retriever, whose encoder finds the cross-source neighbours (its settings "
-    "entry, depth and model files: retrieval/retriever_versions.py).",
+    "entry, depth and model files: retrieval/_retriever_versions.py).",
     lambda s: retriever_versions(s.retrieval, s.resolve)[s.multipassage.dense_retriever],
 )
 REGISTRY_TABLE = "multipassage_id_registry"
@@ -104,7 +104,7 @@ def track_depth(s: PipelineSettings) -> int:
 def multipassage_candidates(
     context: dg.AssetExecutionContext, settings: SettingsResource, store: StoreResource, chunks: pl.DataFrame
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.multipassage.neighbours import dense_neighbours, embedding_encoder
+    from mama_pipeline.multipassage._neighbours import dense_neighbours, embedding_encoder
 
     s = settings.get()
     mp = s.multipassage
@@ -255,8 +255,7 @@ def multipassage_rankings(
     chunks: pl.DataFrame,
     questions: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.retrieval.registry import retrieval_env, run_retriever
-    from mama_pipeline.retrieval.retriever_rankings import empty_rankings
+    from mama_pipeline.retrieval import empty_rankings, retrieval_env, run_retriever
 
     s = settings.get()
     spec = s.retrieval.retriever(context.partition_key)
@@ -282,7 +281,7 @@ def multipassage_rankings(
 def multipassage_pool(
     settings: SettingsResource, store: StoreResource, questions: pl.DataFrame
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.retrieval.pooling import pool_pairs, pool_stats
+    from mama_pipeline.retrieval import pool_pairs, pool_stats
 
     s = settings.get()
     pooled = s.multipassage.pool_retrievers or s.retrieval.pooled
@@ -315,8 +314,7 @@ def multipassage_labels(
     questions: pl.DataFrame,
     chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.judging.judge import judge_pairs
-    from mama_pipeline.judging.rubric import output_model
+    from mama_pipeline.judging import judge_pairs, output_model
 
     s = settings.get()
     with llm.client("judge", context) as client:
@@ -349,8 +347,8 @@ def multipassage_fact_labels(
     questions: pl.DataFrame,
     chunks: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    from mama_pipeline.multipassage.fact_labels import label_facts
-    from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
+    from mama_pipeline.multipassage._fact_labels import label_facts
+    from mama_pipeline.multipassage._multipassage_prompts import fact_judge_template
 
     s = settings.get()
     reasoning = s.llm.judge.reasoning == "json_field"
@@ -462,9 +460,9 @@ def multipassage_report(
     multipassage_candidates: pl.DataFrame,
     multipassage_decisions: pl.DataFrame,
 ) -> dg.MaterializeResult:
-    from mama_pipeline.evaluation.measure_names import default_names
+    from mama_pipeline.evaluation import default_names
     from mama_pipeline.llm.embedded_banner import embedded_banner
-    from mama_pipeline.multipassage.multipassage_page import TrackStats, write_track_report
+    from mama_pipeline.multipassage._multipassage_page import TrackStats, write_track_report
 
     s = settings.get()
     page = write_track_report(

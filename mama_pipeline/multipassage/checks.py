@@ -6,8 +6,8 @@ import polars as pl
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.llm.failure_bounds import pair_label_failures
-from mama_pipeline.multipassage.failures import FACTS_UNIT, RELEVANCE_UNIT, failure_listing
-from mama_pipeline.multipassage.question_ids import ID_RE
+from mama_pipeline.multipassage._failures import FACTS_UNIT, RELEVANCE_UNIT, failure_listing
+from mama_pipeline.multipassage._question_ids import ID_RE
 from mama_pipeline.resources import SettingsResource
 
 

@@ -5,7 +5,7 @@ import polars as pl
 
 from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.plan.plan_text import bills_frame, plan_bills, render
+from mama_pipeline.plan._plan_text import bills_frame, plan_bills, render
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import config_path_from_env
 

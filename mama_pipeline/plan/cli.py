@@ -22,7 +22,7 @@ def plan(
     import dagster as dg
 
     from mama_pipeline.definitions import defs
-    from mama_pipeline.plan.plan_text import plan_bills, render
+    from mama_pipeline.plan._plan_text import plan_bills, render
     from mama_pipeline.run_plan import expand_selection, selected_keys
 
     graph = defs.resolve_asset_graph()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mama_pipeline.preflight.preflight_checks import run_checks, summary
+from mama_pipeline.preflight._preflight_checks import run_checks, summary
 from mama_pipeline.settings import config_path_from_env, load_settings
 
 

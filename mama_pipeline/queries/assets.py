@@ -4,9 +4,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.common.metadata import md_table
-from mama_pipeline.queries.query_ids import assign_query_ids
-from mama_pipeline.queries.query_prompt import answer_model, query_requests, query_writer_template
-from mama_pipeline.queries.rules import gate_decisions, keep_rates, status_counts
+from mama_pipeline.queries._query_ids import assign_query_ids
+from mama_pipeline.queries._query_prompt import answer_model, query_requests, query_writer_template
+from mama_pipeline.queries._rules import gate_decisions, keep_rates, status_counts
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 
 GROUP = "queries"

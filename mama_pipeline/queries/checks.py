@@ -5,8 +5,8 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.llm.failure_bounds import query_writer_failures
-from mama_pipeline.queries.query_ids import ID_RE
-from mama_pipeline.queries.rules import duplicate_key
+from mama_pipeline.queries._query_ids import ID_RE
+from mama_pipeline.queries._rules import duplicate_key
 from mama_pipeline.resources import SettingsResource
 
 

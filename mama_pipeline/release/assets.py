@@ -2,7 +2,7 @@
 
 ``mamaretrieval_release`` and ``release_publication`` (group ``release``) read ``corpus_chunks``,
 ``generated_queries``, ``rankings`` (from the store, for the pooled retrievers), ``pooled_pairs``, ``judgments``
-and the tracks' parts (:mod:`mama_pipeline.release.track_parts`); ``mamabench_release`` (group ``mamabench``, the
+and the tracks' parts (:mod:`mama_pipeline.release._track_parts`); ``mamabench_release`` (group ``mamabench``, the
 benchmark's last asset) reads mamabench's tables and the calibration side-file.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.circularity.flags import RELEVANCE_JUDGE as JUDGE_STAGE
-from mama_pipeline.circularity.flags import circularity_flags, flag_record, system_flags
+from mama_pipeline.circularity import RELEVANCE_JUDGE as JUDGE_STAGE
+from mama_pipeline.circularity import circularity_flags, flag_record, system_flags
 from mama_pipeline.common.held_out import held_out_path
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.judging import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.llm.failure_bounds import (
     FailureBoundError,
     classifier_failures,
@@ -28,22 +28,21 @@ from mama_pipeline.llm.failure_bounds import (
     refuse_over_bound,
 )
 from mama_pipeline.llm.reference_audit import decoding_text, reference_judge_stages
-from mama_pipeline.mamabench.scope_agreement import agreement_stats, classifier_agreement, classifier_audit
-from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
-from mama_pipeline.queries.query_prompt import answer_model, query_writer_template
-from mama_pipeline.release.leaderboard_part import mamabench_files
-from mama_pipeline.release.mamabench import write_release
-from mama_pipeline.release.mamabench_inputs import ClassifierInfo, ReleaseInputs
-from mama_pipeline.release.mamaretrieval import (
+from mama_pipeline.mamabench import SCOPE_TEMPLATE, agreement_stats, classifier_agreement, classifier_audit
+from mama_pipeline.queries import answer_model, query_writer_template
+from mama_pipeline.release._leaderboard_part import mamabench_files
+from mama_pipeline.release._mamabench import write_release
+from mama_pipeline.release._mamabench_inputs import ClassifierInfo, ReleaseInputs
+from mama_pipeline.release._mamaretrieval import (
     NAME,
     CorpusInfo,
     MamaretrievalInputs,
     PromptInfo,
     write_mamaretrieval_release,
 )
-from mama_pipeline.release.publish import publish_release
-from mama_pipeline.release.sorted_tables import SortedTables, StoredTable, columns_of
-from mama_pipeline.release.track_parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
+from mama_pipeline.release._publish import publish_release
+from mama_pipeline.release._sorted_tables import SortedTables, StoredTable, columns_of
+from mama_pipeline.release._track_parts import EXTRA_ASSETS, extra_configurations, mamaretrieval_parts, part_assets
 from mama_pipeline.resources import SettingsResource, StoreResource, scratch_path
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
+from mama_pipeline.release._mamaretrieval import NAME
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline.release.assets import mamaretrieval_release
-from mama_pipeline.release.mamaretrieval import NAME
-from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import SettingsResource
 
 

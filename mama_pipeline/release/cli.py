@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mama_pipeline.release.verify import VerifyError, verify_release
+from mama_pipeline.release._verify import VerifyError, verify_release
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,9 @@
-"""The reports index asset (group ``reports``), thin over :mod:`mama_pipeline.reports.index`."""
+"""The reports index asset (group ``reports``), thin over :mod:`mama_pipeline.reports._index`."""
 
 import dagster as dg
 
 from mama_pipeline.common.file_ops import atomic_file
-from mama_pipeline.reports.index import INDEX, PAGES, index_entries, render_index
+from mama_pipeline.reports._index import INDEX, PAGES, index_entries, render_index
 from mama_pipeline.resources import SettingsResource, data_path
 
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)

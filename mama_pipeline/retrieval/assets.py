@@ -16,8 +16,8 @@ import polars as pl
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.resources import SettingsResource, StoreResource, scratch_path
-from mama_pipeline.retrieval.imported import RunImportError, problem_metadata
-from mama_pipeline.retrieval.pooling import (
+from mama_pipeline.retrieval._imported import RunImportError, problem_metadata
+from mama_pipeline.retrieval._pooling import (
     POOL_SCHEMA,
     pool_slices,
     pool_stats,
@@ -25,11 +25,11 @@ from mama_pipeline.retrieval.pooling import (
     sliced_pool_stats,
     stratified_query_sample,
 )
-from mama_pipeline.retrieval.pooling import audit_pool as build_audit_pool
-from mama_pipeline.retrieval.registry import needs, ranked_slices, retrieval_env
-from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
-from mama_pipeline.retrieval.retriever_versions import retriever_versions
-from mama_pipeline.retrieval.stored_rankings import StoredRankings
+from mama_pipeline.retrieval._pooling import audit_pool as build_audit_pool
+from mama_pipeline.retrieval._registry import needs, ranked_slices, retrieval_env
+from mama_pipeline.retrieval._retriever_rankings import empty_rankings, ranking_violations
+from mama_pipeline.retrieval._retriever_versions import retriever_versions
+from mama_pipeline.retrieval._stored_rankings import StoredRankings
 
 GROUP = "retrieval"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)

@@ -5,9 +5,9 @@ import polars as pl
 
 from mama_pipeline.common.slices import id_slices
 from mama_pipeline.resources import StoreResource
+from mama_pipeline.retrieval._retriever_rankings import ranking_violations
+from mama_pipeline.retrieval._stored_rankings import RANKINGS_TABLE, StoredRankings
 from mama_pipeline.retrieval.assets import INPUTS, pooled_pairs, rankings
-from mama_pipeline.retrieval.retriever_rankings import ranking_violations
-from mama_pipeline.retrieval.stored_rankings import RANKINGS_TABLE, StoredRankings
 
 
 @dg.asset_check(asset=pooled_pairs, blocking=True, additional_ins={"queries": INPUTS["queries"]})

@@ -1,7 +1,7 @@
 """Configuration of the retriever registry and of pooling.
 
 Each retriever is one entry of ``retrieval.retrievers`` with a ``kind`` and that
-kind's typed ``params`` (the kind's module in ``retrieval/kinds/`` defines them);
+kind's typed ``params`` (the kind's module in ``retrieval/_kinds/`` defines them);
 a wrong or unknown key fails at load time with its path. A retriever's ranking
 depth defaults to the deepest pool that uses it.
 """
@@ -13,8 +13,8 @@ from typing import Annotated, Union
 from pydantic import Field, model_validator
 
 from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval.retriever_kinds import kinds
-from mama_pipeline.retrieval.retriever_params import RetrieverSettings
+from mama_pipeline.retrieval._retriever_kinds import kinds
+from mama_pipeline.retrieval._retriever_params import RetrieverSettings
 
 
 def retriever_union():

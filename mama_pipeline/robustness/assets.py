@@ -18,25 +18,22 @@ from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.common.spilled_slices import SpilledSlices
-from mama_pipeline.evaluation.measure_names import default_names
-from mama_pipeline.evaluation.significance import refused_rows
-from mama_pipeline.judging.judge import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata
-from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.evaluation import default_names, refused_rows
+from mama_pipeline.judging import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata, output_model
 from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, scratch_path
-from mama_pipeline.retrieval.registry import retrieval_env
-from mama_pipeline.retrieval.retriever_rankings import empty_rankings, ranking_violations
-from mama_pipeline.robustness.abbreviations import load_table
-from mama_pipeline.robustness.labels import (
+from mama_pipeline.retrieval import empty_rankings, ranking_violations, retrieval_env
+from mama_pipeline.robustness._abbreviations import load_table
+from mama_pipeline.robustness._labels import (
     HOLE_SCHEMA,
     NEED_COLUMNS,
     hole_outcomes,
     label_counts,
     label_needs_of,
 )
-from mama_pipeline.robustness.labels import variant_labels as build_labels
-from mama_pipeline.robustness.robustness_page import write_page
-from mama_pipeline.robustness.robustness_scoreboard import (
+from mama_pipeline.robustness._labels import variant_labels as build_labels
+from mama_pipeline.robustness._robustness_page import write_page
+from mama_pipeline.robustness._robustness_scoreboard import (
     PAIR_SCHEMA,
     LabelsOf,
     PairsOf,
@@ -45,7 +42,7 @@ from mama_pipeline.robustness.robustness_scoreboard import (
     paired_slices,
     robustness_board,
 )
-from mama_pipeline.robustness.stored_holes import (
+from mama_pipeline.robustness._stored_holes import (
     JUDGMENTS,
     RANKINGS,
     VARIANT_RANKINGS,
@@ -55,8 +52,8 @@ from mama_pipeline.robustness.stored_holes import (
     ranked_rows,
     scored_retrievers,
 )
-from mama_pipeline.robustness.variant_rankings import rank_variants
-from mama_pipeline.robustness.variants import (
+from mama_pipeline.robustness._variant_rankings import rank_variants
+from mama_pipeline.robustness._variants import (
     decisions_frame,
     deterministic_decisions,
     kept_variants,

@@ -7,7 +7,7 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.shared_inputs import QUERIES
-from mama_pipeline.robustness.variants import SEPARATOR, same_text
+from mama_pipeline.robustness._variants import SEPARATOR, same_text
 
 ID_RE = re.compile(r"^q_\d{5,}" + re.escape(SEPARATOR) + r"[a-z][a-z0-9_]*$")
 

@@ -17,8 +17,8 @@ from mama_pipeline.partitions import SUBMISSIONS
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
-from mama_pipeline.submissions import records
-from mama_pipeline.submissions.submission_files import read_answers_file, read_run_file
+from mama_pipeline.submissions import _records as records
+from mama_pipeline.submissions._submission_files import read_answers_file, read_run_file
 
 GROUP = "submissions"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
@@ -93,18 +93,15 @@ def submission_scores(
 
 
 def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: Path):
-    from mama_pipeline.judging.judge import judge_pairs
-    from mama_pipeline.judging.rubric import output_model
-    from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
-    from mama_pipeline.multipassage.fact_labels import label_facts
-    from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
-    from mama_pipeline.submissions.retrieval_scores import (
+    from mama_pipeline.judging import judge_pairs, output_model
+    from mama_pipeline.multipassage import chunk_lookup, fact_judge_template, label_facts
+    from mama_pipeline.submissions._retrieval_scores import (
         TRACK_ORDER,
         judge_track_holes,
         score_track_run,
         tracks_covered,
     )
-    from mama_pipeline.submissions.submission_inputs import corpus, retrieval_tracks
+    from mama_pipeline.submissions._submission_inputs import corpus, retrieval_tracks
 
     chunk_ids, _ = corpus(db)
     tracks = retrieval_tracks(db, s)
@@ -163,8 +160,8 @@ def _retrieval(context, s: PipelineSettings, db: Store, llm: LLMResource, path: 
 
 
 def _answers(context, s: PipelineSettings, db: Store, llm: LLMResource, sid: str, path: Path):
-    from mama_pipeline.submissions.answer_scores import score_answers
-    from mama_pipeline.submissions.submission_inputs import corpus, system_items
+    from mama_pipeline.submissions._answer_scores import score_answers
+    from mama_pipeline.submissions._submission_inputs import corpus, system_items
 
     every, sample, criteria = system_items(db, s)
     chunk_ids, _ = corpus(db)

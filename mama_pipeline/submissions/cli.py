@@ -32,9 +32,9 @@ def _date(value: str | None) -> str:
 
 def _judge(s, kind: str) -> tuple[str, str]:
     """(model, prompt hash) of what judges a run's holes or grades an answers file."""
-    from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT
-    from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
-    from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
+    from mama_pipeline.calibration import RUBRIC_JUDGE_PROMPT
+    from mama_pipeline.judging import RELEVANCE_JUDGE, label_prompt_hash, output_model
+    from mama_pipeline.systems import SHORT_ANSWER_GRADER_PROMPT
 
     if kind == "retrieval":
         return s.llm.model_of(s.llm.judge), label_prompt_hash(RELEVANCE_JUDGE, output_model(s.llm.judge.reasoning))
@@ -47,8 +47,8 @@ def _judge(s, kind: str) -> tuple[str, str]:
 def check(path: Path, kind: str, s, corpus_version: str | None) -> str:
     """Read the file against the store's ids; returns the corpus version. Raises InputError on a bad file."""
     from mama_pipeline.store import Store
-    from mama_pipeline.submissions.submission_files import read_answers_file, read_run_file
-    from mama_pipeline.submissions.submission_inputs import corpus, retrieval_tracks, system_items
+    from mama_pipeline.submissions._submission_files import read_answers_file, read_run_file
+    from mama_pipeline.submissions._submission_inputs import corpus, retrieval_tracks, system_items
 
     db = Store(s.db_path)
     chunk_ids, version = corpus(db)
@@ -72,9 +72,9 @@ def submit(
     from mama_pipeline.partitions import SUBMISSIONS
     from mama_pipeline.settings import load_settings
     from mama_pipeline.store import Store
-    from mama_pipeline.submissions import records
+    from mama_pipeline.submissions import _records as records
+    from mama_pipeline.submissions._submission_files import submission_id
     from mama_pipeline.submissions.assets import submission_folder, submission_scores
-    from mama_pipeline.submissions.submission_files import submission_id
 
     s = load_settings()
     source = Path(path)

@@ -16,25 +16,25 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT
-from mama_pipeline.circularity.flags import circularity_notes, flag_table, system_flags
+from mama_pipeline.calibration import RUBRIC_JUDGE_PROMPT
+from mama_pipeline.circularity import circularity_notes, flag_table, system_flags
 from mama_pipeline.common.markdown import METADATA
 from mama_pipeline.common.metadata import FAILURES_SHOWN
 from mama_pipeline.common.metadata import md_table as metadata_table
 from mama_pipeline.common.observed_inputs import observed_input
-from mama_pipeline.evaluation.held_out_gaps import system_gaps
-from mama_pipeline.evaluation.significance import refused_rows
+from mama_pipeline.evaluation import refused_rows, system_gaps
 from mama_pipeline.llm.embedded_banner import STAGE_WORDS, embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, data_path
-from mama_pipeline.retrieval.retriever_versions import retriever_versions
-from mama_pipeline.systems import answering, grading
-from mama_pipeline.systems.bounds import GRADER_STAGES, failure_stages, refusals
-from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.graders import grade_answers
-from mama_pipeline.systems.items import benchmark_items, over_max_criteria, sample_items
-from mama_pipeline.systems.systems_page import SystemsReport, no_rubric_grade_note, sample_note, write_report
-from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
-from mama_pipeline.systems.systems_scoreboard import scoreboard
+from mama_pipeline.retrieval import retriever_versions
+from mama_pipeline.systems import _answering as answering
+from mama_pipeline.systems import _grading as grading
+from mama_pipeline.systems._bounds import GRADER_STAGES, failure_stages, refusals
+from mama_pipeline.systems._comparisons import compare_systems
+from mama_pipeline.systems._graders import grade_answers
+from mama_pipeline.systems._items import benchmark_items, over_max_criteria, sample_items
+from mama_pipeline.systems._systems_page import SystemsReport, no_rubric_grade_note, sample_note, write_report
+from mama_pipeline.systems._systems_prompts import SHORT_ANSWER_GRADER_PROMPT
+from mama_pipeline.systems._systems_scoreboard import scoreboard
 
 GROUP = "systems"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
@@ -45,14 +45,14 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "system_comparisons": "llm.answer_grader llm.rubric_judge systems.confidence systems.entries systems.resamples systems.seed",
     "systems_report": "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge mamabench.widely_trained_pools release.held_out retrieval.retrievers systems",
 }
-RETRIEVER_FILES = "system_retriever_files"  # the RAG systems' retrievers' versions (retrieval/retriever_versions.py)
+RETRIEVER_FILES = "system_retriever_files"  # the RAG systems' retrievers' versions (retrieval/_retriever_versions.py)
 
 
 system_retriever_files = observed_input(
     RETRIEVER_FILES,
     GROUP,
     "The versions of the retrievers the RAG systems use (each one's settings entry, depth and model files: "
-    "retrieval/retriever_versions.py), by system; a change to a retriever no system uses is none here.",
+    "retrieval/_retriever_versions.py), by system; a change to a retriever no system uses is none here.",
     lambda s: json.dumps(
         {c.name: retriever_versions(s.retrieval, s.resolve)[c.retriever] for c in s.systems.entries if c.retriever},
         sort_keys=True,
@@ -315,7 +315,7 @@ def _contexts(context, settings: SettingsResource, store: StoreResource, cfg, it
     """Retrieved chunks per item for a RAG system (empty for closed-book), and retrieval metadata."""
     if cfg.mode != "rag" or items.is_empty():
         return pl.DataFrame(schema=answering.CONTEXT_SCHEMA), {}
-    from mama_pipeline.retrieval.registry import retrieval_env, run_retriever
+    from mama_pipeline.retrieval import retrieval_env, run_retriever
 
     s = settings.get()
     db = store.get()

@@ -4,9 +4,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.resources import SettingsResource, StoreResource
-from mama_pipeline.systems.bounds import failure_stages, refusals
-from mama_pipeline.systems.grading import GRADED
-from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_SCORES
+from mama_pipeline.systems._bounds import failure_stages, refusals
+from mama_pipeline.systems._grading import GRADED
+from mama_pipeline.systems._systems_prompts import SHORT_ANSWER_SCORES
 
 
 def _partitions(context: dg.AssetCheckExecutionContext) -> list[str] | None:

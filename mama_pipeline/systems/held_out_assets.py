@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.evaluation.held_out_gaps import gap_metadata, system_gaps
+from mama_pipeline.evaluation import gap_metadata, system_gaps
 from mama_pipeline.resources import SettingsResource
 
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)

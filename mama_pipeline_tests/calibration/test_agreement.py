@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, agreement, harness_report
+from mama_pipeline.calibration._rater_agreement import ALL, JUDGE, PHYSICIANS_POOLED, agreement, harness_report
 
 # Five rows, physicians a, b, c (MA = MATERNAL, CH = CHILD_HEALTH):
 #   row  cat  judge  physicians

@@ -3,15 +3,15 @@
 import polars as pl
 import pytest
 
+from mama_pipeline.calibration._meta_eval import read_meta_eval
+from mama_pipeline.calibration._rater_agreement import harness_report
+from mama_pipeline.calibration._rubric_judge import LABEL_SCHEMA, judged_rows
+from mama_pipeline.calibration._side_file import build_side_file
 from mama_pipeline.calibration.checks import (
     every_meta_eval_row_accounted,
     harness_covers_answered_rows,
     judge_labels_consistent,
 )
-from mama_pipeline.calibration.meta_eval import read_meta_eval
-from mama_pipeline.calibration.rater_agreement import harness_report
-from mama_pipeline.calibration.rubric_judge import LABEL_SCHEMA, judged_rows
-from mama_pipeline.calibration.side_file import build_side_file
 from mama_pipeline_tests.calibration.fixtures import META_EVAL_SAMPLE, VERDICTS
 
 

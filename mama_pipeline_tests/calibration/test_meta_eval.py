@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.meta_eval import META_EVAL_SCHEMA, locate, read_meta_eval
+from mama_pipeline.calibration._meta_eval import META_EVAL_SCHEMA, locate, read_meta_eval
 from mama_pipeline.calibration.settings import META_EVAL_FILE, MetaEvalSource
 from mama_pipeline.settings import load_settings
 from mama_pipeline_tests.calibration.fixtures import META_EVAL_SAMPLE

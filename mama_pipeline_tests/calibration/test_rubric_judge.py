@@ -5,9 +5,9 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.meta_eval import read_meta_eval
-from mama_pipeline.calibration.rater_agreement import ALL, JUDGE, harness_report
-from mama_pipeline.calibration.rubric_judge import (
+from mama_pipeline.calibration._meta_eval import read_meta_eval
+from mama_pipeline.calibration._rater_agreement import ALL, JUDGE, harness_report
+from mama_pipeline.calibration._rubric_judge import (
     LABEL_SCHEMA,
     RUBRIC_JUDGE_PROMPT,
     STAGE,
@@ -17,7 +17,7 @@ from mama_pipeline.calibration.rubric_judge import (
     judged_rows,
     sample_rows,
 )
-from mama_pipeline.calibration.side_file import build_side_file
+from mama_pipeline.calibration._side_file import build_side_file
 from mama_pipeline_tests.calibration.fixtures import META_EVAL_SAMPLE, VERDICTS
 
 

@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.rubric_score import rubric_score
+from mama_pipeline.calibration._rubric_score import rubric_score
 
 
 def grades(rows):

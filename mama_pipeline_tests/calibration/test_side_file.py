@@ -3,8 +3,8 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.calibration.meta_eval import read_meta_eval
-from mama_pipeline.calibration.side_file import ACCOUNTING_SCHEMA, build_side_file
+from mama_pipeline.calibration._meta_eval import read_meta_eval
+from mama_pipeline.calibration._side_file import ACCOUNTING_SCHEMA, build_side_file
 from mama_pipeline_tests.calibration.fixtures import EXPECTED_ACCOUNTING, META_EVAL_SAMPLE, VERDICTS
 
 

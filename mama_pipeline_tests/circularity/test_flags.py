@@ -5,7 +5,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from mama_pipeline.circularity.flags import (
+from mama_pipeline.circularity._flags import (
     circularity_flags,
     circularity_notes,
     flag_record,

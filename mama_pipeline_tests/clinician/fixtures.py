@@ -13,7 +13,7 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.clinician import definitions as clinician
-from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.judging._label_score import score_verdicts
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline_tests.stand_ins import as_corpus_chunks, as_generated_queries
@@ -160,7 +160,7 @@ def judgments() -> pl.DataFrame:
 
 @dg.asset(key="pooled_pairs")
 def pool() -> pl.DataFrame:
-    from mama_pipeline.retrieval.pooling import POOL_SCHEMA
+    from mama_pipeline.retrieval._pooling import POOL_SCHEMA
 
     pairs = judgments_frame().select("query_id", "chunk_id")
     return pairs.with_columns(retrievers=pl.lit(["bm25"]), best_rank=1, is_seed=False, pool_size=1).cast(POOL_SCHEMA)

@@ -4,9 +4,9 @@ import polars as pl
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.annotations import latest_per_annotator, parse_export
-from mama_pipeline.clinician.clinician_agreement import relevance_agreement, scope_agreement
+from mama_pipeline.clinician._adjudication import majority_labels
+from mama_pipeline.clinician._annotations import latest_per_annotator, parse_export
+from mama_pipeline.clinician._clinician_agreement import relevance_agreement, scope_agreement
 from mama_pipeline_tests.clinician import fixtures as fx
 
 
@@ -87,7 +87,7 @@ def test_undefined_figures_are_null_not_perfect():
 
 
 def test_nothing_labelled_yet_gives_empty_figures_not_errors():
-    from mama_pipeline.clinician.annotations import parse_export
+    from mama_pipeline.clinician._annotations import parse_export
 
     none = parse_export([], "empty.json")
     majority = majority_labels(none, 2)

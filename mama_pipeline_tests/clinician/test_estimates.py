@@ -9,13 +9,13 @@ import re
 import polars as pl
 import pytest
 
-from mama_pipeline.clinician.clinician_page import estimates_table
-from mama_pipeline.clinician.estimates import ESTIMATED, REFUSED, ppi_estimates
+from mama_pipeline.clinician._clinician_page import estimates_table
+from mama_pipeline.clinician._estimates import ESTIMATED, REFUSED, ppi_estimates
 from mama_pipeline.common.html_page import number
 from mama_pipeline.common.strata import uniform_sample
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-from mama_pipeline.evaluation.runs import rankings_to_run
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation._runs import rankings_to_run
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
 from mama_pipeline_tests.support.llm_stages import with_embedded
 
 PAIR = {"query_id": pl.String, "chunk_id": pl.String}
@@ -94,7 +94,7 @@ def test_estimates_read_one_retriever_at_a_time_from_the_store_are_the_whole_run
     """Two retrievers' rankings stored as partitions (rows out of rank order, a third partition not asked for):
     the estimates from StoredRun's per-retriever reads are those of the whole run frame, and their figures are
     the hand-worked ones."""
-    from mama_pipeline.evaluation.stored_run import StoredRun
+    from mama_pipeline.evaluation._stored_run import StoredRun
 
     run, queries, pool, judge, clin = _hand_case()
     other = run.with_columns(retriever=pl.lit("s"), rank=3 - pl.col("rank"))  # s ranks each query's pair the other way
@@ -213,8 +213,8 @@ def test_asset_with_an_estimation_sample_report_card_and_default_card(tmp_path):
     import dagster as dg
     import yaml
 
-    from mama_pipeline.clinician.clinician_page import markdown_section
-    from mama_pipeline.release.clinician_part import configurations
+    from mama_pipeline.clinician._clinician_page import markdown_section
+    from mama_pipeline.release._clinician_part import configurations
     from mama_pipeline.resources import shared_resources
     from mama_pipeline.store import Store
     from mama_pipeline_tests.clinician import fixtures as fx

@@ -15,12 +15,12 @@ import httpx
 import polars as pl
 import pytest
 
-from mama_pipeline.clinician.label_studio import LabelStudio, LabelStudioError
-from mama_pipeline.clinician.labelling_config import relevance_config
-from mama_pipeline.clinician.projects import project_title, push_tasks
+from mama_pipeline.clinician._label_studio import LabelStudio, LabelStudioError
+from mama_pipeline.clinician._labelling_config import relevance_config
+from mama_pipeline.clinician._projects import project_title, push_tasks
+from mama_pipeline.clinician._synthetic import synthetic_export
+from mama_pipeline.clinician._tasks import label_studio_tasks, relevance_tasks
 from mama_pipeline.clinician.sensors import clinician_annotations_sensor
-from mama_pipeline.clinician.synthetic import synthetic_export
-from mama_pipeline.clinician.tasks import label_studio_tasks, relevance_tasks
 from mama_pipeline.resources import SettingsResource, shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store

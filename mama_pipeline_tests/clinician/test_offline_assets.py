@@ -7,12 +7,12 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.clinician.synthetic import synthetic_export
-from mama_pipeline.release import mamaretrieval
-from mama_pipeline.release.clinician_part import configurations
-from mama_pipeline.release.mamaretrieval import ReleaseError
-from mama_pipeline.release.track_parts import extra_configurations
-from mama_pipeline.release.verify import verify_release
+from mama_pipeline.clinician._synthetic import synthetic_export
+from mama_pipeline.release import _mamaretrieval as mamaretrieval
+from mama_pipeline.release._clinician_part import configurations
+from mama_pipeline.release._mamaretrieval import ReleaseError
+from mama_pipeline.release._track_parts import extra_configurations
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -123,7 +123,7 @@ def test_release_configurations_carry_the_validated_subset_into_both_releases(of
 
 
 def test_mamabench_release_gets_the_scope_subset(offline, inputs):  # noqa: F811 (the fixture)
-    from mama_pipeline.release.mamabench import ReleaseInputs, release_files
+    from mama_pipeline.release._mamabench import ReleaseInputs, release_files
 
     store, s = Store(offline[0] / "data" / "mama.duckdb"), load_settings(offline[0] / "cfg.yaml")
     (scope,) = configurations("mamabench", store, s)
@@ -143,9 +143,9 @@ def test_mamabench_release_gets_the_scope_subset(offline, inputs):  # noqa: F811
 
 
 def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_path):
+    from mama_pipeline.clinician._synthetic import synthetic_export
+    from mama_pipeline.clinician._tasks import relevance_tasks
     from mama_pipeline.clinician.settings import ClinicianSettings
-    from mama_pipeline.clinician.synthetic import synthetic_export
-    from mama_pipeline.clinician.tasks import relevance_tasks
 
     tasks = relevance_tasks(fx.judgments_frame(), fx.queries_frame(), fx.chunks_of, 4, 1, 3, 5)
     export = synthetic_export(tasks, "relevance", 2, 5)
@@ -184,7 +184,7 @@ def test_demo_mode_synthetic_annotators_are_seeded_per_task_and_announced(tmp_pa
 def test_synthetic_labels_are_known_by_their_mark_not_their_file_name(tmp_path, marked):
     """A synthetic export renamed as a clinicians' one still says synthetic; a release takes it only when allowed,
     and then its card and rows say so."""
-    from mama_pipeline.clinician.tasks import relevance_tasks, scope_tasks
+    from mama_pipeline.clinician._tasks import relevance_tasks, scope_tasks
 
     tasks = pl.concat(
         [
@@ -235,8 +235,8 @@ def test_synthetic_labels_nobody_validated_are_judged_on_the_card_and_page_too(t
     """With clinician.min_annotations above the two made-up annotators per task, no task is validated, but the
     agreement tables still show every label: the release refuses them unless allowed, and then the card, the page
     and the evaluation report's line say SYNTHETIC annotators, never clinicians."""
-    from mama_pipeline.clinician.clinician_agreement import METRIC_SCHEMA
-    from mama_pipeline.evaluation.clinician_note import clinician_notes
+    from mama_pipeline.clinician._clinician_agreement import METRIC_SCHEMA
+    from mama_pipeline.evaluation._clinician_note import clinician_notes
 
     cfg = tmp_path / "cfg.yaml"
     clinician = {"synthetic_annotators": 2, "relevance_sample_size": 4, "scope_sample_size": 3, "min_annotations": 3}

@@ -12,8 +12,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.clinician.estimates import ESTIMATED, REFUSED, corrected, ppi_estimates
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.clinician._estimates import ESTIMATED, REFUSED, corrected, ppi_estimates
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
 
 
 def _binary(base: float, over: float, under: float, pairs: int):

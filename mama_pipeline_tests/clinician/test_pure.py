@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 import polars as pl
 import pytest
 
-from mama_pipeline.clinician.adjudication import majority_labels
-from mama_pipeline.clinician.annotations import ExportError, latest_per_annotator, parse_export, read_export_file
-from mama_pipeline.clinician.labelling_config import (
+from mama_pipeline.clinician._adjudication import majority_labels
+from mama_pipeline.clinician._annotations import ExportError, latest_per_annotator, parse_export, read_export_file
+from mama_pipeline.clinician._labelling_config import (
     CATEGORIES,
     DIMENSIONS,
     relevance_config,
@@ -16,11 +16,11 @@ from mama_pipeline.clinician.labelling_config import (
     scope_config,
     scope_definitions,
 )
-from mama_pipeline.clinician.projects import annotations_fingerprint
-from mama_pipeline.clinician.tasks import TASK_DATA_KEYS, relevance_tasks, scope_tasks
+from mama_pipeline.clinician._projects import annotations_fingerprint
+from mama_pipeline.clinician._tasks import TASK_DATA_KEYS, relevance_tasks, scope_tasks
 from mama_pipeline.common.strata import round_robin_sample
-from mama_pipeline.judging import rubric
-from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.judging import _rubric as rubric
+from mama_pipeline.mamabench import _scope_prompt as scope_prompt
 from mama_pipeline_tests.clinician import fixtures as fx
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from mama_pipeline.common import code_version as cv
 
-PAGE = "mama_pipeline.evaluation.retrieval_page"  # the evaluation report's page module
+PAGE = "mama_pipeline.evaluation._retrieval_page"  # the evaluation report's page module
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.corpus.bundle import BundleError, format_chunk, load_bundle, write_text_bundle
-from mama_pipeline.corpus.hashing import chunk_id, corpus_version, text_digest
+from mama_pipeline.corpus._bundle import BundleError, format_chunk, load_bundle, write_text_bundle
+from mama_pipeline.corpus._hashing import chunk_id, corpus_version, text_digest
 
 PPH = "Give oxytocin 10 IU intramuscularly within one minute of birth. Massage the uterus until firm."
 ECL = "Magnesium sulfate is the drug of choice to prevent and treat eclamptic fits in pre-eclampsia."

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mama_pipeline.corpus.bundle import load_bundle
-from mama_pipeline.corpus.location import BundleLocationError, parse_hub_spec, resolve_bundle
+from mama_pipeline.corpus._bundle import load_bundle
+from mama_pipeline.corpus._location import BundleLocationError, parse_hub_spec, resolve_bundle
 
 SAMPLE = Path(__file__).resolve().parents[2] / "mama_pipeline" / "sample_data" / "corpus" / "chunks_for_rag.txt"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -54,8 +54,8 @@ def _hub_cache(hf_home: Path) -> None:
 def _resolve_offline(hf_home: Path, spec: str) -> dict:
     code = (
         "import json, sys\n"
-        "from mama_pipeline.corpus.location import resolve_bundle, BundleLocationError\n"
-        "from mama_pipeline.corpus.bundle import load_bundle\n"
+        "from mama_pipeline.corpus._location import resolve_bundle, BundleLocationError\n"
+        "from mama_pipeline.corpus._bundle import load_bundle\n"
         "try:\n"
         "    r = resolve_bundle(sys.argv[1], None)\n"
         "except BundleLocationError as exc:\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from mama_pipeline.corpus.bundle import load_bundle, write_text_bundle
-from mama_pipeline.corpus.sampling import sample_chunks
+from mama_pipeline.corpus._bundle import load_bundle, write_text_bundle
+from mama_pipeline.corpus._sampling import sample_chunks
 from mama_pipeline.sample_data.corpus.make_sample_corpus import HERE, sample_corpus_chunks
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 

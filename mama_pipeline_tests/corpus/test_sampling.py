@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.corpus.boilerplate import boilerplate_reason, normalise_heading
-from mama_pipeline.corpus.bundle import CHUNK_SCHEMA
-from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.corpus.sampling import NO_SECTION, largest_remainder, sample_chunks, source_seed
+from mama_pipeline.corpus._boilerplate import boilerplate_reason, normalise_heading
+from mama_pipeline.corpus._bundle import CHUNK_SCHEMA
+from mama_pipeline.corpus._hashing import chunk_id
+from mama_pipeline.corpus._sampling import NO_SECTION, largest_remainder, sample_chunks, source_seed
 from mama_pipeline.corpus.settings import CorpusSettings
 
 CLINICAL = (

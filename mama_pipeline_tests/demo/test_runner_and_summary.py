@@ -5,8 +5,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from mama_pipeline.demo import summary
-from mama_pipeline.demo.runner import RunTally, failed_steps_of_run, run_in_process
+from mama_pipeline.demo import _summary as summary
+from mama_pipeline.demo._runner import RunTally, failed_steps_of_run, run_in_process
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from mama_pipeline.demo.sent_tally import PLANNED_TAG, SENT_TAG, planned_sent_lines, sent_since, tag_runs
+from mama_pipeline.demo._sent_tally import PLANNED_TAG, SENT_TAG, planned_sent_lines, sent_since, tag_runs
 from mama_pipeline.store import Store
 
 

@@ -7,10 +7,10 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from mama_pipeline.evaluation._per_query_files import read_per_query_file
+from mama_pipeline.evaluation._segments import mamaretrieval_segments
+from mama_pipeline.evaluation._stored_qrels import StoredQrels
 from mama_pipeline.evaluation.definitions import build_defs as build_evaluation_defs
-from mama_pipeline.evaluation.per_query_files import read_per_query_file
-from mama_pipeline.evaluation.segments import mamaretrieval_segments
-from mama_pipeline.evaluation.stored_qrels import StoredQrels
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store

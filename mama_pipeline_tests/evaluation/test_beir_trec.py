@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.beir import (
+from mama_pipeline.evaluation._beir import (
     mamaretrieval_documents,
     mamaretrieval_labels,
     mamaretrieval_queries,
@@ -17,8 +17,8 @@ from mama_pipeline.evaluation.beir import (
     write_beir,
     write_beir_parts,
 )
-from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
+from mama_pipeline.evaluation._errors import EvaluationInputError
+from mama_pipeline.evaluation._trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "mama_pipeline" / "sample_data" / "upstream" / "miriad_beir_sample"
 SHA = "0123456789abcdef0123456789abcdef01234567"

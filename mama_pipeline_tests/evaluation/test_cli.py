@@ -58,8 +58,8 @@ def test_trec_command_reports_file_and_line(tmp_path, capsys):
 
 
 def test_export_writes_beir_and_trec_files_that_read_back(tmp_path, monkeypatch, capsys):
-    from mama_pipeline.evaluation.beir import read_beir
-    from mama_pipeline.evaluation.trec import read_trec_qrels, read_trec_run
+    from mama_pipeline.evaluation._beir import read_beir
+    from mama_pipeline.evaluation._trec import read_trec_qrels, read_trec_run
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     cfg = tmp_path / "cfg.yaml"

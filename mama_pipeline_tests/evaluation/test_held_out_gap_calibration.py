@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.common.held_out import HeldOutRule
-from mama_pipeline.evaluation.held_out_gaps import grouped_gap, part_gaps
+from mama_pipeline.evaluation._held_out_gaps import grouped_gap, part_gaps
 
 ALPHA = 0.05
 PARENT = pl.col("query_id").str.replace(r"~.*$", "")  # a variant's parent query: the id the rule hashes

@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from mama_pipeline.evaluation.judged_coverage import incomplete_pool_flags
+from mama_pipeline.evaluation._judged_coverage import incomplete_pool_flags
 
 
 def _row(tier, retriever, family, label, k, mean):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
+from mama_pipeline.evaluation._mamaretrieval_export import export_mamaretrieval
 from mama_pipeline.evaluation.cli import main
-from mama_pipeline.evaluation.mamaretrieval_export import export_mamaretrieval
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table

@@ -1,4 +1,4 @@
-"""One definition of what a measure is (``evaluation/scoreboard_measures.py``): every stored measure name finds its
+"""One definition of what a measure is (``evaluation/_scoreboard_measures.py``): every stored measure name finds its
 family, and 0/1-ness is the family's, never the values'."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan, measure_family, zero_one_measures
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan, measure_family, zero_one_measures
 
 
 def test_the_0_1_measures_among_every_kind_of_stored_name():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from mama_pipeline.common.html_page import cell, heading, interval, number, plural, signed
-from mama_pipeline.evaluation.measure_names import label_of, measure_names, shown
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
+from mama_pipeline.evaluation._measure_names import label_of, measure_names, shown
+from mama_pipeline.evaluation._scoreboard_measures import beir_plan, mamaretrieval_plan
 
 
 def test_every_measure_of_a_plan_has_the_papers_label():

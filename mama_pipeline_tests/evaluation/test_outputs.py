@@ -5,11 +5,11 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_files import read_per_query_file, write_per_query_files
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.significance import pairwise_significance
+from mama_pipeline.evaluation._per_query_files import read_per_query_file, write_per_query_files
+from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation._retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._significance import pairwise_significance
 
 
 @pytest.fixture

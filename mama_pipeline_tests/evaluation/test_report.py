@@ -5,11 +5,11 @@ import re
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_files import first_relevant_ranks, write_per_query_files
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, label_mix, write_report
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
-from mama_pipeline.evaluation.significance import bootstrap_mean_ci, pairwise_significance
+from mama_pipeline.evaluation._per_query_files import first_relevant_ranks, write_per_query_files
+from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation._retrieval_page import ReportInputs, label_mix, write_report
+from mama_pipeline.evaluation._scoreboard_measures import beir_plan, mamaretrieval_plan
+from mama_pipeline.evaluation._significance import bootstrap_mean_ci, pairwise_significance
 
 QUERIES = [f"q{i}" for i in range(12)]
 
@@ -161,7 +161,7 @@ def test_binary_qrels_state_each_cut_once(tmp_path):
 def test_bootstrap_mean_interval_brackets_the_mean():
     import numpy as np
 
-    from mama_pipeline.evaluation.significance import StatisticRefused
+    from mama_pipeline.evaluation._significance import StatisticRefused
 
     values = np.tile([0, 1, 1, 0, 1, 1, 1, 0, 1, 1], 3).astype(float)
     low, high = bootstrap_mean_ci(values, 2000, 0)
@@ -174,7 +174,7 @@ def test_bootstrap_mean_interval_brackets_the_mean():
 
 
 def test_per_query_files_hold_run_files_and_first_relevant_ranks(tmp_path, graded):
-    from mama_pipeline.evaluation.trec import read_trec_run
+    from mama_pipeline.evaluation._trec import read_trec_run
 
     run, qrels, ev, *_ = graded
     folder = write_per_query_files(

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.evaluation.beir_evaluation import beir_report_inputs, evaluate_beir, load_benchmark
-from mama_pipeline.evaluation.retrieval_page import write_report
+from mama_pipeline.evaluation._beir_evaluation import beir_report_inputs, evaluate_beir, load_benchmark
+from mama_pipeline.evaluation._retrieval_page import write_report
 from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
 from mama_pipeline_tests.evaluation.test_report import full_inputs, graded  # noqa: F401 - fixture
 from mama_pipeline_tests.headless_browser import check_page, find_chromium

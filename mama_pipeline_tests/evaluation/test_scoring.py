@@ -5,9 +5,9 @@ import polars as pl
 import pytest
 import pytrec_eval
 
-from mama_pipeline.evaluation.errors import EvaluationInputError
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard, wide_scoreboard
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
+from mama_pipeline.evaluation._errors import EvaluationInputError
+from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard, wide_scoreboard
+from mama_pipeline.evaluation._scoreboard_measures import beir_plan, mamaretrieval_plan
 
 CUTOFFS = [1, 3, 5, 10, 20]
 
@@ -200,7 +200,7 @@ def test_run_with_duplicates_is_an_error(column, values, reason):
 
 
 def test_a_run_column_of_the_wrong_type_is_a_one_line_error():
-    from mama_pipeline.evaluation.runs import check_run
+    from mama_pipeline.evaluation._runs import check_run
 
     run = pl.DataFrame({"retriever": ["a"], "query_id": ["q1"], "doc_id": ["d1"], "rank": ["first"]})
     with pytest.raises(EvaluationInputError) as err:

@@ -4,13 +4,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_scoring import evaluate, scoreboard
-from mama_pipeline.evaluation.retrieval_page import ReportInputs, write_report
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan
-from mama_pipeline.evaluation.segment_section import interval_bars
-from mama_pipeline.evaluation.segments import band_labels, segment_keys, segment_results
+from mama_pipeline.evaluation._per_query_scoring import evaluate, scoreboard
+from mama_pipeline.evaluation._retrieval_page import ReportInputs, write_report
+from mama_pipeline.evaluation._scoreboard_measures import beir_plan
+from mama_pipeline.evaluation._segment_section import interval_bars
+from mama_pipeline.evaluation._segments import band_labels, segment_keys, segment_results
+from mama_pipeline.evaluation._significance import bootstrap_mean_ci, pairwise_significance
 from mama_pipeline.evaluation.settings import SegmentSettings
-from mama_pipeline.evaluation.significance import bootstrap_mean_ci, pairwise_significance
 
 
 def test_band_labels_and_settings():

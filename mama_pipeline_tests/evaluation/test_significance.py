@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from mama_pipeline.evaluation.significance import (
+from mama_pipeline.evaluation._significance import (
     StatisticRefused,
     batch_for,
     bootstrap_mean_ci,
@@ -213,7 +213,7 @@ def test_missing_queries_are_an_error():
 
 
 def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbatched_statistics(monkeypatch):
-    from mama_pipeline.evaluation import significance
+    from mama_pipeline.evaluation import _significance as significance
 
     assert (batch_for(1_000), batch_for(100_000), batch_for(10**8)) == (4_000, 40, 1)
     monkeypatch.setattr(significance, "ELEMENTS_PER_CALL", 30_000)  # 10 resamples per call for 3,000 queries
@@ -246,7 +246,7 @@ def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbat
 
 
 def test_refused_rows_counts_the_rows_whose_figures_were_refused():
-    from mama_pipeline.evaluation.significance import refused_rows
+    from mama_pipeline.evaluation._significance import refused_rows
 
     table = pl.DataFrame(
         {"refused": [None, "interval: 3 values, fewer than the 30", None]}, schema={"refused": pl.String}

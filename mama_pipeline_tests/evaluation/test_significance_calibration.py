@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pytest
 
-from mama_pipeline.evaluation.significance import (
+from mama_pipeline.evaluation._significance import (
     MIN_INTERVAL_N,
     StatisticRefused,
     bca_interval_of_mean,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mama_pipeline.evaluation.significance import (
+from mama_pipeline.evaluation._significance import (
     batch_for,
     bca_interval_of_mean,
     bootstrap_mean_ci,

@@ -6,7 +6,7 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mama_pipeline.evaluation.significance import (
+from mama_pipeline.evaluation._significance import (
     MIN_INTERVAL_N,
     StatisticRefused,
     bootstrap_mean_ci,

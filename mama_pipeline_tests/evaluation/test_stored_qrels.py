@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from mama_pipeline.evaluation.stored_qrels import StoredQrels
+from mama_pipeline.evaluation._stored_qrels import StoredQrels
 from mama_pipeline_tests.evaluation.synthetic import as_judging_table
 
 

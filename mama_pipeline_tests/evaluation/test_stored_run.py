@@ -3,10 +3,10 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_scoring import evaluate, evaluate_slices, per_query_blocks
-from mama_pipeline.evaluation.retrieval_page import label_mix
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.stored_run import StoredRun
+from mama_pipeline.evaluation._per_query_scoring import evaluate, evaluate_slices, per_query_blocks
+from mama_pipeline.evaluation._retrieval_page import label_mix
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._stored_run import StoredRun
 from mama_pipeline_tests.evaluation.test_scoring import CUTOFFS, _random_benchmark
 
 

@@ -210,7 +210,7 @@ def test_every_settings_key_the_document_names_exists():
 
     mods = modules()
 
-    def is_key(name: str) -> bool:  # not a file (`leaderboard.json`) nor code (`judging.judge.judge_pair_slices`)
+    def is_key(name: str) -> bool:  # not a file (`leaderboard.json`) nor code (`judging._judge.judge_pair_slices`)
         parts = name.split(".")
         file_or_code = (
             parts[-1] in ("json", "html", "py", "md", "yaml") or f"mama_pipeline.{parts[0]}.{parts[1]}" in mods
@@ -342,10 +342,10 @@ def test_a_check_in_assets_py_and_an_area_without_its_wiring_are_caught(scratch_
 def test_a_cycle_inside_one_part_is_caught_whatever_its_kind_of_import(scratch_package, back):
     """The layers allow imports inside a part; the cycle rule still forbids two modules importing each other."""
     pkg, doc = scratch_package
-    (pkg / "corpus/sampling.py").write_text(back)
+    (pkg / "corpus/_sampling.py").write_text(back)
     (pkg / "corpus/assets.py").write_text("from mama_pipeline.corpus import sampling\n\nX = 1\n")
     assert violations(pkg, doc) == []
-    assert import_cycles(pkg) == [["mama_pipeline.corpus.assets", "mama_pipeline.corpus.sampling"]]
+    assert import_cycles(pkg) == [["mama_pipeline.corpus.assets", "mama_pipeline.corpus._sampling"]]
 
 
 def test_only_the_root_definitions_read_the_settings_at_import():

@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 
 import mama_pipeline
-from mama_pipeline.calibration.meta_eval import read_meta_eval
+from mama_pipeline.calibration._meta_eval import read_meta_eval
 from mama_pipeline.cli import main as cli_main
-from mama_pipeline.clinician.annotations import parse_export, read_export_file
-from mama_pipeline.clinician.label_studio import LabelStudio
+from mama_pipeline.clinician._annotations import parse_export, read_export_file
+from mama_pipeline.clinician._label_studio import LabelStudio
 from mama_pipeline.common import input_errors
 from mama_pipeline.common.input_errors import InputError, describe, run_cli
-from mama_pipeline.corpus.bundle import format_chunk, load_bundle
-from mama_pipeline.mamabench.pools import POOL_BY_NAME
+from mama_pipeline.corpus._bundle import format_chunk, load_bundle
+from mama_pipeline.mamabench._pools import POOL_BY_NAME
+from mama_pipeline.mamabench._sources import load_pool
 from mama_pipeline.mamabench.settings import SourceLocation
-from mama_pipeline.mamabench.sources import load_pool
-from mama_pipeline.robustness.abbreviations import load_table
+from mama_pipeline.robustness._abbreviations import load_table
 from mama_pipeline_tests.support.llm_stages import with_embedded
 
 SAMPLE = Path(mama_pipeline.__file__).resolve().parent / "sample_data"

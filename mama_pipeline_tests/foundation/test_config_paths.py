@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 import mama_pipeline
-from mama_pipeline.calibration.meta_eval import locate as locate_meta_eval
-from mama_pipeline.corpus.bundle import load_bundle
-from mama_pipeline.corpus.location import resolve_bundle
-from mama_pipeline.corpus.watch import bundle_fingerprint
-from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.mamabench.sources import SourceError, load_pool
+from mama_pipeline.calibration._meta_eval import locate as locate_meta_eval
+from mama_pipeline.corpus._bundle import load_bundle
+from mama_pipeline.corpus._location import resolve_bundle
+from mama_pipeline.corpus._watch import bundle_fingerprint
+from mama_pipeline.mamabench._pools import POOLS
+from mama_pipeline.mamabench._sources import SourceError, load_pool
 from mama_pipeline.settings import load_settings
 from mama_pipeline_tests.support.llm_stages import with_embedded
 

@@ -71,7 +71,7 @@ def whole_agrees_with_failures(whole: pl.DataFrame, failures: pl.DataFrame) -> d
 
 
 def test_a_check_whose_input_was_never_materialised_names_the_asset_to_add(tmp_path):
-    from mama_pipeline.demo.runner import failure_reason
+    from mama_pipeline.demo._runner import failure_reason
 
     defs = dg.Definitions(
         assets=[wide, whole, failures],

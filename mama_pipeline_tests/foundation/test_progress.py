@@ -69,9 +69,9 @@ def test_units_not_declared_alike_get_a_count_and_the_time_elapsed_never_an_esti
 @pytest.mark.slow
 def test_beir_retriever_progress_estimates_only_from_the_encoders_own_count(monkeypatch, tmp_path):
     """Two encoders of unlike cost: the retriever count shows no time left; the encoding of each does."""
-    from mama_pipeline.evaluation import beir_evaluation
-    from mama_pipeline.retrieval import embedding_cache
-    from mama_pipeline.retrieval.registry import RetrievalEnv
+    from mama_pipeline.evaluation import _beir_evaluation as beir_evaluation
+    from mama_pipeline.retrieval import _embedding_cache as embedding_cache
+    from mama_pipeline.retrieval._registry import RetrievalEnv
     from mama_pipeline.retrieval.settings import RetrievalSettings
     from mama_pipeline.store import Store
     from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame

@@ -5,9 +5,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.judging import definitions as judging
-from mama_pipeline.judging.judge import judge_pairs, stored_chunks
-from mama_pipeline.judging.label_store import LABEL_TABLE
-from mama_pipeline.judging.rubric import output_model
+from mama_pipeline.judging._judge import judge_pairs, stored_chunks
+from mama_pipeline.judging._label_store import LABEL_TABLE
+from mama_pipeline.judging._rubric import output_model
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store

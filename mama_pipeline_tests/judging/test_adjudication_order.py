@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.adjudication_order import NO_LABEL, NOT_RELEVANT, RELEVANT, adjudicate, run_lists
+from mama_pipeline.judging._adjudication_order import NO_LABEL, NOT_RELEVANT, RELEVANT, adjudicate, run_lists
 
 
 def _pool(queries: int, seed: int = 0):

@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.completeness import pool_recall
+from mama_pipeline.judging._completeness import pool_recall
 
 
 def frame(rows):

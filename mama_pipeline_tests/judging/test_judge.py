@@ -6,10 +6,10 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.judge import judge_pairs
-from mama_pipeline.judging.label_score import score_verdicts
-from mama_pipeline.judging.label_store import orphaned_labels, stored_labels
-from mama_pipeline.judging.rubric import (
+from mama_pipeline.judging._judge import judge_pairs
+from mama_pipeline.judging._label_score import score_verdicts
+from mama_pipeline.judging._label_store import orphaned_labels, stored_labels
+from mama_pipeline.judging._rubric import (
     RELEVANCE_JUDGE,
     JudgeVerdicts,
     JudgeVerdictsWithReasoning,

@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.label_score import score_verdicts
-from mama_pipeline.judging.reliability import agreement, pilot_sample, reference_audits
+from mama_pipeline.judging._label_score import score_verdicts
+from mama_pipeline.judging._reliability import agreement, pilot_sample, reference_audits
 
 # (d1, d2, d3, d4) of the main and the reference judge on six pairs
 MAIN = [(True, 2, 2, 2), (True, 1, 1, 1), (False, 0, 0, 0), (True, 2, 1, 2), (True, 1, 0, 0), (True, 2, 2, 1)]

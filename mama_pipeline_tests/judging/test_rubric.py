@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from mama_pipeline.judging.rubric import (
+from mama_pipeline.judging._rubric import (
     RELEVANCE_JUDGE,
     JudgeVerdicts,
     JudgeVerdictsWithReasoning,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mama_pipeline.judging.label_score import score_verdicts
+from mama_pipeline.judging._label_score import score_verdicts
 
 
 def v(d1, d2, d3, d4):

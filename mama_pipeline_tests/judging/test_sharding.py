@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.sharding import in_shard, shard_keys, shard_of
+from mama_pipeline.judging._sharding import in_shard, shard_keys, shard_of
 
 
 def test_shards_partition_the_pairs_and_do_not_move():

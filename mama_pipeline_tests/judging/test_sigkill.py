@@ -19,7 +19,7 @@ import urllib.request
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, render_pair
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, render_pair
 from mama_pipeline.llm.client import cache_key, decoding_params, schema_of
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store

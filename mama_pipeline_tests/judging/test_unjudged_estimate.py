@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.unjudged_estimate import recall_interval, remainder_sample, unjudged_estimates
+from mama_pipeline.judging._unjudged_estimate import recall_interval, remainder_sample, unjudged_estimates
 
 
 def _coverage(relevant_judged, unjudged_flags, m, trials, seed, failed=0, failed_relevant=0):

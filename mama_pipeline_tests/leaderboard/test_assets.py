@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from mama_pipeline.common.held_out import hash_position
+from mama_pipeline.leaderboard._leaderboard_files import read_per_query
 from mama_pipeline.leaderboard.assets import mamabench_leaderboard, mamaretrieval_leaderboard
-from mama_pipeline.leaderboard.leaderboard_files import read_per_query
-from mama_pipeline.release.leaderboard_part import mamaretrieval_part, released_leaderboard
-from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.release._leaderboard_part import mamaretrieval_part, released_leaderboard
+from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -130,7 +130,7 @@ def _stubs(robust: bool = False):
 
     @dg.asset(key="robustness_per_query")
     def robustness_per_query() -> pl.DataFrame:
-        from mama_pipeline.robustness.robustness_scoreboard import PAIR_SCHEMA
+        from mama_pipeline.robustness._robustness_scoreboard import PAIR_SCHEMA
 
         return _robustness()[1].cast(PAIR_SCHEMA) if robust else pl.DataFrame(schema=PAIR_SCHEMA)
 
@@ -327,7 +327,7 @@ def test_submissions_beside_configured_entries_refusals_paired_test_rebuild_rele
     _screenshot(tmp_path / "data" / "reports" / "leaderboard" / "mamaretrieval.html", tmp_path / "leaderboard.png")
 
     # the reports index links both leaderboards with their headline figures (the best entries, the tied count)
-    from mama_pipeline.reports.index import render_index
+    from mama_pipeline.reports._index import render_index
 
     index = render_index(tmp_path / "data" / "reports")
     assert "<a href='leaderboard/mamaretrieval.html'>Leaderboard (mamaretrieval)</a>" in index

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.leaderboard.board import Entry, Stats, build_track
+from mama_pipeline.leaderboard._board import Entry, Stats, build_track
 
 STATS = Stats(resamples=999, seed=0, confidence=0.95, alpha=0.05)
 QUERIES = [f"q_{i:03d}" for i in range(30)]
@@ -149,8 +149,8 @@ def test_refused_entry_has_no_figure_and_too_few_shared_queries_are_not_compared
 
 def test_robustness_entries_are_the_variant_side_of_the_robustness_areas_values_keyed_by_variant_id():
     from mama_pipeline.evaluation.settings import EvaluationSettings
-    from mama_pipeline.leaderboard.leaderboard_inputs import configured, robustness_per_query
-    from mama_pipeline.robustness.robustness_scoreboard import labels_in
+    from mama_pipeline.leaderboard._leaderboard_inputs import configured, robustness_per_query
+    from mama_pipeline.robustness._robustness_scoreboard import labels_in
     from mama_pipeline_tests.robustness.test_labels_and_board import (
         frame,
         label_rows,
@@ -287,7 +287,7 @@ def test_the_json_and_the_page_say_when_no_entry_can_be_separated():
     (0.125), the page says no entry can be placed below the best, and the headline figure does not count ties."""
     import json
 
-    from mama_pipeline.leaderboard.leaderboard_files import folder_files
+    from mama_pipeline.leaderboard._leaderboard_files import folder_files
 
     queries = QUERIES[:4]
     arrays = {"configured/a": np.array([0.9, 0.8, 0.7, 0.9]), "configured/b": np.zeros(4)}
@@ -312,8 +312,8 @@ def test_the_json_and_the_page_say_when_no_entry_can_be_separated():
 
 
 def test_a_refused_statistic_leaves_its_figure_empty_with_the_reason_and_the_board_goes_on(monkeypatch):
-    from mama_pipeline.evaluation.significance import StatisticRefused
-    from mama_pipeline.leaderboard import board
+    from mama_pipeline.evaluation._significance import StatisticRefused
+    from mama_pipeline.leaderboard import _board as board
 
     def refuse(*args, **kwargs):
         raise StatisticRefused("all values equal: no spread to resample")

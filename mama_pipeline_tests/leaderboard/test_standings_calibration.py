@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.leaderboard import board_standings as bs
+from mama_pipeline.leaderboard import _board_standings as bs
 
 ALPHA = 0.05
 RESAMPLES = bs.resamples_for(0, ALPHA)  # the least the board allows: 199, smallest p 1/200 = alpha / 10

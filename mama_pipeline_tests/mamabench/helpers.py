@@ -7,10 +7,10 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.settings_base import resolve_path
-from mama_pipeline.mamabench.adapters import adapt_pool
-from mama_pipeline.mamabench.pools import POOL_BY_NAME
+from mama_pipeline.mamabench._adapters import adapt_pool
+from mama_pipeline.mamabench._pools import POOL_BY_NAME
+from mama_pipeline.mamabench._sources import load_pool
 from mama_pipeline.mamabench.settings import MamabenchSettings
-from mama_pipeline.mamabench.sources import load_pool
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mama_pipeline"
 SETTINGS = MamabenchSettings()

@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.adapters import adapt_pool
-from mama_pipeline.mamabench.schema import CanonicalItem
+from mama_pipeline.mamabench._adapters import adapt_pool
+from mama_pipeline.mamabench._schema import CanonicalItem
 from mama_pipeline.store.table_schema import table_schema
 from mama_pipeline_tests.mamabench.helpers import SETTINGS, adapted, raw, status_counts
 

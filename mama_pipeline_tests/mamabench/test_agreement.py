@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.scope_agreement import (
+from mama_pipeline.mamabench._scope_agreement import (
     agreement_stats,
     confusion_matrix,
     prior_pairs,

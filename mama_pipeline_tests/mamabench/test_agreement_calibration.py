@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.scope_agreement import CATEGORIES, agreement_stats
+from mama_pipeline.mamabench._scope_agreement import CATEGORIES, agreement_stats
 
 TRUE_AGREEMENT = 0.2 + 0.8 * np.linspace(0.4, 0.95, 56)  # q from 0.4 to 0.95: p from 0.52 to 0.96
 

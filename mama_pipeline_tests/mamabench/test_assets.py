@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mama_pipeline.llm.prompt_template import PromptTemplate
-from mama_pipeline.mamabench import scope_prompt
+from mama_pipeline.mamabench import _scope_prompt as scope_prompt
 from mama_pipeline.mamabench.definitions import build_defs as build_mamabench_defs
 from mama_pipeline.release.assets import mamabench_release
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources

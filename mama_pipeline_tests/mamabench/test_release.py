@@ -10,14 +10,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mama_pipeline.mamabench.pools import POOLS
-from mama_pipeline.mamabench.schema import CanonicalItem, Category, item_json_schema
-from mama_pipeline.mamabench.scope_agreement import agreement_stats, prior_pairs
-from mama_pipeline.mamabench.scope_prompt import SCOPE_TEMPLATE
-from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts
-from mama_pipeline.mamabench.yields import yield_table
-from mama_pipeline.release.mamabench import release_files, write_release
-from mama_pipeline.release.mamabench_inputs import ClassifierInfo, ReleaseInputs
+from mama_pipeline.mamabench._pools import POOLS
+from mama_pipeline.mamabench._schema import CanonicalItem, Category, item_json_schema
+from mama_pipeline.mamabench._scope_agreement import agreement_stats, prior_pairs
+from mama_pipeline.mamabench._scope_prompt import SCOPE_TEMPLATE
+from mama_pipeline.mamabench._scoping import VERDICT_SCHEMA, criteria_table, finalise, joined_verdicts
+from mama_pipeline.mamabench._yields import yield_table
+from mama_pipeline.release._mamabench import release_files, write_release
+from mama_pipeline.release._mamabench_inputs import ClassifierInfo, ReleaseInputs
 from mama_pipeline_tests.mamabench.helpers import adapted
 
 CATS = [c.value for c in Category]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from mama_pipeline.mamabench.schema import Category
-from mama_pipeline.mamabench.scope_prompt import (
+from mama_pipeline.mamabench._schema import Category
+from mama_pipeline.mamabench._scope_prompt import (
     SCOPE_TEMPLATE,
     ScopeVerdict,
     ScopeVerdictWithReasoning,

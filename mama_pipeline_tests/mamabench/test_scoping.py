@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.prompt_template import PromptTemplate
-from mama_pipeline.mamabench import scope_prompt
-from mama_pipeline.mamabench.scope_prompt import ScopeVerdictWithReasoning
-from mama_pipeline.mamabench.scoping import VERDICT_SCHEMA, classify, criteria_table, finalise, joined_verdicts
-from mama_pipeline.mamabench.yields import refusals_by_reason, yield_table
+from mama_pipeline.mamabench import _scope_prompt as scope_prompt
+from mama_pipeline.mamabench._scope_prompt import ScopeVerdictWithReasoning
+from mama_pipeline.mamabench._scoping import VERDICT_SCHEMA, classify, criteria_table, finalise, joined_verdicts
+from mama_pipeline.mamabench._yields import refusals_by_reason, yield_table
 from mama_pipeline_tests.mamabench.helpers import adapted
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mama_pipeline.mamabench.scorability import check_mcq
+from mama_pipeline.mamabench._scorability import check_mcq
 
 OPTS = ["Oxytocin", "Misoprostol", "Ergometrine", "Carboprost"]
 STEM = "Which drug is first-line for preventing postpartum haemorrhage?"

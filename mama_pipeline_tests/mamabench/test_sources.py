@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from mama_pipeline.mamabench.pools import POOL_BY_NAME, POOLS
+from mama_pipeline.mamabench._pools import POOL_BY_NAME, POOLS
+from mama_pipeline.mamabench._sources import SourceError, load_pool
 from mama_pipeline.mamabench.settings import SourceLocation
-from mama_pipeline.mamabench.sources import SourceError, load_pool
 from mama_pipeline_tests.mamabench.helpers import PACKAGE, SETTINGS, resolve
 
 EXPECTED_ROWS = {
@@ -150,9 +150,9 @@ def test_source_location_must_be_local_xor_pinned_hub() -> None:
 HUB_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from mama_pipeline.mamabench.pools import POOL_BY_NAME
+    from mama_pipeline.mamabench._pools import POOL_BY_NAME
     from mama_pipeline.mamabench.settings import SourceLocation
-    from mama_pipeline.mamabench.sources import load_pool
+    from mama_pipeline.mamabench._sources import load_pool
     out = {}
     for rev in sys.argv[1:]:
         loc = SourceLocation(repo_id="GBaker/MedQA-USMLE-4-options", revision=rev,

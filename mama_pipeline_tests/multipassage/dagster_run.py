@@ -15,9 +15,9 @@ import dagster as dg
 import polars as pl
 
 from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.multipassage.definitions import build_defs as build_multipassage_defs
-from mama_pipeline.queries.query_prompt import query_writer_template
+from mama_pipeline.queries._query_prompt import query_writer_template
 from mama_pipeline.release.assets import mamaretrieval_release
 from mama_pipeline.release.checks import mamaretrieval_release_verifies
 from mama_pipeline.resources import shared_resources

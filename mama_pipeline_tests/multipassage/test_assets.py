@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.release.verify import verify_release
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.llm_stages import with_embedded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.multipassage.candidates import candidate_sets, drop_counts, set_id
+from mama_pipeline.multipassage._candidates import candidate_sets, drop_counts, set_id
 
 BODY = (
     "Give oxytocin 10 IU intramuscularly within one minute of birth and check the uterus every fifteen minutes "

@@ -8,13 +8,13 @@ import pytest
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity
 from mama_pipeline.llm.settings import EmbeddedServerSettings, StageSettings
-from mama_pipeline.multipassage.multipassage_prompts import (
+from mama_pipeline.multipassage._multipassage_prompts import (
     verifier_model,
     verifier_template,
     writer_model,
     writer_template,
 )
-from mama_pipeline.multipassage.questions import verifier_requests, writer_requests, written_questions
+from mama_pipeline.multipassage._questions import verifier_requests, writer_requests, written_questions
 
 CHUNKS = {
     "c1": {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.multipassage.fact_labels import label_facts
-from mama_pipeline.multipassage.failures import FACTS_UNIT, RELEVANCE_UNIT, label_bounds, over_bound
-from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template, facts_stated_model
+from mama_pipeline.multipassage._fact_labels import label_facts
+from mama_pipeline.multipassage._failures import FACTS_UNIT, RELEVANCE_UNIT, label_bounds, over_bound
+from mama_pipeline.multipassage._multipassage_prompts import fact_judge_template, facts_stated_model
 
 QUESTIONS = pl.DataFrame(
     {

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.multipassage.multipassage_measures import fact_qrels, graded_qrels, track_values
-from mama_pipeline.multipassage.multipassage_scoreboard import score_track
+from mama_pipeline.multipassage._multipassage_measures import fact_qrels, graded_qrels, track_values
+from mama_pipeline.multipassage._multipassage_scoreboard import score_track
 from mama_pipeline.multipassage.settings import MultipassageSettings
 
 # one fact per chunk of each set (fact n taken from the n-th chunk), unless a test says otherwise

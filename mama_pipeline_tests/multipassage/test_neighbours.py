@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from mama_pipeline.multipassage.neighbours import dense_neighbours, embedding_encoder
+from mama_pipeline.multipassage._neighbours import dense_neighbours, embedding_encoder
 from mama_pipeline.multipassage.settings import MultipassageSettings, check_against
-from mama_pipeline.retrieval.openai_embeddings import OpenAIEmbeddingsEncoder
+from mama_pipeline.retrieval._openai_embeddings import OpenAIEmbeddingsEncoder
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame
 

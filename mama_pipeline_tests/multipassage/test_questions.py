@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.client import LLMResult
-from mama_pipeline.multipassage.multipassage_prompts import (
+from mama_pipeline.multipassage._multipassage_prompts import (
     fact_check_template,
     facts_stated_model,
     render_passages,
@@ -17,8 +17,8 @@ from mama_pipeline.multipassage.multipassage_prompts import (
     writer_model,
     writer_template,
 )
-from mama_pipeline.multipassage.question_ids import assign_question_ids
-from mama_pipeline.multipassage.questions import (
+from mama_pipeline.multipassage._question_ids import assign_question_ids
+from mama_pipeline.multipassage._questions import (
     decide,
     fact_check_requests,
     run_fact_checks,

@@ -9,20 +9,20 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.measure_names import measure_names
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._measure_names import measure_names
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.multipassage.multipassage_page import render
-from mama_pipeline.multipassage.multipassage_prompts import fact_judge_template
-from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
-from mama_pipeline.release.multipassage_part import (
+from mama_pipeline.multipassage._multipassage_page import render
+from mama_pipeline.multipassage._multipassage_prompts import fact_judge_template
+from mama_pipeline.release._mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline.release._multipassage_part import (
     TrackInputs,
     build_part,
     diversity_qrels,
     multipassage_part,
     prompt_infos,
 )
-from mama_pipeline.release.verify import verify_release
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx

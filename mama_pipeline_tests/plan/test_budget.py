@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from pydantic import BaseModel, Field
 
-from mama_pipeline.judging.judge import judge_pair_slices, judge_pairs
-from mama_pipeline.judging.rubric import JudgeVerdictsWithReasoning
+from mama_pipeline.judging._judge import judge_pair_slices, judge_pairs
+from mama_pipeline.judging._rubric import JudgeVerdictsWithReasoning
 from mama_pipeline.llm.budget import BudgetExceeded
 from mama_pipeline.llm.client import LLMRequest
 from mama_pipeline.llm.prompt_template import PromptTemplate

@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.judging.judge import judge_pairs
-from mama_pipeline.judging.rubric import output_model
-from mama_pipeline.plan.plan_text import plan_bills
-from mama_pipeline.queries.query_prompt import answer_model, query_requests, query_writer_template
+from mama_pipeline.judging._judge import judge_pairs
+from mama_pipeline.judging._rubric import output_model
+from mama_pipeline.plan._plan_text import plan_bills
+from mama_pipeline.queries._query_prompt import answer_model, query_requests, query_writer_template
 from mama_pipeline.resources import LLMResource, SettingsResource, shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 from mama_pipeline.store import Store
@@ -245,8 +245,8 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
     from mama_pipeline.llm.client import LLMRequest
     from mama_pipeline.llm.prompt_template import PromptTemplate
     from mama_pipeline.llm.settings import StageSettings
-    from mama_pipeline.plan.bill import PlannedRun, StagePlan, bill
-    from mama_pipeline.plan.plan_text import render
+    from mama_pipeline.plan._bill import PlannedRun, StagePlan, bill
+    from mama_pipeline.plan._plan_text import render
 
     class Answer(BaseModel):
         text: str
@@ -273,7 +273,7 @@ def test_requests_with_the_same_prompt_are_one_to_send_and_the_plan_says_so(make
 
 def test_slots_are_concurrency_per_base_url_or_the_embedded_servers_slots():
     from mama_pipeline.llm.settings import StageSettings
-    from mama_pipeline.plan.bill import slots_of
+    from mama_pipeline.plan._bill import slots_of
 
     two_urls = StageSettings(base_urls=["http://a:1/v1", "http://b:1/v1"], model="m", concurrency=4)
     assert slots_of(two_urls, embedded_slots=1) == 8
@@ -282,7 +282,7 @@ def test_slots_are_concurrency_per_base_url_or_the_embedded_servers_slots():
 
 
 def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for_answers(tmp_path, fake_llm):
-    from mama_pipeline.systems.items import benchmark_items
+    from mama_pipeline.systems._items import benchmark_items
     from mama_pipeline_tests.systems.fixtures import items_frame, mcq, short
 
     config = write_config(tmp_path, fake_llm)  # the sample's systems: smollm-closed (every track), smollm-rag (mcq)
@@ -310,9 +310,9 @@ def test_answering_systems_closed_book_planned_rag_not_computed_graders_wait_for
 
 
 def test_multipassage_writer_plan_has_the_runs_real_writing_asks_one_schema_per_set_size(tmp_path, fake_llm):
-    from mama_pipeline.multipassage.chunk_lookup import chunk_lookup
-    from mama_pipeline.multipassage.multipassage_prompts import writer_template
-    from mama_pipeline.multipassage.questions import run_writer
+    from mama_pipeline.multipassage._chunk_lookup import chunk_lookup
+    from mama_pipeline.multipassage._multipassage_prompts import writer_template
+    from mama_pipeline.multipassage._questions import run_writer
 
     config = write_config(tmp_path, fake_llm)
     store = store_of(config)
@@ -424,7 +424,7 @@ def test_plan_on_an_empty_data_folder_bounds_every_stage_and_writes_nothing(tmp_
 
 
 def test_the_bound_of_an_adaptive_run_is_its_budget_plus_the_remainder_sample():
-    from mama_pipeline.plan.stage_bounds import RawInputs, judged_labels_bound, query_writer_bound
+    from mama_pipeline.plan._stage_bounds import RawInputs, judged_labels_bound, query_writer_bound
 
     full = load_settings(SAMPLE_CONFIG)
     queries = query_writer_bound(RawInputs(full), "query_writer").requests

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.queries.query_ids import REGISTRY_SCHEMA, assign_query_ids, format_query_id
+from mama_pipeline.queries._query_ids import REGISTRY_SCHEMA, assign_query_ids, format_query_id
 
 
 def test_fresh_ids_follow_seed_chunk_order():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from mama_pipeline.queries.query_prompt import QueryAnswer, answer_model, query_writer_template
+from mama_pipeline.queries._query_prompt import QueryAnswer, answer_model, query_writer_template
 
 
 def test_word_limit_and_reasoning_are_part_of_the_prompt_hash():

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 import yaml
 
+from mama_pipeline.corpus._hashing import chunk_id
 from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
-from mama_pipeline.corpus.hashing import chunk_id
 from mama_pipeline.queries.definitions import build_defs as build_queries_defs
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import SAMPLE_CONFIG, load_settings

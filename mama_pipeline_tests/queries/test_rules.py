@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.client import LLMResult
-from mama_pipeline.queries.rules import gate_decisions, keep_rates, normalise_query, status_counts
+from mama_pipeline.queries._rules import gate_decisions, keep_rates, normalise_query, status_counts
 
 
 def sampled(ids: list[str], tiers: list[str] | None = None) -> pl.DataFrame:

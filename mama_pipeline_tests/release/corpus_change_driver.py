@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.corpus.hashing import chunk_id
+from mama_pipeline.corpus._hashing import chunk_id
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.run_plan import execute_plan, plan_runs
 from mama_pipeline.settings import load_settings

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
-from mama_pipeline.queries.query_prompt import QueryAnswerWithReasoning, query_writer_template
-from mama_pipeline.release.mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo
+from mama_pipeline.corpus._hashing import chunk_id
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
+from mama_pipeline.queries._query_prompt import QueryAnswerWithReasoning, query_writer_template
+from mama_pipeline.release._mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo
 
 CORPUS_VERSION = "c0ffee0000000001"
 WRITER_TEMPLATE = query_writer_template(20, True)

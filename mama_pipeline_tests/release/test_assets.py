@@ -9,9 +9,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline.release.assets import mamaretrieval_release, release_publication
 from mama_pipeline.release.checks import mamaretrieval_release_verifies
-from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx

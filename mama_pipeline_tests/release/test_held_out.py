@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
-from mama_pipeline.release.configurations import ConfigurationPart
-from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
-from mama_pipeline.release.verify import verify_release
+from mama_pipeline.release._configurations import ConfigurationPart
+from mama_pipeline.release._mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline_tests.release import fixtures as fx
 from mama_pipeline_tests.support.llm_stages import with_embedded
 

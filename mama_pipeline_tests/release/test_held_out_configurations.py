@@ -12,14 +12,14 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.held_out import HeldOutRule, held_out_path
-from mama_pipeline.release.clinician_part import configurations as clinician_configurations
-from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
-from mama_pipeline.release.multipassage_part import build_part as multipassage_part
-from mama_pipeline.release.robustness_part import build_part as robustness_part
-from mama_pipeline.release.verify import verify_release
-from mama_pipeline.robustness.abbreviations import load_table
+from mama_pipeline.release._clinician_part import configurations as clinician_configurations
+from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.release._multipassage_part import build_part as multipassage_part
+from mama_pipeline.release._robustness_part import build_part as robustness_part
+from mama_pipeline.release._verify import verify_release
+from mama_pipeline.robustness._abbreviations import load_table
+from mama_pipeline.robustness._variants import DECISION_SCHEMA, VARIANT_COLUMNS
 from mama_pipeline.robustness.settings import RobustnessSettings
-from mama_pipeline.robustness.variants import DECISION_SCHEMA, VARIANT_COLUMNS
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.multipassage.test_release_and_report import track
@@ -282,7 +282,7 @@ def test_a_release_with_every_configuration_holds_no_held_out_id_in_any_public_f
 
 
 def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path):
-    from mama_pipeline.release.robustness_part import robustness_part as from_store
+    from mama_pipeline.release._robustness_part import robustness_part as from_store
 
     salt = _salt()
     store = Store(tmp_path / "mama.duckdb")
@@ -309,7 +309,7 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
 
 
 def test_the_multipassage_configuration_reads_the_rule_from_the_settings(tmp_path):
-    from mama_pipeline.release.multipassage_part import (
+    from mama_pipeline.release._multipassage_part import (
         multipassage_part as from_store,
     )
 

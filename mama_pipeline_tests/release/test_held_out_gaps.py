@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from mama_pipeline.common.held_out import HeldOutRule
-from mama_pipeline.evaluation.held_out_gaps import part_gaps
-from mama_pipeline.mamabench.held_out_key import split_key
+from mama_pipeline.evaluation._held_out_gaps import part_gaps
+from mama_pipeline.mamabench._held_out_key import split_key
 
 
 def _held(i: str, salt: str, share: float = 0.5) -> bool:

@@ -19,8 +19,8 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.release.configurations import ReleaseConfiguration
-from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.release._configurations import ReleaseConfiguration
+from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
 from mama_pipeline_tests.release import fixtures as fx
 from mama_pipeline_tests.support.demo_store import DemoStore
 
@@ -72,12 +72,12 @@ def project_ndcg10(folder: Path, tmp: Path, cut: int | None) -> tuple[float, int
     """The project's nDCG@10 of its MiniLM dense retriever on the release's BEIR triple: graded labels as gains
     over every query with a judged pair (``cut`` None), or relevance binarised at ``cut`` over the queries with a
     relevant chunk; (mean, queries)."""
-    from mama_pipeline.evaluation.beir_evaluation import load_benchmark, registry_inputs, run_registry
-    from mama_pipeline.evaluation.per_query_scoring import evaluate
-    from mama_pipeline.evaluation.runs import rankings_to_run
-    from mama_pipeline.evaluation.scoreboard_measures import MeasurePlan
+    from mama_pipeline.evaluation._beir_evaluation import load_benchmark, registry_inputs, run_registry
+    from mama_pipeline.evaluation._per_query_scoring import evaluate
+    from mama_pipeline.evaluation._runs import rankings_to_run
+    from mama_pipeline.evaluation._scoreboard_measures import MeasurePlan
     from mama_pipeline.evaluation.settings import BeirBenchmarkSettings
-    from mama_pipeline.retrieval.registry import RetrievalEnv
+    from mama_pipeline.retrieval._registry import RetrievalEnv
     from mama_pipeline.retrieval.settings import RetrievalSettings
     from mama_pipeline.store import Store
 

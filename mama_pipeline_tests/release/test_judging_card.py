@@ -2,9 +2,9 @@
 
 import polars as pl
 
-from mama_pipeline.judging.unjudged_estimate import ESTIMATE_SCHEMA
+from mama_pipeline.judging._unjudged_estimate import ESTIMATE_SCHEMA
+from mama_pipeline.release._mamaretrieval_card import judging_section
 from mama_pipeline.release.assets import judging_record
-from mama_pipeline.release.mamaretrieval_card import judging_section
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.llm_stages import with_embedded
@@ -59,7 +59,7 @@ def test_adaptive_record_and_card_from_the_store(tmp_path):
 def test_unjudged_pairs_are_nowhere_in_the_release(tmp_path):
     import dataclasses
 
-    from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
+    from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
     from mama_pipeline_tests.release import fixtures as fx
 
     base = fx.inputs()

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE
 from mama_pipeline.llm.client import SMOKE_TEST_NOTE
-from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
-from mama_pipeline.release.sorted_tables import StoredTable
+from mama_pipeline.release._mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline.release._sorted_tables import StoredTable
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as fx
 

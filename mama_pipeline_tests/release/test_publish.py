@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
-from mama_pipeline.release.publish import PublishError, publish_release
+from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.release._publish import PublishError, publish_release
 from mama_pipeline.release.settings import PublishSettings
 from mama_pipeline_tests.release import fixtures as fx
 

@@ -15,7 +15,7 @@ from mama_pipeline.llm.failure_bounds import (
     query_writer_failures,
     refuse_over_bound,
 )
-from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline.release._mamaretrieval import ReleaseError, write_mamaretrieval_release
 from mama_pipeline_tests.release import fixtures as fx
 from mama_pipeline_tests.support.llm_stages import with_embedded
 

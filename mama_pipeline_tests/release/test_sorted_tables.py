@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.release.sorted_tables import SortedTables, StoredTable, columns_of
+from mama_pipeline.release._sorted_tables import SortedTables, StoredTable, columns_of
 from mama_pipeline.store import Store
 
 ROWS = pl.DataFrame(

@@ -8,9 +8,9 @@ import json
 import polars as pl
 import pytest
 
+from mama_pipeline.release._mamaretrieval import write_mamaretrieval_release
+from mama_pipeline.release._verify import VerifyError, verify_release
 from mama_pipeline.release.cli import main
-from mama_pipeline.release.mamaretrieval import write_mamaretrieval_release
-from mama_pipeline.release.verify import VerifyError, verify_release
 from mama_pipeline_tests.release import fixtures as fx
 
 

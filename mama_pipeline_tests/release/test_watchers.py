@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mama_pipeline.corpus import watch
+from mama_pipeline.corpus import _watch as watch
 from mama_pipeline.corpus.definitions import build_defs as build_corpus_defs
 from mama_pipeline.corpus.sensors import TRIGGER_TAG
 from mama_pipeline.mamabench.assets import RAW_ASSETS

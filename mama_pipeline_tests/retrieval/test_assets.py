@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.retrieval.pooling import audit_pool, pool_pairs, pool_stats, stratified_query_sample
+from mama_pipeline.retrieval._pooling import audit_pool, pool_pairs, pool_stats, stratified_query_sample
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame, with_query_provenance
 from mama_pipeline_tests.support.llm_stages import with_embedded
@@ -161,7 +161,7 @@ def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
 @pytest.mark.slow
 def test_sample_config_pools_bm25_minilm_and_splade_on_the_sample_corpus(tmp_path):
     """The demo: the bundled configuration's three offline retrievers over the sample corpus."""
-    from mama_pipeline.corpus.bundle import load_bundle
+    from mama_pipeline.corpus._bundle import load_bundle
     from mama_pipeline.settings import load_settings
 
     s = load_settings()

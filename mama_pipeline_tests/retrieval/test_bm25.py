@@ -3,8 +3,8 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.retrieval.retriever_rankings import ranking_violations
+from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval._retriever_rankings import ranking_violations
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunk_id, chunks_frame, queries_frame
 
@@ -40,7 +40,7 @@ def test_bm25_ranks_and_reuses_its_index(store, tmp_path):
 
 
 def test_searching_in_slices_ranks_as_one_call(store, tmp_path, monkeypatch):
-    from mama_pipeline.retrieval import bm25
+    from mama_pipeline.retrieval import _bm25 as bm25
 
     whole = run_retriever(spec(), chunks_frame(), queries_frame(), 3, env(store, tmp_path))
     monkeypatch.setattr(bm25, "SEARCH_SLICE", 2)  # queries_frame() has more queries than that: several slices
@@ -77,7 +77,7 @@ def test_a_heap_bound_reaches_the_jvm_and_ranks_as_unbounded(store, tmp_path):
     code = (
         "import sys, polars as pl\n"
         "from pathlib import Path\n"
-        "from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever\n"
+        "from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever\n"
         "from mama_pipeline.store import Store\n"
         "from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame\n"
         "from mama_pipeline_tests.retrieval.test_bm25 import spec\n"
@@ -99,7 +99,7 @@ def test_a_heap_bound_gives_lucene_half_of_it_to_index_in(tmp_path, monkeypatch)
     import sys
     import types
 
-    from mama_pipeline.retrieval import bm25
+    from mama_pipeline.retrieval import _bm25 as bm25
 
     calls = []
 

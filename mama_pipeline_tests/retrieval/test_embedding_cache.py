@@ -5,7 +5,7 @@ import hashlib
 import numpy as np
 import scipy.sparse as sp
 
-from mama_pipeline.retrieval.embedding_cache import Encoded, embed_with_cache
+from mama_pipeline.retrieval._embedding_cache import Encoded, embed_with_cache
 from mama_pipeline_tests.retrieval.fixtures import TEXTS
 
 

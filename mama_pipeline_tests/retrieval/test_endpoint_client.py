@@ -4,8 +4,8 @@ import asyncio
 import gzip
 import json
 
-from mama_pipeline.retrieval.endpoint_client import JsonPoster, StatusError
-from mama_pipeline.retrieval.kinds.rerank_kind import RerankEndpointBackend
+from mama_pipeline.retrieval._endpoint_client import JsonPoster, StatusError
+from mama_pipeline.retrieval._kinds.rerank_kind import RerankEndpointBackend
 from mama_pipeline_tests.foundation.test_http_transport import RawServer, ok
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from mama_pipeline.retrieval.exact_search import ExactIndex, faiss_hits, sparse_hits
-from mama_pipeline.retrieval.retriever_rankings import order_rankings
+from mama_pipeline.retrieval._exact_search import ExactIndex, faiss_hits, sparse_hits
+from mama_pipeline.retrieval._retriever_rankings import order_rankings
 
 
 def brute_force(docs: np.ndarray, queries: np.ndarray, k: int, qids, cids) -> pl.DataFrame:

@@ -6,8 +6,8 @@ import sys
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.fusion import rrf_hits
-from mama_pipeline.retrieval.registry import RetrievalEnv, rankings_in, run_retriever
+from mama_pipeline.retrieval._fusion import rrf_hits
+from mama_pipeline.retrieval._registry import RetrievalEnv, rankings_in, run_retriever
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 from mama_pipeline_tests.retrieval.test_pooling import ranking
@@ -29,7 +29,7 @@ def test_a_run_without_rows_adds_nothing_to_the_fusion():
 
 def test_fusion_does_not_start_the_jvm():
     code = (
-        "import sys; from mama_pipeline.retrieval.fusion import rrf_hits; import pyserini.fusion; "
+        "import sys; from mama_pipeline.retrieval._fusion import rrf_hits; import pyserini.fusion; "
         "print('jnius' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

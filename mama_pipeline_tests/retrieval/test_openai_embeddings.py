@@ -7,9 +7,9 @@ import httpx
 import numpy as np
 import pytest
 
-from mama_pipeline.retrieval.kinds.openai_embeddings_kind import OpenAIEmbeddingsParams
-from mama_pipeline.retrieval.openai_embeddings import EmbeddingRequestError, OpenAIEmbeddingsEncoder
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval._kinds.openai_embeddings_kind import OpenAIEmbeddingsParams
+from mama_pipeline.retrieval._openai_embeddings import EmbeddingRequestError, OpenAIEmbeddingsEncoder
+from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_frame
 

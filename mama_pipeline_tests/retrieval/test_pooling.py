@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.pooling import (
+from mama_pipeline.retrieval._pooling import (
     audit_pool,
     check_current,
     largest_remainder,
@@ -11,7 +11,7 @@ from mama_pipeline.retrieval.pooling import (
     pool_stats,
     stratified_query_sample,
 )
-from mama_pipeline.retrieval.retriever_rankings import order_rankings
+from mama_pipeline.retrieval._retriever_rankings import order_rankings
 
 
 def ranking(name, per_query):

@@ -4,7 +4,7 @@ metadata counts are the same; a fusion reads only its slice's stored rows."""
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.registry import RetrievalEnv, ranked_slices, rankings_in
+from mama_pipeline.retrieval._registry import RetrievalEnv, ranked_slices, rankings_in
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 from mama_pipeline_tests.retrieval.test_pooling import ranking

@@ -5,7 +5,7 @@ import math
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.retriever_rankings import order_rankings, ranking_violations
+from mama_pipeline.retrieval._retriever_rankings import order_rankings, ranking_violations
 
 
 def hits(rows):

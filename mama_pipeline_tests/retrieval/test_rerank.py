@@ -7,11 +7,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.endpoint_client import MalformedAnswer
-from mama_pipeline.retrieval.kinds.rerank_kind import RerankEndpointBackend
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
-from mama_pipeline.retrieval.rerank import GroupScores
-from mama_pipeline.retrieval.rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
+from mama_pipeline.retrieval._endpoint_client import MalformedAnswer
+from mama_pipeline.retrieval._kinds.rerank_kind import RerankEndpointBackend
+from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval._rerank import GroupScores
+from mama_pipeline.retrieval._rerank_backends import parse_rerank_answer, rerank_body, untrained_minilm_cross_encoder
 from mama_pipeline.retrieval.settings import RetrievalSettings
 from mama_pipeline_tests.retrieval.fixtures import TEXTS, chunks_frame, queries_frame
 from mama_pipeline_tests.support.processes import free_port
@@ -284,7 +284,7 @@ class FakeScorer:
 
 
 def test_pairs_are_prepared_as_the_scorer_asks_and_scored_once(store, monkeypatch):
-    from mama_pipeline.retrieval import rerank
+    from mama_pipeline.retrieval import _rerank as rerank
 
     hashed: list[str] = []
     monkeypatch.setattr(

@@ -1,10 +1,10 @@
-"""The retriever kinds found in ``retrieval/kinds/``, their capabilities as the other areas ask them, and the
+"""The retriever kinds found in ``retrieval/_kinds/``, their capabilities as the other areas ask them, and the
 import graph that hashes their modules into the rankings' code version."""
 
 from __future__ import annotations
 
 from mama_pipeline.common.import_graph import graph, reached
-from mama_pipeline.retrieval.retriever_kinds import kinds
+from mama_pipeline.retrieval._retriever_kinds import kinds
 from mama_pipeline.retrieval.settings import kinds_that
 
 PACKAGE_KINDS = {"bm25", "dense", "imported", "openai_embeddings", "rerank", "rrf", "sparse"}
@@ -22,4 +22,4 @@ def test_every_kind_module_is_found_with_the_capabilities_the_areas_relied_on():
 
 def test_the_rankings_code_version_reaches_every_kind_module():
     reach = reached("mama_pipeline.retrieval.assets", graph())
-    assert {f"mama_pipeline.retrieval.kinds.{k}_kind" for k in PACKAGE_KINDS} <= reach
+    assert {f"mama_pipeline.retrieval._kinds.{k}_kind" for k in PACKAGE_KINDS} <= reach

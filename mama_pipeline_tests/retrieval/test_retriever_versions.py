@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mama_pipeline.retrieval.retriever_versions import retriever_versions
+from mama_pipeline.retrieval._retriever_versions import retriever_versions
 from mama_pipeline.retrieval.settings import RetrievalSettings
 
 

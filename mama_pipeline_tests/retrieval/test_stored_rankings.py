@@ -4,7 +4,7 @@ the pool built a slice of queries at a time equal to the pool built from every s
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.pooling import (
+from mama_pipeline.retrieval._pooling import (
     audit_pool,
     check_current,
     pool_pairs,
@@ -13,7 +13,7 @@ from mama_pipeline.retrieval.pooling import (
     require_retrievers,
     sliced_pool_stats,
 )
-from mama_pipeline.retrieval.stored_rankings import StoredRankings
+from mama_pipeline.retrieval._stored_rankings import StoredRankings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.test_pooling import QUERIES, RANKINGS
 

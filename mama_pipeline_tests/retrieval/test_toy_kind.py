@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.retrieval.kind_registration import register_retriever_kind
-from mama_pipeline.retrieval.retriever_kinds import kinds
-from mama_pipeline.robustness.robustness_scoreboard import PAIR_SCHEMA
+from mama_pipeline.retrieval._kind_registration import register_retriever_kind
+from mama_pipeline.retrieval._retriever_kinds import kinds
+from mama_pipeline.robustness._robustness_scoreboard import PAIR_SCHEMA
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval import toy_kind

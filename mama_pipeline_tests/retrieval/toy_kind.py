@@ -1,6 +1,6 @@
 """A retriever kind defined outside the package, as a newcomer writes one: ``shared_words`` ranks a chunk by
 the number of distinct words it shares with the query (ties: trec_eval's order). One file, registered through
-:func:`mama_pipeline.retrieval.retriever_kinds.register`."""
+:func:`mama_pipeline.retrieval._retriever_kinds.register`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import polars as pl
 from pydantic import Field
 
 from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval.retriever_params import RetrieverKind, RetrieverSettings
+from mama_pipeline.retrieval._retriever_params import RetrieverKind, RetrieverSettings
 
 
 class SharedWordsParams(Section):
@@ -28,7 +28,7 @@ def words(text: str) -> set[str]:
 
 
 def searcher(spec, chunks, queries, depth, corpus_version, env):
-    from mama_pipeline.retrieval.registry import Searcher
+    from mama_pipeline.retrieval._registry import Searcher
 
     chunk_words = [(c, words(t)) for c, t in chunks.select("chunk_id", "text").iter_rows()]
 

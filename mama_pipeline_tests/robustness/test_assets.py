@@ -11,14 +11,14 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
-from mama_pipeline.plan.plan_text import plan_bills
-from mama_pipeline.queries.query_prompt import query_writer_template
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.plan._plan_text import plan_bills
+from mama_pipeline.queries._query_prompt import query_writer_template
+from mama_pipeline.release._verify import verify_release
 from mama_pipeline.release.assets import mamaretrieval_release
 from mama_pipeline.release.checks import mamaretrieval_release_verifies
-from mama_pipeline.release.verify import verify_release
 from mama_pipeline.resources import shared_resources
-from mama_pipeline.retrieval.registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
 from mama_pipeline.robustness.definitions import build_defs as build_robustness_defs
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
@@ -389,8 +389,9 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
     """Slices of two of the five parents: every read of the variant rankings, the clean rankings and the variant
     labels, and every judging of holes, names one slice's parents at most, and the tables and the page are those
     of one slice of all five (with a hole budget that a slice alone would spend otherwise)."""
-    from mama_pipeline.judging import judge
-    from mama_pipeline.robustness import labels, robustness_scoreboard
+    from mama_pipeline.judging import _judge as judge
+    from mama_pipeline.robustness import _labels as labels
+    from mama_pipeline.robustness import _robustness_scoreboard as robustness_scoreboard
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     read_table = Store.read_table

@@ -10,8 +10,8 @@ import pytest
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity
 from mama_pipeline.llm.settings import EmbeddedServerSettings, StageSettings
+from mama_pipeline.robustness._variants import DECISION_SCHEMA, decisions_frame, rewrite_decisions
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
-from mama_pipeline.robustness.variants import DECISION_SCHEMA, decisions_frame, rewrite_decisions
 
 STATUSES = {
     "kept",

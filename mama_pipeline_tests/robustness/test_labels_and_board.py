@@ -6,16 +6,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.evaluation.per_query_scoring import evaluate, run_in
-from mama_pipeline.evaluation.scoreboard_measures import mamaretrieval_plan
-from mama_pipeline.evaluation.settings import EvaluationSettings
-from mama_pipeline.evaluation.significance import (
+from mama_pipeline.evaluation._per_query_scoring import evaluate, run_in
+from mama_pipeline.evaluation._scoreboard_measures import mamaretrieval_plan
+from mama_pipeline.evaluation._significance import (
     StatisticRefused,
     holm,
     paired_bootstrap_ci,
     paired_randomization_p,
 )
-from mama_pipeline.robustness.labels import (
+from mama_pipeline.evaluation.settings import EvaluationSettings
+from mama_pipeline.robustness._labels import (
     LABEL_SCHEMA,
     budget_per_slice,
     hole_pairs,
@@ -27,7 +27,7 @@ from mama_pipeline.robustness.labels import (
     variant_labels,
     within_budget,
 )
-from mama_pipeline.robustness.robustness_scoreboard import (
+from mama_pipeline.robustness._robustness_scoreboard import (
     BOARD_SCHEMA,
     PAIR_SCHEMA,
     in_table_order,

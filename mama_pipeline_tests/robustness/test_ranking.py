@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mama_pipeline.retrieval.registry import RetrievalEnv
+from mama_pipeline.retrieval._registry import RetrievalEnv
 from mama_pipeline.retrieval.settings import RetrievalSettings
-from mama_pipeline.robustness.variant_rankings import rank_variants, retriever_order
+from mama_pipeline.robustness._variant_rankings import rank_variants, retriever_order
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame
 

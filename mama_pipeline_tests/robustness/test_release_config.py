@@ -7,12 +7,12 @@ import hashlib
 import polars as pl
 import pytest
 
-from mama_pipeline.release.mamaretrieval import ReleaseError, write_mamaretrieval_release
-from mama_pipeline.release.robustness_part import build_part
-from mama_pipeline.release.verify import verify_release
-from mama_pipeline.robustness.abbreviations import load_table
+from mama_pipeline.release._mamaretrieval import ReleaseError, write_mamaretrieval_release
+from mama_pipeline.release._robustness_part import build_part
+from mama_pipeline.release._verify import verify_release
+from mama_pipeline.robustness._abbreviations import load_table
+from mama_pipeline.robustness._variants import DECISION_SCHEMA, VARIANT_COLUMNS
 from mama_pipeline.robustness.settings import RobustnessSettings
-from mama_pipeline.robustness.variants import DECISION_SCHEMA, VARIANT_COLUMNS
 from mama_pipeline_tests.release import fixtures as fx
 
 

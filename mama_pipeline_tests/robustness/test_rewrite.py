@@ -8,8 +8,8 @@ import json
 import polars as pl
 import pytest
 
+from mama_pipeline.robustness._variants import SEPARATOR, decisions_frame, kept_variants, rewrite_decisions
 from mama_pipeline.robustness.settings import KindSettings, RobustnessSettings
-from mama_pipeline.robustness.variants import SEPARATOR, decisions_frame, kept_variants, rewrite_decisions
 
 KINDS = [KindSettings(name="telegraphic", rewrite="telegraphic"), KindSettings(name="codeswitch", rewrite="codeswitch")]
 
@@ -106,7 +106,7 @@ def budget_run(make_client, **budget):
 
 def prompt_chars_per_kind() -> list[int]:
     """Estimated prompt tokens of each kind's 6 rewrite requests: characters / 4, rounded up per request."""
-    from mama_pipeline.robustness.rewrite_prompt import rewrite_template
+    from mama_pipeline.robustness._rewrite_prompt import rewrite_template
 
     out = []
     for kind in KINDS:

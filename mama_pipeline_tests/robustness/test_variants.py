@@ -7,10 +7,15 @@ import random
 import polars as pl
 import pytest
 
-from mama_pipeline.robustness.abbreviations import BUNDLED_TABLE, AbbreviationTableError, load_table
-from mama_pipeline.robustness.noise import add_noise, variant_seed
+from mama_pipeline.robustness._abbreviations import BUNDLED_TABLE, AbbreviationTableError, load_table
+from mama_pipeline.robustness._noise import add_noise, variant_seed
+from mama_pipeline.robustness._variants import (
+    decisions_frame,
+    deterministic_decisions,
+    kept_variants,
+    rewrite_selection,
+)
 from mama_pipeline.robustness.settings import KindSettings, NoiseRates, RobustnessSettings
-from mama_pipeline.robustness.variants import decisions_frame, deterministic_decisions, kept_variants, rewrite_selection
 
 QUERIES = pl.DataFrame(
     {

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from mama_pipeline.cli import main
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 from mama_pipeline_tests.robustness.test_assets import synthetic_judgments
@@ -279,7 +279,7 @@ def test_an_answers_file_is_graded_absent_items_unanswered_and_a_track_over_its_
 )
 def test_run_file_errors_name_the_line(tmp_path, content, line, reason):
     from mama_pipeline.common.input_errors import InputError
-    from mama_pipeline.submissions.submission_files import read_run_file
+    from mama_pipeline.submissions._submission_files import read_run_file
 
     ids = chunks_frame()["chunk_id"].to_list()
     path = tmp_path / "run.txt"
@@ -291,7 +291,7 @@ def test_run_file_errors_name_the_line(tmp_path, content, line, reason):
 
 def test_non_utf8_run_file_names_its_line(tmp_path):
     from mama_pipeline.common.input_errors import InputError
-    from mama_pipeline.submissions.submission_files import read_run_file
+    from mama_pipeline.submissions._submission_files import read_run_file
 
     path = tmp_path / "run.txt"
     path.write_bytes(b"q_00001 Q0 a 1 1.0 x\nq_00001 Q0 b\xff 2 0.5 x\n")
@@ -300,7 +300,7 @@ def test_non_utf8_run_file_names_its_line(tmp_path):
 
 
 def test_a_beir_results_file_ranks_like_trec_eval(tmp_path):
-    from mama_pipeline.submissions.submission_files import read_run_file
+    from mama_pipeline.submissions._submission_files import read_run_file
 
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"q1": {"a": 0.5, "b": 0.9, "c": 0.5}}))
@@ -412,7 +412,7 @@ def test_holes_the_judge_cannot_label_refuse_the_track_instead_of_counting_as_no
 )
 def test_answers_file_errors_name_the_line(tmp_path, lines, line, reason):
     from mama_pipeline.common.input_errors import InputError
-    from mama_pipeline.submissions.submission_files import read_answers_file
+    from mama_pipeline.submissions._submission_files import read_answers_file
 
     path = tmp_path / "answers.jsonl"
     path.write_text("\n".join(lines) + "\n")

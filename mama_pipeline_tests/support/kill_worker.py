@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from mama_pipeline.judging.judge import judge_pairs
-from mama_pipeline.judging.rubric import JudgeVerdictsWithReasoning
+from mama_pipeline.judging._judge import judge_pairs
+from mama_pipeline.judging._rubric import JudgeVerdictsWithReasoning
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store

@@ -7,7 +7,7 @@ import json
 
 import polars as pl
 
-from mama_pipeline.judging.rubric import render_pair
+from mama_pipeline.judging._rubric import render_pair
 
 TIERS = ("very_high", "high", "moderate")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mama_pipeline.corpus.hashing import chunk_id
-from mama_pipeline.judging.rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
-from mama_pipeline.queries.query_prompt import QueryAnswerWithReasoning, query_writer_template
-from mama_pipeline.release.mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo
+from mama_pipeline.corpus._hashing import chunk_id
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, JudgeVerdictsWithReasoning, label_prompt_hash
+from mama_pipeline.queries._query_prompt import QueryAnswerWithReasoning, query_writer_template
+from mama_pipeline.release._mamaretrieval import CorpusInfo, MamaretrievalInputs, PromptInfo
 
 RETRIEVERS = ["bm25", "medcpt", "octen", "voyage", "lateon", "gecko"]
 CANDIDATES = 90  # chunks per query that the retrievers draw their top-20 from (union about 70)

@@ -11,8 +11,8 @@ import json
 
 import polars as pl
 
-from mama_pipeline.calibration.rater_agreement import REPORT_SCHEMA
-from mama_pipeline.mamabench.schema import criterion_id
+from mama_pipeline.calibration._rater_agreement import REPORT_SCHEMA
+from mama_pipeline.mamabench._schema import criterion_id
 
 
 def mcq(

@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from mama_pipeline.llm.client import FreeText
-from mama_pipeline.systems.answering import CONTEXT_SCHEMA, retrieval_queries, track_requests
-from mama_pipeline.systems.items import benchmark_items
+from mama_pipeline.systems._answering import CONTEXT_SCHEMA, retrieval_queries, track_requests
+from mama_pipeline.systems._items import benchmark_items
+from mama_pipeline.systems._systems_prompts import LetterAnswer, answer_template
 from mama_pipeline.systems.settings import SystemSettings
-from mama_pipeline.systems.systems_prompts import LetterAnswer, answer_template
 from mama_pipeline_tests.systems.fixtures import items_frame, mcq, rubric, short
 
 ITEMS = benchmark_items(

@@ -13,9 +13,9 @@ from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
+from mama_pipeline.systems import _graders as systems_graders
+from mama_pipeline.systems import _grading as grading
 from mama_pipeline.systems import assets as systems_assets
-from mama_pipeline.systems import graders as systems_graders
-from mama_pipeline.systems import grading
 from mama_pipeline.systems.checks import CHECKS
 from mama_pipeline.systems.definitions import build_defs
 from mama_pipeline_tests.support.llm_stages import with_embedded

@@ -9,12 +9,12 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.failure_bounds import system_failures
-from mama_pipeline.systems import grading
-from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.grading import GRADES_SCHEMA
-from mama_pipeline.systems.items import benchmark_items
-from mama_pipeline.systems.systems_page import SystemsReport, sample_note, write_report
-from mama_pipeline.systems.systems_scoreboard import scoreboard
+from mama_pipeline.systems import _grading as grading
+from mama_pipeline.systems._comparisons import compare_systems
+from mama_pipeline.systems._grading import GRADES_SCHEMA
+from mama_pipeline.systems._items import benchmark_items
+from mama_pipeline.systems._systems_page import SystemsReport, sample_note, write_report
+from mama_pipeline.systems._systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import criteria_frame, items_frame, mcq, rubric, short
 from mama_pipeline_tests.systems.test_scoring import answers, report
 
@@ -199,7 +199,7 @@ def test_report_sentences_follow_the_settings_and_state_the_healthbench_differen
         ]
     )
     g = g.with_columns(pl.lit("m @ e").alias("grader"))
-    from mama_pipeline.systems.answering import ANSWERS_SCHEMA
+    from mama_pipeline.systems._answering import ANSWERS_SCHEMA
 
     ans = pl.DataFrame(
         [("a", i, "rubric", "ok", "x", "x", [], "p", "h", "k", None) for i in ("i1", "i2", "i3")],
@@ -241,7 +241,7 @@ def test_report_sentences_follow_the_settings_and_state_the_healthbench_differen
 
 def test_free_text_cut_at_max_tokens_or_empty_is_a_parse_failure_served_as_such_from_the_cache(make_client, fake_llm):
     from mama_pipeline.llm.client import FreeText, LLMRequest
-    from mama_pipeline.systems.systems_prompts import answer_template
+    from mama_pipeline.systems._systems_prompts import answer_template
 
     client = make_client(stage="system:c", parse_retries=1)
     template = answer_template("short_answer", "Be brief.")

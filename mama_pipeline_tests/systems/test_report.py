@@ -6,11 +6,11 @@ import json
 
 import polars as pl
 
-from mama_pipeline.systems.answering import ANSWERS_SCHEMA
-from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.grading import GRADES_SCHEMA
-from mama_pipeline.systems.systems_page import SystemsReport, headline_figures, no_rubric_grade_note, write_report
-from mama_pipeline.systems.systems_scoreboard import scoreboard
+from mama_pipeline.systems._answering import ANSWERS_SCHEMA
+from mama_pipeline.systems._comparisons import compare_systems
+from mama_pipeline.systems._grading import GRADES_SCHEMA
+from mama_pipeline.systems._systems_page import SystemsReport, headline_figures, no_rubric_grade_note, write_report
+from mama_pipeline.systems._systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import harness_frame
 
 

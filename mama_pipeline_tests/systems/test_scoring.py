@@ -9,12 +9,12 @@ import polars as pl
 import pytest
 
 from mama_pipeline.llm.client import LLMResult, RunReport
-from mama_pipeline.systems import grading
-from mama_pipeline.systems.answering import ANSWERS_SCHEMA
-from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.items import benchmark_items, sample_items
-from mama_pipeline.systems.systems_prompts import extract_letter
-from mama_pipeline.systems.systems_scoreboard import scoreboard
+from mama_pipeline.systems import _grading as grading
+from mama_pipeline.systems._answering import ANSWERS_SCHEMA
+from mama_pipeline.systems._comparisons import compare_systems
+from mama_pipeline.systems._items import benchmark_items, sample_items
+from mama_pipeline.systems._systems_prompts import extract_letter
+from mama_pipeline.systems._systems_scoreboard import scoreboard
 from mama_pipeline_tests.systems.fixtures import criteria_frame, harness_frame, items_frame, mcq, rubric, short
 
 

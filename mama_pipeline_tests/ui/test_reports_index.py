@@ -8,17 +8,17 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.clinician.clinician_agreement import CONFUSION_SCHEMA, MAJORITY, METRIC_SCHEMA
-from mama_pipeline.clinician.clinician_page import write_report as write_clinician
+from mama_pipeline.clinician._clinician_agreement import CONFUSION_SCHEMA, MAJORITY, METRIC_SCHEMA
+from mama_pipeline.clinician._clinician_page import write_report as write_clinician
 from mama_pipeline.common.html_page import banners_of, page
-from mama_pipeline.evaluation.retrieval_page import write_report as write_evaluation
-from mama_pipeline.multipassage.multipassage_page import write_track_report
-from mama_pipeline.reports.index import INDEX, PAGES, ReportPage, render_index
-from mama_pipeline.robustness.robustness_page import write_page as write_robustness
-from mama_pipeline.systems.comparisons import compare_systems
-from mama_pipeline.systems.systems_page import SystemsReport
-from mama_pipeline.systems.systems_page import write_report as write_systems
-from mama_pipeline.systems.systems_scoreboard import scoreboard
+from mama_pipeline.evaluation._retrieval_page import write_report as write_evaluation
+from mama_pipeline.multipassage._multipassage_page import write_track_report
+from mama_pipeline.reports._index import INDEX, PAGES, ReportPage, render_index
+from mama_pipeline.robustness._robustness_page import write_page as write_robustness
+from mama_pipeline.systems._comparisons import compare_systems
+from mama_pipeline.systems._systems_page import SystemsReport
+from mama_pipeline.systems._systems_page import write_report as write_systems
+from mama_pipeline.systems._systems_scoreboard import scoreboard
 from mama_pipeline_tests.evaluation.test_report import full_inputs, graded  # noqa: F401 - fixture
 from mama_pipeline_tests.evaluation.test_report_browser import beir_page
 from mama_pipeline_tests.headless_browser import check_page, find_chromium

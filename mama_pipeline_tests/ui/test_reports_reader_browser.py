@@ -16,14 +16,14 @@ import polars as pl
 import pytest
 
 from mama_pipeline.common.manuscript_export import standalone
-from mama_pipeline.evaluation.measure_names import known_labels, measure_names
-from mama_pipeline.evaluation.retrieval_page import write_report as write_evaluation
-from mama_pipeline.evaluation.scoreboard_measures import beir_plan, mamaretrieval_plan
-from mama_pipeline.leaderboard.board import Stats
-from mama_pipeline.leaderboard.build import TrackSpec, build_benchmark, facts, measures_of
-from mama_pipeline.leaderboard.leaderboard_files import MANUSCRIPT, PAGE_FILE, folder_files
-from mama_pipeline.leaderboard.leaderboard_inputs import configured
-from mama_pipeline.reports.index import INDEX, render_index
+from mama_pipeline.evaluation._measure_names import known_labels, measure_names
+from mama_pipeline.evaluation._retrieval_page import write_report as write_evaluation
+from mama_pipeline.evaluation._scoreboard_measures import beir_plan, mamaretrieval_plan
+from mama_pipeline.leaderboard._board import Stats
+from mama_pipeline.leaderboard._build import TrackSpec, build_benchmark, facts, measures_of
+from mama_pipeline.leaderboard._leaderboard_files import MANUSCRIPT, PAGE_FILE, folder_files
+from mama_pipeline.leaderboard._leaderboard_inputs import configured
+from mama_pipeline.reports._index import INDEX, render_index
 from mama_pipeline_tests.evaluation.test_report import full_inputs
 from mama_pipeline_tests.evaluation.test_report_browser import beir_page
 from mama_pipeline_tests.headless_browser import evaluate_page, find_chromium

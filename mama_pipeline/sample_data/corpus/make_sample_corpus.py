@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mama_pipeline.corpus.bundle import write_text_bundle
+from mama_pipeline.corpus import write_text_bundle
 
 SEED = 20250601
 HERE = Path(__file__).resolve().parent

@@ -1,5 +1,5 @@
 -- Asset segment_scoreboard: each retriever's measures per segment of the mamaretrieval queries:
--- tier, source, query-length band, relevant-chunk-length band (evaluation/segments.py); tested: paired tests ran.
+-- tier, source, query-length band, relevant-chunk-length band (evaluation/_segments.py); tested: paired tests ran.
 CREATE TABLE IF NOT EXISTS segment_scoreboard (
     dimension      VARCHAR NOT NULL,
     segment        VARCHAR NOT NULL,

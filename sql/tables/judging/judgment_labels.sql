@@ -2,7 +2,7 @@
 -- Append-only: a pair labelled under a judge identity and prompt hash is never asked again.
 -- judge_identity: endpoint identity + model + decoding parameters (as in the LLM cache key);
 -- 'unrecorded' for labels stored before identities were recorded (kept, never reused).
--- Written directly by mama_pipeline.judging.label_store (not through the IO manager).
+-- Written directly by mama_pipeline.judging._label_store (not through the IO manager).
 -- d2..d4 and d3_answered are NULL when d1_topic is false (scoring stops at the gate);
 -- d3_actionable is capped to 0 when the answer broke the D3>=1 => D2>=1 rule.
 CREATE TABLE IF NOT EXISTS judgment_labels (

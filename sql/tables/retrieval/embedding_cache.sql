@@ -1,6 +1,6 @@
 -- Text embeddings reused across corpus versions, keyed by encoder setup and text hash.
 -- model_key: model identity (folder content hash or hub id@commit, or endpoint + model),
--- role (query/document), prompt, max sequence length and normalisation; see retrieval/embedding_cache.py.
+-- role (query/document), prompt, max sequence length and normalisation; see retrieval/_embedding_cache.py.
 CREATE TABLE IF NOT EXISTS embedding_cache (
     model_key VARCHAR NOT NULL,
     text_sha256 VARCHAR NOT NULL,

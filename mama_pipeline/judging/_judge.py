@@ -1,0 +1,270 @@
+"""Judge (query, chunk) pairs: reuse stored labels, ask the judge for the holes only.
+
+Holes are asked grouped by query (sorted by query id, then chunk id) so that
+consecutive requests share the system message and the query as a prompt
+prefix. They go to the shared client in batches of ``batch_pairs``; the labels
+of each batch are committed before the next starts. Every pair ends either
+``labelled`` or ``failed`` with its reason; a failed answer never becomes a label.
+Stored labels are reused only from the same judge identity (endpoint, model and
+decoding, ``LLMClient.identity``) and prompt hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel
+
+from mama_pipeline.judging._label_score import score_verdicts
+from mama_pipeline.judging._label_store import LABEL_SCHEMA, insert_labels, stored_labels
+from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, label_prompt_hash, render_pair
+from mama_pipeline.llm.client import LLMClient, LLMRequest
+from mama_pipeline.llm.prompt_template import PromptTemplate
+from mama_pipeline.store import Store
+
+CHUNK_COLUMNS = ["chunk_id", "text", "source", "page", "corpus_version"]  # what a judged pair reads of its chunk
+CORPUS_TABLE = "corpus_chunks"  # the corpus group's asset and table
+OUTCOME_SCHEMA = {
+    "query_id": pl.String,
+    "chunk_id": pl.String,
+    "status": pl.String,  # labelled | failed
+    "failure_reason": pl.String,
+    "reused": pl.Boolean,  # label taken from the store, not asked in this run
+    **{k: v for k, v in LABEL_SCHEMA.items() if k not in ("query_id", "chunk_id")},
+}
+
+
+@dataclass
+class JudgeRun:
+    outcomes: pl.DataFrame  # one row per input pair, OUTCOME_SCHEMA
+    judge_model: str
+    prompt_hash: str
+    judge_identity: str = ""
+    asked: int = 0  # pairs sent to the client (cache hits included)
+    calls: int = 0  # HTTP calls made
+    new_labels: int = 0  # labels committed by this run
+    client_metadata: dict[str, Any] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        status = self.outcomes.get_column("status")
+        return {
+            "judge_model": self.judge_model,
+            "judge_identity": self.judge_identity,  # endpoint + model + decoding
+            "label_prompt_hash": self.prompt_hash,  # template + answer schema
+            "pairs": self.outcomes.height,
+            "labelled": int((status == "labelled").sum()),
+            "failed": int((status == "failed").sum()),
+            "reused_labels": int(self.outcomes.get_column("reused").sum()),
+            "asked": self.asked,
+            "http_calls": self.calls,
+            "new_labels": self.new_labels,
+            **self.client_metadata,
+        }
+
+
+def stored_chunks(store: Store, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The stored chunks (CHUNK_COLUMNS) of the pairs' chunk ids, in corpus order: what judging them reads."""
+    ids = pairs.get_column("chunk_id").unique().to_list()
+    return store.read_table(CORPUS_TABLE, columns=CHUNK_COLUMNS, where={"chunk_id": ids})
+
+
+def _item_id(query_id: str, chunk_id: str) -> str:
+    return f"{query_id}|{chunk_id}"
+
+
+def _failed(pairs: pl.DataFrame, reason: str | None = None) -> pl.DataFrame:
+    """Pairs listed as failed, with ``reason`` or their own ``failure_reason`` column."""
+    reason_expr = pl.col("failure_reason") if reason is None else pl.lit(reason)
+    return pairs.select("query_id", "chunk_id", failure_reason=reason_expr).with_columns(
+        status=pl.lit("failed"), reused=pl.lit(False)
+    )
+
+
+def _require_unique(df: pl.DataFrame, key: str, table: str) -> None:
+    dupes = df.filter(pl.col(key).is_duplicated())
+    if dupes.height:
+        raise ValueError(f"{table} holds {key} {dupes[key][0]!r} more than once ({dupes.height} rows share an id)")
+
+
+def merge_metadata(total: dict[str, Any], batch: dict[str, Any]) -> None:
+    """Add one batch's (or run's) metadata to ``total``: counts summed, the rest kept from the first."""
+    for key, value in batch.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key in total:
+            total[key] = round(total[key] + value, 3)
+        else:
+            total.setdefault(key, value)
+
+
+def _joined(
+    pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """The pairs with their query and chunk, and the pairs failed for a missing query or chunk."""
+    pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
+    dupes = pairs.filter(pairs.is_duplicated())
+    if dupes.height:
+        q, c = dupes.row(0)
+        raise ValueError(f"pairs to judge hold ({q}, {c}) more than once ({dupes.height} duplicate rows)")
+    _require_unique(queries, "query_id", "queries table")
+    _require_unique(chunks, "chunk_id", "chunks table")
+    joined = pairs.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
+        chunks.select(CHUNK_COLUMNS), on="chunk_id", how="left"
+    )
+    failed = [
+        _failed(joined.filter(pl.col("query_text").is_null()), "query_id not in the queries table"),
+        _failed(
+            joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_null()),
+            "chunk_id not in the current corpus",
+        ),
+    ]
+    return joined.filter(pl.col("query_text").is_not_null() & pl.col("text").is_not_null()), failed
+
+
+def _holes(joined: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
+    return joined.join(stored.select("query_id", "chunk_id"), on=["query_id", "chunk_id"], how="anti").sort(
+        "query_id", "chunk_id"
+    )
+
+
+def pair_batches(holes: pl.DataFrame, batch_pairs: int) -> Iterator[tuple[list[dict[str, Any]], list[LLMRequest]]]:
+    """The holes' rows and judge requests, ``batch_pairs`` at a time."""
+    for start in range(0, holes.height, batch_pairs):
+        rows = holes.slice(start, batch_pairs).to_dicts()
+        yield (
+            rows,
+            [
+                LLMRequest(
+                    _item_id(r["query_id"], r["chunk_id"]),
+                    render_pair(r["query_text"], r["source"], r["page"], r["text"]),
+                )
+                for r in rows
+            ],
+        )
+
+
+def judge_pair_slices(
+    client: LLMClient,
+    store: Store,
+    pair_slices: Callable[[], Iterable[pl.DataFrame]],
+    queries: pl.DataFrame,
+    answer_model: type[BaseModel],
+    template: PromptTemplate = RELEVANCE_JUDGE,
+    batch_pairs: int = 16384,
+) -> Iterator[JudgeRun]:
+    """:func:`judge_pairs` for each slice of pairs (query_id, chunk_id) that ``pair_slices()`` gives, its chunks
+    read from the store when it is judged, so memory grows with a slice. Before the first slice is sent the whole
+    run is checked against the stage's budget (only a budgeted stage reads ``pair_slices()`` twice)."""
+
+    def requests() -> Iterator[tuple[PromptTemplate, type[BaseModel], list[LLMRequest]]]:
+        for pairs in pair_slices():
+            holes = judge_holes(client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template)
+            yield from ((template, answer_model, batch) for _, batch in pair_batches(holes, batch_pairs))
+
+    client.check_budget(requests())
+    for pairs in pair_slices():
+        yield judge_pairs(
+            client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template, batch_pairs
+        )
+
+
+def judge_holes(
+    client: LLMClient,
+    store: Store,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    answer_model: type[BaseModel],
+    template: PromptTemplate = RELEVANCE_JUDGE,
+) -> pl.DataFrame:
+    """The pairs :func:`judge_pairs` would ask the judge about (no stored label), asking nothing."""
+    joined, _ = _joined(pairs, queries, chunks)
+    stored = stored_labels(
+        store, client.model, label_prompt_hash(template, answer_model), joined, judge_identity=client.identity
+    )
+    return _holes(joined, stored)
+
+
+def judge_pairs(
+    client: LLMClient,
+    store: Store,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    answer_model: type[BaseModel],
+    template: PromptTemplate = RELEVANCE_JUDGE,
+    batch_pairs: int = 16384,
+) -> JudgeRun:
+    """Label every pair of ``pairs`` (query_id, chunk_id) under ``client``'s judge model.
+
+    ``queries`` needs query_id, query_text; ``chunks`` needs CHUNK_COLUMNS
+    (those of the pairs' chunks suffice).
+    """
+    prompt_hash = label_prompt_hash(template, answer_model)
+    identity = client.identity
+    run = JudgeRun(
+        outcomes=pl.DataFrame(schema=OUTCOME_SCHEMA),
+        judge_model=client.model,
+        prompt_hash=prompt_hash,
+        judge_identity=identity,
+    )
+    joined, parts = _joined(pairs, queries, chunks)
+    stored = stored_labels(store, client.model, prompt_hash, joined, judge_identity=identity)
+    parts.append(
+        stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True))
+    )
+    holes = _holes(joined, stored)
+    # the whole run against the stage's budget before the first batch is sent
+    client.check_budget((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs))
+
+    for rows, requests in pair_batches(holes, batch_pairs):
+        report = client.run(template, answer_model, requests)
+        run.asked += len(requests)
+        run.calls += report.calls
+        merge_metadata(run.client_metadata, report.metadata())
+        labels, failures = [], []
+        for r, res in zip(rows, report.results):
+            if res.ok:
+                labels.append(
+                    {
+                        "query_id": r["query_id"],
+                        "chunk_id": r["chunk_id"],
+                        "judge_model": client.model,
+                        "judge_identity": identity,
+                        "prompt_hash": prompt_hash,
+                        **score_verdicts(res.value),
+                        "reasoning": res.reasoning,
+                        "judge_endpoint": client.endpoint,
+                        "corpus_version": r["corpus_version"],
+                        "cache_key": res.cache_key,
+                    }
+                )
+            else:
+                failures.append(
+                    {
+                        "query_id": r["query_id"],
+                        "chunk_id": r["chunk_id"],
+                        "failure_reason": f"{res.status}: {res.error}",
+                    }
+                )
+        label_df = pl.DataFrame(labels, schema=LABEL_SCHEMA)
+        run.new_labels += insert_labels(store, label_df)
+        parts.append(
+            label_df.with_columns(
+                status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(False)
+            )
+        )
+        if failures:
+            fdf = pl.DataFrame(
+                failures, schema={"query_id": pl.String, "chunk_id": pl.String, "failure_reason": pl.String}
+            )
+            parts.append(_failed(fdf))
+
+    frames = [pl.DataFrame(schema=OUTCOME_SCHEMA)] + [p for p in parts if p.height]
+    run.outcomes = (
+        pl.concat(frames, how="diagonal_relaxed")
+        .select([pl.col(c).cast(t) for c, t in OUTCOME_SCHEMA.items()])
+        .sort("query_id", "chunk_id")
+    )
+    return run
