@@ -25,6 +25,7 @@ MARK_DIGITS = str.maketrans(_MARKS, "0123456789")
 _REFUSAL = re.compile(
     f"<span class='refusal'>(?P<mark>[{_MARKS}]+) (?:(?P<what>\\S+) )?refused for \\d+ [^:<]*: (?P<reason>.*?)</span>"
 )
+_OWN_VALUE = re.compile(r" \(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?\)")
 _NAMED = re.compile(r"; [A-Za-z]+: ")  # a second refusal in one reason ("interval: ...; randomization: ...")
 REFUSAL_COLUMNS = ("refused",)  # a table column holding why a row's figure is missing
 STYLESHEET = """body{font-family:sans-serif;margin:2em auto;max-width:80em;padding:0 1em}
@@ -112,7 +113,9 @@ class Refusals:
 
     def mark(self, reason: str, what: str = "") -> str:
         """The footnote mark of ``reason`` (``what`` was refused: interval, test, figure; empty when the reason says
-        it), counting one more cell refused for it."""
+        it), counting one more cell refused for it. A bare number in parentheses (the cell's own value: "all 40
+        values equal (0.2)") is left out, so one reason reads once whatever the values."""
+        reason = _OWN_VALUE.sub("", reason)
         head, colon, rest = reason.partition(": ")
         if not what and colon and head.isalpha() and not _NAMED.search(rest):  # "interval: 4 values, ..." names it
             what, reason = head, rest
@@ -166,9 +169,7 @@ def headline_refusals_of(page_html: str) -> dict[str, tuple[str, str]]:
     if start < 0:
         return {}
     block = page_html[start : page_html.index("</p>", start)]
-    return {
-        hit["mark"]: (hit["what"] or "", html.unescape(hit["reason"])) for hit in _REFUSAL.finditer(block)
-    }
+    return {hit["mark"]: (hit["what"] or "", html.unescape(hit["reason"])) for hit in _REFUSAL.finditer(block)}
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
