@@ -26,7 +26,9 @@ _REFUSAL = re.compile(
     f"<span class='refusal'>(?P<mark>[{_MARKS}]+) (?:(?P<what>\\S+) )?refused for \\d+ [^:<]*: (?P<reason>.*?)</span>"
 )
 _OWN_VALUE = re.compile(r" \(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?\)")
+_OWN_COUNT = re.compile(r"(^|: )\d+ ([a-z]+?)s?, fewer than the (\d+) ")
 _NAMED = re.compile(r"; [A-Za-z]+: ")  # a second refusal in one reason ("interval: ...; randomization: ...")
+_PARTS = re.compile(r"; (?=[A-Za-z]+: )")
 REFUSAL_COLUMNS = ("refused",)  # a table column holding why a row's figure is missing
 STYLESHEET = """body{font-family:sans-serif;margin:2em auto;max-width:80em;padding:0 1em}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;font-size:90%}
@@ -113,16 +115,21 @@ class Refusals:
 
     def mark(self, reason: str, what: str = "") -> str:
         """The footnote mark of ``reason`` (``what`` was refused: interval, test, figure; empty when the reason says
-        it), counting one more cell refused for it. A bare number in parentheses (the cell's own value: "all 40
-        values equal (0.2)") is left out, so one reason reads once whatever the values."""
-        reason = _OWN_VALUE.sub("", reason)
-        head, colon, rest = reason.partition(": ")
-        if not what and colon and head.isalpha() and not _NAMED.search(rest):  # "interval: 4 values, ..." names it
-            what, reason = head, rest
-        key = (what, reason.removeprefix(f"{what}: ") if what else reason)
+        it), counting one more cell refused for it."""
+        key = _key(reason, what)
         self.counts[key] = self.counts.get(key, 0) + 1
         self._since[key] = self._since.get(key, 0) + 1
         return _mark_of(list(self.counts).index(key))
+
+    def missing(self, reason: str) -> str:
+        """What a reason says was refused, with its mark: ``no interval¹``, ``no randomization p²``, ``refused³``; a
+        reason joining several (``interval: ...; randomization: ...``) a mark for each."""
+        out = []
+        for part in _PARTS.split(reason):
+            what = _key(part, "")[0]
+            shown = "refused" if not what else "no interval" if what == "interval" else f"no {what} p"
+            out.append(shown + self.mark(part))
+        return ", ".join(out)
 
     def figure(self, mean: float | None, reason: str, n: int | None = None) -> str:
         """``0.412 (no interval¹) n=40``: a mean whose interval is refused, the reason left to the note."""
@@ -156,6 +163,17 @@ class Refusals:
     def _line(self, key: tuple[str, str], n: int, unit: str) -> str:
         what, reason = key
         return f"{_mark_of(list(self.counts).index(key))} {what + ' ' if what else ''}refused for {plural(n, unit)}: {reason}"
+
+
+def _key(reason: str, what: str) -> tuple[str, str]:
+    """(what was refused, why) of a reason, worded so that one reason reads once whatever the cell: a bare number in
+    parentheses (the cell's own value: "all 40 values equal (0.2)") is left out, and so is a count before "fewer
+    than" (the cell's own n: "4 values, fewer than the 30 ..." reads "fewer than the 30 values ...")."""
+    reason = _OWN_COUNT.sub(r"\1fewer than the \3 \2s ", _OWN_VALUE.sub("", reason))
+    head, colon, rest = reason.partition(": ")
+    if not what and colon and head.isalpha() and not _NAMED.search(rest):  # "interval: ..." names what
+        return head, rest
+    return what, reason.removeprefix(f"{what}: ") if what else reason
 
 
 def _mark_of(i: int) -> str:
@@ -226,8 +244,7 @@ def table(
     for i, row in enumerate(df.iter_rows()):
         cls = " class='sig'" if bold is not None and bold[i] else ""
         cells = [
-            (f"yes{refusals.mark(v)}" if v else "") if c in REFUSAL_COLUMNS else cell(v, c)
-            for v, c in zip(row, df.columns)
+            (refusals.missing(v) if v else "") if c in REFUSAL_COLUMNS else cell(v, c) for v, c in zip(row, df.columns)
         ]
         rows.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     top = f"<caption>{esc(caption)}</caption>" if caption else ""

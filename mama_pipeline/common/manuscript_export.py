@@ -27,6 +27,7 @@ PREAMBLE = r"""\documentclass{article}
 \usepackage{booktabs}
 \usepackage{caption}
 \usepackage[margin=1cm,landscape]{geometry}
+\pagestyle{empty}
 \begin{document}
 """
 

@@ -608,7 +608,7 @@ def _cell(r: dict, sign: int, alpha: float, refusals: Refusals) -> str:
     if r["p_mcnemar_holm"] is not None:
         text += f"<br>McNemar p {_p(r['p_mcnemar_holm'])}"
     if r.get("refused"):
-        text += f"<br><small>refused{refusals.mark(r['refused'])}</small>"
+        text += f"<br><small>{refusals.missing(r['refused'])}</small>"
     return f"<td class='{'sig' if p is not None and p < alpha else ''}'>{text}</td>"
 
 

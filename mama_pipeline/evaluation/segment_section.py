@@ -76,7 +76,7 @@ def _tests(result: SegmentResult, dim: str, measure: str, alpha: float, refusals
         p = r["p_randomization_holm"]
         cls = " class='sig'" if p is not None and p < alpha else ""
         interval = "" if r["ci_low"] is None else f" [{signed(r['ci_low'])}, {signed(r['ci_high'])}]"
-        refused = f"<br><small>refused{refusals.mark(r['refused'])}</small>" if r.get("refused") else ""
+        refused = f"<br><small>{refusals.missing(r['refused'])}</small>" if r.get("refused") else ""
         rows.append(
             f"<tr{cls}><td>{_e(r['segment'])}</td><td>{_e(r['retriever_a'])} &minus; {_e(r['retriever_b'])}"
             f"</td><td>{r['n_queries']}</td><td>{signed(r['diff'])}{interval}{refused}</td>"

@@ -294,7 +294,7 @@ def track_section(
             interval = (
                 f"<span class='ci'>[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]</span>"
                 if f["ci_low"] is not None
-                else f"no interval{refusals.mark(f['ci_note'])}"
+                else f"<span class='ci'>none{refusals.mark(f['ci_note'])}</span>"
                 if f.get("ci_note")
                 else ""
             )
@@ -524,7 +524,8 @@ def _forest(track: dict[str, Any], scored: list[dict[str, Any]]) -> dict[str, by
         )
     ax.set_yticks(range(len(scored)), [e["name"] for e in scored])
     ax.invert_yaxis()
-    ax.set_xlabel(f"{label(track, headline)} (mean, 95% CI)")
+    drawn = "mean, 95% CI" if any(e["figures"][headline]["ci_low"] is not None for e in scored) else "mean; no interval"
+    ax.set_xlabel(f"{label(track, headline)} ({drawn})")  # the interval named only where one is drawn
     ax.grid(axis="x", color="#ddd")
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     return figure_bytes(fig)

@@ -152,12 +152,19 @@ def headline_figures(report: SystemsReport, refusals: Refusals | None = None) ->
             f"{r['system']}: {track_label(r['track'])} ({MEASURE_OF_TRACK[r['track']]})",
             f"refused{refusals.mark(r['refused'])}"
             if r["refused"] is not None
-            else f"{interval(r['mean'], r['ci_low'], r['ci_high'])} over {r['n_scored']} of "
+            else f"{_mean_interval(r, refusals)} over {r['n_scored']} of "
             f"{plural(r['n_items'], 'item')}{_scored_without_grading(r, report.answer_failures)}",
         )
         for r in overall.iter_rows(named=True)
         if r["refused"] is not None or r["mean"] is not None
     ]
+
+
+def _mean_interval(r: dict, refusals: Refusals) -> str:
+    """``mean [low, high]``, or the mean with the mark of why its interval is refused."""
+    if r["ci_low"] is None and r.get("interval_refused"):
+        return refusals.figure(r["mean"], r["interval_refused"])
+    return interval(r["mean"], r["ci_low"], r["ci_high"])
 
 
 def _scored_without_grading(r: dict, answer_failures: str) -> str:
@@ -191,7 +198,12 @@ def _page(r: SystemsReport, figures: dict[str, str], exported: list[str]) -> str
     headline = headline_figures(r, refusals)
     top = refusals.headline_note()
     parts = [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
-    parts.append("<h2>Systems</h2>" + _table(pl.DataFrame(r.systems)))
+    systems = pl.DataFrame(r.systems)
+    if "tracks" in systems.columns:  # the reader's names of the tracks
+        systems = systems.with_columns(
+            pl.col("tracks").map_elements(lambda t: ", ".join(map(track_label, t.split(", "))), pl.String)
+        )
+    parts.append("<h2>Systems</h2>" + _table(systems))
     parts.append("<h2>Graders</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in r.grader.items()) + "</ul>")
     parts.append(f"<h2>Scoreboard</h2><p class='note'>{_e(scoreboard_note(r.answer_failures))}</p>")
     for track in ("mcq", "short_answer", "rubric"):

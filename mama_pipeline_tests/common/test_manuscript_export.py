@@ -45,4 +45,4 @@ def test_an_entry_equal_to_the_best_on_the_mamabench_mcq_track_is_daggered():
     assert "tiny\\textsuperscript" not in tex and "\\textbf{tiny}" not in tex
     assert "multiple choice track" in tex and "mcq track" not in tex  # the reader's name of the track
     # the refusal once, in the caption, with its count (three entries, one measure)
-    assert tex.count("fewer than the 30") == 1 and "interval refused for 3 cells: 1 value" in tex
+    assert tex.count("fewer than the 30") == 1 and "interval refused for 3 cells: fewer than the 30 values" in tex

@@ -58,21 +58,26 @@ def test_a_refusal_is_a_mark_in_its_cells_and_its_reason_is_written_out_once_per
     figures = [refusals.figure(0.5, few), refusals.figure(0.25, few, n=4), refusals.figure(1.0, "all equal")]
     assert figures == ["0.500 (no interval¹)", "0.250 (no interval¹) n=4", "1.000 (no interval²)"]
     top = refusals.headline_note()
-    frame = pl.DataFrame({"pair": ["a-b", "a-c", "b-c"], "refused": [few, None, "randomization: no spread"]})
+    both = "interval: 3 values, fewer than the 30 a bootstrap interval needs; randomization: no spread"
+    frame = pl.DataFrame({"pair": ["a-b", "a-c", "b-c"], "refused": [few, None, both]})
     body = table(frame, refusals=refusals)
     html = page("t", [body], [("a", figures[0])], headline_note=top)
-    assert "¹ interval refused for 2 figures: 4 values, fewer than the 30 a bootstrap interval needs" in html
+    # the cell's own n (4 values, 3 values) is left out: one reason, written out once, under the headline
+    assert "¹ interval refused for 2 figures: fewer than the 30 values a bootstrap interval needs" in html
     assert "² refused for 1 figure: all equal" in html
     assert html.count("fewer than the 30") == 1  # the table's note names the mark, not the reason again
-    assert "<td>yes¹</td>" in body and "<td>yes³</td>" in body and "<td></td>" in body
-    assert "¹ interval refused for 1 cell (reason above)" in body
+    assert "<td>no interval¹</td>" in body and "<td></td>" in body
+    assert "<td>no interval¹, no randomization p³</td>" in body  # two refusals in one reason: a mark each
+    assert "¹ interval refused for 2 cells (reason above)" in body
     assert "³ randomization refused for 1 cell: no spread" in body
-    assert headline_refusals_of(html) == {"¹": ("interval", few.removeprefix("interval: ")), "²": ("", "all equal")}
+    assert headline_refusals_of(html) == {
+        "¹": ("interval", "fewer than the 30 values a bootstrap interval needs"),
+        "²": ("", "all equal"),
+    }
     # one reason whatever the cell's own value, which the cell shows
     equal = [refusals.mark(f"interval: all 40 values equal ({v}); no spread") for v in ("0.2", "1", "0.386853")]
-    assert (
-        equal == ["⁴", "⁴", "⁴"] and "⁴ interval refused for 3 cells: all 40 values equal; no spread" in refusals.note()
-    )
+    assert equal == ["⁴", "⁴", "⁴"]
+    assert "⁴ interval refused for 3 cells: all 40 values equal; no spread" in refusals.note()
 
 
 def test_a_track_reads_as_the_readers_name():
