@@ -132,8 +132,11 @@ class Refusals:
         return ", ".join(out)
 
     def figure(self, mean: float | None, reason: str, n: int | None = None) -> str:
-        """``0.412 (no interval¹) n=40``: a mean whose interval is refused, the reason left to the note."""
-        return f"{number(mean)} (no interval{self.mark(reason)})" + (f" n={n}" if n is not None else "")
+        """``0.412 (no interval¹) n=40``: a mean whose interval is refused, the reason left to the note (of a reason
+        joining several, its interval's part)."""
+        parts = _PARTS.split(reason)
+        why = next((p for p in parts if _key(p, "")[0] == "interval"), reason)
+        return f"{number(mean)} (no interval{self.mark(why)})" + (f" n={n}" if n is not None else "")
 
     def lines(self, unit: str = "cell") -> list[str]:
         """One line per distinct reason over the whole page: its mark, what was refused, for how many cells, why

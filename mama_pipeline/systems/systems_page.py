@@ -90,7 +90,7 @@ def scoreboard_note(answer_failures: str) -> str:
         else "count as 0 in the mean (the configured policy); the mean of answered items leaves them out"
     )
     return (
-        "Mean per track with its bootstrap interval over items (mcq: accuracy; short answer: correct 1, "
+        "Mean per track with its bootstrap interval over items (multiple choice: accuracy; short answer: correct 1, "
         "partially correct 0.5, incorrect 0; rubric: the mean of HealthBench example scores, not clipped, which "
         "are the values the paired comparisons use, with HealthBench's score, that mean clipped to [0, 1], "
         "beside it as the HealthBench score). A system's own output that cannot be graded (JSON breaking the schema, "

@@ -77,6 +77,7 @@ def test_a_refusal_is_a_mark_in_its_cells_and_its_reason_is_written_out_once_per
     # one reason whatever the cell's own value, which the cell shows
     equal = [refusals.mark(f"interval: all 40 values equal ({v}); no spread") for v in ("0.2", "1", "0.386853")]
     assert equal == ["⁴", "⁴", "⁴"]
+    assert refusals.figure(0.0, both) == "0.000 (no interval¹)"  # a figure's mark: its interval's part only
     assert "⁴ interval refused for 3 cells: all 40 values equal; no spread" in refusals.note()
 
 
