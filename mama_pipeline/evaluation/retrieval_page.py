@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -104,6 +104,7 @@ def label_mix(
 def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
     """Write ``folder/scoreboard.html`` and its PNGs (folder replaced atomically); returns the page."""
     folder = Path(folder)
+    inputs = replace(inputs, refusals=Refusals())  # this page's marks: a rebuild writes the same bytes
     with atomic_folder(folder) as tmp:
         headline = headline_figures(inputs)
         top = inputs.refusals.headline_note()  # before the body's notes: the reasons are written out here first

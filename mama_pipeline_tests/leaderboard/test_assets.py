@@ -345,7 +345,7 @@ def _screenshot(page: Path, png: Path) -> None:
     chromium = find_chromium()
     check = check_page(page, chromium)
     assert check.errors == [] and check.title == "mamaretrieval leaderboard"
-    assert check.headings[:2] == ["About", "mamaretrieval: main"]
+    assert check.headings[:2] == ["About", "mamaretrieval: main track"]
     subprocess.run(
         [
             chromium,
