@@ -12,7 +12,7 @@ Output is deterministic: no dates, no software stamps, fixed SVG ids.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +27,7 @@ PREAMBLE = r"""\documentclass{article}
 \usepackage{booktabs}
 \usepackage{caption}
 \usepackage[margin=1cm,landscape]{geometry}
+\pagestyle{empty}
 \begin{document}
 """
 
@@ -46,6 +47,22 @@ class ExportTable:
         return frame.select(
             pl.Series(c, [_unescape(cell(v, c)) for v in frame[c].to_list()], dtype=pl.String) for c in frame.columns
         )
+
+
+def best_and_tied(means: Sequence[float | None], tied: Sequence[bool]) -> dict[int, str]:
+    """The marks of one column, row -> BEST or TIED_WITH_BEST: the best is the first row with the highest mean; every
+    other row is tied with it when its test says so (``tied``) or when its mean equals the best's exactly (an exact
+    tie is a tie whatever the test could show)."""
+    present = [m for m in means if m is not None]
+    if not present:
+        return {}
+    top = max(present)
+    best = list(means).index(top)
+    out = {best: BEST}
+    for i, (mean, by_test) in enumerate(zip(means, tied, strict=True)):
+        if i != best and (by_test or mean == top):
+            out[i] = TIED_WITH_BEST
+    return out
 
 
 def latex(table: ExportTable) -> str:
@@ -68,7 +85,7 @@ def latex(table: ExportTable) -> str:
     gt = GT(body).fmt_markdown(columns=cells.columns).tab_header(title=table.caption)
     if table.marks:
         gt = gt.tab_source_note("Bold: the best; \u2020: tied with the best.")
-    return gt.as_latex().replace(TIED, _TIED_LATEX)
+    return _superscripts(gt.as_latex().replace(TIED, _TIED_LATEX))
 
 
 def csv(table: ExportTable) -> bytes:
@@ -126,6 +143,14 @@ def figure_bytes(fig, dpi: int = 100) -> dict[str, bytes]:
             out[ext] = buffer.getvalue()
     plt.close(fig)
     return out
+
+
+def _superscripts(tex: str) -> str:
+    """The pages' footnote marks (superscript digits, which pdflatex's fonts lack beyond ³) as
+    ``\textsuperscript``."""
+    from mama_pipeline.common.html_page import MARK, MARK_DIGITS
+
+    return MARK.sub(lambda hit: r"\textsuperscript{" + hit.group(0).translate(MARK_DIGITS) + "}", tex)
 
 
 def _unescape(text: str) -> str:

@@ -54,3 +54,20 @@ def shown(name: str, names: Mapping[str, str]) -> str:
 def known_labels(names: Mapping[str, str]) -> frozenset[str]:
     """Every label a page may show for these names (what the browser test accepts as a measure heading)."""
     return frozenset(names.values())
+
+
+# The reader's name of each track (stored and configured under its id), beside the measures' labels.
+TRACK_LABELS = {
+    "main": "main",
+    "robustness": "robustness",
+    "multipassage": "multi-passage",
+    "mcq": "multiple choice",
+    "short_answer": "short answer",
+    "rubric": "rubric",
+}
+
+
+def track_label(track: str) -> str:
+    """The reader's name of a track id (``short_answer`` -> ``short answer``); an id outside
+    :data:`TRACK_LABELS` reads with its underscores as spaces, never raw."""
+    return TRACK_LABELS.get(track, track.replace("_", " "))

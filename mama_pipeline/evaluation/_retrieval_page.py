@@ -11,21 +11,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule
+from mama_pipeline.common.html_page import Refusals, interval, p_value, page, plural, signed
 from mama_pipeline.common.html_page import esc as _e
-from mama_pipeline.common.html_page import interval, number, p_value, page, plural, signed
 from mama_pipeline.common.html_page import table as _table
-from mama_pipeline.common.manuscript_export import BEST, TIED_WITH_BEST, ExportTable, save_figure, write_tables
-from mama_pipeline.evaluation._held_out_gaps import gaps_html
-from mama_pipeline.evaluation._per_query_scoring import wide_scoreboard
-from mama_pipeline.evaluation._segment_section import interval_bars, segment_figure, segments_html
-from mama_pipeline.evaluation._segments import SegmentResult
+from mama_pipeline.common.manuscript_export import (
+    BEST,
+    TIED_WITH_BEST,
+    ExportTable,
+    best_and_tied,
+    save_figure,
+    write_tables,
+)
+from mama_pipeline.evaluation.held_out_gaps import gaps_html
+from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
+from mama_pipeline.evaluation.segment_section import interval_bars, segment_figure, segments_html
+from mama_pipeline.evaluation.segments import SegmentResult
 from mama_pipeline.llm.embedded_banner import STAGE_WORDS
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
 
@@ -63,6 +70,7 @@ class ReportInputs:
     segment_order: dict[str, list[str]] = field(default_factory=dict)  # segment -> its values in reading order
     cis: dict[tuple[str, str], tuple[float | None, float | None]] = field(default_factory=dict, repr=False)
     ci_refused: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)  # why an interval is missing
+    refusals: Refusals = field(default_factory=Refusals, repr=False)  # the page's refusal marks and notes
 
 
 Section = Callable[[ReportInputs, Path], str]
@@ -96,11 +104,14 @@ def label_mix(
 def write_report(inputs: ReportInputs, folder: str | os.PathLike[str]) -> Path:
     """Write ``folder/scoreboard.html`` and its PNGs (folder replaced atomically); returns the page."""
     folder = Path(folder)
+    inputs = replace(inputs, refusals=Refusals())  # this page's marks: a rebuild writes the same bytes
     with atomic_folder(folder) as tmp:
+        headline = headline_figures(inputs)
+        top = inputs.refusals.headline_note()  # before the body's notes: the reasons are written out here first
         body = [part for section in SECTIONS if (part := section(inputs, tmp))]
         body.append(_exports(inputs, tmp))
         (tmp / PAGE).write_text(
-            page(inputs.title, body, headline_figures(inputs), banners=inputs.banners), encoding="utf-8"
+            page(inputs.title, body, headline, banners=inputs.banners, headline_note=top), encoding="utf-8"
         )
     return folder / PAGE
 
@@ -119,7 +130,7 @@ def headline_figures(inputs: ReportInputs) -> list[tuple[str, str]]:
         out.append(
             (
                 f"{r['retriever']}: {label}{ci}",
-                f"{_interval_or_reason(shown)} over {plural(r['n_queries'], 'query')}",
+                f"{_interval_or_reason(shown, inputs.refusals)} over {plural(r['n_queries'], 'query')}",
             )
         )
     return out
@@ -168,7 +179,7 @@ def scoreboard_section(inputs: ReportInputs, _folder: Path) -> str:
             f"{inputs.resamples} resamples, seed {inputs.seed}). A query with no qualifying document "
             "scores 0.</p>"
         )
-        parts.append(_table(intervals))
+        parts.append(_table(intervals) + inputs.refusals.note())
     no_rel = _queries_without_relevant(overall)
     if no_rel:
         parts.append(f"<p>Queries without any qualifying document, of {overall['n_queries'][0]}: {no_rel}.</p>")
@@ -206,10 +217,11 @@ def significance_section(inputs: ReportInputs, folder: Path) -> str:
             tds = []
             for b in names:
                 r, sign = (cells.get((a, b)), 1) if (a, b) in cells else (cells.get((b, a)), -1)
-                tds.append("<td></td>" if r is None else _cell(r, sign, inputs.alpha))
+                tds.append("<td></td>" if r is None else _cell(r, sign, inputs.alpha, inputs.refusals))
             body.append(f"<tr><th>{_e(a)}</th>{''.join(tds)}</tr>")
         out.append(
             f"<h3>{_e(_label(inputs.board, measure))}</h3><table><tr><th></th>{head}</tr>{''.join(body)}</table>"
+            + inputs.refusals.note()
         )
     return "\n".join(out)
 
@@ -385,7 +397,7 @@ def segment_tests_section(inputs: ReportInputs, folder: Path) -> str:
     if inputs.segment_tests is None:
         return ""
     figure = segment_figure(inputs.segment_tests, folder, inputs.headline)
-    return segments_html(inputs.segment_tests, inputs.headline, inputs.alpha, figure)
+    return segments_html(inputs.segment_tests, inputs.headline, inputs.alpha, figure, inputs.refusals)
 
 
 def held_out_section(inputs: ReportInputs, _folder: Path) -> str:
@@ -407,20 +419,24 @@ def _exports(inputs: ReportInputs, folder: Path) -> str:
     tables = []
     stats = headline_stats(inputs)
     if stats is not None:
-        shown = headline_intervals(inputs)
+        refused = Refusals()  # the table's own marks, their reasons in its caption
+        shown = headline_intervals(inputs, refused)
         marks = {}
         for lab, part in stats.group_by("label", maintain_order=True):
             tops = _best_and_tied(part, inputs.significance, inputs.alpha)
-            for i, name in enumerate(shown["retriever"].to_list()):
-                if name in tops:
-                    marks[i, lab[0]] = tops[name]
+            mean_of = dict(zip(part["retriever"].to_list(), part["mean"].to_list()))
+            names = shown["retriever"].to_list()
+            tied = [tops.get(name) == TIED_WITH_BEST for name in names]
+            for i, mark in best_and_tied([mean_of.get(name) for name in names], tied).items():
+                marks[i, lab[0]] = mark
         tables.append(
             ExportTable(
                 "scoreboard_headline",
                 stats,
                 f"{inputs.title}: mean over all {plural(n, 'query')} (a query with no qualifying document scores 0) "
                 f"with {boot}. Best in bold; tied with the best: Holm-adjusted paired randomization p >= "
-                f"{inputs.alpha} against it (Holm across every pair of retrievers per measure).",
+                f"{inputs.alpha} against it (Holm across every pair of retrievers per measure)."
+                + "".join(f" {line}." for line in refused.lines()),
                 shown,
                 marks,
             )
@@ -527,26 +543,27 @@ def headline_stats(inputs: ReportInputs) -> pl.DataFrame | None:
     return pl.DataFrame(rows).sort(pl.col("measure").replace_strict(order), maintain_order=True)
 
 
-def headline_intervals(inputs: ReportInputs) -> pl.DataFrame | None:
-    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries), or the mean with the reason its
-    interval is refused; None without per-query values."""
+def headline_intervals(inputs: ReportInputs, refusals: Refusals | None = None) -> pl.DataFrame | None:
+    """Retriever x headline measure: ``mean [low, high]`` (bootstrap over queries), or the mean with the mark of
+    the reason its interval is refused (``refusals``: default the page's); None without per-query values."""
     stats = headline_stats(inputs)
     if stats is None:
         return None
     retrievers = stats["retriever"].unique(maintain_order=True).to_list()
     labels = stats["label"].unique(maintain_order=True).to_list()
-    cell = {(r["retriever"], r["label"]): _interval_or_reason(r) for r in stats.iter_rows(named=True)}
+    refusals = inputs.refusals if refusals is None else refusals
+    cell = {(r["retriever"], r["label"]): _interval_or_reason(r, refusals) for r in stats.iter_rows(named=True)}
     return pl.DataFrame(
         [{"retriever": name, **{lab: cell.get((name, lab), "") for lab in labels}} for name in retrievers],
         schema={"retriever": pl.String, **dict.fromkeys(labels, pl.String)},
     )
 
 
-def _interval_or_reason(r: dict, n: int | None = None) -> str:
-    """``mean [low, high]``, or the mean and why its interval is refused."""
+def _interval_or_reason(r: dict, refusals: Refusals) -> str:
+    """``mean [low, high]``, or the mean with the mark of the reason its interval is refused."""
     if r["ci_low"] is None and r.get("refused"):
-        return f"{number(r['mean'])} (refused, {r['refused']})" + (f" n={n}" if n is not None else "")
-    return interval(r["mean"], r["ci_low"], r["ci_high"], n)
+        return refusals.figure(r["mean"], r["refused"])
+    return interval(r["mean"], r["ci_low"], r["ci_high"])
 
 
 def _all_measures(overall: pl.DataFrame) -> pl.DataFrame:
@@ -580,7 +597,7 @@ def _pairs(sig: pl.DataFrame, measure: str) -> tuple[list[str], dict[tuple[str, 
     return names, {(r["retriever_a"], r["retriever_b"]): r for r in rows.iter_rows(named=True)}
 
 
-def _cell(r: dict, sign: int, alpha: float) -> str:
+def _cell(r: dict, sign: int, alpha: float, refusals: Refusals) -> str:
     diff = sign * r["diff"]
     text = signed(diff)
     if r["ci_low"] is not None:
@@ -592,7 +609,7 @@ def _cell(r: dict, sign: int, alpha: float) -> str:
     if r["p_mcnemar_holm"] is not None:
         text += f"<br>McNemar p {_p(r['p_mcnemar_holm'])}"
     if r.get("refused"):
-        text += f"<br><small>refused: {_e(r['refused'])}</small>"
+        text += f"<br><small>{refusals.missing(r['refused'])}</small>"
     return f"<td class='{'sig' if p is not None and p < alpha else ''}'>{text}</td>"
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
-from mama_pipeline.common.html_page import interval
-from mama_pipeline.evaluation._segments import SegmentResult
-from mama_pipeline.evaluation._significance import MIN_INTERVAL_N
+from mama_pipeline.common.html_page import Refusals, interval, signed
+from mama_pipeline.evaluation.segments import SegmentResult
+from mama_pipeline.evaluation.significance import MIN_INTERVAL_N
 
 FIGURE = "segments.png"
 
@@ -23,7 +23,12 @@ def headline_of(result: SegmentResult, headline: str) -> str:
     return headline if headline in result.measures else result.measures[0]
 
 
-def segments_html(result: SegmentResult, headline: str, alpha: float, figure: str | None) -> str:
+def segments_html(
+    result: SegmentResult, headline: str, alpha: float, figure: str | None, refusals: Refusals | None = None
+) -> str:
+    """The per-segment tables and paired tests; ``refusals``: the page's refusal marks (a refused test's reason is
+    written out once per page)."""
+    refusals = Refusals() if refusals is None else refusals
     measure = headline_of(result, headline)
     board = result.board
     if board.height == 0:
@@ -56,12 +61,12 @@ def segments_html(result: SegmentResult, headline: str, alpha: float, figure: st
                 + "</tr>"
             )
         out.append(f"<h3>By {_e(dim)}</h3><table>{head}{''.join(body)}</table>")
-        out.append(_tests(result, dim, measure, alpha))
+        out.append(_tests(result, dim, measure, alpha, refusals))
         out.append(_all_measures(board.filter(pl.col("dimension") == dim), retrievers))
     return "\n".join(out)
 
 
-def _tests(result: SegmentResult, dim: str, measure: str, alpha: float) -> str:
+def _tests(result: SegmentResult, dim: str, measure: str, alpha: float, refusals: Refusals) -> str:
     sig = result.significance.filter((pl.col("dimension") == dim) & (pl.col("measure") == measure))
     if sig.height == 0:
         return f"<p class='note'>No segment of {_e(dim)} has {result.min_queries} queries: no paired tests.</p>"
@@ -70,18 +75,18 @@ def _tests(result: SegmentResult, dim: str, measure: str, alpha: float) -> str:
         mcnemar = "" if r["p_mcnemar_holm"] is None else f"{r['p_mcnemar_holm']:.3g}"
         p = r["p_randomization_holm"]
         cls = " class='sig'" if p is not None and p < alpha else ""
-        interval = "" if r["ci_low"] is None else f" [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        refused = f"<br><small>refused: {_e(r['refused'])}</small>" if r.get("refused") else ""
+        interval = "" if r["ci_low"] is None else f" [{signed(r['ci_low'])}, {signed(r['ci_high'])}]"
+        refused = f"<br><small>{refusals.missing(r['refused'])}</small>" if r.get("refused") else ""
         rows.append(
             f"<tr{cls}><td>{_e(r['segment'])}</td><td>{_e(r['retriever_a'])} &minus; {_e(r['retriever_b'])}"
-            f"</td><td>{r['n_queries']}</td><td>{r['diff']:+.3f}{interval}{refused}</td>"
+            f"</td><td>{r['n_queries']}</td><td>{signed(r['diff'])}{interval}{refused}</td>"
             f"<td>{'' if p is None else f'{p:.3g}'}</td><td>{mcnemar}</td></tr>"
         )
     head = (
         "<tr><th>segment</th><th>pair</th><th>queries</th><th>difference [CI]</th><th>p (Holm)</th>"
         "<th>McNemar p (Holm)</th></tr>"
     )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f"<table>{head}{''.join(rows)}</table>{refusals.note()}"
 
 
 def _all_measures(board: pl.DataFrame, retrievers: list[str]) -> str:

@@ -18,8 +18,16 @@ import polars as pl
 
 from mama_pipeline.common import html_page
 from mama_pipeline.common.held_out import PUBLIC
-from mama_pipeline.common.manuscript_export import BEST, TIED_WITH_BEST, ExportTable, figure_bytes, table_files
-from mama_pipeline.evaluation import SAFE_NAME
+from mama_pipeline.common.manuscript_export import (
+    BEST,
+    TIED_WITH_BEST,
+    ExportTable,
+    best_and_tied,
+    figure_bytes,
+    table_files,
+)
+from mama_pipeline.evaluation.measure_names import track_label
+from mama_pipeline.evaluation.per_query_files import SAFE_NAME
 from mama_pipeline.llm.embedded_banner import embedded_banner
 
 PER_QUERY_HEADER = "query_id\tmeasure\tvalue\n"
@@ -250,8 +258,16 @@ def _refusals(entries: list[dict[str, Any]], columns: int) -> list[str]:
     ]
 
 
-def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe: str | None = None) -> str:
-    """One track's table (headline measure and the others, intervals, Judged@k, standing) and its notes."""
+def track_section(
+    track: dict[str, Any],
+    alpha: float,
+    held_out: bool,
+    describe: str | None = None,
+    refusals: html_page.Refusals | None = None,
+) -> str:
+    """One track's table (headline measure and the others, intervals, Judged@k, standing) and its notes; a refused
+    interval or gap shows a mark, its reason once per page (``refusals``: the page's)."""
+    refusals = html_page.Refusals() if refusals is None else refusals
     measures = track["measures"]
     names = {m: label(track, m) for m in measures}
     head = ["#", "entry", "source", f"n {track['unit']}"]
@@ -278,7 +294,9 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
             interval = (
                 f"<span class='ci'>[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]</span>"
                 if f["ci_low"] is not None
-                else _fmt(f.get("ci_note"))
+                else f"<span class='ci'>none{refusals.mark(f['ci_note'])}</span>"
+                if f.get("ci_note")
+                else ""
             )
             mean = _fmt(f["mean"]) + (f" (n {f['n']})" if m != track["headline"] and f["mean"] is not None else "")
             cells += [mean, interval]
@@ -293,7 +311,9 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
                 gap = (
                     f"{html_page.signed(f['gap'])} (n {f['n']} vs {f['n_held_out']})"
                     if f["gap"] is not None
-                    else _fmt(f.get("gap_note"))
+                    else f"no gap{refusals.mark(f['gap_note'])}"
+                    if f.get("gap_note")
+                    else ""
                 )
                 cells += [held, gap, html_page.p_value(f["p_gap"])]
         standing = html.escape(top["standing"])
@@ -311,6 +331,7 @@ def track_section(track: dict[str, Any], alpha: float, held_out: bool, describe:
         + "</tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></div>"
+        + refusals.note()
     )
     test = track.get("standings", {}).get(track["headline"], {})
     if test.get("entries_tested", 0) > 1:
@@ -362,46 +383,55 @@ def page(title: str, doc: dict[str, Any], banners: list[str] | None = None) -> s
     )
     described = {t: m for t, m in doc["measures"].items() if isinstance(m, str)}  # mamabench: what score means
     sections = [("About", intro)]
+    refusals = html_page.Refusals()  # the page's: each reason written out once
+    headline = headline_figures(doc, refusals)
+    top = refusals.headline_note()
     for t in _tracks(doc):
-        body = track_section(t, doc["alpha"], held, described.get(t["track"]))
+        body = track_section(t, doc["alpha"], held, described.get(t["track"]), refusals)
         if any(e.get("figures") for e in t["entries"]):
             stem = f"{MANUSCRIPT}/{_stem(doc, t)}"
             body = (
-                f"<img src='{stem}_forest.png' alt='Forest plot of {html.escape(t['track'])}'>"
+                f"<img src='{stem}_forest.png' alt='Forest plot of the {html.escape(track_label(t['track']))} track'>"
                 + body
                 + f"<p class='note'>For a manuscript: <a href='{stem}.tex'>LaTeX table</a>, "
                 f"<a href='{stem}.csv'>CSV</a>, forest plot as <a href='{stem}_forest.svg'>SVG</a> and "
                 f"<a href='{stem}_forest.pdf'>PDF</a>.</p>"
             )
-        sections.append((f"{doc['benchmark']}: {t['track']}", body))
+        sections.append((f"{doc['benchmark']}: {track_label(t['track'])} track", body))
     body = [f"<section><h2>{html.escape(h)}</h2>{b}</section>" for h, b in sections]
-    return html_page.page(title, body, headline_figures(doc), banners=banners or doc.get("banners") or ())
+    return html_page.page(title, body, headline, banners=banners or doc.get("banners") or (), headline_note=top)
 
 
-def headline_figures(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """Per track: the best entries on its headline measure (mean, interval, n) and how many others are tied with
-    them, out of how many entries (the figures the reports index shows)."""
+def headline_figures(doc: dict[str, Any], refusals: html_page.Refusals | None = None) -> list[tuple[str, str]]:
+    """Per track: the best entries on its headline measure (mean, interval or the mark of why none, n) and how many
+    others are tied with them, out of how many entries (the figures the reports index shows)."""
+    refusals = html_page.Refusals() if refusals is None else refusals
     out = []
     for t in _tracks(doc):
         tops = [(e["name"], e["figures"][t["headline"]]) for e in t["entries"] if e.get("figures")]
         best = [(name, f) for name, f in tops if f["standing"] == "best"]
         entries = html_page.plural(len(t["entries"]), "entry", "entries")
         if not best:
-            out.append((f"{t['track']}", f"no entry scored ({entries})"))
+            out.append((track_label(t["track"]), f"no entry scored ({entries})"))
             continue
         count = {s: sum(f["standing"] == s for _, f in tops) for s in ("tied with best", "below best")}
-        names = "; ".join(
-            f"{name} {html_page.interval(f['mean'], f['ci_low'], f['ci_high'])} over {_count(f['n'], t['unit'])}"
-            for name, f in best
-        )
+        names = "; ".join(f"{name} {_mean_interval(f, refusals)} over {_count(f['n'], t['unit'])}" for name, f in best)
         reach = t.get("standings", {}).get(t["headline"], {})
         tail = (
             f"{count['tied with best']} tied with best, {count['below best']} below best"
             if reach.get("separable") or len(tops) < 2
             else "too few units to separate any entry"
         )
-        out.append((f"{t['track']}: best on {label(t, t['headline'])} (95% CI)", f"{names}; {tail}; {entries}"))
+        ci = " (95% CI)" if any(f["ci_low"] is not None for _, f in best) else ""
+        out.append((f"{track_label(t['track'])}: best on {label(t, t['headline'])}{ci}", f"{names}; {tail}; {entries}"))
     return out
+
+
+def _mean_interval(f: dict[str, Any], refusals: html_page.Refusals) -> str:
+    """``mean [low, high]``, or the mean with the mark of why its interval is refused."""
+    if f["ci_low"] is None and f.get("ci_note"):
+        return refusals.figure(f["mean"], f["ci_note"])
+    return html_page.interval(f["mean"], f["ci_low"], f["ci_high"])
 
 
 def _stem(doc: dict[str, Any], track: dict[str, Any]) -> str:
@@ -417,7 +447,7 @@ def manuscript_files(doc: dict[str, Any]) -> dict[str, bytes]:
             continue
         stem = f"{MANUSCRIPT}/{_stem(doc, t)}"
         rows, marks = [], {}
-        for i, e in enumerate(scored):
+        for e in scored:
             row = {"entry": e["name"], "source": e["source"]}
             for m in t["measures"]:
                 f = e["figures"][m]
@@ -426,38 +456,28 @@ def manuscript_files(doc: dict[str, Any]) -> dict[str, bytes]:
                 row[f"{lab} n"] = f["n"]
             row["standing"] = e["figures"][t["headline"]]["standing"]
             rows.append(row)
-            if row["standing"] in (BEST, TIED_WITH_BEST):
-                marks[i, "entry"] = row["standing"]
-            if row["standing"] == BEST:  # its headline figure in bold too
+        top = [e["figures"][t["headline"]] for e in scored]
+        for i, mark in best_and_tied([f["mean"] for f in top], [f["standing"] == TIED_WITH_BEST for f in top]).items():
+            marks[i, "entry"] = mark
+            if mark == BEST:  # its headline figure in bold too
                 marks[i, label(t, t["headline"])] = BEST
         data = pl.DataFrame(rows)
+        refused = html_page.Refusals()  # a figure without its interval: a mark, the reason in the caption
         shown = pl.DataFrame(
             [
                 {
-                    "entry": r["entry"],
-                    **{
-                        label(t, m): html_page.interval(
-                            r[f"{label(t, m)} mean"], r[f"{label(t, m)} low"], r[f"{label(t, m)} high"]
-                        )
-                        for m in t["measures"]
-                    },
-                    f"n {t['unit']}": r[f"{label(t, t['headline'])} n"],
+                    "entry": e["name"],
+                    **{label(t, m): _mean_interval(e["figures"][m], refused) for m in t["measures"]},
+                    f"n {t['unit']}": e["figures"][t["headline"]]["n"],
                 }
-                for r in rows
+                for e in scored
             ]
         )
         caption = (
-            f"{doc['benchmark']} leaderboard, {t['track']} track: mean over the {t['unit']} each entry has a value "
+            f"{doc['benchmark']} leaderboard, {track_label(t['track'])} track: mean over the {t['unit']} each entry has a value "
             f"for (n), with {doc['statistics']}"
         )
-        refused = {  # a figure without its interval says why in the caption
-            e["figures"][m].get("ci_note")
-            for e in scored
-            for m in t["measures"]
-            if e["figures"][m].get("ci_low") is None and e["figures"][m].get("ci_note")
-        }
-        if refused:
-            caption += f" No interval where one is refused: {'; '.join(sorted(refused))}."
+        caption += "".join(f" {line}." for line in refused.lines())
         files |= {
             f"{MANUSCRIPT}/{name}": data
             for name, data in table_files([ExportTable(_stem(doc, t), data, caption, shown, marks)]).items()
@@ -504,7 +524,8 @@ def _forest(track: dict[str, Any], scored: list[dict[str, Any]]) -> dict[str, by
         )
     ax.set_yticks(range(len(scored)), [e["name"] for e in scored])
     ax.invert_yaxis()
-    ax.set_xlabel(f"{label(track, headline)} (mean, 95% CI)")
+    drawn = "mean, 95% CI" if any(e["figures"][headline]["ci_low"] is not None for e in scored) else "mean; no interval"
+    ax.set_xlabel(f"{label(track, headline)} ({drawn})")  # the interval named only where one is drawn
     ax.grid(axis="x", color="#ddd")
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     return figure_bytes(fig)

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import esc, interval, page, plural, table
+from mama_pipeline.common.html_page import Refusals, esc, interval, page, plural, table
 from mama_pipeline.common.manuscript_export import ExportTable, write_tables
 from mama_pipeline.evaluation import label_of
 from mama_pipeline.multipassage._candidates import drop_counts
@@ -42,8 +42,8 @@ class TrackStats:
         return low, high, None
 
 
-def html_table(df: pl.DataFrame, caption: str, bold: pl.Series | None = None) -> str:
-    return table(df, caption, bold, empty=f"{caption}: none.")
+def html_table(df: pl.DataFrame, caption: str, bold: pl.Series | None = None, refusals: Refusals | None = None) -> str:
+    return table(df, caption, bold, empty=f"{caption}: none.", refusals=refusals)
 
 
 def render(
@@ -65,6 +65,9 @@ def render(
     significance = significance.with_columns(pl.col("measure").map_elements(lambda m: label_of(m, names), pl.String))
     measure_of = {label_of(m, names): m for m in [headline]}
     headline = label_of(headline, names)
+    refusals = Refusals()  # the page's: each reason written out once, under the headline or the first table
+    top_figures = headline_figures(board, headline, stats, measure_of, refusals)
+    top = refusals.headline_note()
     parts = []
     n_questions = int(board.filter(pl.col("tier") == "all")["n_queries"].max() or 0) if board.height else 0
     parts.append(
@@ -104,7 +107,7 @@ def render(
                     "ci_low": low,
                     "ci_high": high,
                     "n_queries": r["n_queries"],
-                    "no interval because": why or "",
+                    "refused": why or "",
                 }
             )
         if rows:
@@ -113,7 +116,7 @@ def render(
                 f"{headline}: mean over the questions with its {stats.confidence:.0%} BCa bootstrap interval "
                 f"(questions resampled, {stats.resamples} resamples)"
             )
-            parts.append(html_table(cis.rename({"n_queries": "questions"}), caption))
+            parts.append(table(cis.rename({"n_queries": "questions"}), caption, refusals=refusals))
             exports.append(ExportTable("multipassage_headline", cis, f"Multi-passage track, {caption}."))
     tiers = board.filter((pl.col("tier") != "all") & (pl.col("measure") == headline))
     tier_rows = tiers.select("tier", "retriever", "mean", pl.col("n_queries").alias("questions"))
@@ -136,6 +139,7 @@ def render(
             sig,
             f"Paired tests (Holm-adjusted p; bold: below {alpha})",
             (sig["p_randomization_holm"] < alpha) if sig.height else None,
+            refusals,
         )
     )
     if sig.height:
@@ -163,14 +167,19 @@ def render(
         files = write_tables(folder, exports)
         links = ", ".join(f"<a href='{esc(f)}'>{esc(f)}</a>" for f in files)
         parts.append(f"<p class='note'>For a manuscript: {links}.</p>")
-    return page(TITLE, parts, headline_figures(board, headline, stats, measure_of), banners=banners or ())
+    return page(TITLE, parts, top_figures, banners=banners or (), headline_note=top)
 
 
 def headline_figures(
-    board: pl.DataFrame, headline: str, stats: TrackStats | None = None, measure_of: dict[str, str] | None = None
+    board: pl.DataFrame,
+    headline: str,
+    stats: TrackStats | None = None,
+    measure_of: dict[str, str] | None = None,
+    refusals: Refusals | None = None,
 ) -> list[tuple[str, str]]:
     """The verified questions, and the headline measure per retriever over all of them (with its interval when
-    the per-question values are given)."""
+    the per-question values are given, or the mark of why it is refused: ``refusals``, the page's)."""
+    refusals = Refusals() if refusals is None else refusals
     overall = board.filter(pl.col("tier") == "all") if board.height else board
     n_questions = int(overall["n_queries"].max() or 0) if overall.height else 0
     rows = overall.filter(pl.col("measure") == headline).sort("retriever") if overall.height else overall
@@ -180,7 +189,7 @@ def headline_figures(
             stats.interval(r["retriever"], (measure_of or {}).get(headline, headline)) if stats else (None, None, None)
         )
         ci = " (95% CI)" if low is not None else ""
-        shown = interval(r["mean"], low, high) + (f" (no interval: {why})" if why else "")
+        shown = refusals.figure(r["mean"], why) if why else interval(r["mean"], low, high)
         out.append((f"{r['retriever']}: {headline}{ci}", f"{shown} over {plural(r['n_queries'], 'question')}"))
     return out
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mama_pipeline.common.html_page import banners_of, esc, headline_of, page
+from mama_pipeline.common.html_page import MARK, Refusals, banners_of, esc, headline_of, headline_refusals_of, page
 from mama_pipeline.common.input_errors import read_text
 from mama_pipeline.llm.embedded_banner import SMOKE_TEST, smoke_test_summary
 
@@ -63,6 +63,7 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
     body = [f"<p class='note'>{written} {pages_word} written; each links below with its headline figures.</p>"]
     banners: dict[str, list[str]] = {}
     smoke: dict[str, list[str]] = {}
+    refusals = Refusals()  # the pages' refusal notes, each reason once for the whole index
     for entry, rel in entries:
         if rel is None:
             body.append(
@@ -71,8 +72,9 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
             )
             continue
         name = entry.name if "*" not in entry.pattern else f"{entry.name}: {rel.parent.name}"
-        figures = entry.headline(reports / rel)
-        for banner in banners_of(read_text(reports / rel, "report page")):
+        text = read_text(reports / rel, "report page")
+        figures = _renumbered(entry.headline(reports / rel), headline_refusals_of(text), refusals)
+        for banner in banners_of(text):
             if banner.startswith(SMOKE_TEST):  # one banner for all the pages' smoke tests
                 smoke.setdefault(name, []).append(banner)
             else:
@@ -82,6 +84,19 @@ def render_index(reports: Path, pages: tuple[ReportPage, ...] = PAGES) -> str:
             f"<h2><a href='{esc(rel.as_posix())}'>{esc(name)}</a></h2>"
             + (f"<table class='facts'>{rows}</table>" if rows else "<p class='note'>No headline figures recorded.</p>")
         )
+    body.append(refusals.note(unit="headline figure"))
     shown = [smoke_test_summary(smoke)] if smoke else []
     shown += [f"{banner} (on: {', '.join(names)})" for banner, names in banners.items()]
     return page(TITLE, body, banners=shown, index_link=None)
+
+
+def _renumbered(figures: Figures, marks: dict[str, tuple[str, str]], refusals: Refusals) -> Figures:
+    """A page's headline figures with its refusal marks (mark -> (what, reason)) replaced by the index's own."""
+
+    def mark(hit) -> str:
+        if hit.group(0) not in marks:
+            return hit.group(0)
+        what, reason = marks[hit.group(0)]
+        return refusals.mark(reason, what)
+
+    return [(k, MARK.sub(mark, v)) for k, v in figures]

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
-from mama_pipeline.common.html_page import esc, interval, page, plural
+from mama_pipeline.common.html_page import Refusals, esc, interval, page, plural
 from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.manuscript_export import ExportTable, save_figure, write_tables
 from mama_pipeline.evaluation import label_of
@@ -42,8 +42,10 @@ def write_page(
     return folder / PAGE
 
 
-def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]]:
-    """The largest drop in the headline measure per kind (all tiers), over the parents that have a variant."""
+def headline_figures(board: pl.DataFrame, headline: str, refusals: Refusals | None = None) -> list[tuple[str, str]]:
+    """The largest drop in the headline measure per kind (all tiers), over the parents that have a variant, with
+    its interval or the mark of why it is refused (``refusals``: the page's)."""
+    refusals = Refusals() if refusals is None else refusals
     rows = board.filter((pl.col("tier") == "all") & (pl.col("measure") == headline) & pl.col("drop").is_not_null())
     worst = (
         rows.sort(["kind", "drop", "retriever"], descending=[False, True, False])
@@ -52,8 +54,13 @@ def headline_figures(board: pl.DataFrame, headline: str) -> list[tuple[str, str]
     )
     return [
         (
-            f"{r['kind']}: largest drop in {headline} (95% CI)",
-            f"{interval(r['drop'], r['ci_low'], r['ci_high'])} ({r['retriever']}, {plural(r['n_queries'], 'query')})",
+            f"{r['kind']}: largest drop in {headline}" + (" (95% CI)" if r["ci_low"] is not None else ""),
+            (
+                refusals.figure(r["drop"], r["refused"])
+                if r["ci_low"] is None and r["refused"]
+                else interval(r["drop"], r["ci_low"], r["ci_high"])
+            )
+            + f" ({r['retriever']}, {plural(r['n_queries'], 'query')})",
         )
         for r in worst.iter_rows(named=True)
     ]
@@ -101,6 +108,9 @@ def _page(
     banners: list[str],
     folder: Path,
 ) -> str:
+    refusals = Refusals()  # the page's: each reason written out once, under the headline or the first table
+    headline_rows = headline_figures(board, headline, refusals)
+    top = refusals.headline_note()
     overall = (
         board.filter(pl.col("tier") == "all")
         .with_columns(pl.col("p_holm").lt(alpha).alias(f"Holm p < {alpha:g}"))
@@ -171,15 +181,16 @@ p: paired randomization test, Holm-adjusted across every (kind, retriever) of on
 {tolerance:g}, so unjudged chunks (scored non-relevant) weigh on one side more than the other; read that drop
 with care.</p>
 <h2>Drop in {html.escape(headline)} per retriever and kind</h2><img src="{PLOT}" alt="drop per retriever and kind">
-<h2>Drops on the headline measures (all tiers)</h2>{_table(overall)}
+<h2>Drops on the headline measures (all tiers)</h2>{_table(overall, refusals=refusals)}
 <h2>{html.escape(judged)}, clean and variant (label coverage of each top-k, mean over the non-empty rankings)</h2>
 {_table(judged_rows)}
-<h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier)}
+<h2>Per tier: {html.escape(headline)}</h2>{_table(per_tier, refusals=refusals)}
 <h2>Variants made, per kind and decision</h2>{_table(statuses)}
 <h2>Hole pairs (in the clean top-k, the variants' or both)</h2>{_table(hole_status)}
 <p class="note">{note}</p>"""
         ],
-        headline_figures(board, headline),
+        headline_rows,
         banners=banners,
+        headline_note=top,
         heading="Robustness track: noisy, abbreviated, telegraphic and code-switched queries",
     )

@@ -18,14 +18,15 @@ import polars as pl
 
 from mama_pipeline.common.file_ops import atomic_folder
 from mama_pipeline.common.held_out import HeldOutRule
+from mama_pipeline.common.html_page import Refusals, interval, p_value, page, plural, signed
 from mama_pipeline.common.html_page import esc as _e
-from mama_pipeline.common.html_page import interval, number, p_value, page, plural, signed
 from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.manuscript_export import ExportTable, save_figure, write_tables
 from mama_pipeline.common.metadata import FAILURES_SHOWN
-from mama_pipeline.evaluation import gaps_html
-from mama_pipeline.systems._grading import ANSWER_FAILED
-from mama_pipeline.systems._systems_scoreboard import MEASURE_OF_TRACK
+from mama_pipeline.evaluation.held_out_gaps import gaps_html
+from mama_pipeline.evaluation.measure_names import track_label
+from mama_pipeline.systems.grading import ANSWER_FAILED
+from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
 ITEMS_DIR = "items"
@@ -89,7 +90,7 @@ def scoreboard_note(answer_failures: str) -> str:
         else "count as 0 in the mean (the configured policy); the mean of answered items leaves them out"
     )
     return (
-        "Mean per track with its bootstrap interval over items (mcq: accuracy; short answer: correct 1, "
+        "Mean per track with its bootstrap interval over items (multiple choice: accuracy; short answer: correct 1, "
         "partially correct 0.5, incorrect 0; rubric: the mean of HealthBench example scores, not clipped, which "
         "are the values the paired comparisons use, with HealthBench's score, that mean clipped to [0, 1], "
         "beside it as the HealthBench score). A system's own output that cannot be graded (JSON breaking the schema, "
@@ -141,20 +142,29 @@ def write_report(report: SystemsReport, folder: str | os.PathLike[str]) -> Path:
     return folder / PAGE
 
 
-def headline_figures(report: SystemsReport) -> list[tuple[str, str]]:
-    """Each system's headline mean per track, over the items it was scored on (or why it is refused)."""
+def headline_figures(report: SystemsReport, refusals: Refusals | None = None) -> list[tuple[str, str]]:
+    """Each system's headline mean per track, over the items it was scored on (or the mark of why it is refused:
+    ``refusals``, the page's)."""
+    refusals = Refusals() if refusals is None else refusals
     overall = report.board.filter(pl.col("segment_kind") == "all").sort("track", "system")
     return [
         (
-            f"{r['system']}: {r['track']} ({MEASURE_OF_TRACK[r['track']]})",
-            f"refused ({r['refused']})"
+            f"{r['system']}: {track_label(r['track'])} ({MEASURE_OF_TRACK[r['track']]})",
+            f"refused{refusals.mark(r['refused'])}"
             if r["refused"] is not None
-            else f"{interval(r['mean'], r['ci_low'], r['ci_high'])} over {r['n_scored']} of "
+            else f"{_mean_interval(r, refusals)} over {r['n_scored']} of "
             f"{plural(r['n_items'], 'item')}{_scored_without_grading(r, report.answer_failures)}",
         )
         for r in overall.iter_rows(named=True)
         if r["refused"] is not None or r["mean"] is not None
     ]
+
+
+def _mean_interval(r: dict, refusals: Refusals) -> str:
+    """``mean [low, high]``, or the mean with the mark of why its interval is refused."""
+    if r["ci_low"] is None and r.get("interval_refused"):
+        return refusals.figure(r["mean"], r["interval_refused"])
+    return interval(r["mean"], r["ci_low"], r["ci_high"])
 
 
 def _scored_without_grading(r: dict, answer_failures: str) -> str:
@@ -184,30 +194,38 @@ def no_rubric_grade_note(grades: pl.DataFrame) -> str:
 
 
 def _page(r: SystemsReport, figures: dict[str, str], exported: list[str]) -> str:
+    refusals = Refusals()  # the page's: each reason written out once, under the headline or the first table
+    headline = headline_figures(r, refusals)
+    top = refusals.headline_note()
     parts = [f"<p class='note'>{_e(n)}</p>" for n in r.notes]
-    parts.append("<h2>Systems</h2>" + _table(pl.DataFrame(r.systems)))
+    systems = pl.DataFrame(r.systems)
+    if "tracks" in systems.columns:  # the reader's names of the tracks
+        systems = systems.with_columns(
+            pl.col("tracks").map_elements(lambda t: ", ".join(map(track_label, t.split(", "))), pl.String)
+        )
+    parts.append("<h2>Systems</h2>" + _table(systems))
     parts.append("<h2>Graders</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in r.grader.items()) + "</ul>")
     parts.append(f"<h2>Scoreboard</h2><p class='note'>{_e(scoreboard_note(r.answer_failures))}</p>")
     for track in ("mcq", "short_answer", "rubric"):
         block = r.board.filter(pl.col("track") == track)
         if block.is_empty():
             continue
-        parts.append(f"<h3>{track} ({MEASURE_OF_TRACK[track]})</h3>")
+        parts.append(f"<h3>{_e(track_label(track))} ({MEASURE_OF_TRACK[track]})</h3>")
         if track == "rubric":
             parts.append(f"<p class='note'>{_e(healthbench_note(r.rubric_parse_retries))}</p>")
         overall = block.filter(pl.col("segment_kind") == "all")
-        parts.append(_table(_board_view(overall, track)))
+        parts.append(_table(_board_view(overall, track, refusals), refusals=refusals))
         if f"bars_{track}" in figures:
-            parts.append(f"<img src='{figures[f'bars_{track}']}' alt='{track} by scope category'>")
+            parts.append(f"<img src='{figures[f'bars_{track}']}' alt='{track_label(track)} by scope category'>")
         for kind in ("category", "pool"):
             seg = block.filter(pl.col("segment_kind") == kind)
             if seg.height:
-                wide = seg.with_columns(_interval_text(seg).alias("v")).pivot(
+                wide = seg.with_columns(_interval_text(seg, refusals).alias("v")).pivot(
                     on="system", index="segment", values="v", maintain_order=True
                 )
-                parts.append(f"<h4>by {kind}</h4>" + _table(wide))
-    parts.append(_deltas_section(r, figures))
-    parts.append(_significance_section(r))
+                parts.append(f"<h4>by {kind}</h4>" + _table(wide) + refusals.note())
+    parts.append(_deltas_section(r, figures, refusals))
+    parts.append(_significance_section(r, refusals))
     if r.held_out is not None and r.held_out_rule is not None:
         parts.append(gaps_html(r.held_out, ["system", "track"], r.held_out_rule, "items", r.resamples, r.seed))
     parts.append(_harness_section(r))
@@ -221,12 +239,12 @@ def _page(r: SystemsReport, figures: dict[str, str], exported: list[str]) -> str
         "<h2>For a manuscript</h2><p class='note'>The scoreboard, comparison and grader-agreement tables as LaTeX "
         f"(booktabs) and CSV, every figure also as SVG and PDF (same name): {links}.</p>"
     )
-    return page(TITLE, parts, headline_figures(r), banners=r.banners)
+    return page(TITLE, parts, headline, banners=r.banners, headline_note=top)
 
 
-def _interval_text(rows: pl.DataFrame) -> pl.Series:
-    """``mean [low, high] n=k`` per row at the pages' one precision, the mean with the reason its interval is
-    refused, ``refused`` or empty."""
+def _interval_text(rows: pl.DataFrame, refusals: Refusals) -> pl.Series:
+    """``mean [low, high] n=k`` per row at the pages' one precision, the mean with the mark of the reason its
+    interval is refused, ``refused`` or empty."""
 
     def text(x: dict) -> str:
         if x["refused"] is not None:
@@ -234,7 +252,7 @@ def _interval_text(rows: pl.DataFrame) -> pl.Series:
         if x["mean"] is None:
             return ""
         if x["ci_low"] is None and x.get("interval_refused"):
-            return f"{number(x['mean'])} (refused, {x['interval_refused']}) n={x['n_scored']}"
+            return refusals.figure(x["mean"], x["interval_refused"], x["n_scored"])
         return interval(x["mean"], x["ci_low"], x["ci_high"], x["n_scored"])
 
     return pl.Series(
@@ -260,7 +278,7 @@ BOARD_HEADINGS = {
 }
 
 
-def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
+def _board_view(board: pl.DataFrame, track: str, refusals: Refusals) -> pl.DataFrame:
     cols = ["n_items", "n_scored", "n_unanswered", "mean_answered", "mean_unanswered_as_0", "n_invalid"]
     cols.append("n_grade_failed")
     if track == "rubric":
@@ -273,7 +291,7 @@ def _board_view(board: pl.DataFrame, track: str) -> pl.DataFrame:
             "grader_agree_on_not_met",
         ]
     return board.select(
-        "system", _interval_text(board).alias("mean [95% CI] n"), *cols, pl.col("refused").fill_null("")
+        "system", _interval_text(board, refusals).alias("mean [95% CI] n"), *cols, pl.col("refused").fill_null("")
     ).rename(BOARD_HEADINGS, strict=False)
 
 
@@ -281,7 +299,7 @@ def _deltas(r: SystemsReport) -> pl.DataFrame:
     return r.comparisons.filter(pl.col("comparison") == "rag_vs_baseline")
 
 
-def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
+def _deltas_section(r: SystemsReport, figures: dict[str, str], refusals: Refusals) -> str:
     d = _deltas(r)
     if d.is_empty():
         return (
@@ -289,10 +307,10 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
             "the two is refused over its failure bound, or fewer than two items were scored for both.</p>"
         )
     view = d.select(
-        "track",
+        pl.col("track").map_elements(track_label, pl.String),
         "segment",
         pl.col("system_a").alias("rag"),
-        pl.col("system_b").alias("closed_book"),
+        pl.col("system_b").alias("closed-book"),
         "n_queries",
         "mean_a",
         "mean_b",
@@ -306,21 +324,21 @@ def _deltas_section(r: SystemsReport, figures: dict[str, str]) -> str:
     out = [
         "<h2>Closed-book vs RAG</h2><p class='note'>diff = RAG &minus; closed-book on items scored for both, "
         "per scope category, with the paired bootstrap interval and Holm-adjusted p values.</p>",
-        _table(view),
+        _table(view, refusals=refusals),
     ]
     if "deltas" in figures:
         out.append(f"<img src='{figures['deltas']}' alt='closed-book vs RAG deltas'>")
     return "\n".join(out)
 
 
-def _interval(row: dict) -> str:
-    """``[low, high]``, or why the interval was refused."""
+def _interval(row: dict, refusals: Refusals) -> str:
+    """``[low, high]``, or the mark of why the interval was refused."""
     if row["ci_low"] is None:
-        return f"refused: {_e(row.get('refused') or 'no interval')}"
+        return f"no interval{refusals.mark(row['refused'])}" if row.get("refused") else "no interval"
     return f"[{signed(row['ci_low'])}, {signed(row['ci_high'])}]"
 
 
-def _significance_section(r: SystemsReport) -> str:
+def _significance_section(r: SystemsReport, refusals: Refusals) -> str:
     sig = r.comparisons.filter(pl.col("segment") == "ALL")
     if sig.is_empty():
         return (
@@ -337,9 +355,9 @@ def _significance_section(r: SystemsReport) -> str:
             else f"{p_value(row['p_mcnemar_holm'])} ({row['only_a']}/{row['only_b']})"
         )
         rows.append(
-            f"<tr class='{cls}'><td>{_e(row['track'])}</td><td>{_e(row['system_a'])}</td>"
+            f"<tr class='{cls}'><td>{_e(track_label(row['track']))}</td><td>{_e(row['system_a'])}</td>"
             f"<td>{_e(row['system_b'])}</td><td>{row['n_queries']}</td><td>{signed(row['diff'])}</td>"
-            f"<td class='ci'>{_interval(row)}</td><td>{'' if p is None else p_value(p)}</td><td>{mc}</td></tr>"
+            f"<td class='ci'>{_interval(row, refusals)}</td><td>{'' if p is None else p_value(p)}</td><td>{mc}</td></tr>"
         )
     head = (
         "<tr><th>track</th><th>a</th><th>b</th><th>items</th><th>a &minus; b</th><th>bootstrap CI</th>"
@@ -348,7 +366,7 @@ def _significance_section(r: SystemsReport) -> str:
     return (
         f"<h2>Paired significance</h2><p class='note'>On the items scored for both, with the scoreboard's "
         f"per-item values; exact McNemar on mcq only; Holm across the pairs of each track; bold: p &lt; "
-        f"{r.alpha}.</p><div class='scroll'><table>{head}{''.join(rows)}</table></div>"
+        f"{r.alpha}.</p><div class='scroll'><table>{head}{''.join(rows)}</table></div>{refusals.note()}"
     )
 
 
@@ -432,12 +450,15 @@ def _figures(r: SystemsReport, folder: Path) -> dict[str, str]:
         )
         ax.set_ylabel(MEASURE_OF_TRACK[track])
         ax.set_ylim(min([0.0, *seg["ci_low"].drop_nulls().to_list(), *seg["mean"].to_list()]) - 0.05, 1.05)
-        ax.set_title(track)
+        ax.set_title(track_label(track))
         ax.legend(fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
         out[f"bars_{track}"] = _save(fig, folder / f"scores_{track}.png")
     d = _deltas(r)
     if d.height:
-        labels = [f"{t} {s}\n{a} vs {b}" for t, s, a, b in d.select("track", "segment", "system_a", "system_b").rows()]
+        labels = [
+            f"{track_label(t)} {s}\n{a} vs {b}"
+            for t, s, a, b in d.select("track", "segment", "system_a", "system_b").rows()
+        ]
         fig, ax = plt.subplots(figsize=(5.5, 0.45 * len(labels) + 1.2))
         diffs = d["diff"].to_list()
         err = [
@@ -468,7 +489,7 @@ def _exports(r: SystemsReport) -> list[ExportTable]:
                 ExportTable(
                     f"systems_{track}",
                     rows.drop("track"),
-                    f"mamabench {track.replace('_', ' ')} ({MEASURE_OF_TRACK[track]}): mean over the items scored "
+                    f"mamabench {track_label(track)} ({MEASURE_OF_TRACK[track]}): mean over the items scored "
                     f"(of the items put to the system), {boot}; no test (see the comparisons).",
                 )
             )

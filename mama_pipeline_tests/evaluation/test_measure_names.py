@@ -46,3 +46,48 @@ def test_one_precision_rule_per_kind_of_number():
     assert plural(1, "item") == "1 item" and plural(3, "item") == "3 items" and plural(2, "day") == "2 days"
     assert cell(True) == "yes" and cell(False) == "no" and cell(None) == "" and cell(float("nan")) == "n/a"
     assert heading("mean_unanswered_as_0") == "mean unanswered as 0" and heading("len") == "count"
+
+
+def test_a_refusal_is_a_mark_in_its_cells_and_its_reason_is_written_out_once_per_page():
+    import polars as pl
+
+    from mama_pipeline.common.html_page import Refusals, headline_refusals_of, page, table
+
+    refusals = Refusals()
+    few = "interval: 4 values, fewer than the 30 a bootstrap interval needs"
+    figures = [refusals.figure(0.5, few), refusals.figure(0.25, few, n=4), refusals.figure(1.0, "all equal")]
+    assert figures == ["0.500 (no interval¹)", "0.250 (no interval¹) n=4", "1.000 (no interval²)"]
+    top = refusals.headline_note()
+    both = "interval: 3 values, fewer than the 30 a bootstrap interval needs; randomization: no spread"
+    frame = pl.DataFrame({"pair": ["a-b", "a-c", "b-c"], "refused": [few, None, both]})
+    body = table(frame, refusals=refusals)
+    html = page("t", [body], [("a", figures[0])], headline_note=top)
+    # the cell's own n (4 values, 3 values) is left out: one reason, written out once, under the headline
+    assert "¹ interval refused for 2 figures: fewer than the 30 values a bootstrap interval needs" in html
+    assert "² refused for 1 figure: all equal" in html
+    assert html.count("fewer than the 30") == 1  # the table's note names the mark, not the reason again
+    assert "<td>no interval¹</td>" in body and "<td></td>" in body
+    assert "<td>no interval¹, no randomization p³</td>" in body  # two refusals in one reason: a mark each
+    assert "¹ interval refused for 2 cells (reason above)" in body
+    assert "³ randomization refused for 1 cell: no spread" in body
+    assert headline_refusals_of(html) == {
+        "¹": ("interval", "fewer than the 30 values a bootstrap interval needs"),
+        "²": ("", "all equal"),
+    }
+    # one reason whatever the cell's own value, which the cell shows
+    equal = [refusals.mark(f"interval: all 40 values equal ({v}); no spread") for v in ("0.2", "1", "0.386853")]
+    assert equal == ["⁴", "⁴", "⁴"]
+    assert refusals.figure(0.0, both) == "0.000 (no interval¹)"  # a figure's mark: its interval's part only
+    assert "⁴ interval refused for 3 cells: all 40 values equal; no spread" in refusals.note()
+
+
+def test_a_track_reads_as_the_readers_name():
+    from mama_pipeline.evaluation.measure_names import track_label
+
+    assert [track_label(t) for t in ("short_answer", "mcq", "multipassage", "main")] == [
+        "short answer",
+        "multiple choice",
+        "multi-passage",
+        "main",
+    ]
+    assert track_label("new_track") == "new track"  # never a raw id

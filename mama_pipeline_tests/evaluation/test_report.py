@@ -133,8 +133,11 @@ def test_report_sections_figures_and_no_json(tmp_path, graded):
     assert "<h3>Self-consistency (test-retest): judge-x (reference judge)</h3>" in html
     assert "<h3>Cross-model agreement: judge-y (cross-model judge)</h3>" in html
     assert html.count("Leak audit: 0 of 12.") == 1  # a repeated note is shown once
-    # headline means over 12 queries, each with the reason its interval is refused (fewer than 30 values)
-    assert re.search(r"\d\.\d{3} \(refused, interval: 12 values, fewer than the 30 a bootstrap interval needs\)", html)
+    # headline means over 12 queries, each marked as without interval; the reason (fewer than 30 values) written
+    # out once on the page, under the headline, with how many figures it refused
+    assert re.search(r"\d\.\d{3} \(no interval\u00b9\)", html)
+    assert html.count("fewer than the 30 values a bootstrap interval needs") == 1
+    assert re.search(r"\u00b9 interval refused for \d+ figures: fewer than the 30 values", html)
     assert "{" not in html.split("</style>")[1]  # no raw JSON anywhere in the body
     for img in re.findall(r"<img src='([^']+)'", html):
         assert (page.parent / img).stat().st_size > 1000, img

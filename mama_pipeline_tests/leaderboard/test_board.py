@@ -306,7 +306,10 @@ def test_the_json_and_the_page_say_when_no_entry_can_be_separated():
     assert "no entry can be placed below the best at this n" in page
     assert standing["note"].startswith("4 query units and 2 entries") and "With 2 entries on 4 query units and" in page
     tex = files["manuscript/mamaretrieval_main.tex"].decode()  # its intervals are refused: the caption says why
-    assert "No interval where one is refused: " in tex and "4 values, fewer than the 30" in tex
+    # each cell a mark, the reason once in the caption with its count (2 entries x 1 measure)
+    assert tex.count("(no interval\\textsuperscript{1})") == 2
+    assert tex.count("fewer than the 30") == 1 and "interval refused for 2 cells: fewer than the 30 values" in tex
+    assert page.count("fewer than the 30") == 1  # on the page too: under the headline only
     assert "too few units to separate any entry; 2 entries" in page
     assert "0.125" in page
 

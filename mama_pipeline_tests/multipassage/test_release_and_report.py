@@ -253,7 +253,10 @@ def test_report_page_shows_scoreboard_tests_and_outcomes():
     assert "0.500" in page and "0.750" in page and "<tr class='sig'>" in page
     assert "<td>duplicate_set</td><td>1</td>" in page and "<td>set_incomplete</td><td>1</td>" in page
     assert "AllIn@10[pieces] per tier" in page
-    assert "interval: 4 values, fewer than the 30 a bootstrap interval needs" in page  # a refusal says why
+    # a refused row is marked, the reason said once below its table with its count
+    assert "<td>no interval\u00b9</td>" in page
+    assert page.count("fewer than the 30 values a bootstrap interval needs") == 1
+    assert "\u00b9 interval refused for 1 cell: fewer than the 30 values" in page
 
 
 def test_a_configuration_with_no_verified_question_still_counts_every_failure(tmp_path):

@@ -1,7 +1,7 @@
 """Every report page as a reader sees it, in headless Chromium at 1280 px: nothing wider than the window, no raw
-Python value or negative zero in a cell, every measure label one of the shared names, a way back to the index,
-and the smoke-test or synthetic-label banner where a figure rests on them. Also: each exported LaTeX table
-compiles in a minimal document."""
+Python value or negative zero in a cell, every measure label one of the shared names, no snake_case id in a
+heading, no refusal sentence said twice, a way back to the index, and the smoke-test or synthetic-label banner
+where a figure rests on them. Also: each exported LaTeX table compiles in a minimal document."""
 
 from __future__ import annotations
 
@@ -41,10 +41,17 @@ READER_FACTS = """JSON.stringify({
   texts: Array.from(document.querySelectorAll("th, td, caption, h2, h3, img"))
                  .map(c => c.tagName == 'IMG' ? c.alt : c.innerText),
   headline: Array.from(document.querySelectorAll('#headline th')).map(c => c.innerText),
+  headings: Array.from(document.querySelectorAll('h1, h2, h3, h4, caption, th')).map(c => c.innerText),
+  text: document.body.innerText,
   back: Array.from(document.querySelectorAll('nav a')).map(a => a.getAttribute('href')),
   banners: Array.from(document.querySelectorAll('.banner')).map(b => b.innerText),
   images: Array.from(document.images).map(i => i.complete && i.naturalWidth > 0),
 })"""
+SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # short_answer, mean_unanswered_as_0: an id, not a word
+# a refusal's reason as the statistics and the boards word it (what a page must say once, not per cell)
+REFUSAL_SENTENCE = re.compile(
+    r"[^.;:\n]*(?:fewer than the \d+|no spread|values equal|degenerate|one side of the mean|judge failed on)[^.;\n]*"
+)
 # a measure as the scoreboards name it: a family with a cutoff or a relevance cut (HR@5, MRR lenient, nDCG@10)
 MEASURE_WORD = re.compile(
     r"\b(HR|MRR|wHR|nDCG|P|R|wP|Judged|Success|RR|AP)(@\d+|\(rel=\d+\)(@\d+)?)(?:\s(lenient|strict))?"
@@ -143,6 +150,13 @@ def test_every_page_fits_1280px_and_reads_as_a_reader_reads_it(reports):
             for hit in MEASURE_WORD.finditer(text):
                 if hit.group(0) not in labels:
                     problems.append(f"{name}: measure {hit.group(0)!r} (in {text!r}) is not a shared label")
+        snake = sorted({w for h in facts["headings"] for w in SNAKE.findall(h)} - {"mama_pipeline"})  # its name
+        if snake:
+            problems.append(f"{name}: snake_case ids in headings {snake[:5]}")
+        said = [s.strip() for s in REFUSAL_SENTENCE.findall(facts["text"])]
+        twice = sorted({s for s in said if said.count(s) > 1})
+        if twice:
+            problems.append(f"{name}: a refusal sentence said more than once {twice[:3]}")
         if path.name != INDEX:
             if facts["back"] != ["../index.html"] or not (path.parent.parent / INDEX).exists():
                 problems.append(f"{name}: no link back to the index ({facts['back']})")
