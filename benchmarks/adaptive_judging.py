@@ -22,6 +22,8 @@ the adaptive order judged (unjudged pairs absent from the qrels) and under every
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import tempfile
 import time
@@ -290,6 +292,76 @@ def case_sample(a) -> None:
     report(pool, ranked, grades, a)
 
 
+def case_bill(a) -> None:
+    """``mama-pipeline plan`` of the judge under the paper's configuration (config/mamaretrieval-v0.2.yaml) on a
+    store holding a pool of the paper's size (3,185 queries, 230,964 pairs; placeholder text, so its prompt
+    tokens are not the paper's): under ``full`` and under ``adaptive`` at each of ``--budgets`` (``--method``),
+    with the remainder sample's default size. Its bound needs the corpus bundle, which is not here."""
+    import subprocess
+
+    import yaml
+
+    from mama_pipeline.store import Store
+    from mama_pipeline_tests.support.synthetic_judging import make_chunks, make_pool, make_queries
+
+    root = Path(__file__).resolve().parents[1]
+    paper = yaml.safe_load((root / "config" / "mamaretrieval-v0.2.yaml").read_text())
+    queries, chunks = make_queries(PAPER_QUERIES), make_chunks(63_650)
+    pool = make_pool(queries, chunks, 73).head(230_964)
+    strategies = [{}] + [{"strategy": "adaptive", "method": a.method, "budget": b} for b in a.budgets]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "data" / "mama.duckdb")
+        store.write_table(
+            "generated_queries",
+            queries.with_columns(
+                seed_chunk_id=chunks["chunk_id"][: queries.height],
+                model=pl.lit("m"),
+                prompt_hash=pl.lit("h"),
+                temperature=pl.lit(0.0),
+                reason=pl.lit(None, pl.String),
+                corpus_version=pl.lit("v1"),
+            ),
+        )
+        store.write_table(
+            "corpus_chunks",
+            chunks.drop("tier").with_columns(
+                breadcrumb=pl.lit([], pl.List(pl.String)),
+                given_cid=pl.lit(None, pl.String),
+                line=pl.col("page"),
+                ordinal=pl.col("page"),
+            ),
+        )
+        store.write_table("pooled_pairs", pool)
+        for extra in strategies:
+            cfg = Path(tmp) / "paper.yaml"
+            cfg.write_text(
+                yaml.safe_dump({**paper, "data_dir": str(Path(tmp) / "data"), "judging": {**paper["judging"], **extra}})
+            )
+            out = subprocess.run(
+                [
+                    str(root / ".venv" / "bin" / "mama-pipeline"),
+                    "plan",
+                    "--select",
+                    'key:"judged_labels"',
+                    "--rate",
+                    str(a.rate),
+                    "--gpus-per-server",
+                    "8",
+                ],
+                env={**os.environ, "MAMA_CONFIG": str(cfg)},
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            sent = int(re.search(r"cached, ([\d,]+) to send", out).group(1).replace(",", ""))
+            print(f"judging {extra or {'strategy': 'full'}}: {pool.height:,} pooled pairs; the plan says:")
+            print("\n".join("  " + line for line in out.strip().splitlines()))
+            print(
+                f"  = {sent:,} judge requests; at {a.rate} pairs/s per 8-GPU server (the paper's 0.5-0.7): "
+                f"{sent / a.rate / 3600:,.1f} server-hours, {sent / a.rate / 3600 * 8:,.0f} GPU-hours"
+            )
+
+
 def report(pool, ranked, grades, a) -> None:
     total, table, taus, full = curves(pool, ranked, grades, a.round_pairs, a.seed, a.budgets)
     pl.Config.set_tbl_cols(30)
@@ -308,7 +380,7 @@ def report(pool, ranked, grades, a) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("case", choices=["paper", "sample"])
+    ap.add_argument("case", choices=["paper", "sample", "bill"])
     ap.add_argument("--queries", type=int, default=PAPER_QUERIES)
     ap.add_argument("--n0", type=int, nargs="+", default=[1000], help="non-relevant candidates a query")
     ap.add_argument("--dispersion", type=float, nargs="+", default=[1.0], help="Gamma shape k of the relevant count")
@@ -317,8 +389,10 @@ def main() -> None:
     ap.add_argument("--retrievers", nargs="+", default=["bm25", "minilm", "splade-tiny"])
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--seed", type=int, default=20250716)
+    ap.add_argument("--method", default="fusion", help="bill: the adjudication method")
+    ap.add_argument("--rate", type=float, default=0.6, help="bill: judge pairs a second per server")
     a = ap.parse_args()
-    case_paper(a) if a.case == "paper" else case_sample(a)
+    {"paper": case_paper, "sample": case_sample, "bill": case_bill}[a.case](a)
 
 
 if __name__ == "__main__":
