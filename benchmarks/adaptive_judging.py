@@ -1,22 +1,33 @@
 """Adaptive judging: relevant pairs found against judgments made, and whether the retrievers keep their order.
 
-For each case it prints, per judging order (pool order, random, move-to-front, MM-NS; judging/adjudication_order.py,
-rounds of ``--round-pairs``), the lenient-relevant pairs found after each tenth of the pool's judgments, the
-judgments needed to find 90, 95 and 99% of them, and, at the budgets given (shares of the pool), the Kendall tau
-(scipy) between the retrievers' order by HR@5 (ir_measures ``Success(rel=3)@5``) and by nDCG@10 under the labels
-the adaptive order judged (unjudged pairs absent from the qrels) and under every pooled pair's label.
+For each case it prints, per judging order (pool order, random, move-to-front, MM-NS, fusion;
+judging/adjudication_order.py, rounds of ``--round-pairs``), the lenient-relevant pairs found after each tenth of
+the pool's judgments, the judgments needed to find 90, 95 and 99% of them, and, at the budgets given (shares of
+the pool), the Kendall tau (scipy) between the retrievers' order by HR@5 (ir_measures ``Success(rel=3)@5``) and
+by nDCG@10 under the labels the adaptive order judged (unjudged pairs absent from the qrels) and under every
+pooled pair's label.
 
 (a) ``sample``: the bundled MIRIAD-style BEIR sample, its qrels as the oracle (relevance 1 = relevant), pooled from
     the top ``--depth`` of the project's wheel retrievers (bm25, minilm, splade-tiny; sample_config.yaml).
-(b) ``paper``: a simulation fitted to the paper's published figures (REFERENCE.md): the seven retrievers' P@3 at
-    the lenient and strict cuts (companion scoreboard), six of them pooled at depth 20 (EmbeddingGemma is scored,
-    not pooled), ``--queries`` queries (3,185). Fitted: a per-query difficulty (Gamma, shape fitted so that 196 of
-    3,185 queries have no strict pair in the pool) and the size of each query's document universe (fitted so the
-    pool holds 72.5 pairs per query). Not fitted (no published figure): how precision falls with rank below 3,
-    exp(-``--decay`` x (rank - 1)) relative to ranks 1-3; run with other ``--decay`` values to see its effect.
+(b) ``paper``: a simulation of ``--queries`` queries (3,185) in which relevance belongs to the document and the
+    retrievers share what they see of it (``draw``): each retriever scores every candidate document of a query
+    with its own strength on the document's grade, a part shared by all retrievers and a part of its own, and
+    returns its top 20; six are pooled (EmbeddingGemma is scored, not pooled). Overlap between the retrievers and
+    the fall of precision with rank follow from the scores. Fitted (``fit_paper``) to the published figures
+    only (REFERENCE.md section 2), each printed beside its simulated value: the seven retrievers' P@3 lenient and
+    strict (companion scoreboard), 72.5 pairs a query in the pool, 196 of 3,185 queries without a strict pair, and
+    the first pool's lenient recall of about 0.49 (top-10 of bm25, medcpt and octen against the audit's top-20 of
+    five); the first pool's 24.7 pairs a query is printed as a check, not fitted. Not published, so given and
+    varied: the non-relevant candidates a query (``--n0``) and the spread of relevant documents over queries
+    (``--dispersion``, a Gamma shape).
+(c) ``bill``: ``mama-pipeline plan`` of the judge under the paper's configuration, ``full`` and ``adaptive`` at
+    each of ``--budgets``, on a store holding a pool of the paper's size.
 
     .venv/bin/python benchmarks/adaptive_judging.py paper
-    .venv/bin/python benchmarks/adaptive_judging.py sample
+    .venv/bin/python benchmarks/adaptive_judging.py paper --n0 300 3000 --budgets 0.5 0.6
+    .venv/bin/python benchmarks/adaptive_judging.py paper --dispersion 0.5 4 --budgets 0.5 0.6
+    .venv/bin/python benchmarks/adaptive_judging.py sample --round-pairs 64
+    .venv/bin/python benchmarks/adaptive_judging.py bill --budgets 0.5 0.6
 """
 
 from __future__ import annotations
