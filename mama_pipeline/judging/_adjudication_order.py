@@ -8,6 +8,9 @@ judge's concurrency is kept); the labels update the priorities before the next r
 - ``pool``: query id, then chunk id (what ``full`` judges); ``random``: a seeded shuffle. Neither learns.
 - ``mtf``: move-to-front (Cormack, Palmer & Clarke 1998): an arm keeps its place while its pairs are relevant and
   goes behind the others on a non-relevant one (priority = minus its misses, earlier miss first).
+- ``fusion``: fusion-prioritised (judging/fusion_priority.py): a pair's priority fuses every run that ranked it
+  (reciprocal-rank fusion, then a logistic regression of the labels on the runs' ranks), rescaled by its query's
+  yield so far; a round takes the pairs of highest priority, any number per arm.
 - ``mmns``: the maximum-mean Bayesian bandit, non-stationary (after Losada, Parapar & Barreiro 2017): an arm's
   priority is the mean of Beta(1 + relevant, 1 + non-relevant), the counts of the judged pairs it ranked, each
   earlier judgment weighted ``discount`` per later one, so the estimate follows the run's precision down its ranks.
@@ -23,7 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-METHODS = ("pool", "random", "mtf", "mmns")
+from mama_pipeline.judging.fusion_priority import fusion_state, learn, priorities
+
+METHODS = ("pool", "random", "mtf", "mmns", "fusion")
 UNRANKED = "(unranked)"
 RELEVANT, NOT_RELEVANT, NO_LABEL = 1, 0, -1  # what the judge callback says of each pair
 
@@ -38,6 +43,8 @@ class RunLists:
     rank: np.ndarray
     start: np.ndarray  # first entry of each arm
     length: np.ndarray  # entries of each arm
+    run: np.ndarray  # the run (retriever, or the unranked arm) of each entry, numbered
+    query: np.ndarray  # the query of each pair, numbered
 
 
 def run_lists(pairs: pl.DataFrame, ranked: pl.DataFrame) -> RunLists:
@@ -63,6 +70,8 @@ def run_lists(pairs: pl.DataFrame, ranked: pl.DataFrame) -> RunLists:
         rank=flat["rank"].to_numpy().astype(np.int64),
         start=np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64),
         length=length,
+        run=(flat["retriever"].rank("dense") - 1).to_numpy().astype(np.int64),
+        query=(index["query_id"].rank("dense") - 1).to_numpy().astype(np.int64),
     )
 
 
@@ -99,6 +108,7 @@ def adjudicate(
     pointer = np.zeros(n_arms, dtype=np.int64)
     rel, nonrel = np.zeros(n_arms), np.zeros(n_arms)  # mmns: discounted counts; mtf: misses in ``nonrel``
     last_miss = np.full(n_arms, -1.0)  # mtf: when the arm last went behind the others
+    fusion = fusion_state(lists.pair, lists.run, lists.rank, lists.query) if method == "fusion" else None
     order, rounds, labels = [], [], []
     budget = min(budget, n)
     done, r, stopped = 0, 0, "every pooled pair judged"
@@ -106,6 +116,8 @@ def adjudicate(
         want = min(round_pairs, budget - done)
         if method in ("pool", "random"):
             chosen = static[done : done + want]
+        elif method == "fusion":
+            chosen = _fused_round(priorities(fusion), judged, lists, want, tiebreak)
         else:
             chosen = _next_round(lists, judged, pointer, want, method, rel, nonrel, last_miss, tiebreak)
         if not chosen.size:
@@ -116,7 +128,9 @@ def adjudicate(
         rounds.append(np.full(chosen.size, r))
         labels.append(got)
         done += chosen.size
-        if method in ("mtf", "mmns"):
+        if method == "fusion":
+            learn(fusion, chosen, got == RELEVANT, got != NO_LABEL, seed)
+        elif method in ("mtf", "mmns"):
             _learn(lists, chosen, got, method, rel, nonrel, last_miss, discount, r)
         r += 1
         if done >= budget and done < n:
@@ -126,6 +140,14 @@ def adjudicate(
             break
     cat = lambda xs, t: np.concatenate(xs).astype(t) if xs else np.zeros(0, t)  # noqa: E731
     return Adjudication(cat(order, np.int64), cat(rounds, np.int64), cat(labels, np.int8), stopped)
+
+
+def _fused_round(priority, judged, lists, want, tiebreak) -> np.ndarray:
+    """The ``want`` unjudged pairs of highest fused priority (ties: the better best rank, then the seeded key)."""
+    best = np.full(lists.n_pairs, np.iinfo(np.int64).max)
+    np.minimum.at(best, lists.pair, lists.rank)
+    open_ = np.flatnonzero(~judged)
+    return open_[np.lexsort((tiebreak[open_], best[open_], -priority[open_]))][:want]
 
 
 def _next_round(lists, judged, pointer, want, method, rel, nonrel, last_miss, tiebreak) -> np.ndarray:

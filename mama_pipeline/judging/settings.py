@@ -20,9 +20,8 @@ class JudgingSettings(Section):
     # method chooses (judging/README.md, "Adaptive judging") until the budget or the stopping rule, then a uniform
     # sample of the rest that estimates what it holds
     strategy: Literal["full", "adaptive"] = "full"
-    method: Literal["mtf", "mmns"] = (
-        "mtf"  # adaptive: move-to-front or the MM-NS bandit (benchmarks/adaptive_judging.py)
-    )
+    # adaptive: move-to-front, the MM-NS bandit or fusion-prioritised (benchmarks/adaptive_judging.py)
+    method: Literal["mtf", "mmns", "fusion"] = "mtf"
     budget: float | None = Field(None, gt=0)  # adaptive: a share of the pool (<= 1) or a count of pairs (> 1)
     remainder_sample: int = Field(1000, ge=0)  # adaptive: unjudged pairs judged at random to estimate the rest
     round_pairs: int = Field(2048, ge=1)  # adaptive: pairs chosen per round, judged concurrently

@@ -3,6 +3,7 @@ judged set is reproducible, unjudged pairs never become labels; full judges ever
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from mama_pipeline.judging import definitions as judging
 from mama_pipeline.judging._judge import judge_pairs, stored_chunks
@@ -61,11 +62,13 @@ def _build(tmp_path, name, fake_llm, monkeypatch, judging_yaml):
     return Store(tmp_path / name / "mama.duckdb"), after_set, checks, cfg
 
 
-ADAPTIVE = f"{{shards: 4, strategy: adaptive, budget: {BUDGET}, remainder_sample: {SAMPLE}, round_pairs: 4}}"
+def _adaptive(method: str) -> str:
+    return f"{{shards: 4, strategy: adaptive, method: {method}, budget: {BUDGET}, remainder_sample: {SAMPLE}, round_pairs: 4}}"
 
 
-def test_adaptive_budget_at_the_server_same_set_twice_and_no_unjudged_label(tmp_path, fake_llm, monkeypatch):
-    store, stats, checks, _ = _build(tmp_path, "a", fake_llm, monkeypatch, ADAPTIVE)
+@pytest.mark.parametrize("method", ["mtf", "fusion"])
+def test_adaptive_budget_at_the_server_same_set_twice_and_no_unjudged_label(tmp_path, fake_llm, monkeypatch, method):
+    store, stats, checks, _ = _build(tmp_path, "a", fake_llm, monkeypatch, _adaptive(method))
     judged = store.read_table("judged_set")
     assert (judged["role"] == "round").sum() == BUDGET and (judged["role"] == "sample").sum() == SAMPLE
     assert stats["distinct_requests"] == BUDGET + SAMPLE == stats["chat_calls"]  # max_retries 0: one call a pair
@@ -85,7 +88,7 @@ def test_adaptive_budget_at_the_server_same_set_twice_and_no_unjudged_label(tmp_
     estimate = store.read_table("unjudged_estimate").filter(pl.col("scope") == "all")
     assert (estimate["unjudged_pairs"] == unjudged.height).all() and (estimate["sample_pairs"] <= SAMPLE).all()
 
-    again, stats2, _, _ = _build(tmp_path, "b", fake_llm, monkeypatch, ADAPTIVE)
+    again, stats2, _, _ = _build(tmp_path, "b", fake_llm, monkeypatch, _adaptive(method))
     assert again.read_table("judged_set").equals(judged)  # same pool, settings and answers: same judged set
     assert stats2["distinct_requests"] == BUDGET + SAMPLE
 

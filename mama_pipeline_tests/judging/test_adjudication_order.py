@@ -4,7 +4,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.judging._adjudication_order import NO_LABEL, NOT_RELEVANT, RELEVANT, adjudicate, run_lists
+from mama_pipeline.judging.adjudication_order import (
+    METHODS,
+    NO_LABEL,
+    NOT_RELEVANT,
+    RELEVANT,
+    adjudicate,
+    run_lists,
+)
 
 
 def _pool(queries: int, seed: int = 0):
@@ -27,7 +34,7 @@ def _oracle(truth):
     return lambda idx: np.where(truth[idx] == 1, RELEVANT, NOT_RELEVANT)
 
 
-@pytest.mark.parametrize("method", ["pool", "random", "mtf", "mmns"])
+@pytest.mark.parametrize("method", ["pool", "random", "mtf", "mmns", "fusion"])
 def test_same_seed_same_order_and_budget_respected(method):
     pool, ranked, truth = _pool(30)
     lists = run_lists(pool, ranked)
@@ -53,7 +60,7 @@ def test_a_round_takes_at_most_one_pair_per_arm():
     assert np.bincount(done.rounds).max() <= 6 and done.order.size == 60
 
 
-@pytest.mark.parametrize("method", ["mtf", "mmns"])
+@pytest.mark.parametrize("method", ["mtf", "mmns", "fusion"])
 def test_learning_orders_find_the_relevant_pairs_first(method):
     pool, ranked, truth = _pool(40)
     lists = run_lists(pool, ranked)
@@ -82,3 +89,39 @@ def test_unknown_method_is_refused():
     pool, ranked, truth = _pool(2)
     with pytest.raises(ValueError, match="not one of"):
         adjudicate(run_lists(pool, ranked), "thompson", _oracle(truth), 5, 2, 1)
+
+
+def _shared_pool(queries: int, seed: int = 0):
+    """Three runs per query ranking 10 chunks each from one query's 20: the relevant ones (s0-s3) are ranked by
+    every run, at random ranks; each run fills its other ranks with its own non-relevant chunks."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(queries):
+        for run in ("a", "b", "c"):
+            chunks = [f"s{i}" for i in range(4)] + [f"{run}{i}" for i in range(6)]
+            for rank, c in enumerate(rng.permutation(chunks), start=1):
+                rows.append((f"q{q}", run, rank, str(c)))
+    ranked = pl.DataFrame(rows, schema=["query_id", "retriever", "rank", "chunk_id"], orient="row")
+    pool = ranked.select("query_id", "chunk_id").unique().sort("query_id", "chunk_id")
+    truth = pool["chunk_id"].str.starts_with("s").cast(pl.Int8).to_numpy()
+    return pool, ranked, truth
+
+
+def test_fusion_judges_first_what_every_run_ranked():
+    pool, ranked, truth = _shared_pool(20)  # 22 pairs a query, 4 relevant, each ranked by all three runs
+    lists = run_lists(pool, ranked)
+    budget = int(truth.sum())
+    found = {m: truth[adjudicate(lists, m, _oracle(truth), budget, 8, 5).order].sum() for m in METHODS}
+    assert found["fusion"] == truth.sum()  # the overlap alone tells them apart
+    assert max(found[m] for m in ("random", "mtf", "mmns")) < 0.8 * truth.sum()
+
+
+def test_fusion_rounds_take_the_highest_priorities_and_learn_the_query_yield():
+    pool, ranked, truth = _shared_pool(4)
+    done = adjudicate(run_lists(pool, ranked), "fusion", _oracle(truth), 16, 16, 1)
+    assert done.rounds.max() == 0 and truth[done.order].sum() == 16  # one round: every shared chunk of 4 queries
+    dead = np.zeros_like(truth)  # nothing relevant in q0: its pairs fall behind the other queries' after a round
+    dead[pool["query_id"].to_numpy() != "q0"] = truth[pool["query_id"].to_numpy() != "q0"]
+    order = adjudicate(run_lists(pool, ranked), "fusion", _oracle(dead), 40, 8, 1).order
+    q = pool["query_id"].to_numpy()[order]
+    assert (q[8:16] != "q0").all()
