@@ -419,7 +419,15 @@ def test_plan_on_an_empty_data_folder_bounds_every_stage_and_writes_nothing(tmp_
     assert bounds[("system_answers", "system:smollm-closed")] == 3  # one item per track
     assert bounds[("system_grades", "rubric_judge")] == 6  # one rubric item of at most 6 criteria
     total = sum(bounds.values())
-    assert f"at most {total:,} requests (18 of 18 stage plans bounded); " in out.stdout
+    tokens = sum(
+        int(line.split()[4].replace(",", ""))
+        for line in out.stdout.splitlines()
+        if line.startswith("  prompt tokens: at most ")
+    )
+    assert (
+        f"at most {total:,} requests (18 of 18 stage plans bounded) and {tokens:,} prompt tokens (18 of 18 bounded); "
+        in out.stdout
+    )
     # at 0.5 requests a second on one server: total / 0.5 s, and 8 GPU-hours per server-hour
     assert f"{total / 0.5 / 3600 * 8:,.1f} GPU-hours at 8 GPUs a server" in out.stdout
 
@@ -438,3 +446,37 @@ def test_the_bound_of_an_adaptive_run_is_its_budget_plus_the_remainder_sample():
         bound = judged_labels_bound(RawInputs(full.model_copy(update={"judging": judging})), "judge")
         assert bound.requests == expected, bound
         assert bound.basis.startswith("adaptive: budget ")
+
+
+def test_the_judges_prompt_token_bound_grows_with_the_longest_chunk_at_four_characters_a_token():
+    from mama_pipeline.plan.prompt_bounds import prompt_token_bound
+    from mama_pipeline.plan.stage_bounds import RawInputs, judged_labels_bound
+
+    raw = RawInputs(load_settings(SAMPLE_CONFIG))
+    requests = judged_labels_bound(raw, "judge").requests
+    tokens, basis = prompt_token_bound("judged_labels", raw, "judge", requests)
+    assert tokens % requests == 0 and "estimate (4 characters a token" in basis, basis
+    chunks, sampled = raw._corpus
+    longest = max(len(t.strip()) for t in chunks["text"].to_list())
+    longer = chunks.with_columns(
+        text=pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("y" * (longest + 4000))).otherwise("text")
+    )
+    grown = RawInputs(raw.s)
+    grown.__dict__["_corpus"] = (longer, sampled)
+    more, _ = prompt_token_bound("judged_labels", grown, "judge", requests)
+    assert more == tokens + requests * 1000  # 4,000 more characters in the longest chunk: 1,000 tokens a request
+
+
+def test_a_prompt_token_bound_whose_input_is_missing_says_why(tmp_path):
+    from mama_pipeline.plan.prompt_bounds import prompt_token_bound
+    from mama_pipeline.plan.stage_bounds import RawInputs
+
+    s = load_settings(SAMPLE_CONFIG)
+    corpus = s.corpus.model_copy(update={"bundle": str(tmp_path / "nowhere.txt")})
+    raw = RawInputs(s.model_copy(update={"corpus": corpus}))
+    tokens, basis = prompt_token_bound("generated_queries", raw, "query_writer", 28)
+    assert tokens is None and basis == f"not computed: corpus bundle {tmp_path / 'nowhere.txt'} does not exist"
+    assert prompt_token_bound("judged_labels", raw, "judge", None) == (
+        None,
+        "not computed: the requests are not bounded",
+    )
