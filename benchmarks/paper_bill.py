@@ -17,6 +17,10 @@ distinct cache keys answered or failed per stage.
 
     .venv/bin/python benchmarks/paper_bill.py --multiple 1 --root /tmp/paper-bill
     .venv/bin/python benchmarks/paper_bill.py --multiple 1 --root /tmp/paper-bill --report-only
+    .venv/bin/python benchmarks/paper_bill.py --root /tmp/paper-bill --paper-config 0.5 0.7 585
+
+``--paper-config`` plans the paper's own configuration (``config/mamaretrieval-v0.2.yaml``) on the same synthetic
+bundle, on an empty data folder, at each rate (requests a second per server, 8 GPUs a server).
 """
 
 from __future__ import annotations
@@ -157,6 +161,38 @@ def report(work: Path) -> None:
               f"({tokens / jt - 1:+.2%})")  # fmt: skip
 
 
+def paper_bill(root: Path, rates: list[float]) -> None:
+    """The paper's configuration (``config/mamaretrieval-v0.2.yaml``: six pooled retrievers, the 100-query audit at
+    depth 50, the 62-pair pilot, its quotas) on the synthetic bundle of N = 1: ``plan --select '*'`` on an empty data
+    folder at each per-server rate, 8 GPUs a server. The paper's upstream pools and meta-evaluation file are not
+    here: the bundled fixtures stand in for them (the classifier, rubric and systems figures are the sample's)."""
+    import yaml
+
+    from benchmarks.paper_multiple import RELEASE_CONFIG
+
+    work = root / "N1"
+    bundle = work / "chunks_for_rag.txt"
+    if not bundle.exists():
+        write_bundle(1.0, bundle)
+    cfg = yaml.safe_load(RELEASE_CONFIG.read_text())
+    cfg["corpus"]["bundle"] = str(bundle)
+    cfg["mamabench"].pop("sources", None)
+    cfg["calibration"].pop("meta_eval", None)
+    config, empty = work / "paper-config.yaml", work / "empty-paper"
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    empty.mkdir(exist_ok=True)
+    env = {**run_env(work), "MAMA_CONFIG": str(config), "MAMA_DATA_DIR": str(empty)}
+    for rate in rates:
+        out = cli(["plan", "--select", "*", "--rate", f"{rate:g}", "--gpus-per-server", "8"], env, work / "paper.log")
+        (work / f"paper-plan-{rate:g}.txt").write_text(out)
+        print(
+            f"--rate {rate:g}:\n" + "\n".join(line for line in out.splitlines() if line.startswith(("Bound", "Store")))
+        )
+    assert not any(empty.iterdir()), "plan wrote into the empty data folder"
+    for stage, (n, tokens) in sorted(bounds((work / f"paper-plan-{rates[0]:g}.txt").read_text()).items()):
+        print(f"  {stage:<26}{n:>12,} requests {tokens:>16,} prompt tokens")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--multiple", type=float, default=1.0, help="multiple of the paper")
@@ -164,12 +200,17 @@ def main() -> int:
     ap.add_argument("--delay", type=float, default=0.05, help="the test server's answer time, seconds")
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight per LLM stage")
     ap.add_argument("--report-only", action="store_true", help="print the figures of an earlier run in --root")
+    ap.add_argument("--paper-config", type=float, nargs="+", metavar="RATE", help="plan the paper's configuration "
+                    "on the synthetic bundle at these requests a second per server, and stop")  # fmt: skip
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # internal: run the test server on this port
     args = ap.parse_args()
     if args.serve:
         import uvicorn
 
         uvicorn.run(counting_echo(args.delay), host="127.0.0.1", port=args.serve, log_level="warning", access_log=False)
+        return 0
+    if args.paper_config:
+        paper_bill(Path(args.root), args.paper_config)
         return 0
     if args.report_only:
         report(Path(args.root) / f"N{args.multiple:g}")
