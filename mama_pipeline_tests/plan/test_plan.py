@@ -210,8 +210,9 @@ def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
     result = dg.materialize(list(defs.assets), resources=shared_resources(config))
     meta = {k: v.value for k, v in result.asset_materializations_for_node("llm_plan")[0].metadata.items()}
     assert meta["requests_to_send"] == 3 and meta["stages_over_budget"] == 0
-    assert "generated_queries · query_writer · fake-model" in meta["plan"]
     frame = store_of(config).read_table("llm_plan")
+    assert meta["prompt_tokens_bound"] == frame["bound_tokens"].sum() > 0
+    assert "generated_queries · query_writer · fake-model" in meta["plan"]
     assert frame.filter(pl.col("asset") == "generated_queries")["to_send"].to_list() == [3]
 
 

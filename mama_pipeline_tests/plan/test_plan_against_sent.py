@@ -137,6 +137,11 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
     assert set(token_bound) == set(bound)
     for stage, n in received.items():
         assert 0 < n <= token_bound[stage], (stage, n, token_bound[stage])
+    print("stage: requests bound / sent; prompt tokens bound / received at the server")  # shown with pytest -rP
+    for stage in sorted(totals):
+        print(f"{stage}: {bound[stage]:,} / {totals[stage]:,}; {token_bound[stage]:,} / {received[stage]:,}")
+    print(f"judged_labels, exact plan once pooled_pairs exist / sent: {to_send:,} / {judged:,} requests; "
+          f"{tokens:,} / {judged_tokens:,} prompt tokens")  # fmt: skip
     # at the server: no more than the bounds
     assert fake_llm.stats()["chat_calls"] - calls_at_start <= sum(bound.values())
     assert calls_before_rest > calls_at_start
