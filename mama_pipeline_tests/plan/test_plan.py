@@ -172,12 +172,13 @@ def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, f
     block = lines[lines.index("generated_queries · query_writer · fake-model") :]
     # the configuration's relative bundle path resolves against its folder, where there is none
     assert block[1].startswith("  bound: at most ? requests (bound not computed: corpus bundle ")
-    assert block[2].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
-    assert block[3].startswith(
+    assert block[2] == "  prompt tokens: at most ? (not computed: the requests are not bounded)"
+    assert block[3].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
+    assert block[4].startswith(
         "  completion cap 512 tokens a request (up to 1,536 completion tokens); "
         "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)"
     )
-    assert block[4] == (
+    assert block[5] == (
         "  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
         "3 new requests > max_new_requests 2"
     )
