@@ -1,8 +1,9 @@
 """The bound before anything is built holds on the bundled sample: every stage sends no more than its bound of
 requests (counted at the fake server and in the cache) and of prompt tokens (counted at the fake server, each
 stage asking for its own model name), the judge's bound is at most twice what it sends, the exact plan of
-``judged_labels`` once its inputs exist is within 5% of what it sends (requests and prompt tokens), and the run's
-summary says planned against sent. Every LLM stage and answering system on the fake OpenAI-compatible server
+``judged_labels`` once its inputs exist is within 5% of what it sends (requests and prompt tokens), the data
+folder the run wrote is no larger than the store's predicted size, and the run's summary says planned against
+sent. Every LLM stage and answering system on the fake OpenAI-compatible server
 (BM25 left out: the fake writer's questions share no words with the corpus)."""
 
 from __future__ import annotations
@@ -137,9 +138,17 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
     assert set(token_bound) == set(bound)
     for stage, n in received.items():
         assert 0 < n <= token_bound[stage], (stage, n, token_bound[stage])
+    # the store's predicted size (what doctor checks the room for) holds for the whole data folder the run wrote
+    from mama_pipeline.plan.store_size import predict_store
+    from mama_pipeline.settings import load_settings
+
+    written = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
+    predicted = predict_store(load_settings(config)).bytes
+    assert 0 < written <= predicted, (written, predicted)
     print("stage: requests bound / sent; prompt tokens bound / received at the server")  # shown with pytest -rP
     for stage in sorted(totals):
         print(f"{stage}: {bound[stage]:,} / {totals[stage]:,}; {token_bound[stage]:,} / {received[stage]:,}")
+    print(f"data folder: {written:,} bytes written, {predicted:,} predicted")
     print(f"judged_labels, exact plan once pooled_pairs exist / sent: {to_send:,} / {judged:,} requests; "
           f"{tokens:,} / {judged_tokens:,} prompt tokens")  # fmt: skip
     # at the server: no more than the bounds
