@@ -70,6 +70,7 @@ def render(bills: list[Bill], gpus_per_server: int | None = None) -> str:
                 else ""
             )
             lines.append(f"  bound: at most {_n(b.bound)} requests ({b.bound_basis}){timed}{gpu}")
+            lines.append(f"  prompt tokens: at most {_n(b.bound_tokens)} ({b.bound_tokens_basis})")
         if b.requests is None:
             lines.append(f"  {b.note}")
             continue
@@ -97,7 +98,9 @@ def render(bills: list[Bill], gpus_per_server: int | None = None) -> str:
         timed = [b for b in known if b.bound_s is not None]
         line = (
             f"Bound (before anything is built, from the configuration and the raw inputs): at most "
-            f"{sum(b.bound for b in known):,} requests ({len(known)} of {len(bounded)} stage plans bounded)"
+            f"{sum(b.bound for b in known):,} requests ({len(known)} of {len(bounded)} stage plans bounded) and "
+            f"{sum(b.bound_tokens or 0 for b in known):,} prompt tokens "
+            f"({sum(b.bound_tokens is not None for b in bounded)} of {len(bounded)} bounded)"
         )
         if timed:
             line += f"; {_hours(sum(b.bound_s for b in timed))} if the stages run one after another"

@@ -19,8 +19,9 @@ import polars as pl
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.reference_audit import reference_judge_stages
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.plan._bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, bound_seconds, slots_of
-from mama_pipeline.plan._stage_bounds import BOUNDS, RawInputs
+from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, bound_seconds, slots_of
+from mama_pipeline.plan.prompt_bounds import prompt_token_bound
+from mama_pipeline.plan.stage_bounds import BOUNDS, RawInputs
 from mama_pipeline.resources import LLMResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store
@@ -321,7 +322,15 @@ def stage_bills(
         if raw is not None:
             bound = BOUNDS[planner.asset](raw, stage)
             seconds = bound_seconds(bound.requests, b.servers, slots, b.latency_s, rate_per_server)
-            b = replace(b, bound=bound.requests, bound_basis=bound.basis, bound_s=seconds)
+            tokens, tokens_basis = prompt_token_bound(planner.asset, raw, stage, bound.requests)
+            b = replace(
+                b,
+                bound=bound.requests,
+                bound_basis=bound.basis,
+                bound_s=seconds,
+                bound_tokens=tokens,
+                bound_tokens_basis=tokens_basis,
+            )
         out.append(b)
     return out
 

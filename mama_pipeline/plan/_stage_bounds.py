@@ -25,6 +25,8 @@ from mama_pipeline.settings import PipelineSettings
 class Bound:
     requests: int | None  # None: not computed (basis says why)
     basis: str
+    prompt_tokens: int | None = None  # of those requests (mama_pipeline.plan.prompt_bounds); None: not computed
+    tokens_basis: str = ""
 
 
 class Unbounded(Exception):
@@ -38,9 +40,15 @@ class RawInputs:
     def __init__(self, s: PipelineSettings):
         self.s = s
 
+    @property
+    def config_dir(self):
+        from pathlib import Path
+
+        return Path(self.s.config_dir)
+
     @cached_property
-    def _corpus(self) -> tuple[int, int]:
-        """(chunks in the bundle, chunks the sampling draws)."""
+    def _corpus(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(the bundle's chunks, the chunks the sampling draws)."""
         from pathlib import Path
 
         from mama_pipeline.corpus import load_bundle, resolve_bundle, sample_chunks
@@ -52,16 +60,24 @@ class RawInputs:
         if not path.exists():
             raise Unbounded(f"corpus bundle {path} does not exist")
         chunks = load_bundle(path, canonical=c.canonical_text, on_bad=c.on_bad_chunk).chunks
-        return chunks.height, sample_chunks(chunks, c).sampled.height
+        return chunks, sample_chunks(chunks, c).sampled
+
+    @property
+    def chunk_frame(self) -> pl.DataFrame:
+        return self._corpus[0]
+
+    @property
+    def sampled_frame(self) -> pl.DataFrame:
+        return self._corpus[1]
 
     @property
     def chunks(self) -> int:
-        return self._corpus[0]
+        return self.chunk_frame.height
 
     @property
     def sampled(self) -> int:
         """Chunks the corpus sampling draws: the query writer's requests, and a bound on the queries."""
-        return self._corpus[1]
+        return self.sampled_frame.height
 
     @cached_property
     def adapted(self) -> pl.DataFrame:
@@ -80,15 +96,18 @@ class RawInputs:
         )
 
     @cached_property
-    def meta_eval_rows(self) -> int:
-        from pathlib import Path
-
-        from mama_pipeline.calibration import locate, read_meta_eval
+    def meta_eval(self) -> pl.DataFrame:
+        """The meta-evaluation file's rows."""
+        from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
 
         source = self.s.calibration.meta_eval
         if source.repo_id is not None:
             raise Unbounded(f"meta-evaluation file on the hub ({source.repo_id}): plan downloads nothing")
-        return read_meta_eval(locate(source, Path(self.s.config_dir)).path).height
+        return read_meta_eval(locate(source, self.config_dir).path)
+
+    @property
+    def meta_eval_rows(self) -> int:
+        return self.meta_eval.height
 
     @property
     def queries(self) -> int:

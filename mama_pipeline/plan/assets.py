@@ -37,6 +37,7 @@ def llm_plan(context: dg.AssetExecutionContext, settings: SettingsResource) -> d
             "table": md_table(frame.drop("tokens_counted_by", "latency_from")),
             "requests_to_send": int(planned["to_send"].sum()),
             "requests_bound": int(frame["bound"].sum()),  # of the stage plans bounded
+            "prompt_tokens_bound": int(frame["bound_tokens"].sum()),  # of the stage plans whose tokens are bounded
             "stage_plans_not_bounded": frame.filter(pl.col("bound").is_null()).height,
             "prompt_tokens_to_send": int(planned["prompt_tokens"].sum()),
             "stages_over_budget": frame.filter(pl.col("over_budget") != "").height,

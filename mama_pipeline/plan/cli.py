@@ -35,4 +35,18 @@ def plan(
     bills = plan_bills(str(config_path_from_env()), selected, latency_s, rebuilt, rate_per_server=rate)
     print(f"LLM plan of --select {select!r} (configuration {config_path_from_env()}); nothing was sent.\n")
     print(render(bills, gpus_per_server), flush=True)
+    print(store_line(), flush=True)
     return 1 if any(b.over_budget for b in bills) else 0
+
+
+def store_line() -> str:
+    """The store's predicted size (mama_pipeline.plan.store_size), or why it is not predicted."""
+    from mama_pipeline.plan.store_size import prediction_or_reason
+
+    predicted = prediction_or_reason(load_settings())
+    if isinstance(predicted, str):
+        return f"Store: size not predicted ({predicted})"
+    return (
+        f"Store: {predicted[1]} (a prediction: rows at the bounds x bytes a row from the column types, answers at "
+        "their caps; doctor checks the room for it)"
+    )

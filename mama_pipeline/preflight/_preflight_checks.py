@@ -41,12 +41,13 @@ class Check:
         return f"{self.status}  {self.name}: {self.detail}"
 
 
-def run_checks(s: PipelineSettings, timeout_s: float = 60.0) -> Iterator[Check]:
-    """Every check, in the order they print: endpoints, input files, cross-section settings, disk room."""
+def run_checks(s: PipelineSettings, predicted: tuple[int, str] | str, timeout_s: float = 60.0) -> Iterator[Check]:
+    """Every check, in the order they print: endpoints, input files, cross-section settings, disk room
+    (``predicted``: see :func:`disk_check`)."""
     yield from endpoint_checks(s, timeout_s)
     yield from input_checks(s)
     yield from cross_section_checks(s)
-    yield disk_check(s)
+    yield disk_check(s, predicted)
 
 
 # -- endpoints ----------------------------------------------------------------
@@ -275,22 +276,27 @@ def cross_section_checks(s: PipelineSettings) -> Iterator[Check]:
 
 
 # -- disk -----------------------------------------------------------------------
-def disk_check(s: PipelineSettings) -> Check:
-    """Room for the store in the data folder's file system: a floor, fails when the free bytes there are fewer than
-    the local input files' bytes, whose content the store copies (the chunks' text, the upstream rows); the
-    store's full size grows with pool depth, retrievers and cached answers and is not estimated here."""
-    inputs = _local_inputs(s)
-    sizes = [p.stat().st_size for p in inputs if p.is_file()]
-    missing = len(inputs) - len(sizes)
+def disk_check(
+    s: PipelineSettings, predicted: tuple[int, str] | str, free_bytes: Callable[[Path], int] | None = None
+) -> Check:
+    """Room for the store: the free bytes of the data folder's file system (``free_bytes``, default
+    ``shutil.disk_usage``) against ``predicted``, (bytes, how) of the store's size the plan predicts
+    (``mama_pipeline.plan.store_size``, given by the command line), or why it is not predicted: then against the
+    local input files' bytes, whose content the store copies (a floor)."""
     folder = next(p for p in (s.data_path, *s.data_path.parents) if p.exists())  # nothing is created
-    free = shutil.disk_usage(folder).free
-    detail = (
-        f"{free / 2**30:.1f} GiB free at {folder}, against the {sum(sizes) / 2**20:.1f} MiB of {len(sizes)} local "
-        "input files the store copies"
-        + (f" ({missing} missing, not counted)" if missing else "")
-        + "; the store grows beyond them with pool depth, retrievers and cached answers"
+    free = (free_bytes or (lambda p: shutil.disk_usage(p).free))(folder)
+    if isinstance(predicted, tuple):
+        need, what = predicted[0], f"the store's predicted size: {predicted[1]}"
+    else:
+        sizes = [p.stat().st_size for p in _local_inputs(s) if p.is_file()]
+        need = sum(sizes)
+        what = (
+            f"the {need / 2**20:.1f} MiB of {len(sizes)} local input files the store copies (a floor: the store's "
+            f"size is not predicted: {predicted})"
+        )
+    return Check(
+        "PASS" if free >= need else "FAIL", "data_dir room", f"{free / 2**30:.1f} GiB free at {folder}, against {what}"
     )
-    return Check("PASS" if free >= sum(sizes) else "FAIL", "data_dir room", detail)
 
 
 def _local_inputs(s: PipelineSettings) -> list[Path]:

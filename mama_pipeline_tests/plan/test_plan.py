@@ -171,12 +171,13 @@ def test_cli_prints_the_plan_and_exits_1_when_a_stage_is_over_budget(tmp_path, f
     block = lines[lines.index("generated_queries · query_writer · fake-model") :]
     # the configuration's relative bundle path resolves against its folder, where there is none
     assert block[1].startswith("  bound: at most ? requests (bound not computed: corpus bundle ")
-    assert block[2].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
-    assert block[3].startswith(
+    assert block[2] == "  prompt tokens: at most ? (not computed: the requests are not bounded)"
+    assert block[3].startswith("  requests 3: 0 cached, 3 to send; prompt tokens to send ")
+    assert block[4].startswith(
         "  completion cap 512 tokens a request (up to 1,536 completion tokens); "
         "expected 4.0 s with 2 answered at once (latency 2.00 s a request: --latency-s)"
     )
-    assert block[4] == (
+    assert block[5] == (
         "  OVER BUDGET: stage query_writer: over its budget, stopped before sending: "
         "3 new requests > max_new_requests 2"
     )
@@ -209,8 +210,9 @@ def test_llm_plan_asset_shows_the_plan_as_metadata(tmp_path, fake_llm):
     result = dg.materialize(list(defs.assets), resources=shared_resources(config))
     meta = {k: v.value for k, v in result.asset_materializations_for_node("llm_plan")[0].metadata.items()}
     assert meta["requests_to_send"] == 3 and meta["stages_over_budget"] == 0
-    assert "generated_queries · query_writer · fake-model" in meta["plan"]
     frame = store_of(config).read_table("llm_plan")
+    assert meta["prompt_tokens_bound"] == frame["bound_tokens"].sum() > 0
+    assert "generated_queries · query_writer · fake-model" in meta["plan"]
     assert frame.filter(pl.col("asset") == "generated_queries")["to_send"].to_list() == [3]
 
 
@@ -418,7 +420,15 @@ def test_plan_on_an_empty_data_folder_bounds_every_stage_and_writes_nothing(tmp_
     assert bounds[("system_answers", "system:smollm-closed")] == 3  # one item per track
     assert bounds[("system_grades", "rubric_judge")] == 6  # one rubric item of at most 6 criteria
     total = sum(bounds.values())
-    assert f"at most {total:,} requests (18 of 18 stage plans bounded); " in out.stdout
+    tokens = sum(
+        int(line.split()[4].replace(",", ""))
+        for line in out.stdout.splitlines()
+        if line.startswith("  prompt tokens: at most ")
+    )
+    assert (
+        f"at most {total:,} requests (18 of 18 stage plans bounded) and {tokens:,} prompt tokens (18 of 18 bounded); "
+        in out.stdout
+    )
     # at 0.5 requests a second on one server: total / 0.5 s, and 8 GPU-hours per server-hour
     assert f"{total / 0.5 / 3600 * 8:,.1f} GPU-hours at 8 GPUs a server" in out.stdout
 
@@ -437,3 +447,37 @@ def test_the_bound_of_an_adaptive_run_is_its_budget_plus_the_remainder_sample():
         bound = judged_labels_bound(RawInputs(full.model_copy(update={"judging": judging})), "judge")
         assert bound.requests == expected, bound
         assert bound.basis.startswith("adaptive: budget ")
+
+
+def test_the_judges_prompt_token_bound_grows_with_the_longest_chunk_at_four_characters_a_token():
+    from mama_pipeline.plan.prompt_bounds import prompt_token_bound
+    from mama_pipeline.plan.stage_bounds import RawInputs, judged_labels_bound
+
+    raw = RawInputs(load_settings(SAMPLE_CONFIG))
+    requests = judged_labels_bound(raw, "judge").requests
+    tokens, basis = prompt_token_bound("judged_labels", raw, "judge", requests)
+    assert tokens % requests == 0 and "estimate (4 characters a token" in basis, basis
+    chunks, sampled = raw._corpus
+    longest = max(len(t.strip()) for t in chunks["text"].to_list())
+    longer = chunks.with_columns(
+        text=pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("y" * (longest + 4000))).otherwise("text")
+    )
+    grown = RawInputs(raw.s)
+    grown.__dict__["_corpus"] = (longer, sampled)
+    more, _ = prompt_token_bound("judged_labels", grown, "judge", requests)
+    assert more == tokens + requests * 1000  # 4,000 more characters in the longest chunk: 1,000 tokens a request
+
+
+def test_a_prompt_token_bound_whose_input_is_missing_says_why(tmp_path):
+    from mama_pipeline.plan.prompt_bounds import prompt_token_bound
+    from mama_pipeline.plan.stage_bounds import RawInputs
+
+    s = load_settings(SAMPLE_CONFIG)
+    corpus = s.corpus.model_copy(update={"bundle": str(tmp_path / "nowhere.txt")})
+    raw = RawInputs(s.model_copy(update={"corpus": corpus}))
+    tokens, basis = prompt_token_bound("generated_queries", raw, "query_writer", 28)
+    assert tokens is None and basis == f"not computed: corpus bundle {tmp_path / 'nowhere.txt'} does not exist"
+    assert prompt_token_bound("judged_labels", raw, "judge", None) == (
+        None,
+        "not computed: the requests are not bounded",
+    )

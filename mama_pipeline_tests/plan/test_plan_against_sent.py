@@ -1,8 +1,10 @@
-"""The bound before anything is built holds on the bundled sample: every stage sends no more than its bound
-(counted at the fake server and in the cache), the judge's bound is at most twice what it sends, the exact plan of
-``judged_labels`` once its inputs exist is within 5% of what it sends, and the run's summary says planned against
-sent. Every LLM stage and answering system on the fake OpenAI-compatible server (BM25 left out: the fake writer's
-questions share no words with the corpus)."""
+"""The bound before anything is built holds on the bundled sample: every stage sends no more than its bound of
+requests (counted at the fake server and in the cache) and of prompt tokens (counted at the fake server, each
+stage asking for its own model name), the judge's bound is at most twice what it sends, the exact plan of
+``judged_labels`` once its inputs exist is within 5% of what it sends (requests and prompt tokens), the data
+folder the run wrote is no larger than the store's predicted size, and the run's summary says planned against
+sent. Every LLM stage and answering system on the fake OpenAI-compatible server
+(BM25 left out: the fake writer's questions share no words with the corpus)."""
 
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ def write_config(root: Path, url: str) -> Path:
     raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
     for stage in LLM_STAGES:
         if stage != "cross_model_judge":  # optional: setting it adds a reference judge
-            raw["llm"].setdefault(stage, {}).update(served(url))
+            raw["llm"].setdefault(stage, {}).update(served(url, model=model_of(stage)))
     for system in raw["systems"]["entries"]:
-        system.update(served(url))
+        system.update(served(url, model=model_of(f"system:{system['name']}")))
         if system.get("retriever") == "bm25":
             system["retriever"] = "minilm"
     raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["name"] != "bm25"]
@@ -41,6 +43,29 @@ def write_config(root: Path, url: str) -> Path:
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump(with_embedded(raw)))
     return config
+
+
+def model_of(stage: str) -> str:
+    """Each stage asks the fake server for its own model name, so that the server counts its prompts apart."""
+    return "sent-" + stage.replace(":", "-")
+
+
+def server_tokens(stats: dict[str, int], before: dict[str, int], stage: str) -> int:
+    """The prompt tokens the server received for ``stage`` since ``before`` (characters / 4 of each distinct
+    request, rounded up: the estimate the plan counts with for a model with no local tokenizer)."""
+    key = f"prompt_chars_over_4:{model_of(stage)}"
+    return stats.get(key, 0) - before.get(key, 0)
+
+
+def token_bounds_of(stdout: str) -> dict[str, int]:
+    """Per stage, the summed prompt-token bounds printed under its blocks."""
+    out, stage = {}, None
+    for line in stdout.splitlines():
+        if " · " in line and not line.startswith(" "):
+            stage = line.split(" · ")[1]
+        elif line.startswith("  prompt tokens: at most ") and stage:
+            out[stage] = out.get(stage, 0) + int(line.split()[4].replace(",", ""))
+    return out
 
 
 def sent(store: Store) -> dict[str, int]:
@@ -74,8 +99,10 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
         assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
         return out
 
-    calls_at_start = fake_llm.stats()["chat_calls"]  # the server is the session's: other tests' calls came first
-    planned = bounds_of(cli("plan", "--select", "*").stdout)
+    at_start = fake_llm.stats()  # the server is the session's: other tests' calls came first
+    calls_at_start = at_start["chat_calls"]
+    empty_plan = cli("plan", "--select", "*").stdout
+    planned, token_bound = bounds_of(empty_plan), token_bounds_of(empty_plan)
     assert list(data.iterdir()) == []  # the plan wrote nothing
     bound: dict[str, int] = {}
     for (_, stage), n in planned.items():
@@ -85,12 +112,18 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
     store = Store(data / "mama.duckdb")
     assert "judge" not in sent(store)
     exact = cli("plan", "--select", "judged_labels").stdout
-    (to_send,) = [
-        int(m.replace(",", "")) for m in re.findall(r"requests [\d,]+: [\d,]+ cached, ([\d,]+) to send", exact)
+    ((to_send, tokens),) = [
+        (int(n.replace(",", "")), int(t.replace(",", "")))
+        for n, t in re.findall(
+            r"requests [\d,]+: [\d,]+ cached, ([\d,]+) to send.*?prompt tokens to send ([\d,]+)", exact
+        )
     ]
+    before_judge = fake_llm.stats()
     cli("materialize", "--executor", "in_process", "--select", "judged_labels")
     judged = sent(store)["judge"]
     assert abs(to_send - judged) <= 0.05 * judged, (to_send, judged)
+    judged_tokens = server_tokens(fake_llm.stats(), before_judge, "judge")
+    assert abs(tokens - judged_tokens) <= 0.05 * judged_tokens, (tokens, judged_tokens)
 
     calls_before_rest = fake_llm.stats()["chat_calls"]
     rest = cli("materialize", "--executor", "in_process", "--select", "*").stdout
@@ -99,6 +132,25 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
     for stage, n in totals.items():
         assert 0 < n <= bound[stage], (stage, n, bound[stage])
     assert bound["judge"] <= 2 * totals["judge"], (bound["judge"], totals["judge"])
+    # prompt tokens: every stage's bound holds for what the server received
+    stats = fake_llm.stats()
+    received = {stage: server_tokens(stats, at_start, stage) for stage in totals}
+    assert set(token_bound) == set(bound)
+    for stage, n in received.items():
+        assert 0 < n <= token_bound[stage], (stage, n, token_bound[stage])
+    # the store's predicted size (what doctor checks the room for) holds for the whole data folder the run wrote
+    from mama_pipeline.plan.store_size import predict_store
+    from mama_pipeline.settings import load_settings
+
+    written = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
+    predicted = predict_store(load_settings(config)).bytes
+    assert 0 < written <= predicted, (written, predicted)
+    print("stage: requests bound / sent; prompt tokens bound / received at the server")  # shown with pytest -rP
+    for stage in sorted(totals):
+        print(f"{stage}: {bound[stage]:,} / {totals[stage]:,}; {token_bound[stage]:,} / {received[stage]:,}")
+    print(f"data folder: {written:,} bytes written, {predicted:,} predicted")
+    print(f"judged_labels, exact plan once pooled_pairs exist / sent: {to_send:,} / {judged:,} requests; "
+          f"{tokens:,} / {judged_tokens:,} prompt tokens")  # fmt: skip
     # at the server: no more than the bounds
     assert fake_llm.stats()["chat_calls"] - calls_at_start <= sum(bound.values())
     assert calls_before_rest > calls_at_start

@@ -44,6 +44,23 @@ def test_a_healthy_endpoint_and_the_bundled_inputs_pass(tmp_path, monkeypatch, c
     assert any(line.startswith("PASS  corpus.bundle: ") and "bundle header '<sep>[SOURCE:" in line for line in lines)
     assert sum(line.startswith("PASS  mamabench.sources.") for line in lines) == 9
     assert lines[-1] == "16 passed, 0 failed, 7 not checked (embedded or hub), of 23 checks"
+    [room] = [line for line in lines if "data_dir room" in line]  # the real free space of the real file system
+    assert room.startswith("PASS  data_dir room: ") and ", against the store's predicted size: " in room, room
+
+
+@pytest.mark.parametrize("short", [0, 1])
+def test_the_room_check_fails_one_byte_short_of_the_predicted_store(tmp_path, short):
+    from mama_pipeline.plan.store_size import prediction_or_reason
+    from mama_pipeline.preflight.preflight_checks import disk_check
+    from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
+
+    s = load_settings(SAMPLE_CONFIG).model_copy(update={"data_dir": str(tmp_path / "data")})
+    predicted, _ = prediction_or_reason(s)
+    asked = []
+    check = disk_check(s, prediction_or_reason(s), lambda folder: asked.append(folder) or predicted - short)
+    assert asked == [tmp_path]  # the nearest folder that exists: nothing is created
+    assert check.status == ("FAIL" if short else "PASS")
+    assert f"GiB free at {tmp_path}, against the store's predicted size: {predicted / 2**30:,.2f} GiB" in check.line
 
 
 def test_each_broken_endpoint_gives_one_failing_line(tmp_path, monkeypatch, capsys, servers):
@@ -75,7 +92,12 @@ def test_a_missing_pool_file_and_a_cross_section_mistake_fail_their_lines(tmp_pa
     config.write_text(yaml.safe_dump(raw))
     monkeypatch.setenv("MAMA_CONFIG", str(config))
     assert cli_main(["doctor"]) == 1
-    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
+    lines = capsys.readouterr().out.splitlines()
+    [room] = [line for line in lines if "data_dir room" in line]  # the pool is read for the prediction too
+    assert room.startswith("PASS  data_dir room: ") and (
+        "local input files the store copies (a floor: the store's size is not predicted: " in room
+    ), room
+    failed = [line for line in lines if line.startswith("FAIL")]
     assert failed == [
         f"FAIL  mamabench.sources.whb: source file {tmp_path / 'nope.json'} does not exist",
         "FAIL  multipassage: multipassage.dense_retriever 'minilm' is not in retrieval.retrievers; it must name an "

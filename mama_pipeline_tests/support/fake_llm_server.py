@@ -6,7 +6,8 @@ messages; without ``response_format``, a free text derived from the messages),
 ``POST /v1/embeddings`` (deterministic unit vectors), ``POST /v1/rerank``
 (vLLM/Infinity ``documents`` requests answered ``{"results": [{"index", "relevance_score"}]}``,
 TEI ``texts`` requests answered ``[{"index", "score"}]``; scores are a hash of query and
-document), ``GET /v1/models`` and ``GET /stats`` / ``POST /reset`` (call counts).
+document), ``GET /v1/models`` and ``GET /stats`` / ``POST /reset`` (call counts; per requested model,
+``prompt_chars_over_4:<model>``: the characters of each distinct request's messages / 4, rounded up, summed).
 
 Faults are requested inside the last user message:
 
@@ -103,6 +104,7 @@ class FakeLLM:
         self.served_model = served_model
         self.attempts: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
+        self.tallied: set[tuple[str, str]] = set()  # (model, messages digest) whose prompt tokens are counted
 
     async def __call__(self, scope, receive, send):  # ASGI
         if scope["type"] == "lifespan":
@@ -137,6 +139,7 @@ class FakeLLM:
         elif path == "/reset":
             self.stats.clear()
             self.attempts.clear()
+            self.tallied.clear()
             status, headers, payload = 200, {}, {}
         else:
             status, headers, payload = 404, {}, {"error": "not found"}
@@ -213,6 +216,11 @@ class FakeLLM:
         self.attempts[key] += 1
         attempt = self.attempts[key]
         self.stats[f"distinct:{key}"] = 1
+        model = str(req.get("model"))
+        if (model, key) not in self.tallied:  # each distinct request once per model: characters / 4, rounded up
+            self.tallied.add((model, key))
+            chars = sum(len(str(m.get("content") or "")) for m in messages)
+            self.stats[f"prompt_chars_over_4:{model}"] += -(-chars // 4)
         last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         fault = (self.fault, None, None) if self.fault else self._fault(last_user, attempt, digest)
         if self.delay:

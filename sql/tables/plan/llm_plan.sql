@@ -20,5 +20,7 @@ CREATE TABLE IF NOT EXISTS llm_plan (
     bound_basis        VARCHAR NOT NULL,   -- how the bound was computed, or why it was not
     servers            BIGINT NOT NULL,    -- base URLs (the embedded server: 1)
     bound_s            DOUBLE,             -- time to send the bound: at --rate per server, or at latency_s
+    bound_tokens       BIGINT,             -- most prompt tokens of those requests (null: see tokens basis)
+    bound_tokens_basis VARCHAR NOT NULL,   -- how the token bound was computed, or why it was not
     PRIMARY KEY (asset, stage)
 );
