@@ -1,7 +1,7 @@
 """Adaptive judging: relevant pairs found against judgments made, and whether the retrievers keep their order.
 
 For each case it prints, per judging order (pool order, random, move-to-front, MM-NS, fusion;
-judging/adjudication_order.py, rounds of ``--round-pairs``), the lenient-relevant pairs found after each tenth of
+judging/_adjudication_order.py, rounds of ``--round-pairs``), the lenient-relevant pairs found after each tenth of
 the pool's judgments, the judgments needed to find 90, 95 and 99% of them, and, at the budgets given (shares of
 the pool), the Kendall tau (scipy) between the retrievers' order by HR@5 (ir_measures ``Success(rel=3)@5``) and
 by nDCG@10 under the labels the adaptive order judged (unjudged pairs absent from the qrels) and under every

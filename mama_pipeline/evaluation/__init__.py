@@ -29,6 +29,7 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "read_trec_run": "mama_pipeline.evaluation._trec",
     "refused_rows": "mama_pipeline.evaluation._significance",
     "system_gaps": "mama_pipeline.evaluation._held_out_gaps",
+    "track_label": "mama_pipeline.evaluation._measure_names",
     "wide_scoreboard": "mama_pipeline.evaluation._per_query_scoring",
     "zero_one_measures": "mama_pipeline.evaluation._scoreboard_measures",
 }
@@ -61,6 +62,7 @@ __all__ = [
     "read_trec_run",
     "refused_rows",
     "system_gaps",
+    "track_label",
     "wide_scoreboard",
     "zero_one_measures",
 ]

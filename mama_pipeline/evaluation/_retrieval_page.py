@@ -29,10 +29,10 @@ from mama_pipeline.common.manuscript_export import (
     save_figure,
     write_tables,
 )
-from mama_pipeline.evaluation.held_out_gaps import gaps_html
-from mama_pipeline.evaluation.per_query_scoring import wide_scoreboard
-from mama_pipeline.evaluation.segment_section import interval_bars, segment_figure, segments_html
-from mama_pipeline.evaluation.segments import SegmentResult
+from mama_pipeline.evaluation._held_out_gaps import gaps_html
+from mama_pipeline.evaluation._per_query_scoring import wide_scoreboard
+from mama_pipeline.evaluation._segment_section import interval_bars, segment_figure, segments_html
+from mama_pipeline.evaluation._segments import SegmentResult
 from mama_pipeline.llm.embedded_banner import STAGE_WORDS
 from mama_pipeline.llm.reference_audit import SELF_CONSISTENCY, audit_title
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from mama_pipeline.common.html_page import Refusals, interval, signed
-from mama_pipeline.evaluation.segments import SegmentResult
-from mama_pipeline.evaluation.significance import MIN_INTERVAL_N
+from mama_pipeline.evaluation._segments import SegmentResult
+from mama_pipeline.evaluation._significance import MIN_INTERVAL_N
 
 FIGURE = "segments.png"
 

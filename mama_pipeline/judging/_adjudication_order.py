@@ -8,7 +8,7 @@ judge's concurrency is kept); the labels update the priorities before the next r
 - ``pool``: query id, then chunk id (what ``full`` judges); ``random``: a seeded shuffle. Neither learns.
 - ``mtf``: move-to-front (Cormack, Palmer & Clarke 1998): an arm keeps its place while its pairs are relevant and
   goes behind the others on a non-relevant one (priority = minus its misses, earlier miss first).
-- ``fusion``: fusion-prioritised (judging/fusion_priority.py): a pair's priority fuses every run that ranked it
+- ``fusion``: fusion-prioritised (judging/_fusion_priority.py): a pair's priority fuses every run that ranked it
   (reciprocal-rank fusion, then a logistic regression of the labels on the runs' ranks), rescaled by its query's
   yield so far; a round takes the pairs of highest priority, any number per arm.
 - ``mmns``: the maximum-mean Bayesian bandit, non-stationary (after Losada, Parapar & Barreiro 2017): an arm's
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from mama_pipeline.judging.fusion_priority import fusion_state, learn, priorities
+from mama_pipeline.judging._fusion_priority import fusion_state, learn, priorities
 
 METHODS = ("pool", "random", "mtf", "mmns", "fusion")
 UNRANKED = "(unranked)"

@@ -26,8 +26,7 @@ from mama_pipeline.common.manuscript_export import (
     figure_bytes,
     table_files,
 )
-from mama_pipeline.evaluation.measure_names import track_label
-from mama_pipeline.evaluation.per_query_files import SAFE_NAME
+from mama_pipeline.evaluation import SAFE_NAME, track_label
 from mama_pipeline.llm.embedded_banner import embedded_banner
 
 PER_QUERY_HEADER = "query_id\tmeasure\tvalue\n"

@@ -4,6 +4,8 @@ from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "FACTS_PER_PASSAGE": "mama_pipeline.multipassage._multipassage_prompts",
+    "FACT_CHARS": "mama_pipeline.multipassage._multipassage_prompts",
+    "QUESTION_CHARS": "mama_pipeline.multipassage._multipassage_prompts",
     "chunk_lookup": "mama_pipeline.multipassage._chunk_lookup",
     "fact_check_template": "mama_pipeline.multipassage._multipassage_prompts",
     "fact_judge_template": "mama_pipeline.multipassage._multipassage_prompts",
@@ -13,6 +15,8 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "label_bounds": "mama_pipeline.multipassage._failures",
     "label_facts": "mama_pipeline.multipassage._fact_labels",
     "over_bound": "mama_pipeline.multipassage._failures",
+    "render_facts": "mama_pipeline.multipassage._multipassage_prompts",
+    "render_passages": "mama_pipeline.multipassage._multipassage_prompts",
     "score_track": "mama_pipeline.multipassage._multipassage_scoreboard",
     "stored_track_rankings": "mama_pipeline.multipassage._track_rankings",
     "verifier_model": "mama_pipeline.multipassage._multipassage_prompts",
@@ -23,6 +27,8 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
 }
 __all__ = [
     "FACTS_PER_PASSAGE",
+    "FACT_CHARS",
+    "QUESTION_CHARS",
     "chunk_lookup",
     "fact_check_template",
     "fact_judge_template",
@@ -32,6 +38,8 @@ __all__ = [
     "label_bounds",
     "label_facts",
     "over_bound",
+    "render_facts",
+    "render_passages",
     "score_track",
     "stored_track_rankings",
     "verifier_model",

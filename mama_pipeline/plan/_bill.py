@@ -66,7 +66,7 @@ class Bill:
     bound_basis: str = ""  # how the bound was computed, or why it was not
     servers: int = 1  # base URLs (the embedded server: 1)
     bound_s: float | None = None  # time to send the bound: at the given rate per server, or at the latency
-    bound_tokens: int | None = None  # most prompt tokens in those requests (mama_pipeline.plan.prompt_bounds)
+    bound_tokens: int | None = None  # most prompt tokens in those requests (mama_pipeline.plan._prompt_bounds)
     bound_tokens_basis: str = ""
 
     def row(self) -> dict:

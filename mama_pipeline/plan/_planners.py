@@ -19,9 +19,9 @@ import polars as pl
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.reference_audit import reference_judge_stages
 from mama_pipeline.llm.settings import StageSettings
-from mama_pipeline.plan.bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, bound_seconds, slots_of
-from mama_pipeline.plan.prompt_bounds import prompt_token_bound
-from mama_pipeline.plan.stage_bounds import BOUNDS, RawInputs
+from mama_pipeline.plan._bill import NOT_BUILT, Bill, PlannedRun, StagePlan, bill, bound_seconds, slots_of
+from mama_pipeline.plan._prompt_bounds import prompt_token_bound
+from mama_pipeline.plan._stage_bounds import BOUNDS, RawInputs
 from mama_pipeline.resources import LLMResource
 from mama_pipeline.settings import PipelineSettings
 from mama_pipeline.store import Store

@@ -25,7 +25,7 @@ from mama_pipeline.settings import PipelineSettings
 class Bound:
     requests: int | None  # None: not computed (basis says why)
     basis: str
-    prompt_tokens: int | None = None  # of those requests (mama_pipeline.plan.prompt_bounds); None: not computed
+    prompt_tokens: int | None = None  # of those requests (mama_pipeline.plan._prompt_bounds); None: not computed
     tokens_basis: str = ""
 
 
@@ -98,7 +98,7 @@ class RawInputs:
     @cached_property
     def meta_eval(self) -> pl.DataFrame:
         """The meta-evaluation file's rows."""
-        from mama_pipeline.calibration.meta_eval import locate, read_meta_eval
+        from mama_pipeline.calibration import locate, read_meta_eval
 
         source = self.s.calibration.meta_eval
         if source.repo_id is not None:

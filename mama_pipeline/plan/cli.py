@@ -40,8 +40,8 @@ def plan(
 
 
 def store_line() -> str:
-    """The store's predicted size (mama_pipeline.plan.store_size), or why it is not predicted."""
-    from mama_pipeline.plan.store_size import prediction_or_reason
+    """The store's predicted size (mama_pipeline.plan._store_size), or why it is not predicted."""
+    from mama_pipeline.plan._store_size import prediction_or_reason
 
     predicted = prediction_or_reason(load_settings())
     if isinstance(predicted, str):

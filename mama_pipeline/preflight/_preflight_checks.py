@@ -281,7 +281,7 @@ def disk_check(
 ) -> Check:
     """Room for the store: the free bytes of the data folder's file system (``free_bytes``, default
     ``shutil.disk_usage``) against ``predicted``, (bytes, how) of the store's size the plan predicts
-    (``mama_pipeline.plan.store_size``, given by the command line), or why it is not predicted: then against the
+    (``mama_pipeline.plan._store_size``, given by the command line), or why it is not predicted: then against the
     local input files' bytes, whose content the store copies (a floor)."""
     folder = next(p for p in (s.data_path, *s.data_path.parents) if p.exists())  # nothing is created
     free = (free_bytes or (lambda p: shutil.disk_usage(p).free))(folder)

@@ -11,7 +11,7 @@ def doctor(timeout_s: float = 60.0) -> int:
     s = load_settings()  # a bad configuration file is one line and exit status 2 (run_cli)
     print(f"doctor: {config_path_from_env()} (data folder {s.data_path})", flush=True)
     checks = []
-    from mama_pipeline.plan.store_size import prediction_or_reason
+    from mama_pipeline.plan import prediction_or_reason
 
     for check in run_checks(s, prediction_or_reason(s), timeout_s):
         print(check.line, flush=True)

@@ -3,6 +3,8 @@
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
+    "QUERY_CHARS": "mama_pipeline.queries._query_prompt",
+    "REASON_CHARS": "mama_pipeline.queries._query_prompt",
     "answer_model": "mama_pipeline.queries._query_prompt",
     "duplicate_key": "mama_pipeline.queries._rules",
     "normalise_query": "mama_pipeline.queries._rules",
@@ -10,6 +12,8 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "query_writer_template": "mama_pipeline.queries._query_prompt",
 }
 __all__ = [
+    "QUERY_CHARS",
+    "REASON_CHARS",
     "answer_model",
     "duplicate_key",
     "normalise_query",

@@ -2,6 +2,7 @@ from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "AbbreviationTable": "mama_pipeline.robustness._abbreviations",
+    "REWRITE_CHARS": "mama_pipeline.robustness._rewrite_prompt",
     "SEPARATOR": "mama_pipeline.robustness._variants",
     "StoredHoles": "mama_pipeline.robustness._stored_holes",
     "gate_model": "mama_pipeline.robustness._rewrite_prompt",
@@ -16,6 +17,7 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
 }
 __all__ = [
     "AbbreviationTable",
+    "REWRITE_CHARS",
     "SEPARATOR",
     "StoredHoles",
     "gate_model",

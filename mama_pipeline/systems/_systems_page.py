@@ -23,10 +23,9 @@ from mama_pipeline.common.html_page import esc as _e
 from mama_pipeline.common.html_page import table as _table
 from mama_pipeline.common.manuscript_export import ExportTable, save_figure, write_tables
 from mama_pipeline.common.metadata import FAILURES_SHOWN
-from mama_pipeline.evaluation.held_out_gaps import gaps_html
-from mama_pipeline.evaluation.measure_names import track_label
-from mama_pipeline.systems.grading import ANSWER_FAILED
-from mama_pipeline.systems.systems_scoreboard import MEASURE_OF_TRACK
+from mama_pipeline.evaluation import gaps_html, track_label
+from mama_pipeline.systems._grading import ANSWER_FAILED
+from mama_pipeline.systems._systems_scoreboard import MEASURE_OF_TRACK
 
 PAGE = "systems.html"
 ITEMS_DIR = "items"

@@ -4,7 +4,7 @@ means included (the mamabench mcq track: equal accuracies over one item, which n
 from __future__ import annotations
 
 from mama_pipeline.common.manuscript_export import BEST, TIED_WITH_BEST, best_and_tied
-from mama_pipeline.leaderboard.leaderboard_files import manuscript_files
+from mama_pipeline.leaderboard._leaderboard_files import manuscript_files
 
 
 def test_best_is_the_first_highest_mean_and_ties_come_from_the_test_or_an_equal_mean():

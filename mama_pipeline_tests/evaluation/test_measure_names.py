@@ -82,7 +82,7 @@ def test_a_refusal_is_a_mark_in_its_cells_and_its_reason_is_written_out_once_per
 
 
 def test_a_track_reads_as_the_readers_name():
-    from mama_pipeline.evaluation.measure_names import track_label
+    from mama_pipeline.evaluation._measure_names import track_label
 
     assert [track_label(t) for t in ("short_answer", "mcq", "multipassage", "main")] == [
         "short answer",

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mama_pipeline.judging.adjudication_order import (
+from mama_pipeline.judging._adjudication_order import (
     METHODS,
     NO_LABEL,
     NOT_RELEVANT,

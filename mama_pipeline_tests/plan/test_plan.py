@@ -450,8 +450,8 @@ def test_the_bound_of_an_adaptive_run_is_its_budget_plus_the_remainder_sample():
 
 
 def test_the_judges_prompt_token_bound_grows_with_the_longest_chunk_at_four_characters_a_token():
-    from mama_pipeline.plan.prompt_bounds import prompt_token_bound
-    from mama_pipeline.plan.stage_bounds import RawInputs, judged_labels_bound
+    from mama_pipeline.plan._prompt_bounds import prompt_token_bound
+    from mama_pipeline.plan._stage_bounds import RawInputs, judged_labels_bound
 
     raw = RawInputs(load_settings(SAMPLE_CONFIG))
     requests = judged_labels_bound(raw, "judge").requests
@@ -469,8 +469,8 @@ def test_the_judges_prompt_token_bound_grows_with_the_longest_chunk_at_four_char
 
 
 def test_a_prompt_token_bound_whose_input_is_missing_says_why(tmp_path):
-    from mama_pipeline.plan.prompt_bounds import prompt_token_bound
-    from mama_pipeline.plan.stage_bounds import RawInputs
+    from mama_pipeline.plan._prompt_bounds import prompt_token_bound
+    from mama_pipeline.plan._stage_bounds import RawInputs
 
     s = load_settings(SAMPLE_CONFIG)
     corpus = s.corpus.model_copy(update={"bundle": str(tmp_path / "nowhere.txt")})

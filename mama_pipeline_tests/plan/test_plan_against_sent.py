@@ -139,7 +139,7 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
     for stage, n in received.items():
         assert 0 < n <= token_bound[stage], (stage, n, token_bound[stage])
     # the store's predicted size (what doctor checks the room for) holds for the whole data folder the run wrote
-    from mama_pipeline.plan.store_size import predict_store
+    from mama_pipeline.plan._store_size import predict_store
     from mama_pipeline.settings import load_settings
 
     written = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())

@@ -50,8 +50,8 @@ def test_a_healthy_endpoint_and_the_bundled_inputs_pass(tmp_path, monkeypatch, c
 
 @pytest.mark.parametrize("short", [0, 1])
 def test_the_room_check_fails_one_byte_short_of_the_predicted_store(tmp_path, short):
-    from mama_pipeline.plan.store_size import prediction_or_reason
-    from mama_pipeline.preflight.preflight_checks import disk_check
+    from mama_pipeline.plan._store_size import prediction_or_reason
+    from mama_pipeline.preflight._preflight_checks import disk_check
     from mama_pipeline.settings import SAMPLE_CONFIG, load_settings
 
     s = load_settings(SAMPLE_CONFIG).model_copy(update={"data_dir": str(tmp_path / "data")})

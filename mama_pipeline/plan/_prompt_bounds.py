@@ -26,7 +26,7 @@ from functools import cached_property
 import polars as pl
 
 from mama_pipeline.llm.tokens import CHARS_PER_TOKEN, TokenCounter, counter_for
-from mama_pipeline.plan.stage_bounds import RawInputs, Unbounded
+from mama_pipeline.plan._stage_bounds import RawInputs, Unbounded
 
 NOISE_GROWTH = 2  # a noise edit adds at most one character a letter (repeated_char)
 
@@ -50,7 +50,7 @@ class LongestTexts:
     @cached_property
     def judge_fields(self) -> dict[str, str]:
         """The judge's chunk fields (source, page, chunk), each the longest after the prompt's neutralising."""
-        from mama_pipeline.judging.rubric import neutralise
+        from mama_pipeline.judging import neutralise
 
         chunks = self.raw.chunk_frame
         text = max((neutralise(t.strip()) for t in chunks["text"].to_list()), key=len)
@@ -61,8 +61,7 @@ class LongestTexts:
     @cached_property
     def passage(self) -> dict[str, str]:
         """The chunk whose rendered passage block is the longest (source, section, text)."""
-        from mama_pipeline.multipassage.assets import chunk_lookup
-        from mama_pipeline.multipassage.multipassage_prompts import render_passages
+        from mama_pipeline.multipassage import chunk_lookup, render_passages
 
         chunks = self.raw.chunk_frame
         lookup = chunk_lookup(chunks, set(chunks["chunk_id"].to_list()))
@@ -106,7 +105,7 @@ def _times(raw: RawInputs, stage: str, messages: Sequence[dict[str, str]], n: in
 
 
 def _judge(raw: RawInputs, stage: str, n: int, query_chars: int, what: str):
-    from mama_pipeline.judging.rubric import RELEVANCE_JUDGE
+    from mama_pipeline.judging import RELEVANCE_JUDGE
 
     fields = LongestTexts.of(raw).judge_fields
     messages = RELEVANCE_JUDGE.render(query=filler(query_chars), **fields)
@@ -114,7 +113,7 @@ def _judge(raw: RawInputs, stage: str, n: int, query_chars: int, what: str):
 
 
 def query_chars() -> int:
-    from mama_pipeline.queries.query_prompt import QUERY_CHARS
+    from mama_pipeline.queries import QUERY_CHARS
 
     return QUERY_CHARS
 
@@ -124,21 +123,20 @@ def judged_tokens(raw: RawInputs, stage: str, n: int):
 
 
 def variant_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.robustness.rewrite_prompt import REWRITE_CHARS
+    from mama_pipeline.robustness import REWRITE_CHARS
 
     chars = max(NOISE_GROWTH * query_chars(), REWRITE_CHARS)
     return _judge(raw, stage, n, chars, "a variant (a noised query, or a rewrite)")
 
 
 def multipassage_label_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.multipassage.multipassage_prompts import QUESTION_CHARS
+    from mama_pipeline.multipassage import QUESTION_CHARS
 
     return _judge(raw, stage, n, QUESTION_CHARS, "a multi-passage question")
 
 
 def query_writer_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.queries.assets import query_requests
-    from mama_pipeline.queries.query_prompt import query_writer_template
+    from mama_pipeline.queries import query_requests, query_writer_template
 
     template = query_writer_template(raw.s.queries.max_words, raw.s.llm.query_writer.reasoning == "json_field")
     requests = query_requests(raw.sampled_frame, template)
@@ -146,21 +144,21 @@ def query_writer_tokens(raw: RawInputs, stage: str, n: int):
 
 
 def classifier_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.mamabench.scoping import pending_rows, scope_requests
+    from mama_pipeline.mamabench import pending_rows, scope_requests
 
     requests = scope_requests(pending_rows(raw.adapted))
     return _each(raw, stage, (r.messages for r in requests), n, f"the {len(requests)} pending rows' prompts")
 
 
 def calibration_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.calibration.rubric_judge import judge_requests
+    from mama_pipeline.calibration import judge_requests
 
     requests = judge_requests(raw.meta_eval)
     return _each(raw, stage, (r.messages for r in requests), n, f"the {len(requests)} meta-evaluation rows' prompts")
 
 
 def rewrite_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.robustness.rewrite_prompt import REWRITE_CHARS, gate_template, rewrite_template
+    from mama_pipeline.robustness import REWRITE_CHARS, gate_template, rewrite_template
 
     r = raw.s.robustness
     if stage == "query_rewriter":
@@ -177,12 +175,7 @@ def rewrite_tokens(raw: RawInputs, stage: str, n: int):
 
 
 def multipassage_question_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.multipassage.multipassage_prompts import (
-        QUESTION_CHARS,
-        render_passages,
-        verifier_template,
-        writer_template,
-    )
+    from mama_pipeline.multipassage import QUESTION_CHARS, render_passages, verifier_template, writer_template
 
     mp = raw.s.multipassage
     size = max(mp.set_sizes)
@@ -201,7 +194,7 @@ def multipassage_question_tokens(raw: RawInputs, stage: str, n: int):
 
 
 def fact_label_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.multipassage.multipassage_prompts import (
+    from mama_pipeline.multipassage import (
         FACT_CHARS,
         FACTS_PER_PASSAGE,
         QUESTION_CHARS,
@@ -225,19 +218,19 @@ def _items(raw: RawInputs, track: str) -> pl.DataFrame:
 
 
 def system_answer_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.systems import answering
+    from mama_pipeline.systems import CONTEXT_SCHEMA, context_block, track_requests
 
     cfg = raw.s.systems.system(stage.split(":", 1)[1])
     counter = _counter(raw, stage)
     context = 0
     if cfg.mode == "rag":
         cid, text = LongestTexts.of(raw).chunk
-        context = counter.count([{"role": "user", "content": answering.context_block([(cid, text)] * cfg.k)}])
+        context = counter.count([{"role": "user", "content": context_block([(cid, text)] * cfg.k)}])
     total, per = 0, raw.s.systems.items_per_track
-    no_context = pl.DataFrame(schema=answering.CONTEXT_SCHEMA)
+    no_context = pl.DataFrame(schema=CONTEXT_SCHEMA)
     for track in cfg.tracks:
         items = _items(raw, track)
-        _, _, requests, _ = answering.track_requests(cfg, track, items, no_context)
+        _, _, requests, _ = track_requests(cfg, track, items, no_context)
         counts = [counter.count(r.messages) + context for r in requests]
         total += largest(counts, min(per, len(counts)) if per else len(counts))
     what = f"{cfg.k} of the longest chunk as context, " if cfg.mode == "rag" else ""
@@ -245,8 +238,8 @@ def system_answer_tokens(raw: RawInputs, stage: str, n: int):
 
 
 def system_grade_tokens(raw: RawInputs, stage: str, n: int):
-    from mama_pipeline.calibration.rubric_judge import RUBRIC_JUDGE_PROMPT, render_conversation
-    from mama_pipeline.systems.systems_prompts import SHORT_ANSWER_GRADER_PROMPT
+    from mama_pipeline.calibration import RUBRIC_JUDGE_PROMPT, render_conversation
+    from mama_pipeline.systems import SHORT_ANSWER_GRADER_PROMPT
 
     entries = raw.s.systems.entries
     track = "short_answer" if stage == "answer_grader" else "rubric"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mama_pipeline.llm.tokens import CHARS_PER_TOKEN
-from mama_pipeline.plan.stage_bounds import BOUNDS, RawInputs
+from mama_pipeline.plan._stage_bounds import BOUNDS, RawInputs
 from mama_pipeline.settings import PipelineSettings
 
 FIXED = 8  # BIGINT, DOUBLE, TIMESTAMP
@@ -64,9 +64,9 @@ def _measured(frame) -> int:
 def predict_store(s: PipelineSettings) -> StorePrediction:
     """The store's predicted size; raises what the raw inputs raise (:class:`~stage_bounds.Unbounded`, a bad
     input) when they cannot be read."""
-    from mama_pipeline.judging.rubric import output_model
-    from mama_pipeline.plan.planners import PLANNERS
-    from mama_pipeline.queries.query_prompt import QUERY_CHARS, REASON_CHARS
+    from mama_pipeline.judging import output_model
+    from mama_pipeline.plan._planners import PLANNERS
+    from mama_pipeline.queries import QUERY_CHARS, REASON_CHARS
 
     raw = RawInputs(s)
     r = s.retrieval
@@ -116,7 +116,7 @@ def predict_store(s: PipelineSettings) -> StorePrediction:
 def prediction_or_reason(s: PipelineSettings) -> tuple[int, str] | str:
     """(bytes, the prediction in words) of :func:`predict_store`, or the one-line reason it cannot be made."""
     from mama_pipeline.common.input_errors import InputError, one_line
-    from mama_pipeline.plan.stage_bounds import Unbounded
+    from mama_pipeline.plan._stage_bounds import Unbounded
 
     try:
         predicted = predict_store(s)
