@@ -127,8 +127,8 @@ def _figures(values: np.ndarray, stats: Stats) -> dict:
     """n, mean and the BCa interval of one entry's values (in query id order); no interval, with the reason,
     where it cannot be computed."""
     out = {"n": int(values.size), "mean": float(values.mean()) if values.size else None}
-    if values.size < 2:
-        return {**out, "ci_note": f"no interval from {values.size} value(s)"} if values.size else out
+    if not values.size:
+        return out
     try:
         low, high = bootstrap_mean_ci(values, stats.resamples, stats.seed, stats.confidence)
     except StatisticRefused as refused:

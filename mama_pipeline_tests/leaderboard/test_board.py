@@ -324,7 +324,7 @@ def test_a_refused_statistic_leaves_its_figure_empty_with_the_reason_and_the_boa
     monkeypatch.setattr(board, "pairwise_significance", refuse)
     monkeypatch.setattr(board, "bootstrap_mean_ci", refuse)
     arrays = _constructed()
-    # one entry with a single value: no interval, its reason instead
+    # one entry with a single value: no interval, the refusal's reason instead
     values = pl.concat(
         [
             _values(arrays),
@@ -340,7 +340,9 @@ def test_a_refused_statistic_leaves_its_figure_empty_with_the_reason_and_the_boa
     rows = {r["entry_id"]: r for r in table.iter_rows(named=True)}
     assert rows["configured/a"]["ci_low"] is None
     assert rows["configured/a"]["ci_note"] == "all values equal: no spread to resample"
-    assert rows["submission/one"]["ci_note"] == "no interval from 1 value(s)" and rows["submission/one"]["mean"] == 0.5
+    # one value goes to the interval like any other (its own refusal: here the stand-in's reason), with its mean
+    assert rows["submission/one"]["ci_note"] == "all values equal: no spread to resample"
+    assert rows["submission/one"]["mean"] == 0.5 and rows["submission/one"]["ci_low"] is None
     compared = comps.filter(pl.col("n_shared") >= 2)
     assert compared.height == 6 and set(compared["refused"]) == {"all values equal: no spread to resample"}
     assert compared["p_randomization"].null_count() == 6
