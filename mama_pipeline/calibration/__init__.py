@@ -1,3 +1,5 @@
+"""Grader calibration: the HealthBench meta-evaluation side-file, the rubric judge's labels and the harness report."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

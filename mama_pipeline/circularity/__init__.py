@@ -1,3 +1,5 @@
+"""Circularity flags: a judge that shares a model family with what it judges (read by reports, cards, releases)."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

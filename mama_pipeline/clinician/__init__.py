@@ -1,3 +1,5 @@
+"""Clinician validation: Label Studio tasks, clinician labels, agreement, the validated subset, corrected estimates."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

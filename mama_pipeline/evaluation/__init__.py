@@ -1,3 +1,5 @@
+"""Evaluation: scoreboards, paired tests, segments, held-out gaps, BEIR-layout runs and the HTML report."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

@@ -1,3 +1,5 @@
+"""Judging: graded LLM relevance labels of the pooled pairs (full or adaptive), reliability and completeness audits."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

@@ -1,3 +1,5 @@
+"""mamabench: the nine upstream pools in one schema, scope verdicts, items, yields and classifier agreement."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

@@ -1,3 +1,5 @@
+"""The LLM plan: the bill of every LLM stage before a run, bounds from the configuration and raw inputs."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

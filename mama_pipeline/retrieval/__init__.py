@@ -1,3 +1,5 @@
+"""Retrieval: one module per retriever kind (``_kinds/``), ranking a slice of queries at a time, pooling."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
@@ -13,6 +15,7 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "faiss_hits": "mama_pipeline.retrieval._exact_search",
     "kind_of": "mama_pipeline.retrieval._retriever_kinds",
     "needs": "mama_pipeline.retrieval._registry",
+    "register_retriever_kind": "mama_pipeline.retrieval._kind_registration",
     "pool_pairs": "mama_pipeline.retrieval._pooling",
     "pool_stats": "mama_pipeline.retrieval._pooling",
     "ranked_slices": "mama_pipeline.retrieval._registry",
@@ -41,6 +44,7 @@ __all__ = [
     "ranked_slices",
     "ranking_violations",
     "rankings_in",
+    "register_retriever_kind",
     "retrieval_env",
     "retriever_versions",
     "run_retriever",

@@ -1,3 +1,5 @@
+"""The robustness track: noisy query variants, their rankings and labels, the scoreboard and page."""
+
 from mama_pipeline.common.face import lazy_face
 
 DEFINED_IN = {  # public name -> the module that defines it (common/face.py)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import yaml
 
-from mama_pipeline.retrieval._kind_registration import register_retriever_kind
+from mama_pipeline.retrieval import register_retriever_kind
 from mama_pipeline.retrieval._retriever_kinds import kinds
 from mama_pipeline.robustness._robustness_scoreboard import PAIR_SCHEMA
 from mama_pipeline.settings import load_settings
