@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mama_pipeline.llm.settings import LLM_STAGES
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
 from mama_pipeline_tests.plan.test_plan import bounds_of
-from mama_pipeline_tests.support.llm_stages import served, with_embedded
+from mama_pipeline_tests.support.llm_stages import served_without_bm25, with_embedded
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,16 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 def write_config(root: Path, url: str) -> Path:
     shutil.copytree(SAMPLE_CONFIG.parent / "sample_data", root / "sample_data")
     raw = yaml.safe_load(SAMPLE_CONFIG.read_text())
-    for stage in LLM_STAGES:
-        if stage != "cross_model_judge":  # optional: setting it adds a reference judge
-            raw["llm"].setdefault(stage, {}).update(served(url, model=model_of(stage)))
-    for system in raw["systems"]["entries"]:
-        system.update(served(url, model=model_of(f"system:{system['name']}")))
-        if system.get("retriever") == "bm25":
-            system["retriever"] = "minilm"
-    raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["name"] != "bm25"]
-    for beir in raw["evaluation"]["beir"]:
-        beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
+    served_without_bm25(raw, url, model_of)
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump(with_embedded(raw)))
     return config

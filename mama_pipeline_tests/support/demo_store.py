@@ -17,8 +17,7 @@ from pathlib import Path
 import yaml
 
 from mama_pipeline.cli import DEMO_CONFIG
-from mama_pipeline.llm.settings import LLMSettings, StageSettings
-from mama_pipeline_tests.support.llm_stages import with_embedded
+from mama_pipeline_tests.support.llm_stages import served_without_bm25, with_embedded
 from mama_pipeline_tests.support.settings_reads import recorded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,17 +30,7 @@ def demo_config(root: Path, llm_url: str) -> Path:
     on two cores."""
     shutil.copytree(DEMO_CONFIG.parent / "sample_data", root / "sample_data")
     raw = yaml.safe_load(DEMO_CONFIG.read_text())
-    for stage, field in LLMSettings.model_fields.items():
-        if isinstance(field.default, StageSettings):
-            raw["llm"].setdefault(stage, {}).update(base_urls=[llm_url], model="fake-model")
-    for entry in raw["systems"]["entries"]:
-        entry.update(base_urls=[llm_url], model="fake-model")
-        if entry.get("retriever") == "bm25":
-            entry["retriever"] = "minilm"
-    # dense retrieval only: the fake writer's queries share no words with the corpus, so BM25 would rank nothing
-    raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["kind"] != "bm25"]
-    for beir in raw["evaluation"]["beir"]:
-        beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
+    served_without_bm25(raw, llm_url)
     config = root / "config.yaml"
     config.write_text(with_embedded(yaml.safe_dump(raw)))
     return config

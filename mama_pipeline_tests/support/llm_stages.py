@@ -6,6 +6,7 @@ unused marks them embedded (nothing is started for a stage no step asks).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -36,3 +37,18 @@ def with_embedded(config: str | dict[str, Any]) -> Any:
         else:
             cfg.setdefault("embedded", True)
     return yaml.safe_dump(raw, sort_keys=False) if isinstance(config, str) else raw
+
+
+def served_without_bm25(raw: dict[str, Any], url: str, model_of: Callable[[str], str] = lambda _: "fake-model") -> None:
+    """``raw`` (a configuration as read, changed in place) with every LLM stage and answering system on the fake
+    server at ``url`` (``model_of(stage)`` names each stage's model; a system's stage is ``system:<name>``) and
+    BM25 left out, its RAG systems on minilm: the fake query writer's questions share no words with the corpus."""
+    for stage in STAGES:
+        raw["llm"].setdefault(stage, {}).update(served(url, model=model_of(stage)))
+    for system in raw["systems"]["entries"]:
+        system.update(served(url, model=model_of(f"system:{system['name']}")))
+        if system.get("retriever") == "bm25":
+            system["retriever"] = "minilm"
+    raw["retrieval"]["retrievers"] = [r for r in raw["retrieval"]["retrievers"] if r["kind"] != "bm25"]
+    for beir in raw["evaluation"]["beir"]:
+        beir["retrievers"] = [r for r in beir["retrievers"] if r != "bm25"]
