@@ -25,8 +25,8 @@ for _name in ("MAMA_CONFIG", "MAMA_DATA_DIR"):
     os.environ.pop(_name, None)
 
 
-# fixture -> the xdist group of the tests using it (one worker builds it and runs them all)
-SHARED = {"demo_store": "demo_store", "label_studio": "label_studio"}
+# builds made once per run: the tests using one are its xdist group, named for it (one worker builds it, runs them all)
+SHARED = ("demo_store", "label_studio")
 
 
 @pytest.hookimpl(trylast=True)  # after xdist's own hook
@@ -37,8 +37,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from _pytest.nodeid import NodeId
 
     for item in items:
-        for fixture in sorted(SHARED.keys() & set(getattr(item, "fixturenames", ()))):
-            item.add_marker(pytest.mark.xdist_group(SHARED[fixture]))
+        for fixture in sorted(set(SHARED) & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.xdist_group(fixture))
         groups = sorted({str(m.args[0] if m.args else m.kwargs["name"]) for m in item.iter_markers("xdist_group")})
         suffix = "@" + "_".join(groups)
         if getattr(config.option, "loadgroup", False) and groups and not item.nodeid.endswith(suffix):
