@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 from pathlib import Path
 
+from mama_pipeline.common.derived_cache import kept
 from mama_pipeline.common.face import FACE_TABLE
 from mama_pipeline.common.project_files import PACKAGE_DIR
 
@@ -117,8 +119,22 @@ def found_at_run_time(path: Path) -> bool:
 
 def graph(package: Path = PACKAGE_DIR) -> dict[str, set[str]]:
     """Module -> the package modules it imports (every kind of import; importing ``a.b.c`` runs ``a`` and
-    ``a.b`` too; importing a package found at run time, its modules)."""
+    ``a.b`` too; importing a package found at run time, its modules). Parsing every module costs seconds, paid by
+    each process that loads the definitions, so the graph is kept on disk under a digest of every module's name
+    and bytes (``derived_cache.kept``)."""
     mods = modules(package)
+
+    def load(path: Path) -> dict[str, set[str]]:
+        return {m: set(targets) for m, targets in json.loads(path.read_text()).items()}
+
+    def dump(out: dict[str, set[str]], path: Path) -> None:
+        path.write_text(json.dumps({m: sorted(t) for m, t in out.items()}))
+
+    sources = (f"{m}\0".encode() + p.read_bytes() for m, p in mods.items())
+    return kept("import_graph", sources, lambda: _graph(mods), load, dump)
+
+
+def _graph(mods: dict[str, Path]) -> dict[str, set[str]]:
     known = set(mods)
     found = {m for m, p in mods.items() if found_at_run_time(p)}
     out = {}

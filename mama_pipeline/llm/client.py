@@ -29,9 +29,8 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
@@ -51,6 +50,9 @@ from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.llm.tokens import TokenCounter, counter_for
 from mama_pipeline.store import Store
+
+if TYPE_CHECKING:
+    import openai
 
 NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
 RETRY_PARSE_FAILED_ENV = "MAMA_RETRY_PARSE_FAILED"  # "1": every stage re-asks cached parse failures
@@ -609,6 +611,8 @@ class LLMClient:
         response_format: dict[str, Any] | None,
         report: RunReport,
     ) -> LLMResult:
+        import openai
+
         transport_failures = parse_failures = attempts = refused_while_up = 0
         body: dict[str, Any] = {
             **self.s.extra_body,

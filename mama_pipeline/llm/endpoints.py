@@ -16,11 +16,13 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import openai
+from typing import TYPE_CHECKING
 
 from mama_pipeline.llm.http_transport import lean_http_client
 from mama_pipeline.llm.settings import StageSettings
+
+if TYPE_CHECKING:
+    import openai
 
 
 class EndpointsDown(Exception):
@@ -56,6 +58,8 @@ class Endpoint:
 
 def _clients(url: str, settings: StageSettings, api_key: str, pools: int) -> list[openai.AsyncOpenAI]:
     """One client on the lean transport for a plain-http URL; else ``pools`` clients on httpx's own stack."""
+    import openai
+
     lean = lean_http_client(url, settings.timeout_s)
     if lean is not None:
         return [
@@ -147,6 +151,8 @@ class EndpointPool:
             task.add_done_callback(self._probes.discard)
 
     async def _probe(self, ep: Endpoint) -> None:
+        import openai
+
         s = self.settings
         attempt = 0
         while True:

@@ -29,7 +29,7 @@ def test_definitions_validate_without_heavy_imports(tmp_path):
             sys.executable,
             "-c",
             "import sys, mama_pipeline.definitions; "
-            "print(sorted(m for m in ('torch','pyserini','faiss','sentence_transformers') if m in sys.modules))",
+            "print(sorted(m for m in ('torch','pyserini','faiss','sentence_transformers','openai') if m in sys.modules))",
         ],
         cwd=REPO,
         capture_output=True,
