@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from mama_pipeline.common.dagster_home import dagster_home
@@ -51,8 +49,8 @@ def materialize(
     asset partitions that are new, stale, owed LLM answers or downstream of one of those run); with nothing
     changed no run is launched.
     ``in_process``: every run in this process (one line per step, events to a log file, a summary).
-    ``multiprocess``: ``dagster asset materialize`` per run, each step in its own process, forked from a
-    forkserver with the definitions preloaded (config/materialize-run-config.yaml).
+    ``multiprocess``: each run launched from this process as ``dagster asset materialize`` would, each step in its
+    own process, forked from a forkserver with the definitions preloaded (config/materialize-run-config.yaml).
     ``dask``: the same runs with the dask executor; ``run_config`` names the scheduler (docs/scale-out.md).
     """
     settings = load_settings()  # a bad configuration file is reported before anything runs
@@ -92,12 +90,16 @@ def _run_config() -> str | None:
 
 
 def run_commands(defs, steps, home: Path, module: str, config: str | None) -> int:
-    """``dagster asset materialize`` for every run of ``steps`` on the instance at ``home``; a failed run stops
-    only what depends on it. Ends with each failed step and its reason and each step skipped because of one;
-    returns the first failed run's exit code (0: none failed)."""
+    """Every run of ``steps`` on the instance at ``home``, each launched from this process on ``module``'s
+    definitions with the run config file ``config``, as ``dagster asset materialize -m module -c config`` would
+    launch it (the multiprocess or dask executor runs its steps in other processes), without a new interpreter
+    loading the definitions for every run; a failed run stops only what depends on it. Ends with each failed step
+    and its reason and each step skipped because of one; returns 1 when a run failed or a step was skipped."""
     import datetime as dt
 
     import dagster as dg
+    import yaml
+    from dagster._core.definitions.reconstruct import ReconstructableRepository
 
     from mama_pipeline.demo import (
         failed_steps_of_run,
@@ -107,35 +109,44 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
         skipped_lines,
         tag_runs,
     )
-    from mama_pipeline.run_plan import materialize_commands, not_materialised_by_run, run_independent
+    from mama_pipeline.run_plan import not_materialised_by_run, run_independent
     from mama_pipeline.settings import config_path_from_env
     from mama_pipeline.store import Store
 
     assets = {k.to_user_string() for step in steps for k in step.asset_keys}
     bounds, unbounded = planned_bounds(str(config_path_from_env()), assets)
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    env = {**os.environ, "DAGSTER_HOME": str(home)}
-    dagster = str(Path(sys.executable).with_name("dagster"))
-    codes: list[int] = []
+    os.environ["DAGSTER_HOME"] = str(home)  # the step processes the executor starts find the instance by it
+    recon = ReconstructableRepository.for_module(module, "defs", working_directory=os.getcwd())
+    repository = recon.get_definition()
+    run_config = yaml.safe_load(Path(config).read_text()) if config else None
+    outcomes: list[bool] = []
     failures: list[str] = []
     skipped: list[str] = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        total = len(materialize_commands(steps, module, config, instance))
+        total = sum(len(step.partition_keys(instance)) for step in steps)
 
         def run(step, partition_key) -> set:
-            [args] = materialize_commands([replace(step, only=(partition_key,))], module, config, instance)
-            print(f"[{len(codes) + 1}/{total}] dagster {' '.join(args)}", flush=True)
-            before = {r.run_id for r in instance.get_runs(limit=1)}
-            code = subprocess.call([dagster, *args], env=env)
-            codes.append(code)
-            if code == 0:
+            keys = list(step.asset_keys)
+            job = repository.get_implicit_job_def_for_assets(keys)
+            where = f" [{partition_key}]" if partition_key is not None else ""
+            print(f"[{len(outcomes) + 1}/{total}] run {','.join(k.to_user_string() for k in keys)}{where}", flush=True)
+            tags = job.get_tags_for_partition_key(partition_key, selected_asset_keys=keys) if partition_key else {}
+            result = dg.execute_job(
+                recon.get_reconstructable_job(job.name),
+                instance,
+                run_config=run_config,
+                tags=tags,
+                asset_selection=keys,
+            )
+            outcomes.append(result.success)
+            if result.success:
                 return set()
-            runs = [r for r in instance.get_runs(limit=1) if r.run_id not in before]  # none: no run was made
-            lines = failed_steps_of_run(instance, runs[0].run_id) if runs else []
+            lines = failed_steps_of_run(instance, result.run_id)
             for line in lines:
                 print(line, flush=True)
-            failures.extend(lines or [f"FAILED run {len(codes)} (exit status {code}): no step failure recorded"])
-            return not_materialised_by_run(instance, runs[0].run_id, step.asset_keys) if runs else set(step.asset_keys)
+            failures.extend(lines or [f"FAILED run {len(outcomes)} ({result.run_id}): no step failure recorded"])
+            return not_materialised_by_run(instance, result.run_id, step.asset_keys)
 
         def on_skip(skip) -> None:
             for line in skipped_lines(skip):
@@ -147,12 +158,12 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
         tag_runs(instance, started_at, bounds, sent)
     for line in planned_sent_lines(bounds, unbounded, sent):
         print(line, flush=True)
-    failed = [c for c in codes if c != 0]
+    failed = outcomes.count(False)
     if failed or skipped:
-        print(f"\n{len(failed)} of {len(codes)} runs failed; {len(skipped)} assets skipped because of a failure:")
+        print(f"\n{failed} of {len(outcomes)} runs failed; {len(skipped)} assets skipped because of a failure:")
         for line in [*failures, *(f"SKIPPED {line}" for line in skipped)]:
             print(f"  {line}", flush=True)
-    return failed[0] if failed else (1 if skipped else 0)
+    return 1 if failed or skipped else 0
 
 
 def run_here(defs, keys, home: Path) -> int:

@@ -127,21 +127,6 @@ def _step(units: list[frozenset], partitions_def: dg.PartitionsDefinition | None
     return RunStep(tuple(keys), partitions_def)
 
 
-def materialize_commands(
-    steps: list[RunStep], module: str, run_config: str | None = None, instance: dg.DagsterInstance | None = None
-) -> list[list[str]]:
-    """``dagster asset materialize`` arguments for every run of the plan (multiprocess runs on the instance);
-    ``run_config``: a run config file passed to each (``-c``)."""
-    commands = []
-    config = ["-c", run_config] if run_config else []
-    for step in steps:
-        select = ",".join(k.to_user_string() for k in step.asset_keys)
-        for partition_key in step.partition_keys(instance):
-            extra = ["--partition", partition_key] if partition_key is not None else []
-            commands.append(["asset", "materialize", "-m", module, "--select", select, *extra, *config])
-    return commands
-
-
 @dataclass(frozen=True)
 class SkippedRun:
     """Assets of a planned run left out because an asset they depend on failed to materialise."""

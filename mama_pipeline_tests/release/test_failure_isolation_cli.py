@@ -1,5 +1,5 @@
-"""``mama-pipeline materialize`` (multiprocess: one ``dagster asset materialize`` per run) goes on with the runs
-that do not depend on a failed one, names each failed and skipped step and exits non-zero."""
+"""``mama-pipeline materialize`` (multiprocess: each run launched as ``dagster asset materialize`` would) goes on
+with the runs that do not depend on a failed one, names each failed and skipped step and exits non-zero."""
 
 import dagster as dg
 

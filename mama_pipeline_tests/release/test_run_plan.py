@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from mama_pipeline.run_plan import execute_plan, materialize_commands, plan_runs
+from mama_pipeline.run_plan import execute_plan, plan_runs
 
 RETRIEVERS = dg.StaticPartitionsDefinition(["bm25", "dense"])
 SHARDS = dg.StaticPartitionsDefinition(["shard_000", "shard_001"])
@@ -100,23 +100,6 @@ def test_execute_plan_materialises_every_partition_after_its_parents():
         "release",
     ]
     assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
-
-
-def test_materialize_commands_name_each_run():
-    steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("pool"), dg.AssetKey("rankings")])
-    assert materialize_commands(steps, "mod") == [
-        ["asset", "materialize", "-m", "mod", "--select", "rankings", "--partition", "bm25"],
-        ["asset", "materialize", "-m", "mod", "--select", "rankings", "--partition", "dense"],
-        ["asset", "materialize", "-m", "mod", "--select", "pool"],
-    ]
-
-
-def test_materialize_commands_pass_a_run_config_to_each_run():
-    steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("rankings")])
-    assert [c[-2:] for c in materialize_commands(steps, "mod", "/cfg/forkserver.yaml")] == [
-        ["-c", "/cfg/forkserver.yaml"],
-        ["-c", "/cfg/forkserver.yaml"],
-    ]
 
 
 def test_execute_plan_uses_the_given_loggers_and_reports_each_run():
