@@ -36,15 +36,18 @@ class SummaryContext:
     def table(self, name: str) -> pl.DataFrame | None:
         return self.store.read_table(name) if self.store.table_exists(name) else None
 
-    def materialised(self, key: dg.AssetKey) -> tuple[str | None, int | None]:
-        """When the asset was last materialised ("this run", "earlier", None: never), and the row count its IO
-        manager recorded then."""
-        event = self.instance.get_latest_materialization_event(key)
-        if event is None or event.asset_materialization is None:
-            return None, None
-        value = event.asset_materialization.metadata.get("rows")
-        at = datetime.fromtimestamp(event.timestamp, UTC).replace(tzinfo=None)
-        return "this run" if at >= self.started_at else "earlier", None if value is None else int(value.value)
+    def materialised(self, keys: list[dg.AssetKey]) -> dict[dg.AssetKey, tuple[str | None, int | None]]:
+        """For each asset, when it was last materialised ("this run", "earlier", None: never), and the row count
+        its IO manager recorded then (one query of the instance for all of them)."""
+        out: dict[dg.AssetKey, tuple[str | None, int | None]] = {}
+        for key, event in self.instance.get_latest_materialization_events(keys).items():
+            if event is None or event.asset_materialization is None:
+                out[key] = (None, None)
+                continue
+            value = event.asset_materialization.metadata.get("rows")
+            at = datetime.fromtimestamp(event.timestamp, UTC).replace(tzinfo=None)
+            out[key] = ("this run" if at >= self.started_at else "earlier", None if value is None else int(value.value))
+        return out
 
 
 def mamabench_lines(ctx: SummaryContext) -> list[str]:
@@ -164,9 +167,11 @@ AREA_LINES: dict[str, Callable[[SummaryContext], list[str]]] = {
 def _groups(ctx: SummaryContext) -> dict[str, list[tuple[str, str | None, int | None]]]:
     """Each asset group: (asset, when last materialised, rows) of its assets."""
     groups: dict[str, list[tuple[str, str | None, int | None]]] = {}
-    for key in sorted(ctx.graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
+    keys = sorted(ctx.graph.materializable_asset_keys, key=lambda k: k.to_user_string())
+    when = ctx.materialised(keys)
+    for key in keys:
         groups.setdefault(ctx.graph.get(key).group_name or "default", []).append(
-            (key.to_user_string(), *ctx.materialised(key))
+            (key.to_user_string(), *when.get(key, (None, None)))
         )
     return groups
 
