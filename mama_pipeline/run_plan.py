@@ -259,13 +259,15 @@ def observe_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> int:
     return len(sources)
 
 
-def _retry_reason(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None, suffixes) -> str | None:
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=None if partition is None else [partition]), limit=1
-    ).records
-    if not records or records[0].asset_materialization is None:
+def _retry_reason(queryer: Any, key: dg.AssetKey, partition: str | None, suffixes) -> str | None:
+    """Why the asset partition runs again for its LLM answers (from its latest materialisation's metadata, as the
+    stale resolver's ``queryer`` already holds it), or None."""
+    from dagster._core.definitions.events import AssetKeyPartitionKey
+
+    record = queryer.get_latest_materialization_or_observation_record(AssetKeyPartitionKey(key, partition))
+    if record is None or record.asset_materialization is None:
         return None
-    meta = records[0].asset_materialization.metadata
+    meta = record.asset_materialization.metadata
     due = sum(int(v.value) for k, v in meta.items() if k.endswith(suffixes) and isinstance(v.value, int))
     return f"{due} LLM answers to ask again" if due else None
 
@@ -300,6 +302,7 @@ def changed_partitions(
         asset_graph=graph,
     )
     resolver = CachingStaleStatusResolver(instance, graph, view)
+    resolver.instance_queryer.prefetch_asset_records(graph.get_all_asset_keys())  # one query, not one per asset
     suffixes = (*RETRY_SUFFIXES, "parse_failed") if retry_parse_failed else RETRY_SUFFIXES
     selected = expand_selection(graph, keys)
     planned: Planned = {}
@@ -316,7 +319,7 @@ def changed_partitions(
                     causes = resolver.get_stale_root_causes(key, partition)
                     reason = "; ".join(sorted({f"{c.asset_key.to_user_string()} {c.reason}" for c in causes}))
                 else:
-                    reason = _retry_reason(instance, key, partition, suffixes)
+                    reason = _retry_reason(resolver.instance_queryer, key, partition, suffixes)
             if reason:
                 planned.setdefault(key, {})[partition] = reason
     if planned:

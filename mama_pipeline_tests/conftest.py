@@ -33,7 +33,11 @@ SHARED = ("demo_store", "label_studio")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests of a shared build with its xdist group, and under --dist loadgroup give every grouped test the
     ``@group`` node id suffix its worker is chosen by: pytest-xdist 3.8 writes that suffix to ``item._nodeid``, which
-    pytest 9.2's structured node ids no longer read, so it groups nothing (pytest-dev/pytest-xdist#1386)."""
+    pytest 9.2's structured node ids no longer read, so it groups nothing (pytest-dev/pytest-xdist#1386).
+
+    The slow tests and the shared builds' groups go first (in their collected order otherwise): the workers take
+    tests in this order, so the long ones start while the short ones can still fill the other worker, instead of
+    one long test ending the run alone."""
     from _pytest.nodeid import NodeId
 
     for item in items:
@@ -43,6 +47,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         suffix = "@" + "_".join(groups)
         if getattr(config.option, "loadgroup", False) and groups and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("slow") is None and not set(SHARED) & set(getattr(item, "fixturenames", ()))
+        )
+    )
 
 
 @pytest.fixture(scope="session")

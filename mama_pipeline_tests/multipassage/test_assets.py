@@ -73,6 +73,7 @@ def materialise(tmp_path, cfg: dict, rounds: int) -> dict:
     return json.loads((tmp_path / "report.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
     cfg = config(tmp_path, fake_llm.url)

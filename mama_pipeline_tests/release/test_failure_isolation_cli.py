@@ -2,6 +2,7 @@
 with the runs that do not depend on a failed one, names each failed and skipped step and exits non-zero."""
 
 import dagster as dg
+import pytest
 
 from mama_pipeline import cli
 from mama_pipeline.common.dagster_home import REPO_DAGSTER_YAML
@@ -9,6 +10,7 @@ from mama_pipeline.run_plan import plan_runs
 from mama_pipeline_tests.release import branch_failure_defs as bf
 
 
+@pytest.mark.slow
 def test_independent_runs_go_on_after_a_failed_run(tmp_path, capfd, monkeypatch):
     monkeypatch.chdir(REPO_DAGSTER_YAML.parent)  # dagster -m imports the test module from the repository root
     monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
