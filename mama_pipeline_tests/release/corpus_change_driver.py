@@ -26,6 +26,7 @@ from mama_pipeline.resources import SettingsResource
 from mama_pipeline.run_plan import execute_plan, plan_runs
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
+from mama_pipeline.store.duckdb_store import hold_open
 
 RELEASE = dg.AssetKey("mamaretrieval_release")
 CHECK_INPUTS = dg.AssetKey("judging_failures")  # read by the check on judgments
@@ -179,5 +180,8 @@ def main(module: str, work: Path, fake_url: str) -> None:
 
 if __name__ == "__main__":
     work_dir = Path(sys.argv[2])
-    main(sys.argv[1], work_dir, sys.argv[3])
+    # one open database for every run, as `mama-pipeline materialize --executor in_process` holds it: this process
+    # is the file's one user, and opening it for each read and write was a third of the test's time
+    with hold_open(load_settings().db_path):
+        main(sys.argv[1], work_dir, sys.argv[3])
     shutil.rmtree(work_dir / "dagster_home", ignore_errors=True)

@@ -2,7 +2,10 @@
 
 The commands are docs/scale-out.md's recipe. A scheduler and two worker processes are started by scripts/dask_cluster.sh; `mama-pipeline materialize
 --executor dask` sends every step to them. The same sample, run in process, must give byte-identical
-releases and the same rows in every table of the DuckDB store; every step must have run in a worker.
+releases and the same rows in every table of the DuckDB store; every step must have run in a worker. The dask run
+starts from a store holding only the in-process run's embedding cache (a vector is a function of the model and the
+text, ``retrieval/_embedding_cache.py``): encoding the sample again in each worker was most of its time on two cores;
+every table the assets write is built again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import yaml
 from mama_pipeline.cli import DASK_MODULE
 from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
+from mama_pipeline.store.duckdb_store import ddl_path
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
 from mama_pipeline_tests.support.fake_llm_server import running_server
@@ -33,6 +37,7 @@ CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
 
 # when an answer arrived and how long it took: measurements of the run, not results (the answer itself is compared)
 MEASURED = {"llm_responses": ("latency_s", "created_at")}
+EMBEDDINGS = "embedding_cache"
 
 
 def table_rows(db: Path) -> dict[str, list[tuple]]:
@@ -49,6 +54,16 @@ def table_rows(db: Path) -> dict[str, list[tuple]]:
             skip = f" EXCLUDE ({', '.join(MEASURED[t])})" if t in MEASURED else ""
             rows[t] = sorted(con.execute(f'SELECT *{skip} FROM "{t}"').fetchall(), key=repr)
         return rows
+
+
+def with_embeddings_of(source: Path, db: Path) -> None:
+    """A new store at ``db`` holding ``source``'s embedding cache, created from the table's SQL contract."""
+    db.parent.mkdir(parents=True)
+    with duckdb.connect(str(db)) as con:
+        con.execute(ddl_path(EMBEDDINGS).read_text())
+        con.execute(f"ATTACH '{source}' AS source (READ_ONLY)")
+        con.execute(f"INSERT INTO {EMBEDDINGS} SELECT * FROM source.{EMBEDDINGS}")
+        assert con.execute(f"SELECT count(*) FROM {EMBEDDINGS}").fetchone()[0] > 0
 
 
 def step_pids(home: Path) -> dict[str, set[int]]:
@@ -118,6 +133,7 @@ def test_dask_definitions_run_every_step_on_the_dask_executor(tmp_path):
 def test_sample_on_dask_workers_matches_the_in_process_run(tmp_path, demo_store):
     config = demo_store.config  # the test run's demo: the same configuration, run in process
     dask_env = env_for(tmp_path, config, "dask")
+    with_embeddings_of(demo_store.data / "mama.duckdb", tmp_path / "dask" / "data" / "mama.duckdb")
     cluster = tmp_path / "cluster"
     started = subprocess.run(
         [CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=dask_env, capture_output=True, text=True, timeout=600
