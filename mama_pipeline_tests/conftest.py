@@ -54,6 +54,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
 
 
+@pytest.fixture(autouse=True)
+def _in_process_runs_hold_the_store_open(monkeypatch) -> None:
+    """A test's in-process run (``dg.materialize``) keeps its store's database open for the run, as
+    ``mama-pipeline materialize --executor in_process`` does (``hold_open``): opening the file for every read and
+    write was a third of such a test's time. Runs in other processes (the command line, the multiprocess and dask
+    executors) still open it for each unit of work."""
+    import dagster
+
+    from mama_pipeline.store.duckdb_store import hold_open
+
+    materialize = dagster.materialize
+
+    def held(*args, **kwargs):
+        store = (kwargs.get("resources") or {}).get("store")
+        if not hasattr(store, "get"):
+            return materialize(*args, **kwargs)
+        with hold_open(store.get().path):
+            return materialize(*args, **kwargs)
+
+    monkeypatch.setattr(dagster, "materialize", held)
+
+
 @pytest.fixture(scope="session")
 def fake_llm() -> Iterator[ServerHandle]:
     with running_server() as server:
