@@ -23,6 +23,7 @@ from mama_pipeline.release.checks import mamaretrieval_release_verifies
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import PipelineSettings, load_settings
 from mama_pipeline.store import Store
+from mama_pipeline.store.duckdb_store import hold_open
 from mama_pipeline_tests.release import fixtures as release_fx
 
 corpus_defs = build_corpus_defs(load_settings())
@@ -148,4 +149,5 @@ def main(out_path: str, rounds: int = 1) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    with hold_open(load_settings().db_path):  # this process is the file's one user, as in-process materialize
+        main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)

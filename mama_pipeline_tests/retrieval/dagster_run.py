@@ -15,6 +15,7 @@ import polars as pl
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval.definitions import build_defs as build_retrieval_defs
 from mama_pipeline.settings import load_settings
+from mama_pipeline.store.duckdb_store import hold_open
 
 defs = build_retrieval_defs(load_settings())
 
@@ -81,4 +82,5 @@ def _messages(error) -> str:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    with hold_open(load_settings().db_path):  # this process is the file's one user, as in-process materialize
+        main(*sys.argv[1:4])
