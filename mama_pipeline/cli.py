@@ -106,6 +106,8 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
         sent_since,
         skipped_lines,
         tag_runs,
+        unchanged_count,
+        unchanged_lines,
     )
     from mama_pipeline.run_plan import materialize_commands, not_materialised_by_run, run_independent
     from mama_pipeline.settings import config_path_from_env
@@ -119,6 +121,7 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
     codes: list[int] = []
     failures: list[str] = []
     skipped: list[str] = []
+    unchanged: list[str] = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
         total = len(materialize_commands(steps, module, config, instance))
 
@@ -142,11 +145,18 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
                 skipped.append(line)
                 print(f"skipped {line}", flush=True)
 
-        run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
+        def on_unchanged(skip) -> None:
+            for line in unchanged_lines(skip):
+                unchanged.append(line)
+                print(f"skipped {line}", flush=True)
+
+        run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip, on_unchanged)
         sent = sent_since(Store(load_settings().db_path), started_at)
         tag_runs(instance, started_at, bounds, sent)
     for line in planned_sent_lines(bounds, unbounded, sent):
         print(line, flush=True)
+    if unchanged:
+        print(unchanged_count(len(unchanged)), flush=True)
     failed = [c for c in codes if c != 0]
     if failed or skipped:
         print(f"\n{len(failed)} of {len(codes)} runs failed; {len(skipped)} assets skipped because of a failure:")
