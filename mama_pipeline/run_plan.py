@@ -109,20 +109,29 @@ def expand_selection(graph: Any, keys: Iterable[dg.AssetKey]) -> set[dg.AssetKey
     return set().union(*_units(graph, keys).values()) if keys else set()
 
 
-def plan_runs(graph: Any, keys: Iterable[dg.AssetKey]) -> list[RunStep]:
-    """Steps that materialise ``keys`` (expanded to whole multi-assets) in dependency order."""
+def plan_runs(graph: Any, keys: Iterable[dg.AssetKey], followers: Iterable[dg.AssetKey] = ()) -> list[RunStep]:
+    """Steps that materialise ``keys`` (expanded to whole multi-assets) in dependency order. A multi-asset all of
+    whose assets are ``followers`` (planned only because something they read runs) starts a new step rather than
+    join one that holds an asset it reads planned for a reason of its own: it is checked again once that ran."""
     selected = expand_selection(graph, keys)
     units = set(_units(graph, selected).values())
     unit_of = {k: u for u in units for k in u}
     needs = {u: {unit_of[p] for k in u for p in graph.get(k).parent_keys if p in unit_of} - {u} for u in units}
     pdef = {u: graph.get(min(u, key=lambda k: k.to_user_string())).partitions_def for u in units}
     name = {u: min(k.to_user_string() for k in u) for u in units}
+    following = {u for u in units if u <= set(followers)}
     done: set[frozenset] = set()
     steps: list[RunStep] = []
     current: list[frozenset] = []
+
+    def joins(u: frozenset) -> bool:
+        return pdef[u] == pdef[current[0]] and not (
+            u in following and any(p not in following for p in needs[u] & set(current))
+        )
+
     while len(done) < len(units):
         ready = sorted((u for u in units - done - set(current) if needs[u] <= done), key=name.get)
-        same = [u for u in ready if current and pdef[u] == pdef[current[0]]]
+        same = [u for u in ready if current and joins(u)]
         if same:
             current.append(same[0])
             done.add(same[0])
@@ -439,10 +448,12 @@ def planned_steps(
     graph: Any, planned: Mapping[dg.AssetKey, Mapping[str | None, str]], followers: Iterable = ()
 ) -> list[RunStep]:
     """The runs of ``plan_runs`` over the planned assets, each partitioned run cut to the planned partitions and
-    told its ``followers`` (``Planned.followers``); the assets planned only because they run with any change come
-    last."""
+    told its ``followers`` (``Planned.followers``; ``plan_runs`` starts a new step for them after what they read);
+    the assets planned only because they run with any change come last."""
+    followers = set(followers)
     last = {k for k, parts in planned.items() if set(parts.values()) == {WITH_ANY_CHANGE}}
-    steps = plan_runs(graph, set(planned) - last) + plan_runs(graph, last)
+    following = {k for k, parts in planned.items() if all((k, p) in followers for p in parts)}
+    steps = plan_runs(graph, set(planned) - last, following) + plan_runs(graph, last)
     out = []
     for step in steps:
         if step.partitions_def is not None:

@@ -32,8 +32,15 @@ PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
 BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
 KEY_LINE = re.compile(r"^-- key: *(.+?) *$", re.MULTILINE)  # a DDL's "-- key: a, b": columns no two rows share
-# measurements, not results: no part of a table's content digest (an asset recording them would re-run its readers)
-MEASURED = {"llm_plan": ("latency_s", "expected_s", "bound_s")}
+# measurements of the run, not results: no part of a table's content digest (an asset recording them would re-run
+# its readers): the plan's timings, from recorded latencies, and whether a label was asked in this run or reused
+REUSED = ("reused",)
+MEASURED = {
+    "llm_plan": ("latency_s", "expected_s", "bound_s"),
+    **dict.fromkeys(
+        ("judged_labels", "judgments", "reference_judgments", "audit_judgments", "multipassage_labels"), REUSED
+    ),
+}
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 _writing: dict[tuple[Path, int], duckdb.DuckDBPyConnection] = {}  # (database file, thread id) -> its write connection
 

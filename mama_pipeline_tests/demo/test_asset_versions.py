@@ -323,9 +323,9 @@ def materialised_since(home: Path, runs_before: set[str]) -> set[tuple[str, str 
 
 @pytest.mark.slow
 def test_a_rerun_whose_output_comes_back_the_same_stops_there(demo, tmp_path):
-    """The rewrite gate's ``timeout_s``: the four assets that declare ``llm.rewrite_gate`` get new code versions and
-    run again, but the setting is the HTTP client's wait limit only and every answer is cached (no request is
-    sent), so their tables and pages come back the same and what reads them is skipped, not run."""
+    """The rewrite gate's ``timeout_s``: the assets that declare ``llm.rewrite_gate`` (or all of ``llm``) get new code
+    versions and run again, but the setting is the HTTP client's wait limit only and every answer is cached (no
+    request is sent), so their tables and pages come back the same and what reads them is skipped, not run."""
     config, env, _ = demo
     raw = yaml.safe_load(Path(config).read_text())
     raw["llm"]["rewrite_gate"]["timeout_s"] = 30.0
@@ -346,21 +346,30 @@ def test_a_rerun_whose_output_comes_back_the_same_stops_there(demo, tmp_path):
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     ran = materialised_since(Path(env["DAGSTER_HOME"]), runs_before)
+    # new code versions: the four that declare the rewrite gate, and six that declare every LLM stage (the bill, the
+    # releases, the mamaretrieval board, the multi-passage page, the reference judges); each comes back the same
     assert ran == {
-        # new code versions: the rewrite gate's decisions, the rewrites it lets through, the robustness figures
         ("variant_decisions", None),
         ("query_variants", None),
         ("robustness_per_query", None),
         ("robustness_scoreboard", None),
-        ("llm_plan", None),  # reads the whole store: runs when anything ran
+        ("reference_judgments", None),
+        ("mamabench_release", None),
+        ("mamaretrieval_release", None),
+        ("mamaretrieval_leaderboard", None),
+        ("multipassage_report", None),
+        ("llm_plan", None),
     }, out.stdout[-5000:]
-    for skipped in (  # each read a re-run asset's table or page, which came back the same
+    skipped = {  # planned because an asset they read runs; each read only assets that came back the same
         "variant_rankings",
         "variant_holes",
         "variant_labels",
-        "mamaretrieval_release",
+        "judge_reliability",
+        "judge_confusion",
+        "evaluation_report",
         "release_publication",
         "reports_index",
-    ):
-        assert UNCHANGED_LINE.format(skipped) in out.stdout, out.stdout[-5000:]
-    assert "asset partitions skipped: their inputs came back unchanged" in out.stdout
+    }
+    for name in skipped:
+        assert UNCHANGED_LINE.format(name) in out.stdout, out.stdout[-5000:]
+    assert f"{len(skipped)} asset partitions skipped: their inputs came back unchanged" in out.stdout
