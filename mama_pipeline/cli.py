@@ -93,7 +93,8 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
     """Every run of ``steps`` on the instance at ``home``, each launched from this process on ``module``'s
     definitions with the run config file ``config``, as ``dagster asset materialize -m module -c config`` would
     launch it (the multiprocess or dask executor runs its steps in other processes), without a new interpreter
-    loading the definitions for every run; a failed run stops only what depends on it. Ends with each failed step
+    loading the definitions for every run; a failed run stops only what depends on it, and a run's assets found
+    fresh once the runs before it are done are skipped (a line each, then their count). Ends with each failed step
     and its reason and each step skipped because of one; returns 1 when a run failed or a step was skipped."""
     import datetime as dt
 
@@ -108,6 +109,8 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
         sent_since,
         skipped_lines,
         tag_runs,
+        unchanged_count,
+        unchanged_lines,
     )
     from mama_pipeline.run_plan import not_materialised_by_run, run_independent
     from mama_pipeline.settings import config_path_from_env
@@ -123,6 +126,7 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
     outcomes: list[bool] = []
     failures: list[str] = []
     skipped: list[str] = []
+    unchanged: list[str] = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
         total = sum(len(step.partition_keys(instance)) for step in steps)
 
@@ -153,11 +157,18 @@ def run_commands(defs, steps, home: Path, module: str, config: str | None) -> in
                 skipped.append(line)
                 print(f"skipped {line}", flush=True)
 
-        run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
+        def on_unchanged(skip) -> None:
+            for line in unchanged_lines(skip):
+                unchanged.append(line)
+                print(f"skipped {line}", flush=True)
+
+        run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip, on_unchanged)
         sent = sent_since(Store(load_settings().db_path), started_at)
         tag_runs(instance, started_at, bounds, sent)
     for line in planned_sent_lines(bounds, unbounded, sent):
         print(line, flush=True)
+    if unchanged:
+        print(unchanged_count(len(unchanged)), flush=True)
     failed = outcomes.count(False)
     if failed or skipped:
         print(f"\n{failed} of {len(outcomes)} runs failed; {len(skipped)} assets skipped because of a failure:")

@@ -127,7 +127,9 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
             )
         partition = context.partition_key if context.has_partition_key else None
         store = Store(self.settings.get().db_path)
-        rows = store.write_table(self._table(context.asset_key), obj, partition=partition)
+        rows = store.write_table(
+            self._table(context.asset_key), obj, partition=partition, step_context=context.step_context
+        )
         context.add_output_metadata({"table": self._table(context.asset_key), "rows": rows})
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:

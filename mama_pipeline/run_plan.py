@@ -11,7 +11,11 @@ Without ``--all``, only what changed is planned (``changed_steps``): every obser
 servers assets read, ``common/observed_inputs.py``) is observed, then an asset partition runs when it was never
 materialised, when Dagster finds it stale (its code version, ``common/code_version.py``, or an input's data
 version differs from those its last materialisation recorded), when its last materialisation left LLM answers
-to ask again (``*transport_failed`` > 0 in its metadata), or when something it depends on runs.
+to ask again (``*transport_failed`` > 0 in its metadata), or when something it depends on runs. An asset partition
+planned only for the last reason (a follower) is checked again once the runs before it are done
+(``run_independent``): when Dagster finds it fresh (the assets it depends on came back with the data versions its
+last materialisation recorded: their content, ``common/content_version.py``) it is skipped. An asset that reads the
+whole store (``RUNS_WITH_ANY_CHANGE``) runs last, and only when something ran.
 """
 
 from __future__ import annotations
@@ -29,7 +33,17 @@ RETRY_SUFFIXES = ("transport_failed",)  # LLM answers not got: a stage asks them
 
 OBSERVATION_TAGS = {"mama/trigger": "observe_inputs"}  # the runs that observe the inputs; they materialise nothing
 LISTED = 40  # assets listed with their reasons in the summary
-Planned = dict[dg.AssetKey, dict[str | None, str]]  # asset -> partition key (None: unpartitioned) -> why it runs
+WITH_ANY_CHANGE = "reads the whole store: runs with any change"
+UNCHANGED = "its inputs came back unchanged"
+
+
+class Planned(dict[dg.AssetKey, dict[str | None, str]]):
+    """Asset -> partition key (None: unpartitioned) -> why it runs; ``followers``: the (asset, partition) pairs
+    planned only because an asset they depend on runs, or (``RUNS_WITH_ANY_CHANGE``) because anything does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.followers: set[tuple[dg.AssetKey, str | None]] = set()
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,8 @@ class RunStep:
     asset_keys: tuple[dg.AssetKey, ...]
     partitions_def: dg.PartitionsDefinition | None
     only: tuple[str, ...] | None = None  # the partition keys planned (None: every one)
+    # (asset, partition) planned only because something they depend on runs: run only if found stale by then
+    followers: frozenset[tuple[dg.AssetKey, str | None]] = frozenset()
 
     def partition_keys(self, instance: dg.DagsterInstance | None = None) -> list[str | None]:
         """The step's partition keys; a dynamic definition's (the submissions) are read from ``instance``."""
@@ -93,20 +109,29 @@ def expand_selection(graph: Any, keys: Iterable[dg.AssetKey]) -> set[dg.AssetKey
     return set().union(*_units(graph, keys).values()) if keys else set()
 
 
-def plan_runs(graph: Any, keys: Iterable[dg.AssetKey]) -> list[RunStep]:
-    """Steps that materialise ``keys`` (expanded to whole multi-assets) in dependency order."""
+def plan_runs(graph: Any, keys: Iterable[dg.AssetKey], followers: Iterable[dg.AssetKey] = ()) -> list[RunStep]:
+    """Steps that materialise ``keys`` (expanded to whole multi-assets) in dependency order. A multi-asset all of
+    whose assets are ``followers`` (planned only because something they read runs) starts a new step rather than
+    join one that holds an asset it reads planned for a reason of its own: it is checked again once that ran."""
     selected = expand_selection(graph, keys)
     units = set(_units(graph, selected).values())
     unit_of = {k: u for u in units for k in u}
     needs = {u: {unit_of[p] for k in u for p in graph.get(k).parent_keys if p in unit_of} - {u} for u in units}
     pdef = {u: graph.get(min(u, key=lambda k: k.to_user_string())).partitions_def for u in units}
     name = {u: min(k.to_user_string() for k in u) for u in units}
+    following = {u for u in units if u <= set(followers)}
     done: set[frozenset] = set()
     steps: list[RunStep] = []
     current: list[frozenset] = []
+
+    def joins(u: frozenset) -> bool:
+        return pdef[u] == pdef[current[0]] and not (
+            u in following and any(p not in following for p in needs[u] & set(current))
+        )
+
     while len(done) < len(units):
         ready = sorted((u for u in units - done - set(current) if needs[u] <= done), key=name.get)
-        same = [u for u in ready if current and pdef[u] == pdef[current[0]]]
+        same = [u for u in ready if current and joins(u)]
         if same:
             current.append(same[0])
             done.add(same[0])
@@ -165,19 +190,89 @@ def cut_failed(
     return (replace(step, asset_keys=kept) if kept else None), because
 
 
+@dataclass(frozen=True)
+class UnchangedRun:
+    """Assets of a planned run left out because, once the runs before it were done, nothing they read changed."""
+
+    asset_keys: tuple[dg.AssetKey, ...]
+    partition_key: str | None
+    reason: str  # UNCHANGED, or that nothing ran before an asset that runs with any change
+
+
+def _stale_resolver(graph: Any, instance: dg.DagsterInstance) -> Any:
+    """Dagster's stale status resolver (the UI's) over the instance as it is now."""
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
+    from dagster._time import get_current_datetime
+
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    resolver = CachingStaleStatusResolver(instance, graph, view)
+    resolver.instance_queryer.prefetch_asset_records(graph.get_all_asset_keys())  # one query, not one per asset
+    return resolver
+
+
+def still_planned(
+    graph: Any, step: RunStep, partition_key: str | None, instance: dg.DagsterInstance, ran: bool
+) -> tuple[RunStep | None, list[UnchangedRun]]:
+    """``step``'s run of ``partition_key`` without the followers found fresh now (their inputs' data versions are
+    those their last materialisation recorded) and, when nothing ran (``ran`` false), without those that run with
+    any change; a follower stays when an asset it depends on stays in the run, and a multi-asset stays whole."""
+    from dagster._core.definitions.data_version import StaleStatus
+
+    followers = {k for k in step.asset_keys if (k, partition_key) in step.followers}
+    if not followers:
+        return step, []
+    resolver = _stale_resolver(graph, instance)
+    units = _units(graph, set(step.asset_keys))
+
+    def needed(key: dg.AssetKey) -> bool:
+        if RUNS_WITH_ANY_CHANGE.items() <= graph.get(key).tags.items():
+            return ran
+        return resolver.get_status(key, partition_key) != StaleStatus.FRESH
+
+    keep = (set(step.asset_keys) - followers) | {k for k in followers if needed(k)}
+    grown = True
+    while grown:  # what reads a kept asset in the same run, and a kept asset's multi-asset, stay too
+        more = {k for k in followers - keep if graph.get(k).parent_keys & keep or units[k] & keep}
+        keep |= more
+        grown = bool(more)
+    dropped = tuple(k for k in step.asset_keys if k not in keep)
+    if not dropped:
+        return step, []
+    any_change = [k for k in dropped if RUNS_WITH_ANY_CHANGE.items() <= graph.get(k).tags.items()]
+    skips = [
+        UnchangedRun(keys, partition_key, reason)
+        for keys, reason in (
+            (tuple(k for k in dropped if k not in any_change), UNCHANGED),
+            (tuple(any_change), "nothing ran before it (it runs with any change)"),
+        )
+        if keys
+    ]
+    kept = tuple(k for k in step.asset_keys if k in keep)
+    return (replace(step, asset_keys=kept) if kept else None), skips
+
+
 def run_independent(
     graph: Any,
     steps: list[RunStep],
     instance: dg.DagsterInstance | None,
     run: Callable[[RunStep, str | None], set[dg.AssetKey]],
     on_skip: Callable[[SkippedRun], None] | None = None,
+    on_unchanged: Callable[[UnchangedRun], None] | None = None,
 ) -> set[dg.AssetKey]:
     """Make every run of ``steps`` with ``run(step, partition_key)``, which returns the step's assets it did not
     materialise (empty: the run succeeded). A failure stops only what depends on it: a later run leaves out
     the assets downstream of a failed one (``on_skip`` is told) and the independent runs go on; the other
-    partitions of a failed run's step still run. Returns the assets not materialised, skipped ones included."""
+    partitions of a failed run's step still run. Before each run its followers are checked again
+    (``still_planned``): those found fresh are left out (``on_unchanged`` is told), and a run left empty is not
+    made. Returns the assets not materialised because of a failure, skipped ones included."""
     failed: set[dg.AssetKey] = set()  # not materialised by their run
     skipped: set[dg.AssetKey] = set()
+    ran = False  # whether any run materialised something
     for planned in steps:
         step, because = cut_failed(graph, planned, failed)
         if because:
@@ -188,7 +283,15 @@ def run_independent(
         if step is None:
             continue
         for partition_key in step.partition_keys(instance):
-            failed |= run(step, partition_key) & set(step.asset_keys)
+            kept, unchanged = still_planned(graph, step, partition_key, instance, ran)
+            for skip in unchanged:
+                if on_unchanged is not None:
+                    on_unchanged(skip)
+            if kept is None:
+                continue
+            missed = run(kept, partition_key) & set(kept.asset_keys)
+            failed |= missed
+            ran = ran or bool(set(kept.asset_keys) - missed)
     return failed | skipped
 
 
@@ -201,9 +304,11 @@ def execute_plan(
     on_run: Callable[[int, int, RunStep, str | None], None] | None = None,
     raise_on_error: bool = True,
     on_skip: Callable[[SkippedRun], None] | None = None,
+    on_unchanged: Callable[[UnchangedRun], None] | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
     """Run every step in process (one run per partition key); a failed run stops only the runs' assets that
-    depend on it (``run_independent``; ``on_skip`` is told of each left out).
+    depend on it (``run_independent``; ``on_skip`` is told of each left out), and followers found fresh are left
+    out (``on_unchanged`` is told).
 
     ``logger_defs`` replace the jobs' loggers (every logger gets every event);
     ``on_run(n, total, step, partition_key)`` is called before each run.
@@ -231,7 +336,7 @@ def execute_plan(
             return set()
         return set(step.asset_keys) - {e.asset_key for e in result.get_asset_materialization_events()}
 
-    run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip)
+    run_independent(defs.resolve_asset_graph(), steps, instance, run, on_skip, on_unchanged)
     return results
 
 
@@ -287,60 +392,64 @@ def _upstream_reason(graph: Any, key: dg.AssetKey, partition: str | None, planne
 def changed_partitions(
     graph: Any, keys: Iterable[dg.AssetKey], instance: dg.DagsterInstance, retry_parse_failed: bool = False
 ) -> Planned:
-    """The asset partitions of ``keys`` (expanded to whole multi-assets) that must run, each with its reason.
+    """The asset partitions of ``keys`` (expanded to whole multi-assets) that must run, each with its reason, and
+    the followers among them (planned only because something they depend on runs).
 
     Sources must have been observed first (``observe_inputs``). ``retry_parse_failed``: answers cached as
     unparseable are asked again too, so a stage that has them runs.
     """
-    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-    from dagster._time import get_current_datetime
+    from dagster._core.definitions.data_version import StaleStatus
 
-    view = AssetGraphView(
-        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-        instance=instance,
-        asset_graph=graph,
-    )
-    resolver = CachingStaleStatusResolver(instance, graph, view)
-    resolver.instance_queryer.prefetch_asset_records(graph.get_all_asset_keys())  # one query, not one per asset
+    resolver = _stale_resolver(graph, instance)
     suffixes = (*RETRY_SUFFIXES, "parse_failed") if retry_parse_failed else RETRY_SUFFIXES
     selected = expand_selection(graph, keys)
-    planned: Planned = {}
+    planned = Planned()
+
+    def own_reason(key: dg.AssetKey, partition: str | None) -> str | None:
+        status = resolver.get_status(key, partition)
+        if status == StaleStatus.MISSING:
+            return "never materialised"
+        if status == StaleStatus.STALE:
+            causes = resolver.get_stale_root_causes(key, partition)
+            return "; ".join(sorted({f"{c.asset_key.to_user_string()} {c.reason}" for c in causes}))
+        return _retry_reason(resolver.instance_queryer, key, partition, suffixes)
+
     for key in graph.toposorted_asset_keys:
         if key not in selected:
             continue
         for partition in RunStep((key,), graph.get(key).partitions_def).partition_keys(instance):
-            reason = _upstream_reason(graph, key, partition, planned)
-            if reason is None:
-                status = resolver.get_status(key, partition)
-                if status == StaleStatus.MISSING:
-                    reason = "never materialised"
-                elif status == StaleStatus.STALE:
-                    causes = resolver.get_stale_root_causes(key, partition)
-                    reason = "; ".join(sorted({f"{c.asset_key.to_user_string()} {c.reason}" for c in causes}))
-                else:
-                    reason = _retry_reason(resolver.instance_queryer, key, partition, suffixes)
-            if reason:
-                planned.setdefault(key, {})[partition] = reason
+            upstream = _upstream_reason(graph, key, partition, planned)
+            own = own_reason(key, partition)
+            if upstream and not own:
+                planned.followers.add((key, partition))
+            if upstream or own:
+                planned.setdefault(key, {})[partition] = upstream or own
     if planned:
         for key in sorted(selected - set(planned), key=lambda k: k.to_user_string()):
             if RUNS_WITH_ANY_CHANGE.items() <= graph.get(key).tags.items():
-                planned[key] = dict.fromkeys(
-                    RunStep((key,), graph.get(key).partitions_def).partition_keys(instance),
-                    "reads the whole store: runs with any change",
-                )
+                parts = RunStep((key,), graph.get(key).partitions_def).partition_keys(instance)
+                planned[key] = dict.fromkeys(parts, WITH_ANY_CHANGE)
+                planned.followers |= {(key, p) for p in parts}
     return planned
 
 
-def planned_steps(graph: Any, planned: Planned) -> list[RunStep]:
-    """The runs of ``plan_runs`` over the planned assets, each partitioned run cut to the planned partitions."""
-    steps = []
-    for step in plan_runs(graph, planned):
+def planned_steps(
+    graph: Any, planned: Mapping[dg.AssetKey, Mapping[str | None, str]], followers: Iterable = ()
+) -> list[RunStep]:
+    """The runs of ``plan_runs`` over the planned assets, each partitioned run cut to the planned partitions and
+    told its ``followers`` (``Planned.followers``; ``plan_runs`` starts a new step for them after what they read);
+    the assets planned only because they run with any change come last."""
+    followers = set(followers)
+    last = {k for k, parts in planned.items() if set(parts.values()) == {WITH_ANY_CHANGE}}
+    following = {k for k, parts in planned.items() if all((k, p) in followers for p in parts)}
+    steps = plan_runs(graph, set(planned) - last, following) + plan_runs(graph, last)
+    out = []
+    for step in steps:
         if step.partitions_def is not None:
             only = {p for k in step.asset_keys for p in planned.get(k, {})} - {None}
             step = replace(step, only=tuple(sorted(only)))
-        steps.append(step)
-    return steps
+        out.append(replace(step, followers=frozenset(f for f in followers if f[0] in step.asset_keys)))
+    return out
 
 
 def changed_steps(
@@ -351,7 +460,7 @@ def changed_steps(
     say: Callable[[str], None] = print,
 ) -> list[RunStep]:
     """Observe the sources, then plan the runs of what changed in ``keys``; ``say`` gets a summary (each asset
-    that runs, with why, and how many are unchanged)."""
+    that runs, with why, how many only if what they read comes back changed, and how many are unchanged)."""
     graph = defs.resolve_asset_graph()
     observed = observe_inputs(defs, instance)
     planned = changed_partitions(graph, keys, instance, retry_parse_failed)
@@ -360,7 +469,8 @@ def changed_steps(
     runs = sum(len(v) for v in planned.values())
     say(
         f"{observed} inputs observed; {runs} of {total} asset partitions ({len(planned)} of {len(selected)} "
-        f"assets) to run, {total - runs} unchanged since their last materialisation"
+        f"assets) to run ({len(planned.followers)} of them only if what they read comes back changed), "
+        f"{total - runs} unchanged since their last materialisation"
     )
     shown = sorted(planned, key=lambda k: k.to_user_string())
     for key in shown[:LISTED]:
@@ -369,4 +479,4 @@ def changed_steps(
         say(f"  {key.to_user_string()}{where}: {'; '.join(sorted(set(parts.values())))}")
     if len(shown) > LISTED:
         say(f"  ... and {len(shown) - LISTED} more assets")
-    return planned_steps(graph, planned)
+    return planned_steps(graph, planned, planned.followers)

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from mama_pipeline.common.content_version import record_path
+
 
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
@@ -22,7 +24,8 @@ def sha256_file(path: Path) -> str:
 
 @contextlib.contextmanager
 def atomic_folder(out_dir: Path) -> Iterator[Path]:
-    """A temporary sibling folder that replaces ``out_dir`` by rename when the block succeeds.
+    """A temporary sibling folder that replaces ``out_dir`` by rename when the block succeeds (recorded in the
+    current asset's data version, ``content_version``).
 
     On failure the temporary folder is removed and ``out_dir`` is left as it was.
     """
@@ -37,6 +40,7 @@ def atomic_folder(out_dir: Path) -> Iterator[Path]:
         if out_dir.exists():
             out_dir.rename(old)
         tmp.rename(out_dir)
+        record_path(out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
@@ -44,7 +48,8 @@ def atomic_folder(out_dir: Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
-    """Write to a temporary file beside ``path``, renamed over it on success."""
+    """Write to a temporary file beside ``path``, renamed over it on success (recorded in the current asset's data
+    version, ``content_version``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -56,3 +61,4 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    record_path(path)

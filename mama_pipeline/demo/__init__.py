@@ -15,6 +15,8 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "skipped_lines": "mama_pipeline.demo._runner",
     "tag_runs": "mama_pipeline.demo._sent_tally",
     "ui_command": "mama_pipeline.demo._summary",
+    "unchanged_count": "mama_pipeline.demo._runner",
+    "unchanged_lines": "mama_pipeline.demo._runner",
 }
 __all__ = [
     "SummaryContext",
@@ -29,5 +31,7 @@ __all__ = [
     "skipped_lines",
     "tag_runs",
     "ui_command",
+    "unchanged_count",
+    "unchanged_lines",
 ]
 __getattr__, __dir__ = lazy_face(__name__, DEFINED_IN)

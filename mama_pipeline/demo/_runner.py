@@ -21,7 +21,7 @@ from typing import TextIO
 import dagster as dg
 
 from mama_pipeline.common.input_errors import one_line
-from mama_pipeline.run_plan import RunStep, SkippedRun, execute_plan, plan_runs
+from mama_pipeline.run_plan import RunStep, SkippedRun, UnchangedRun, execute_plan, plan_runs
 
 FIREHOSE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -66,6 +66,7 @@ class RunTally:
     runs: int = 0
     failed: bool = False
     skipped: list[str] = field(default_factory=list)  # "<step>: <why>" of each step not run for a failure
+    unchanged: list[str] = field(default_factory=list)  # "<asset>[partition]: <why>" of each follower found fresh
 
 
 def skipped_lines(skip: SkippedRun) -> list[str]:
@@ -78,6 +79,18 @@ def skipped_lines(skip: SkippedRun) -> list[str]:
         "failed run"
         for key in skip.asset_keys
     ]
+
+
+def unchanged_lines(skip: UnchangedRun) -> list[str]:
+    """``<asset>[<partition>]: its inputs came back unchanged`` for each asset a run left out because it was
+    found fresh once the runs before it were done (``run_plan.still_planned``)."""
+    where = f"[{skip.partition_key}]" if skip.partition_key is not None else ""
+    return [f"{key.to_user_string()}{where}: {skip.reason}" for key in skip.asset_keys]
+
+
+def unchanged_count(n: int) -> str:
+    """The summary's line of the assets left out unchanged."""
+    return f"{n} asset partitions skipped: their inputs came back unchanged"
 
 
 class StepLines(logging.Handler):
@@ -191,6 +204,11 @@ def run_in_process(
                 tally.skipped.append(line)
                 terminal.write(f"      skipped {line}\n")
 
+        def on_unchanged(skip: UnchangedRun) -> None:
+            for line in unchanged_lines(skip):
+                tally.unchanged.append(line)
+                terminal.write(f"skipped {line}\n")
+
         loggers = {"steps": _logger_def(lines, "steps"), "firehose": _logger_def(firehose, "firehose")}
         try:
             results = execute_plan(
@@ -202,6 +220,7 @@ def run_in_process(
                 on_run=on_run,
                 raise_on_error=False,
                 on_skip=on_skip,
+                on_unchanged=on_unchanged,
             )
         except Exception as exc:  # a failure outside any step (resource start, run setup)
             logging.getLogger(__name__).exception("run failed outside its steps")
@@ -209,9 +228,7 @@ def run_in_process(
             tally.failed = True
             return tally
     tally.runs = len(results)
-    tally.failed = not all(r.success for r in results) or len(results) < sum(
-        len(s.partition_keys(instance)) for s in steps
-    )
+    tally.failed = not all(r.success for r in results) or bool(tally.skipped)  # a run failed, or one was cut
     return tally
 
 

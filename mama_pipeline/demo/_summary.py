@@ -18,7 +18,7 @@ import dagster as dg
 import polars as pl
 
 import mama_pipeline
-from mama_pipeline.demo._runner import RunTally
+from mama_pipeline.demo._runner import RunTally, unchanged_count
 
 WIDTH = 14  # area name column
 
@@ -250,6 +250,8 @@ def render(
         lines.append(f"  failed steps: {'; '.join(failed_steps)}")
     if tally.skipped:
         lines.append(f"  skipped because of a failure: {'; '.join(tally.skipped)}")
+    if tally.unchanged:
+        lines.append(f"  {unchanged_count(len(tally.unchanged))}")
     if tally.checks_failed:
         lines.append(f"  failed checks: {', '.join(tally.checks_failed)}")
     if tally.checks_warned:

@@ -25,12 +25,22 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from mama_pipeline.common.content_version import asset_step, record
 from mama_pipeline.common.sql_contracts import contract_files
 
 PARTITION_COLUMN = "_partition"
 READ_BATCH_ROWS = 100_000
 BOUNDED = {"memory_limit": "512MB"}  # DuckDB settings of a query whose memory must not grow with its rows (it spills)
 KEY_LINE = re.compile(r"^-- key: *(.+?) *$", re.MULTILINE)  # a DDL's "-- key: a, b": columns no two rows share
+# measurements of the run, not results: no part of a table's content digest (an asset recording them would re-run
+# its readers): the plan's timings, from recorded latencies, and whether a label was asked in this run or reused
+REUSED = ("reused",)
+MEASURED = {
+    "llm_plan": ("latency_s", "expected_s", "bound_s"),
+    **dict.fromkeys(
+        ("judged_labels", "judgments", "reference_judgments", "audit_judgments", "multipassage_labels"), REUSED
+    ),
+}
 _held: dict[Path, duckdb.DuckDBPyConnection] = {}  # database file -> the connection hold_open() keeps
 _writing: dict[tuple[Path, int], duckdb.DuckDBPyConnection] = {}  # (database file, thread id) -> its write connection
 
@@ -178,8 +188,16 @@ class Store:
             raise KeyError(f"table {table!r} is not in {self.path}; materialise its asset first")
         return [r[0] for r in rows if r[0] != PARTITION_COLUMN]
 
-    def write_table(self, table: str, df: pl.DataFrame | Iterable[pl.DataFrame], partition: str | None = None) -> int:
-        """Replace a table, or one partition of it, atomically; return the rows written.
+    def write_table(
+        self,
+        table: str,
+        df: pl.DataFrame | Iterable[pl.DataFrame],
+        partition: str | None = None,
+        step_context: object = None,
+    ) -> int:
+        """Replace a table, or one partition of it, atomically; return the rows written. Its content digest goes
+        into the data version of the asset whose step writes it (``content_version.record``; ``step_context``:
+        that step, when not the asset computing in this thread, e.g. in the IO manager).
 
         ``df`` may be slices (at least one, of one schema): each is inserted by its own statement, in order, in the
         one transaction, so memory grows with a slice (DuckDB held every slice's arrow rows until the end of one
@@ -207,6 +225,8 @@ class Store:
                     _from_arrow(con, f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming', part.to_arrow())
                     into = True
             check_key(con, table, key)
+            if (step := asset_step(step_context)) is not None:
+                record(step, _written_name(table, partition), content_digest(con, table, partition))
         return rows
 
     def read_table(
@@ -241,17 +261,49 @@ class Store:
         """Replace a table with the rows of ``select_sql`` (a query over this file's tables), in one transaction:
         the rows never pass through Python. Like :meth:`write_table`, a table with DDL is
         created from it and filled by column name (a key it declares checked); rows are stored in the query's
-        order, DuckDB's memory bounded (:data:`BOUNDED`). Returns the rows written."""
+        order, DuckDB's memory bounded (:data:`BOUNDED`); its content digest recorded as :meth:`write_table`'s.
+        Returns the rows written."""
         with self.connect(write=True, settings=BOUNDED) as con:
             ddl = ddl_path(table)
             if ddl is None:
                 con.execute(f'CREATE OR REPLACE TABLE "{table}" AS {select_sql}', params or [])
-                return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
-            con.execute(f'DROP TABLE IF EXISTS "{table}"')
-            con.execute(ddl.read_text())
-            rows = con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
-            check_key(con, table, declared_key(table))
+                rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            else:
+                con.execute(f'DROP TABLE IF EXISTS "{table}"')
+                con.execute(ddl.read_text())
+                rows = con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
+                check_key(con, table, declared_key(table))
+            if (step := asset_step()) is not None:
+                record(step, _written_name(table, None), content_digest(con, table))
             return rows
+
+
+def _written_name(table: str, partition: str | None) -> str:
+    return f"table:{table}" if partition is None else f"table:{table}[{partition}]"
+
+
+def content_digest(
+    con: duckdb.DuckDBPyConnection, table: str, partition: str | None = None, where: Mapping[str, object] | None = None
+) -> str:
+    """A table's content (or a partition's, or the rows whose ``where`` columns hold the given values): its columns
+    and types, its row count and the sum of its rows' hashes, in SQL. The same rows in any order give the same
+    digest; :data:`MEASURED` columns and the partition column are left out."""
+    skip = [*MEASURED.get(table, ()), PARTITION_COLUMN]
+    types = con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+        [table],
+    ).fetchall()
+    kept = [(c, t) for c, t in types if c not in skip]
+    wanted = {**(where or {}), **({PARTITION_COLUMN: partition} if partition is not None else {})}
+    cond = " AND ".join(f'"{c}" = ?' for c in wanted)
+    cols = ", ".join(f'"{c}"' for c, _ in kept)
+    rows, total = con.execute(
+        f'SELECT count(*), sum(hash(r)::HUGEINT) FROM (SELECT {cols} FROM "{table}"'
+        + (f" WHERE {cond}" if cond else "")
+        + ") r",
+        list(wanted.values()),
+    ).fetchone()
+    return f"{kept}:{rows}:{total or 0}"
 
 
 def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.DataFrame:

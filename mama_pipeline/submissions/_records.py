@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from mama_pipeline.common.content_version import asset_step, record
 from mama_pipeline.store import Store
-from mama_pipeline.store.duckdb_store import table_ddl
+from mama_pipeline.store.duckdb_store import content_digest, table_ddl
 from mama_pipeline.store.table_schema import table_schema
 
 TABLE = "submissions"
@@ -62,7 +63,8 @@ def add(store: Store, submission: Submission) -> bool:
 
 
 def write_scores(store: Store, submission_id: str, per_query: pl.DataFrame, tracks: pl.DataFrame) -> None:
-    """Replace the submission's rows of both score tables in one transaction."""
+    """Replace the submission's rows of both score tables in one transaction (their content recorded in the
+    step's data version, ``content_version``)."""
     with store.connect(write=True) as con:
         for table, frame, schema in ((PER_QUERY, per_query, PER_QUERY_SCHEMA), (TRACKS, tracks, TRACKS_SCHEMA)):
             con.execute(table_ddl(table))
@@ -70,3 +72,6 @@ def write_scores(store: Store, submission_id: str, per_query: pl.DataFrame, trac
             con.register("_incoming", frame.select([pl.col(c).cast(t) for c, t in schema.items()]).to_arrow())
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
             con.unregister("_incoming")
+            if (step := asset_step()) is not None:
+                digest = content_digest(con, table, where={"submission_id": submission_id})
+                record(step, f"table:{table}[{submission_id}]", digest)

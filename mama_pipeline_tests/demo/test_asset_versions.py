@@ -9,7 +9,8 @@ fails here. Reads on branches the demo does not take are not seen: those declara
 
 The test run's one demo run (conftest's ``demo_store``: the demo configuration, every LLM stage on the fake server,
 ``mama-pipeline demo``), then planning only (``run_plan.changed_partitions``, what ``materialize`` would run) and a
-``materialize`` that finds nothing changed, each on its own copy of the Dagster instance.
+``materialize`` that finds nothing changed, each on its own copy of the Dagster instance; a ``materialize`` after a
+change that re-runs assets whose output comes back the same, on a copy of the store and the instance.
 """
 
 from __future__ import annotations
@@ -304,3 +305,71 @@ def test_a_leaderboard_setting_reruns_the_boards_releases_and_index_only(demo, t
     planned, stale = plan_with(demo, tmp_path, monkeypatch, fewer_resamples)
     assert planned == {(a, None) for a in LAST | {"llm_plan"}}  # llm_plan reads the whole store: runs with any change
     assert stale == {("mamaretrieval_leaderboard", None), ("mamabench_leaderboard", None)}  # new code versions
+
+
+UNCHANGED_LINE = "skipped {}: its inputs came back unchanged"
+
+
+def materialised_since(home: Path, runs_before: set[str]) -> set[tuple[str, str | None]]:
+    """The (asset, partition) pairs the runs made after ``runs_before`` materialised."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        new = [r.run_id for r in instance.get_runs() if r.run_id not in runs_before]
+        return {
+            (r.event_log_entry.dagster_event.asset_key.to_user_string(), r.event_log_entry.dagster_event.partition)
+            for run_id in new
+            for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+        }
+
+
+@pytest.mark.slow
+def test_a_rerun_whose_output_comes_back_the_same_stops_there(demo, tmp_path):
+    """The rewrite gate's ``timeout_s``: the assets that declare ``llm.rewrite_gate`` (or all of ``llm``) get new code
+    versions and run again, but the setting is the HTTP client's wait limit only and every answer is cached (no
+    request is sent), so their tables and pages come back the same and what reads them is skipped, not run."""
+    config, env, _ = demo
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["llm"]["rewrite_gate"]["timeout_s"] = 30.0
+    changed = Path(config).with_name(f"changed-{tmp_path.name}.yaml")  # beside it: the same relative paths
+    changed.write_text(yaml.safe_dump(raw))
+    env = {
+        **env,
+        "MAMA_CONFIG": str(changed),
+        "MAMA_DATA_DIR": str(tmp_path / "data"),
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+    }
+    shutil.copytree(demo[1]["MAMA_DATA_DIR"], env["MAMA_DATA_DIR"])
+    shutil.copytree(demo[1]["DAGSTER_HOME"], env["DAGSTER_HOME"])
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        runs_before = {r.run_id for r in instance.get_runs()}
+    out = subprocess.run(
+        [CLI, "materialize", "--select", "*"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    ran = materialised_since(Path(env["DAGSTER_HOME"]), runs_before)
+    # new code versions: the four that declare the rewrite gate, and six that declare every LLM stage (the bill, the
+    # releases, the mamaretrieval board, the multi-passage page, the reference judges); each comes back the same
+    assert ran == {
+        ("variant_decisions", None),
+        ("query_variants", None),
+        ("robustness_per_query", None),
+        ("robustness_scoreboard", None),
+        ("reference_judgments", None),
+        ("mamabench_release", None),
+        ("mamaretrieval_release", None),
+        ("mamaretrieval_leaderboard", None),
+        ("multipassage_report", None),
+        ("llm_plan", None),
+    }, out.stdout[-5000:]
+    skipped = {  # planned because an asset they read runs; each read only assets that came back the same
+        "variant_rankings",
+        "variant_holes",
+        "variant_labels",
+        "judge_reliability",
+        "judge_confusion",
+        "evaluation_report",
+        "release_publication",
+        "reports_index",
+    }
+    for name in skipped:
+        assert UNCHANGED_LINE.format(name) in out.stdout, out.stdout[-5000:]
+    assert f"{len(skipped)} asset partitions skipped: their inputs came back unchanged" in out.stdout

@@ -12,7 +12,15 @@ import pytest
 
 from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.observed_inputs import observed_input, path_fingerprint
-from mama_pipeline.run_plan import changed_partitions, execute_plan, observe_inputs, planned_steps
+from mama_pipeline.run_plan import (
+    UNCHANGED,
+    RunStep,
+    changed_partitions,
+    execute_plan,
+    observe_inputs,
+    planned_steps,
+    still_planned,
+)
 
 INPUTS = {}  # name -> path of the file the observed input fingerprints (set by the fixture)
 OWED = {"transport_failed": 0, "parse_failed": 0}  # what the judging stage reports at its next run
@@ -38,9 +46,12 @@ def items() -> None:
     pass
 
 
+RANKED = {}  # retriever -> the data version its ranking comes back with (set by the fixture): its content's
+
+
 @dg.asset(partitions_def=RETRIEVERS, deps=["chunks", "retriever_params"])
-def rankings() -> None:
-    pass
+def rankings(context) -> dg.Output:
+    return dg.Output(None, data_version=dg.DataVersion(RANKED[context.partition_key]))
 
 
 @dg.asset(deps=[rankings])
@@ -95,6 +106,7 @@ def pipeline(tmp_path, monkeypatch):
     INPUTS["pool"].write_text('{"q": 1}\n')
     OWED.update(transport_failed=0, parse_failed=0)
     PARAMS.update(bm25="k1=0.9", dense="model=a")
+    RANKED.update(bm25="ranking-1", dense="ranking-2")
     # observe_inputs gives the sources the project's resources; these sources read INPUTS, not the settings
     monkeypatch.setattr("mama_pipeline.resources.shared_resources", lambda *a: {"settings": NoSettings()})
     with dg.instance_for_test() as instance:
@@ -175,6 +187,54 @@ def test_a_changed_partition_of_an_input_plans_that_partition_and_what_depends_o
     assert [s.partition_keys(pipeline) for s in steps if s.partitions_def == RETRIEVERS] == [["bm25"]]
     run(defs, pipeline, changed)
     assert plan(defs, pipeline) == {}
+
+
+def test_what_reads_only_a_ranking_that_came_back_unchanged_is_skipped(pipeline):
+    defs = defs_at("v1")
+    graph = defs.resolve_asset_graph()
+    run(defs, pipeline, plan(defs, pipeline))
+    PARAMS["bm25"] = "k1=1.2"  # bm25 runs again; its ranking comes back as it was (RANKED unchanged)
+    observe_inputs(defs, pipeline)
+    planned = changed_partitions(graph, graph.materializable_asset_keys, pipeline)
+    key = dg.AssetKey
+    assert planned.followers == {
+        (key("judged"), None),
+        (key("scoreboard"), None),
+        (key("submission_scores"), "sub-1"),
+        (key("leaderboard"), None),
+        (key("bill"), None),
+    }
+    names = ("rankings", "judged", "scoreboard", "submission_scores", "leaderboard", "bill")
+    before = {k: materialisations(pipeline, k) for k in names}
+    unchanged = []
+    steps = planned_steps(graph, planned, planned.followers)
+    assert all(r.success for r in execute_plan(defs, steps, pipeline, on_unchanged=unchanged.append))
+    assert [(tuple(k.to_user_string() for k in u.asset_keys), u.partition_key, u.reason) for u in unchanged] == [
+        (("judged", "scoreboard"), None, UNCHANGED),
+        (("submission_scores",), "sub-1", UNCHANGED),
+        (("leaderboard",), None, UNCHANGED),
+    ]
+    after = {k: materialisations(pipeline, k) for k in names}
+    assert after == {**before, "rankings": before["rankings"] + 1, "bill": before["bill"] + 1}  # bill: bm25 ran
+    assert plan(defs, pipeline) == {}  # the plan and Dagster agree: nothing is stale
+
+    PARAMS["bm25"], RANKED["bm25"] = "k1=1.5", "ranking-3"  # now the ranking changes: its readers run
+    unchanged.clear()
+    again = plan(defs, pipeline)
+    steps = planned_steps(graph, {key(k): v for k, v in again.items()}, planned.followers)
+    assert all(r.success for r in execute_plan(defs, steps, pipeline, on_unchanged=unchanged.append))
+    assert unchanged == []
+    assert materialisations(pipeline, "leaderboard") == after["leaderboard"] + 1
+
+
+def test_an_asset_that_runs_with_any_change_is_skipped_when_nothing_ran(pipeline):
+    defs = defs_at("v1")
+    graph = defs.resolve_asset_graph()
+    run(defs, pipeline, plan(defs, pipeline))
+    step = RunStep((dg.AssetKey("bill"),), None, followers=frozenset({(dg.AssetKey("bill"), None)}))
+    kept, unchanged = still_planned(graph, step, None, pipeline, ran=False)
+    assert kept is None and [u.asset_keys for u in unchanged] == [(dg.AssetKey("bill"),)]
+    assert still_planned(graph, step, None, pipeline, ran=True) == (step, [])
 
 
 def test_a_new_code_version_plans_every_asset(pipeline):

@@ -75,6 +75,17 @@ def test_plan_groups_by_partitions_definition_in_dependency_order():
     ]
 
 
+def test_a_follower_starts_a_run_after_the_asset_it_reads_that_runs_for_its_own_reason():
+    graph = DEFS.resolve_asset_graph()
+    keys = [dg.AssetKey(n) for n in ("chunks", "queries")]
+    assert [names(s) for s in plan_runs(graph, keys)] == [["chunks", "issues", "queries"]]
+    # queries planned only because chunks runs: a run of its own, checked again once chunks ran
+    assert [names(s) for s in plan_runs(graph, keys, [dg.AssetKey("queries")])] == [["chunks", "issues"], ["queries"]]
+    # the multi-asset follows too: queries, following it, shares its run
+    followers = [dg.AssetKey(n) for n in ("chunks", "issues", "queries")]
+    assert [names(s) for s in plan_runs(graph, keys, followers)] == [["chunks", "issues", "queries"]]
+
+
 def test_a_multi_asset_output_pulls_in_its_siblings():
     steps = plan_runs(DEFS.resolve_asset_graph(), [dg.AssetKey("issues")])
     assert [names(s) for s in steps] == [["chunks", "issues"]]
