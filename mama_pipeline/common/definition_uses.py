@@ -4,7 +4,8 @@ A definition's code (its decorators, defaults and annotations, its body and the 
 functions and classes in it) loads names as globals. Each is bound by the module's top-level statements: an import
 binds a name to the package module it imports (through a face, the module that defines the name:
 ``import_graph.imported``); any other statement (an assignment, a ``def``, a ``class``) binds its names to the
-package modules it imports itself and to those of the names its own code loads, recursively. Which names a statement
+package modules it imports itself and to those of the names its own code loads, recursively (a statement binding
+nothing, ``HOOKS.append(f)``, counts for each name it loads). Which names a statement
 binds and loads is read from its bytecode, the statement compiled alone (the compiler tells a global from a local),
 once per module file per process.
 """
@@ -63,7 +64,7 @@ def _bindings(
             if isinstance(node, (ast.Import, ast.ImportFrom))
             for _, target in imported(node, path, known, module)
         }
-        for name in bound:
+        for name in bound or loaded:  # a statement binding nothing (``HOOKS.append(f)``) changes what it loads
             modules.setdefault(name, set()).update(targets)
             names.setdefault(name, set()).update(loaded)
     return {

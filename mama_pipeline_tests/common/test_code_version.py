@@ -81,14 +81,18 @@ SCRATCH = {
     "area/_left.py": "from mama_pipeline.area import _deep\n\n\ndef left():\n    return _deep.X\n",
     "area/_right.py": "def right(x):\n    return x + 1\n",
     "area/_late.py": "def late():\n    return 2\n",
+    "area/_hook.py": "def hook():\n    return 4\n",
     "area/_kinds.py": "KINDS = ['a', 'b']\n",
     "area/_unused.py": "def unused():\n    return 3\n",
-    "area/assets.py": """from mama_pipeline.area._kinds import KINDS
+    "area/assets.py": """from mama_pipeline.area._hook import hook
+from mama_pipeline.area._kinds import KINDS
 from mama_pipeline.area._left import left
 from mama_pipeline.area._right import right
 from mama_pipeline.area._unused import unused
 
 OFFSET = right(1)  # a constant made with a helper
+HOOKS = []
+HOOKS.append(hook)
 
 
 def one():
@@ -99,7 +103,7 @@ def one():
 
 def two():
     shifted = lambda: OFFSET  # noqa: E731
-    return [shifted() for _ in range(2)]
+    return [shifted() for _ in range(2)] + HOOKS
 
 
 def _made(kind):
@@ -152,6 +156,7 @@ def test_each_asset_reaches_the_helpers_its_own_function_uses(scratch):
         area,
         f"{area}.assets",
         f"{area}._right",  # through the constant the lambda returns
+        f"{area}._hook",  # through the list a statement of the module appends it to
     }
     # a function made by a factory: the statement calling the factory counts
     assert f"{area}._kinds" in cv.definition_reach(f"{area}.assets", "_made.<locals>.made")
