@@ -121,6 +121,7 @@ MADE = [_made(k) for k in KINDS]
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
     """A package of one asset module and its helpers, read from its files at each version."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # its kept definition uses
     package = tmp_path / "mama_pipeline"
     for rel, text in SCRATCH.items():
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
