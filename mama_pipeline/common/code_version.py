@@ -1,20 +1,26 @@
-"""Each asset's code version, from what its definition depends on: its modules, its tables, its settings, the stack.
+"""Each asset's code version, from what its definition depends on: its code, its tables, its settings, the stack.
 
 Dagster records an asset's code version with each materialisation (``dagster/code_version``); Dagster, and a run
 planned by ``run_plan.changed_partitions``, call an asset stale when its version differs from the recorded one.
-An asset's version hashes
+An asset's version hashes, path and bytes,
 
-- the package modules its definition's module imports, transitively (every kind of import: a function-level one
-  runs too; ``common/import_graph.py``), path and bytes;
+- the module that defines its function (its constants, its decorator's arguments);
+- the package modules its definition refers to (the names its function's code, decorators and annotations load,
+  resolved through that module's top-level statements: ``common/definition_uses.py``), and every package module
+  those import, transitively (every kind of import: a function-level one runs too; ``common/import_graph.py``);
+
+and
+
 - the SQL contracts (``sql/tables/<area>/<table>.sql``) of its own tables and of every table those modules name;
 - the settings it reads, declared beside it (``SETTINGS_READ`` in its module: ``section`` or ``section.field``
   paths; a test runs the demo and fails when an asset reads a path it did not declare), ``data_dir`` excepted;
 - the versions of the runtime requirements and model wheels (the stack).
 
-So an edit to a page module re-runs the assets that import it and what depends on them, and a changed
-``evaluation.resamples`` the assets that read it. Settings versioned elsewhere are hashed here by their names only
-(``BY_PARTITION``): a retriever's entry is the data version of its ``retrieval_input_files`` partition (and of the
-observed inputs of the systems and of the multi-passage encoder that use it).
+So an edit to a page module re-runs the assets whose functions use it and what depends on them (not every asset of
+the module that imports it), and a changed ``evaluation.resamples`` the assets that read it. Settings versioned
+elsewhere are hashed here by their names only (``BY_PARTITION``): a retriever's entry is the data version of its
+``retrieval_input_files`` partition (and of the observed inputs of the systems and of the multi-passage encoder that
+use it).
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
+from mama_pipeline.common.definition_uses import used_modules
 from mama_pipeline.common.import_graph import graph, modules, reached
 from mama_pipeline.common.sql_contracts import contract_files
 
@@ -67,15 +75,16 @@ def table_contracts() -> dict[str, bytes]:
 
 
 @lru_cache(maxsize=1)
-def _package() -> tuple[dict[str, bytes], dict[str, set[str]]]:
-    """Every module's bytes, and the import graph."""
-    return {m: p.read_bytes() for m, p in modules().items()}, graph()
+def _package() -> tuple[dict[str, Path], dict[str, bytes], dict[str, set[str]]]:
+    """Every module's file and bytes, and the import graph."""
+    files = modules()
+    return files, {m: p.read_bytes() for m, p in files.items()}, graph()
 
 
 @cache
 def _named_tables(module: str) -> frozenset[str]:
     """The tables whose names a module spells as a quoted string."""
-    text = _package()[0][module].decode()
+    text = _package()[1][module].decode()
     return frozenset(re.findall(r"[\"']([a-z0-9_]+)[\"']", text)) & frozenset(table_contracts())
 
 
@@ -98,22 +107,31 @@ def settings_values(dump: Mapping[str, Any], paths: Iterable[str]) -> dict[str, 
 
 
 @cache
-def _reached_digest(module: str) -> tuple[str, tuple[str, ...]]:
-    """SHA-256 over the modules ``module`` reaches (name and bytes, sorted), and those modules."""
-    files, edges = _package()
-    reach = tuple(sorted(reached(module, edges)))
+def definition_reach(module: str, qualname: str) -> tuple[str, ...]:
+    """The modules an asset whose function is ``qualname`` (its ``__qualname__``) of ``module`` is versioned by,
+    sorted: ``module`` itself, and every package module its definition refers to
+    (``definition_uses.used_modules``) with all those import, transitively."""
+    paths, _, edges = _package()
+    used = used_modules(paths, module, qualname)
+    return tuple(sorted({module}.union(*(reached(m, edges) for m in used))))
+
+
+@cache
+def _reach_digest(reach: tuple[str, ...]) -> str:
+    """SHA-256 over the modules ``reach`` (name and bytes)."""
+    files = _package()[1]
     h = hashlib.sha256()
     for name in reach:
         h.update(name.encode() + b"\0" + files[name] + b"\0")
-    return h.hexdigest(), reach
+    return h.hexdigest()
 
 
-def asset_code_version(module: str, asset_names: Iterable[str], settings: Mapping[str, Any]) -> str:
-    """The code version of the assets ``asset_names`` defined in ``module`` that read ``settings`` (path ->
-    value, ``settings_values``): modules reached, their tables' and the assets' own SQL contracts, settings,
-    stack."""
-    digest, reach = _reached_digest(module)
-    h = hashlib.sha256(digest.encode())
+def asset_code_version(module: str, qualname: str, asset_names: Iterable[str], settings: Mapping[str, Any]) -> str:
+    """The code version of the assets ``asset_names`` whose function is ``qualname`` of ``module`` and which read
+    ``settings`` (path -> value, ``settings_values``): modules reached (``definition_reach``), their tables' and the
+    assets' own SQL contracts, settings, stack."""
+    reach = definition_reach(module, qualname)
+    h = hashlib.sha256(_reach_digest(reach).encode())
     contracts = table_contracts()
     tables = set(asset_names).union(*(_named_tables(m) for m in reach)) & set(contracts)
     for table in sorted(tables):
@@ -133,9 +151,9 @@ def declared_settings(module: Any, name: str) -> tuple[str, ...]:
 
 
 def versioned(defs: Any, settings_dump: Mapping[str, Any]) -> Any:
-    """``defs`` (a ``dg.Definitions``) with each asset's code version: its module (the module of its function),
-    what that reaches, its tables and the settings its definition's assets declare (``settings_dump``: the
-    settings' ``model_dump``)."""
+    """``defs`` (a ``dg.Definitions``) with each asset's code version: its function's module, what its definition
+    reaches, its tables and the settings its definition's assets declare (``settings_dump``: the settings'
+    ``model_dump``)."""
     import sys
 
     import dagster as dg
@@ -144,10 +162,13 @@ def versioned(defs: Any, settings_dump: Mapping[str, Any]) -> Any:
     for assets_def in defs.assets or []:
         if not isinstance(assets_def, dg.AssetsDefinition) or not assets_def.is_executable:
             continue
-        module = sys.modules[assets_def.op.compute_fn.decorated_fn.__module__]
+        function = assets_def.op.compute_fn.decorated_fn
+        module = sys.modules[function.__module__]
         names = [k.to_user_string() for k in assets_def.keys]
         paths = sorted({p for n in names for p in declared_settings(module, n)})
-        version = asset_code_version(module.__name__, names, settings_values(settings_dump, paths))
+        version = asset_code_version(
+            module.__name__, function.__qualname__, names, settings_values(settings_dump, paths)
+        )
         versions.update(dict.fromkeys(assets_def.keys, version))
     return defs.permissive_map_resolved_asset_specs(
         func=lambda spec: spec.replace_attributes(code_version=versions.get(spec.key, spec.code_version)),

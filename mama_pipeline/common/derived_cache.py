@@ -1,5 +1,6 @@
-"""Values derived from the package's own files (its import graph, its tables' polars schemas), kept on disk between
-processes under a digest of every byte they derive from and of the Python and library versions that derive them.
+"""Values derived from the package's own files (its import graph, the names its modules' top-level statements bind
+and use, its tables' polars schemas), kept on disk between processes under a digest of every byte they derive from
+and of the Python and library versions that derive them.
 
 Each process that loads the definitions needs them; deriving them again costs seconds. Any edit to a source gives
 another digest, so a kept value is never stale. A value that cannot be read or written is derived again: the file

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+from collections.abc import Set
 from pathlib import Path
 
 from mama_pipeline.common.derived_cache import kept
@@ -61,11 +62,12 @@ def face_table(init: Path) -> dict[str, str]:
     return {}
 
 
-def imports(path: Path, known: set[str], module: str, through_faces: bool = True) -> list[tuple[str, int, bool]]:
-    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file; a
-    name imported from a face is an import of the module that defines it (``face_table``), or of the face itself
-    when ``through_faces`` is false."""
-    out: list[tuple[str, int, bool]] = []
+def imported(
+    node: ast.Import | ast.ImportFrom, path: Path, known: Set[str], module: str, through_faces: bool = True
+) -> list[tuple[str, str]]:
+    """(name the statement binds, package module) for each ``mama_pipeline`` module one import statement of
+    ``module`` (the file ``path``) imports; a name imported from a face is an import of the module that defines it
+    (``face_table``), or of the face itself when ``through_faces`` is false."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     root = path.parents[module.count(".") + (path.name == "__init__.py")]  # the folder holding the package
 
@@ -75,25 +77,34 @@ def imports(path: Path, known: set[str], module: str, through_faces: bool = True
         face = face_table(root.joinpath(*base.split("."), "__init__.py")) if through_faces and base in known else {}
         return face.get(name, base)
 
-    def targets(node: ast.AST) -> list[str]:
-        if isinstance(node, ast.Import):
-            return [a.name for a in node.names]
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            return [resolved(base, a.name) for a in node.names]
-        return []
+    if isinstance(node, ast.Import):
+        pairs = [(a.asname or a.name.partition(".")[0], a.name) for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(anchor + ([base] if base else []))
+        pairs = [(a.asname or a.name, resolved(base, a.name)) for a in node.names]
+    out = []
+    for bound, name in pairs:
+        if name == "mama_pipeline" or name.startswith("mama_pipeline."):
+            while name not in known and "." in name:
+                name = name.rpartition(".")[0]
+            out.append((bound, name))
+    return out
+
+
+def imports(path: Path, known: set[str], module: str, through_faces: bool = True) -> list[tuple[str, int, bool]]:
+    """(imported package module, line, runs at load) for every import of a ``mama_pipeline`` module in a file
+    (``imported``)."""
+    out: list[tuple[str, int, bool]] = []
 
     def visit(node: ast.AST, at_load: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
-                for name in targets(child):
-                    if name == "mama_pipeline" or name.startswith("mama_pipeline."):
-                        while name not in known and "." in name:
-                            name = name.rpartition(".")[0]
-                        out.append((name, child.lineno, at_load))
+                out.extend(
+                    (name, child.lineno, at_load) for _, name in imported(child, path, known, module, through_faces)
+                )
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(child, False)
             elif isinstance(child, ast.If) and _is_type_checking(child):

@@ -1,6 +1,6 @@
-"""Values derived from the package's files, kept on disk (``common/derived_cache.py``): the kept import graph and
-table schemas equal freshly derived ones, any change to a source derives again, and a broken or unwritable cache
-only costs the derivation."""
+"""Values derived from the package's files, kept on disk (``common/derived_cache.py``): the kept import graph,
+definition uses and table schemas equal freshly derived ones, any change to a source derives again, and a broken or
+unwritable cache only costs the derivation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mama_pipeline.common import import_graph
+from mama_pipeline.common import definition_uses, import_graph
 from mama_pipeline.common.derived_cache import cache_dir, kept
 from mama_pipeline.common.project_files import PACKAGE_DIR
 from mama_pipeline.common.sql_contracts import contract_files
@@ -87,3 +87,21 @@ def test_kept_table_schemas_are_the_derived_ones(cache):
             assert [(n, repr(d)) for n, d in kept_schemas[table]] == [(n, repr(d)) for n, d in columns], table
     assert len(list((cache / "table_schemas").iterdir())) == 1
     schemas._every_schema.cache_clear()
+
+
+def test_kept_definition_uses_are_the_derived_ones_and_a_face_edit_derives_them_again(cache, tmp_path):
+    module = "mama_pipeline.evaluation.assets"
+    mods = import_graph.modules()
+    fresh = definition_uses._derived(mods[module], module, frozenset(mods))
+    assert "mama_pipeline.evaluation._retrieval_page" in fresh["write_report"][0]
+    for _ in range(2):  # written, then read back
+        definition_uses._bindings.cache_clear()
+        assert definition_uses.bindings(mods, module) == fresh
+    assert len(list((cache / "definition_uses").iterdir())) == 1
+    package = tmp_path / "copy" / "mama_pipeline"
+    shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__", "_shipped"))
+    face = package / "circularity" / "__init__.py"  # the face evaluation/assets.py imports circularity_flags from
+    face.write_text(face.read_text() + "\n# edited\n")
+    assert definition_uses.bindings(import_graph.modules(package), module) == fresh
+    assert len(list((cache / "definition_uses").iterdir())) == 2
+    definition_uses._bindings.cache_clear()

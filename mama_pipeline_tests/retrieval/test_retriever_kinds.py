@@ -3,7 +3,7 @@ import graph that hashes their modules into the rankings' code version."""
 
 from __future__ import annotations
 
-from mama_pipeline.common.import_graph import graph, reached
+from mama_pipeline.common.code_version import definition_reach
 from mama_pipeline.retrieval._retriever_kinds import kinds
 from mama_pipeline.retrieval.settings import kinds_that
 
@@ -21,5 +21,5 @@ def test_every_kind_module_is_found_with_the_capabilities_the_areas_relied_on():
 
 
 def test_the_rankings_code_version_reaches_every_kind_module():
-    reach = reached("mama_pipeline.retrieval.assets", graph())
+    reach = set(definition_reach("mama_pipeline.retrieval.assets", "rankings"))
     assert {f"mama_pipeline.retrieval._kinds.{k}_kind" for k in PACKAGE_KINDS} <= reach
