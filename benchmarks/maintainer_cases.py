@@ -232,14 +232,13 @@ def run_case(case: Case, work: Path, out: Path, port: int, delay: float, judged_
             code = pm.materialize("*", env, log, monitors, cwd=cwd)
             wall = time.perf_counter() - t
             phase(f"re-run, mama-pipeline materialize --select '*' (exit {code})", t)
+            home = work / "dagster_home"
+            steps, assets = pm.step_figures(home, monitors, since), materialised(home, since)
             t = time.perf_counter()
             again = case_dir / "settled.log"
             pm.materialize("*", env, again, [], cwd=cwd)
             settled = NOTHING in again.read_text()
             phase(f"settled check ({'nothing to run' if settled else 'it ran again: see ' + str(again)})", t)
-        home = work / "dagster_home"
-        steps = pm.step_figures(home, monitors, since)
-        assets = materialised(home, since)
         outcome = Outcome(case, code, wall, steps, assets, planning_summary(log), plan, settled, phases)
         if case.label == "d":
             outcome.missing = sorted((judged_after | {JUDGING}) - assets)
