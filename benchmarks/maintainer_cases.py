@@ -301,6 +301,7 @@ def server_port(work: Path) -> int:
     cfg = yaml.safe_load((work / "config.yaml").read_text())
     port = urlparse(cfg["llm"]["judge"]["base_urls"][0]).port
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: closed connections don't count
         try:
             s.bind(("127.0.0.1", port))
         except OSError as exc:
