@@ -190,12 +190,12 @@ class PassageEcho:
 
 
 @contextlib.contextmanager
-def serving(script: str, *extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """A benchmark's test LLM server, ``script --serve PORT *extra`` on a free port, until it answers; yields its
-    URL and process (this file's: the passage echo)."""
+def serving(script: str, *extra: str, port: int | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A benchmark's test LLM server, ``script --serve PORT *extra`` on ``port`` (default: a free one), until it
+    answers; yields its URL and process (this file's: the passage echo)."""
     from mama_pipeline_tests.support.processes import free_port
 
-    port = free_port()
+    port = port or free_port()
     cmd = [sys.executable, script, "--serve", str(port), *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"

@@ -329,10 +329,14 @@ def table_counts(db: Path) -> dict[str, int]:
     return out
 
 
-def materialize(select: str, env: dict[str, str], log: Path, monitors: list[TreeMonitor], *extra: str) -> int:
+def materialize(
+    select: str, env: dict[str, str], log: Path, monitors: list[TreeMonitor], *extra: str, cwd: Path = REPO
+) -> int:
+    """``mama-pipeline materialize --select select *extra`` run from ``cwd`` (the checkout whose package it runs),
+    its output appended to ``log`` and its process tree polled; returns its exit status."""
     with log.open("a") as fh:
         proc = subprocess.Popen(
-            [CLI, "materialize", "--select", select, *extra], env=env, cwd=REPO, stdout=fh, stderr=fh
+            [CLI, "materialize", "--select", select, *extra], env=env, cwd=cwd, stdout=fh, stderr=fh
         )
         monitor = TreeMonitor(proc.pid)
         code = proc.wait()
