@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (if needed) and run the test suite, or the tests named in the arguments (a folder, a file, -k ...).
-# The tests run on every core (pytest-xdist, -n auto; -n 0 after them runs them in this process). --dist loadgroup
+# The tests run in one worker more than the cores (pytest-xdist: a test waiting on a server or a subprocess leaves
+# its core to another; -n 0 after them runs them in this process). --dist loadgroup
 # keeps the tests marked with one xdist_group on one worker: those share a build made once per run (conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +30,4 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # the tests choose their own configuration and data folders: a developer's exported ones must not leak in
 unset MAMA_CONFIG MAMA_DATA_DIR
-exec .venv/bin/pytest -q -n auto --dist loadgroup "$@"
+exec .venv/bin/pytest -q -n "$(( $(nproc) + 1 ))" --dist loadgroup "$@"

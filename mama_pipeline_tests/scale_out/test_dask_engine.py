@@ -201,10 +201,10 @@ def judge_starts(home: Path) -> list[tuple[str, int, float]]:
 
 @pytest.mark.slow
 def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_nothing(tmp_path):
-    with running_server(delay=1.0) as server:
+    with running_server(delay=0.4) as server:
         config = demo_config(tmp_path / "sample", server.url)
         raw = yaml.safe_load(config.read_text())
-        raw["llm"]["judge"]["concurrency"] = 1  # one answer a second per shard: judging lasts long enough to kill
+        raw["llm"]["judge"]["concurrency"] = 1  # one answer at a time per shard: judging lasts long enough to kill
         raw["retrieval"]["pool_depth"] = 5  # more pairs per shard than the demo's top 1
         config.write_text(with_embedded(yaml.safe_dump(raw)))
         env = env_for(tmp_path, config, "dask")
