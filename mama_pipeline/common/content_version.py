@@ -1,7 +1,7 @@
 """Each asset materialisation's data version, from the content its step wrote.
 
 The store (a table or partition replaced, ``Store.write_table``, ``Store.replace_from_query``) and ``file_ops``
-(``atomic_file``, ``atomic_folder``) call :func:`record` with a digest of what they wrote. Inside an asset's step
+(``atomic_file``, ``atomic_folder``) call :func:`record_written` with what they wrote and how to digest it. Inside an asset's step
 (Dagster's current execution context, or the step the IO manager passes) the step's data version becomes SHA-256
 over every (name, digest) it recorded, in order, and is set on each asset of the step: Dagster records it with the
 materialisation instead of its logical version (code version and inputs' versions), so an asset re-run with the
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 _lock = threading.Lock()
 _step: dict[str, Any] = {"id": None, "written": []}  # the step being recorded and its (name, digest) in order
 
 
-def asset_step(step_context: Any = None) -> Any:
+def _asset_step(step_context: Any = None) -> Any:
     """``step_context``, or else the step execution context of the asset computing in this thread; None outside
     one (a check's step, a command-line tool)."""
     import dagster as dg
@@ -33,9 +33,9 @@ def asset_step(step_context: Any = None) -> Any:
     return ctx.get_step_execution_context() if isinstance(ctx, dg.AssetExecutionContext) else None
 
 
-def record(step_context: Any, name: str, digest: str) -> None:
+def _record(step_context: Any, name: str, digest: str) -> None:
     """Add what a step wrote (``name``: a table, partition or file name; ``digest``: its content's) to the data
-    version of each asset of the step (``asset_step``)."""
+    version of each asset of the step."""
     import dagster as dg
 
     with _lock:
@@ -51,23 +51,10 @@ def record(step_context: Any, name: str, digest: str) -> None:
         step_context.set_data_version(key, version)
 
 
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def path_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes; of a folder, over each file's relative path and bytes (not times)."""
-    if path.is_file():
-        return _file_sha256(path)
-    h = hashlib.sha256()
-    for p in sorted(q for q in path.rglob("*") if q.is_file()):
-        h.update(f"{p.relative_to(path).as_posix()}\0{_file_sha256(p)}\n".encode())
-    return h.hexdigest()
-
-
-def record_path(path: Path) -> None:
-    """Record a file or folder just written in the current asset's step (by its name and content)."""
-    step = asset_step()
+def record_written(name: str, digest: Callable[[], str], step_context: Any = None) -> None:
+    """Record what was just written (``name``: a table, partition or file name; ``digest()``: its content's,
+    computed only inside an asset's step) in the data version of the asset whose step wrote it: ``step_context``,
+    or else the asset computing in this thread; outside one (a check's step, a command-line tool), nothing."""
+    step = _asset_step(step_context)
     if step is not None:
-        record(step, f"file:{path.name}", path_digest(path))
+        _record(step, name, digest())

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from mama_pipeline.common.content_version import record_path
+from mama_pipeline.common.content_version import record_written
 
 
 def sha256_file(path: Path) -> str:
@@ -20,6 +20,20 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def path_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes; of a folder, over each file's relative path and bytes (not times)."""
+    if path.is_file():
+        return sha256_file(path)
+    h = hashlib.sha256()
+    for p in sorted(q for q in path.rglob("*") if q.is_file()):
+        h.update(f"{p.relative_to(path).as_posix()}\0{sha256_file(p)}\n".encode())
+    return h.hexdigest()
+
+
+def _record_path(path: Path) -> None:
+    record_written(f"file:{path.name}", lambda: path_digest(path))
 
 
 @contextlib.contextmanager
@@ -40,7 +54,7 @@ def atomic_folder(out_dir: Path) -> Iterator[Path]:
         if out_dir.exists():
             out_dir.rename(old)
         tmp.rename(out_dir)
-        record_path(out_dir)
+        _record_path(out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
@@ -61,4 +75,4 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    record_path(path)
+    _record_path(path)

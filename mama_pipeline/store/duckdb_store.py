@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from mama_pipeline.common.content_version import asset_step, record
+from mama_pipeline.common.content_version import record_written
 from mama_pipeline.common.sql_contracts import contract_files
 
 PARTITION_COLUMN = "_partition"
@@ -196,7 +196,7 @@ class Store:
         step_context: object = None,
     ) -> int:
         """Replace a table, or one partition of it, atomically; return the rows written. Its content digest goes
-        into the data version of the asset whose step writes it (``content_version.record``; ``step_context``:
+        into the data version of the asset whose step writes it (``content_version.record_written``; ``step_context``:
         that step, when not the asset computing in this thread, e.g. in the IO manager).
 
         ``df`` may be slices (at least one, of one schema): each is inserted by its own statement, in order, in the
@@ -225,8 +225,7 @@ class Store:
                     _from_arrow(con, f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM _incoming', part.to_arrow())
                     into = True
             check_key(con, table, key)
-            if (step := asset_step(step_context)) is not None:
-                record(step, _written_name(table, partition), content_digest(con, table, partition))
+            record_written(_written_name(table, partition), lambda: content_digest(con, table, partition), step_context)
         return rows
 
     def read_table(
@@ -273,8 +272,7 @@ class Store:
                 con.execute(ddl.read_text())
                 rows = con.execute(f'INSERT INTO "{table}" BY NAME {select_sql}', params or []).fetchone()[0]
                 check_key(con, table, declared_key(table))
-            if (step := asset_step()) is not None:
-                record(step, _written_name(table, None), content_digest(con, table))
+            record_written(_written_name(table, None), lambda: content_digest(con, table))
             return rows
 
 

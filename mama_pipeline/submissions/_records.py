@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from mama_pipeline.common.content_version import asset_step, record
+from mama_pipeline.common.content_version import record_written
 from mama_pipeline.store import Store
 from mama_pipeline.store.duckdb_store import content_digest, table_ddl
 from mama_pipeline.store.table_schema import table_schema
@@ -72,6 +72,7 @@ def write_scores(store: Store, submission_id: str, per_query: pl.DataFrame, trac
             con.register("_incoming", frame.select([pl.col(c).cast(t) for c, t in schema.items()]).to_arrow())
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
             con.unregister("_incoming")
-            if (step := asset_step()) is not None:
-                digest = content_digest(con, table, where={"submission_id": submission_id})
-                record(step, f"table:{table}[{submission_id}]", digest)
+            record_written(
+                f"table:{table}[{submission_id}]",
+                lambda table=table: content_digest(con, table, where={"submission_id": submission_id}),
+            )
