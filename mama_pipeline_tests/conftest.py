@@ -1,8 +1,8 @@
 """Shared fixtures: a fake OpenAI-compatible server, a store, a client factory and one demo run per test run.
 
 Under pytest-xdist (scripts/test.sh: one worker more than the cores, --dist loadgroup) every worker process has its
-own session, so a session fixture is built once per worker that asks for it. The tests of a build made once per run (``SHARED``) are
-kept on one worker: every test that uses it is put in its xdist group here.
+own session, so a session fixture is built once per worker that asks for it. The tests of a build made once per
+run (``SHARED``) are kept on one worker: every test that uses it is put in its xdist group here.
 """
 
 from __future__ import annotations
