@@ -20,7 +20,10 @@ So an edit to a page module re-runs the assets whose functions use it and what d
 the module that imports it), and a changed ``evaluation.resamples`` the assets that read it. Settings versioned
 elsewhere are hashed here by their names only (``BY_PARTITION``): a retriever's entry is the data version of its
 ``retrieval_input_files`` partition (and of the observed inputs of the systems and of the multi-passage encoder that
-use it).
+use it). A declared path suffixed ``@observed`` (``retrieval.retrievers@observed``) is one the asset reads only in the
+part that an observed input it depends on versions (``OBSERVED_BY``: its own retriever's entry and ranking depth),
+so it is not hashed here at all: a retriever added leaves the other retrievers' ``rankings`` current. The
+declared-settings test reads it as the bare path (``read_path``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ SETTINGS_READ = "SETTINGS_READ"  # the name of an asset module's declaration: as
 BY_PARTITION = {
     "retrieval.retrievers": ("retrieval_input_files", "system_retriever_files", "multipassage_encoder_files"),
 }
+OBSERVED = "@observed"  # a declared path's suffix: what the asset reads of it is versioned by an OBSERVED_BY input
+OBSERVED_BY = BY_PARTITION["retrieval.retrievers"]
 
 
 def _installed(name: str) -> str:
@@ -93,10 +98,18 @@ def settings_paths(declared: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(set(declared.split() if isinstance(declared, str) else declared)))
 
 
+def read_path(declared: str) -> str:
+    """The settings path a declared path names (``retrieval.pool_depth@observed``: ``retrieval.pool_depth``)."""
+    return declared.removesuffix(OBSERVED)
+
+
 def settings_values(dump: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:
-    """Path -> the value it names in the settings' ``model_dump`` (``BY_PARTITION`` paths: the entries' names)."""
+    """Path -> the value it names in the settings' ``model_dump`` (``BY_PARTITION`` paths: the entries' names;
+    ``OBSERVED`` paths: left out, versioned by an observed input)."""
     out = {}
     for path in paths:
+        if path.endswith(OBSERVED):
+            continue
         value: Any = dump
         for part in path.split("."):
             value = value[part]

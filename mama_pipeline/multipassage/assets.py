@@ -46,10 +46,12 @@ GROUP = "multipassage"
 _BOARD = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation.seed evaluation.cutoffs evaluation.lenient evaluation.max_grade evaluation.strict llm.judge multipassage.alpha multipassage.cutoffs multipassage.headline_measure multipassage.significance_measures retrieval.retrievers"
 _WRITER = "llm.embedded_server llm.judge llm.query_writer multipassage.max_words multipassage.verifier_stage multipassage.writer_stage"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
-    "multipassage_candidates": "corpus.min_body_words corpus.tiers multipassage.dense_retriever multipassage.min_similarity multipassage.neighbours multipassage.pool_retrievers multipassage.section_level multipassage.seed multipassage.set_sizes multipassage.sets_per_source retrieval.retrievers",
+    # the encoder's entry (its multipassage_encoder_files version); the other entries' names and kinds only checked
+    "multipassage_candidates": "corpus.min_body_words corpus.tiers multipassage.dense_retriever multipassage.min_similarity multipassage.neighbours multipassage.pool_retrievers multipassage.section_level multipassage.seed multipassage.set_sizes multipassage.sets_per_source retrieval.retrievers@observed",
     "multipassage_questions": _WRITER,
     "multipassage_decisions": _WRITER,
-    "multipassage_rankings": "evaluation.cutoffs multipassage.cutoffs multipassage.pool_depth retrieval.retrievers",
+    # its own retriever's entry: its partition of retrieval_input_files
+    "multipassage_rankings": "evaluation.cutoffs multipassage.cutoffs multipassage.pool_depth retrieval.retrievers@observed",
     "multipassage_pool": "multipassage.pool_depth multipassage.pool_retrievers retrieval.pool_retrievers retrieval.retrievers",
     "multipassage_labels": "judging.batch_pairs llm.embedded_server llm.judge",
     "multipassage_fact_labels": "llm.embedded_server llm.judge",

@@ -33,7 +33,9 @@ from mama_pipeline.retrieval._stored_rankings import StoredRankings
 
 GROUP = "retrieval"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
-    "rankings": "retrieval.audit retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers",
+    # its own retriever's entry and depth (the pools' settings set it): its partition of retrieval_input_files
+    "rankings": "retrieval.audit@observed retrieval.pool_depth@observed retrieval.pool_retrievers@observed "
+    "retrieval.retrievers@observed",
     "pooled_pairs": "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers",
     "audit_pool": "retrieval.audit retrieval.include_seed_chunk retrieval.retrievers",
 }

@@ -39,7 +39,8 @@ from mama_pipeline.systems._systems_scoreboard import scoreboard
 GROUP = "systems"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
     "systems_items": "systems.items_per_track systems.max_rubric_criteria systems.sample_seed",
-    "system_answers": "llm.embedded_server retrieval.retrievers systems.entries",
+    # its own retriever's entry: system_retriever_files
+    "system_answers": "llm.embedded_server retrieval.retrievers@observed systems.entries",
     "system_grades": "llm.answer_grader llm.embedded_server llm.rubric_judge systems.answer_failures systems.entries",
     "system_scoreboard": "circularity.families llm.answer_grader llm.judge llm.query_writer llm.rubric_judge retrieval.retrievers systems.answer_failures systems.confidence systems.entries systems.resamples systems.seed",
     "system_comparisons": "llm.answer_grader llm.rubric_judge systems.confidence systems.entries systems.resamples systems.seed",

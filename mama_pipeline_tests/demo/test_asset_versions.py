@@ -24,7 +24,14 @@ import dagster as dg
 import pytest
 import yaml
 
-from mama_pipeline.common.code_version import BY_PARTITION, RUNS_WITH_ANY_CHANGE, declared_settings
+from mama_pipeline.common.code_version import (
+    BY_PARTITION,
+    OBSERVED,
+    OBSERVED_BY,
+    RUNS_WITH_ANY_CHANGE,
+    declared_settings,
+    read_path,
+)
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
 from mama_pipeline_tests.support.demo_store import CLI, REPO, DemoStore
@@ -58,7 +65,7 @@ def undeclared(reads: dict[str, set[str]], declared: dict[str, set[str]]) -> dic
     """Asset -> the paths it read that its declaration does not cover."""
     out = {}
     for asset, paths in reads.items():
-        mine = declared.get(asset, set())
+        mine = {read_path(p) for p in declared.get(asset, set())}
         missing = {p for p in paths if not covered(p, mine)}
         if missing:
             out[asset] = missing
@@ -128,9 +135,25 @@ def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_inp
         and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
     ]
     assert blind == []
-    assert {"rankings", "pooled_pairs", "system_answers", "mamaretrieval_release"} <= {
+    assert {"pooled_pairs", "mamaretrieval_release"} <= {
         a for a, p in declared.items() if p & {"retrieval", "retrieval.retrievers"}
     }
+
+
+def test_an_asset_with_a_setting_versioned_by_its_observed_input_depends_on_that_input():
+    """A path declared ``@observed`` is in no code version: the asset must read an observed input that versions
+    what it reads of it (``OBSERVED_BY``; a partitioned one partitioned as the asset is, one version per partition;
+    an unpartitioned one versions every partition's part at once), or a change to it would not make it stale."""
+    from mama_pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    observed = {a for a, paths in declarations(defs).items() if any(p.endswith(OBSERVED) for p in paths)}
+    assert {"rankings", "multipassage_rankings", "multipassage_candidates", "system_answers"} <= observed
+    for asset in observed:
+        node = graph.get(dg.AssetKey(asset))
+        inputs = [graph.get(k) for k in node.parent_keys if k.to_user_string() in OBSERVED_BY]
+        assert inputs, f"{asset} declares an @observed path but reads none of {OBSERVED_BY}"
+        assert all(i.partitions_def in (None, node.partitions_def) for i in inputs), asset
 
 
 @pytest.fixture
