@@ -5,9 +5,9 @@ import polars as pl
 
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.shared_inputs import QUERIES
+from mama_pipeline.evaluation._evaluation_tables import CHUNKS_TABLE, PER_QUERY, judged_chunk_texts
 from mama_pipeline.evaluation._segments import mamaretrieval_segments, segment_measures
 from mama_pipeline.evaluation._stored_qrels import JUDGMENTS, StoredQrels
-from mama_pipeline.evaluation.assets import CHUNKS_TABLE, PER_QUERY, judged_chunk_texts
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)

@@ -27,6 +27,7 @@ from mama_pipeline.evaluation._beir_evaluation import (
 )
 from mama_pipeline.evaluation._clinician_note import AGREEMENT_TABLE as CLINICIAN_AGREEMENT
 from mama_pipeline.evaluation._clinician_note import clinician_notes
+from mama_pipeline.evaluation._evaluation_tables import CHUNKS_TABLE, PER_QUERY, judged_chunk_texts
 from mama_pipeline.evaluation._held_out_gaps import retrieval_gaps
 from mama_pipeline.evaluation._judged_coverage import incomplete_pool_flags
 from mama_pipeline.evaluation._judged_scoreboard import scoring_plan
@@ -70,8 +71,6 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
 }
 INPUT_FILES = "evaluation_input_files"
 RETRIEVAL_INPUT_FILES = "retrieval_input_files"  # the retrieval group's source: the retrievers' models and runs
-CHUNKS_TABLE = "corpus_chunks"
-PER_QUERY = "per_query_results"
 REPORT_DIR = ("reports", "evaluation")
 PER_QUERY_DIR = ("results", "per_query")
 JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  # shown when materialised
@@ -79,17 +78,6 @@ JUDGING_AUDITS = ("judge_reliability", "judge_confusion", "pool_completeness")  
 
 BEIR_SCOREBOARD_SCHEMA = table_schema("beir_scoreboard")
 AUDIT_SCHEMA = table_schema("beir_audits")
-
-
-def judged_chunk_texts(store, at: int, query_ids: list[str] | None = None) -> pl.DataFrame:
-    """(chunk_id, text) of the chunks a judgment labels ``at`` or more (of ``query_ids`` only, when given), in
-    corpus order: the relevant chunks' texts."""
-    of_queries = " AND query_id IN (SELECT unnest(?))" if query_ids is not None else ""
-    return store.query(
-        f'SELECT chunk_id, text FROM "{CHUNKS_TABLE}" '
-        f'WHERE chunk_id IN (SELECT chunk_id FROM "{JUDGMENTS}" WHERE score >= ?{of_queries}) ORDER BY rowid',
-        [at] if query_ids is None else [at, list(query_ids)],
-    )
 
 
 def run_files(settings) -> pl.DataFrame | None:

@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.evaluation._evaluation_tables import PER_QUERY
 from mama_pipeline.evaluation._held_out_gaps import gap_metadata, retrieval_gaps
-from mama_pipeline.evaluation.assets import PER_QUERY
 from mama_pipeline.resources import SettingsResource, StoreResource
 
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)

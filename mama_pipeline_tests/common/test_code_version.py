@@ -55,6 +55,18 @@ def test_the_evaluation_report_reaches_its_page_and_the_scoreboard_of_the_same_m
     assert PAGE not in cv.definition_reach(EVALUATION, "scoreboard")
 
 
+def test_the_segment_and_held_out_scoreboards_reach_neither_the_page_nor_the_assets_module():
+    # they share table names and a store read with the evaluation assets (evaluation/_evaluation_tables.py), not
+    # the assets' module, which imports the page
+    for module, qualname in (
+        ("mama_pipeline.evaluation._segment_assets", "segment_scoreboard"),  # and segment_significance, one function
+        ("mama_pipeline.evaluation.held_out_assets", "held_out_scoreboard"),
+    ):
+        reach = cv.definition_reach(module, qualname)
+        assert "mama_pipeline.evaluation._evaluation_tables" in reach
+        assert PAGE not in reach and EVALUATION not in reach, qualname
+
+
 def test_a_page_edit_moves_the_assets_whose_function_uses_it_only(edited):
     before = versions()
     assert versions() == before
