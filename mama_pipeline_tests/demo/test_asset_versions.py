@@ -28,7 +28,6 @@ from mama_pipeline.common.code_version import (
     BY_PARTITION,
     OBSERVED,
     OBSERVED_BY,
-    RUNS_WITH_ANY_CHANGE,
     declared_settings,
     read_path,
 )
@@ -116,22 +115,16 @@ def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
 def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_input():
     """``retrieval.retrievers`` is hashed by its names (``BY_PARTITION``): an asset declaring it must have an
     observed input that versions the entries among its upstream assets, or a changed entry would not make it
-    stale. An asset that runs with any change (``RUNS_WITH_ANY_CHANGE``: the plan) needs none."""
+    stale."""
     from mama_pipeline.definitions import defs
 
     graph = defs.resolve_asset_graph()
     declared = declarations(defs)
     sources = {dg.AssetKey(k) for k in BY_PARTITION["retrieval.retrievers"]}
-    with_any_change = {
-        k.to_user_string()
-        for k in graph.get_all_asset_keys()
-        if RUNS_WITH_ANY_CHANGE.items() <= graph.get(k).tags.items()
-    }
     blind = [
         asset
         for asset, paths in declared.items()
         if paths & {"retrieval", "retrieval.retrievers"}
-        and asset not in with_any_change
         and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
     ]
     assert blind == []
@@ -295,7 +288,7 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
             "mamabench_release",  # its clinician part reads the judgments
             "release_publication",
             "reports_index",
-            "llm_plan",  # reads the whole store: runs with any change
+            "llm_plan",  # reads the pools, the judgments and the robustness rankings
         }
     }
     planned, stale = plan_with(demo, tmp_path, monkeypatch, splade_shorter)
@@ -326,7 +319,7 @@ def test_a_leaderboard_setting_reruns_the_boards_releases_and_index_only(demo, t
         raw["leaderboard"] = {"resamples": 200}
 
     planned, stale = plan_with(demo, tmp_path, monkeypatch, fewer_resamples)
-    assert planned == {(a, None) for a in LAST | {"llm_plan"}}  # llm_plan reads the whole store: runs with any change
+    assert planned == {(a, None) for a in LAST}  # not llm_plan: none of the LLM stages' inputs runs
     assert stale == {("mamaretrieval_leaderboard", None), ("mamabench_leaderboard", None)}  # new code versions
 
 

@@ -481,3 +481,20 @@ def test_a_prompt_token_bound_whose_input_is_missing_says_why(tmp_path):
         None,
         "not computed: the requests are not bounded",
     )
+
+
+def test_the_plan_asset_depends_on_every_table_its_planners_read():
+    """``llm_plan`` runs when what it reads of the store may have changed, and only then: every table the planners
+    name (an LLM stage's input, or an LLM-calling asset, whose answers fill the cache) is one of its inputs."""
+    import re
+
+    from mama_pipeline.common.sql_contracts import contract_files
+    from mama_pipeline.definitions import defs
+    from mama_pipeline.plan import _planners
+
+    named = set(re.findall(r"[\"']([a-z0-9_]+)[\"']", Path(_planners.__file__).read_text())) & set(contract_files())
+    assert {"pooled_pairs", "rankings", "variant_rankings", "system_answers", "multipassage_pool"} <= named
+    inputs = {k.to_user_string() for k in defs.resolve_asset_graph().get(dg.AssetKey("llm_plan")).parent_keys}
+    assert named <= inputs
+    assert "judged_set" in inputs  # adaptive judging sends its judge requests there
+    assert not {"scoreboard", "mamaretrieval_leaderboard", "evaluation_report"} & inputs  # no LLM stage reads them

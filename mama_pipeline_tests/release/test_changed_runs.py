@@ -10,16 +10,13 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from mama_pipeline.common.code_version import RUNS_WITH_ANY_CHANGE
 from mama_pipeline.common.observed_inputs import observed_input, path_fingerprint
 from mama_pipeline.run_plan import (
     UNCHANGED,
-    RunStep,
     changed_partitions,
     execute_plan,
     observe_inputs,
     planned_steps,
-    still_planned,
 )
 
 INPUTS = {}  # name -> path of the file the observed input fingerprints (set by the fixture)
@@ -76,12 +73,7 @@ def leaderboard() -> None:
     pass
 
 
-@dg.asset(tags=RUNS_WITH_ANY_CHANGE)
-def bill() -> None:
-    pass
-
-
-ASSETS = [corpus, items, rankings, judged, scoreboard, submission_scores, leaderboard, bill]
+ASSETS = [corpus, items, rankings, judged, scoreboard, submission_scores, leaderboard]
 
 
 class NoSettings:
@@ -143,7 +135,6 @@ def test_a_first_run_plans_everything_and_a_second_nothing(pipeline):
         "scoreboard",
         "submission_scores",
         "leaderboard",
-        "bill",
     }
     assert first["items"] == {None: "never materialised"}
     assert first["rankings"] == {"bm25": "chunks runs", "dense": "chunks runs"}
@@ -161,7 +152,6 @@ def test_a_changed_input_plans_its_readers_and_what_depends_on_them_only(pipelin
     assert changed["rankings"] == {"bm25": "chunks runs", "dense": "chunks runs"}
     assert changed["submission_scores"] == {"sub-1": "judged runs"}
     assert "items" not in changed  # the pool file did not change
-    assert changed["bill"] == {None: "reads the whole store: runs with any change"}
     before = materialisations(pipeline, "items")
     run(defs, pipeline, changed)
     assert materialisations(pipeline, "items") == before and plan(defs, pipeline) == {}
@@ -180,7 +170,6 @@ def test_a_changed_partition_of_an_input_plans_that_partition_and_what_depends_o
         "scoreboard": {None: "judged runs"},
         "submission_scores": {"sub-1": "judged runs"},
         "leaderboard": {None: "scoreboard runs"},
-        "bill": {None: "reads the whole store: runs with any change"},
     }
     graph = defs.resolve_asset_graph()
     steps = planned_steps(graph, {dg.AssetKey(k): v for k, v in changed.items()})
@@ -202,9 +191,8 @@ def test_what_reads_only_a_ranking_that_came_back_unchanged_is_skipped(pipeline)
         (key("scoreboard"), None),
         (key("submission_scores"), "sub-1"),
         (key("leaderboard"), None),
-        (key("bill"), None),
     }
-    names = ("rankings", "judged", "scoreboard", "submission_scores", "leaderboard", "bill")
+    names = ("rankings", "judged", "scoreboard", "submission_scores", "leaderboard")
     before = {k: materialisations(pipeline, k) for k in names}
     unchanged = []
     steps = planned_steps(graph, planned, planned.followers)
@@ -215,7 +203,7 @@ def test_what_reads_only_a_ranking_that_came_back_unchanged_is_skipped(pipeline)
         (("leaderboard",), None, UNCHANGED),
     ]
     after = {k: materialisations(pipeline, k) for k in names}
-    assert after == {**before, "rankings": before["rankings"] + 1, "bill": before["bill"] + 1}  # bill: bm25 ran
+    assert after == {**before, "rankings": before["rankings"] + 1}
     assert plan(defs, pipeline) == {}  # the plan and Dagster agree: nothing is stale
 
     PARAMS["bm25"], RANKED["bm25"] = "k1=1.5", "ranking-3"  # now the ranking changes: its readers run
@@ -227,22 +215,12 @@ def test_what_reads_only_a_ranking_that_came_back_unchanged_is_skipped(pipeline)
     assert materialisations(pipeline, "leaderboard") == after["leaderboard"] + 1
 
 
-def test_an_asset_that_runs_with_any_change_is_skipped_when_nothing_ran(pipeline):
-    defs = defs_at("v1")
-    graph = defs.resolve_asset_graph()
-    run(defs, pipeline, plan(defs, pipeline))
-    step = RunStep((dg.AssetKey("bill"),), None, followers=frozenset({(dg.AssetKey("bill"), None)}))
-    kept, unchanged = still_planned(graph, step, None, pipeline, ran=False)
-    assert kept is None and [u.asset_keys for u in unchanged] == [(dg.AssetKey("bill"),)]
-    assert still_planned(graph, step, None, pipeline, ran=True) == (step, [])
-
-
 def test_a_new_code_version_plans_every_asset(pipeline):
     run(defs_at("v1"), pipeline, plan(defs_at("v1"), pipeline))
     changed = plan(defs_at("v2"), pipeline)
     assert changed["items"] == {None: "items has a new code version"}
     assert changed["rankings"] == {"bm25": "chunks runs", "dense": "chunks runs"}
-    assert len(changed) == 9
+    assert len(changed) == 8
 
 
 def test_a_new_submission_plans_its_partition_and_the_leaderboard_only(pipeline):
@@ -253,7 +231,6 @@ def test_a_new_submission_plans_its_partition_and_the_leaderboard_only(pipeline)
     assert changed == {
         "submission_scores": {"sub-2": "never materialised"},
         "leaderboard": {None: "submission_scores runs"},
-        "bill": {None: "reads the whole store: runs with any change"},
     }
     graph = defs.resolve_asset_graph()
     steps = planned_steps(graph, {dg.AssetKey(k): v for k, v in changed.items()})
