@@ -23,7 +23,9 @@ elsewhere are hashed here by their names only (``BY_PARTITION``): a retriever's 
 use it). A declared path suffixed ``@observed`` (``retrieval.retrievers@observed``) is one the asset reads only in the
 part that an observed input it depends on versions (``OBSERVED_BY``: its own retriever's entry and ranking depth),
 so it is not hashed here at all: a retriever added leaves the other retrievers' ``rankings`` current. The
-declared-settings test reads it as the bare path (``read_path``).
+declared-settings test reads it as the bare path (``read_path``). A section's derived value in the settings' dump
+(a pydantic computed field: ``retrieval.pooled``, the pooled retrievers whether the list is empty or names them all)
+is a path too, read in place of the fields it derives from.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.fie
     "multipassage_decisions": _WRITER,
     # its own retriever's entry: its partition of retrieval_input_files
     "multipassage_rankings": "evaluation.cutoffs multipassage.cutoffs multipassage.pool_depth retrieval.retrievers@observed",
-    "multipassage_pool": "multipassage.pool_depth multipassage.pool_retrievers retrieval.pool_retrievers retrieval.retrievers",
+    "multipassage_pool": "multipassage.pool_depth multipassage.pool_retrievers retrieval.pooled",
     "multipassage_labels": "judging.batch_pairs llm.embedded_server llm.judge",
     "multipassage_fact_labels": "llm.embedded_server llm.judge",
     "multipassage_per_query": _BOARD,

@@ -11,7 +11,8 @@ from mama_pipeline.settings import config_path_from_env
 GROUP = "plan"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
     "llm_plan": "calibration corpus judging llm mamabench multipassage queries.max_words retrieval.audit "
-    "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness systems",
+    "retrieval.audited retrieval.include_seed_chunk retrieval.pool_depth retrieval.pooled retrieval.retrievers "
+    "robustness systems",
 }
 # what the plan reads of the store (plan/_planners.py): each LLM-calling asset's inputs, and those assets and
 # judged_set and the submissions' scores, whose requests fill the answer cache and the label store it consults

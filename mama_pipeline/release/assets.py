@@ -49,7 +49,7 @@ from mama_pipeline.store import Store
 
 GROUP = "release"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
-    "mamaretrieval_release": "circularity clinician.min_annotations clinician.release_synthetic_labels corpus.bundle corpus.canonical_text evaluation judging llm multipassage queries.max_words release retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness systems.entries",
+    "mamaretrieval_release": "circularity clinician.min_annotations clinician.release_synthetic_labels corpus.bundle corpus.canonical_text evaluation judging llm multipassage queries.max_words release retrieval.include_seed_chunk retrieval.pool_depth retrieval.pooled retrieval.retrievers robustness systems.entries",
     "mamabench_release": "circularity clinician.min_annotations clinician.release_synthetic_labels llm mamabench.agreement_pools mamabench.agreement_sample_size mamabench.agreement_seed mamabench.widely_trained_pools release retrieval.retrievers systems",
     "release_publication": "release.mamabench_version release.mamaretrieval_version release.publish",
 }

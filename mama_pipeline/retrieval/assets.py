@@ -34,10 +34,12 @@ from mama_pipeline.retrieval._stored_rankings import StoredRankings
 GROUP = "retrieval"
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
     # its own retriever's entry and depth (the pools' settings set it): its partition of retrieval_input_files
-    "rankings": "retrieval.audit@observed retrieval.pool_depth@observed retrieval.pool_retrievers@observed "
-    "retrieval.retrievers@observed",
-    "pooled_pairs": "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers",
-    "audit_pool": "retrieval.audit retrieval.include_seed_chunk retrieval.retrievers",
+    "rankings": "retrieval.audit@observed retrieval.audited@observed retrieval.pool_depth@observed "
+    "retrieval.pooled@observed retrieval.retrievers@observed",
+    # the effective lists (retrieval.pooled, retrieval.audited), not the fields they are derived from
+    "pooled_pairs": "retrieval.include_seed_chunk retrieval.pool_depth retrieval.pooled",
+    "audit_pool": "retrieval.audit.depth retrieval.audit.n_queries retrieval.audit.seed retrieval.audited "
+    "retrieval.include_seed_chunk",
 }
 INPUT_FILES = "retrieval_input_files"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, computed_field, model_validator
 
 from mama_pipeline.common.settings_base import Section
 from mama_pipeline.retrieval._retriever_kinds import kinds
@@ -77,12 +77,18 @@ class RetrievalSettings(Section):
     def retriever_names(self) -> list[str]:
         return [r.name for r in self.retrievers]
 
+    # the effective lists, in the settings' dump: an asset that reads one declares it (``retrieval.pooled``), so its
+    # code version moves with the list, not with how it is written (empty, or every retriever named)
+    @computed_field
     @property
     def pooled(self) -> list[str]:
+        """The pooled retrievers: ``pool_retrievers``, or every retriever when it is empty."""
         return self.pool_retrievers or self.retriever_names
 
+    @computed_field
     @property
     def audited(self) -> list[str]:
+        """The audited retrievers: ``audit.retrievers``, or every retriever when it is empty."""
         return self.audit.retrievers or self.retriever_names
 
     def required_depth(self, name: str) -> int:

@@ -70,7 +70,7 @@ _BOARD = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
     "query_variants": _VARIANTS,
     "variant_decisions": _VARIANTS,
-    "variant_rankings": "retrieval.audit retrieval.pool_depth retrieval.pool_retrievers retrieval.retrievers robustness.retrievers",
+    "variant_rankings": "retrieval.audit.depth retrieval.audited retrieval.pool_depth retrieval.pooled retrieval.retrievers robustness.retrievers",
     "variant_holes": _HOLES,
     "variant_labels": _HOLES,
     "robustness_per_query": f"{_BOARD} llm.query_writer",

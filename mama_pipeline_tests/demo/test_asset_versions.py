@@ -81,13 +81,18 @@ def dumps_the_judging_section(settings: SettingsResource) -> int:
     return len(settings.get().judging.model_dump())
 
 
+@dg.asset
+def reads_the_pooled_retrievers(settings: SettingsResource) -> int:
+    return len(settings.get().retrieval.pooled)  # derived from pool_retrievers and the retrievers' names
+
+
 def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
     config = REPO / "mama_pipeline" / "demo_config.yaml"
     monkeypatch.setenv("MAMA_DATA_DIR", str(tmp_path / "data"))
     load_settings(config)  # loaded (and validated) before the run, as the definitions load it before any step
     with recording() as seen:
         dg.materialize(
-            [reads_the_judging_shards, dumps_the_judging_section],
+            [reads_the_judging_shards, dumps_the_judging_section, reads_the_pooled_retrievers],
             resources={"settings": SettingsResource(config_path=str(config))},
         )
     reads: dict[str, set[str]] = {}
@@ -96,6 +101,7 @@ def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
     assert reads == {
         "reads_the_judging_shards": {"judging", "judging.shards"},
         "dumps_the_judging_section": {"judging", "judging.*"},  # every field at once
+        "reads_the_pooled_retrievers": {"retrieval", "retrieval.pooled"},  # the value, not what it is derived from
     }
     reads = {"reads_the_judging_shards": reads["reads_the_judging_shards"]}
     declared = {"reads_the_judging_shards": set(declared_settings(sys.modules[__name__], "reads_the_judging_shards"))}
@@ -113,23 +119,23 @@ def test_a_read_the_asset_did_not_declare_is_found(tmp_path, monkeypatch):
 
 
 def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_input():
-    """``retrieval.retrievers`` is hashed by its names (``BY_PARTITION``): an asset declaring it must have an
-    observed input that versions the entries among its upstream assets, or a changed entry would not make it
-    stale."""
+    """``retrieval.retrievers`` is hashed by its names (``BY_PARTITION``), ``retrieval.pooled`` and
+    ``retrieval.audited`` are lists of names: an asset declaring one must have an observed input that versions the
+    entries among its upstream assets, or a changed entry would not make it stale."""
     from mama_pipeline.definitions import defs
 
     graph = defs.resolve_asset_graph()
     declared = declarations(defs)
     sources = {dg.AssetKey(k) for k in BY_PARTITION["retrieval.retrievers"]}
+    names = {"retrieval", "retrieval.retrievers", "retrieval.pooled", "retrieval.audited"}
     blind = [
         asset
         for asset, paths in declared.items()
-        if paths & {"retrieval", "retrieval.retrievers"}
-        and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
+        if paths & names and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
     ]
     assert blind == []
-    assert {"pooled_pairs", "mamaretrieval_release"} <= {
-        a for a, p in declared.items() if p & {"retrieval", "retrieval.retrievers"}
+    assert {"pooled_pairs", "audit_pool", "multipassage_pool", "variant_rankings", "mamaretrieval_release"} <= {
+        a for a, p in declared.items() if p & names
     }
 
 

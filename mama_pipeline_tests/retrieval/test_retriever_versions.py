@@ -98,3 +98,31 @@ def test_a_retriever_added_leaves_the_others_and_their_rankings_code_version(tmp
     deeper = old.model_copy(update={"pool_depth": 20})  # splade's depth: its partition's version moves, not this
     assert version(old) == version(deeper)
     assert retriever_versions(deeper, resolve)["splade"] != before["splade"]
+
+
+def test_the_pools_code_versions_count_the_effective_lists_not_how_they_are_written():
+    """``retrieval.pooled`` and ``retrieval.audited`` are in the settings' dump: every retriever pooled whether the
+    list is empty or names them all, and a retriever added outside an explicit list leaves it as it was."""
+    import mama_pipeline.retrieval.assets as retrieval_assets
+    from mama_pipeline.common import code_version as cv
+
+    def values(section: RetrievalSettings, asset: str) -> dict:
+        return cv.settings_values({"retrieval": section.model_dump()}, cv.declared_settings(retrieval_assets, asset))
+
+    implicit = RetrievalSettings.model_validate(
+        {"retrievers": [{"name": "bm25", "kind": "bm25"}, {"name": "other", "kind": "bm25"}]}
+    )
+    explicit = implicit.model_copy(update={"pool_retrievers": ["bm25", "other"]})
+    assert explicit.pool_retrievers != implicit.pool_retrievers
+    assert values(implicit, "pooled_pairs") == values(explicit, "pooled_pairs")
+    assert values(implicit, "pooled_pairs")["retrieval.pooled"] == ["bm25", "other"]
+    added = RetrievalSettings.model_validate(
+        {
+            "retrievers": [{"name": n, "kind": "bm25"} for n in ("bm25", "other", "new")],
+            "pool_retrievers": ["bm25", "other"],
+            "audit": {"retrievers": ["bm25", "other"]},
+        }
+    )
+    for asset in ("pooled_pairs", "audit_pool"):
+        assert values(added, asset) == values(implicit, asset), asset
+    assert values(added.model_copy(update={"pool_retrievers": []}), "pooled_pairs") != values(implicit, "pooled_pairs")

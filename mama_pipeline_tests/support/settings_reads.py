@@ -4,7 +4,8 @@ Inside ``recording()`` attribute access on the pipeline's settings and on every 
 is a dump of a whole section (``model_dump``: recorded as ``section.*``, every field read at once): a read made while
 a Dagster asset step runs (Dagster's current execution context) is attributed to that step's asset
 keys, whether the asset reads it or a resource does for it (the LLM client's stage settings, the store's path). A
-read outside an asset's step (definitions loading, a check) is not attributed; neither is one made on a thread the
+derived value of a section (a pydantic computed field, ``retrieval.pooled``) is recorded as itself, and the fields
+it is derived from are not recorded while it is computed: its value is what the asset reads. A read outside an asset's step (definitions loading, a check) is not attributed; neither is one made on a thread the
 step started (the context does not follow it).
 
 ``python -c "from mama_pipeline_tests.support.settings_reads import main; main()" PATH ARGS...`` runs
@@ -38,6 +39,7 @@ def recording() -> Iterator[set[tuple[str, str]]]:
     from mama_pipeline.settings import PipelineSettings
 
     reads: set[tuple[str, str]] = set()
+    deriving = [0]  # computed fields being computed: the reads they make are theirs, not the asset's
     watched = {PipelineSettings: None}
     for name, field in PipelineSettings.model_fields.items():
         if name not in LOCATION and isinstance(field.annotation, type):
@@ -47,10 +49,17 @@ def recording() -> Iterator[set[tuple[str, str]]]:
         plain = cls.__getattribute__
 
         def getattribute(self, name: str):
-            if name in type(self).model_fields and name not in LOCATION:
+            derived = name in type(self).model_computed_fields
+            if (derived or name in type(self).model_fields) and name not in LOCATION and not deriving[0]:
                 for key in _current_keys():
                     reads.add((key, name if prefix is None else f"{prefix}.{name}"))
-            return plain(self, name)
+            if not derived:
+                return plain(self, name)
+            deriving[0] += 1
+            try:
+                return plain(self, name)
+            finally:
+                deriving[0] -= 1
 
         return getattribute
 
