@@ -287,8 +287,8 @@ def step_figures(home: Path, monitors: list[TreeMonitor], since: float = 0.0) ->
                         step.own_peak = max(step.own_peak, m.peak_of.get(pid, 0))
                         step.tree_peak = max(step.tree_peak, m.tree_peak(t0, rec.timestamp))
                 elif ev.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-                    # one LLM client's figures: "<prefix>wall_s" with "<prefix>http_calls" beside it (a step may
-                    # also copy the calls under another key, e.g. variant_holes: judge/http_calls, judge/judge/...)
+                    # one LLM or embeddings client's figures: "<prefix>wall_s" with "<prefix>http_calls" beside it (a
+                    # step may also copy the calls under another key, e.g. variant_holes: judge/http_calls, judge/...)
                     meta = rec.asset_materialization.metadata
                     for name, value in meta.items():
                         calls = meta.get(name.removesuffix("wall_s") + "http_calls")

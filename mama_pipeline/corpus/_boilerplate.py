@@ -15,6 +15,8 @@ Checked in this order; the first that applies is the chunk's reason:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from itertools import islice
 
 HEADING_RULES = [
     ("front_matter", r"acknowledge?ments?|copyright(?: page| notice)?|publication data"),
@@ -52,6 +54,7 @@ def normalise_heading(line: str) -> str:
     return " ".join(text.casefold().split())
 
 
+@lru_cache(maxsize=2**16)  # a breadcrumb level repeats over its section's chunks: each checked once
 def heading_reason(heading: str) -> str | None:
     norm = normalise_heading(heading)
     for reason, pattern in _HEADING_RES:
@@ -93,6 +96,6 @@ def boilerplate_reason(text: str, breadcrumb: list[str], min_words: int) -> str 
         return reasons[0]
     if _is_empty_form(lines):
         return "empty_form_table"
-    if len(_WORD_RE.findall("\n".join(lines))) < min_words:
+    if sum(1 for _ in islice(_WORD_RE.finditer("\n".join(lines)), min_words)) < min_words:  # stops at min_words
         return "short_body"
     return None

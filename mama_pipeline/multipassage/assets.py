@@ -143,6 +143,7 @@ def multipassage_candidates(
             "sampled_by_tier": md_table(sampled),
             "dense_retriever": mp.dense_retriever,
             "chunk_texts_embedded_now": stats.encoded,
+            **encoder.client_figures(),  # a served encoder's calls and wait (none when every text was cached)
             "seed": mp.seed,
         },
     )

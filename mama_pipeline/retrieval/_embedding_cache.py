@@ -41,6 +41,10 @@ class Encoder(Protocol):
 
     def encode(self, texts: list[str], role: Role) -> Encoded: ...
 
+    def client_figures(self) -> dict[str, float | int]:
+        """A served encoder's HTTP figures so far (``embeddings/http_calls``, ``embeddings/wall_s``: the time spent
+        waiting on the endpoint); empty for a local model."""
+
 
 @dataclass
 class EmbedStats:

@@ -112,6 +112,9 @@ class ModelEncoder:
         prompt = self.prompt(role)
         return Encoded(self._vectors(self, texts, prompt), token_counts(self.model.tokenizer, prompt, texts))
 
+    def client_figures(self) -> dict[str, float | int]:
+        return {}  # a local model: no endpoint to wait on
+
 
 def load_model(
     kind: str,

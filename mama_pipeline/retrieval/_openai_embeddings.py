@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ class OpenAIEmbeddingsEncoder:
         self._http_client_factory = http_client_factory
         self._rng = random.Random()
         self.calls = 0
+        self.wall_s = 0.0  # time spent in encode's requests (waiting on the endpoint), summed over calls
 
     def prompt(self, role: Role) -> str:
         return self.params.query_prompt if role == "query" else self.params.document_prompt
@@ -42,12 +44,17 @@ class OpenAIEmbeddingsEncoder:
 
     def encode(self, texts: list[str], role: Role) -> Encoded:
         prompt = self.prompt(role)
+        started = time.perf_counter()
         vectors = asyncio.run(self._encode_all([prompt + t for t in texts]))
+        self.wall_s += time.perf_counter() - started
         if self.params.normalize and vectors.size:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.where(norms == 0, 1, norms)
         self.dimension = vectors.shape[1] if vectors.size else self.dimension
         return Encoded(vectors.astype(np.float32), np.full(len(texts), -1, dtype=np.int32))
+
+    def client_figures(self) -> dict[str, float | int]:
+        return {"embeddings/http_calls": self.calls, "embeddings/wall_s": round(self.wall_s, 3)}
 
     async def _encode_all(self, texts: list[str]) -> np.ndarray:
         p = self.params

@@ -347,3 +347,46 @@ def test_a_refused_statistic_leaves_its_figure_empty_with_the_reason_and_the_boa
     assert compared.height == 6 and set(compared["refused"]) == {"all values equal: no spread to resample"}
     assert compared["p_randomization"].null_count() == 6
     assert rows["configured/c"]["standing"] == "below best"  # the standings do not depend on the refused figures
+
+
+@pytest.mark.parametrize(
+    ("entries", "units", "resamples", "seed"),
+    [(2, 40, 199, 11), (5, 300, 999, 11), (4, 20_000, 199, 11), (3, 40, 5000, 0), (3, 2, 5, 11)],
+    ids=[
+        "two entries",  # p 0.84
+        "one batch",  # p 0.91
+        "four batches, the last partial",  # p 0.28
+        "p 268 / 5001: complex division, not 268 / 5001 in float",
+        "exact: every relabelling",  # p 0.67
+    ],
+)
+def test_range_p_is_scipys_permutation_test_bit_for_bit(entries, units, resamples, seed):
+    """range_p gathers every unit's relabelling at once; the p is scipy's on the same seed and batch, with missing
+    values (a count of 0) and graded sums."""
+    from scipy import stats
+
+    from mama_pipeline.leaderboard._board_standings import range_p
+
+    rng = np.random.default_rng(units)
+    counts = rng.integers(0, 3, (entries, units))
+    totals = np.where(counts > 0, rng.exponential(0.4, (entries, units)) * counts, 0.0)
+    totals[0] += counts[0] / np.sqrt(units)  # the first entry a little ahead: p inside (0, 1)
+    matrix = totals + 1j * counts
+
+    def range_of_means(*samples, axis=-1):
+        s = np.stack(samples)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = s.real.sum(axis=axis) / s.imag.sum(axis=axis)
+        return np.nanmax(means, axis=0) - np.nanmin(means, axis=0)
+
+    want = stats.permutation_test(
+        tuple(matrix),
+        range_of_means,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        alternative="greater",
+        batch=max(1, 4_000_000 // matrix.size),
+        rng=np.random.default_rng(seed),
+    )
+    assert range_p(matrix, resamples, seed) == float(np.real(want.pvalue))

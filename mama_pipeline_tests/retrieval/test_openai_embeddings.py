@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import time
 
 import httpx
 import numpy as np
@@ -44,10 +45,12 @@ def test_retriever_batches_caches_and_sends_the_key(store, tmp_path, fake_llm, m
     assert stats["bearer_digests"] == [hashlib.sha256(b"secret-123").hexdigest()[:12]]
     assert out.rankings.height == 5 * 4 and out.metadata["dimension"] == 16
     assert "secret-123" not in json.dumps(out.metadata, default=str)
+    assert out.metadata["embeddings/http_calls"] == 5 and out.metadata["embeddings/wall_s"] > 0
 
     again = run_retriever(spec, chunks_frame(), queries_frame(), 4, env)
     assert fake_llm.stats()["embeddings_calls"] == 5  # everything from the cache
     assert again.rankings.equals(out.rankings)
+    assert again.metadata["embeddings/http_calls"] == 0 and again.metadata["embeddings/wall_s"] == 0
 
 
 def mock_factory(handler):
@@ -79,6 +82,19 @@ def test_transient_errors_are_retried_and_order_follows_index():
     assert enc.calls == 3
     assert out.vectors[:, 0].tolist() == [1.0, 3.0, 2.0]  # answer came reversed; sorted back by index
     assert (out.n_tokens == -1).all()
+
+
+def test_client_figures_sum_the_calls_and_the_time_waited():
+    def slow(request):
+        time.sleep(0.05)
+        return answer(request)
+
+    enc = OpenAIEmbeddingsEncoder(params(batch_size=2, concurrency=1), mock_factory(slow))
+    assert enc.client_figures() == {"embeddings/http_calls": 0, "embeddings/wall_s": 0}
+    enc.encode(["a", "bb", "ccc"], "document")  # two batches, one at a time
+    enc.encode(["d"], "query")
+    figures = enc.client_figures()
+    assert figures["embeddings/http_calls"] == 3 and figures["embeddings/wall_s"] >= 3 * 0.05
 
 
 def test_gives_up_after_max_retries_and_fails_fast_on_client_errors(monkeypatch):

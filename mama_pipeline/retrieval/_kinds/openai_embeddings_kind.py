@@ -38,7 +38,7 @@ def searcher(spec, chunks, queries, depth, corpus_version, env):
 
     encoder = load_encoder(spec.params, env.resolve)
     label = f"{spec.params.base_url}|{spec.params.model}"
-    return embedding_searcher(encoder, chunks, depth, env, label, lambda: {"http_calls": encoder.calls})
+    return embedding_searcher(encoder, chunks, depth, env, label, encoder.client_figures)
 
 
 KIND = RetrieverKind(OpenAIEmbeddingsRetriever, searcher, encoder=load_encoder, dense_vectors=True)
