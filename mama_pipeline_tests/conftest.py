@@ -1,5 +1,5 @@
 """Shared fixtures: a fake OpenAI-compatible server, a store, a client factory, one demo run per test run and the
-sample corpus's chunk vectors.
+sample's document vectors.
 
 Under pytest-xdist (scripts/test.sh: one worker more than the cores, --dist loadgroup) every worker process has its
 own session, so a session fixture is built once per worker that asks for it. The tests of a build made once per
@@ -115,7 +115,7 @@ def demo_store(tmp_path_factory, fake_llm: ServerHandle) -> DemoStore:
 
 @pytest.fixture(scope="session")
 def sample_embeddings(tmp_path_factory) -> Path:
-    """A store holding only the bundled sample's chunk vectors (support/sample_embeddings.py), encoded once per
+    """A store holding only the bundled sample's document vectors (support/sample_embeddings.py), encoded once per
     test run: under xdist in the folder the workers' temporary folders share, by the first worker that asks."""
     base = tmp_path_factory.getbasetemp()
     return encoded_sample(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)

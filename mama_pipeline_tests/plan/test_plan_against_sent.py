@@ -5,7 +5,7 @@ stage asking for its own model name), the judge's bound is at most twice what it
 folder the run wrote is no larger than the store's predicted size, and the run's summary says planned against
 sent. Every LLM stage and answering system on the fake OpenAI-compatible server
 (BM25 left out: the fake writer's questions share no words with the corpus). The run starts, once the empty
-plan is checked, from a store holding the sample chunks' vectors (conftest's ``sample_embeddings``): the bounds
+plan is checked, from a store holding the sample's document vectors (conftest's ``sample_embeddings``): the bounds
 are of requests to the LLM stages, which the vectors do not change."""
 
 from __future__ import annotations

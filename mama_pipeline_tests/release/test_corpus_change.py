@@ -3,7 +3,7 @@
 Also: rebuilding from the same inputs and cached LLM answers gives a byte-identical release.
 Runs the real corpus, queries, retrieval (all-MiniLM-L6-v2), judging and release assets, with a
 fake OpenAI-compatible server as every LLM, in a subprocess (definitions read MAMA_CONFIG at import). The store
-starts holding the sample chunks' vectors (conftest's ``sample_embeddings``); the edited chunk is encoded by the run.
+starts holding the sample's document vectors (conftest's ``sample_embeddings``); the edited chunk is encoded by the run.
 """
 
 from __future__ import annotations

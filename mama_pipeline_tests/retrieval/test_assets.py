@@ -162,7 +162,7 @@ def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
 @pytest.mark.slow
 def test_sample_config_pools_bm25_minilm_and_splade_on_the_sample_corpus(tmp_path, sample_embeddings):
     """The demo: the bundled configuration's three offline retrievers over the sample corpus (the store starts
-    holding the chunks' vectors, conftest's ``sample_embeddings``; the queries are encoded by the run)."""
+    holding the sample's document vectors, conftest's ``sample_embeddings``; the queries are encoded by the run)."""
     from mama_pipeline.corpus._bundle import load_bundle
     from mama_pipeline.settings import load_settings
 
