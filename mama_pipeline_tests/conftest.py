@@ -1,8 +1,10 @@
-"""Shared fixtures: a fake OpenAI-compatible server, a store, a client factory and one demo run per test run.
+"""Shared fixtures: a fake OpenAI-compatible server, a store, a client factory, one demo run per test run and the
+sample's document vectors.
 
 Under pytest-xdist (scripts/test.sh: one worker more than the cores, --dist loadgroup) every worker process has its
 own session, so a session fixture is built once per worker that asks for it. The tests of a build made once per
-run (``SHARED``) are kept on one worker: every test that uses it is put in its xdist group here.
+run (``SHARED``) are kept on one worker: every test that uses it is put in its xdist group here. The sample's
+vectors, a file the tests copy, are built once per run by the first worker that asks, under a file lock.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.demo_store import DemoStore, build_demo_store
 from mama_pipeline_tests.support.fake_llm_server import ServerHandle, running_server
+from mama_pipeline_tests.support.sample_embeddings import sample_embeddings as encoded_sample
 
 os.environ.setdefault("DAGSTER_HOME", "")  # set per test where a Dagster instance is needed
 # tests set their own configuration and data folder; a developer's exported ones must not reach them
@@ -108,3 +111,11 @@ def demo_store(tmp_path_factory, fake_llm: ServerHandle) -> DemoStore:
     """One ``mama-pipeline demo`` (support/demo_store.py) on this session's fake server, for the tests that read
     its store, releases or Dagster instance; a test that would change it works on a copy."""
     return build_demo_store(tmp_path_factory.mktemp("demo_store"), fake_llm.url)
+
+
+@pytest.fixture(scope="session")
+def sample_embeddings(tmp_path_factory) -> Path:
+    """A store holding only the bundled sample's document vectors (support/sample_embeddings.py), encoded once per
+    test run: under xdist in the folder the workers' temporary folders share, by the first worker that asks."""
+    base = tmp_path_factory.getbasetemp()
+    return encoded_sample(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)

@@ -2,7 +2,6 @@
 
 import polars as pl
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from mama_pipeline.clinician._adjudication import majority_labels
 from mama_pipeline.clinician._annotations import latest_per_annotator, parse_export
@@ -34,6 +33,8 @@ def test_majority_lists_ties_and_decides_the_rest():
 
 
 def test_relevance_agreement_matches_hand_computed_figures():
+    from sklearn.metrics import cohen_kappa_score  # heavy: imported by the test that uses it, not at collection
+
     labels = _labels()
     metrics, confusion = relevance_agreement(fx.judgments_frame(), labels, majority_labels(labels, 2), 3, 5)
     one = _figures(metrics, "annotator 11")  # judge 6,3,0,3 vs clinician 6,2,0,4

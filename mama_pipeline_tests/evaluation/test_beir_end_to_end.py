@@ -1,4 +1,7 @@
-"""The MIRIAD sample end to end: BM25 (pyserini) and MiniLM (sentence-transformers) through the retrieval registry."""
+"""The MIRIAD sample end to end: BM25 (pyserini) and MiniLM (sentence-transformers) through the retrieval registry.
+
+The store starts holding the sample's document vectors (conftest's ``sample_embeddings``); the queries are encoded
+by the run."""
 
 import json
 from pathlib import Path
@@ -12,6 +15,7 @@ from mama_pipeline.resources import shared_resources
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.llm_stages import with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 
 defs = build_evaluation_defs(load_settings())
 
@@ -19,7 +23,7 @@ pytestmark = pytest.mark.slow
 SAMPLE = Path(__file__).resolve().parents[2] / "mama_pipeline" / "sample_data" / "upstream" / "miriad_beir_sample"
 
 
-def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch):
+def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch, sample_embeddings):
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(
@@ -30,6 +34,7 @@ def test_miriad_sample_evaluates_bm25_and_minilm(tmp_path, monkeypatch):
             f"    - {{name: miriad-sample, path: {SAMPLE}, retrievers: [bm25, minilm], max_queries: 300}}\n"
         )
     )
+    with_embeddings_of(sample_embeddings, tmp_path / "data" / "mama.duckdb")
     beir = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey("beir_scoreboard") in a.keys]
     result = dg.materialize(beir, resources=shared_resources(str(cfg)))
     assert result.success

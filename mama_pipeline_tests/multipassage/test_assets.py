@@ -1,7 +1,8 @@
 """The multipassage group materialised with Dagster on the bundled sample corpus, against the fake server.
 
 Runs in a fresh process (retriever partitions come from the configuration at import), with two
-MiniLM retrievers and their RRF fusion, so the whole track (candidates through release) runs offline.
+MiniLM retrievers and their RRF fusion, so the whole track (candidates through release) runs offline. The store
+starts holding the sample's document vectors (conftest's ``sample_embeddings``); the queries are encoded by the run.
 """
 
 import json
@@ -17,6 +18,7 @@ from mama_pipeline.release._verify import verify_release
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
 from mama_pipeline_tests.support.llm_stages import with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 
 SAMPLE_BUNDLE = SAMPLE_CONFIG.parent / "sample_data" / "corpus" / "chunks_for_rag.txt"
 
@@ -75,8 +77,9 @@ def materialise(tmp_path, cfg: dict, rounds: int) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm):
+def test_track_end_to_end_and_rerun_asks_nothing(tmp_path, fake_llm, sample_embeddings):
     cfg = config(tmp_path, fake_llm.url)
+    with_embeddings_of(sample_embeddings, tmp_path / "data" / "mama.duckdb")
     first = materialise(tmp_path, cfg, rounds=1)["steps"]
     assert all(s["success"] for s in first), [s.get("errors") for s in first if not s["success"]]
     checks = {k: v for s in first for k, v in s["checks"].items()}

@@ -4,7 +4,9 @@ stage asking for its own model name), the judge's bound is at most twice what it
 ``judged_labels`` once its inputs exist is within 5% of what it sends (requests and prompt tokens), the data
 folder the run wrote is no larger than the store's predicted size, and the run's summary says planned against
 sent. Every LLM stage and answering system on the fake OpenAI-compatible server
-(BM25 left out: the fake writer's questions share no words with the corpus)."""
+(BM25 left out: the fake writer's questions share no words with the corpus). The run starts, once the empty
+plan is checked, from a store holding the sample's document vectors (conftest's ``sample_embeddings``): the bounds
+are of requests to the LLM stages, which the vectors do not change."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline.store import Store
 from mama_pipeline_tests.plan.test_plan import bounds_of
 from mama_pipeline_tests.support.llm_stages import served_without_bm25, with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +72,7 @@ def sent(store: Store) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
+def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm, sample_embeddings):
     config = write_config(tmp_path / "sample", fake_llm.url)
     data = tmp_path / "data"
     data.mkdir()
@@ -94,6 +97,7 @@ def test_the_samples_run_sends_no_more_than_the_bound(tmp_path, fake_llm):
     empty_plan = cli("plan", "--select", "*").stdout
     planned, token_bound = bounds_of(empty_plan), token_bounds_of(empty_plan)
     assert list(data.iterdir()) == []  # the plan wrote nothing
+    with_embeddings_of(sample_embeddings, data / "mama.duckdb")
     bound: dict[str, int] = {}
     for (_, stage), n in planned.items():
         bound[stage] = bound.get(stage, 0) + n

@@ -2,7 +2,8 @@
 
 Also: rebuilding from the same inputs and cached LLM answers gives a byte-identical release.
 Runs the real corpus, queries, retrieval (all-MiniLM-L6-v2), judging and release assets, with a
-fake OpenAI-compatible server as every LLM, in a subprocess (definitions read MAMA_CONFIG at import).
+fake OpenAI-compatible server as every LLM, in a subprocess (definitions read MAMA_CONFIG at import). The store
+starts holding the sample's document vectors (conftest's ``sample_embeddings``); the edited chunk is encoded by the run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 from mama_pipeline.llm.settings import LLM_STAGES as ALL_LLM_STAGES
 from mama_pipeline.settings import SAMPLE_CONFIG
 from mama_pipeline_tests.support.llm_stages import with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 
 REPO = Path(__file__).resolve().parents[2]
 DEFS_MODULE = "mama_pipeline.definitions"
@@ -48,8 +50,9 @@ def write_config(root: Path, llm_url: str) -> Path:
 
 
 @pytest.mark.slow
-def test_edited_chunk_triggers_sensor_and_only_new_pairs_are_judged(tmp_path, fake_llm):
+def test_edited_chunk_triggers_sensor_and_only_new_pairs_are_judged(tmp_path, fake_llm, sample_embeddings):
     config = write_config(tmp_path / "sample", fake_llm.url)
+    with_embeddings_of(sample_embeddings, tmp_path / "data" / "mama.duckdb")
     env = {
         **os.environ,
         "MAMA_CONFIG": str(config),

@@ -13,6 +13,7 @@ from mama_pipeline.retrieval._pooling import audit_pool, pool_pairs, pool_stats,
 from mama_pipeline.store import Store
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame, with_query_provenance
 from mama_pipeline_tests.support.llm_stages import with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 
 
 def materialise(tmp_path, config: dict | None, chunks: pl.DataFrame, queries: pl.DataFrame) -> dict:
@@ -159,8 +160,9 @@ def test_bad_imported_run_fails_the_partition_with_file_and_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_sample_config_pools_bm25_minilm_and_splade_on_the_sample_corpus(tmp_path):
-    """The demo: the bundled configuration's three offline retrievers over the sample corpus."""
+def test_sample_config_pools_bm25_minilm_and_splade_on_the_sample_corpus(tmp_path, sample_embeddings):
+    """The demo: the bundled configuration's three offline retrievers over the sample corpus (the store starts
+    holding the sample's document vectors, conftest's ``sample_embeddings``; the queries are encoded by the run)."""
     from mama_pipeline.corpus._bundle import load_bundle
     from mama_pipeline.settings import load_settings
 
@@ -177,6 +179,7 @@ def test_sample_config_pools_bm25_minilm_and_splade_on_the_sample_corpus(tmp_pat
         ),
         chunks["corpus_version"][0],
     )
+    with_embeddings_of(sample_embeddings, tmp_path / "data" / "mama.duckdb")
     report = materialise(tmp_path, None, chunks, queries)
     assert all(step["success"] for step in report["steps"]), report
     pool = Store(tmp_path / "data" / "mama.duckdb").read_table("pooled_pairs")

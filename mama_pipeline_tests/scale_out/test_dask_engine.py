@@ -25,11 +25,11 @@ import yaml
 from mama_pipeline.cli import DASK_MODULE
 from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
-from mama_pipeline.store.duckdb_store import ddl_path
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
 from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.support.llm_stages import with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
 CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
@@ -37,7 +37,6 @@ CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
 
 # when an answer arrived and how long it took: measurements of the run, not results (the answer itself is compared)
 MEASURED = {"llm_responses": ("latency_s", "created_at")}
-EMBEDDINGS = "embedding_cache"
 
 
 def table_rows(db: Path) -> dict[str, list[tuple]]:
@@ -54,16 +53,6 @@ def table_rows(db: Path) -> dict[str, list[tuple]]:
             skip = f" EXCLUDE ({', '.join(MEASURED[t])})" if t in MEASURED else ""
             rows[t] = sorted(con.execute(f'SELECT *{skip} FROM "{t}"').fetchall(), key=repr)
         return rows
-
-
-def with_embeddings_of(source: Path, db: Path) -> None:
-    """A new store at ``db`` holding ``source``'s embedding cache, created from the table's SQL contract."""
-    db.parent.mkdir(parents=True)
-    with duckdb.connect(str(db)) as con:
-        con.execute(ddl_path(EMBEDDINGS).read_text())
-        con.execute(f"ATTACH '{source}' AS source (READ_ONLY)")
-        con.execute(f"INSERT INTO {EMBEDDINGS} SELECT * FROM source.{EMBEDDINGS}")
-        assert con.execute(f"SELECT count(*) FROM {EMBEDDINGS}").fetchone()[0] > 0
 
 
 def step_pids(home: Path) -> dict[str, set[int]]:
@@ -200,7 +189,7 @@ def judge_starts(home: Path) -> list[tuple[str, int, float]]:
 
 
 @pytest.mark.slow
-def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_nothing(tmp_path):
+def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_nothing(tmp_path, sample_embeddings):
     with running_server(delay=0.4) as server:
         config = demo_config(tmp_path / "sample", server.url)
         raw = yaml.safe_load(config.read_text())
@@ -209,6 +198,7 @@ def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_no
         config.write_text(with_embedded(yaml.safe_dump(raw)))
         env = env_for(tmp_path, config, "dask")
         home, db = tmp_path / "dask" / "dagster_home", tmp_path / "dask" / "data" / "mama.duckdb"
+        with_embeddings_of(sample_embeddings, db)  # the demo's chunks are the sample's: encoded once per test run
         cluster = tmp_path / "cluster"
         started = subprocess.run(
             [CLUSTER, "start", str(cluster), "2"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
