@@ -464,6 +464,36 @@ def mib(n: int) -> str:
     return f"{n / MIB:,.0f}"
 
 
+def server_split(r: Result) -> tuple[int, float, float, int, float]:
+    """A run's steps split by whether they called the test server (an LLM or the embeddings endpoint: their
+    client recorded calls): (steps, wall s, the clients' wait s) that did, (steps, wall s) that did not."""
+    calling = [s for s in r.steps.values() if s.http_calls]
+    other = [s for s in r.steps.values() if not s.http_calls]
+    return (
+        len(calling),
+        sum(s.wall for s in calling),
+        sum(s.client_wall for s in calling),
+        len(other),
+        sum(s.wall for s in other),
+    )
+
+
+def growth(results: list[Result], ranked: list[str]) -> None:
+    """Each step's wall time at the last multiple over the first (steps present in both, slowest first), and the
+    same for the two sums of ``server_split``."""
+    first, last = results[0], results[-1]
+    factor = last.multiple / first.multiple
+    print(f"\ngrowth, N = {first.multiple:g} -> N = {last.multiple:g} (x{factor:g} the work), wall time")
+    for key in ranked:
+        a, b = first.steps.get(key), last.steps.get(key)
+        if a is not None and b is not None and a.wall > 0:
+            calls = "  calls the test server" if b.http_calls else ""
+            print(f"{key[:40]:<42}{a.wall:9.1f} s {b.wall:9.1f} s   x{b.wall / a.wall:5.1f}{calls}")
+    (_, w0, _, _, o0), (_, w1, _, _, o1) = server_split(first), server_split(last)
+    print(f"{'steps that call the test server':<42}{w0:9.1f} s {w1:9.1f} s   x{w1 / w0 if w0 else 0:5.1f}")
+    print(f"{'the other steps':<42}{o0:9.1f} s {o1:9.1f} s   x{o1 / o0 if o0 else 0:5.1f}")
+
+
 def report(results: list[Result], delay: float, concurrency: int) -> None:
     ideal = concurrency / delay
     cols = [f"N = {r.multiple:g}" for r in results]
@@ -495,6 +525,14 @@ def report(results: list[Result], delay: float, concurrency: int) -> None:
     print(f"{'other steps and checks':<36}" + "".join(f"{x:>{width}}" for x in rest))
     summed = [f"{sum(s.wall for s in r.steps.values()):.1f} s" for r in results]
     print(f"{'all steps, summed':<36}" + "".join(f"{x:>{width}}" for x in summed))
+    waiting = [server_split(r) for r in results]
+    print(
+        f"{'steps that call the test server':<36}"
+        + "".join(f"{f'{n} steps, {w:.1f} s (client {c:.1f} s)':>{width}}" for n, w, c, _, _ in waiting)
+    )
+    print(f"{'the other steps':<36}" + "".join(f"{f'{m} steps, {o:.1f} s':>{width}}" for _, _, _, m, o in waiting))
+    if len(results) > 1:
+        growth(results, ranked)
     print("\ntotals")
     rows = [
         ("chunks", lambda r: f"{r.counts['corpus_chunks']:,}"),
