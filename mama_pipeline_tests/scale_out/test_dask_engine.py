@@ -25,6 +25,7 @@ import yaml
 from mama_pipeline.cli import DASK_MODULE
 from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
+from mama_pipeline.store.duckdb_store import MEASURED as STORE_MEASURED
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
 from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
 from mama_pipeline_tests.support.fake_llm_server import running_server
@@ -35,8 +36,9 @@ DAGSTER = str(Path(sys.executable).with_name("dagster"))
 CLUSTER = str(REPO / "scripts" / "dask_cluster.sh")
 
 
-# when an answer arrived and how long it took: measurements of the run, not results (the answer itself is compared)
-MEASURED = {"llm_responses": ("latency_s", "created_at")}
+# when an answer arrived and how long it took, and the plan's timings from those latencies: measurements of the run,
+# not results (the answer itself is compared; the store leaves the plan's out of its content versions too)
+MEASURED = {"llm_responses": ("latency_s", "created_at"), "llm_plan": STORE_MEASURED["llm_plan"]}
 
 
 def table_rows(db: Path) -> dict[str, list[tuple]]:
