@@ -480,18 +480,22 @@ def server_split(r: Result) -> tuple[int, float, float, int, float]:
 
 def growth(results: list[Result], ranked: list[str]) -> None:
     """Each step's wall time at the last multiple over the first (steps present in both, slowest first), and the
-    same for the two sums of ``server_split``."""
+    same for the two sums of ``server_split``; a ratio over 0 s is printed as "-", not as a number."""
     first, last = results[0], results[-1]
     factor = last.multiple / first.multiple
     print(f"\ngrowth, N = {first.multiple:g} -> N = {last.multiple:g} (x{factor:g} the work), wall time")
+
+    def line(label: str, a: float, b: float, note: str = "") -> None:
+        ratio = f"x{b / a:5.1f}" if a > 0 else f"{'-':>6}"
+        print(f"{label[:40]:<42}{a:9.1f} s {b:9.1f} s   {ratio}{note}")
+
     for key in ranked:
         a, b = first.steps.get(key), last.steps.get(key)
-        if a is not None and b is not None and a.wall > 0:
-            calls = "  calls the test server" if b.http_calls else ""
-            print(f"{key[:40]:<42}{a.wall:9.1f} s {b.wall:9.1f} s   x{b.wall / a.wall:5.1f}{calls}")
+        if a is not None and b is not None:
+            line(key, a.wall, b.wall, "  calls the test server" if b.http_calls else "")
     (_, w0, _, _, o0), (_, w1, _, _, o1) = server_split(first), server_split(last)
-    print(f"{'steps that call the test server':<42}{w0:9.1f} s {w1:9.1f} s   x{w1 / w0 if w0 else 0:5.1f}")
-    print(f"{'the other steps':<42}{o0:9.1f} s {o1:9.1f} s   x{o1 / o0 if o0 else 0:5.1f}")
+    line("steps that call the test server", w0, w1)
+    line("the other steps", o0, o1)
 
 
 def report(results: list[Result], delay: float, concurrency: int) -> None:

@@ -54,6 +54,9 @@ def test_growth_prints_each_step_and_both_sums(pm, capsys):
     assert lines["judged_labels"].rstrip().endswith("x 10.0  calls the test server")
     assert lines["scoreboard"].rstrip().endswith("x 11.5")
     assert "new" not in lines  # a step of one multiple only has no growth
+    zero = result(pm, 1, [("scoreboard", 0.0, 0, 0.0)])
+    pm.growth([zero, ten], ["scoreboard"])
+    assert capsys.readouterr().out.splitlines()[2].split()[-1] == "-"  # no ratio over 0 s
     # the sums are over every step of each run: the other steps at N = 10 are scoreboard and new, 115 + 1 s
     assert [line.split()[-4:] for line in out.splitlines() if line.startswith("the other steps")] == [
         "116.0 s x 11.6".split()

@@ -5,8 +5,9 @@ is a dump of a whole section (``model_dump``: recorded as ``section.*``, every f
 a Dagster asset step runs (Dagster's current execution context) is attributed to that step's asset
 keys, whether the asset reads it or a resource does for it (the LLM client's stage settings, the store's path). A
 derived value of a section (a pydantic computed field, ``retrieval.pooled``) is recorded as itself, and the fields
-it is derived from are not recorded while it is computed: its value is what the asset reads. A read outside an asset's step (definitions loading, a check) is not attributed; neither is one made on a thread the
-step started (the context does not follow it).
+it is derived from are not recorded while it is computed: its value is what the asset reads. A read outside an
+asset's step (definitions loading, a check) is not attributed; neither is one made on a thread the step started
+(the context does not follow it).
 
 ``python -c "from mama_pipeline_tests.support.settings_reads import main; main()" PATH ARGS...`` runs
 ``mama-pipeline ARGS`` so and writes the reads to ``PATH`` as JSON lines ``{"asset": key, "read": path}``.
