@@ -24,7 +24,7 @@ def shard_keys(shards: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Partitions:
-    retrievers: dg.StaticPartitionsDefinition  # rankings, multipassage_rankings: one per configured retriever
+    retrievers: dg.StaticPartitionsDefinition  # rankings, multipassage_rankings, variant_rankings: one per retriever
     shards: dg.StaticPartitionsDefinition  # judged_labels: one per query shard
     systems: dg.StaticPartitionsDefinition  # system_answers, system_grades: one per configured system
 

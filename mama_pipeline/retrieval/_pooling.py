@@ -90,15 +90,18 @@ def _pool(
     )
 
 
-def check_current(rankings: pl.DataFrame, chunks: pl.DataFrame, queries: pl.DataFrame) -> None:
-    """Fail when stored rankings (or seed chunks) name chunks or queries the current tables do not hold."""
+def check_current(
+    rankings: pl.DataFrame, chunks: pl.DataFrame, queries: pl.DataFrame, stored: str = "rankings"
+) -> None:
+    """Fail when stored rankings (of the table ``stored``), or seed chunks, name chunks or queries the current tables
+    do not hold."""
     for column, table, frame in (("chunk_id", "chunks", chunks), ("query_id", "queries", queries)):
         stale = rankings.join(frame.select(pl.col(column).cast(pl.String)), on=column, how="anti")
         if stale.height:
             names = sorted(stale["retriever"].unique().to_list())
             raise ValueError(
-                f"rankings of {names} name {stale[column].n_unique()} {column}(s) missing from the current {table} "
-                f"table (e.g. {stale[column][0]!r}); re-materialise those rankings partitions"
+                f"{stored} of {names} name {stale[column].n_unique()} {column}(s) missing from the current {table} "
+                f"table (e.g. {stale[column][0]!r}); re-materialise those {stored} partitions"
             )
     seeds = queries.filter(pl.col("seed_chunk_id").is_not_null()).select("query_id", chunk_id="seed_chunk_id")
     lost = seeds.join(chunks.select("chunk_id"), on="chunk_id", how="anti")

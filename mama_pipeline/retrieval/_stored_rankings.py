@@ -2,7 +2,8 @@
 
 The pools take ranks 1..depth of the queries they pool and none of the scores; what they check of the
 rest (every stored rank names a current chunk and query) is asked of the store, which answers with the
-offending rows alone.
+offending rows alone. Another table of rankings partitioned per retriever (the robustness track's
+``variant_rankings``) is read and checked the same way.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ RANKED_SCHEMA = {"query_id": pl.String, "retriever": pl.String, "rank": pl.Int32
 
 
 class StoredRankings:
-    """Some retrievers' partitions of the stored rankings (None: every partition)."""
+    """Some retrievers' partitions of the stored rankings (None: every partition), of ``table`` (a table of the
+    rankings' columns, partitioned per retriever)."""
 
-    def __init__(self, store: Store, retrievers: list[str] | None):
+    def __init__(self, store: Store, retrievers: list[str] | None, table: str = RANKINGS_TABLE):
         self.store = store
         self.retrievers = retrievers
+        self.table = table
 
     def _where(self) -> tuple[str, list]:
         """The partitions' condition and its parameters."""
@@ -32,13 +35,13 @@ class StoredRankings:
     def query_ids(self) -> list[str]:
         """The query ids with stored rows, sorted."""
         where, params = self._where()
-        sql = f'SELECT DISTINCT query_id FROM "{RANKINGS_TABLE}" WHERE {where} ORDER BY query_id'
+        sql = f'SELECT DISTINCT query_id FROM "{self.table}" WHERE {where} ORDER BY query_id'
         return self.store.query(sql, params).get_column("query_id").to_list()
 
     def present(self, query_ids: list[str] | None = None) -> list[str]:
         """The retrievers with stored rows (of ``query_ids``, when given)."""
         where, params = self._where()
-        sql = f'SELECT DISTINCT retriever FROM "{RANKINGS_TABLE}" WHERE {where}'
+        sql = f'SELECT DISTINCT retriever FROM "{self.table}" WHERE {where}'
         if query_ids is not None:
             sql += " AND query_id IN (SELECT unnest(?))"
             params.append(list(query_ids))
@@ -50,7 +53,7 @@ class StoredRankings:
             return pl.DataFrame(schema=RANKED_SCHEMA)
         where, params = self._where()
         sql = (
-            f'SELECT {", ".join(RANKED_SCHEMA)} FROM "{RANKINGS_TABLE}" WHERE {where} '
+            f'SELECT {", ".join(RANKED_SCHEMA)} FROM "{self.table}" WHERE {where} '
             "AND rank <= ? AND query_id IN (SELECT unnest(?))"
         )
         return self.store.query(sql, [*params, depth, query_ids]).cast(RANKED_SCHEMA)
@@ -61,7 +64,7 @@ class StoredRankings:
         back (the same errors as over every row)."""
         where, params = self._where()
         sql = (
-            f'SELECT r.query_id, r.retriever, r.chunk_id FROM "{RANKINGS_TABLE}" r WHERE {where} '
+            f'SELECT r.query_id, r.retriever, r.chunk_id FROM "{self.table}" r WHERE {where} '
             "AND (NOT EXISTS (SELECT 1 FROM _current_chunks c WHERE c.chunk_id = r.chunk_id) "
             "OR NOT EXISTS (SELECT 1 FROM _current_queries q WHERE q.query_id = r.query_id)) ORDER BY r.rowid"
         )
@@ -69,4 +72,4 @@ class StoredRankings:
             con.register("_current_chunks", chunks.select(pl.col("chunk_id").cast(pl.String)))
             con.register("_current_queries", queries.select(pl.col("query_id").cast(pl.String)))
             stale = con.execute(sql, params).pl()
-        check_current(stale.cast({c: pl.String for c in stale.columns}), chunks, queries)
+        check_current(stale.cast({c: pl.String for c in stale.columns}), chunks, queries, self.table)

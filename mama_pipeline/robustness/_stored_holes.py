@@ -24,7 +24,7 @@ from mama_pipeline.store import Store
 RANKINGS = "rankings"  # the retrieval group's asset and table (partition = retriever)
 JUDGMENTS = "judgments"  # the judging group's asset and table
 RANKED_COLUMNS = ["query_id", "retriever", "rank", "chunk_id"]  # what the steps read of a ranking (not its score)
-VARIANT_RANKINGS = "variant_rankings"  # this group's asset and table (query_id = variant id)
+VARIANT_RANKINGS = "variant_rankings"  # this group's asset and table (partition = retriever, query_id = variant id)
 
 
 def judge_depth(s: PipelineSettings) -> int:
@@ -48,11 +48,12 @@ def parent_rows(store: Store, table: str, key: str, columns: list[str], partitio
 
 
 def ranked_rows(store: Store, names: list[str]) -> tuple[RowsOf, RowsOf]:
-    """(some parents' clean rankings by ``names``, some variants' rankings): their ranked columns, in the table's
-    order."""
+    """(some parents' clean rankings by ``names``, in the table's order; some variants' rankings by ``names``, by
+    retriever, variant id and rank): their ranked columns."""
+    variant_rows = parent_rows(store, VARIANT_RANKINGS, "query_id", RANKED_COLUMNS, names)
     return (
         parent_rows(store, RANKINGS, "query_id", RANKED_COLUMNS, names),
-        parent_rows(store, VARIANT_RANKINGS, "query_id", RANKED_COLUMNS),
+        lambda ids: variant_rows(ids).sort("retriever", "query_id", "rank"),  # partitions: no order among them
     )
 
 

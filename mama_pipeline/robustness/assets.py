@@ -22,7 +22,7 @@ from mama_pipeline.evaluation import default_names, refused_rows
 from mama_pipeline.judging import OUTCOME_SCHEMA, judge_pair_slices, merge_metadata, output_model
 from mama_pipeline.llm.embedded_banner import embedded_banner
 from mama_pipeline.resources import LLMResource, SettingsResource, StoreResource, scratch_path
-from mama_pipeline.retrieval import empty_rankings, ranking_violations, retrieval_env
+from mama_pipeline.retrieval import StoredRankings, empty_rankings, needs, ranking_violations, retrieval_env
 from mama_pipeline.robustness._abbreviations import load_table
 from mama_pipeline.robustness._labels import (
     HOLE_SCHEMA,
@@ -52,7 +52,7 @@ from mama_pipeline.robustness._stored_holes import (
     ranked_rows,
     scored_retrievers,
 )
-from mama_pipeline.robustness._variant_rankings import rank_variants
+from mama_pipeline.robustness._variant_rankings import rank_variants, runs_unranked, unranked_reason
 from mama_pipeline.robustness._variants import (
     decisions_frame,
     deterministic_decisions,
@@ -70,7 +70,9 @@ _BOARD = "evaluation.alpha evaluation.confidence evaluation.resamples evaluation
 SETTINGS_READ = {  # the settings each asset reads, ``section`` or ``section.field`` (common/code_version.py)
     "query_variants": _VARIANTS,
     "variant_decisions": _VARIANTS,
-    "variant_rankings": "retrieval.audit.depth retrieval.audited retrieval.pool_depth retrieval.pooled retrieval.retrievers robustness.retrievers",
+    # its own retriever's entry and depth (the pools' settings set it): its partition of retrieval_input_files
+    "variant_rankings": "retrieval.audit.depth@observed retrieval.audited@observed retrieval.pool_depth@observed "
+    "retrieval.pooled@observed retrieval.retrievers@observed robustness.retrievers",
     "variant_holes": _HOLES,
     "variant_labels": _HOLES,
     "robustness_per_query": f"{_BOARD} llm.query_writer",
@@ -163,12 +165,14 @@ def query_variants(
     )
 
 
-@dg.asset(
+@dg.asset(  # partitioned per retriever by build_defs (mama_pipeline.partitions), as rankings
     group_name=GROUP,
     deps=[RANKINGS, RETRIEVAL_INPUT_FILES],
     ins={"chunks": CHUNKS, "query_variants": dg.AssetIn("query_variants")},
-    description="Each registry retriever's top-k for every variant (same index, encoder and depth as its clean "
-    "ranking; fusions fuse the variant rankings of their runs; imported run files are skipped).",
+    description="One registry retriever's top-k for every variant (partition = retriever name; same index, encoder "
+    "and depth as its clean ranking; a fusion or reranker reads its runs' variant rankings). Empty, with the reason "
+    "in its metadata, for a retriever left out of robustness.retrievers or one that ranks no free text (an imported "
+    "run file).",
 )
 def variant_rankings(
     context: dg.AssetExecutionContext,
@@ -180,28 +184,36 @@ def variant_rankings(
     # a slice of variants at a time, spilled to scratch files: memory grows with a slice, and the store's write
     # lock is held only while the IO manager copies the files, not while the variants are searched
     s = settings.get()
-    rows = [0]
+    name = context.partition_key
+    db = store.get()
+    runs = needs(s.retrieval.retriever(name))
+    why = unranked_reason(s.retrieval, s.robustness.retrievers, name)
+    if why is None and runs:  # a fusion or reranker reads its runs a slice at a time: every stored rank checked first
+        made = context.instance.get_materialized_partitions(context.asset_key)
+        why = runs_unranked(s.retrieval, name, StoredRankings(db, runs, VARIANT_RANKINGS), made, chunks, query_variants)
+    if why is None and query_variants.is_empty():
+        why = "no variants"
+    if why is not None:
+        context.log.info(f"robustness: {name} ranks no variant: {why}")
+        meta = {"retriever": name, "variants": query_variants.height, "rows": 0, "not_ranked": why}
+        return dg.Output(iter([empty_rankings()]), metadata=meta)
+    env = retrieval_env(  # a fusion or reranker reads its runs' variant rankings
+        s,
+        db,
+        context.log.info,
+        lambda names, ids: db.read_table(VARIANT_RANKINGS, partitions=names, where={"query_id": ids}),
+    )
 
-    def add(rankings: pl.DataFrame, retriever: str) -> None:
+    def add(rankings: pl.DataFrame) -> None:
         bad = ranking_violations(rankings)
         if bad.height:
-            raise RuntimeError(f"variant rankings: {bad.height} rows out of trec_eval order: {bad.head(3)}")
-        spill.add(rankings, retriever)
-        rows[0] += rankings.height
+            raise RuntimeError(f"variant rankings of {name!r}: {bad.height} rows out of trec_eval order: {bad.head(3)}")
+        spill.add(rankings)
 
     with SpilledSlices(scratch_path(settings), empty_rankings()) as spill:
-        meta = rank_variants(
-            s.retrieval,
-            s.robustness.retrievers,
-            chunks,
-            query_variants,
-            lambda load: retrieval_env(s, store.get(), context.log.info, load),
-            add,
-            context.log.info,
-        )
-    # the table's order: by retriever, then variant id and rank
-    slices = spill.read(sorted(spill.files))
-    return dg.Output(slices, metadata={**meta, "variants": query_variants.height, "rows": rows[0]})
+        meta = rank_variants(s.retrieval, name, chunks, query_variants, env, add, context.log.info)
+    metadata = {k: ("none" if v is None else v) for k, v in meta.items()}
+    return dg.Output(spill.read(), metadata={**metadata, "variants": query_variants.height})
 
 
 @dg.multi_asset(

@@ -327,7 +327,10 @@ def _replace(con: duckdb.DuckDBPyConnection, table: str, partition: str | None) 
         con.execute(ddl.read_text())
         if partition is not None:
             _add_new_columns(con, table, ddl.read_text())
-            con.execute(f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ?', [partition])
+            # rows of no partition were written before the table was partitioned: the partitions' writes replace them
+            con.execute(
+                f'DELETE FROM "{table}" WHERE {PARTITION_COLUMN} = ? OR {PARTITION_COLUMN} IS NULL', [partition]
+            )
         return True
     if partition is None or not _exists(con, table):
         return False

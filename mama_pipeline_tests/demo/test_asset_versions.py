@@ -134,7 +134,7 @@ def test_an_asset_with_a_retriever_entry_in_its_version_reads_the_retrievers_inp
         if paths & names and not sources & set(graph.upstream_key_iterator(dg.AssetKey(asset)))
     ]
     assert blind == []
-    assert {"pooled_pairs", "audit_pool", "multipassage_pool", "variant_rankings", "mamaretrieval_release"} <= {
+    assert {"pooled_pairs", "audit_pool", "multipassage_pool", "variant_labels", "mamaretrieval_release"} <= {
         a for a, p in declared.items() if p & names
     }
 
@@ -147,7 +147,13 @@ def test_an_asset_with_a_setting_versioned_by_its_observed_input_depends_on_that
 
     graph = defs.resolve_asset_graph()
     observed = {a for a, paths in declarations(defs).items() if any(p.endswith(OBSERVED) for p in paths)}
-    assert {"rankings", "multipassage_rankings", "multipassage_candidates", "system_answers"} <= observed
+    assert {
+        "rankings",
+        "multipassage_rankings",
+        "variant_rankings",
+        "multipassage_candidates",
+        "system_answers",
+    } <= observed
     for asset in observed:
         node = graph.get(dg.AssetKey(asset))
         inputs = [graph.get(k) for k in node.parent_keys if k.to_user_string() in OBSERVED_BY]
@@ -238,6 +244,7 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
         entry.setdefault("params", {})["max_seq_length"] = 64
 
     expected = {("rankings", "splade-tiny"), ("multipassage_rankings", "splade-tiny"), *SHARDS}
+    expected.add(("variant_rankings", "splade-tiny"))  # its own partition of the variant rankings, not the others
     expected |= {
         (a, None)
         for a in {
@@ -283,7 +290,6 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
             "multipassage_scoreboard",
             "multipassage_significance",
             "multipassage_report",
-            "variant_rankings",
             "variant_holes",
             "variant_labels",
             "robustness_per_query",
@@ -305,6 +311,7 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
     assert stale == {
         ("rankings", "splade-tiny"),
         ("multipassage_rankings", "splade-tiny"),
+        ("variant_rankings", "splade-tiny"),
         *{
             (a, None)
             for a in (
@@ -313,10 +320,27 @@ def test_a_retriever_parameter_reruns_that_retriever_and_what_reads_its_ranking_
                 "beir_audits",
                 "beir_segment_scoreboard",
                 "beir_segment_significance",
-                "variant_rankings",
             )
         },
     }
+
+
+@pytest.mark.slow
+def test_a_retriever_added_and_scored_plans_its_own_partitions_only(demo, tmp_path, monkeypatch):
+    """Maintainer case (b): a retriever added and scored on the existing labels (the pools name the old retrievers):
+    of the assets with a partition per retriever, only the new retriever's partitions run; the others' are neither
+    stale nor planned (each is versioned by its own retriever's input), the variant rankings' included."""
+
+    def add_scored_retriever(raw):
+        r = raw["retrieval"]
+        names = [entry["name"] for entry in r["retrievers"]]
+        r["pool_retrievers"], r["audit"]["retrievers"] = names, names
+        r["retrievers"].append({"name": "bm25-k12", "kind": "bm25", "params": {"k1": 1.2, "b": 0.75}})
+
+    planned, stale = plan_with(demo, tmp_path, monkeypatch, add_scored_retriever)
+    per_retriever = ("rankings", "multipassage_rankings", "variant_rankings")
+    assert {(a, p) for a, p in planned if a in per_retriever} == {(a, "bm25-k12") for a in per_retriever}
+    assert not {(a, p) for a, p in stale if a in per_retriever}
 
 
 @pytest.mark.slow
@@ -383,7 +407,7 @@ def test_a_rerun_whose_output_comes_back_the_same_stops_there(demo, tmp_path):
         ("llm_plan", None),
     }, out.stdout[-5000:]
     skipped = {  # planned because an asset they read runs; each read only assets that came back the same
-        "variant_rankings",
+        *(f"variant_rankings[{r}]" for r in ("bm25", "minilm", "splade-tiny")),  # one per retriever
         "variant_holes",
         "variant_labels",
         "judge_reliability",

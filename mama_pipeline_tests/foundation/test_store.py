@@ -192,6 +192,23 @@ def test_a_partitioned_table_from_an_older_ddl_gains_the_new_columns(store):
     assert rows == [("q1", None, "shard_000"), ("q2", "abc", "shard_001")]
 
 
+def test_a_table_that_became_partitioned_drops_its_unpartitioned_rows_at_the_first_partition_write(store):
+    with store.connect(write=True) as con:  # variant_rankings as created before it was partitioned per retriever
+        con.execute(
+            "CREATE TABLE variant_rankings (query_id VARCHAR NOT NULL, retriever VARCHAR NOT NULL, rank INTEGER NOT "
+            "NULL, chunk_id VARCHAR NOT NULL, score DOUBLE NOT NULL, PRIMARY KEY (retriever, query_id, rank))"
+        )
+        con.execute(
+            "INSERT INTO variant_rankings VALUES ('q1~typo', 'bm25', 1, 'c1', 2.0), ('q1~typo', 'x', 1, 'c2', 1.0)"
+        )
+    again = pl.DataFrame(
+        {"query_id": ["q1~typo"], "retriever": ["bm25"], "rank": [1], "chunk_id": ["c3"], "score": [3.0]}
+    )
+    store.write_table("variant_rankings", again, partition="bm25")  # the same key: no duplicate with the old row
+    rows = store.query("select retriever, chunk_id, _partition from variant_rankings order by 1").rows()
+    assert rows == [("bm25", "c3", "bm25")]
+
+
 def test_held_open_serves_every_connection_from_one_open_database(tmp_path, monkeypatch):
     import duckdb
 

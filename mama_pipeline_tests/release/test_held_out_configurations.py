@@ -289,7 +289,7 @@ def test_the_robustness_configuration_reads_the_rule_from_the_settings(tmp_path)
     for name, frame in zip(
         ("query_variants", "variant_decisions", "variant_labels", "variant_rankings"), _variant_tables()
     ):
-        store.write_table(name, frame)
+        store.write_table(name, frame, partition="bm25" if name == "variant_rankings" else None)  # per retriever
     s = PipelineSettings.model_validate(
         with_embedded({"robustness": {"release": True}, "release": {"held_out": {"share": SHARE, "salt": salt}}})
     )

@@ -10,8 +10,11 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 import pytest
+import yaml
 
+from mama_pipeline.common.code_version import versioned
 from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, label_prompt_hash, output_model
+from mama_pipeline.partitions import Partitions
 from mama_pipeline.plan._plan_text import plan_bills
 from mama_pipeline.queries._query_prompt import query_writer_template
 from mama_pipeline.release._verify import verify_release
@@ -19,14 +22,14 @@ from mama_pipeline.release.assets import mamaretrieval_release
 from mama_pipeline.release.checks import mamaretrieval_release_verifies
 from mama_pipeline.resources import shared_resources
 from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
+from mama_pipeline.retrieval.assets import retrieval_input_files
 from mama_pipeline.robustness.definitions import build_defs as build_robustness_defs
+from mama_pipeline.run_plan import RunStep, changed_partitions, execute_plan, observe_inputs, plan_runs, planned_steps
 from mama_pipeline.settings import load_settings
 from mama_pipeline.store import Store
 from mama_pipeline_tests.release import fixtures as release_fx
 from mama_pipeline_tests.retrieval.fixtures import chunks_frame, queries_frame
 from mama_pipeline_tests.support.llm_stages import with_embedded
-
-robustness_defs = build_robustness_defs(load_settings())
 
 CONFIG = """
 data_dir: {data}
@@ -56,18 +59,15 @@ robustness:
 {extra}release:
   mamaretrieval_version: 0.3.0
 """
-UPSTREAM = [
-    dg.AssetSpec(k)
-    for k in (
-        "corpus_chunks",
-        "generated_queries",
-        "judgments",
-        "pooled_pairs",
-        "rankings",
-        "query_gate_decisions",
-        "judge_reliability",
-    )
-]
+UPSTREAM = (
+    "corpus_chunks",
+    "generated_queries",
+    "judgments",
+    "pooled_pairs",
+    "query_gate_decisions",
+    "judge_reliability",
+)
+RETRIEVERS = ("bm25", "bm25-plain", "fused")
 
 
 def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Path:
@@ -80,16 +80,7 @@ def setup(tmp_path: Path, url: str, budget: str = "null", extra: str = "") -> Pa
     queries = queries_frame().with_columns(prompt_hash=pl.lit(query_writer_template(20, True).hash))
     store.write_table("corpus_chunks", chunks)
     store.write_table("generated_queries", queries)
-    env = RetrievalEnv(
-        store,
-        data / "retrieval",
-        s.resolve,
-        lambda names, ids: store.read_table("rankings", partitions=names, where={"query_id": ids}),
-        log=lambda _m: None,
-    )
-    for name in ("bm25", "bm25-plain", "fused"):
-        out = run_retriever(s.retrieval.retriever(name), chunks, queries, s.retrieval.depth_of(name), env)
-        store.write_table("rankings", out.rankings, partition=name)
+    rank_clean(s, store, RETRIEVERS)
     pool = store.read_table("rankings", partitions=["bm25"]).filter(pl.col("rank") <= 3).select("query_id", "chunk_id")
     store.write_table(
         "pooled_pairs", pool.with_columns(retrievers=[["bm25"]] * pool.height, is_seed=False, pool_size=3)
@@ -123,24 +114,69 @@ def synthetic_judgments(pairs: pl.DataFrame, prompt_hash: str) -> pl.DataFrame:
     )
 
 
-def materialise(config: Path, instance, must_succeed: bool = True) -> dg.ExecuteInProcessResult:
-    assets = [*robustness_defs.assets, mamaretrieval_release]
-    result = dg.materialize(
-        [*UPSTREAM, *assets, *robustness_defs.asset_checks, mamaretrieval_release_verifies],
-        resources=shared_resources(str(config)),
-        instance=instance,
-        selection=[k for a in assets if isinstance(a, dg.AssetsDefinition) for k in a.keys],
-        raise_on_error=must_succeed,
+def rank_clean(s, store: Store, names) -> None:
+    """The clean rankings of ``names`` (the retrieval group's partitions), in the store."""
+    env = RetrievalEnv(
+        store,
+        s.data_path / "retrieval",
+        s.resolve,
+        lambda runs, ids: store.read_table("rankings", partitions=runs, where={"query_id": ids}),
+        log=lambda _m: None,
     )
+    chunks, queries = store.read_table("corpus_chunks"), store.read_table("generated_queries")
+    for name in names:
+        out = run_retriever(s.retrieval.retriever(name), chunks, queries, s.retrieval.depth_of(name), env)
+        store.write_table("rankings", out.rankings, partition=name)
+
+
+def definitions(config: Path, release: bool = True, checks: bool = True) -> dg.Definitions:
+    """The robustness group (its partitions from ``config``, each asset's code version) over the upstream tables,
+    which the tests write (``rankings`` and the retrievers' observed input partitioned per retriever), with the
+    mamaretrieval release when ``release``, the checks when ``checks``."""
+    s = load_settings(config)
+    group = build_robustness_defs(s)
+    retrievers = Partitions.of(s).retrievers
+    specs = [dg.AssetSpec(k) for k in UPSTREAM] + [dg.AssetSpec("rankings", partitions_def=retrievers)]
+    assets = [*specs, retrieval_input_files(retrievers), *group.assets]
+    asset_checks = list(group.asset_checks) if checks else []
+    if release:
+        assets.append(mamaretrieval_release)
+        asset_checks += [mamaretrieval_release_verifies] if checks else []
+    defs = dg.Definitions(assets=assets, asset_checks=asset_checks, resources=shared_resources(str(config)))
+    return versioned(defs, s.model_dump(mode="json"))
+
+
+class Ran:
+    """The runs of one materialisation (one Dagster run per step and partition), read as one result."""
+
+    def __init__(self, results: list[dg.ExecuteInProcessResult]):
+        self.results = results
+        self.success = all(r.success for r in results)
+        self.all_events = [e for r in results for e in r.all_events]
+
+    def get_asset_materialization_events(self) -> list:
+        return [e for r in self.results for e in r.get_asset_materialization_events()]
+
+    def get_asset_check_evaluations(self) -> list:
+        return [c for r in self.results for c in r.get_asset_check_evaluations()]
+
+
+def materialise(config: Path, instance, must_succeed: bool = True, release: bool = True, checks: bool = True) -> Ran:
+    """Every asset of :func:`definitions` in dependency order, a run per step and partition (``run_plan``, as
+    ``mama-pipeline materialize --all``)."""
+    defs = definitions(config, release, checks)
+    graph = defs.resolve_asset_graph()
+    steps = plan_runs(graph, graph.materializable_asset_keys)
+    result = Ran(execute_plan(defs, steps, instance, raise_on_error=must_succeed))
     assert result.success or not must_succeed
     return result
 
 
-def meta(result, key: str) -> dict:
+def meta(result, key: str, partition: str | None = None) -> dict:
     (m,) = [
         ev.materialization.metadata
         for ev in result.get_asset_materialization_events()
-        if ev.materialization.asset_key.to_user_string() == key
+        if ev.materialization.asset_key.to_user_string() == key and ev.partition == partition
     ]
     return {k: v.value for k, v in m.items()}
 
@@ -196,6 +232,11 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         shorthand = set(variants.filter(pl.col("kind") == "shorthand")["variant_id"])
         assert all(shorthand <= ids <= set(variants["variant_id"]) for ids in ranked.values())
         assert ranked["fused"] == ranked["bm25"] | ranked["bm25-plain"]  # the fusion fused the variant rankings
+        fused = meta(first, "variant_rankings", "fused")  # its partition, after its runs' (their stored rows)
+        assert (
+            fused["runs"] == "bm25, bm25-plain"
+            and fused["rows"] == rankings.filter(pl.col("retriever") == "fused").height
+        )
         # inherited labels are the parent's judged pairs; holes are exactly the unlabelled pairs of the top 3 of
         # the variants and of their parents' clean rankings, by every scored retriever: bm25-plain and fused are
         # outside the pool, so their clean top 3 had unjudged chunks, judged now like the variants'
@@ -300,6 +341,53 @@ def test_variants_are_ranked_holes_judged_once_scored_and_released(tmp_path, mon
         assert folder_hashes(folder) == hashes
 
 
+ADDED = {"name": "bm25-k12", "kind": "bm25", "params": {"k1": 1.2, "b": 0.75}}
+
+
+def test_a_retriever_added_to_a_finished_run_ranks_the_variants_in_its_own_partition_only(
+    tmp_path, monkeypatch, fake_llm
+):
+    """Maintainer case (b): a retriever added to the configuration and scored on the existing labels. Of the variant
+    rankings only its new partition runs; the others are neither stale nor run, and keep their rows."""
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup(tmp_path, fake_llm.url)
+    monkeypatch.setenv("MAMA_CONFIG", str(config))  # the observed inputs read the configuration through it
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    key = dg.AssetKey("variant_rankings")
+
+    def run_what_changed(instance) -> dict:
+        defs = definitions(config)
+        graph = defs.resolve_asset_graph()
+        observe_inputs(defs, instance)
+        planned = changed_partitions(graph, graph.materializable_asset_keys, instance)
+        assert all(r.success for r in execute_plan(defs, planned_steps(graph, planned, planned.followers), instance))
+        return planned
+
+    def made(instance) -> dict[str, int]:
+        records = instance.fetch_materializations(key, limit=100).records
+        return {p: sum(r.partition_key == p for r in records) for p in {r.partition_key for r in records}}
+
+    with dg.instance_for_test() as instance:
+        first = run_what_changed(instance)
+        assert set(first[key]) == set(RETRIEVERS)
+        before = store.read_table("variant_rankings").sort("retriever", "query_id", "rank")
+        assert made(instance) == dict.fromkeys(RETRIEVERS, 1)
+        raw = yaml.safe_load(config.read_text())
+        raw["retrieval"]["retrievers"].append(ADDED)
+        config.write_text(yaml.safe_dump(raw))
+        rank_clean(load_settings(config), store, [ADDED["name"]])  # its rankings partition, as retrieval makes it
+        second = run_what_changed(instance)
+        assert second[key] == {"bm25-k12": "never materialised"}
+        assert made(instance) == {**dict.fromkeys(RETRIEVERS, 1), "bm25-k12": 1}
+        after = store.read_table("variant_rankings").sort("retriever", "query_id", "rank")
+        assert after.filter(pl.col("retriever") != "bm25-k12").equals(before)
+        assert set(after.filter(pl.col("retriever") == "bm25-k12")["query_id"]) >= set(
+            store.read_table("query_variants").filter(pl.col("kind") == "shorthand")["variant_id"]
+        )
+        # the board scores it beside the others
+        assert set(store.read_table("robustness_scoreboard")["retriever"]) == {*RETRIEVERS, "bm25-k12"}
+
+
 def test_a_hole_budget_leaves_the_rest_unjudged_and_lowers_judged_at_k(tmp_path, monkeypatch, fake_llm):
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     config = setup(tmp_path, fake_llm.url, budget="1")
@@ -355,14 +443,10 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     )
     store = Store(tmp_path / "data" / "mama.duckdb")
     with dg.instance_for_test() as instance:
-        result = dg.materialize(
-            [*UPSTREAM, *robustness_defs.assets, *robustness_defs.asset_checks],
-            resources=shared_resources(str(config)),
-            instance=instance,
-            selection=[k for a in robustness_defs.assets if isinstance(a, dg.AssetsDefinition) for k in a.keys],
-        )
+        result = materialise(config, instance, release=False)
     assert result.success
     assert store.read_table("query_variants").height == 5 and store.read_table("variant_rankings").is_empty()
+    assert meta(result, "variant_rankings", "fused")["not_ranked"] == "its runs ranked no variant"  # nothing to fuse
     judged = store.read_table("judgments").select(pl.col("query_id").alias("parent_id"), "chunk_id")
     clean_top = (
         store.read_table("rankings")
@@ -382,13 +466,47 @@ def test_the_clean_top_k_is_judged_even_where_no_variant_surfaces_it(tmp_path, m
     assert set(board["variant_mean"]) == {0.0} and board["coverage_differs"].null_count() == board.height
 
 
+def test_a_retriever_left_out_of_robustness_retrievers_has_an_empty_partition_saying_why(
+    tmp_path, monkeypatch, fake_llm
+):
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup(tmp_path, fake_llm.url, extra="  retrievers: [bm25]\n")
+    store = Store(tmp_path / "data" / "mama.duckdb")
+    with dg.instance_for_test() as instance:
+        result = materialise(config, instance, release=False, checks=False)
+    for name in ("bm25-plain", "fused"):
+        why = {"retriever": name, "rows": 0, "not_ranked": "not in robustness.retrievers"}
+        assert why.items() <= meta(result, "variant_rankings", name).items()
+    assert set(store.read_table("variant_rankings")["retriever"]) == {"bm25"}
+    assert set(store.read_table("robustness_scoreboard")["retriever"]) == {"bm25"}
+
+
+def test_a_fusion_partition_run_before_its_runs_partitions_is_refused_in_one_line(tmp_path, monkeypatch, fake_llm):
+    monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
+    config = setup(tmp_path, fake_llm.url)
+    defs = definitions(config, release=False, checks=False)
+    graph = defs.resolve_asset_graph()
+    key = dg.AssetKey("variant_rankings")
+    with dg.instance_for_test() as instance:
+        assert all(r.success for r in execute_plan(defs, plan_runs(graph, [dg.AssetKey("query_variants")]), instance))
+        bm25_only = RunStep((key,), graph.get(key).partitions_def, only=("bm25",))
+        fused_only = RunStep((key,), graph.get(key).partitions_def, only=("fused",))
+        (ran,) = execute_plan(defs, [bm25_only, fused_only], instance, raise_on_error=False)[1:]
+    failure = next(e for e in ran.all_events if e.event_type_value == "STEP_FAILURE")
+    assert failure.event_specific_data.error.cause.message.strip() == (
+        "ValueError: robustness: rrf retriever 'fused' reads the variant rankings of ['bm25-plain'], never "
+        "materialised; materialise those variant_rankings partitions first"
+    )
+
+
 @pytest.mark.parametrize("budget", ["null", "4"])
 def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one_pass(
     tmp_path, monkeypatch, fake_llm, budget
 ):
     """Slices of two of the five parents: every read of the variant rankings, the clean rankings and the variant
-    labels, and every judging of holes, names one slice's parents at most, and the tables and the page are those
-    of one slice of all five (with a hole budget that a slice alone would spend otherwise)."""
+    labels in the holes' and the scoreboard's steps, and every judging of holes, names one slice's parents at most,
+    and the tables and the page are those of one slice of all five (with a hole budget that a slice alone would
+    spend otherwise)."""
     from mama_pipeline.judging import _judge as judge
     from mama_pipeline.robustness import _labels as labels
     from mama_pipeline.robustness import _robustness_scoreboard as robustness_scoreboard
@@ -405,12 +523,7 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
 
     def run(folder: Path, config: Path) -> tuple[dict[str, pl.DataFrame], str]:
         with dg.instance_for_test() as instance:
-            dg.materialize(
-                [*UPSTREAM, *robustness_defs.assets],
-                resources=shared_resources(str(config)),
-                instance=instance,
-                selection=[k for a in robustness_defs.assets if isinstance(a, dg.AssetsDefinition) for k in a.keys],
-            )
+            materialise(config, instance, release=False, checks=False)
         store = Store(folder / "data" / "mama.duckdb")
         tables = ("variant_labels", "variant_holes", "robustness_per_query", "robustness_scoreboard")
         page = folder / "data" / "reports" / "robustness" / "index.html"
@@ -433,8 +546,10 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
     sliced, sliced_page = run(folders[1], configs[1])
     parents = sorted(queries_frame()["query_id"])
     slices = [parents[0:2], parents[2:4], parents[4:5]]
-    # the holes' step reads both rankings a slice at a time, then the scoreboard's step reads them and the labels
+    # the fusion's partition reads its runs' variant rankings (one slice of variants: every parent's); the holes' step
+    # reads both rankings a slice of parents at a time, then the scoreboard's step reads them and the labels
     assert reads == [
+        ("variant_rankings", parents),
         *[(t, ids) for ids in slices for t in ("variant_rankings", "rankings")],
         *[(t, ids) for ids in slices for t in ("rankings", "variant_rankings", "variant_labels")],
     ]
