@@ -14,7 +14,7 @@ operation), drawing the resamples and signs exactly as scipy 1.17's ``bootstrap`
 ``permutation_test`` do from the same generator: mama_pipeline_tests/evaluation/
 test_significance_fast.py shows both equal scipy to 1e-12. The figures from a seed
 (the boards' and scoreboards') resample the same rows for every entry, measure and pair
-of one size: those draws are made once and kept (up to KEPT_DRAWS values, two sizes).
+of one size: those draws are made once and kept (up to KEPT_DRAWS values in all).
 
 Every function here raises :class:`StatisticRefused` (with its ``reason``) where the
 figure cannot be honest: too few values, no spread, a degenerate bootstrap. The unit
@@ -25,9 +25,10 @@ scipy and statsmodels load inside the functions: loading Dagster definitions sta
 
 from __future__ import annotations
 
-import functools
 import gc
 import itertools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -39,7 +40,9 @@ SIGNIFICANCE_SCHEMA = table_schema("significance")
 ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling batch (32 MB as float64)
 MIN_INTERVAL_N = 30  # fewer values: a bootstrap interval is refused (too narrow below: docs/statistics.md)
 MIN_PAIRED_TEST_N = 2  # fewer pairs: the randomization test is refused
-KEPT_DRAWS = 32_000_000  # most drawn values (n x resamples) kept for the next figure of the same seed and size
+KEPT_DRAWS = 64_000_000  # most drawn values (n x resamples, all sizes) kept for the next figures of a seed and size
+_KEPT: OrderedDict[tuple, tuple[np.ndarray, ...]] = OrderedDict()  # (kind, seed, n, resamples, batch) -> batches
+_KEPT_LOCK = threading.Lock()
 
 
 class StatisticRefused(ValueError):
@@ -91,29 +94,29 @@ def _flip_batches(rng: np.random.Generator, n: int, n_resamples: int, batch: int
         yield (bits & 1) == 0
 
 
-@functools.lru_cache(maxsize=2)
-def _kept_draws(kind: str, seed: int, n: int, n_resamples: int, batch: int) -> tuple[np.ndarray, ...]:
-    """The batches of :func:`_index_batches` (row indices in the smallest unsigned type that holds them) or of
-    :func:`_flip_batches` from a generator seeded with ``seed``, read-only: every figure of one seed and size
-    resamples the same rows (a board's entries, measures and pairs), drawn once."""
-    rng = np.random.default_rng(seed)
-    if kind == "index":
-        small = np.min_scalar_type(max(n - 1, 0))
-        drawn = tuple(b.astype(small) for b in _index_batches(rng, n, n_resamples, batch))
-    else:
-        drawn = tuple(_flip_batches(rng, n, n_resamples, batch))
+def _seeded(kind: str, seed: int, n: int, n_resamples: int) -> Iterable[np.ndarray]:
+    """The batches of :func:`_index_batches` (``kind`` "index": row indices, kept in the smallest unsigned type
+    that holds them) or of :func:`_flip_batches` ("flip") from a generator seeded with ``seed``. Every figure of
+    one seed and size resamples the same rows (a board's entries, measures and pairs): the batches are kept,
+    read-only, for the next figure, the least recently used let go beyond KEPT_DRAWS values in all."""
+    batch = batch_for(n)
+    batches = _index_batches if kind == "index" else _flip_batches
+    if n * n_resamples > KEPT_DRAWS:
+        return batches(np.random.default_rng(seed), n, n_resamples, batch)
+    key = (kind, seed, n, n_resamples, batch)
+    with _KEPT_LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return _KEPT[key]
+    small = np.min_scalar_type(max(n - 1, 0))
+    drawn = tuple(b.astype(small) if kind == "index" else b for b in batches(np.random.default_rng(seed), *key[2:]))
     for b in drawn:
         b.flags.writeable = False
+    with _KEPT_LOCK:
+        _KEPT[key] = drawn
+        while sum(k[2] * k[3] for k in _KEPT) > KEPT_DRAWS:
+            _KEPT.popitem(last=False)
     return drawn
-
-
-def _seeded(kind: str, seed: int, n: int, n_resamples: int) -> Iterable[np.ndarray]:
-    """The batches drawn from ``seed``: kept for the next figure of the same seed and size up to KEPT_DRAWS
-    values, else drawn afresh."""
-    if n * n_resamples <= KEPT_DRAWS:
-        return _kept_draws(kind, seed, n, n_resamples, batch_for(n))
-    batches = _index_batches if kind == "index" else _flip_batches
-    return batches(np.random.default_rng(seed), n, n_resamples, batch_for(n))
 
 
 def bca_interval_of_mean(

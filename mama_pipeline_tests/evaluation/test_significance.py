@@ -241,7 +241,7 @@ def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbat
         return original(rng, n, n_resamples, batch)
 
     monkeypatch.setattr(significance, "_flip_batches", spy)
-    significance._kept_draws.cache_clear()
+    significance._KEPT.clear()
     assert paired_randomization_p(a, b, 300, 4) == ref.pvalue
     assert batches == [10]  # 300 sign-flip resamples, 10 per batch
     assert sign_flip_p(a - b, 300, np.random.default_rng(4), 7) == ref.pvalue  # any batch: the same signs
@@ -263,7 +263,7 @@ def test_figures_of_one_seed_and_size_in_a_row_each_equal_scipy_on_draws_made_on
     figure still equals scipy's on a fresh generator of that seed; another size or seed draws anew."""
     from mama_pipeline.evaluation import _significance as significance
 
-    significance._kept_draws.cache_clear()
+    significance._KEPT.clear()
     drawn = []
     original = significance._index_batches
     monkeypatch.setattr(significance, "_index_batches", lambda *a: drawn.append(a[1:3]) or original(*a))
