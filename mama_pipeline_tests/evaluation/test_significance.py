@@ -295,3 +295,24 @@ def test_figures_of_one_seed_and_size_in_a_row_each_equal_scipy_on_draws_made_on
     )
     assert bootstrap_mean_ci(short, 500, 7) == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
     assert drawn == [(400, 500), (100, 500)]
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_sign_flips_of_whole_number_differences_mostly_zero_give_scipys_p_bit_for_bit(seed):
+    """0/1 hits and graded counts differ on few queries: only those pairs' flips are summed (exact for whole
+    numbers); the p is scipy's permutation_test's, with its tolerance, on the same generator."""
+    rng = np.random.default_rng(seed)
+    a = (rng.random(900) < 0.4).astype(float)
+    b = np.where(rng.random(900) < 0.8, a, 1 - a)  # 80% of the queries tie
+    graded_a = rng.integers(0, 4, 900).astype(float)
+    graded_b = np.where(rng.random(900) < 0.9, graded_a, rng.integers(0, 4, 900))
+
+    def diff(x, y, axis):
+        return np.mean(x - y, axis=axis)
+
+    for x, y in ((a, b), (graded_a, graded_b)):
+        want = stats.permutation_test(
+            (x, y), diff, permutation_type="samples", vectorized=True, n_resamples=999, rng=np.random.default_rng(seed)
+        )
+        assert paired_randomization_p(x, y, 999, seed) == want.pvalue
+        assert sign_flip_p(x - y, 999, np.random.default_rng(seed), 100) == want.pvalue
