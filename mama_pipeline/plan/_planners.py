@@ -50,11 +50,14 @@ class Inputs:
 
     def table(self, name: str, partition: str | None = None) -> pl.DataFrame:
         if (name, partition) not in self._read:
-            if not self.built or not self.store.table_exists(name):
+            if not self.built:
                 raise NotBuilt(name)
-            self._read[name, partition] = self.store.read_table(
-                name, partitions=None if partition is None else [partition]
-            )
+            try:  # one connection: read_table says KeyError of a table not in the store
+                self._read[name, partition] = self.store.read_table(
+                    name, partitions=None if partition is None else [partition]
+                )
+            except KeyError:
+                raise NotBuilt(name) from None
         df = self._read[name, partition]
         if partition is not None and df.is_empty():
             raise NotBuilt(f"{name}[{partition}]")

@@ -517,4 +517,6 @@ def test_the_planners_read_each_stored_table_once_and_get_what_the_store_holds(t
         assert inp.table("planned_parts", partition="a").equals(CHUNKS.head(2))
         with pytest.raises(NotBuilt, match=r"planned_parts\[b\]"):
             inp.table("planned_parts", partition="b")
-    assert sorted(reads) == ["planned_input", "planned_parts", "planned_parts"]
+        with pytest.raises(NotBuilt, match="^never_written$"):
+            inp.table("never_written")
+    assert sorted(reads) == ["never_written"] * 3 + ["planned_input", "planned_parts", "planned_parts"]
