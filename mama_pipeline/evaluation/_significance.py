@@ -12,7 +12,9 @@ The BCa interval of a mean and the sign-flip test are computed here in O(n) per
 resample (leave-one-out means as (sum - x_i)/(n - 1); sign flips as one array
 operation), drawing the resamples and signs exactly as scipy 1.17's ``bootstrap`` and
 ``permutation_test`` do from the same generator: mama_pipeline_tests/evaluation/
-test_significance_fast.py shows both equal scipy to 1e-12.
+test_significance_fast.py shows both equal scipy to 1e-12. The figures from a seed
+(the boards' and scoreboards') resample the same rows for every entry, measure and pair
+of one size: those draws are made once and kept (up to KEPT_DRAWS values in all).
 
 Every function here raises :class:`StatisticRefused` (with its ``reason``) where the
 figure cannot be honest: too few values, no spread, a degenerate bootstrap. The unit
@@ -25,7 +27,9 @@ from __future__ import annotations
 
 import gc
 import itertools
-from collections.abc import Collection, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 import numpy as np
 import polars as pl
@@ -36,6 +40,9 @@ SIGNIFICANCE_SCHEMA = table_schema("significance")
 ELEMENTS_PER_CALL = 4_000_000  # values per vectorised resampling batch (32 MB as float64)
 MIN_INTERVAL_N = 30  # fewer values: a bootstrap interval is refused (too narrow below: docs/statistics.md)
 MIN_PAIRED_TEST_N = 2  # fewer pairs: the randomization test is refused
+KEPT_DRAWS = 64_000_000  # most drawn values (n x resamples, all sizes) kept for the next figures of a seed and size
+_KEPT: OrderedDict[tuple, tuple[np.ndarray, ...]] = OrderedDict()  # (kind, seed, n, resamples, batch) -> batches
+_KEPT_LOCK = threading.Lock()
 
 
 class StatisticRefused(ValueError):
@@ -71,6 +78,47 @@ def _checked(values: np.ndarray, what: str) -> np.ndarray:
     return values
 
 
+def _index_batches(rng: np.random.Generator, n: int, n_resamples: int, batch: int | None) -> Iterator[np.ndarray]:
+    """The resampled rows of a bootstrap of ``n`` values, a batch of resamples at a time, as scipy draws them."""
+    step = batch or n_resamples
+    for k in range(0, n_resamples, step):
+        yield rng.integers(0, n, (min(step, n_resamples - k), n))
+
+
+def _flip_batches(rng: np.random.Generator, n: int, n_resamples: int, batch: int | None) -> Iterator[np.ndarray]:
+    """The sign flips (True: swapped) of a randomization test of ``n`` pairs, a batch at a time: scipy shuffles
+    each pair with one 32-bit draw (its low bit 0 swaps a and b), a whole batch at a time."""
+    step = min(batch or n_resamples, n_resamples)
+    for k in range(0, n_resamples, step):
+        bits = rng.integers(0, 2**32, (step, n), dtype=np.uint32)[: min(step, n_resamples - k)]
+        yield (bits & 1) == 0
+
+
+def _seeded(kind: str, seed: int, n: int, n_resamples: int) -> Iterable[np.ndarray]:
+    """The batches of :func:`_index_batches` (``kind`` "index": row indices, kept in the smallest unsigned type
+    that holds them) or of :func:`_flip_batches` ("flip") from a generator seeded with ``seed``. Every figure of
+    one seed and size resamples the same rows (a board's entries, measures and pairs): the batches are kept,
+    read-only, for the next figure, the least recently used let go beyond KEPT_DRAWS values in all."""
+    batch = batch_for(n)
+    batches = _index_batches if kind == "index" else _flip_batches
+    if n * n_resamples > KEPT_DRAWS:
+        return batches(np.random.default_rng(seed), n, n_resamples, batch)
+    key = (kind, seed, n, n_resamples, batch)
+    with _KEPT_LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return _KEPT[key]
+    small = np.min_scalar_type(max(n - 1, 0))
+    drawn = tuple(b.astype(small) if kind == "index" else b for b in batches(np.random.default_rng(seed), *key[2:]))
+    for b in drawn:
+        b.flags.writeable = False
+    with _KEPT_LOCK:
+        _KEPT[key] = drawn
+        while sum(k[2] * k[3] for k in _KEPT) > KEPT_DRAWS:
+            _KEPT.popitem(last=False)
+    return drawn
+
+
 def bca_interval_of_mean(
     values: np.ndarray, n_resamples: int, rng: np.random.Generator, confidence: float = 0.95, batch: int | None = None
 ) -> tuple[float, float]:
@@ -81,6 +129,13 @@ def bca_interval_of_mean(
     mean: no interval can be sized from it) and where the bootstrap is degenerate (every resample on one side
     of the estimate, or an interval that is empty or misses its estimate).
     """
+    return _bca(values, n_resamples, lambda n: _index_batches(rng, n, n_resamples, batch), confidence)
+
+
+def _bca(
+    values: np.ndarray, n_resamples: int, draws: Callable[[int], Iterable[np.ndarray]], confidence: float
+) -> tuple[float, float]:
+    """:func:`bca_interval_of_mean` on the resampled rows ``draws(n)`` gives for n values."""
     from scipy import special, stats
 
     x = _checked(values, "interval")
@@ -101,10 +156,10 @@ def bca_interval_of_mean(
     if not (np.isfinite(theta) and np.isfinite(a_hat)):
         raise StatisticRefused(f"interval: values too large for float64 sums (largest |value| {np.max(np.abs(x)):g})")
     theta_b = np.empty(n_resamples)
-    step = batch or n_resamples
-    for k in range(0, n_resamples, step):
-        m = min(step, n_resamples - k)
-        theta_b[k : k + m] = np.mean(x[rng.integers(0, n, (m, n))], axis=-1)
+    k = 0
+    for rows in draws(n):
+        theta_b[k : k + rows.shape[0]] = np.mean(x[rows], axis=-1)
+        k += rows.shape[0]
     percentile = (np.count_nonzero(theta_b < theta) + np.count_nonzero(theta_b <= theta)) / (2 * n_resamples)
     z0 = special.ndtri(percentile)
     if not np.isfinite(z0):
@@ -124,13 +179,12 @@ def paired_bootstrap_ci(
     equal to ``bootstrap((a, b), mean(a - b), paired=True, method="BCa")`` on the same seed. Refused as
     :func:`bca_interval_of_mean` refuses the differences (all equal: no interval, the difference is exact)."""
     d = _checked(a, "interval") - _checked(b, "interval")
-    return bca_interval_of_mean(d, n_resamples, np.random.default_rng(seed), confidence, batch_for(d.size))
+    return _bca(d, n_resamples, lambda n: _seeded("index", seed, n, n_resamples), confidence)
 
 
 def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
     """BCa bootstrap interval of the mean of per-query values (queries resampled); see :func:`bca_interval_of_mean`."""
-    values = np.asarray(values, dtype=float)
-    return bca_interval_of_mean(values, n_resamples, np.random.default_rng(seed), confidence, batch_for(values.size))
+    return _bca(values, n_resamples, lambda n: _seeded("index", seed, n, n_resamples), confidence)
 
 
 def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch: int | None = None) -> float:
@@ -140,6 +194,11 @@ def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch
     Where ``n_resamples`` reaches the 2^n sign patterns the test is exact (every pattern, as scipy). Refused
     below MIN_PAIRED_TEST_N pairs; all differences zero give p = 1 exactly (every pattern ties the observed 0).
     """
+    return _sign_flip_p(d, n_resamples, lambda n: _flip_batches(rng, n, n_resamples, batch))
+
+
+def _sign_flip_p(d: np.ndarray, n_resamples: int, draws: Callable[[int], Iterable[np.ndarray]]) -> float:
+    """:func:`sign_flip_p` on the sign flips ``draws(n)`` gives for n pairs."""
     d = compact(_checked(d, "randomization"))
     n = d.size
     if n < MIN_PAIRED_TEST_N:
@@ -156,13 +215,12 @@ def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch
     if exact:
         signs = np.array(list(itertools.product((1, -1), repeat=n)), dtype=np.int8)
         nulls, total = [np.mean(signs * d, axis=-1)], 2**n
+    elif d.dtype == np.int8:  # whole numbers: np.mean's float sum is exact in any order and a 0 adds nothing
+        moved = np.flatnonzero(d)
+        nulls = [np.where(swapped[:, moved], -d[moved], d[moved]).sum(axis=-1, dtype=float) / n for swapped in draws(n)]
+        total = n_resamples
     else:
-        step = min(batch or n_resamples, n_resamples)
-        nulls, total = [], n_resamples
-        for k in range(0, n_resamples, step):
-            # scipy shuffles each pair with one 32-bit draw (its low bit 0 swaps a and b), a whole batch at a time
-            bits = rng.integers(0, 2**32, (step, n), dtype=np.uint32)[: min(step, n_resamples - k)]
-            nulls.append(np.mean(np.where((bits & 1) == 0, -d, d), axis=-1))
+        nulls, total = [np.mean(np.where(swapped, -d, d), axis=-1) for swapped in draws(n)], n_resamples
     null = np.concatenate(nulls)
     adjustment = 0 if exact else 1
     gamma = abs(np.finfo(float).eps * 100 * observed)
@@ -174,7 +232,7 @@ def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch
 def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
     """Two-sided p of mean(a - b) under random swaps of a and b within each query (:func:`sign_flip_p`)."""
     d = _checked(a, "randomization") - _checked(b, "randomization")
-    return sign_flip_p(d, n_resamples, np.random.default_rng(seed), batch_for(d.size))
+    return _sign_flip_p(d, n_resamples, lambda n: _seeded("flip", seed, n, n_resamples))
 
 
 def exact_mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:

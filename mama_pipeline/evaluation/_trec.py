@@ -68,9 +68,9 @@ def write_trec_run(run: pl.DataFrame, path: str | os.PathLike[str]) -> bool:
     )
     if rank_derived:
         checked = checked.with_columns((1.0 / pl.col("rank")).alias("score"))
+    rows = checked.select("query_id", "doc_id", "rank", "score", "retriever").iter_rows()
     with atomic_file(path) as fh:
-        for r in checked.iter_rows(named=True):
-            fh.write(f"{r['query_id']} Q0 {r['doc_id']} {r['rank']} {r['score']!r} {r['retriever']}\n")
+        fh.writelines(f"{q} Q0 {d} {rank} {score!r} {name}\n" for q, d, rank, score, name in rows)
     return rank_derived
 
 

@@ -104,13 +104,22 @@ def range_p(matrix: np.ndarray, resamples: int, seed: int) -> float:
         return float(np.real(res.pvalue))
     observed = _range_of_means(*matrix)
     batch = min(batch, resamples)
-    indices = np.tile(np.arange(entries), (batch, units, 1))  # (resample, unit, position): entry index
-    columns = np.arange(units)
+    # (resample, unit, position): the entry's index in the units' (unit, entry) order, permuted as scipy permutes
+    # the entry indices (the draws do not depend on the values shuffled)
+    indices = np.tile(np.arange(units)[:, None] * entries + np.arange(entries), (batch, 1, 1))
+    by_unit = matrix.T.copy()  # (unit, entry)
+    totals = by_unit.real.ravel()
+    counts = None if np.all(by_unit.imag == by_unit.imag[:, :1]) else by_unit.imag.ravel()
+    count = by_unit.imag[:, 0].sum()  # every entry's count when each unit's counts are alike: whole numbers, exact
     nulls = []
     for start in range(0, resamples, batch):
         drawn = rng.permuted(indices, axis=-1)[: min(batch, resamples - start)]
-        # (entry, resample, unit), contiguous: the layout scipy's stacking hands the statistic
-        nulls.append(_range_of_stacked(matrix[drawn.transpose(2, 0, 1), columns]))
+        # summed over the units one after another, as scipy's stacked (entry, resample, unit) sample is summed
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.take(totals, drawn).sum(axis=1) / (
+                count if counts is None else np.take(counts, drawn).sum(axis=1)
+            )
+        nulls.append(np.nanmax(means, axis=1) - np.nanmin(means, axis=1))
     null = np.concatenate(nulls)
     gamma = abs(np.finfo(float).eps * 100 * observed)
     count = np.asarray(np.count_nonzero(null >= observed - gamma) + 1, dtype=matrix.dtype)

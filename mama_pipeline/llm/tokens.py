@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 CHARS_PER_TOKEN = 4
@@ -34,8 +35,18 @@ def estimate(messages: Sequence[dict[str, str]]) -> int:
 ESTIMATE = TokenCounter(f"estimate ({CHARS_PER_TOKEN} characters a token; no local tokenizer)", False, estimate)
 
 
+def _may_be_local(name: str) -> bool:
+    """Whether ``name`` can name a local tokenizer: a path that exists, or a hub id with a folder in the local
+    Hugging Face cache; without either, transformers (which loads torch: seconds) is not imported only to fail."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    return Path(name).exists() or (Path(HF_HUB_CACHE) / f"models--{name.replace('/', '--')}").is_dir()
+
+
 @functools.lru_cache(maxsize=16)
 def _local_tokenizer(name: str) -> Any | None:
+    if not _may_be_local(name):
+        return None
     try:
         from transformers import AutoTokenizer
 

@@ -11,7 +11,7 @@ computed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -36,8 +36,12 @@ class NotBuilt(Exception):
 
 @dataclass(frozen=True)
 class Inputs:
+    """The store's tables as the planners read them: each table (or partition) is read once per plan, as the
+    plan writes nothing into them."""
+
     s: PipelineSettings
     store: Store
+    _read: dict[tuple[str, str | None], pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def built(self) -> bool:
@@ -45,9 +49,16 @@ class Inputs:
         return self.store.path.exists()
 
     def table(self, name: str, partition: str | None = None) -> pl.DataFrame:
-        if not self.built or not self.store.table_exists(name):
-            raise NotBuilt(name)
-        df = self.store.read_table(name, partitions=None if partition is None else [partition])
+        if (name, partition) not in self._read:
+            if not self.built:
+                raise NotBuilt(name)
+            try:  # one connection: read_table says KeyError of a table not in the store
+                self._read[name, partition] = self.store.read_table(
+                    name, partitions=None if partition is None else [partition]
+                )
+            except KeyError:
+                raise NotBuilt(name) from None
+        df = self._read[name, partition]
         if partition is not None and df.is_empty():
             raise NotBuilt(f"{name}[{partition}]")
         return df

@@ -69,3 +69,19 @@ def test_encoder_token_counter_uses_the_models_own_tokenizer():
     assert count(["hello world", "postpartum haemorrhage " * 300])[0] == 4  # [CLS] hello world [SEP]
     figures = truncation_audit(["short text", "postpartum haemorrhage " * 300], count, max_length, "minilm")
     assert figures["longer_than_max"] == 1
+
+
+def test_the_leak_fold_splits_at_every_character_res_whitespace_class_matches_and_at_no_other():
+    """The fold joins ``str.split``'s words with one space: the same as ``re.sub(r"\\s+", " ", t).strip()``,
+    since ``\\s`` (re, str patterns) and ``str.split`` agree on every code point."""
+    import re
+    import sys
+
+    from mama_pipeline.evaluation._audits import _fold
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if re.fullmatch(r"\s", chr(c))]
+    assert [c for c in map(chr, range(sys.maxunicode + 1)) if len(f"a{c}b".split()) == 2] == spaces
+    text = "  Pre" + "".join(spaces) + "ECLAMPSIA\u00a0\u2003signs\n\tSTRASSE Maße  " + spaces[-1]
+    for t in (text, "", " \u3000 ", "x", "ǅ ΣΑΣ"):
+        assert _fold(t) == re.sub(r"\s+", " ", t).strip().casefold()
+    assert _fold(text) == "pre eclampsia signs strasse masse"

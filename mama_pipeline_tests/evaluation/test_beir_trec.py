@@ -106,6 +106,27 @@ def test_trec_run_and_qrels_round_trip(tmp_path):
     assert read_trec_qrels(tmp_path / "qrels.txt").equals(qrels)
 
 
+def test_a_written_run_holds_each_score_as_pythons_repr_of_the_float_line_by_line(tmp_path):
+    run = pl.DataFrame(
+        {
+            "retriever": ["dense", "bm25", "bm25", "bm25", "dense"],
+            "query_id": ["q2", "q10", "q10", "q10", "q2"],
+            "doc_id": ["x", "c", "a", "b", "y"],
+            "rank": [2, 3, 1, 2, 1],
+            "score": [1e-05, 0.1, 12.0, 0.30000000000000004, 2.5e20],
+        }
+    )
+    assert write_trec_run(run, tmp_path / "run.txt") is False
+    assert (tmp_path / "run.txt").read_text() == (
+        "q10 Q0 a 1 12.0 bm25\nq10 Q0 b 2 0.30000000000000004 bm25\nq10 Q0 c 3 0.1 bm25\n"
+        "q2 Q0 y 1 2.5e+20 dense\nq2 Q0 x 2 1e-05 dense\n"
+    )
+    assert write_trec_run(run.drop("score").filter(pl.col("retriever") == "bm25"), tmp_path / "ranks.txt") is True
+    assert (tmp_path / "ranks.txt").read_text() == (
+        "q10 Q0 a 1 1.0 bm25\nq10 Q0 b 2 0.5 bm25\nq10 Q0 c 3 0.3333333333333333 bm25\n"
+    )
+
+
 def test_trec_run_reader_orders_like_trec_eval(tmp_path):
     (tmp_path / "run.txt").write_text("q1 Q0 a 1 1.0 x\nq1 Q0 c 2 1.0 x\nq1 Q0 b 3 2.0 x\n")
     back = read_trec_run(tmp_path / "run.txt", retriever="mine")

@@ -18,6 +18,7 @@ from mama_pipeline.evaluation._significance import (
     paired_bootstrap_ci,
     paired_randomization_p,
     pairwise_significance,
+    sign_flip_p,
 )
 
 
@@ -233,16 +234,17 @@ def test_resamples_go_in_batches_that_shrink_with_the_queries_and_give_the_unbat
         (a, b), diff, permutation_type="samples", vectorized=True, n_resamples=300, rng=np.random.default_rng(4)
     )
     batches = []
-    original = significance.sign_flip_p
+    original = significance._flip_batches
 
-    def spy(d, n_resamples, rng, batch=None):
+    def spy(rng, n, n_resamples, batch):
         batches.append(batch)
-        return original(d, n_resamples, rng, batch)
+        return original(rng, n, n_resamples, batch)
 
-    monkeypatch.setattr(significance, "sign_flip_p", spy)
+    monkeypatch.setattr(significance, "_flip_batches", spy)
+    significance._KEPT.clear()
     assert paired_randomization_p(a, b, 300, 4) == ref.pvalue
     assert batches == [10]  # 300 sign-flip resamples, 10 per batch
-    assert original(a - b, 300, np.random.default_rng(4), 7) == ref.pvalue  # any batch: the same signs
+    assert sign_flip_p(a - b, 300, np.random.default_rng(4), 7) == ref.pvalue  # any batch: the same signs
 
 
 def test_refused_rows_counts_the_rows_whose_figures_were_refused():
@@ -254,3 +256,63 @@ def test_refused_rows_counts_the_rows_whose_figures_were_refused():
     assert refused_rows(table) == "1 of 3 rows"
     assert refused_rows(table.clear()) == "0 of 0 rows"
     assert refused_rows(pl.DataFrame({"x": [1]}), "interval_refused") == "0 of 1 rows"
+
+
+def test_figures_of_one_seed_and_size_in_a_row_each_equal_scipy_on_draws_made_once(monkeypatch):
+    """The draws kept from the first figure serve the next ones (other values, same seed and size), and each
+    figure still equals scipy's on a fresh generator of that seed; another size or seed draws anew."""
+    from mama_pipeline.evaluation import _significance as significance
+
+    significance._KEPT.clear()
+    drawn = []
+    original = significance._index_batches
+    monkeypatch.setattr(significance, "_index_batches", lambda *a: drawn.append(a[1:3]) or original(*a))
+    rng = np.random.default_rng(21)
+    hits = [(rng.random(400) < p).astype(float) for p in (0.3, 0.5, 0.7)]  # 0/1: the int8 gathers
+    graded = [rng.random(400) ** k for k in (1, 2)]
+
+    def diff(x, y, axis):
+        return np.mean(x - y, axis=axis)
+
+    for values in [*hits, *graded]:
+        ref = stats.bootstrap(
+            (values,), np.mean, vectorized=True, n_resamples=500, method="BCa", rng=np.random.default_rng(6)
+        )
+        assert bootstrap_mean_ci(values, 500, 6) == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
+    for a, b in itertools.combinations([*hits, *graded], 2):
+        ref = stats.bootstrap(
+            (a, b), diff, paired=True, vectorized=True, n_resamples=500, method="BCa", rng=np.random.default_rng(6)
+        ).confidence_interval
+        assert paired_bootstrap_ci(a, b, 500, 6) == pytest.approx((ref.low, ref.high), rel=1e-12)
+        ref = stats.permutation_test(
+            (a, b), diff, permutation_type="samples", vectorized=True, n_resamples=500, rng=np.random.default_rng(6)
+        )
+        assert paired_randomization_p(a, b, 500, 6) == ref.pvalue
+    assert drawn == [(400, 500)]  # one draw of the rows for 5 intervals and 10 paired ones
+    short = graded[0][:100]
+    ref = stats.bootstrap(
+        (short,), np.mean, vectorized=True, n_resamples=500, method="BCa", rng=np.random.default_rng(7)
+    )
+    assert bootstrap_mean_ci(short, 500, 7) == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
+    assert drawn == [(400, 500), (100, 500)]
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_sign_flips_of_whole_number_differences_mostly_zero_give_scipys_p_bit_for_bit(seed):
+    """0/1 hits and graded counts differ on few queries: only those pairs' flips are summed (exact for whole
+    numbers); the p is scipy's permutation_test's, with its tolerance, on the same generator."""
+    rng = np.random.default_rng(seed)
+    a = (rng.random(900) < 0.4).astype(float)
+    b = np.where(rng.random(900) < 0.8, a, 1 - a)  # 80% of the queries tie
+    graded_a = rng.integers(0, 4, 900).astype(float)
+    graded_b = np.where(rng.random(900) < 0.9, graded_a, rng.integers(0, 4, 900))
+
+    def diff(x, y, axis):
+        return np.mean(x - y, axis=axis)
+
+    for x, y in ((a, b), (graded_a, graded_b)):
+        want = stats.permutation_test(
+            (x, y), diff, permutation_type="samples", vectorized=True, n_resamples=999, rng=np.random.default_rng(seed)
+        )
+        assert paired_randomization_p(x, y, 999, seed) == want.pvalue
+        assert sign_flip_p(x - y, 999, np.random.default_rng(seed), 100) == want.pvalue

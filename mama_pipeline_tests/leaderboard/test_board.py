@@ -350,25 +350,40 @@ def test_a_refused_statistic_leaves_its_figure_empty_with_the_reason_and_the_boa
 
 
 @pytest.mark.parametrize(
-    ("entries", "units", "resamples", "seed"),
-    [(2, 40, 199, 11), (5, 300, 999, 11), (4, 20_000, 199, 11), (3, 40, 5000, 0), (3, 2, 5, 11)],
+    ("entries", "units", "resamples", "seed", "complete"),
+    [
+        (2, 40, 199, 11, False),
+        (5, 300, 999, 11, False),
+        (4, 20_000, 199, 11, False),
+        (3, 40, 5000, 0, False),
+        (3, 2, 5, 11, False),
+        (5, 300, 999, 11, True),
+        (4, 20_000, 199, 11, True),
+        (6, 3000, 999, 3, True),
+    ],
     ids=[
         "two entries",  # p 0.84
         "one batch",  # p 0.91
         "four batches, the last partial",  # p 0.28
         "p 268 / 5001: complex division, not 268 / 5001 in float",
         "exact: every relabelling",  # p 0.67
+        "one batch, every unit's counts alike",
+        "four batches, every unit's counts alike",
+        "six entries, 3000 units, every unit's counts alike",
     ],
 )
-def test_range_p_is_scipys_permutation_test_bit_for_bit(entries, units, resamples, seed):
+def test_range_p_is_scipys_permutation_test_bit_for_bit(entries, units, resamples, seed, complete):
     """range_p gathers every unit's relabelling at once; the p is scipy's on the same seed and batch, with missing
-    values (a count of 0) and graded sums."""
+    values (a count of 0) and graded sums, or with every entry's count alike in each unit (a query's one value
+    per entry, a parent's variants: only the sums are gathered)."""
     from scipy import stats
 
     from mama_pipeline.leaderboard._board_standings import range_p
 
     rng = np.random.default_rng(units)
     counts = rng.integers(0, 3, (entries, units))
+    if complete:
+        counts = np.tile(rng.integers(1, 4, units), (entries, 1))
     totals = np.where(counts > 0, rng.exponential(0.4, (entries, units)) * counts, 0.0)
     totals[0] += counts[0] / np.sqrt(units)  # the first entry a little ahead: p inside (0, 1)
     matrix = totals + 1j * counts

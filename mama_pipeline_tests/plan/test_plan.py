@@ -498,3 +498,25 @@ def test_the_plan_asset_depends_on_every_table_its_planners_read():
     assert named <= inputs
     assert "judged_set" in inputs  # adaptive judging sends its judge requests there
     assert not {"scoreboard", "mamaretrieval_leaderboard", "evaluation_report"} & inputs  # no LLM stage reads them
+
+
+def test_the_planners_read_each_stored_table_once_and_get_what_the_store_holds(tmp_path, monkeypatch):
+    from mama_pipeline.plan._planners import Inputs, NotBuilt
+
+    store = Store(tmp_path / "mama.duckdb")
+    store.write_table("planned_input", CHUNKS)
+    store.write_table("planned_parts", CHUNKS.head(2), partition="a")
+    reads = []
+    read_table = Store.read_table
+    monkeypatch.setattr(
+        Store, "read_table", lambda self, name, **kw: reads.append(name) or read_table(self, name, **kw)
+    )
+    inp = Inputs(load_settings(SAMPLE_CONFIG), store)
+    for _ in range(3):
+        assert inp.table("planned_input").equals(CHUNKS)
+        assert inp.table("planned_parts", partition="a").equals(CHUNKS.head(2))
+        with pytest.raises(NotBuilt, match=r"planned_parts\[b\]"):
+            inp.table("planned_parts", partition="b")
+        with pytest.raises(NotBuilt, match="^never_written$"):
+            inp.table("never_written")
+    assert sorted(reads) == ["never_written"] * 3 + ["planned_input", "planned_parts", "planned_parts"]
