@@ -107,10 +107,11 @@ def make_client(store: Store, fake_llm: ServerHandle) -> Callable[..., LLMClient
 
 
 @pytest.fixture(scope="session")
-def demo_store(tmp_path_factory, fake_llm: ServerHandle) -> DemoStore:
-    """One ``mama-pipeline demo`` (support/demo_store.py) on this session's fake server, for the tests that read
-    its store, releases or Dagster instance; a test that would change it works on a copy."""
-    return build_demo_store(tmp_path_factory.mktemp("demo_store"), fake_llm.url)
+def demo_store(tmp_path_factory, fake_llm: ServerHandle, sample_embeddings: Path) -> DemoStore:
+    """One ``mama-pipeline demo`` (support/demo_store.py) on this session's fake server, starting from the sample's
+    document vectors, for the tests that read its store, releases or Dagster instance; a test that would change it
+    works on a copy."""
+    return build_demo_store(tmp_path_factory.mktemp("demo_store"), fake_llm.url, sample_embeddings)
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,8 @@ if ! command -v pdflatex >/dev/null 2>&1 || ! kpsewhich booktabs.sty >/dev/null 
   fi
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# the cores, counted before the export below: GNU nproc answers OMP_NUM_THREADS (or OMP_THREAD_LIMIT) where set
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 # One BLAS/OpenMP thread per process (torch, numpy; the servers and dask workers tests start inherit it): the
 # workers already fill the cores, and on a busy 2-core machine a torch process with two threads ran small
 # matrix products 5-13x slower than with one (its threads wait for each other while the other is descheduled).
@@ -34,4 +36,4 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 unset PYTHONDONTWRITEBYTECODE
 # the tests choose their own configuration and data folders: a developer's exported ones must not leak in
 unset MAMA_CONFIG MAMA_DATA_DIR
-exec .venv/bin/pytest -q -n "$(( $(nproc) + 1 ))" --dist loadgroup "$@"
+exec .venv/bin/pytest -q -n "$(( cores + 1 ))" --dist loadgroup "$@"

@@ -113,7 +113,7 @@ def open_logged_in(
         if time.monotonic() > deadline:
             missing = [n for n in needles if n not in text]
             raise AssertionError(f"page {url} never showed {missing}; it shows: {text[:500]!r}")
-        time.sleep(1.0)
+        time.sleep(0.25)
 
 
 def screenshot(dt: DevTools, out: Path) -> bytes:

@@ -2,7 +2,9 @@
 
 The demo run is the expensive build the end-to-end tests read (conftest's ``demo_store``: one per test run): the
 settings each asset read are recorded as it runs (``settings_reads``), and its store, releases and Dagster instance
-are what the dask run is compared with and what the planning tests plan against.
+are what the dask run is compared with and what the planning tests plan against. It starts from a store holding
+the sample's document vectors (conftest's ``sample_embeddings``; the demo's chunks are the sample's): its encoders
+still run, through the embedding cache, and every query is encoded by the run.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import yaml
 
 from mama_pipeline.cli import DEMO_CONFIG
 from mama_pipeline_tests.support.llm_stages import served_without_bm25, with_embedded
+from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
 from mama_pipeline_tests.support.settings_reads import recorded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,11 +66,12 @@ class DemoStore:
         return Path(self.env["DAGSTER_HOME"])
 
 
-def build_demo_store(root: Path, llm_url: str) -> DemoStore:
-    """``mama-pipeline demo`` on :func:`demo_config` under ``root``, every LLM stage on ``llm_url``, recording the
-    settings each asset reads."""
+def build_demo_store(root: Path, llm_url: str, vectors: Path) -> DemoStore:
+    """``mama-pipeline demo`` on :func:`demo_config` under ``root``, every LLM stage on ``llm_url``, from a store
+    holding ``vectors``' embedding cache, recording the settings each asset reads."""
     config = demo_config(root / "sample", llm_url)
     env = {**env_for(root, config, "demo"), "PYTHONPATH": str(REPO)}
+    with_embeddings_of(vectors, Path(env["MAMA_DATA_DIR"]) / "mama.duckdb")
     reads = root / "reads.jsonl"
     out = subprocess.run(
         [
