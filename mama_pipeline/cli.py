@@ -212,14 +212,16 @@ def run_here(defs, keys, home: Path) -> int:
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
-        # one embedded LLM server (model load, prompt cache) and one open database for every step
-        with kept_for_the_run(), hold_open(settings.db_path):
-            tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
-        store = Store(settings.db_path)
-        sent = sent_since(store, started_at)
-        tag_runs(instance, started_at, bounds, sent)
-        ctx = SummaryContext(settings, store, instance, graph, started_at)
-        areas = area_lines(ctx)
+        # one embedded LLM server (model load, prompt cache) for every step, and one open database for every step
+        # and the summary's reads of it
+        with hold_open(settings.db_path):
+            with kept_for_the_run():
+                tally = run_in_process(defs, keys, instance, log, tags={"mama/trigger": "cli"})
+            store = Store(settings.db_path)
+            sent = sent_since(store, started_at)
+            tag_runs(instance, started_at, bounds, sent)
+            ctx = SummaryContext(settings, store, instance, graph, started_at)
+            areas = area_lines(ctx)
         areas.setdefault("llm", []).extend(planned_sent_lines(bounds, unbounded, sent))
         print(
             "\n"

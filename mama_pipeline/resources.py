@@ -100,6 +100,15 @@ class MissingInput(LookupError):
     """An asset's or check's input was never materialised into the store."""
 
 
+def _missing(context: dg.InputContext, store: Store) -> MissingInput:
+    """The error for an input whose table is not in the store."""
+    name = context.asset_key.to_user_string()
+    return MissingInput(
+        f"{_reader(context)} reads {name}, which is not in the store {store.path}: add {name} to the "
+        f"selection (--select '<the selection>,{name}') or materialise it first"
+    )
+
+
 def _reader(context: dg.InputContext) -> str:
     """The step loading the input (an asset's or a check's op)."""
     try:
@@ -137,21 +146,21 @@ class DuckDBPolarsIOManager(dg.ConfigurableIOManager):
         (rows in the table's order); an error names a column the table lacks."""
         store = Store(self.settings.get().db_path)
         table = self._table(context.asset_key)
-        if not store.path.exists() or not store.table_exists(table):
-            name = context.asset_key.to_user_string()
-            raise MissingInput(
-                f"{_reader(context)} reads {name}, which is not in the store {store.path}: add {name} to the "
-                f"selection (--select '<the selection>,{name}') or materialise it first"
-            )
+        if not store.path.exists():
+            raise _missing(context, store)
         partitions = None
         if context.has_asset_partitions:
             partitions = sorted(context.asset_partition_keys)
         columns = context.definition_metadata.get("columns")
-        if columns is None:
-            return store.read_table(table, partitions=partitions)
         try:
+            if columns is None:
+                return store.read_table(table, partitions=partitions)
             return store.read_table(table, partitions=partitions, columns=list(columns))
+        except KeyError:  # read_table's: the table is not in the store (checked in its read, not before it)
+            raise _missing(context, store) from None
         except duckdb.BinderException:
+            if columns is None:
+                raise
             present = store.columns(table)
             missing = [c for c in columns if c not in present]
             if not missing:

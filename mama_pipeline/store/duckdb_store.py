@@ -312,8 +312,14 @@ def _polars(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pl.D
 
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether a table or view named ``table`` exists: what ``information_schema.tables`` lists (every table, and
+    the views not internal to DuckDB), read from the catalog functions directly (that view costs twice as much)."""
     return bool(
-        con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
+        con.execute(
+            "SELECT (SELECT count(*) FROM duckdb_tables() WHERE table_name = $1) "
+            "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND view_name = $1)",
+            [table],
+        ).fetchone()[0]
     )
 
 
