@@ -1,5 +1,8 @@
 """Helpers for Dagster materialisation metadata."""
 
+from collections.abc import Mapping
+from typing import Any
+
 import dagster as dg
 import polars as pl
 
@@ -14,3 +17,8 @@ def md_table(
     """A small table as Markdown metadata: the first ``limit`` rows (None: all), cells written by ``cells``,
     ``empty`` for a frame without rows (None: just the header)."""
     return dg.MetadataValue.md(frame_table(df, cells, limit=limit, empty=empty))
+
+
+def none_as_text(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` with each None written "none" (Dagster's metadata holds no None)."""
+    return {k: ("none" if v is None else v) for k, v in meta.items()}

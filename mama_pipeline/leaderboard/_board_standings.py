@@ -110,14 +110,14 @@ def range_p(matrix: np.ndarray, resamples: int, seed: int) -> float:
     by_unit = matrix.T.copy()  # (unit, entry)
     totals = by_unit.real.ravel()
     counts = None if np.all(by_unit.imag == by_unit.imag[:, :1]) else by_unit.imag.ravel()
-    count = by_unit.imag[:, 0].sum()  # every entry's count when each unit's counts are alike: whole numbers, exact
+    alike = by_unit.imag[:, 0].sum()  # every entry's count when each unit's counts are alike: whole numbers, exact
     nulls = []
     for start in range(0, resamples, batch):
         drawn = rng.permuted(indices, axis=-1)[: min(batch, resamples - start)]
         # summed over the units one after another, as scipy's stacked (entry, resample, unit) sample is summed
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.take(totals, drawn).sum(axis=1) / (
-                count if counts is None else np.take(counts, drawn).sum(axis=1)
+                alike if counts is None else np.take(counts, drawn).sum(axis=1)
             )
         nulls.append(np.nanmax(means, axis=1) - np.nanmin(means, axis=1))
     null = np.concatenate(nulls)

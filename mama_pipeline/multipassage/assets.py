@@ -11,7 +11,7 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.common.metadata import md_table
+from mama_pipeline.common.metadata import md_table, none_as_text
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.evaluation import refused_rows
@@ -272,7 +272,7 @@ def multipassage_rankings(
         lambda names, ids: db.read_table(RANKINGS_TABLE, partitions=names, where={"query_id": ids}),
     )
     out = run_retriever(spec, chunks, questions.select("query_id", "query_text"), track_depth(s), env)
-    return dg.Output(out.rankings, metadata={k: ("none" if v is None else v) for k, v in out.metadata.items()})
+    return dg.Output(out.rankings, metadata=none_as_text(out.metadata))
 
 
 @dg.asset(

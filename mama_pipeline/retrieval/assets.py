@@ -8,11 +8,11 @@ pools read the partitions they need from the store.
 
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 import dagster as dg
 import polars as pl
 
+from mama_pipeline.common.metadata import none_as_text
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.resources import SettingsResource, StoreResource, scratch_path
@@ -64,10 +64,6 @@ POOL_INPUTS = {  # the pools check ranked ids against the current tables: the ch
 POOLED_PAIRS_TABLE = "pooled_pairs"
 
 
-def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("none" if v is None else v) for k, v in meta.items()}
-
-
 @dg.asset(  # partitioned per retriever by build_defs (mama_pipeline.partitions)
     group_name=GROUP,
     deps=[INPUT_FILES],
@@ -103,7 +99,7 @@ def rankings(
             meta = ranked.metadata()
         except RunImportError as exc:  # one line names the first problem; the failure's metadata lists them
             raise dg.Failure(description=str(exc), metadata=problem_metadata(exc.problems)) from None
-    return dg.Output(spill.read(), metadata=_metadata(meta))
+    return dg.Output(spill.read(), metadata=none_as_text(meta))
 
 
 @dg.asset(

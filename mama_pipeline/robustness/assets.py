@@ -14,7 +14,7 @@ import json
 import dagster as dg
 import polars as pl
 
-from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table
+from mama_pipeline.common.metadata import FAILURES_SHOWN, md_table, none_as_text
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import CHUNKS, QUERIES
 from mama_pipeline.common.spilled_slices import SpilledSlices
@@ -212,8 +212,7 @@ def variant_rankings(
 
     with SpilledSlices(scratch_path(settings), empty_rankings()) as spill:
         meta = rank_variants(s.retrieval, name, chunks, query_variants, env, add, context.log.info)
-    metadata = {k: ("none" if v is None else v) for k, v in meta.items()}
-    return dg.Output(spill.read(), metadata={**metadata, "variants": query_variants.height})
+    return dg.Output(spill.read(), metadata={**none_as_text(meta), "variants": query_variants.height})
 
 
 @dg.multi_asset(
