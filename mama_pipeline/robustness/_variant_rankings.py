@@ -5,8 +5,9 @@ The retriever runs through :func:`mama_pipeline.retrieval._registry.ranked_slice
 embedding cache, same depth as its clean ranking), a slice of variants at a time. A fusion or reranker fuses or
 reranks the stored variant rankings of its runs (their partitions, materialised first: a run of the pipeline makes
 the partitions in the order of ``retrieval.retrievers``, as those of ``rankings``; a run's partition never made is
-refused in one line); one whose runs are not chosen or cannot rank variants is refused in one line. A retriever left out of ``robustness.retrievers``, or of a kind that ranks no free text (an
-imported run file holds only the clean query ids), ranks nothing: its partition is empty, with the reason.
+refused in one line); one whose runs are not chosen or cannot rank variants is refused in one line. A retriever
+left out of ``robustness.retrievers``, or of a kind that ranks no free text (an imported run file holds only the
+clean query ids), ranks nothing: its partition is empty, with the reason.
 """
 
 from __future__ import annotations
