@@ -121,14 +121,14 @@ def generate(out: Path, n_chunks: int, n_queries: int, seed: int = 20250601) -> 
 
 # -- phases (each runs in its own process) ---------------------------------
 def phase_bm25_ours(a) -> dict:
-    from mama_pipeline.retrieval._java import import_lucene
+    from mama_pipeline.retrieval._java import anserini_class
     from mama_pipeline.retrieval._registry import RetrievalEnv, run_retriever
     from mama_pipeline.retrieval.settings import RetrievalSettings
     from mama_pipeline.store import Store
 
     chunks, queries = pl.read_parquet(a.chunks), pl.read_parquet(a.queries)
     t0 = time.perf_counter()
-    import_lucene()
+    anserini_class("io.anserini.search.SimpleSearcher")
     jvm = time.perf_counter() - t0
     spec = RetrievalSettings.model_validate({"retrievers": [{"name": "bm25", "kind": "bm25"}]}).retriever("bm25")
     work = Path(a.work)

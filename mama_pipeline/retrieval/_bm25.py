@@ -22,7 +22,7 @@ from pydantic import Field
 
 from mama_pipeline.common.progress import track
 from mama_pipeline.common.settings_base import Section
-from mama_pipeline.retrieval._java import import_lucene
+from mama_pipeline.retrieval._java import anserini_class, java_list
 
 # queries per batch_search call, one searcher for all: the hits (Java objects and their Python wrappers) of one
 # slice are held at a time, not those of every query. The 10,371 robustness variants of the paper's scale against
@@ -90,9 +90,6 @@ def write_collection(chunks: pl.DataFrame, folder: Path, n_files: int) -> None:
 
 
 def build_index(docs: Path, index: Path, params: Bm25Params) -> None:
-    import_lucene(params.java_heap_mb)
-    from jnius import autoclass
-
     args = ["-collection", "JsonCollection", "-input", str(docs), "-index", str(index),
             "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(params.threads),
             "-stemmer", params.stemmer, "-quiet"]  # fmt: skip
@@ -100,7 +97,7 @@ def build_index(docs: Path, index: Path, params: Bm25Params) -> None:
         args += ["-memoryBuffer", str(index_buffer_mb(params.java_heap_mb))]
     if not params.stopwords:
         args.append("-keepStopwords")
-    autoclass("io.anserini.index.IndexCollection").main(args)
+    anserini_class("io.anserini.index.IndexCollection", params.java_heap_mb).main(args)
     if not any(index.glob("segments_*")):
         raise RuntimeError(f"Anserini wrote no index to {index} (arguments {args})")
 
@@ -110,32 +107,39 @@ def index_buffer_mb(heap_mb: int) -> int:
     return heap_mb // 2
 
 
+def open_searcher(index: Path, params: Bm25Params):
+    """Anserini's ``SimpleSearcher`` on this index (the Java object pyserini's ``LuceneSearcher`` wraps)."""
+    return anserini_class("io.anserini.search.SimpleSearcher", params.java_heap_mb)(str(index))
+
+
 def indexed_documents(index: Path, params: Bm25Params) -> int:
-    searcher = import_lucene(params.java_heap_mb).LuceneSearcher(str(index))
+    searcher = open_searcher(index, params)
     try:
-        return searcher.num_docs
+        return searcher.get_total_num_docs()
     finally:
         searcher.close()
 
 
 def search(index: Path, queries: pl.DataFrame, params: Bm25Params, depth: int) -> pl.DataFrame:
     """Top ``depth`` hits per query: (query_id, chunk_id, score); chunks matching no query term are not hits."""
-    lucene = import_lucene(params.java_heap_mb)
+    searcher = open_searcher(index, params)
     from pyserini.analysis import get_lucene_analyzer
 
-    searcher = lucene.LuceneSearcher(str(index))
     try:
         searcher.set_analyzer(
             get_lucene_analyzer(stemming=params.stemmer != "none", stemmer=params.stemmer, stopwords=params.stopwords)
         )
-        searcher.set_bm25(params.k1, params.b)
+        searcher.set_bm25(float(params.k1), float(params.b))
         qids, texts = queries["query_id"].to_list(), queries["query_text"].to_list()
         rows = []
         for start in range(0, len(qids), SEARCH_SLICE):  # one slice's Java hits alive at a time
             part = qids[start : start + SEARCH_SLICE]
-            found = searcher.batch_search(texts[start : start + SEARCH_SLICE], part, k=depth, threads=params.threads)
-            rows += [(qid, hit.docid, hit.score) for qid in part for hit in found.get(qid, [])]
-            del found
+            found = searcher.batch_search(
+                java_list(texts[start : start + SEARCH_SLICE]), java_list(part), int(depth), int(params.threads)
+            )
+            hits = {entry.getKey(): entry.getValue() for entry in found.entrySet().toArray()}
+            rows += [(qid, hit.docid, hit.score) for qid in part for hit in hits.get(qid, [])]
+            del found, hits
     finally:
         searcher.close()
     return pl.DataFrame(rows, schema={"query_id": pl.String, "chunk_id": pl.String, "score": pl.Float64}, orient="row")

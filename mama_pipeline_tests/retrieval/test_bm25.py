@@ -69,6 +69,28 @@ def test_ties_get_distinct_scores_in_chunk_id_order(store, tmp_path):
     assert out.rankings["score"][0] - out.rankings["score"][1] < 1e-5
 
 
+def test_search_equals_pyserinis_lucene_searcher(store, tmp_path):
+    """The hits equal pyserini's own ``LuceneSearcher.batch_search`` with the same analyzer and BM25 parameters."""
+    from mama_pipeline.retrieval._java import placeholder_openai_key
+
+    params = {"k1": 1.2, "b": 0.75, "stemmer": "krovetz"}
+    out = run_retriever(spec(**params), chunks_frame(), queries_frame(), 4, env(store, tmp_path))
+    (index,) = (tmp_path / "work" / "bm25").iterdir()
+    from pyserini.analysis import get_lucene_analyzer  # after the run: pyserini's imports start the JVM
+
+    with placeholder_openai_key():
+        from pyserini.search.lucene import LuceneSearcher
+    searcher = LuceneSearcher(str(index))
+    searcher.set_analyzer(get_lucene_analyzer(stemmer="krovetz"))
+    searcher.set_bm25(1.2, 0.75)
+    queries = queries_frame()
+    hits = searcher.batch_search(queries["query_text"].to_list(), queries["query_id"].to_list(), k=4, threads=2)
+    expected = sorted((qid, h.docid, h.score) for qid, found in hits.items() for h in found)
+    searcher.close()
+    assert out.rankings.height == len(expected) > queries.height
+    assert sorted(out.rankings.select("query_id", "chunk_id", "score").iter_rows()) == expected
+
+
 def test_a_heap_bound_reaches_the_jvm_and_ranks_as_unbounded(store, tmp_path):
     """A process whose first BM25 use asks for 256 MiB runs its JVM with -Xmx256m and ranks as this process does."""
     import subprocess
@@ -85,20 +107,19 @@ def test_a_heap_bound_reaches_the_jvm_and_ranks_as_unbounded(store, tmp_path):
         "env = RetrievalEnv(Store(work / 'db.duckdb'), work, Path, lambda names, ids: None, log=lambda m: None)\n"
         "out = run_retriever(spec(java_heap_mb=256), chunks_frame(), queries_frame(), 3, env)\n"
         "print(out.metadata['java_heap_mb_in_effect'])\n"
+        "print(sorted({'torch', 'transformers', 'sklearn', 'pyserini.search'} & set(sys.modules)))\n"
         "print(out.rankings.write_csv(), end='')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "bounded")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    heap, csv = proc.stdout.split("\n", 1)
+    heap, heavy, csv = proc.stdout.split("\n", 2)
     assert heap == "256"
+    assert heavy == "[]"  # Anserini's classes reached without pyserini's search package and its encoders
     here = run_retriever(spec(), chunks_frame(), queries_frame(), 3, env(store, tmp_path))
     assert csv == here.rankings.write_csv() and here.rankings.height > 0
 
 
 def test_a_heap_bound_gives_lucene_half_of_it_to_index_in(tmp_path, monkeypatch):
-    import sys
-    import types
-
     from mama_pipeline.retrieval import _bm25 as bm25
 
     calls = []
@@ -110,8 +131,7 @@ def test_a_heap_bound_gives_lucene_half_of_it_to_index_in(tmp_path, monkeypatch)
             (tmp_path / "index").mkdir()
             (tmp_path / "index" / "segments_1").touch()
 
-    monkeypatch.setattr(bm25, "import_lucene", lambda heap_mb=None: None)
-    monkeypatch.setitem(sys.modules, "jnius", types.SimpleNamespace(autoclass=lambda name: IndexCollection))
+    monkeypatch.setattr(bm25, "anserini_class", lambda name, heap_mb=None: IndexCollection)
     bm25.build_index(tmp_path / "docs", tmp_path / "index", spec(java_heap_mb=1024).params)
     assert calls[0][calls[0].index("-memoryBuffer") + 1] == "512"
     calls.clear()
