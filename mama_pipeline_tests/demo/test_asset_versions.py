@@ -16,7 +16,6 @@ change that re-runs assets whose output comes back the same, on a copy of the st
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from mama_pipeline.common.code_version import (
 )
 from mama_pipeline.resources import SettingsResource
 from mama_pipeline.settings import load_settings
-from mama_pipeline_tests.support.demo_store import CLI, REPO, DemoStore
+from mama_pipeline_tests.support.demo_store import REPO, DemoStore, materialize
 from mama_pipeline_tests.support.settings_reads import recording
 
 SETTINGS_READ = {"reads_the_judging_shards": "corpus.bundle"}  # the scratch asset below: judging not declared
@@ -185,10 +184,7 @@ def test_materialize_after_the_demo_launches_no_run(demo, tmp_path):
     _, env, _ = demo
     env = {**env, "DAGSTER_HOME": str(tmp_path / "dagster_home")}  # the inputs are observed onto a copy
     shutil.copytree(demo[1]["DAGSTER_HOME"], env["DAGSTER_HOME"])
-    out = subprocess.run(
-        [CLI, "materialize", "--select", "*"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    out = materialize(env, "*")
     assert "nothing changed since the last materialisation: no run launched" in out.stdout, out.stdout[-3000:]
     assert "dagster asset materialize" not in out.stdout
 
@@ -389,15 +385,7 @@ def test_a_rerun_whose_output_comes_back_the_same_stops_there(demo, tmp_path):
         runs_before = {r.run_id for r in instance.get_runs()}
     # in process: what runs and what is skipped is planned alike for every executor (release/test_noop_rerun.py
     # re-runs on the multiprocess one), and a process per step would only add its start-up to every step
-    out = subprocess.run(
-        [CLI, "materialize", "--select", "*", "--executor", "in_process"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    out = materialize(env, "*", "--executor", "in_process")
     ran = materialised_since(Path(env["DAGSTER_HOME"]), runs_before)
     # new code versions: the four that declare the rewrite gate, and six that declare every LLM stage (the bill, the
     # releases, the mamaretrieval board, the multi-passage page, the reference judges); each comes back the same

@@ -8,29 +8,15 @@ in process; the re-runs use the multiprocess executor, as a real deployment does
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from mama_pipeline.run_plan import OBSERVATION_TAGS
-from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
+from mama_pipeline_tests.support.demo_store import demo_config, env_for, materialize
 
 SELECT = "*calibration_harness_report"
-
-
-def materialize(env: dict[str, str], executor: str, *extra: str) -> subprocess.CompletedProcess:
-    out = subprocess.run(
-        [CLI, "materialize", "--select", SELECT, "--executor", executor, *extra],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return out
 
 
 def counts(env: dict[str, str]) -> tuple[int, dict[str, int]]:
@@ -48,12 +34,12 @@ def counts(env: dict[str, str]) -> tuple[int, dict[str, int]]:
 def test_nothing_changed_launches_no_run_and_a_changed_file_reruns_its_readers_only(tmp_path, fake_llm):
     config = demo_config(tmp_path / "sample", fake_llm.url)
     env = env_for(tmp_path, config, "noop")
-    first = materialize(env, "in_process")
+    first = materialize(env, SELECT, "--executor", "in_process")
     assert "never materialised" in first.stdout
     runs, per_asset = counts(env)
     assert per_asset == {"mamabench_raw_medmcqa": 1, "mamabench_scope_verdicts": 1, "calibration_meta_eval": 1}
 
-    noop = materialize(env, "multiprocess")
+    noop = materialize(env, SELECT, "--executor", "multiprocess")
     assert "nothing changed since the last materialisation: no run launched" in noop.stdout
     assert "dagster asset materialize" not in noop.stdout
     assert counts(env) == (runs, per_asset)
@@ -62,14 +48,14 @@ def test_nothing_changed_launches_no_run_and_a_changed_file_reruns_its_readers_o
     meta_eval = Path(config).parent / "sample_data" / "demo" / "oss_meta_eval-demo.jsonl"
     rows = [json.loads(line) for line in meta_eval.read_text().splitlines() if line.strip()]
     meta_eval.write_text("".join(json.dumps(r, indent=None, separators=(", ", ":  ")) + "\n" for r in rows))
-    changed = materialize(env, "multiprocess")
+    changed = materialize(env, SELECT, "--executor", "multiprocess")
     assert "calibration_meta_eval: calibration_input_files has a new data version" in changed.stdout
     assert "mamabench_raw_medmcqa" not in changed.stdout and "mamabench_scope_verdicts" not in changed.stdout
     runs_after, per_asset_after = counts(env)
     assert runs_after > runs
     assert per_asset_after == {"mamabench_raw_medmcqa": 1, "mamabench_scope_verdicts": 1, "calibration_meta_eval": 2}
 
-    again = materialize(env, "multiprocess")
+    again = materialize(env, SELECT, "--executor", "multiprocess")
     assert "nothing changed" in again.stdout and counts(env) == (runs_after, per_asset_after)
-    materialize(env, "in_process", "--all")  # --all runs every selected asset, changed or not
+    materialize(env, SELECT, "--executor", "in_process", "--all")  # --all runs every selected asset, changed or not
     assert counts(env)[1] == {"mamabench_raw_medmcqa": 2, "mamabench_scope_verdicts": 2, "calibration_meta_eval": 3}

@@ -49,6 +49,20 @@ def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
     }
 
 
+def materialize(env: dict[str, str], select: str, *extra: str) -> subprocess.CompletedProcess:
+    """``mama-pipeline materialize --select select *extra`` from the repository under ``env``; it must exit 0."""
+    out = subprocess.run(
+        [CLI, "materialize", "--select", select, *extra],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out
+
+
 @dataclass(frozen=True)
 class DemoStore:
     """A finished ``mama-pipeline demo`` of :func:`demo_config`: read it, never write to it."""
