@@ -123,9 +123,9 @@ def indexed_documents(index: Path, params: Bm25Params) -> int:
 def search(index: Path, queries: pl.DataFrame, params: Bm25Params, depth: int) -> pl.DataFrame:
     """Top ``depth`` hits per query: (query_id, chunk_id, score); chunks matching no query term are not hits."""
     searcher = open_searcher(index, params)
-    from pyserini.analysis import get_lucene_analyzer
-
     try:
+        from pyserini.analysis import get_lucene_analyzer  # after open_searcher: the JVM is prepared
+
         searcher.set_analyzer(
             get_lucene_analyzer(stemming=params.stemmer != "none", stemmer=params.stemmer, stopwords=params.stopwords)
         )
