@@ -17,17 +17,19 @@ import duckdb
 import polars as pl
 
 from mama_pipeline.store import BOUNDED, Store
-from mama_pipeline.store.duckdb_store import table_ddl
+from mama_pipeline.store.duckdb_store import drop_primary_key, table_ddl
 from mama_pipeline.store.table_schema import table_schema
 
 LABEL_TABLE = "judgment_labels"
 UNRECORDED_IDENTITY = "unrecorded"  # labels stored before identities were recorded: kept, never reused
 
 LABEL_SCHEMA = table_schema("judgment_labels")
+LABEL_KEY = ["query_id", "chunk_id", "judge_identity", "prompt_hash"]  # unique: insert_labels adds only new keys
 
 
 def _ensure_table(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the table; a table from before judge identities were recorded is rebuilt with them unrecorded."""
+    """Create the table; a table from before judge identities were recorded is rebuilt with them unrecorded, one
+    with a PRIMARY KEY without it."""
     columns = {
         r[0]
         for r in con.execute(
@@ -43,6 +45,7 @@ def _ensure_table(con: duckdb.DuckDBPyConnection) -> None:
         )
         con.execute(f"DROP TABLE {LABEL_TABLE}_unidentified")
     con.execute(table_ddl(LABEL_TABLE))
+    drop_primary_key(con, LABEL_TABLE)
 
 
 def ensure_label_table(store: Store) -> None:
@@ -54,15 +57,18 @@ def insert_labels(store: Store, labels: pl.DataFrame) -> int:
     """Insert new labels in one transaction; rows already stored are left as they are. Returns rows added."""
     if labels.is_empty():
         return 0
-    labels = labels.select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
+    labels = labels.select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()]).unique(
+        LABEL_KEY, keep="first", maintain_order=True
+    )
     with store.connect(write=True) as con:
         _ensure_table(con)
         con.register("_labels", labels.to_arrow())
-        before = con.execute(f"SELECT count(*) FROM {LABEL_TABLE}").fetchone()[0]
-        con.execute(f"INSERT OR IGNORE INTO {LABEL_TABLE} BY NAME SELECT * FROM _labels")
-        after = con.execute(f"SELECT count(*) FROM {LABEL_TABLE}").fetchone()[0]
+        added = con.execute(
+            f"INSERT INTO {LABEL_TABLE} BY NAME SELECT l.* FROM _labels l "
+            f"ANTI JOIN {LABEL_TABLE} USING ({', '.join(LABEL_KEY)})"
+        ).fetchone()[0]
         con.unregister("_labels")
-    return after - before
+    return added
 
 
 def _version_filter(judge_identity: str | None) -> tuple[str, list[str]]:

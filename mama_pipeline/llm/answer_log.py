@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from mama_pipeline.store import Store
-from mama_pipeline.store.duckdb_store import table_ddl
+from mama_pipeline.store.duckdb_store import drop_primary_key, table_ddl
 from mama_pipeline.store.table_schema import table_schema
 
 CACHE_TABLE = "llm_responses"
@@ -128,12 +129,20 @@ def fold(store: Store, rows: list[dict[str, Any]], failures: Sequence[tuple] = (
     if not frames:
         return
     with store.connect(write=True) as con:
+        ensure_cache_tables(con)  # a recoverer may come first
         for table, frame in frames.items():
-            con.execute(table_ddl(table))  # CREATE TABLE IF NOT EXISTS: a recoverer may come first
             con.register("_rows", frame.to_arrow())
-            verb = "INSERT OR REPLACE" if table == CACHE_TABLE else "INSERT"
-            con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _rows")
+            if table == CACHE_TABLE:  # the last answer of a key replaces its row: the key stays unique
+                con.execute(f"DELETE FROM {table} WHERE cache_key IN (SELECT cache_key FROM _rows)")
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
             con.unregister("_rows")
+
+
+def ensure_cache_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the cache's tables where missing; a cache built with a PRIMARY KEY is rebuilt without it, once."""
+    con.execute(table_ddl(CACHE_TABLE))
+    con.execute(table_ddl(FAILURE_TABLE))
+    drop_primary_key(con, CACHE_TABLE)
 
 
 def read_rows(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[str]]:

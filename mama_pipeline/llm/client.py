@@ -36,9 +36,9 @@ from pydantic import BaseModel, ValidationError
 
 from mama_pipeline.llm.answer_log import (
     CACHE_TABLE,
-    FAILURE_TABLE,
     AnswerLog,
     LogFile,
+    ensure_cache_tables,
     fold,
     log_dir,
     now_utc,
@@ -322,7 +322,8 @@ class LLMClient:
         self._rng = random.Random()
         self._counter: TokenCounter | None = None
         self._sent_requests = self._sent_tokens = 0  # new requests this client has sent, against the budget
-        store.ensure_tables(CACHE_TABLE, FAILURE_TABLE)
+        with store.connect(write=True) as con:
+            ensure_cache_tables(con)
 
     # -- public -------------------------------------------------------------
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import logging
 import os
 import re
 import threading
@@ -107,6 +108,27 @@ def declared_key(table: str) -> list[str]:
     ddl = ddl_path(table)
     line = KEY_LINE.search(ddl.read_text()) if ddl is not None else None
     return [c.strip() for c in line.group(1).split(",")] if line else []
+
+
+def drop_primary_key(con: duckdb.DuckDBPyConnection, table: str) -> int | None:
+    """Rebuild ``table`` from its DDL, which has no PRIMARY KEY, where an older DDL gave it one; returns the rows
+    kept, or None where the table has none (nothing done). DuckDB rewrites a key's whole index at every checkpoint,
+    and a short-lived connection checkpoints as it closes: each small write to a keyed table of millions of rows
+    cost seconds. The rebuild is said on the ``mama_pipeline.store`` logger."""
+    keyed = con.execute(
+        "SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'", [table]
+    ).fetchone()[0]
+    if not keyed:
+        return None
+    con.execute(f'ALTER TABLE "{table}" RENAME TO "{table}__keyed"')
+    con.execute(table_ddl(table))
+    con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM "{table}__keyed"')
+    con.execute(f'DROP TABLE "{table}__keyed"')
+    rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    logging.getLogger("mama_pipeline.store").warning(
+        "%s: rebuilt without its PRIMARY KEY index (%d rows kept), once: its writes keep the key themselves", table, rows
+    )
+    return rows
 
 
 class Store:

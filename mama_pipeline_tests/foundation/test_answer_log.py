@@ -176,3 +176,23 @@ def test_recoverers_racing_on_the_same_logs_fold_each_file_once(store, tmp_path)
     assert sorted(reported) == names  # every file recovered, by one recoverer only
     assert cached(store) == {f"k{n}": (f"answer {n}", "2026-01-02 03:04:05.000006") for n in range(20)}
     assert not list(folder.iterdir())
+
+
+def test_a_cache_an_older_ddl_keyed_is_rebuilt_by_the_first_client_and_folds_keep_keys_unique(store, make_client):
+    with store.connect(write=True) as con:  # the cache as its DDL had it before: a PRIMARY KEY on cache_key
+        con.execute(
+            "CREATE TABLE llm_responses (cache_key VARCHAR PRIMARY KEY, stage VARCHAR NOT NULL, endpoint VARCHAR "
+            "NOT NULL, model VARCHAR NOT NULL, template_id VARCHAR NOT NULL, template_hash VARCHAR NOT NULL, "
+            "schema_hash VARCHAR NOT NULL, status VARCHAR NOT NULL, raw_text VARCHAR, reasoning VARCHAR, "
+            "parsed_json VARCHAR, error VARCHAR, prompt_tokens BIGINT, completion_tokens BIGINT, cached_tokens "
+            "BIGINT, attempts INTEGER NOT NULL, latency_s DOUBLE, created_at TIMESTAMP NOT NULL)"
+        )
+    make_client()
+    with store.connect() as con:
+        assert not con.execute("SELECT * FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'").fetchall()
+    folder = store.path.parent / "mama.duckdb.answers"
+    folder.mkdir()
+    for n, (key, reasoning) in enumerate([("k1", "first"), ("k2", "only"), ("k1", "second"), ("k1", "third")]):
+        (folder / f"2026010{n}T000000000000-{n}-aaaaaaaa.jsonl").write_text(json.dumps(row(key, reasoning)) + "\n")
+        recover(store)  # one fold each: a key's later answer replaces its row
+    assert {k: v[0] for k, v in cached(store).items()} == {"k1": "third", "k2": "only"}

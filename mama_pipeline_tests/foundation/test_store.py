@@ -303,3 +303,48 @@ def test_settings_hold_for_one_unit_of_work_and_are_reset(tmp_path, held):
             after = con.execute(limit).fetchone()
     assert bounded == ("488.2 MiB", 1)  # 512 MB as DuckDB shows it
     assert after == default and default != bounded
+
+
+@pytest.mark.parametrize("table", ["llm_responses", "judgment_labels"])
+def test_the_tables_written_a_batch_at_a_time_have_no_primary_key_index(table):
+    import duckdb
+
+    from mama_pipeline.store.duckdb_store import table_ddl
+
+    with duckdb.connect() as con:
+        con.execute(table_ddl(table))
+        kinds = {r[0] for r in con.execute("SELECT constraint_type FROM duckdb_constraints()").fetchall()}
+    assert "PRIMARY KEY" not in kinds and "NOT NULL" in kinds
+
+
+def test_a_table_an_older_ddl_keyed_is_rebuilt_once_without_the_key_rows_and_types_kept(store, caplog):
+    from mama_pipeline.store.duckdb_store import drop_primary_key
+
+    with store.connect(write=True) as con:  # llm_responses as its DDL had it before: cache_key PRIMARY KEY
+        con.execute(
+            "CREATE TABLE llm_responses (cache_key VARCHAR PRIMARY KEY, stage VARCHAR NOT NULL, endpoint VARCHAR "
+            "NOT NULL, model VARCHAR NOT NULL, template_id VARCHAR NOT NULL, template_hash VARCHAR NOT NULL, "
+            "schema_hash VARCHAR NOT NULL, status VARCHAR NOT NULL, raw_text VARCHAR, reasoning VARCHAR, "
+            "parsed_json VARCHAR, error VARCHAR, prompt_tokens BIGINT, completion_tokens BIGINT, cached_tokens "
+            "BIGINT, attempts INTEGER NOT NULL, latency_s DOUBLE, created_at TIMESTAMP NOT NULL)"
+        )
+        con.execute(
+            "INSERT INTO llm_responses VALUES ('k1', 'judge', 'e', 'm', 't', 'h', 's', 'ok', 'raw', NULL, '{}', "
+            "NULL, 7, 3, 0, 1, 0.25, TIMESTAMP '2026-01-02 03:04:05.000006'), ('k2', 'judge', 'e', 'm', 't', 'h', "
+            "'s', 'parse_failed', 'x', NULL, NULL, 'bad', NULL, NULL, NULL, 2, NULL, TIMESTAMP '2026-01-03 00:00:00')"
+        )
+    before = store.read_table("llm_responses")
+    with caplog.at_level("WARNING", logger="mama_pipeline.store"), store.connect(write=True) as con:
+        assert drop_primary_key(con, "llm_responses") == 2
+        assert drop_primary_key(con, "llm_responses") is None  # once
+    assert caplog.messages == [
+        "llm_responses: rebuilt without its PRIMARY KEY index (2 rows kept), once: its writes keep the key themselves"
+    ]
+    after = store.read_table("llm_responses")
+    assert after.equals(before) and after.schema == before.schema
+    with store.connect() as con:
+        kinds = con.execute(
+            "SELECT constraint_type FROM duckdb_constraints() WHERE table_name = 'llm_responses'"
+        ).fetchall()
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert ("PRIMARY KEY",) not in kinds and tables == {"llm_responses"}

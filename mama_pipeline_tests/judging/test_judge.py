@@ -274,3 +274,22 @@ def test_duplicate_query_or_chunk_ids_are_refused_with_the_id_named(make_client,
         judge(make_client(), store, pool, pl.concat([queries, queries.head(1)]), chunks)
     with pytest.raises(ValueError, match=f"chunks table holds chunk_id '{chunks['chunk_id'][0]}'"):
         judge(make_client(), store, pool, queries, pl.concat([chunks.head(1), chunks]))
+
+
+def test_labels_inserted_again_or_twice_in_a_batch_are_stored_once_the_first_kept(store):
+    from mama_pipeline.judging._label_store import LABEL_SCHEMA, insert_labels
+
+    def label(query_id: str, chunk_id: str, identity: str, reasoning: str) -> dict:
+        return {
+            "query_id": query_id, "chunk_id": chunk_id, "judge_model": "m", "judge_identity": identity,
+            "prompt_hash": HASH, "d1_topic": False, "d2_meaningful": None, "d3_actionable": None,
+            "d4_density": None, "d3_answered": None, "structural_violation": False, "score": 0,
+            "reasoning": reasoning, "judge_endpoint": "e", "corpus_version": "v1", "cache_key": reasoning,
+        }  # fmt: skip
+
+    batch = [label("q1", "c1", "i1", "a"), label("q1", "c1", "i1", "b"), label("q1", "c1", "i2", "c")]
+    assert insert_labels(store, pl.DataFrame(batch, schema=LABEL_SCHEMA)) == 2
+    again = [label("q1", "c1", "i2", "d"), label("q1", "c2", "i1", "e")]
+    assert insert_labels(store, pl.DataFrame(again, schema=LABEL_SCHEMA)) == 1
+    rows = store.query("select chunk_id, judge_identity, reasoning from judgment_labels order by all").rows()
+    assert rows == [("c1", "i1", "a"), ("c1", "i2", "c"), ("c2", "i1", "e")]

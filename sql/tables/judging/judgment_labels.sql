@@ -1,5 +1,8 @@
 -- Every relevance label ever produced, one row per (pair, judge identity, prompt version).
 -- Append-only: a pair labelled under a judge identity and prompt hash is never asked again.
+-- (query_id, chunk_id, judge_identity, prompt_hash) is unique without a PRIMARY KEY: the only writer
+-- (mama_pipeline.judging._label_store.insert_labels) inserts the keys the table lacks, in one transaction. A key's
+-- index would be rewritten whole at every checkpoint, seconds per batch of labels at millions of labels.
 -- judge_identity: endpoint identity + model + decoding parameters (as in the LLM cache key);
 -- 'unrecorded' for labels stored before identities were recorded (kept, never reused).
 -- Written directly by mama_pipeline.judging._label_store (not through the IO manager).
@@ -21,6 +24,5 @@ CREATE TABLE IF NOT EXISTS judgment_labels (
     reasoning             VARCHAR,
     judge_endpoint        VARCHAR NOT NULL,
     corpus_version        VARCHAR,            -- corpus version the pair was first judged in
-    cache_key             VARCHAR NOT NULL,   -- the answer in llm_responses
-    PRIMARY KEY (query_id, chunk_id, judge_identity, prompt_hash)
+    cache_key             VARCHAR NOT NULL    -- the answer in llm_responses
 );
