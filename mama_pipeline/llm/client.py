@@ -191,17 +191,23 @@ def cache_key(
     decoding: dict[str, Any],
     schema: dict[str, Any],
 ) -> str:
-    payload = _canonical(
-        {
-            "endpoint": endpoint,
-            "model": model,
-            "template": [template.id, template.hash],
-            "messages": list(messages),
-            "decoding": decoding,
-            "schema": schema,
-        }
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()
+    """SHA-256 of the canonical JSON of endpoint, model, template (id, hash), messages, decoding and schema."""
+    return cache_keys(endpoint, model, template, [messages], decoding, schema)[0]
+
+
+def cache_keys(
+    endpoint: str,
+    model: str,
+    template: PromptTemplate,
+    messages: Iterable[Sequence[dict[str, str]]],
+    decoding: dict[str, Any],
+    schema: dict[str, Any],
+) -> list[str]:
+    """:func:`cache_key` of each of ``messages``: the canonical JSON of what they share is written once (its keys
+    sorted, so "messages" falls between "endpoint" and "model")."""
+    head = f'{{"decoding":{_canonical(decoding)},"endpoint":{_canonical(endpoint)},"messages":'
+    tail = f',"model":{_canonical(model)},"schema":{_canonical(schema)},"template":{_canonical([template.id, template.hash])}}}'
+    return [hashlib.sha256(f"{head}{_canonical(list(m))}{tail}".encode()).hexdigest() for m in messages]
 
 
 def _strip_fences(text: str) -> str:
@@ -365,7 +371,7 @@ class LLMClient:
         answers (by key) and the requests to send (one per key not in the cache)."""
         schema = schema_of(output_model)
         decoding = decoding_params(self.s)
-        keys = [cache_key(self.endpoint, self.model, template, r.messages, decoding, schema) for r in requests]
+        keys = cache_keys(self.endpoint, self.model, template, (r.messages for r in requests), decoding, schema)
         cached = self._lookup(set(keys))
         todo: dict[str, LLMRequest] = {}
         for key, req in zip(keys, requests):

@@ -126,7 +126,9 @@ def drop_primary_key(con: duckdb.DuckDBPyConnection, table: str) -> int | None:
     con.execute(f'DROP TABLE "{table}__keyed"')
     rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
     logging.getLogger("mama_pipeline.store").warning(
-        "%s: rebuilt without its PRIMARY KEY index (%d rows kept), once: its writes keep the key themselves", table, rows
+        "%s: rebuilt without its PRIMARY KEY index (%d rows kept), once: its writes keep the key themselves",
+        table,
+        rows,
     )
     return rows
 

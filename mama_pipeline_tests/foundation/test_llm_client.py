@@ -146,3 +146,31 @@ def test_bounded_concurrency_and_batched_persistence(make_client, fake_llm, stor
     report = ask(make_client(concurrency=4), *[f"batch {i}" for i in range(n)])
     assert len(report.results) == n and not report.failures
     assert store.query("select count(*) n from llm_responses where stage='judge'")["n"][0] == n
+
+
+def test_cache_keys_written_from_shared_parts_equal_the_hash_of_the_whole_canonical_request():
+    import hashlib
+    import json
+
+    from mama_pipeline.llm.client import cache_key, cache_keys
+
+    decoding = {"temperature": 0.0, "top_p": None, "max_tokens": 512, "seed": 7, "extra_body": {"b": 1, "a": [2]},
+                "reasoning": "json_field"}  # fmt: skip
+    schema = {"type": "object", "properties": {"z": {"type": "string"}, "a": {"enum": ["é", '"q"']}}}
+    messages = [
+        [{"role": "system", "content": "You label things."}, {"role": "user", "content": 'Label: naïve\nline "2"'}],
+        [{"content": "only one", "role": "user"}],
+        [],
+    ]
+    whole = [
+        hashlib.sha256(
+            json.dumps(
+                {"endpoint": "http://h:1/v1", "model": "m/ü", "template": ["unit", TEMPLATE.hash], "messages": m,
+                 "decoding": decoding, "schema": schema},
+                sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+            ).encode()
+        ).hexdigest()
+        for m in messages
+    ]  # fmt: skip
+    assert cache_keys("http://h:1/v1", "m/ü", TEMPLATE, messages, decoding, schema) == whole
+    assert [cache_key("http://h:1/v1", "m/ü", TEMPLATE, m, decoding, schema) for m in messages] == whole
