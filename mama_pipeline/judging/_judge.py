@@ -217,9 +217,12 @@ def judge_pairs(
     holes = _holes(joined, stored)
     # the whole run against the stage's budget before the first batch is sent
     client.check_budget((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs))
+    keys, cached = client.look_up(
+        template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs))
+    )
 
-    for rows, requests in pair_batches(holes, batch_pairs):
-        report = client.run(template, answer_model, requests)
+    for batch_keys, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs), strict=True):
+        report = client.run(template, answer_model, requests, (batch_keys, cached))
         run.asked += len(requests)
         run.calls += report.calls
         merge_metadata(run.client_metadata, report.metadata())

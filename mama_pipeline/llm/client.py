@@ -337,18 +337,30 @@ class LLMClient:
         """This stage's judge identity (endpoint, model, decoding): answers of equal identities are interchangeable."""
         return stage_identity(self.endpoint, self.model, decoding_params(self.s))
 
-    def run(self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]) -> RunReport:
-        return asyncio.run(self.arun(template, output_model, requests))
+    def run(
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        requests: Sequence[LLMRequest],
+        looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
+    ) -> RunReport:
+        return asyncio.run(self.arun(template, output_model, requests, looked_up))
 
     async def arun(
-        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        requests: Sequence[LLMRequest],
+        looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
     ) -> RunReport:
+        """Answer ``requests``, from the cache where it holds them. ``looked_up``: their cache keys and cached
+        answers as :meth:`look_up` read them before (else they are read now)."""
         started = time.perf_counter()
         schema = schema_of(output_model)
         report = RunReport(
             self.stage, self.model, self.endpoint, template.id, template.hash, [], smoke_test=self.smoke_test
         )
-        keys, cached, todo = self.pending(template, output_model, requests)
+        keys, cached, todo = self.pending(template, output_model, requests, looked_up)
         fresh: dict[str, LLMResult] = {}
         if todo:
             self._sent_tokens += self._within_budget(todo.values())
@@ -365,19 +377,46 @@ class LLMClient:
         return report
 
     def pending(
-        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        requests: Sequence[LLMRequest],
+        looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
     ) -> tuple[list[str], dict[str, LLMResult], dict[str, LLMRequest]]:
         """What a run of ``requests`` would do, sending nothing: the cache key of each request, the cached
         answers (by key) and the requests to send (one per key not in the cache)."""
-        schema = schema_of(output_model)
-        decoding = decoding_params(self.s)
-        keys = cache_keys(self.endpoint, self.model, template, (r.messages for r in requests), decoding, schema)
-        cached = self._lookup(set(keys))
+        if looked_up is None:
+            keys = self._keys(template, output_model, requests)
+            cached = self._lookup(set(keys))
+        else:
+            keys, cached = looked_up
         todo: dict[str, LLMRequest] = {}
-        for key, req in zip(keys, requests):
+        for key, req in zip(keys, requests, strict=True):
             if key not in cached and key not in todo:
                 todo[key] = req
         return keys, cached, todo
+
+    def look_up(
+        self, template: PromptTemplate, output_model: type[BaseModel], batches: Iterable[Sequence[LLMRequest]]
+    ) -> tuple[list[list[str]], dict[str, LLMResult]]:
+        """The cache keys of each batch's requests, and the cached answers of all of them in one read of the
+        cache: a read scans the whole cache, so its cost grows with the cache, not with the requests, and a step
+        that asks in many runs reads it once. Give :meth:`run` a batch's keys with the answers. An answer
+        cached after this read (by another process) is asked again and its cache row replaced."""
+        keys = [self._keys(template, output_model, batch) for batch in batches]
+        return keys, self._lookup({k for batch in keys for k in batch})
+
+    def _keys(
+        self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]
+    ) -> list[str]:
+        return cache_keys(
+            self.endpoint,
+            self.model,
+            template,
+            (r.messages for r in requests),
+            decoding_params(self.s),
+            schema_of(output_model),
+        )
 
     def check_budget(self, runs: Iterable[tuple[PromptTemplate, type[BaseModel], Sequence[LLMRequest]]]) -> None:
         """Raise :class:`BudgetExceeded` if sending the uncached requests of every run (template, output model,

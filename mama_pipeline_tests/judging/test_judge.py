@@ -293,3 +293,26 @@ def test_labels_inserted_again_or_twice_in_a_batch_are_stored_once_the_first_kep
     assert insert_labels(store, pl.DataFrame(again, schema=LABEL_SCHEMA)) == 1
     rows = store.query("select chunk_id, judge_identity, reasoning from judgment_labels order by all").rows()
     assert rows == [("c1", "i1", "a"), ("c1", "i2", "c"), ("c2", "i1", "e")]
+
+
+def test_a_run_of_many_batches_reads_the_cache_once_and_takes_every_cached_answer(
+    make_client, fake_llm, store, corpus, monkeypatch
+):
+    from mama_pipeline.llm.client import LLMClient
+
+    queries, chunks, pool = corpus
+    reads = []
+    lookup = LLMClient._lookup
+    monkeypatch.setattr(LLMClient, "_lookup", lambda self, keys: reads.append(len(keys)) or lookup(self, keys))
+    first, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, batch_pairs=16))
+    assert n == 50 and first.new_labels == 50 and reads == [50]  # four batches, one read of the cache
+    lost = pool.head(12)  # labels lost (their answers still cached): asked of the cache, not of the judge
+    with store.connect(write=True) as con:
+        con.register("_lost", lost.select("query_id", "chunk_id").to_arrow())
+        con.execute(
+            "DELETE FROM judgment_labels WHERE (query_id, chunk_id) IN (SELECT (query_id, chunk_id) FROM _lost)"
+        )
+    reads.clear()
+    again, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, batch_pairs=5))
+    assert n == 0 and reads == [12] and again.new_labels == 12 and again.asked == 12
+    assert again.outcomes.drop("reused").equals(first.outcomes.drop("reused"))
