@@ -45,6 +45,7 @@ but whose ids differ are listed as ``duplicate_text`` and kept.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -73,6 +74,7 @@ CID_RE = re.compile(r"^[0-9a-f]{16}$")
 PAGE_RE = re.compile(r"^[0-9]+$")
 BREADCRUMB_SPLIT_RE = re.compile(r"\s+>\s+")
 LEVEL_SEP = "\x1f"  # joins breadcrumb levels while a chunk table is built
+BLOCK_ROWS = 65_536  # chunks made a table at a time while the chunk table is built
 
 REASONS = {
     "malformed_header": "malformed header",
@@ -91,7 +93,7 @@ class BundleError(InputError):
     """A bundle that cannot be read as given; the message names file and line."""
 
 
-@dataclass
+@dataclass(slots=True)  # one per chunk until the chunk table is built: no __dict__ each
 class _Record:
     """One chunk as read, before validation of its text and id."""
 
@@ -193,7 +195,7 @@ def canonical_text(breadcrumb_lines: list[str], body: str, canonical: CanonicalT
     return "\n".join([*breadcrumb_lines, body]).strip()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Read:
     """A chunk that passed the record checks, before CID and duplicate handling."""
 
@@ -292,24 +294,28 @@ def _drop_cid_mismatches(path: Path, good: list[_Read], convention: str, issues:
 
 
 def _unique_chunks(path: Path, good: list[_Read], issues: _Issues) -> tuple[pl.DataFrame, list[str]]:
-    """The chunk table with one row per id (later repeats dropped) and the digests of its texts."""
+    """The chunk table with one row per id (later repeats dropped) and the digests of its texts. Empties ``good``:
+    each chunk's strings are let go once its block of rows is a table (:data:`BLOCK_ROWS`), so memory holds the
+    chunks read or the table, not both."""
     columns: dict[str, list[Any]] = {name: [] for name in CHUNK_SCHEMA}
+    blocks: list[pl.DataFrame] = []
     digests: list[str] = []
-    first_line_of: dict[str, int] = {}
-    text_of: dict[str, str] = {}
-    body_key_of: dict[str, tuple[str, int]] = {}
-    for item in good:
+    first_of: dict[str, tuple[int, str]] = {}  # chunk id -> (its first line, its text's full digest)
+    body_key_of: dict[bytes, tuple[str, int]] = {}  # digest of the body up to case and whitespace -> (id, line)
+    good.reverse()
+    while good:
+        item = good.pop()
         rec, text, cid = item.rec, item.text, item.digest[:ID_HEX]
-        if cid in first_line_of:
-            if text_of[cid] != text:
+        if cid in first_of:
+            first_line, digest = first_of[cid]
+            if digest != item.digest:  # the full SHA-256 of the texts: equal exactly when the texts are
                 raise BundleError(
-                    f"{path}:{rec.line}: chunk id {cid} collides with line {first_line_of[cid]} for a different text"
+                    f"{path}:{rec.line}: chunk id {cid} collides with line {first_line} for a different text"
                 )
-            issues.add(rec, "duplicate_id", "dropped", f"same canonical text as line {first_line_of[cid]}", cid)
+            issues.add(rec, "duplicate_id", "dropped", f"same canonical text as line {first_line}", cid)
             continue
-        first_line_of[cid] = rec.line
-        text_of[cid] = text
-        body_key = " ".join(rec.body.casefold().split())
+        first_of[cid] = (rec.line, item.digest)
+        body_key = hashlib.sha256(" ".join(rec.body.casefold().split()).encode("utf-8")).digest()
         if body_key in body_key_of:
             other_id, other_line = body_key_of[body_key]
             issues.add(
@@ -326,15 +332,25 @@ def _unique_chunks(path: Path, good: list[_Read], issues: _Issues) -> tuple[pl.D
         for column, value in zip(columns.values(), row):
             column.append(value)
         digests.append(item.digest)
+        if len(columns["chunk_id"]) == BLOCK_ROWS:
+            blocks.append(_chunk_block(columns))
+    blocks.append(_chunk_block(columns))
+    return pl.concat(blocks), digests
+
+
+def _chunk_block(columns: dict[str, list[Any]]) -> pl.DataFrame:
+    """A table of the rows in ``columns``, which it empties."""
     # breadcrumbs travel joined and are split by polars: building a list column from Python lists costs
     # several hundred MB at corpus scale
-    chunks = pl.DataFrame(columns, schema={**CHUNK_SCHEMA, "breadcrumb": pl.String}).with_columns(
+    block = pl.DataFrame(columns, schema={**CHUNK_SCHEMA, "breadcrumb": pl.String}).with_columns(
         pl.when(pl.col("breadcrumb") == "")
         .then(pl.lit([], dtype=pl.List(pl.String)))
         .otherwise(pl.col("breadcrumb").str.split(LEVEL_SEP))
         .alias("breadcrumb"),
     )
-    return chunks, digests
+    for column in columns.values():
+        column.clear()
+    return block
 
 
 # -- chunks_for_rag.txt ------------------------------------------------------

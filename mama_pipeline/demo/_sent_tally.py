@@ -15,7 +15,17 @@ SENT_TAG = "mama/llm_sent"
 
 def planned_bounds(config_path: str, assets: Iterable[str]) -> tuple[dict[str, int], list[str]]:
     """Per stage, the summed bounds of the selected LLM-calling ``assets`` (no exact plan: nothing is read from
-    the store), and the stages whose bound is not computed, with why."""
+    the store), and the stages whose bound is not computed, with why. Computed in a process of its own, which
+    ends with it: the raw inputs the bounds read (the corpus bundle: GBs at scale) are not held by the command
+    for the rest of its runs (what Python frees stays the process's)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_bounds, config_path, sorted(assets)).result()
+
+
+def _bounds(config_path: str, assets: list[str]) -> tuple[dict[str, int], list[str]]:
     from mama_pipeline.plan import plan_bills
 
     bounds: dict[str, int] = {}
@@ -37,10 +47,9 @@ def sent_since(store, since: datetime) -> dict[str, int]:
     for table in ("llm_responses", "llm_failures"):
         if not store.table_exists(table):
             continue
-        rows = store.query(
-            f"SELECT stage, count(DISTINCT cache_key) AS n FROM {table} WHERE created_at >= ? GROUP BY stage",
-            [since],
-        )
+        # the cache holds a key once (its writer keeps it unique): its rows are counted, with no set of keys to hold
+        counted = "count(*)" if table == "llm_responses" else "count(DISTINCT cache_key)"
+        rows = store.query(f"SELECT stage, {counted} AS n FROM {table} WHERE created_at >= ? GROUP BY stage", [since])
         for stage, n in rows.iter_rows():
             sent[stage] = sent.get(stage, 0) + int(n)
     return sent

@@ -12,6 +12,7 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "SCORES": "mama_pipeline.judging._reliability",
     "SYSTEM": "mama_pipeline.judging._rubric",
     "agreement": "mama_pipeline.judging._reliability",
+    "hole_slices": "mama_pipeline.judging._judge",
     "judge_holes": "mama_pipeline.judging._judge",
     "judge_pair_slices": "mama_pipeline.judging._judge",
     "judge_pairs": "mama_pipeline.judging._judge",
@@ -22,6 +23,7 @@ DEFINED_IN = {  # public name -> the module that defines it (common/face.py)
     "pair_batches": "mama_pipeline.judging._judge",
     "pilot_sample": "mama_pipeline.judging._reliability",
     "score_verdicts": "mama_pipeline.judging._label_score",
+    "stored_chunks": "mama_pipeline.judging._judge",
 }
 __all__ = [
     "DIMENSIONS",
@@ -33,6 +35,7 @@ __all__ = [
     "SCORES",
     "SYSTEM",
     "agreement",
+    "hole_slices",
     "judge_holes",
     "judge_pair_slices",
     "judge_pairs",
@@ -43,5 +46,6 @@ __all__ = [
     "pair_batches",
     "pilot_sample",
     "score_verdicts",
+    "stored_chunks",
 ]
 __getattr__, __dir__ = lazy_face(__name__, DEFINED_IN)

@@ -186,6 +186,42 @@ def judge_holes(
     return _holes(joined, stored)
 
 
+def hole_slices(
+    client: LLMClient,
+    store: Store,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    answer_model: type[BaseModel],
+    slice_pairs: int,
+    template: PromptTemplate = RELEVANCE_JUDGE,
+) -> Iterator[pl.DataFrame]:
+    """The rows of :func:`judge_holes` (``chunks``: the store's), in order, each slice the holes of whole queries,
+    about ``slice_pairs`` of them: the pairs labelled are asked of the label store once (which, not their labels),
+    and each slice's chunks are read when it is joined, so memory grows with a slice, not with the texts."""
+    pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
+    dupes = pairs.filter(pairs.is_duplicated())
+    if dupes.height:
+        q, c = dupes.row(0)
+        raise ValueError(f"pairs to judge hold ({q}, {c}) more than once ({dupes.height} duplicate rows)")
+    _require_unique(queries, "query_id", "queries table")
+    labelled = stored_labels(
+        store,
+        client.model,
+        label_prompt_hash(template, answer_model),
+        pairs,
+        judge_identity=client.identity,
+        columns=("query_id", "chunk_id"),
+    )
+    holes = pairs.join(labelled, on=["query_id", "chunk_id"], how="anti", maintain_order="left")
+    ids = holes.get_column("query_id")
+    start = 0
+    while start < holes.height:
+        end = int(ids.search_sorted(ids[min(start + slice_pairs, holes.height) - 1], side="right"))
+        part = holes.slice(start, end - start)
+        yield _joined(part, queries, stored_chunks(store, part))[0].sort("query_id", "chunk_id")
+        start = end
+
+
 def judge_pairs(
     client: LLMClient,
     store: Store,

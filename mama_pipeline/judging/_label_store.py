@@ -13,6 +13,8 @@ every committed label and a re-run cannot duplicate one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import polars as pl
 
@@ -83,21 +85,24 @@ def stored_labels(
     prompt_hash: str,
     pairs: pl.DataFrame | None = None,
     judge_identity: str | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pl.DataFrame:
-    """Labels of one judge and prompt hash, restricted to ``pairs`` (query_id, chunk_id) when given.
+    """Labels of one judge and prompt hash, restricted to ``pairs`` (query_id, chunk_id) when given; ``columns``:
+    those of LABEL_SCHEMA only (e.g. the pairs labelled, without the labels).
 
     Pass ``judge_identity`` (``LLMClient.identity``) to get one judge's labels; without it
     every judge of that model name is returned, so a pair can appear once per identity.
     """
     ensure_label_table(store)
     where, extra = _version_filter(judge_identity)
-    sql = f"SELECT * FROM {LABEL_TABLE} l WHERE {where}"
+    columns = list(LABEL_SCHEMA) if columns is None else list(columns)
+    sql = f"SELECT {', '.join(columns)} FROM {LABEL_TABLE} l WHERE {where}"
     with store.connect(settings=BOUNDED) as con:  # the scan of every label must not fill DuckDB's buffers
         if pairs is not None:
             con.register("_pairs", pairs.select("query_id", "chunk_id").to_arrow())
             sql += " AND EXISTS (SELECT 1 FROM _pairs p WHERE p.query_id = l.query_id AND p.chunk_id = l.chunk_id)"
         df = con.execute(sql + " ORDER BY query_id, chunk_id, judge_identity", [judge_model, prompt_hash, *extra]).pl()
-    return df.select([pl.col(c).cast(t) for c, t in LABEL_SCHEMA.items()])
+    return df.select([pl.col(c).cast(LABEL_SCHEMA[c]) for c in columns])
 
 
 def orphaned_labels(

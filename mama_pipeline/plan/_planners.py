@@ -30,38 +30,62 @@ if TYPE_CHECKING:
     from mama_pipeline.robustness import StoredHoles
 
 
+SLICE_PAIRS = 200_000  # pairs a judge's plan joins with their chunks' texts at a time
+
+
 class NotBuilt(Exception):
     """An input table (or partition) is not in the store."""
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """The store's tables as the planners read them: each table (or partition) is read once per plan, as the
-    plan writes nothing into them."""
+    """The store's tables as the planners read them: each table (or partition, or columns of it) is read once per
+    planner, as the plan writes nothing into them, and let go when the planner is done (:meth:`release`), so the
+    plan holds one planner's inputs at a time."""
 
     s: PipelineSettings
     store: Store
-    _read: dict[tuple[str, str | None], pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    _read: dict[tuple, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def built(self) -> bool:
         """Whether the store file exists (without it, nothing is opened: opening would create it)."""
         return self.store.path.exists()
 
-    def table(self, name: str, partition: str | None = None) -> pl.DataFrame:
-        if (name, partition) not in self._read:
+    def table(
+        self,
+        name: str,
+        partition: str | None = None,
+        columns: tuple[str, ...] | None = None,
+        where: tuple[str, tuple[str, ...]] | None = None,
+    ) -> pl.DataFrame:
+        """A table, or one partition of it; ``columns``: those only; ``where``: (column, values) the rows whose
+        column holds one of the values (in the table's order)."""
+        if (name, partition, columns, where) not in self._read:
             if not self.built:
                 raise NotBuilt(name)
             try:  # one connection: read_table says KeyError of a table not in the store
-                self._read[name, partition] = self.store.read_table(
-                    name, partitions=None if partition is None else [partition]
+                self._read[name, partition, columns, where] = self.store.read_table(
+                    name,
+                    partitions=None if partition is None else [partition],
+                    columns=columns,
+                    where=None if where is None else {where[0]: where[1]},
                 )
             except KeyError:
                 raise NotBuilt(name) from None
-        df = self._read[name, partition]
+        df = self._read[name, partition, columns, where]
         if partition is not None and df.is_empty():
             raise NotBuilt(f"{name}[{partition}]")
         return df
+
+    def require(self, name: str) -> None:
+        """Raise :class:`NotBuilt` unless the store holds table ``name`` (for an input read later, by slices)."""
+        if not self.built or not self.store.table_exists(name):
+            raise NotBuilt(name)
+
+    def release(self) -> None:
+        """Let go of every table read so far (a planner's inputs, once its stages are billed)."""
+        self._read.clear()
 
 
 @dataclass(frozen=True)
@@ -84,54 +108,73 @@ def _queries(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
 
 
 def _judge_runs(
-    inp: Inputs,
-    client: LLMClient,
-    pairs: pl.DataFrame,
-    queries: pl.DataFrame,
-    chunks: pl.DataFrame,
-    stage: str = "judge",
+    inp: Inputs, client: LLMClient, pairs: pl.DataFrame, queries: pl.DataFrame, stage: str = "judge"
 ) -> Iterable[PlannedRun]:
-    """A judge's batches for the pairs without a stored label of this judge (the label store is asked)."""
-    from mama_pipeline.judging import RELEVANCE_JUDGE, judge_holes, output_model, pair_batches
+    """A judge's batches for the pairs without a stored label of this judge (the label store is asked), as one run
+    over every pair batches them; the pairs are joined with their chunks a slice at a time."""
+    from mama_pipeline.judging import RELEVANCE_JUDGE, hole_slices, output_model, pair_batches
 
+    inp.require("corpus_chunks")
     model = output_model(getattr(inp.s.llm, stage).reasoning)
-    holes = judge_holes(client, inp.store, pairs, queries, chunks, model)
+    size = inp.s.judging.batch_pairs
     return (
-        PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(holes, inp.s.judging.batch_pairs)
+        PlannedRun(RELEVANCE_JUDGE, model, requests)
+        for holes in _rebatched(hole_slices(client, inp.store, pairs, queries, model, SLICE_PAIRS), size)
+        for _, requests in pair_batches(holes, size)
     )
 
 
+def _rebatched(slices: Iterable[pl.DataFrame], size: int) -> Iterator[pl.DataFrame]:
+    """The rows of ``slices``, in order, ``size`` at a time (the last batch the rest)."""
+    held: list[pl.DataFrame] = []
+    rows = 0
+    for part in slices:
+        while part.height:
+            take = min(size - rows, part.height)
+            held.append(part.head(take))
+            rows += take
+            part = part.slice(take)
+            if rows == size:
+                yield pl.concat(held)
+                held, rows = [], 0
+    if rows:
+        yield pl.concat(held)
+
+
 def _judged_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    pairs, queries, chunks = inp.table("pooled_pairs"), inp.table("generated_queries"), inp.table("corpus_chunks")
+    pairs = inp.table("pooled_pairs", columns=("query_id", "chunk_id"))
+    queries = inp.table("generated_queries", columns=("query_id", "query_text"))
     if inp.s.judging.strategy == "adaptive":
-        return _adaptive_runs(inp, client, pairs, queries, chunks)
-    return _judge_runs(inp, client, pairs, queries, chunks)
+        return _adaptive_runs(inp, client, pairs, queries)
+    return _judge_runs(inp, client, pairs, queries)
 
 
-def _adaptive_runs(
-    inp: Inputs, client: LLMClient, pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
-) -> Iterable[PlannedRun]:
+def _adaptive_runs(inp: Inputs, client: LLMClient, pairs: pl.DataFrame, queries: pl.DataFrame) -> Iterable[PlannedRun]:
     """judging.strategy adaptive (sent by judged_set): the budget plus the remainder sample, at most the pairs
     without a stored label; which pairs the rounds choose depends on the answers, so a seeded uniform sample of
     those pairs, that many, prices them."""
-    from mama_pipeline.judging import RELEVANCE_JUDGE, judge_holes, output_model, pair_batches
+    from mama_pipeline.judging import hole_slices, output_model
 
+    inp.require("corpus_chunks")
     j = inp.s.judging
     model = output_model(inp.s.llm.judge.reasoning)
-    holes = judge_holes(client, inp.store, pairs, queries, chunks, model)
+    holes = pl.concat(
+        [pairs.select("query_id", "chunk_id").clear()]
+        + [h.select("query_id", "chunk_id") for h in hole_slices(client, inp.store, pairs, queries, model, SLICE_PAIRS)]
+    )
     budget = j.budget_pairs(pairs.height)
     asked = min(holes.height, budget + min(j.remainder_sample, pairs.height - budget))
-    priced = holes.sample(asked, seed=j.seed).sort("query_id", "chunk_id")
-    return (PlannedRun(RELEVANCE_JUDGE, model, requests) for _, requests in pair_batches(priced, j.batch_pairs))
+    return _judge_runs(inp, client, holes.sample(asked, seed=j.seed), queries)
 
 
 def _audit_judgments(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    return _judge_runs(inp, client, inp.table("audit_pool"), inp.table("generated_queries"), inp.table("corpus_chunks"))
+    pairs = inp.table("audit_pool", columns=("query_id", "chunk_id"))
+    return _judge_runs(inp, client, pairs, inp.table("generated_queries", columns=("query_id", "query_text")))
 
 
 def _reference_judgments(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
-    pilot, queries = inp.table("judge_pilot_sample"), inp.table("generated_queries")
-    return _judge_runs(inp, client, pilot, queries, inp.table("corpus_chunks"), stage)
+    pilot = inp.table("judge_pilot_sample", columns=("query_id", "chunk_id"))
+    return _judge_runs(inp, client, pilot, inp.table("generated_queries", columns=("query_id", "query_text")), stage)
 
 
 def _classifier(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
@@ -228,16 +271,17 @@ def _variant_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[Plan
     for table in ("rankings", "variant_rankings", "judgments"):
         if not inp.store.table_exists(table):
             raise NotBuilt(table)
+    queries = inp.table("generated_queries", columns=("query_id", "query_text"))
+    inp.require("corpus_chunks")
     holes = StoredHoles(inp.s, inp.store, variants, None)  # the clean top-k's holes are judged too, as in the step
-    return _hole_runs(inp, client, holes)
+    return _hole_runs(inp, client, holes, queries)
 
 
-def _hole_runs(inp: Inputs, client: LLMClient, holes: StoredHoles) -> Iterator[PlannedRun]:
+def _hole_runs(inp: Inputs, client: LLMClient, holes: StoredHoles, queries: pl.DataFrame) -> Iterator[PlannedRun]:
     """The judge's batches for the holes, a slice of parents at a time as the step asks them."""
-    queries, chunks = inp.table("generated_queries"), inp.table("corpus_chunks")
     with holes:
         for pairs in holes.pairs():
-            yield from _judge_runs(inp, client, pairs, queries, chunks)
+            yield from _judge_runs(inp, client, pairs, queries)
 
 
 def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun] | str:
@@ -246,8 +290,8 @@ def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[
     from mama_pipeline.multipassage import chunk_lookup, writer_model, writer_requests, writer_template
 
     mp = inp.s.multipassage
-    sets = inp.table("multipassage_candidates").filter(pl.col("status") == "sampled").sort("set_id")
-    lookup = chunk_lookup(inp.table("corpus_chunks"), set(sets["chunk_ids"].explode().drop_nulls().to_list()))
+    sets = inp.table("multipassage_candidates", where=("status", ("sampled",))).sort("set_id")
+    lookup = chunk_lookup(*_passages(inp, sets["chunk_ids"].explode()))
     reasoning = getattr(inp.s.llm, stage).reasoning == "json_field"
     template = writer_template(mp.max_words, reasoning)
     return [
@@ -258,7 +302,7 @@ def _multipassage_questions(inp: Inputs, stage: str, client: LLMClient) -> list[
 
 def _multipassage_labels(inp: Inputs, stage: str, client: LLMClient) -> Iterable[PlannedRun]:
     questions = inp.table("multipassage_questions").select("query_id", "query_text")
-    return _judge_runs(inp, client, inp.table("multipassage_pool"), questions, inp.table("corpus_chunks"))
+    return _judge_runs(inp, client, inp.table("multipassage_pool"), questions)
 
 
 def _multipassage_fact_labels(inp: Inputs, stage: str, client: LLMClient) -> list[PlannedRun]:
@@ -267,9 +311,16 @@ def _multipassage_fact_labels(inp: Inputs, stage: str, client: LLMClient) -> lis
     pool = inp.table("multipassage_pool")
     reasoning = inp.s.llm.judge.reasoning == "json_field"
     template = fact_judge_template(reasoning)
-    lookup = chunk_lookup(inp.table("corpus_chunks"), set(pool["chunk_id"].to_list()))
+    lookup = chunk_lookup(*_passages(inp, pool["chunk_id"]))
     _, runs = fact_runs(template, reasoning, pool, inp.table("multipassage_questions"), lookup)
     return [PlannedRun(template, model, requests) for _, _, model, requests in runs]
+
+
+def _passages(inp: Inputs, chunk_ids: pl.Series) -> tuple[pl.DataFrame, set[str]]:
+    """(the stored chunks named by ``chunk_ids``, in corpus order, the ids): what ``chunk_lookup`` reads."""
+    ids = set(chunk_ids.drop_nulls().to_list())
+    columns = ("chunk_id", "source", "breadcrumb", "text")
+    return inp.table("corpus_chunks", columns=columns, where=("chunk_id", tuple(sorted(ids)))), ids
 
 
 PLANNERS = [
@@ -343,6 +394,7 @@ def stage_bills(
                 bound_tokens_basis=tokens_basis,
             )
         out.append(b)
+    inp.release()  # the next planner reads its own inputs
     return out
 
 

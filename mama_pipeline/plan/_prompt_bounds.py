@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 
 import polars as pl
@@ -29,6 +29,7 @@ from mama_pipeline.llm.tokens import CHARS_PER_TOKEN, TokenCounter, counter_for
 from mama_pipeline.plan._stage_bounds import RawInputs, Unbounded
 
 NOISE_GROWTH = 2  # a noise edit adds at most one character a letter (repeated_char)
+SLICE_ROWS = 65_536  # chunks whose texts are Python strings at once while the longest are found
 
 
 def filler(chars: int) -> str:
@@ -53,7 +54,7 @@ class LongestTexts:
         from mama_pipeline.judging import neutralise
 
         chunks = self.raw.chunk_frame
-        text = max((neutralise(t.strip()) for t in chunks["text"].to_list()), key=len)
+        text = max((neutralise(t.strip()) for t in _values(chunks["text"])), key=len)
         source = max((neutralise(s) for s in chunks["source"].unique().to_list()), key=len)
         pages = ["unknown", *(str(p) for p in chunks["page"].drop_nulls().unique().to_list())]
         return {"source": source, "page": max(pages, key=len), "chunk": text}
@@ -63,15 +64,18 @@ class LongestTexts:
         """The chunk whose rendered passage block is the longest (source, section, text)."""
         from mama_pipeline.multipassage import chunk_lookup, render_passages
 
-        chunks = self.raw.chunk_frame
-        lookup = chunk_lookup(chunks, set(chunks["chunk_id"].to_list()))
-        return max(lookup.values(), key=lambda p: len(render_passages([p])))
+        passages = (
+            p
+            for part in _slices(self.raw.chunk_frame)
+            for p in chunk_lookup(part, set(part["chunk_id"].to_list())).values()
+        )
+        return max(passages, key=lambda p: len(render_passages([p])))
 
     @cached_property
     def chunk(self) -> tuple[str, str]:
         """(the longest chunk id, the longest chunk text), as a system's context block lists them."""
         chunks = self.raw.chunk_frame
-        return max(chunks["chunk_id"].to_list(), key=len), max(chunks["text"].to_list(), key=len)
+        return max(_values(chunks["chunk_id"]), key=len), max(_values(chunks["text"]), key=len)
 
     @cached_property
     def criterion(self) -> str:
@@ -81,6 +85,18 @@ class LongestTexts:
             for c in json.loads(raw)
         ]
         return max(texts, key=len, default="")
+
+
+def _slices(frame: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """``frame`` :data:`SLICE_ROWS` rows at a time: a bound over the chunks holds one slice's Python objects."""
+    for start in range(0, frame.height, SLICE_ROWS):
+        yield frame.slice(start, SLICE_ROWS)
+
+
+def _values(column: pl.Series) -> Iterator:
+    """The values of ``column``, in order, made Python objects a slice at a time."""
+    for part in _slices(column.to_frame()):
+        yield from part.to_series().to_list()
 
 
 def largest(counts: Iterable[int], n: int) -> int:

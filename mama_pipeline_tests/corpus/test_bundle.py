@@ -180,6 +180,28 @@ def test_duplicate_ids_dropped_and_duplicate_texts_reported(tmp_path):
     assert "line 2" in parsed.issues.get_column("detail")[0]
 
 
+def test_the_chunk_table_built_a_few_rows_at_a_time_is_the_same_table(tmp_path, monkeypatch):
+    """The chunk table is built in blocks of rows (memory holds the chunks read or the table, not both): blocks of
+    two rows, with a duplicate id and a duplicate text among them, give the rows, order and issues of one block."""
+    import mama_pipeline.corpus._bundle as bundle_module
+
+    shouty = PPH.upper()
+    bundle = good_bundle() + (
+        f"----------\n[SOURCE:other-source|PAGE:99|CID:{cid(PPH)}]\n> Elsewhere\n{PPH}\n"
+        f"----------\n[SOURCE:other-source|PAGE:100|CID:{cid(shouty)}]\n{shouty}\n"
+        f"----------\n[SOURCE:other-source|PAGE:101]\n> A > B\nA fifth chunk, in a third block.\n"
+    )
+    path = write(tmp_path, bundle)
+    whole = load_bundle(path)
+    monkeypatch.setattr(bundle_module, "BLOCK_ROWS", 2)
+    blocks = load_bundle(path)
+    assert whole.chunks.height == 5 and whole.chunks.equals(blocks.chunks)
+    assert blocks.chunks.get_column("ordinal").to_list() == [0, 1, 2, 3, 4]
+    assert blocks.chunks.get_column("breadcrumb").to_list()[-1] == ["A", "B"]
+    assert whole.issues.equals(blocks.issues) and whole.corpus_version == blocks.corpus_version
+    assert blocks.issues.select("reason").to_series().to_list() == ["duplicate_id", "duplicate_text"]
+
+
 @pytest.mark.parametrize(
     "content",
     [

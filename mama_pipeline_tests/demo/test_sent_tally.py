@@ -8,25 +8,30 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from mama_pipeline.demo._sent_tally import PLANNED_TAG, SENT_TAG, planned_sent_lines, sent_since, tag_runs
+from mama_pipeline.demo._sent_tally import (
+    PLANNED_TAG,
+    SENT_TAG,
+    planned_bounds,
+    planned_sent_lines,
+    sent_since,
+    tag_runs,
+)
 from mama_pipeline.store import Store
 
 
 def test_sent_counts_each_request_once_answers_and_transport_failures_since_the_start(tmp_path):
     store = Store(tmp_path / "mama.duckdb")
-    with store.connect(write=True) as con:  # the columns the tally reads
-        con.execute(
-            "CREATE TABLE llm_responses AS SELECT * FROM (VALUES "
-            "('judge', 'k1', TIMESTAMP '2019-06-01'), "  # before the run: not sent by it
-            "('judge', 'k2', TIMESTAMP '2021-06-01'), "
-            "('judge', 'k2', TIMESTAMP '2021-06-02'), "  # re-asked after a parse failure: one request
-            "('classifier', 'k3', TIMESTAMP '2021-06-01')"
-            ") t(stage, cache_key, created_at)"
-        )
-        con.execute(
-            "CREATE TABLE llm_failures AS SELECT * FROM (VALUES ('judge', 'k4', TIMESTAMP '2021-06-01')) "
-            "t(stage, cache_key, created_at)"
-        )
+    store.ensure_tables("llm_responses", "llm_failures")  # as the client makes them (sql/tables/llm)
+    answer = "INSERT OR REPLACE INTO llm_responses VALUES (?, ?, 'e', 'm', 't', 'h', 's', ?, '', NULL, NULL, NULL, 1, 1, 0, 1, 0.5, ?)"
+    with store.connect(write=True) as con:  # the client's writes: an answer asked again replaces its row
+        con.execute(answer, ["k1", "judge", "ok", datetime(2019, 6, 1)])  # before the run: not sent by it
+        con.execute(answer, ["k2", "judge", "parse_failed", datetime(2021, 6, 1)])
+        con.execute(answer, ["k2", "judge", "ok", datetime(2021, 6, 2)])  # re-asked after a parse failure: one request
+        con.execute(answer, ["k3", "classifier", "ok", datetime(2021, 6, 1)])
+        for day in (1, 2):  # one request failing on two runs' attempts: one request
+            con.execute(
+                "INSERT INTO llm_failures VALUES ('k4', 'judge', 'i', 'timeout', 3, ?)", [datetime(2021, 6, day)]
+            )
     assert sent_since(store, datetime(2020, 1, 1)) == {"judge": 2, "classifier": 1}
     assert sent_since(Store(tmp_path / "none" / "mama.duckdb"), datetime(2020, 1, 1)) == {}
     assert not (tmp_path / "none").exists()  # nothing sent, nothing created
@@ -61,3 +66,26 @@ def test_every_run_since_the_start_carries_the_planned_and_sent_figures():
         assert len(tagged) == 2 and len(instance.get_runs()) == 3
         assert json.loads(tagged[0].tags[PLANNED_TAG]) == {"judge": 448}
         assert json.loads(tagged[0].tags[SENT_TAG]) == {"judge": 300}
+
+
+def test_the_bounds_made_in_a_process_of_their_own_are_the_plans_bounds_summed_per_stage(monkeypatch):
+    """The command's bounds come from a child process: the raw inputs they read are not read here (and are let
+    go with it)."""
+    from mama_pipeline.plan import plan_bills
+    from mama_pipeline.plan._stage_bounds import RawInputs
+    from mama_pipeline.settings import SAMPLE_CONFIG
+
+    assets = ["generated_queries", "judged_labels", "audit_judgments", "system_answers"]
+    bills = plan_bills(str(SAMPLE_CONFIG), assets, exact=False)
+    expected: dict[str, int] = {}
+    for b in bills:
+        if b.bound is not None:
+            expected[b.stage] = expected.get(b.stage, 0) + b.bound
+
+    def read_here(self):
+        raise AssertionError("the corpus bundle was read in the command's process")
+
+    monkeypatch.setattr(RawInputs, "_corpus", property(read_here))
+    bounds, unbounded = planned_bounds(str(SAMPLE_CONFIG), assets)
+    assert bounds == expected and bounds["judge"] > bounds["query_writer"] > 0
+    assert unbounded == [f"{b.asset} · {b.stage}: {b.bound_basis}" for b in bills if b.bound is None]

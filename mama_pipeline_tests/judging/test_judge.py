@@ -6,7 +6,7 @@ import json
 import polars as pl
 import pytest
 
-from mama_pipeline.judging._judge import judge_pairs
+from mama_pipeline.judging._judge import hole_slices, judge_holes, judge_pairs
 from mama_pipeline.judging._label_score import score_verdicts
 from mama_pipeline.judging._label_store import orphaned_labels, stored_labels
 from mama_pipeline.judging._rubric import (
@@ -316,3 +316,29 @@ def test_a_run_of_many_batches_reads_the_cache_once_and_takes_every_cached_answe
     again, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, batch_pairs=5))
     assert n == 0 and reads == [12] and again.new_labels == 12 and again.asked == 12
     assert again.outcomes.drop("reused").equals(first.outcomes.drop("reused"))
+
+
+def test_hole_slices_are_the_holes_of_whole_queries_a_slice_at_a_time(make_client, fake_llm, store, corpus):
+    """The plan's holes: judge_holes' rows in its order, the labels asked once and each slice's chunks read from
+    the store; a slice ends with a query, and a pair whose chunk is not stored is no hole."""
+    queries, chunks, pool = corpus
+    stored = chunks.drop("tier").with_columns(
+        breadcrumb=pl.lit([], pl.List(pl.String)), given_cid=pl.lit(None, pl.String), line=pl.col("page")
+    )
+    missing = pool["chunk_id"][-1]
+    store.write_table(
+        "corpus_chunks", stored.filter(pl.col("chunk_id") != missing).with_columns(ordinal=pl.col("page"))
+    )
+    judge(make_client(), store, pool.head(12), queries, chunks)
+    client = make_client()
+    whole = judge_holes(client, store, pool, queries, stored.filter(pl.col("chunk_id") != missing), MODEL)
+    slices = list(hole_slices(client, store, pool.reverse(), queries, MODEL, slice_pairs=7))
+    assert pl.concat(slices).equals(whole)
+    without = pool.slice(12).filter(pl.col("chunk_id") != missing)
+    assert whole.select("query_id", "chunk_id").equals(
+        without.select("query_id", "chunk_id").sort("query_id", "chunk_id")
+    )
+    assert len(slices) > 2 and all(s.height >= 7 for s in slices[:-1])
+    ids = [set(s["query_id"]) for s in slices]
+    assert all(not (a & b) for i, a in enumerate(ids) for b in ids[i + 1 :])  # whole queries
+    assert list(hole_slices(client, store, pool.head(12), queries, MODEL, slice_pairs=7)) == []  # all labelled

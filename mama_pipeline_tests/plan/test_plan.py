@@ -154,6 +154,47 @@ def test_adaptive_judging_is_billed_as_budget_plus_remainder_sample(tmp_path, fa
     assert one(plan_bills(config, ["judged_labels"]), "judged_labels", "judge").requests == 40
 
 
+@pytest.mark.parametrize("strategy", ["full", "adaptive"])
+def test_a_judge_plan_read_a_slice_of_pairs_at_a_time_has_the_batches_of_one_run(
+    tmp_path, fake_llm, monkeypatch, strategy
+):
+    """The judge's plan joins some pairs with their chunks at a time (plan/_planners.py SLICE_PAIRS): its runs are
+    the batches judge_pairs would send of every hole at once (judging.batch_pairs each, across slices)."""
+    from mama_pipeline.judging import pair_batches
+    from mama_pipeline.judging._judge import judge_holes
+    from mama_pipeline.plan import _planners
+
+    config = write_config(tmp_path, fake_llm)
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["judging"] = {
+        **raw.get("judging", {}),
+        "batch_pairs": 4,
+        "strategy": strategy,
+        "budget": 0.5,
+        "remainder_sample": 5,
+    }
+    Path(config).write_text(yaml.safe_dump(raw))
+    store = store_of(config)
+    queries, chunks = make_queries(6), make_chunks(20)
+    pool = make_pool(queries, chunks, per_query=5)  # 30 pairs
+    store_judge_inputs(store, queries, chunks, pool)
+    s = load_settings(config)
+    model = output_model(s.llm.judge.reasoning)
+    with LLMResource(settings=SettingsResource(config_path=config)).client("judge") as client:
+        judge_pairs(client, store, pool.slice(3, 4), queries, chunks, model)  # 4 pairs labelled: no holes
+        holes = judge_holes(client, store, pool, queries, chunks, model)
+        if strategy == "adaptive":  # 15 budgeted + 5 of the remainder sampled, of the 26 holes
+            holes = holes.sample(20, seed=s.judging.seed).sort("query_id", "chunk_id")
+        expected = [[r.item_id for r in requests] for _, requests in pair_batches(holes, 4)]
+        monkeypatch.setattr(_planners, "SLICE_PAIRS", 3)
+        inp = _planners.Inputs(s, store)
+        runs = [[r.item_id for r in run.requests] for run in _planners._judged_labels(inp, "judge", client)]
+    assert runs == expected and [len(r) for r in runs] == [4] * (len(holes) // 4) + [len(holes) % 4] * (
+        len(holes) % 4 > 0
+    )
+    assert sum(map(len, runs)) == (26 if strategy == "full" else 20)
+
+
 def run_cli(config: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MAMA_CONFIG": config, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return subprocess.run(
@@ -468,6 +509,27 @@ def test_the_judges_prompt_token_bound_grows_with_the_longest_chunk_at_four_char
     assert more == tokens + requests * 1000  # 4,000 more characters in the longest chunk: 1,000 tokens a request
 
 
+def test_the_longest_texts_found_a_slice_of_chunks_at_a_time_are_the_first_longest(monkeypatch):
+    """The bounds' longest texts are found over the bundle's chunks a slice at a time (plan/_prompt_bounds.py
+    SLICE_ROWS): one chunk a slice finds the first of the longest, as over the whole table."""
+    from mama_pipeline.plan import _prompt_bounds
+    from mama_pipeline.plan._stage_bounds import RawInputs
+
+    chunks = CHUNKS.with_columns(
+        chunk_id=pl.Series(["c1", "c2-longest", "c3-longest"]),
+        text=pl.Series(["a", "  " + "b" * 40 + "  ", "c" * 40]),
+        source=pl.Series(["who", "msf-longer", "who"]),
+        breadcrumb=pl.Series([["A section of some length"], [], ["x"]]),
+    )
+    monkeypatch.setattr(_prompt_bounds, "SLICE_ROWS", 1)
+    raw = RawInputs(load_settings(SAMPLE_CONFIG))
+    raw.__dict__["_corpus"] = (chunks, chunks.head(1))
+    texts = _prompt_bounds.LongestTexts(raw)
+    assert texts.chunk == ("c2-longest", "  " + "b" * 40 + "  ")
+    assert texts.judge_fields == {"source": "msf-longer", "page": "unknown", "chunk": "b" * 40}  # ties: the first
+    assert texts.passage == {"source": "msf-longer", "section": "(none)", "text": "  " + "b" * 40 + "  "}
+
+
 def test_a_prompt_token_bound_whose_input_is_missing_says_why(tmp_path):
     from mama_pipeline.plan._prompt_bounds import prompt_token_bound
     from mama_pipeline.plan._stage_bounds import RawInputs
@@ -500,7 +562,7 @@ def test_the_plan_asset_depends_on_every_table_its_planners_read():
     assert not {"scoreboard", "mamaretrieval_leaderboard", "evaluation_report"} & inputs  # no LLM stage reads them
 
 
-def test_the_planners_read_each_stored_table_once_and_get_what_the_store_holds(tmp_path, monkeypatch):
+def test_a_planner_reads_each_stored_table_once_gets_what_the_store_holds_and_lets_it_go(tmp_path, monkeypatch):
     from mama_pipeline.plan._planners import Inputs, NotBuilt
 
     store = Store(tmp_path / "mama.duckdb")
@@ -520,3 +582,7 @@ def test_the_planners_read_each_stored_table_once_and_get_what_the_store_holds(t
         with pytest.raises(NotBuilt, match="^never_written$"):
             inp.table("never_written")
     assert sorted(reads) == ["never_written"] * 3 + ["planned_input", "planned_parts", "planned_parts"]
+    some = inp.table("planned_input", columns=("chunk_id", "text"), where=("source", ("who",)))
+    assert some.equals(CHUNKS.filter(pl.col("source") == "who").select("chunk_id", "text"))
+    inp.release()  # the next planner's reads are its own
+    assert inp.table("planned_input").equals(CHUNKS) and reads.count("planned_input") == 3
