@@ -21,17 +21,19 @@ from mama_pipeline.store import Store
 
 def test_sent_counts_each_request_once_answers_and_transport_failures_since_the_start(tmp_path):
     store = Store(tmp_path / "mama.duckdb")
-    store.ensure_tables("llm_responses", "llm_failures")  # as the client makes them (sql/tables/llm)
-    answer = "INSERT OR REPLACE INTO llm_responses VALUES (?, ?, 'e', 'm', 't', 'h', 's', ?, '', NULL, NULL, NULL, 1, 1, 0, 1, 0.5, ?)"
-    with store.connect(write=True) as con:  # the client's writes: an answer asked again replaces its row
-        con.execute(answer, ["k1", "judge", "ok", datetime(2019, 6, 1)])  # before the run: not sent by it
-        con.execute(answer, ["k2", "judge", "parse_failed", datetime(2021, 6, 1)])
-        con.execute(answer, ["k2", "judge", "ok", datetime(2021, 6, 2)])  # re-asked after a parse failure: one request
-        con.execute(answer, ["k3", "classifier", "ok", datetime(2021, 6, 1)])
-        for day in (1, 2):  # one request failing on two runs' attempts: one request
-            con.execute(
-                "INSERT INTO llm_failures VALUES ('k4', 'judge', 'i', 'timeout', 3, ?)", [datetime(2021, 6, day)]
-            )
+    from mama_pipeline.llm.answer_log import fold
+    from mama_pipeline_tests.foundation.test_answer_log import row
+
+    def answer(key: str, stage: str, status: str, created_at: str) -> dict:
+        return {**row(key, "r", created_at), "stage": stage, "status": status}
+
+    # the client's writes, a fold each: an answer asked again replaces its row
+    fold(store, [answer("k1", "judge", "ok", "2019-06-01 00:00:00.000000")])  # before the run: not sent by it
+    fold(store, [answer("k2", "judge", "parse_failed", "2021-06-01 00:00:00.000000")])
+    fold(store, [answer("k2", "judge", "ok", "2021-06-02 00:00:00.000000")])  # re-asked after a parse failure
+    fold(store, [answer("k3", "classifier", "ok", "2021-06-01 00:00:00.000000")])
+    for day in (1, 2):  # one request failing on two runs' attempts: one request
+        fold(store, [], [("k4", "judge", "i", "timeout", 3, f"2021-06-0{day} 00:00:00.000000")])
     assert sent_since(store, datetime(2020, 1, 1)) == {"judge": 2, "classifier": 1}
     assert sent_since(Store(tmp_path / "none" / "mama.duckdb"), datetime(2020, 1, 1)) == {}
     assert not (tmp_path / "none").exists()  # nothing sent, nothing created
