@@ -1,5 +1,8 @@
 """Candidate chunk sets: section neighbours and cross-source dense neighbours, seeded and tier-weighted.
 
+Sets are anchored only in the sources the sample draws from: a source of a tier with a positive
+``sets_per_source`` (:func:`sampling_sources`). A tier given no sets anchors none, so with no sets configured
+the table is empty and no chunk is embedded; a partner of a cross-source set may come from any source.
 Every chunk is first checked against the corpus boilerplate rules. Two kinds of set:
 
 - ``section``: a run of ``n`` consecutive chunks (bundle order) of one source whose
@@ -33,6 +36,12 @@ from mama_pipeline.store.table_schema import table_schema
 KINDS = ("section", "cross_source")
 DROP_REASONS = ("boilerplate", "no_other_source", "below_similarity", "duplicate_set")
 CANDIDATE_SCHEMA = table_schema("multipassage_candidates")
+
+
+def sampling_sources(tier_of: dict[str, str], sets_per_tier: dict[str, int]) -> dict[str, str]:
+    """The tiered sources (source -> tier) whose tier has a positive ``sets_per_source``: the sources that anchor
+    candidate sets."""
+    return {source: tier for source, tier in tier_of.items() if sets_per_tier.get(tier, 0) > 0}
 
 
 def set_id(chunk_ids: list[str]) -> str:
@@ -188,7 +197,11 @@ def candidate_sets(
     min_body_words: int,
     seed: int,
 ) -> pl.DataFrame:
-    """Every candidate set with its status (sampled, not_sampled, dropped) and drop reason."""
+    """Every candidate set of the sampling sources (:func:`sampling_sources`) with its status (sampled, not_sampled,
+    dropped) and drop reason."""
+    tier_of = sampling_sources(tier_of, sets_per_tier)
+    if not tier_of:
+        return pl.DataFrame(schema=CANDIDATE_SCHEMA)
     reasons = [
         boilerplate_reason(t, b, min_body_words)
         for t, b in zip(chunks["text"].to_list(), chunks["breadcrumb"].to_list())
@@ -202,7 +215,7 @@ def candidate_sets(
         records, tier_of, sizes, neighbours, min_similarity
     )
     _mark_duplicates(rows)
-    quota_of = {source: sets_per_tier.get(tier, 0) for source, tier in tier_of.items()}
+    quota_of = {source: sets_per_tier[tier] for source, tier in tier_of.items()}
     _sample(rows, quota_of, seed)
     frame = pl.DataFrame(rows, schema={**CANDIDATE_SCHEMA, "_ordinal": pl.Int64})
     return frame.sort("source", "kind", "_ordinal", "size", "set_id").drop("_ordinal")

@@ -25,15 +25,16 @@ def dense_neighbours(
     store: Store, encoder: Encoder, chunks: pl.DataFrame, anchor_ids: list[str], k: int
 ) -> tuple[pl.DataFrame, EmbedStats]:
     """The ``k`` nearest other chunks of each anchor (inner product of the document vectors: cosine when
-    normalised). Chunk vectors come from the shared embedding cache (the retriever's document vectors)."""
+    normalised). Chunk vectors come from the shared embedding cache (the retriever's document vectors); with no
+    anchors nothing is embedded."""
     if encoder.sparse:
         raise ValueError("multipassage.dense_retriever must name a dense retriever, not a sparse one")
+    anchors = sorted(set(anchor_ids))
+    if not anchors:
+        return pl.DataFrame(schema=NEIGHBOUR_SCHEMA), EmbedStats()
     chunks = chunks.sort("chunk_id")
     encoded, stats = embed_with_cache(store, encoder, chunks["text"].to_list(), "document")
     position = {c: i for i, c in enumerate(chunks["chunk_id"].to_list())}
-    anchors = sorted(set(anchor_ids))
-    if not anchors:
-        return pl.DataFrame(schema=NEIGHBOUR_SCHEMA), stats
     vectors = encoded.vectors
     hits = faiss_hits(vectors, vectors[[position[a] for a in anchors]], k + 1, anchors, chunks["chunk_id"].to_numpy())
     out = (

@@ -15,7 +15,7 @@ from mama_pipeline.common.metadata import md_table, none_as_text
 from mama_pipeline.common.observed_inputs import observed_input
 from mama_pipeline.common.shared_inputs import CHUNKS
 from mama_pipeline.evaluation import refused_rows
-from mama_pipeline.multipassage._candidates import candidate_sets, drop_counts
+from mama_pipeline.multipassage._candidates import candidate_sets, drop_counts, sampling_sources
 from mama_pipeline.multipassage._chunk_lookup import chunk_lookup
 from mama_pipeline.multipassage._failures import failure_listing, label_bounds, over_bound
 from mama_pipeline.multipassage._multipassage_prompts import (
@@ -113,7 +113,8 @@ def multipassage_candidates(
     check_against(mp, {r.name: r.kind for r in s.retrieval.retrievers}, list(s.corpus.tiers))
     spec = s.retrieval.retriever(mp.dense_retriever)
     tier_of = s.corpus.tier_of()
-    anchors = chunks.filter(pl.col("source").is_in(list(tier_of)))["chunk_id"].to_list()
+    anchors = chunks.filter(pl.col("source").is_in(list(sampling_sources(tier_of, mp.sets_per_source))))
+    anchors = anchors["chunk_id"].to_list()
     encoder = embedding_encoder(spec, s.resolve)
     neighbours, stats = dense_neighbours(store.get(), encoder, chunks, anchors, mp.neighbours)
     context.log.info(

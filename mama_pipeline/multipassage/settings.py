@@ -23,7 +23,8 @@ class MultipassageSettings(Section):
     neighbours: int = Field(8, ge=1)  # nearest chunks looked at per anchor
     min_similarity: float = Field(0.5, ge=-1.0, le=1.0)  # cosine of a cross-source partner to its anchor
     # Sampling: candidate sets per source of each tier (corpus.tiers names the sources), stratified by kind
-    # (section / cross_source), seeded per source from ``seed``.
+    # (section / cross_source), seeded per source from ``seed``. Only the sources of a tier given sets anchor
+    # candidate sets (none given: an empty candidates table, nothing embedded).
     sets_per_source: dict[str, int] = Field(default_factory=dict)  # tier name -> sets per source
     seed: int = 20250602
     max_words: int = Field(30, ge=1)  # questions above it are dropped (too_long), never cut

@@ -160,3 +160,29 @@ def test_unknown_neighbour_chunk_is_named():
     bad = pl.DataFrame({"anchor_chunk_id": ["a1"], "chunk_id": ["nowhere"], "score": [0.9]})
     with pytest.raises(ValueError, match="nowhere"):
         build(neighbours=bad)
+
+
+def test_a_tier_given_no_sets_anchors_none_and_no_sets_means_no_candidates():
+    tiers = {"src-a": "high", "src-b": "low"}
+    neighbours = pl.concat([NEIGHBOURS, pl.DataFrame({"anchor_chunk_id": ["b1"], "chunk_id": ["c1"], "score": [0.9]})])
+
+    def frame(sets_per_tier: dict[str, int]) -> pl.DataFrame:
+        return candidate_sets(
+            CORPUS,
+            tiers,
+            sets_per_tier,
+            neighbours,
+            sizes=[2, 3],
+            section_level=2,
+            min_similarity=0.5,
+            min_body_words=10,
+            seed=1,
+        )
+
+    both = frame({"high": 100, "low": 100})
+    assert sorted(both["source"].unique().to_list()) == ["src-a", "src-b"]  # b1 anchors (b1, c1)
+    high_only = frame({"high": 100, "low": 0})
+    assert high_only["source"].unique().to_list() == ["src-a"]
+    assert high_only.equals(both.filter(pl.col("source") == "src-a"))
+    assert frame({"high": 100}).equals(high_only)  # a tier left out gives no sets either
+    assert frame({}).is_empty() and frame({"high": 0, "low": 0}).is_empty()

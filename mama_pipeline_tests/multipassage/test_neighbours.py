@@ -70,6 +70,24 @@ def test_neighbours_from_a_served_encoder_are_the_nearest_by_cosine(store, tmp_p
     assert again.equals(got) and stats.cached == len(TEXTS) and fake_llm.stats()["embeddings_calls"] == calls
 
 
+def test_no_anchors_embeds_nothing(store, tmp_path, fake_llm):
+    spec = RetrievalSettings.model_validate(
+        {
+            "retrievers": [
+                {
+                    "name": "served",
+                    "kind": "openai_embeddings",
+                    "params": {"base_url": fake_llm.url, "model": "fake-embed", "dimensions": 16},
+                }
+            ]
+        }
+    ).retriever("served")
+    calls = fake_llm.stats().get("embeddings_calls", 0)
+    got, stats = dense_neighbours(store, embedding_encoder(spec, lambda p: tmp_path / p), chunks_frame(), [], 3)
+    assert got.is_empty() and got.columns == ["anchor_chunk_id", "chunk_id", "score"]
+    assert stats.encoded == stats.cached == 0 and fake_llm.stats().get("embeddings_calls", 0) == calls
+
+
 def test_an_optional_llm_stage_cannot_write_or_verify_the_questions():
     import pydantic
 
