@@ -9,6 +9,11 @@ re-runs: calls made against pairs touching changed chunks (target equal).
 Run from the repository root:
     .venv/bin/python -m benchmarks.judging_scale [--queries 1000] [--per-query 20] [--chunks 5000]
 Targets: >= 90% of ideal; 0 calls on re-run; calls == pairs touching changed chunks.
+
+``--store PATH`` judges in that DuckDB file instead of an empty one, its answer cache and labels as they are
+(e.g. a copy of a finished ``benchmarks/paper_multiple.py`` run's ``data/mama.duckdb``): the rate at that cache's
+size. The pairs are new to it (the test server's port is in every cache key and judge identity); what is judged is
+added to the file, so give it a copy.
 """
 
 from __future__ import annotations
@@ -41,13 +46,17 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--batch-pairs", type=int, default=JudgingSettings().batch_pairs)
     ap.add_argument("--changed-share", type=float, default=0.01)
+    ap.add_argument("--store", type=Path, help="judge in (a copy of) this store, its cache and labels kept")
     args = ap.parse_args()
 
     queries, chunks = make_queries(args.queries), make_chunks(args.chunks)
     pool = make_pool(queries, chunks, args.per_query)
     model = output_model("json_field")
     with tempfile.TemporaryDirectory() as tmp, running_server(delay=args.delay) as server:
-        store = Store(Path(tmp) / "bench.duckdb")
+        store = Store(args.store or Path(tmp) / "bench.duckdb")
+        labels_before = labels_in(store)
+        if args.store:
+            print(f"in {args.store}: {answers(store):,} cached answers, {labels_before:,} labels before")
         cfg = StageSettings(base_urls=[server.url], model="fake-judge", concurrency=args.concurrency)
         client = LLMClient(
             "judge", cfg, store, endpoint=server.url, model="fake-judge", resolve_urls=lambda: [server.url]
@@ -66,7 +75,7 @@ def main() -> None:
         wall, calls, _, client_wall = run(pool, chunks)
         ideal = args.concurrency / args.delay
         rate = pool.height / wall
-        labels = store.query("select count(*) n from judgment_labels")["n"][0]
+        labels = labels_in(store) - labels_before
         print(
             f"phase 1: {pool.height} pairs ({args.queries} queries x {args.per_query}), {args.delay * 1000:.0f} ms "
             f"answers, concurrency {args.concurrency}, batches of {args.batch_pairs}"
@@ -99,6 +108,14 @@ def main() -> None:
             f"{int((~outcomes['reused']).sum())} new labels"
         )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def answers(store: Store) -> int:
+    return store.query("select count(*) n from llm_responses")["n"][0] if store.table_exists("llm_responses") else 0
+
+
+def labels_in(store: Store) -> int:
+    return store.query("select count(*) n from judgment_labels")["n"][0] if store.table_exists("judgment_labels") else 0
 
 
 if __name__ == "__main__":
