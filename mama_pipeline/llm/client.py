@@ -328,6 +328,7 @@ class LLMClient:
         self._rng = random.Random()
         self._counter: TokenCounter | None = None
         self._sent_requests = self._sent_tokens = 0  # new requests this client has sent, against the budget
+        self._looked_up_s = 0.0  # time of look_up not yet in a run's wall_s: the next run's report counts it
         with store.connect(write=True) as con:
             ensure_cache_tables(con)
 
@@ -373,7 +374,8 @@ class LLMClient:
             else:
                 res = cached[key]
             report.results.append(_for_item(res, req.item_id))
-        report.wall_s = time.perf_counter() - started
+        report.wall_s = time.perf_counter() - started + self._looked_up_s
+        self._looked_up_s = 0.0
         return report
 
     def pending(
@@ -401,10 +403,14 @@ class LLMClient:
     ) -> tuple[list[list[str]], dict[str, LLMResult]]:
         """The cache keys of each batch's requests, and the cached answers of all of them in one read of the
         cache: a read scans the whole cache, so its cost grows with the cache, not with the requests, and a step
-        that asks in many runs reads it once. Give :meth:`run` a batch's keys with the answers. An answer
-        cached after this read (by another process) is asked again and its cache row replaced."""
+        that asks in many runs reads it once. Give :meth:`run` a batch's keys with the answers; the time taken
+        here is counted in the next run's ``wall_s``. An answer cached after this read (by another process) is
+        asked again and its cache row replaced."""
+        started = time.perf_counter()
         keys = [self._keys(template, output_model, batch) for batch in batches]
-        return keys, self._lookup({k for batch in keys for k in batch})
+        cached = self._lookup({k for batch in keys for k in batch})
+        self._looked_up_s += time.perf_counter() - started  # the client's time: in the next run's wall_s
+        return keys, cached
 
     def _keys(
         self, template: PromptTemplate, output_model: type[BaseModel], requests: Sequence[LLMRequest]

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import time
 
 import polars as pl
 import pytest
@@ -313,8 +314,11 @@ def test_a_run_of_many_batches_reads_the_cache_once_and_takes_every_cached_answe
             "DELETE FROM judgment_labels WHERE (query_id, chunk_id) IN (SELECT (query_id, chunk_id) FROM _lost)"
         )
     reads.clear()
+    slow = lambda self, keys: time.sleep(0.3) or reads.append(len(keys)) or lookup(self, keys)  # noqa: E731
+    monkeypatch.setattr(LLMClient, "_lookup", slow)
     again, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, batch_pairs=5))
     assert n == 0 and reads == [12] and again.new_labels == 12 and again.asked == 12
+    assert again.client_metadata["judge/wall_s"] >= 0.3  # the read before the runs is the client's time
     assert again.outcomes.drop("reused").equals(first.outcomes.drop("reused"))
 
 
