@@ -28,12 +28,14 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
+from mama_pipeline.common.thread_priority import background_thread
 from mama_pipeline.llm.answer_log import (
     CACHE_TABLE,
     AnswerLog,
@@ -585,6 +587,9 @@ class LLMClient:
             progress.failed += not res.ok
 
         log = AnswerLog(log_dir(self.store))
+        # folds run in one thread of lowered priority (DuckDB's workers inherit it): spare CPU, not the requests'
+        writer = ThreadPoolExecutor(max_workers=1, initializer=background_thread)
+        loop = asyncio.get_running_loop()
         finished = asyncio.Event()
 
         def take(rows: list) -> list:
@@ -609,11 +614,11 @@ class LLMClient:
                     folding, took = None, folding.result()
                     next_fold = max(next_fold, time.perf_counter() + took * (1 / WRITE_SHARE - 1))
                 if folding is None and time.perf_counter() >= next_fold:
-                    folding = asyncio.ensure_future(asyncio.to_thread(self._fold, log.rotate(), take(failures)))
+                    folding = loop.run_in_executor(writer, self._fold, log.rotate(), take(failures))
                     next_fold = time.perf_counter() + self.fold_every_s
             if folding is not None:
                 await folding
-            await asyncio.to_thread(self._fold, log.rotate(), take(failures))
+            await loop.run_in_executor(writer, self._fold, log.rotate(), take(failures))
 
         async def reporter() -> None:
             while True:
@@ -638,6 +643,7 @@ class LLMClient:
             try:
                 await keeping  # every answer is in the cache before the run returns
             finally:
+                writer.shutdown()
                 await endpoints.close()
                 report.outages += endpoints.outages
         self._log(self._progress_line(progress))

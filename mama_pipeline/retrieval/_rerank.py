@@ -11,8 +11,6 @@ again on the next run.
 from __future__ import annotations
 
 import itertools
-import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
+from mama_pipeline.common.thread_priority import background_thread
 from mama_pipeline.retrieval._embedding_cache import text_sha256
 from mama_pipeline.store import Store
 from mama_pipeline.store.table_schema import table_schema
@@ -97,7 +96,7 @@ def rerank_hits(
     finished = 0
     # cache writes run in one background thread, in order, so an endpoint's event loop is never blocked by them;
     # a flush waits for the previous write to end (rows gather meanwhile), so a slow disk means fewer, larger writes
-    writer = ThreadPoolExecutor(max_workers=1, initializer=_background)
+    writer = ThreadPoolExecutor(max_workers=1, initializer=background_thread)
     writes = []
 
     def flush() -> None:
@@ -314,15 +313,6 @@ class _Pending:
         ).with_columns(n_tokens=pl.when(pl.col("n_tokens") >= 0).then("n_tokens"))
         self._clear()
         return out
-
-
-def _background() -> None:
-    """Lower this thread's CPU priority (Linux: per thread; DuckDB's workers started from it inherit it), so
-    cache writes take spare CPU rather than delaying the requests and answers."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    except (AttributeError, OSError):  # not on Linux, or not allowed: the same work at normal priority
-        pass
 
 
 def _hashed(frame: pl.DataFrame, column: str, name: str) -> pl.DataFrame:
