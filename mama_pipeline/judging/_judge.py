@@ -98,15 +98,21 @@ def merge_metadata(total: dict[str, Any], batch: dict[str, Any]) -> None:
             total.setdefault(key, value)
 
 
-def _joined(
-    pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
-) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
-    """The pairs with their query and chunk, and the pairs failed for a missing query or chunk."""
+def _sorted_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The pairs' (query_id, chunk_id), sorted; a ValueError names a pair given more than once."""
     pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
     dupes = pairs.filter(pairs.is_duplicated())
     if dupes.height:
         q, c = dupes.row(0)
         raise ValueError(f"pairs to judge hold ({q}, {c}) more than once ({dupes.height} duplicate rows)")
+    return pairs
+
+
+def _joined(
+    pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """The pairs with their query and chunk, and the pairs failed for a missing query or chunk."""
+    pairs = _sorted_pairs(pairs)
     _require_unique(queries, "query_id", "queries table")
     _require_unique(chunks, "chunk_id", "chunks table")
     joined = pairs.join(queries.select("query_id", "query_text"), on="query_id", how="left").join(
@@ -198,11 +204,7 @@ def hole_slices(
     """The rows of :func:`judge_holes` (``chunks``: the store's), in order, each slice the holes of whole queries,
     about ``slice_pairs`` of them: the pairs labelled are asked of the label store once (which, not their labels),
     and each slice's chunks are read when it is joined, so memory grows with a slice, not with the texts."""
-    pairs = pairs.select("query_id", "chunk_id").sort("query_id", "chunk_id")
-    dupes = pairs.filter(pairs.is_duplicated())
-    if dupes.height:
-        q, c = dupes.row(0)
-        raise ValueError(f"pairs to judge hold ({q}, {c}) more than once ({dupes.height} duplicate rows)")
+    pairs = _sorted_pairs(pairs)
     _require_unique(queries, "query_id", "queries table")
     labelled = stored_labels(
         store,

@@ -10,6 +10,7 @@ from mama_pipeline.llm.answer_log import recover
 from mama_pipeline.llm.client import LLMClient, LLMRequest, cache_key, decoding_params, schema_of
 from mama_pipeline.llm.settings import StageSettings
 from mama_pipeline_tests.foundation.test_llm_client import TEMPLATE, Verdict
+from mama_pipeline_tests.foundation.test_store import KEYED_CACHE_DDL
 
 
 def row(key: str, reasoning: str, created_at: str = "2026-01-02 03:04:05.000006") -> dict:
@@ -180,13 +181,7 @@ def test_recoverers_racing_on_the_same_logs_fold_each_file_once(store, tmp_path)
 
 def test_a_cache_an_older_ddl_keyed_is_rebuilt_by_the_first_client_and_folds_keep_keys_unique(store, make_client):
     with store.connect(write=True) as con:  # the cache as its DDL had it before: a PRIMARY KEY on cache_key
-        con.execute(
-            "CREATE TABLE llm_responses (cache_key VARCHAR PRIMARY KEY, stage VARCHAR NOT NULL, endpoint VARCHAR "
-            "NOT NULL, model VARCHAR NOT NULL, template_id VARCHAR NOT NULL, template_hash VARCHAR NOT NULL, "
-            "schema_hash VARCHAR NOT NULL, status VARCHAR NOT NULL, raw_text VARCHAR, reasoning VARCHAR, "
-            "parsed_json VARCHAR, error VARCHAR, prompt_tokens BIGINT, completion_tokens BIGINT, cached_tokens "
-            "BIGINT, attempts INTEGER NOT NULL, latency_s DOUBLE, created_at TIMESTAMP NOT NULL)"
-        )
+        con.execute(KEYED_CACHE_DDL)
     make_client()
     with store.connect() as con:
         assert not con.execute("SELECT * FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'").fetchall()

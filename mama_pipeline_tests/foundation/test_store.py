@@ -317,17 +317,20 @@ def test_the_tables_written_a_batch_at_a_time_have_no_primary_key_index(table):
     assert "PRIMARY KEY" not in kinds and "NOT NULL" in kinds
 
 
+KEYED_CACHE_DDL = (  # llm_responses as its DDL had it before 6 December 2026: cache_key PRIMARY KEY
+    "CREATE TABLE llm_responses (cache_key VARCHAR PRIMARY KEY, stage VARCHAR NOT NULL, endpoint VARCHAR "
+    "NOT NULL, model VARCHAR NOT NULL, template_id VARCHAR NOT NULL, template_hash VARCHAR NOT NULL, "
+    "schema_hash VARCHAR NOT NULL, status VARCHAR NOT NULL, raw_text VARCHAR, reasoning VARCHAR, "
+    "parsed_json VARCHAR, error VARCHAR, prompt_tokens BIGINT, completion_tokens BIGINT, cached_tokens "
+    "BIGINT, attempts INTEGER NOT NULL, latency_s DOUBLE, created_at TIMESTAMP NOT NULL)"
+)
+
+
 def test_a_table_an_older_ddl_keyed_is_rebuilt_once_without_the_key_rows_and_types_kept(store, caplog):
     from mama_pipeline.store.duckdb_store import drop_primary_key
 
     with store.connect(write=True) as con:  # llm_responses as its DDL had it before: cache_key PRIMARY KEY
-        con.execute(
-            "CREATE TABLE llm_responses (cache_key VARCHAR PRIMARY KEY, stage VARCHAR NOT NULL, endpoint VARCHAR "
-            "NOT NULL, model VARCHAR NOT NULL, template_id VARCHAR NOT NULL, template_hash VARCHAR NOT NULL, "
-            "schema_hash VARCHAR NOT NULL, status VARCHAR NOT NULL, raw_text VARCHAR, reasoning VARCHAR, "
-            "parsed_json VARCHAR, error VARCHAR, prompt_tokens BIGINT, completion_tokens BIGINT, cached_tokens "
-            "BIGINT, attempts INTEGER NOT NULL, latency_s DOUBLE, created_at TIMESTAMP NOT NULL)"
-        )
+        con.execute(KEYED_CACHE_DDL)
         con.execute(
             "INSERT INTO llm_responses VALUES ('k1', 'judge', 'e', 'm', 't', 'h', 's', 'ok', 'raw', NULL, '{}', "
             "NULL, 7, 3, 0, 1, 0.25, TIMESTAMP '2026-01-02 03:04:05.000006'), ('k2', 'judge', 'e', 'm', 't', 'h', "
