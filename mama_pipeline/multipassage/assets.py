@@ -119,6 +119,7 @@ def multipassage_candidates(
     neighbours, stats = dense_neighbours(store.get(), encoder, chunks, anchors, mp.neighbours)
     context.log.info(
         f"multipassage: {len(anchors)} anchors, {stats.encoded} chunk texts embedded now, {stats.cached} from the cache"
+        + ("" if anchors else " (no tier is given sets in multipassage.sets_per_source: no candidate sets)")
     )
     frame = candidate_sets(
         chunks,
