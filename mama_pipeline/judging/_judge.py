@@ -253,10 +253,11 @@ def judge_pairs(
         stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True))
     )
     holes = _holes(joined, stored)
-    # the whole run against the stage's budget before the first batch is sent
-    client.check_budget((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs))
-    keys, cached = client.look_up(
-        template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs))
+    looked_up = client.look_up(template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs)))
+    keys, cached = looked_up
+    # the whole run against the stage's budget before the first batch is sent, from the cache read just made
+    client.check_budget(
+        ((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), looked_up
     )
 
     for batch_keys, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs), strict=True):

@@ -388,7 +388,8 @@ class LLMClient:
         looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
     ) -> tuple[list[str], dict[str, LLMResult], dict[str, LLMRequest]]:
         """What a run of ``requests`` would do, sending nothing: the cache key of each request, the cached
-        answers (by key) and the requests to send (one per key not in the cache)."""
+        answers (by key) and the requests to send (one per key not in the cache). ``looked_up``: the keys and
+        cached answers :meth:`look_up` read before (else they are read now)."""
         if looked_up is None:
             keys = self._keys(template, output_model, requests)
             cached = self._lookup(set(keys))
@@ -426,15 +427,21 @@ class LLMClient:
             schema_of(output_model),
         )
 
-    def check_budget(self, runs: Iterable[tuple[PromptTemplate, type[BaseModel], Sequence[LLMRequest]]]) -> None:
+    def check_budget(
+        self,
+        runs: Iterable[tuple[PromptTemplate, type[BaseModel], Sequence[LLMRequest]]],
+        looked_up: tuple[list[list[str]], dict[str, LLMResult]] | None = None,
+    ) -> None:
         """Raise :class:`BudgetExceeded` if sending the uncached requests of every run (template, output model,
         requests) would exceed the stage's budget: a step that asks in several runs calls it with all of them
-        before the first. Without a budget, the runs are not read."""
+        before the first. ``looked_up``: what :meth:`look_up` read for these runs, in order (else each run's
+        keys and cached answers are read now). Without a budget, the runs are not read."""
         if not self._budgeted:
             return
         new_requests = tokens = 0
-        for template, output_model, requests in runs:
-            todo = list(self.pending(template, output_model, requests)[2].values())
+        for i, (template, output_model, requests) in enumerate(runs):
+            known = None if looked_up is None else (looked_up[0][i], looked_up[1])
+            todo = list(self.pending(template, output_model, requests, known)[2].values())
             new_requests += len(todo)
             tokens += self._tokens_of(todo)
         self._breach(new_requests, tokens)

@@ -305,7 +305,8 @@ def test_a_run_of_many_batches_reads_the_cache_once_and_takes_every_cached_answe
     reads = []
     lookup = LLMClient._lookup
     monkeypatch.setattr(LLMClient, "_lookup", lambda self, keys: reads.append(len(keys)) or lookup(self, keys))
-    first, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, batch_pairs=16))
+    budgeted = make_client(max_new_requests=50)  # its budget checked from the same read
+    first, n = calls(fake_llm, lambda: judge(budgeted, store, pool, queries, chunks, batch_pairs=16))
     assert n == 50 and first.new_labels == 50 and reads == [50]  # four batches, one read of the cache
     lost = pool.head(12)  # labels lost (their answers still cached): asked of the cache, not of the judge
     with store.connect(write=True) as con:
