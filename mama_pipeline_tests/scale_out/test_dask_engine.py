@@ -27,7 +27,7 @@ from mama_pipeline.run_plan import OBSERVATION_TAGS
 from mama_pipeline.store import Store
 from mama_pipeline.store.duckdb_store import MEASURED as STORE_MEASURED
 from mama_pipeline_tests.release.corpus_change_driver import tree_hashes
-from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for
+from mama_pipeline_tests.support.demo_store import CLI, REPO, demo_config, env_for, materialize
 from mama_pipeline_tests.support.fake_llm_server import running_server
 from mama_pipeline_tests.support.llm_stages import with_embedded
 from mama_pipeline_tests.support.sample_embeddings import with_embeddings_of
@@ -210,15 +210,7 @@ def test_two_shards_run_side_by_side_on_two_workers_and_a_killed_worker_loses_no
             workers = [int(p) for p in (cluster / "worker_pids").read_text().split()]
             run_config = str(cluster / "run-config.yaml")
             # what the shards judge is made in process: every step on the workers is the other test's point
-            upstream = subprocess.run(
-                [CLI, "materialize", "--select", "*pooled_pairs", "--executor", "in_process"],
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=1500,
-            )
-            assert upstream.returncode == 0, upstream.stdout[-4000:] + upstream.stderr[-2000:]
+            materialize(env, "*pooled_pairs", "--executor", "in_process", timeout=1500)
             pairs = Store(db).read_table("pooled_pairs").height
             server.reset()
             # docs/scale-out.md: one run per shard, started together

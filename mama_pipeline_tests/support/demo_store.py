@@ -49,18 +49,16 @@ def env_for(tmp_path: Path, config: Path, name: str) -> dict[str, str]:
     }
 
 
-def materialize(env: dict[str, str], select: str, *extra: str) -> subprocess.CompletedProcess:
-    """``mama-pipeline materialize --select select *extra`` from the repository under ``env``; it must exit 0."""
-    out = subprocess.run(
-        [CLI, "materialize", "--select", select, *extra],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def run_ok(command: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``command`` from the repository under ``env``, its output captured; it must exit 0."""
+    out = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out
+
+
+def materialize(env: dict[str, str], select: str, *extra: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``mama-pipeline materialize --select select *extra`` from the repository under ``env``; it must exit 0."""
+    return run_ok([CLI, "materialize", "--select", select, *extra], env, timeout)
 
 
 @dataclass(frozen=True)
@@ -87,19 +85,6 @@ def build_demo_store(root: Path, llm_url: str, vectors: Path) -> DemoStore:
     env = {**env_for(root, config, "demo"), "PYTHONPATH": str(REPO)}
     with_embeddings_of(vectors, Path(env["MAMA_DATA_DIR"]) / "mama.duckdb")
     reads = root / "reads.jsonl"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from mama_pipeline_tests.support.settings_reads import main; main()",
-            str(reads),
-            "demo",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    recording = "from mama_pipeline_tests.support.settings_reads import main; main()"
+    run_ok([sys.executable, "-c", recording, str(reads), "demo"], env, timeout=1500)
     return DemoStore(config, env, recorded(reads))
