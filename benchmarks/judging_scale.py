@@ -48,6 +48,8 @@ def main() -> None:
     ap.add_argument("--changed-share", type=float, default=0.01)
     ap.add_argument("--store", type=Path, help="judge in (a copy of) this store, its cache and labels kept")
     args = ap.parse_args()
+    if args.store is not None and not args.store.is_file():
+        ap.error(f"--store {args.store}: no such file (give a copy of a store's mama.duckdb)")
 
     queries, chunks = make_queries(args.queries), make_chunks(args.chunks)
     pool = make_pool(queries, chunks, args.per_query)
