@@ -129,3 +129,33 @@ def test_dagster_cli_without_dagster_home_says_the_run_is_recorded_nowhere():
         assert str(exc).endswith("(--select chunks,issues,queries)")
     else:
         raise AssertionError("part of a multi-asset selected: no error")
+
+
+FIRST_READ = """
+import importlib, json, sys
+import polars as pl, yaml
+from mama_pipeline.cli import RUN_CONFIG
+from mama_pipeline.store import Store
+forkserver = yaml.safe_load(RUN_CONFIG.read_text())["execution"]["config"]["multiprocess"]["start_method"]["forkserver"]
+for name in forkserver["preload_modules"]:
+    importlib.import_module(name)
+store = Store(sys.argv[1])
+before = {m.partition(".")[0] for m in sys.modules}
+store.write_table("t", pl.DataFrame({"a": ["x", "y"], "b": [1, 2]}))
+store.read_table("t", where={"a": ["y"]})  # a query with parameters
+print(json.dumps(sorted({m.partition(".")[0] for m in sys.modules} - before)))
+"""
+
+
+def test_a_steps_first_store_write_and_read_import_nothing_the_forkserver_did_not_preload(tmp_path):
+    # DuckDB imports pandas and pyarrow at a process's first query with parameters: without them preloaded in
+    # `mama-pipeline materialize`'s forkserver, every step paid that import (0.4-0.7 s) in its first store read
+    probe = subprocess.run(
+        [sys.executable, "-c", FIRST_READ, str(tmp_path / "s.duckdb")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    assert probe.stdout.strip().splitlines()[-1] == "[]"
