@@ -17,6 +17,7 @@ from mama_pipeline.common.metadata import md_table
 from mama_pipeline.common.observed_inputs import observed_input, settings_files_fingerprint
 from mama_pipeline.common.shared_inputs import QUERIES
 from mama_pipeline.common.slices import id_slices
+from mama_pipeline.common.spilled_slices import SpilledSlices
 from mama_pipeline.evaluation._audits import leak_summary, leaks
 from mama_pipeline.evaluation._beir_evaluation import (
     beir_report_inputs,
@@ -46,7 +47,7 @@ from mama_pipeline.evaluation._stored_qrels import JUDGMENTS, StoredQrels
 from mama_pipeline.evaluation._stored_run import RANKINGS, StoredRun
 from mama_pipeline.evaluation._trec import read_trec_run
 from mama_pipeline.llm.embedded_banner import embedded_banner
-from mama_pipeline.resources import SettingsResource, StoreResource, data_path
+from mama_pipeline.resources import SettingsResource, StoreResource, data_path, scratch_path
 from mama_pipeline.store.table_schema import table_schema
 
 GROUP = "evaluation"
@@ -116,12 +117,16 @@ def scoreboard(settings: SettingsResource, store: StoreResource, queries: pl.Dat
     query_ids = queries.sort("query_id")["query_id"].to_list()
     folder = data_path(settings, *PER_QUERY_DIR) / "mamaretrieval"
     answered: dict[str, int] = {}
-    # the values stream into the store a retriever and slice of queries at a time; the steps below read them back
-    blocks = per_query_blocks(
-        run.of_queries, labels.of_queries, query_ids, plan, run.retrievers, RANKINGS, JUDGMENTS, answered=answered
-    )
+    # the values are computed a retriever and slice of queries at a time into scratch files, which the IO manager
+    # copies into the store: its write lock is not held while they are computed (another step's write waited 46 s
+    # on them at ten times the paper); the steps below read them back from the store
+    with SpilledSlices(scratch_path(settings), pl.DataFrame(schema=PER_QUERY_SCHEMA)) as spill:
+        for block in per_query_blocks(
+            run.of_queries, labels.of_queries, query_ids, plan, run.retrievers, RANKINGS, JUDGMENTS, answered=answered
+        ):
+            spill.add(block)
     yield dg.Output(
-        blocks,
+        spill.read(),
         output_name="per_query_results",
         metadata={
             "files": dg.MetadataValue.path(str(folder)),
