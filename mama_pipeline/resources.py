@@ -10,7 +10,6 @@ import dagster as dg
 import duckdb
 import polars as pl
 
-from mama_pipeline.common.thread_priority import mark_llm_bound, yield_cpu_unless_llm_bound
 from mama_pipeline.llm.client import LLMClient
 from mama_pipeline.llm.embedded_server import embedded_server, endpoint_identity, one_server_at_a_time
 from mama_pipeline.llm.kept_server import kept_url
@@ -25,7 +24,6 @@ class SettingsResource(dg.ConfigurableResource):
     config_path: str = ""
 
     def get(self) -> PipelineSettings:
-        yield_cpu_unless_llm_bound()  # a step's first use, after its resources were set up
         return load_settings(self.config_path or None)
 
 
@@ -40,9 +38,6 @@ class LLMResource(dg.ConfigurableResource):
     """Opens the shared LLM client for one stage; starts the embedded server lazily when needed."""
 
     settings: SettingsResource
-
-    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        mark_llm_bound()  # this step asks an LLM: its process keeps its CPU priority
 
     def client(
         self, stage: str, context: dg.OpExecutionContext | None = None

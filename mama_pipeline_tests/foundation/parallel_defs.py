@@ -1,6 +1,5 @@
-"""Test-only definitions: two independent assets, one LLM asset and two priority probes over the real resources."""
+"""Test-only definitions: two independent assets and one LLM asset over the real resources."""
 
-import os
 import time
 
 import dagster as dg
@@ -9,7 +8,7 @@ from pydantic import BaseModel
 
 from mama_pipeline.llm.client import LLMRequest
 from mama_pipeline.llm.prompt_template import PromptTemplate
-from mama_pipeline.resources import LLMResource, StoreResource, shared_resources
+from mama_pipeline.resources import LLMResource, shared_resources
 
 
 def _slow_table(name: str) -> pl.DataFrame:
@@ -42,24 +41,4 @@ def llm_probe(context: dg.AssetExecutionContext, llm: LLMResource) -> dg.Materia
     return dg.MaterializeResult(metadata=report.metadata())
 
 
-def _priorities(store: StoreResource) -> pl.DataFrame:
-    """The nice level of every thread of this step's process, after its first use of the store."""
-    store.get()
-    return pl.DataFrame(
-        {"nice": [os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")], "pid": os.getpid()}
-    )
-
-
-@dg.asset
-def plain_priorities(store: StoreResource) -> pl.DataFrame:
-    return _priorities(store)
-
-
-@dg.asset
-def llm_priorities(store: StoreResource, llm: LLMResource) -> pl.DataFrame:
-    return _priorities(store)
-
-
-defs = dg.Definitions(
-    assets=[left_table, right_table, llm_probe, plain_priorities, llm_priorities], resources=shared_resources()
-)
+defs = dg.Definitions(assets=[left_table, right_table, llm_probe], resources=shared_resources())
