@@ -2,8 +2,9 @@
 
 Holes are asked grouped by query (sorted by query id, then chunk id) so that
 consecutive requests share the system message and the query as a prompt
-prefix. They go to the shared client in batches of ``batch_pairs``; the labels
-of each batch are committed before the next starts. Every pair ends either
+prefix. They go to the shared client in batches of ``batch_pairs``, asked one after
+another without a pause (:meth:`LLMClient.run_ahead`): the labels of a batch are
+committed, in order, while the next is asked. Every pair ends either
 ``labelled`` or ``failed`` with its reason; a failed answer never becomes a label.
 Stored labels are reused only from the same judge identity (endpoint, model and
 decoding, ``LLMClient.identity``) and prompt hash.
@@ -11,6 +12,7 @@ decoding, ``LLMClient.identity``) and prompt hash.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +23,7 @@ from pydantic import BaseModel
 from mama_pipeline.judging._label_score import score_verdicts
 from mama_pipeline.judging._label_store import LABEL_SCHEMA, insert_labels, stored_labels
 from mama_pipeline.judging._rubric import RELEVANCE_JUDGE, label_prompt_hash, render_pair
-from mama_pipeline.llm.client import LLMClient, LLMRequest
+from mama_pipeline.llm.client import LLMClient, LLMRequest, RunReport
 from mama_pipeline.llm.prompt_template import PromptTemplate
 from mama_pipeline.store import Store
 
@@ -160,8 +162,10 @@ def judge_pair_slices(
     batch_pairs: int = 16384,
 ) -> Iterator[JudgeRun]:
     """:func:`judge_pairs` for each slice of pairs (query_id, chunk_id) that ``pair_slices()`` gives, its chunks
-    read from the store when it is judged, so memory grows with a slice. Before the first slice is sent the whole
-    run is checked against the stage's budget (only a budgeted stage reads ``pair_slices()`` twice)."""
+    read from the store when it is judged, so memory grows with a slice; the batches of all slices go to the
+    client as one stream, so the judge is not idle while a slice's holes are found. Before the first slice is
+    sent the whole run is checked against the stage's budget (only a budgeted stage reads ``pair_slices()``
+    twice)."""
 
     def requests() -> Iterator[tuple[PromptTemplate, type[BaseModel], list[LLMRequest]]]:
         for pairs in pair_slices():
@@ -169,10 +173,25 @@ def judge_pair_slices(
             yield from ((template, answer_model, batch) for _, batch in pair_batches(holes, batch_pairs))
 
     client.check_budget(requests())
-    for pairs in pair_slices():
-        yield judge_pairs(
-            client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template, batch_pairs
-        )
+    opened: dict[int, tuple[JudgeRun, list[pl.DataFrame]]] = {}
+
+    def batches() -> Iterator[tuple[tuple[int, list[dict[str, Any]] | None], list[LLMRequest], Any]]:
+        for i, pairs in enumerate(pair_slices()):
+            run, parts, holes = _opened(
+                client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template
+            )
+            opened[i] = run, parts
+            keys, cached = client.look_up(template, answer_model, (r for _, r in pair_batches(holes, batch_pairs)))
+            for k, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs), strict=True):
+                yield (i, rows), requests, (k, cached)
+            yield (i, None), [], None  # the slice's end
+
+    with contextlib.closing(client.run_ahead(template, answer_model, batches())) as answered:
+        for (i, rows), report in answered:
+            if rows is None:
+                yield _closed(*opened.pop(i))
+            else:
+                _record(client, store, *opened[i], rows, report)
 
 
 def judge_holes(
@@ -239,6 +258,32 @@ def judge_pairs(
     ``queries`` needs query_id, query_text; ``chunks`` needs CHUNK_COLUMNS
     (those of the pairs' chunks suffice).
     """
+    run, parts, holes = _opened(client, store, pairs, queries, chunks, answer_model, template)
+    keys, cached = client.look_up(
+        template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs))
+    )
+    # the whole run against the stage's budget before the first batch is sent, from the cache read just made
+    client.check_budget(
+        ((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), (keys, cached)
+    )
+    batches = ((rows, requests, (k, cached)) for k, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs)))
+    with contextlib.closing(client.run_ahead(template, answer_model, batches)) as answered:
+        for rows, report in answered:
+            _record(client, store, run, parts, rows, report)
+    return _closed(run, parts)
+
+
+def _opened(
+    client: LLMClient,
+    store: Store,
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    answer_model: type[BaseModel],
+    template: PromptTemplate,
+) -> tuple[JudgeRun, list[pl.DataFrame], pl.DataFrame]:
+    """A run of ``pairs`` before anything is asked: the run, its outcomes known so far (failed for a missing query
+    or chunk, labels reused from the store) and the holes to ask."""
     prompt_hash = label_prompt_hash(template, answer_model)
     identity = client.identity
     run = JudgeRun(
@@ -252,57 +297,54 @@ def judge_pairs(
     parts.append(
         stored.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(True))
     )
-    holes = _holes(joined, stored)
-    looked_up = client.look_up(template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs)))
-    keys, cached = looked_up
-    # the whole run against the stage's budget before the first batch is sent, from the cache read just made
-    client.check_budget(
-        ((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), looked_up
+    return run, parts, _holes(joined, stored)
+
+
+def _record(
+    client: LLMClient,
+    store: Store,
+    run: JudgeRun,
+    parts: list[pl.DataFrame],
+    rows: list[dict[str, Any]],
+    report: RunReport,
+) -> None:
+    """Commit the labels of one answered batch (``rows``: its holes) and list its failures among ``parts``."""
+    run.asked += len(rows)
+    run.calls += report.calls
+    merge_metadata(run.client_metadata, report.metadata())
+    labels, failures = [], []
+    for r, res in zip(rows, report.results, strict=True):
+        if res.ok:
+            labels.append(
+                {
+                    "query_id": r["query_id"],
+                    "chunk_id": r["chunk_id"],
+                    "judge_model": client.model,
+                    "judge_identity": run.judge_identity,
+                    "prompt_hash": run.prompt_hash,
+                    **score_verdicts(res.value),
+                    "reasoning": res.reasoning,
+                    "judge_endpoint": client.endpoint,
+                    "corpus_version": r["corpus_version"],
+                    "cache_key": res.cache_key,
+                }
+            )
+        else:
+            failures.append(
+                {"query_id": r["query_id"], "chunk_id": r["chunk_id"], "failure_reason": f"{res.status}: {res.error}"}
+            )
+    label_df = pl.DataFrame(labels, schema=LABEL_SCHEMA)
+    run.new_labels += insert_labels(store, label_df)
+    parts.append(
+        label_df.with_columns(status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(False))
     )
+    if failures:
+        fdf = pl.DataFrame(failures, schema={"query_id": pl.String, "chunk_id": pl.String, "failure_reason": pl.String})
+        parts.append(_failed(fdf))
 
-    for batch_keys, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs), strict=True):
-        report = client.run(template, answer_model, requests, (batch_keys, cached))
-        run.asked += len(requests)
-        run.calls += report.calls
-        merge_metadata(run.client_metadata, report.metadata())
-        labels, failures = [], []
-        for r, res in zip(rows, report.results):
-            if res.ok:
-                labels.append(
-                    {
-                        "query_id": r["query_id"],
-                        "chunk_id": r["chunk_id"],
-                        "judge_model": client.model,
-                        "judge_identity": identity,
-                        "prompt_hash": prompt_hash,
-                        **score_verdicts(res.value),
-                        "reasoning": res.reasoning,
-                        "judge_endpoint": client.endpoint,
-                        "corpus_version": r["corpus_version"],
-                        "cache_key": res.cache_key,
-                    }
-                )
-            else:
-                failures.append(
-                    {
-                        "query_id": r["query_id"],
-                        "chunk_id": r["chunk_id"],
-                        "failure_reason": f"{res.status}: {res.error}",
-                    }
-                )
-        label_df = pl.DataFrame(labels, schema=LABEL_SCHEMA)
-        run.new_labels += insert_labels(store, label_df)
-        parts.append(
-            label_df.with_columns(
-                status=pl.lit("labelled"), failure_reason=pl.lit(None, pl.String), reused=pl.lit(False)
-            )
-        )
-        if failures:
-            fdf = pl.DataFrame(
-                failures, schema={"query_id": pl.String, "chunk_id": pl.String, "failure_reason": pl.String}
-            )
-            parts.append(_failed(fdf))
 
+def _closed(run: JudgeRun, parts: list[pl.DataFrame]) -> JudgeRun:
+    """The run with its outcomes: one row per input pair."""
     frames = [pl.DataFrame(schema=OUTCOME_SCHEMA)] + [p for p in parts if p.height]
     run.outcomes = (
         pl.concat(frames, how="diagonal_relaxed")

@@ -14,23 +14,29 @@ append whose cost does not grow with the cache; the log is folded into the DuckD
 cache in batches (spaced out when writes grow slow), all before a run returns, and a
 killed process's log is folded by the next run before it looks anything up
 (:mod:`mama_pipeline.llm.answer_log`). A kill thus re-asks what was in flight and
-the answers of about the last ``flush_every_s``. Plain-http
+the answers of about the last ``flush_every_s``. A caller that asks in many batches
+and stores each batch's results uses :meth:`LLMClient.run_ahead`: one stream of
+requests, the next batch asked while the caller stores one, each handed over once its
+answers are in the log. Plain-http
 endpoints are reached through a lean transport (:mod:`mama_pipeline.llm.http_transport`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import json
 import os
 import random
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import polars as pl
 from pydantic import BaseModel, ValidationError
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
 NO_KEY = "no-key-configured"  # sent when the key variable is unset (servers that ignore keys)
 RETRY_PARSE_FAILED_ENV = "MAMA_RETRY_PARSE_FAILED"  # "1": every stage re-asks cached parse failures
 POOL_SIZE = 8  # concurrent requests per httpx connection pool (https or proxied endpoints)
+T = TypeVar("T")
 WRITE_SHARE = 0.1  # folds into the DuckDB cache are spaced so that they take about this share of a run's time at most
 
 
@@ -206,10 +213,46 @@ def cache_keys(
     schema: dict[str, Any],
 ) -> list[str]:
     """:func:`cache_key` of each of ``messages``: the canonical JSON of what they share is written once (its keys
-    sorted, so "messages" falls between "endpoint" and "model")."""
-    head = f'{{"decoding":{_canonical(decoding)},"endpoint":{_canonical(endpoint)},"messages":'
-    tail = f',"model":{_canonical(model)},"schema":{_canonical(schema)},"template":{_canonical([template.id, template.hash])}}}'
-    return [hashlib.sha256(f"{head}{_canonical(list(m))}{tail}".encode()).hexdigest() for m in messages]
+    sorted, so "messages" falls between "endpoint" and "model"), and so is the hash of a system message they
+    open with (a template's, usually the longest part)."""
+    head = f'{{"decoding":{_canonical(decoding)},"endpoint":{_canonical(endpoint)},"messages":['
+    tail = f'],"model":{_canonical(model)},"schema":{_canonical(schema)},"template":{_canonical([template.id, template.hash])}}}'
+    opened = hashlib.sha256(head.encode())
+    after_system: dict[str, Any] = {}  # a system message's content -> the hash after head and that message
+    keys = []
+    for m in messages:
+        first = m[0] if m else None
+        if _plain(first) and first["role"] == "system":
+            state = after_system.get(first["content"])
+            if state is None:
+                state = after_system[first["content"]] = opened.copy()
+                state.update(_message_json(first).encode())
+            h, rest = state.copy(), m[1:]
+            h.update("".join("," + _message_json(x) for x in rest).encode())
+        else:
+            h = opened.copy()
+            h.update(",".join(_message_json(x) for x in m).encode())
+        h.update(tail.encode())
+        keys.append(h.hexdigest())
+    return keys
+
+
+def _plain(message: Any) -> bool:
+    """A chat message of a role and a text content, nothing else."""
+    return (
+        type(message) is dict
+        and len(message) == 2
+        and type(message.get("role")) is str
+        and type(message.get("content")) is str
+    )
+
+
+def _message_json(message: Any) -> str:
+    """A message's canonical JSON (:func:`_canonical`); a plain one's written without a sort of its keys."""
+    if _plain(message):
+        quoted = json.dumps(message["content"], ensure_ascii=False)
+        return f'{{"content":{quoted},"role":{json.dumps(message["role"], ensure_ascii=False)}}}'
+    return _canonical(message)
 
 
 def _strip_fences(text: str) -> str:
@@ -294,6 +337,102 @@ class _Progress:
     started: float = field(default_factory=time.perf_counter)
 
 
+@dataclass
+class _Batch:
+    """One run's requests to send (by cache key) in a stream of runs, and the answers that came back;
+    ``answered`` is set once they are all in the answer log."""
+
+    todo: dict[str, LLMRequest]
+    report: RunReport
+    results: dict[str, LLMResult] = field(default_factory=dict)
+    answered: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+
+
+@dataclass
+class _Queued(Generic[T]):
+    """A batch of :meth:`LLMClient.run_ahead`: its requests, their keys, the cached answers and what was sent."""
+
+    tag: T
+    requests: Sequence[LLMRequest]
+    keys: list[str]
+    cached: dict[str, LLMResult]
+    report: RunReport
+    batch: _Batch | None  # None: nothing to send
+
+    @property
+    def asked(self) -> int:
+        return 0 if self.batch is None else len(self.batch.todo)
+
+
+class _Stream:
+    """A thread that answers batches submitted to it, one after another, with one :meth:`LLMClient._serve`."""
+
+    def __init__(self, client: LLMClient, template: PromptTemplate, output_model: type[BaseModel]):
+        self.client, self.template, self.output_model = client, template, output_model
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self.batches: list[_Batch] = []  # those submitted and not yet answered, at least
+        self.left_over: list[Outage] = []  # outages no batch reported (those found as the stream closed)
+
+    def submit(self, todo: dict[str, LLMRequest], report: RunReport) -> _Batch:
+        if self.thread is None:
+            self._start()
+        batch = _Batch(todo, report)
+        self.batches = [b for b in self.batches if not b.answered.done()] + [batch]  # not what was handed over
+        if self.error is None:
+            with contextlib.suppress(RuntimeError):  # the loop closed as it failed: the batch fails below
+                self.loop.call_soon_threadsafe(self.queue.put_nowait, batch)
+        if self.error is not None:
+            self._fail_unanswered()
+        return batch
+
+    def close(self, abandon: bool = False) -> None:
+        """End the stream (``abandon``: without asking what is still queued) and wait for it: every answer it
+        got is in the cache after this. Raises what failed it."""
+        if self.thread is None:
+            return
+        if self.error is None:
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self.queue.put_nowait, _ABANDON if abandon else None)
+        self.thread.join()
+        self.thread = None
+        if self.error is not None:
+            raise self.error
+
+    def _start(self) -> None:
+        ready = threading.Event()
+        schema = schema_of(self.output_model)
+        urls = self.client._resolve_urls()  # here: it may start the embedded server, which this thread's stack owns
+
+        async def serve() -> None:
+            self.loop, self.queue = asyncio.get_running_loop(), asyncio.Queue()
+            ready.set()
+            self.left_over = await self.client._serve(self.template, self.output_model, schema, self.queue, urls)
+
+        def main() -> None:
+            try:
+                asyncio.run(serve())
+            except BaseException as exc:
+                self.error = exc
+            finally:
+                ready.set()
+                self._fail_unanswered()
+
+        self.thread = threading.Thread(target=main, name=f"{self.client.stage} requests", daemon=True)
+        self.thread.start()
+        ready.wait()
+
+    def _fail_unanswered(self) -> None:
+        for batch in self.batches:
+            if not batch.answered.done():
+                batch.answered.set_exception(
+                    self.error or RuntimeError(f"{self.client.stage}: the requests ended before a batch was answered")
+                )
+
+
+_ABANDON = object()  # put on a stream's queue: drop what is queued, finish what is in flight, close
+
+
 class LLMClient:
     """Cached, retrying, bounded-concurrency structured-output client for one stage."""
 
@@ -329,8 +468,8 @@ class LLMClient:
         )
         self._rng = random.Random()
         self._counter: TokenCounter | None = None
+        self._looked_up_s = 0.0  # time of look_up not yet in a report's wall_s: the next run_ahead counts it
         self._sent_requests = self._sent_tokens = 0  # new requests this client has sent, against the budget
-        self._looked_up_s = 0.0  # time of look_up not yet in a run's wall_s: the next run's report counts it
         with store.connect(write=True) as con:
             ensure_cache_tables(con)
 
@@ -345,25 +484,22 @@ class LLMClient:
         template: PromptTemplate,
         output_model: type[BaseModel],
         requests: Sequence[LLMRequest],
-        looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
     ) -> RunReport:
-        return asyncio.run(self.arun(template, output_model, requests, looked_up))
+        return asyncio.run(self.arun(template, output_model, requests))
 
     async def arun(
         self,
         template: PromptTemplate,
         output_model: type[BaseModel],
         requests: Sequence[LLMRequest],
-        looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
     ) -> RunReport:
-        """Answer ``requests``, from the cache where it holds them. ``looked_up``: their cache keys and cached
-        answers as :meth:`look_up` read them before (else they are read now)."""
+        """Answer ``requests``, from the cache where it holds them."""
         started = time.perf_counter()
         schema = schema_of(output_model)
         report = RunReport(
             self.stage, self.model, self.endpoint, template.id, template.hash, [], smoke_test=self.smoke_test
         )
-        keys, cached, todo = self.pending(template, output_model, requests, looked_up)
+        keys, cached, todo = self.pending(template, output_model, requests)
         fresh: dict[str, LLMResult] = {}
         if todo:
             self._sent_tokens += self._within_budget(todo.values())
@@ -376,9 +512,75 @@ class LLMClient:
             else:
                 res = cached[key]
             report.results.append(_for_item(res, req.item_id))
-        report.wall_s = time.perf_counter() - started + self._looked_up_s
-        self._looked_up_s = 0.0
+        report.wall_s = time.perf_counter() - started
         return report
+
+    def run_ahead(
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        batches: Iterable[tuple[T, Sequence[LLMRequest], tuple[list[str], dict[str, LLMResult]] | None]],
+    ) -> Iterator[tuple[T, RunReport]]:
+        """:meth:`run` of each batch (tag, requests, looked_up), in order, giving (tag, report) once the batch's
+        answers are all in the answer log (the last batch's: in the cache). The batches behind it are asked
+        meanwhile, so the endpoints stay busy while the caller stores a batch's results: as many requests wait
+        behind the batch awaited as it has (at least one). ``batches`` is read in this thread as they are needed;
+        ``looked_up``: the batch's keys and the cached answers :meth:`look_up` read (else they are read now). A
+        report's ``wall_s`` is the client's time since the report before it (the first's since the call, with a
+        :meth:`look_up` made before it), so they sum to the client's time for all of them."""
+        stream = _Stream(self, template, output_model)
+        window: deque[_Queued[T]] = deque()
+        source = iter(batches)
+        last = time.perf_counter() - self._looked_up_s
+        exhausted = closed = False
+        try:
+            while True:
+                while not exhausted and (
+                    not window or sum(q.asked for q in list(window)[1:]) < max(window[0].asked, 1)
+                ):
+                    item = next(source, None)
+                    if item is None:
+                        exhausted = True
+                        break
+                    tag, requests, looked_up = item
+                    keys, cached, todo = self.pending(template, output_model, requests, looked_up)
+                    report = RunReport(
+                        self.stage,
+                        self.model,
+                        self.endpoint,
+                        template.id,
+                        template.hash,
+                        [],
+                        smoke_test=self.smoke_test,
+                    )
+                    batch = None
+                    if todo:
+                        self._sent_tokens += self._within_budget(todo.values())
+                        self._sent_requests += len(todo)
+                        self._log(f"{self.stage}: {len(requests) - len(todo)} cached, {len(todo)} to ask {self.model}")
+                        batch = stream.submit(todo, report)
+                    window.append(_Queued(tag, requests, keys, cached, report, batch))
+                if not window:
+                    break
+                q = window.popleft()
+                fresh: dict[str, LLMResult] = {}
+                if q.batch is not None:
+                    q.batch.answered.result()  # raises what failed the stream
+                    fresh = q.batch.results
+                if exhausted and not window:
+                    closed = True
+                    stream.close()  # the last batch's answers in the cache, as :meth:`run`'s
+                    q.report.outages += stream.left_over
+                q.report.results = [
+                    _for_item(fresh[k] if k in fresh else q.cached[k], r.item_id) for k, r in zip(q.keys, q.requests)
+                ]
+                now = time.perf_counter()
+                q.report.wall_s, last = now - last, now
+                self._looked_up_s = 0.0  # a look_up made meanwhile is inside this time
+                yield q.tag, q.report
+        finally:
+            if not closed:
+                stream.close(abandon=True)
 
     def pending(
         self,
@@ -406,13 +608,13 @@ class LLMClient:
     ) -> tuple[list[list[str]], dict[str, LLMResult]]:
         """The cache keys of each batch's requests, and the cached answers of all of them in one read of the
         cache: a read scans the whole cache, so its cost grows with the cache, not with the requests, and a step
-        that asks in many runs reads it once. Give :meth:`run` a batch's keys with the answers; the time taken
-        here is counted in the next run's ``wall_s``. An answer cached after this read (by another process) is
-        asked again and its cache row replaced."""
+        that asks in many runs reads it once. Give :meth:`run_ahead` a batch's keys with the answers; the time
+        taken here is counted in its next report's ``wall_s``. An answer cached after this read (by another
+        process) is asked again and its cache row replaced."""
         started = time.perf_counter()
         keys = [self._keys(template, output_model, batch) for batch in batches]
         cached = self._lookup({k for batch in keys for k in batch})
-        self._looked_up_s += time.perf_counter() - started  # the client's time: in the next run's wall_s
+        self._looked_up_s += time.perf_counter() - started  # the client's time: in the next report's wall_s
         return keys, cached
 
     def _keys(
@@ -565,7 +767,26 @@ class LLMClient:
         todo: dict[str, LLMRequest],
         report: RunReport,
     ) -> dict[str, LLMResult]:
-        urls = self._resolve_urls()
+        batches: asyncio.Queue = asyncio.Queue()
+        batch = _Batch(todo, report)
+        for item in (batch, None):
+            batches.put_nowait(item)
+        report.outages += await self._serve(template, output_model, schema, batches, self._resolve_urls())
+        return batch.results
+
+    async def _serve(
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        schema: dict[str, Any],
+        batches: asyncio.Queue,
+        urls: list[str],
+    ) -> list[Outage]:
+        """Answer the ``todo`` of each :class:`_Batch` put on ``batches``, in order, until a None (or
+        ``_ABANDON``: what is queued is dropped), with one pool of endpoints (``urls``) and workers and one
+        answer log for all of them: a batch's ``answered`` is set once its answers are all in the log, while the
+        workers go on with the next. Every answer is in the cache before this returns; returns the outages no
+        batch reported."""
         api_key = os.environ.get(self.s.api_key_env) or NO_KEY
         pools = max(1, -(-self.s.concurrency // POOL_SIZE))
         endpoints = EndpointPool.open(self.stage, urls, self.s, api_key, pools, self._log, self._rng)
@@ -580,20 +801,13 @@ class LLMClient:
         )
         pending: list[dict[str, Any]] = []  # cache rows of answers not yet in the log
         failures: list[tuple] = []  # transport failures, written to the cache with the next fold
-        progress = _Progress(total=len(todo))
-        results: dict[str, LLMResult] = {}
-
-        async def one(key: str, req: LLMRequest) -> None:
-            res = await self._ask(endpoints, key, req, output_model, response_format, report)
-            results[key] = res
-            if res.status == "transport_failed":
-                failures.append((key, self.stage, req.item_id, res.error or "", res.attempts, now_utc()))
-            else:
-                pending.append(self._row(res, template, schema_hash))
-            progress.done += 1
-            progress.failed += not res.ok
+        progress = _Progress(total=0)
+        reported = 0  # endpoints.outages given to a batch's report so far
+        work: asyncio.Queue = asyncio.Queue()  # (batch, key, request); None stops a worker
+        n_workers = 2 * self.s.concurrency * len(urls)  # a bounded pool, not a task per request: memory stays flat
 
         log = AnswerLog(log_dir(self.store))
+        appending = asyncio.Lock()
         # folds run in one thread of lowered priority (DuckDB's workers inherit it): spare CPU, not the requests'
         writer = ThreadPoolExecutor(max_workers=1, initializer=background_thread)
         loop = asyncio.get_running_loop()
@@ -603,6 +817,42 @@ class LLMClient:
             batch = rows[:]
             del rows[: len(batch)]
             return batch
+
+        async def append() -> None:
+            async with appending:
+                if pending:
+                    await asyncio.to_thread(log.append, take(pending))
+
+        async def one(batch: _Batch, key: str, req: LLMRequest) -> None:
+            nonlocal reported
+            res = await self._ask(endpoints, key, req, output_model, response_format, batch.report)
+            batch.results[key] = res
+            if res.status == "transport_failed":
+                failures.append((key, self.stage, req.item_id, res.error or "", res.attempts, now_utc()))
+            else:
+                pending.append(self._row(res, template, schema_hash))
+            progress.done += 1
+            progress.failed += not res.ok
+            if len(batch.results) == len(batch.todo):
+                await append()  # in the log before the caller stores what it got
+                batch.report.outages += endpoints.outages[reported:]
+                reported = len(endpoints.outages)
+                batch.answered.set_result(None)
+
+        async def worker() -> None:
+            while (item := await work.get()) is not None:
+                await one(*item)
+
+        async def feeder() -> None:
+            while (batch := await batches.get()) not in (None, _ABANDON):
+                progress.total += len(batch.todo)
+                for key, req in batch.todo.items():
+                    work.put_nowait((batch, key, req))
+            if batch is _ABANDON:
+                while not work.empty():
+                    work.get_nowait()
+            for _ in range(n_workers):
+                work.put_nowait(None)
 
         async def keeper() -> None:
             # every flush_every_s the new answers are appended to the log (durable; the append's cost does not
@@ -615,16 +865,18 @@ class LLMClient:
                 with contextlib.suppress(TimeoutError):  # a steady cadence: the append's own time is not added
                     await asyncio.wait_for(finished.wait(), max(0.0, next_flush - time.perf_counter()))
                 next_flush = time.perf_counter() + self.flush_every_s
-                if pending:
-                    await asyncio.to_thread(log.append, take(pending))
+                await append()
                 if folding is not None and folding.done():
                     folding, took = None, folding.result()
                     next_fold = max(next_fold, time.perf_counter() + took * (1 / WRITE_SHARE - 1))
                 if folding is None and time.perf_counter() >= next_fold:
-                    folding = loop.run_in_executor(writer, self._fold, log.rotate(), take(failures))
+                    async with appending:  # the file handed over holds every row appended to it
+                        file = log.rotate()
+                    folding = loop.run_in_executor(writer, self._fold, file, take(failures))
                     next_fold = time.perf_counter() + self.fold_every_s
             if folding is not None:
                 await folding
+            await append()
             await loop.run_in_executor(writer, self._fold, log.rotate(), take(failures))
 
         async def reporter() -> None:
@@ -634,15 +886,7 @@ class LLMClient:
 
         keeping, reporting = asyncio.create_task(keeper()), asyncio.create_task(reporter())
         try:
-            # a bounded pool of workers, not one task per request: memory stays flat for any run size
-            pending_items = iter(todo.items())
-
-            async def worker() -> None:
-                for key, req in pending_items:
-                    await one(key, req)
-
-            n_workers = min(len(todo), 2 * self.s.concurrency * len(urls))
-            await asyncio.gather(*(worker() for _ in range(n_workers)))
+            await asyncio.gather(feeder(), *(worker() for _ in range(n_workers)))
         finally:
             reporting.cancel()
             await asyncio.gather(reporting, return_exceptions=True)
@@ -652,9 +896,8 @@ class LLMClient:
             finally:
                 writer.shutdown()
                 await endpoints.close()
-                report.outages += endpoints.outages
         self._log(self._progress_line(progress))
-        return results
+        return endpoints.outages[reported:]
 
     def _progress_line(self, p: _Progress) -> str:
         elapsed = max(time.perf_counter() - p.started, 1e-9)

@@ -157,10 +157,16 @@ def test_cache_keys_written_from_shared_parts_equal_the_hash_of_the_whole_canoni
     decoding = {"temperature": 0.0, "top_p": None, "max_tokens": 512, "seed": 7, "extra_body": {"b": 1, "a": [2]},
                 "reasoning": "json_field"}  # fmt: skip
     schema = {"type": "object", "properties": {"z": {"type": "string"}, "a": {"enum": ["é", '"q"']}}}
+    system = {"role": "system", "content": "You label things.\t\u2028 é"}
     messages = [
         [{"role": "system", "content": "You label things."}, {"role": "user", "content": 'Label: naïve\nline "2"'}],
         [{"content": "only one", "role": "user"}],
         [],
+        [system, {"role": "user", "content": "a"}],  # two opening with one system message: its hash reused
+        [system, {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}],
+        [system],
+        [{"role": "system", "content": "You label things.\t\u2028 é", "name": "x"}, {"role": "user", "content": "a"}],
+        [{"role": "user", "content": [{"type": "text", "text": "parts"}]}, system],  # not text; system not first
     ]
     whole = [
         hashlib.sha256(
@@ -174,3 +180,76 @@ def test_cache_keys_written_from_shared_parts_equal_the_hash_of_the_whole_canoni
     ]  # fmt: skip
     assert cache_keys("http://h:1/v1", "m/ü", TEMPLATE, messages, decoding, schema) == whole
     assert [cache_key("http://h:1/v1", "m/ü", TEMPLATE, m, decoding, schema) for m in messages] == whole
+
+
+def batches_of(*sizes: int, start: int = 0):
+    """(tag, requests, None) for run_ahead: batch b holds ``sizes[b]`` requests, texts numbered from ``start``."""
+    n, out = start, []
+    for b, size in enumerate(sizes):
+        reqs = [LLMRequest(item_id=f"i{n + k}", messages=TEMPLATE.render(text=f"ahead {n + k}")) for k in range(size)]
+        out.append((b, reqs, None))
+        n += size
+    return out
+
+
+def test_run_ahead_asks_the_next_batch_while_the_caller_stores_one_and_no_further(make_client, fake_llm):
+    """While the caller holds batch 0 the next batch is asked, and only it: as many requests wait behind the batch
+    handed over as it has. A client run per batch would have asked 4 by then."""
+    seen, before = [], fake_llm.stats()["chat_calls"]
+    for tag, report in make_client().run_ahead(TEMPLATE, Verdict, batches_of(4, 4, 4, 4)):
+        if tag == 0:
+            time.sleep(0.5)  # the caller storing batch 0: the fake server answers batch 1 meanwhile
+            seen.append(fake_llm.stats()["chat_calls"] - before)
+        assert [r.item_id for r in report.results] == [f"i{4 * tag + k}" for k in range(4)]
+        assert report.calls == 4 and not report.failures
+    assert seen == [8] and fake_llm.stats()["chat_calls"] - before == 16
+
+
+def test_run_ahead_gives_every_batch_in_order_with_cached_answers_and_empty_batches(make_client, fake_llm, store):
+    client = make_client()
+    first = client.run(TEMPLATE, Verdict, batches_of(3)[0][1][:2])  # i0, i1 cached before
+    batches = batches_of(3, 0, 2)
+    looked_up = client.look_up(TEMPLATE, Verdict, [batches[2][1]])  # the third batch's keys read beforehand
+    batches[2] = (2, batches[2][1], (looked_up[0][0], looked_up[1]))
+    before = fake_llm.stats()["chat_calls"]
+    got = list(client.run_ahead(TEMPLATE, Verdict, batches))
+    assert [tag for tag, _ in got] == [0, 1, 2] and fake_llm.stats()["chat_calls"] - before == 3
+    (_, a), (_, empty), (_, c) = got
+    assert [r.item_id for r in a.results] == ["i0", "i1", "i2"] and [r.from_cache for r in a.results] == [1, 1, 0]
+    assert [r.value for r in a.results[:2]] == [r.value for r in first.results]
+    assert empty.results == [] and empty.calls == 0
+    assert [r.item_id for r in c.results] == ["i3", "i4"] and c.calls == 2 and not c.cache_hits
+    assert all(r.wall_s >= 0 for _, r in got)
+    assert store.query("select count(*) n from llm_responses")["n"][0] == 5  # the last batch's answers: in the cache
+
+
+def test_run_ahead_stopped_by_its_caller_asks_nothing_more_and_keeps_every_answer(make_client, fake_llm, store):
+    """The caller fails on batch 1: the batches queued behind are dropped, what was answered is in the cache and
+    the log folder is empty; a second run asks only what was never answered."""
+    import threading
+
+    from mama_pipeline.llm.answer_log import log_dir
+
+    client, before = make_client(concurrency=2), fake_llm.stats()["chat_calls"]
+    with pytest.raises(RuntimeError, match="storing failed"):
+        for tag, _ in client.run_ahead(TEMPLATE, Verdict, batches_of(*[4] * 10)):
+            if tag == 1:
+                raise RuntimeError("storing failed")
+    asked = fake_llm.stats()["chat_calls"] - before
+    assert 8 <= asked <= 12  # batches 0 and 1, and at most batch 2 beside them
+    assert store.query("select count(*) n from llm_responses")["n"][0] == asked
+    assert not list(log_dir(store).glob("*.jsonl"))
+    assert not [t for t in threading.enumerate() if t.name == "judge requests"]
+    again = list(make_client().run_ahead(TEMPLATE, Verdict, batches_of(*[4] * 10)))
+    assert len(again) == 10 and fake_llm.stats()["chat_calls"] - before == 40
+
+
+def test_run_ahead_fails_its_caller_when_the_answers_cannot_be_stored(make_client, fake_llm, monkeypatch):
+    from mama_pipeline.llm import client as client_module
+
+    def full(*_args, **_kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(client_module, "fold", full)
+    with pytest.raises(OSError, match="disk full"):
+        list(make_client().run_ahead(TEMPLATE, Verdict, batches_of(3, 3)))

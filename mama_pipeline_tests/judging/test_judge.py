@@ -323,6 +323,35 @@ def test_a_run_of_many_batches_reads_the_cache_once_and_takes_every_cached_answe
     assert again.outcomes.drop("reused").equals(first.outcomes.drop("reused"))
 
 
+def test_slices_are_judged_as_one_stream_and_each_run_equals_judge_pairs_of_its_slice(
+    make_client, fake_llm, store, corpus, tmp_path
+):
+    """While the caller handles the first slice's run, the next slice's pairs are asked (judged a slice at a time,
+    that slice's 20 pairs would be all the judge had seen); each slice's run is that of judge_pairs on it."""
+    from mama_pipeline.judging._judge import judge_pair_slices
+    from mama_pipeline.store import Store
+
+    queries, chunks, pool = corpus
+    stored = chunks.drop("tier").with_columns(
+        breadcrumb=pl.lit([], pl.List(pl.String)), given_cid=pl.lit(None, pl.String), line="page", ordinal="page"
+    )
+    store.write_table("corpus_chunks", stored)  # each slice's chunks are read from the store
+    ids = pool.get_column("query_id").unique().sort().to_list()
+    parts = [pool.filter(pl.col("query_id").is_in(ids[a:b])) for a, b in ((0, 4), (4, 8), (8, 10))]  # 20, 20, 10
+    before, seen, runs = fake_llm.stats()["chat_calls"], [], []
+    for run in judge_pair_slices(make_client(), store, lambda: parts, queries, MODEL, batch_pairs=8):
+        if not runs:
+            time.sleep(0.5)  # the caller storing the first slice's outcomes
+            seen.append(fake_llm.stats()["chat_calls"] - before)
+        runs.append(run)
+    assert seen[0] > 20 and fake_llm.stats()["chat_calls"] - before == 50
+    alone = Store(tmp_path / "alone.duckdb")
+    for part, run in zip(parts, runs, strict=True):
+        single = judge(make_client(), alone, part, queries, chunks, batch_pairs=8)
+        assert run.outcomes.equals(single.outcomes) and run.new_labels == single.new_labels == part.height
+        assert run.asked == part.height and run.client_metadata["judge/requests"] == part.height
+
+
 def test_hole_slices_are_the_holes_of_whole_queries_a_slice_at_a_time(make_client, fake_llm, store, corpus):
     """The plan's holes: judge_holes' rows in its order, the labels asked once and each slice's chunks read from
     the store; a slice ends with a query, and a pair whose chunk is not stored is no hole."""

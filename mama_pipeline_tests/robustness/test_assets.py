@@ -510,6 +510,7 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
     from mama_pipeline.judging import _judge as judge
     from mama_pipeline.robustness import _labels as labels
     from mama_pipeline.robustness import _robustness_scoreboard as robustness_scoreboard
+    from mama_pipeline.robustness import assets as robustness_assets
 
     monkeypatch.delenv("MAMA_DATA_DIR", raising=False)
     read_table = Store.read_table
@@ -529,17 +530,27 @@ def test_the_steps_read_a_slice_of_parents_at_a_time_and_write_the_tables_of_one
         page = folder / "data" / "reports" / "robustness" / "index.html"
         return {t: read_table(store, t) for t in tables}, page.read_text()  # not spied
 
-    judge_pairs = judge.judge_pairs
-    judged: list[list[str]] = []  # the parents of each judging of holes
+    opened, slices_of = judge._opened, robustness_assets.judge_pair_slices
+    judged: list[list[str]] = []  # the parents of each judging of holes (a slice's run opened)
+    judging_slices: list[bool] = []
 
     def judging(client, store, pairs, *args, **kwargs):
-        judged.append(pairs.get_column("query_id").unique().sort().to_list())
-        return judge_pairs(client, store, pairs, *args, **kwargs)
+        if judging_slices:  # not the judged_labels shards' runs
+            judged.append(pairs.get_column("query_id").unique().sort().to_list())
+        return opened(client, store, pairs, *args, **kwargs)
+
+    def slices_judged(*args, **kwargs):
+        judging_slices.append(True)
+        try:
+            yield from slices_of(*args, **kwargs)
+        finally:
+            judging_slices.pop()
 
     folders = [tmp_path / "whole", tmp_path / "sliced"]
     configs = [setup(f, fake_llm.url, budget=budget) for f in folders if not f.mkdir()]
     whole, whole_page = run(folders[0], configs[0])
-    monkeypatch.setattr(judge, "judge_pairs", judging)
+    monkeypatch.setattr(judge, "_opened", judging)
+    monkeypatch.setattr(robustness_assets, "judge_pair_slices", slices_judged)
     monkeypatch.setattr(Store, "read_table", spy)
     monkeypatch.setattr(robustness_scoreboard, "PARENT_SLICE", 2)
     monkeypatch.setattr(labels, "PARENTS_PER_SLICE", 2)
