@@ -181,9 +181,8 @@ def judge_pair_slices(
                 client, store, pairs, queries, stored_chunks(store, pairs), answer_model, template
             )
             opened[i] = run, parts
-            keys, cached = client.look_up(template, answer_model, (r for _, r in pair_batches(holes, batch_pairs)))
-            for k, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs), strict=True):
-                yield (i, rows), requests, (k, cached)
+            _, looked_up = _looked_up(client, holes, answer_model, template, batch_pairs)
+            yield from (((i, rows), requests, known) for rows, requests, known in looked_up)
             yield (i, None), [], None  # the slice's end
 
     with contextlib.closing(client.run_ahead(template, answer_model, batches())) as answered:
@@ -204,11 +203,7 @@ def judge_holes(
     template: PromptTemplate = RELEVANCE_JUDGE,
 ) -> pl.DataFrame:
     """The pairs :func:`judge_pairs` would ask the judge about (no stored label), asking nothing."""
-    joined, _ = _joined(pairs, queries, chunks)
-    stored = stored_labels(
-        store, client.model, label_prompt_hash(template, answer_model), joined, judge_identity=client.identity
-    )
-    return _holes(joined, stored)
+    return _opened(client, store, pairs, queries, chunks, answer_model, template)[2]
 
 
 def hole_slices(
@@ -259,18 +254,25 @@ def judge_pairs(
     (those of the pairs' chunks suffice).
     """
     run, parts, holes = _opened(client, store, pairs, queries, chunks, answer_model, template)
-    keys, cached = client.look_up(
-        template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs))
-    )
+    read, batches = _looked_up(client, holes, answer_model, template, batch_pairs)
     # the whole run against the stage's budget before the first batch is sent, from the cache read just made
-    client.check_budget(
-        ((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), (keys, cached)
-    )
-    batches = ((rows, requests, (k, cached)) for k, (rows, requests) in zip(keys, pair_batches(holes, batch_pairs)))
+    client.check_budget(((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), read)
     with contextlib.closing(client.run_ahead(template, answer_model, batches)) as answered:
         for rows, report in answered:
             _record(client, store, run, parts, rows, report)
     return _closed(run, parts)
+
+
+def _looked_up(
+    client: LLMClient, holes: pl.DataFrame, answer_model: type[BaseModel], template: PromptTemplate, batch_pairs: int
+) -> tuple[tuple[list[list[str]], dict[str, Any]], Iterator[tuple[list[dict[str, Any]], list[LLMRequest], Any]]]:
+    """The holes' cache keys and cached answers, read at once (:meth:`LLMClient.look_up`), and their batches for
+    :meth:`LLMClient.run_ahead`: (rows, requests, (keys, cached answers))."""
+    keys, cached = client.look_up(
+        template, answer_model, (requests for _, requests in pair_batches(holes, batch_pairs))
+    )
+    batches = zip(keys, pair_batches(holes, batch_pairs), strict=True)
+    return (keys, cached), ((rows, requests, (k, cached)) for k, (rows, requests) in batches)
 
 
 def _opened(
