@@ -495,25 +495,32 @@ class LLMClient:
     ) -> RunReport:
         """Answer ``requests``, from the cache where it holds them."""
         started = time.perf_counter()
-        schema = schema_of(output_model)
+        keys, cached, todo, report = self._to_send(template, output_model, requests)
+        fresh: dict[str, LLMResult] = {}
+        if todo:
+            fresh = await self._ask_all(template, output_model, schema_of(output_model), todo, report)
+        report.results = _answers(keys, requests, fresh, cached)
+        report.wall_s = time.perf_counter() - started
+        return report
+
+    def _to_send(
+        self,
+        template: PromptTemplate,
+        output_model: type[BaseModel],
+        requests: Sequence[LLMRequest],
+        looked_up: tuple[list[str], dict[str, LLMResult]] | None = None,
+    ) -> tuple[list[str], dict[str, LLMResult], dict[str, LLMRequest], RunReport]:
+        """:meth:`pending` of a run, and its report (no results yet); the requests to send are counted against
+        the stage's budget (raising past it) and said in the log."""
+        keys, cached, todo = self.pending(template, output_model, requests, looked_up)
         report = RunReport(
             self.stage, self.model, self.endpoint, template.id, template.hash, [], smoke_test=self.smoke_test
         )
-        keys, cached, todo = self.pending(template, output_model, requests)
-        fresh: dict[str, LLMResult] = {}
         if todo:
             self._sent_tokens += self._within_budget(todo.values())
             self._sent_requests += len(todo)
             self._log(f"{self.stage}: {len(requests) - len(todo)} cached, {len(todo)} to ask {self.model}")
-            fresh = await self._ask_all(template, output_model, schema, todo, report)
-        for key, req in zip(keys, requests):
-            if key in fresh:
-                res = fresh[key]
-            else:
-                res = cached[key]
-            report.results.append(_for_item(res, req.item_id))
-        report.wall_s = time.perf_counter() - started
-        return report
+        return keys, cached, todo, report
 
     def run_ahead(
         self,
@@ -543,22 +550,8 @@ class LLMClient:
                         exhausted = True
                         break
                     tag, requests, looked_up = item
-                    keys, cached, todo = self.pending(template, output_model, requests, looked_up)
-                    report = RunReport(
-                        self.stage,
-                        self.model,
-                        self.endpoint,
-                        template.id,
-                        template.hash,
-                        [],
-                        smoke_test=self.smoke_test,
-                    )
-                    batch = None
-                    if todo:
-                        self._sent_tokens += self._within_budget(todo.values())
-                        self._sent_requests += len(todo)
-                        self._log(f"{self.stage}: {len(requests) - len(todo)} cached, {len(todo)} to ask {self.model}")
-                        batch = stream.submit(todo, report)
+                    keys, cached, todo, report = self._to_send(template, output_model, requests, looked_up)
+                    batch = stream.submit(todo, report) if todo else None
                     window.append(_Queued(tag, requests, keys, cached, report, batch))
                 if not window:
                     break
@@ -571,9 +564,7 @@ class LLMClient:
                     closed = True
                     stream.close()  # the last batch's answers in the cache, as :meth:`run`'s
                     q.report.outages += stream.left_over
-                q.report.results = [
-                    _for_item(fresh[k] if k in fresh else q.cached[k], r.item_id) for k, r in zip(q.keys, q.requests)
-                ]
+                q.report.results = _answers(q.keys, q.requests, fresh, q.cached)
                 now = time.perf_counter()
                 q.report.wall_s, last = now - last, now
                 self._looked_up_s = 0.0  # a look_up made meanwhile is inside this time
@@ -1026,6 +1017,13 @@ class LLMClient:
                 latency_s=latency,
                 **tokens,
             )
+
+
+def _answers(
+    keys: list[str], requests: Sequence[LLMRequest], fresh: dict[str, LLMResult], cached: dict[str, LLMResult]
+) -> list[LLMResult]:
+    """Each request's answer, in order: asked in this run (``fresh``) or else from the cache."""
+    return [_for_item(fresh[k] if k in fresh else cached[k], r.item_id) for k, r in zip(keys, requests)]
 
 
 def _for_item(res: LLMResult, item_id: str) -> LLMResult:
