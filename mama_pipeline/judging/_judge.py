@@ -160,12 +160,14 @@ def judge_pair_slices(
     answer_model: type[BaseModel],
     template: PromptTemplate = RELEVANCE_JUDGE,
     batch_pairs: int = 16384,
+    expected_pairs: int | None = None,
 ) -> Iterator[JudgeRun]:
     """:func:`judge_pairs` for each slice of pairs (query_id, chunk_id) that ``pair_slices()`` gives, its chunks
     read from the store when it is judged, so memory grows with a slice; the batches of all slices go to the
     client as one stream, so the judge is not idle while a slice's holes are found. Before the first slice is
     sent the whole run is checked against the stage's budget (only a budgeted stage reads ``pair_slices()``
-    twice)."""
+    twice). ``expected_pairs``: the pairs all slices hold, if known: the client's progress lines then estimate
+    the time left (as if every pair were asked; a stored label or a cached answer makes it shorter)."""
 
     def requests() -> Iterator[tuple[PromptTemplate, type[BaseModel], list[LLMRequest]]]:
         for pairs in pair_slices():
@@ -185,7 +187,7 @@ def judge_pair_slices(
             yield from (((i, rows), requests, known) for rows, requests, known in looked_up)
             yield (i, None), [], None  # the slice's end
 
-    with contextlib.closing(client.run_ahead(template, answer_model, batches())) as answered:
+    with contextlib.closing(client.run_ahead(template, answer_model, batches(), expected_pairs)) as answered:
         for (i, rows), report in answered:
             if rows is None:
                 yield _closed(*opened.pop(i))
@@ -257,7 +259,9 @@ def judge_pairs(
     read, batches = _looked_up(client, holes, answer_model, template, batch_pairs)
     # the whole run against the stage's budget before the first batch is sent, from the cache read just made
     client.check_budget(((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), read)
-    with contextlib.closing(client.run_ahead(template, answer_model, batches)) as answered:
+    keys, cached = read
+    to_ask = sum(len({k for k in batch if k not in cached}) for batch in keys)  # as run_ahead will send them
+    with contextlib.closing(client.run_ahead(template, answer_model, batches, to_ask)) as answered:
         for rows, report in answered:
             _record(client, store, run, parts, rows, report)
     return _closed(run, parts)

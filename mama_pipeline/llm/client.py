@@ -331,7 +331,8 @@ def retry_after(exc: openai.APIStatusError) -> float | None:
 
 @dataclass
 class _Progress:
-    total: int
+    total: int  # requests sent so far
+    expected: int | None  # requests the run will send in all, when known (an estimate: at least ``total`` counts)
     done: int = 0
     failed: int = 0
     started: float = field(default_factory=time.perf_counter)
@@ -367,8 +368,10 @@ class _Queued(Generic[T]):
 class _Stream:
     """A thread that answers batches submitted to it, one after another, with one :meth:`LLMClient._serve`."""
 
-    def __init__(self, client: LLMClient, template: PromptTemplate, output_model: type[BaseModel]):
-        self.client, self.template, self.output_model = client, template, output_model
+    def __init__(
+        self, client: LLMClient, template: PromptTemplate, output_model: type[BaseModel], expected: int | None
+    ):
+        self.client, self.template, self.output_model, self.expected = client, template, output_model, expected
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.batches: list[_Batch] = []  # those submitted and not yet answered, at least
@@ -407,7 +410,9 @@ class _Stream:
         async def serve() -> None:
             self.loop, self.queue = asyncio.get_running_loop(), asyncio.Queue()
             ready.set()
-            self.left_over = await self.client._serve(self.template, self.output_model, schema, self.queue, urls)
+            self.left_over = await self.client._serve(
+                self.template, self.output_model, schema, self.queue, urls, self.expected
+            )
 
         def main() -> None:
             try:
@@ -527,6 +532,7 @@ class LLMClient:
         template: PromptTemplate,
         output_model: type[BaseModel],
         batches: Iterable[tuple[T, Sequence[LLMRequest], tuple[list[str], dict[str, LLMResult]] | None]],
+        expected: int | None = None,
     ) -> Iterator[tuple[T, RunReport]]:
         """:meth:`run` of each batch (tag, requests, looked_up), in order, giving (tag, report) once the batch's
         answers are all in the answer log (the last batch's: in the cache). The batches behind it are asked
@@ -534,8 +540,11 @@ class LLMClient:
         behind the batch awaited as it has (at least one). ``batches`` is read in this thread as they are needed;
         ``looked_up``: the batch's keys and the cached answers :meth:`look_up` read (else they are read now). A
         report's ``wall_s`` is the client's time since the report before it (the first's since the call, with a
-        :meth:`look_up` made before it), so they sum to the client's time for all of them."""
-        stream = _Stream(self, template, output_model)
+        :meth:`look_up` made before it), so they sum to the client's time for all of them. ``expected``: how many
+        requests the batches will send in all, if the caller knows it (an estimate is fine: the progress lines
+        count at least those sent), so that the lines say how long is left; None: they count what was sent so far
+        and estimate nothing."""
+        stream = _Stream(self, template, output_model, expected)
         window: deque[_Queued[T]] = deque()
         source = iter(batches)
         last = time.perf_counter() - self._looked_up_s
@@ -762,7 +771,7 @@ class LLMClient:
         batch = _Batch(todo, report)
         for item in (batch, None):
             batches.put_nowait(item)
-        report.outages += await self._serve(template, output_model, schema, batches, self._resolve_urls())
+        report.outages += await self._serve(template, output_model, schema, batches, self._resolve_urls(), len(todo))
         return batch.results
 
     async def _serve(
@@ -772,12 +781,13 @@ class LLMClient:
         schema: dict[str, Any],
         batches: asyncio.Queue,
         urls: list[str],
+        expected: int | None,
     ) -> list[Outage]:
         """Answer the ``todo`` of each :class:`_Batch` put on ``batches``, in order, until a None (or
         ``_ABANDON``: what is queued is dropped), with one pool of endpoints (``urls``) and workers and one
         answer log for all of them: a batch's ``answered`` is set once its answers are all in the log, while the
         workers go on with the next. Every answer is in the cache before this returns; returns the outages no
-        batch reported."""
+        batch reported. ``expected``: the requests all batches hold, for the progress lines (None: not known)."""
         api_key = os.environ.get(self.s.api_key_env) or NO_KEY
         pools = max(1, -(-self.s.concurrency // POOL_SIZE))
         endpoints = EndpointPool.open(self.stage, urls, self.s, api_key, pools, self._log, self._rng)
@@ -792,7 +802,7 @@ class LLMClient:
         )
         pending: list[dict[str, Any]] = []  # cache rows of answers not yet in the log
         failures: list[tuple] = []  # transport failures, written to the cache with the next fold
-        progress = _Progress(total=0)
+        progress = _Progress(total=0, expected=expected)
         reported = 0  # endpoints.outages given to a batch's report so far
         work: asyncio.Queue = asyncio.Queue()  # (batch, key, request); None stops a worker
         n_workers = 2 * self.s.concurrency * len(urls)  # a bounded pool, not a task per request: memory stays flat
@@ -887,15 +897,19 @@ class LLMClient:
             finally:
                 writer.shutdown()
                 await endpoints.close()
+        progress.expected = progress.total  # the run is over: what it sent is all it sends
         self._log(self._progress_line(progress))
         return endpoints.outages[reported:]
 
     def _progress_line(self, p: _Progress) -> str:
         elapsed = max(time.perf_counter() - p.started, 1e-9)
         rate = p.done / elapsed
-        eta = (p.total - p.done) / rate if rate > 0 else float("inf")
+        if p.expected is None:  # more batches may come: no total, no estimate
+            return f"{self.stage}: {p.done}/{p.total} answered ({p.failed} failed) of those asked so far, {rate:.2f}/s"
+        total = max(p.total, p.expected)
+        eta = (total - p.done) / rate if rate > 0 else float("inf")
         eta_txt = "unknown" if eta == float("inf") else f"{eta:.0f}s"
-        return f"{self.stage}: {p.done}/{p.total} answered ({p.failed} failed), {rate:.2f}/s, est. {eta_txt} left"
+        return f"{self.stage}: {p.done}/{total} answered ({p.failed} failed), {rate:.2f}/s, est. {eta_txt} left"
 
     def _backoff(self, failures: int, wait_at_least: float | None) -> float:
         delay = backoff_delay(failures, self.s.backoff_base_s, self.s.backoff_max_s, self._rng)

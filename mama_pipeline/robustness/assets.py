@@ -264,6 +264,7 @@ def variant_labels(
                 queries,
                 answer_model=output_model(s.llm.judge.reasoning),
                 batch_pairs=s.judging.batch_pairs,
+                expected_pairs=holes.to_judge,
             )
             for i, ((to_judge, over_budget), run) in enumerate(zip(holes.slices(), runs, strict=True)):
                 done = hole_outcomes(to_judge, over_budget, run.outcomes)

@@ -205,6 +205,25 @@ def test_run_ahead_asks_the_next_batch_while_the_caller_stores_one_and_no_furthe
     assert seen == [8] and fake_llm.stats()["chat_calls"] - before == 16
 
 
+@pytest.mark.parametrize("expected", [16, None])
+def test_run_ahead_progress_lines_count_what_the_caller_expects_or_say_it_is_so_far(make_client, fake_llm, expected):
+    """While batch 0 is held only 8 requests have been sent: told 16 are expected the lines count to 16 and estimate
+    the time left; not told, they count what was sent so far and estimate nothing. The last line counts all 16."""
+    client, lines = make_client(), []
+    client._log, client.progress_every_s = lines.append, 0.05
+    for tag, _ in client.run_ahead(TEMPLATE, Verdict, batches_of(4, 4, 4, 4), expected):
+        if tag == 0:
+            time.sleep(0.5)  # the reporter writes lines while 8 requests are out
+    held = [line for line in lines[:-1] if line.startswith("judge: 8/")]
+    assert held, lines
+    if expected:
+        assert all(line.startswith("judge: 8/16 answered (0 failed), ") and " left" in line for line in held)
+    else:
+        assert all("answered (0 failed) of those asked so far" in line and "est." not in line for line in held)
+        assert all(line.startswith("judge: 8/8 ") for line in held)
+    assert lines[-1].startswith("judge: 16/16 answered (0 failed), ") and lines[-1].endswith("est. 0s left")
+
+
 def test_run_ahead_gives_every_batch_in_order_with_cached_answers_and_empty_batches(make_client, fake_llm, store):
     client = make_client()
     first = client.run(TEMPLATE, Verdict, batches_of(3)[0][1][:2])  # i0, i1 cached before

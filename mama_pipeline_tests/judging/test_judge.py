@@ -352,6 +352,34 @@ def test_slices_are_judged_as_one_stream_and_each_run_equals_judge_pairs_of_its_
         assert run.asked == part.height and run.client_metadata["judge/requests"] == part.height
 
 
+def test_the_client_is_told_how_many_pairs_a_run_will_ask(make_client, fake_llm, store, corpus, monkeypatch):
+    """judge_pairs tells the client's stream the pairs it will send (no stored label, no cached answer), so its
+    progress lines estimate the time left from the start; the slices tell it the pairs they hold."""
+    from mama_pipeline.judging._judge import judge_pair_slices, pair_batches
+    from mama_pipeline.llm.client import LLMClient
+
+    told, run_ahead = [], LLMClient.run_ahead
+
+    def spy(self, template, output_model, batches, expected=None):
+        told.append(expected)
+        return run_ahead(self, template, output_model, batches, expected)
+
+    monkeypatch.setattr(LLMClient, "run_ahead", spy)
+    queries, chunks, pool = corpus
+    judge(make_client(), store, pool.head(10), queries, chunks)  # 10 pairs labelled
+    holes = judge_holes(make_client(), store, pool, queries, chunks, MODEL)
+    (_, requests), *_ = pair_batches(holes.head(5), 5)
+    make_client().run(RELEVANCE_JUDGE, MODEL, requests)  # 5 answers cached, not labelled
+    _, n = calls(fake_llm, lambda: judge(make_client(), store, pool, queries, chunks, batch_pairs=16))
+    assert told[1:] == [35] and n == 35  # 50 pairs: 10 labelled, 5 answered before
+    stored = chunks.drop("tier").with_columns(
+        breadcrumb=pl.lit([], pl.List(pl.String)), given_cid=pl.lit(None, pl.String), line="page", ordinal="page"
+    )
+    store.write_table("corpus_chunks", stored)
+    list(judge_pair_slices(make_client(model="judge-2"), store, lambda: [pool], queries, MODEL, expected_pairs=50))
+    assert told[-1] == 50
+
+
 def test_hole_slices_are_the_holes_of_whole_queries_a_slice_at_a_time(make_client, fake_llm, store, corpus):
     """The plan's holes: judge_holes' rows in its order, the labels asked once and each slice's chunks read from
     the store; a slice ends with a query, and a pair whose chunk is not stored is no hole."""
