@@ -259,9 +259,7 @@ def judge_pairs(
     read, batches = _looked_up(client, holes, answer_model, template, batch_pairs)
     # the whole run against the stage's budget before the first batch is sent, from the cache read just made
     client.check_budget(((template, answer_model, requests) for _, requests in pair_batches(holes, batch_pairs)), read)
-    keys, cached = read
-    to_ask = sum(len({k for k in batch if k not in cached}) for batch in keys)  # as run_ahead will send them
-    with contextlib.closing(client.run_ahead(template, answer_model, batches, to_ask)) as answered:
+    with contextlib.closing(client.run_ahead(template, answer_model, batches, client.to_send(read))) as answered:
         for rows, report in answered:
             _record(client, store, run, parts, rows, report)
     return _closed(run, parts)

@@ -603,6 +603,13 @@ class LLMClient:
                 todo[key] = req
         return keys, cached, todo
 
+    @staticmethod
+    def to_send(looked_up: tuple[list[list[str]], dict[str, LLMResult]]) -> int:
+        """How many requests the batches :meth:`look_up` read would send (one per key of a batch not in the cache,
+        as :meth:`pending` picks them): what to tell :meth:`run_ahead` to expect."""
+        keys, cached = looked_up
+        return sum(len({k for k in batch if k not in cached}) for batch in keys)
+
     def look_up(
         self, template: PromptTemplate, output_model: type[BaseModel], batches: Iterable[Sequence[LLMRequest]]
     ) -> tuple[list[list[str]], dict[str, LLMResult]]:
