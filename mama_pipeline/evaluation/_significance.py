@@ -14,7 +14,9 @@ operation), drawing the resamples and signs exactly as scipy 1.17's ``bootstrap`
 ``permutation_test`` do from the same generator: mama_pipeline_tests/evaluation/
 test_significance_fast.py shows both equal scipy to 1e-12. The figures from a seed
 (the boards' and scoreboards') resample the same rows for every entry, measure and pair
-of one size: those draws are made once and kept (up to KEPT_DRAWS values in all).
+of one size: those draws are made once and kept (up to KEPT_DRAWS values in all), and the
+figures asked for together (``paired_bootstrap_cis``, ``paired_randomization_ps``: every pair
+of every measure in ``pairwise_significance``) share one draw whatever its size.
 
 Every function here raises :class:`StatisticRefused` (with its ``reason``) where the
 figure cannot be honest: too few values, no spread, a degenerate bootstrap. The unit
@@ -129,15 +131,28 @@ def bca_interval_of_mean(
     mean: no interval can be sized from it) and where the bootstrap is degenerate (every resample on one side
     of the estimate, or an interval that is empty or misses its estimate).
     """
-    return _bca(values, n_resamples, lambda n: _index_batches(rng, n, n_resamples, batch), confidence)
+    return _one(_bcas([values], n_resamples, lambda n: _index_batches(rng, n, n_resamples, batch), confidence))
 
 
-def _bca(
-    values: np.ndarray, n_resamples: int, draws: Callable[[int], Iterable[np.ndarray]], confidence: float
-) -> tuple[float, float]:
-    """:func:`bca_interval_of_mean` on the resampled rows ``draws(n)`` gives for n values."""
-    from scipy import special, stats
+def _one(figures: list[tuple]):
+    """The figure of a one-element :func:`_bcas` or :func:`_sign_flip_ps`, or its refusal raised."""
+    ((figure, why),) = figures
+    if why is not None:
+        raise StatisticRefused(why)
+    return figure
 
+
+def _by_size(prepared: list[tuple], size: Callable) -> dict[int, list[int]]:
+    """The positions of the prepared (not refused) series, by their number of values."""
+    groups: dict[int, list[int]] = {}
+    for i, (ready, _why) in enumerate(prepared):
+        if ready is not None:
+            groups.setdefault(size(ready), []).append(i)
+    return groups
+
+
+def _bca_setup(values: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(values compacted, their mean, BCa's acceleration from the O(n) jackknife), or the refusal."""
     x = _checked(values, "interval")
     n = x.size
     if n < MIN_INTERVAL_N:
@@ -155,15 +170,17 @@ def _bca(
         a_hat = 1 / 6 * (np.sum(u**3) / n**3) / (np.sum(u**2) / n**2) ** (3 / 2)
     if not (np.isfinite(theta) and np.isfinite(a_hat)):
         raise StatisticRefused(f"interval: values too large for float64 sums (largest |value| {np.max(np.abs(x)):g})")
-    theta_b = np.empty(n_resamples)
-    k = 0
-    for rows in draws(n):
-        theta_b[k : k + rows.shape[0]] = np.mean(x[rows], axis=-1)
-        k += rows.shape[0]
-    percentile = (np.count_nonzero(theta_b < theta) + np.count_nonzero(theta_b <= theta)) / (2 * n_resamples)
+    return x, theta, a_hat
+
+
+def _bca_interval(theta: float, a_hat: float, theta_b: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The BCa interval from the estimate, the acceleration and the resampled means, or the refusal."""
+    from scipy import special, stats
+
+    percentile = (np.count_nonzero(theta_b < theta) + np.count_nonzero(theta_b <= theta)) / (2 * theta_b.size)
     z0 = special.ndtri(percentile)
     if not np.isfinite(z0):
-        raise StatisticRefused(f"interval: every one of {n_resamples} resamples lies on one side of the mean")
+        raise StatisticRefused(f"interval: every one of {theta_b.size} resamples lies on one side of the mean")
     z_alpha = float(special.ndtri((1 - confidence) / 2))
     levels = [special.ndtr(z0 + (z0 + z) / (1 - a_hat * (z0 + z))) for z in (z_alpha, -z_alpha)]
     low, high = (float(v) for v in stats.quantile(theta_b, np.asarray(levels), axis=-1))
@@ -172,19 +189,57 @@ def _bca(
     return low, high
 
 
+def _bcas(
+    series: Sequence[np.ndarray], n_resamples: int, draws: Callable[[int], Iterable[np.ndarray]], confidence: float
+) -> list[tuple[tuple[float, float] | None, str | None]]:
+    """(interval, None) or (None, reason) of :func:`bca_interval_of_mean` for each series, on the resampled rows
+    ``draws(n)`` gives for n values: drawn once for all the series of one size, each series then resampled on
+    the same rows exactly as it would be alone."""
+    prepared = [_refusal(_bca_setup, values) for values in series]
+    results: list[tuple] = [(None, why) for _ready, why in prepared]
+    for n, members in _by_size(prepared, lambda ready: ready[0].size).items():
+        theta_b = np.empty((len(members), n_resamples))
+        k = 0
+        for rows in draws(n):
+            for j, i in enumerate(members):
+                theta_b[j, k : k + rows.shape[0]] = np.mean(prepared[i][0][0][rows], axis=-1)
+            k += rows.shape[0]
+        for j, i in enumerate(members):
+            _x, theta, a_hat = prepared[i][0]
+            results[i] = _refusal(_bca_interval, theta, a_hat, theta_b[j], confidence)
+    return results
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a - b of paired values; a pair with a value that is not finite stays so (its figure is refused)."""
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if a.size != b.size:
+        raise ValueError(f"paired values of different lengths: {a.size} and {b.size}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return a - b
+
+
 def paired_bootstrap_ci(
     a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95
 ) -> tuple[float, float]:
     """BCa bootstrap interval of mean(a - b), resampling queries (pairs) together: scipy's paired BCa,
     equal to ``bootstrap((a, b), mean(a - b), paired=True, method="BCa")`` on the same seed. Refused as
     :func:`bca_interval_of_mean` refuses the differences (all equal: no interval, the difference is exact)."""
-    d = _checked(a, "interval") - _checked(b, "interval")
-    return _bca(d, n_resamples, lambda n: _seeded("index", seed, n, n_resamples), confidence)
+    return _one(paired_bootstrap_cis([(a, b)], n_resamples, seed, confidence))
+
+
+def paired_bootstrap_cis(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]], n_resamples: int, seed: int, confidence: float = 0.95
+) -> list[tuple[tuple[float, float] | None, str | None]]:
+    """(interval, None) or (None, reason) of :func:`paired_bootstrap_ci` for each pair, the resamples of one
+    size drawn once for all of them (each figure as it would be alone)."""
+    differences = [_difference(a, b) for a, b in pairs]
+    return _bcas(differences, n_resamples, lambda n: _seeded("index", seed, n, n_resamples), confidence)
 
 
 def bootstrap_mean_ci(values: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
     """BCa bootstrap interval of the mean of per-query values (queries resampled); see :func:`bca_interval_of_mean`."""
-    return _bca(values, n_resamples, lambda n: _seeded("index", seed, n, n_resamples), confidence)
+    return _one(_bcas([values], n_resamples, lambda n: _seeded("index", seed, n, n_resamples), confidence))
 
 
 def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch: int | None = None) -> float:
@@ -194,11 +249,21 @@ def sign_flip_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator, batch
     Where ``n_resamples`` reaches the 2^n sign patterns the test is exact (every pattern, as scipy). Refused
     below MIN_PAIRED_TEST_N pairs; all differences zero give p = 1 exactly (every pattern ties the observed 0).
     """
-    return _sign_flip_p(d, n_resamples, lambda n: _flip_batches(rng, n, n_resamples, batch))
+    return _one(_sign_flip_ps([d], n_resamples, lambda n: _flip_batches(rng, n, n_resamples, batch)))
 
 
-def _sign_flip_p(d: np.ndarray, n_resamples: int, draws: Callable[[int], Iterable[np.ndarray]]) -> float:
-    """:func:`sign_flip_p` on the sign flips ``draws(n)`` gives for n pairs."""
+def _two_sided_p(null: np.ndarray, observed: float, total: int, adjustment: int) -> float:
+    """scipy's two-sided p of ``observed`` among ``total`` null statistics (plus ``adjustment`` for the
+    observed one where they are a random sample), with its tolerance for ties."""
+    gamma = abs(np.finfo(float).eps * 100 * observed)
+    less = (np.count_nonzero(null <= observed + gamma) + adjustment) / (total + adjustment)
+    greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (total + adjustment)
+    return float(np.clip(min(less, greater) * 2, 0.0, 1.0))
+
+
+def _sign_flip_setup(d: np.ndarray, n_resamples: int) -> tuple[np.ndarray, float] | float:
+    """(differences compacted, their mean) for a sampled test, or the p where it needs no draws (all zero, or
+    every sign pattern enumerated), or the refusal."""
     d = compact(_checked(d, "randomization"))
     n = d.size
     if n < MIN_PAIRED_TEST_N:
@@ -211,28 +276,51 @@ def _sign_flip_p(d: np.ndarray, n_resamples: int, draws: Callable[[int], Iterabl
         observed = np.mean(d)
     if not np.isfinite(observed):
         raise StatisticRefused(f"randomization: differences too large for float64 sums (largest {np.max(np.abs(d)):g})")
-    exact = n_resamples >= 2**n
-    if exact:
+    if n_resamples >= 2**n:
         signs = np.array(list(itertools.product((1, -1), repeat=n)), dtype=np.int8)
-        nulls, total = [np.mean(signs * d, axis=-1)], 2**n
-    elif d.dtype == np.int8:  # whole numbers: np.mean's float sum is exact in any order and a 0 adds nothing
+        return _two_sided_p(np.mean(signs * d, axis=-1), observed, 2**n, 0)
+    return d, observed
+
+
+def _null_means(d: np.ndarray, swapped: np.ndarray) -> np.ndarray:
+    """mean(d) with the rows of ``swapped`` (True: the sign flipped) applied, one value per row."""
+    if d.dtype == np.int8:  # whole numbers: np.mean's float sum is exact in any order and a 0 adds nothing
         moved = np.flatnonzero(d)
-        nulls = [np.where(swapped[:, moved], -d[moved], d[moved]).sum(axis=-1, dtype=float) / n for swapped in draws(n)]
-        total = n_resamples
-    else:
-        nulls, total = [np.mean(np.where(swapped, -d, d), axis=-1) for swapped in draws(n)], n_resamples
-    null = np.concatenate(nulls)
-    adjustment = 0 if exact else 1
-    gamma = abs(np.finfo(float).eps * 100 * observed)
-    less = (np.count_nonzero(null <= observed + gamma) + adjustment) / (total + adjustment)
-    greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (total + adjustment)
-    return float(np.clip(min(less, greater) * 2, 0.0, 1.0))
+        return np.where(swapped[:, moved], -d[moved], d[moved]).sum(axis=-1, dtype=float) / d.size
+    return np.mean(np.where(swapped, -d, d), axis=-1)
+
+
+def _sign_flip_ps(
+    series: Sequence[np.ndarray], n_resamples: int, draws: Callable[[int], Iterable[np.ndarray]]
+) -> list[tuple[float | None, str | None]]:
+    """(p, None) or (None, reason) of :func:`sign_flip_p` for each series of differences, on the sign flips
+    ``draws(n)`` gives for n pairs: drawn once for all the series of one size, each series then flipped by
+    the same signs exactly as it would be alone."""
+    prepared = [_refusal(_sign_flip_setup, d, n_resamples) for d in series]
+    results: list[tuple] = [(ready, None) if isinstance(ready, float) else (None, why) for ready, why in prepared]
+    sampled = [(ready if isinstance(ready, tuple) else None, why) for ready, why in prepared]
+    for n, members in _by_size(sampled, lambda ready: ready[0].size).items():
+        nulls: list[list[np.ndarray]] = [[] for _ in members]
+        for swapped in draws(n):
+            for j, i in enumerate(members):
+                nulls[j].append(_null_means(sampled[i][0][0], swapped))
+        for j, i in enumerate(members):
+            results[i] = (_two_sided_p(np.concatenate(nulls[j]), sampled[i][0][1], n_resamples, 1), None)
+    return results
 
 
 def paired_randomization_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
     """Two-sided p of mean(a - b) under random swaps of a and b within each query (:func:`sign_flip_p`)."""
-    d = _checked(a, "randomization") - _checked(b, "randomization")
-    return _sign_flip_p(d, n_resamples, lambda n: _seeded("flip", seed, n, n_resamples))
+    return _one(paired_randomization_ps([(a, b)], n_resamples, seed))
+
+
+def paired_randomization_ps(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]], n_resamples: int, seed: int
+) -> list[tuple[float | None, str | None]]:
+    """(p, None) or (None, reason) of :func:`paired_randomization_p` for each pair, the sign flips of one size
+    drawn once for all of them (each p as it would be alone)."""
+    differences = [_difference(a, b) for a, b in pairs]
+    return _sign_flip_ps(differences, n_resamples, lambda n: _seeded("flip", seed, n, n_resamples))
 
 
 def exact_mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
@@ -287,7 +375,7 @@ def pairwise_significance(
     one holding other values is an error). A refused figure is null and its
     reason stands in ``refused``; the other figures of the row are kept.
     """
-    rows = []
+    blocks = []
     for measure in measures:
         wide = (
             per_query.filter(pl.col("measure") == measure)
@@ -300,14 +388,19 @@ def pairwise_significance(
         if wide.select(pl.col(list(retrievers)).null_count()).sum_horizontal().item():
             raise ValueError(f"per-query values of {measure!r} do not cover the same queries for every retriever")
         values = {r: wide[r].to_numpy().astype(float) for r in retrievers}
-        binary = measure in binary_measures
-        if binary and not all(np.isin(v, (0.0, 1.0)).all() for v in values.values()):
+        if measure in binary_measures and not all(np.isin(v, (0.0, 1.0)).all() for v in values.values()):
             raise ValueError(f"{measure!r} is named 0/1 but holds other values")
-        block = []
-        for ra, rb in itertools.combinations(retrievers, 2):
-            a, b = values[ra], values[rb]
-            interval, why_interval = _refusal(paired_bootstrap_ci, a, b, n_resamples, seed, confidence)
-            p, why_p = _refusal(paired_randomization_p, a, b, n_resamples, seed)
+        blocks.append((measure, [(ra, rb, values[ra], values[rb]) for ra, rb in itertools.combinations(retrievers, 2)]))
+    # every pair of every measure is resampled on the same rows and flipped by the same signs (one seed, one
+    # size): drawn once for all of them, not once a figure (x12 the draws at ten times the paper's queries)
+    pairs = [(a, b) for _measure, block in blocks for _ra, _rb, a, b in block]
+    intervals = iter(paired_bootstrap_cis(pairs, n_resamples, seed, confidence))
+    ps = iter(paired_randomization_ps(pairs, n_resamples, seed))
+    rows = []
+    for measure, block in blocks:
+        block_rows = []
+        for ra, rb, a, b in block:
+            (interval, why_interval), (p, why_p) = next(intervals), next(ps)
             row = {
                 "measure": measure,
                 "retriever_a": ra,
@@ -324,14 +417,14 @@ def pairwise_significance(
                 "p_mcnemar": None,
                 "refused": "; ".join(why for why in (why_interval, why_p) if why) or None,
             }
-            if binary:
+            if measure in binary_measures:
                 row["only_a"], row["only_b"], row["p_mcnemar"] = exact_mcnemar(a, b)
-            block.append(row)
+            block_rows.append(row)
         for test in ("randomization", "mcnemar"):
-            adjusted = holm([r[f"p_{test}"] for r in block])
-            for r, p in zip(block, adjusted):
+            adjusted = holm([r[f"p_{test}"] for r in block_rows])
+            for r, p in zip(block_rows, adjusted):
                 r[f"p_{test}_holm"] = p
-        rows.extend(block)
+        rows.extend(block_rows)
     return pl.DataFrame(rows, schema=SIGNIFICANCE_SCHEMA)
 
 

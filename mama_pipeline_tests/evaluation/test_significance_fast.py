@@ -104,3 +104,51 @@ def test_sign_flip_p_is_exact_where_the_resamples_reach_every_sign_pattern_as_sc
         assert paired_randomization_p(a, b, 5_000, 0) == pytest.approx(ref.pvalue, abs=1e-12)
     # 2 pairs: the four sign patterns give |mean| >= observed at least twice, so p >= 1/2 whatever the data
     assert sign_flip_p(np.array([3.0, 4.0]), 5_000, np.random.default_rng(0)) == 0.5
+
+
+def test_many_pairs_draw_once_and_give_each_pairs_figure_as_scipy(monkeypatch):
+    # a board's pairs of one size share one draw of rows and one of signs (drawn again a figure, the draws
+    # grew with measures x pairs x queries); each figure stays scipy's, a refused pair keeps its own reason
+    from mama_pipeline.evaluation import _significance as sig
+
+    monkeypatch.setattr(sig, "KEPT_DRAWS", 0)  # nothing kept between calls: every draw below is counted
+    drawn = {"index": 0, "flip": 0}
+    for kind, name in (("index", "_index_batches"), ("flip", "_flip_batches")):
+        original = getattr(sig, name)
+
+        def counted(*args, _original=original, _kind=kind):
+            drawn[_kind] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(sig, name, counted)
+    rng = np.random.default_rng(4)
+    n = 200
+    graded = [(rng.random(n), rng.random(n)) for _ in range(3)]
+    hits = [((rng.random(n) < 0.4).astype(float), (rng.random(n) < 0.5).astype(float)) for _ in range(2)]
+    tied = (np.ones(n), np.zeros(n))  # every difference 1: no interval; a p from the shared signs
+    short = (rng.random(10), rng.random(10))  # another size: too few for an interval, its own signs
+    broken = (np.r_[np.inf, rng.random(n - 1)], rng.random(n))
+    pairs = [*graded, *hits, tied, short, broken]
+    intervals = sig.paired_bootstrap_cis(pairs, 300, 6)
+    ps = sig.paired_randomization_ps(pairs, 300, 6)
+    assert drawn == {"index": 1, "flip": 2}  # rows for the one size with an interval; signs for both sizes
+    for (a, b), (interval, why) in zip([*graded, *hits], intervals):
+        assert why is None
+        np.testing.assert_allclose(
+            interval, _scipy_bca((compact(a), compact(b)), _diff, 300, 6, batch_for(n), paired=True), atol=1e-12
+        )
+    for (a, b), (p, why) in zip([*graded, *hits, tied, short], ps):
+        ref = stats.permutation_test(
+            (compact(a), compact(b)),
+            _diff,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=300,
+            batch=batch_for(a.size),
+            rng=np.random.default_rng(6),
+        )
+        assert why is None and p == pytest.approx(ref.pvalue, abs=1e-12)
+    assert intervals[5] == (None, f"interval: all {n} values equal (1); no spread to size an interval")
+    assert intervals[6] == (None, "interval: 10 values, fewer than the 30 a bootstrap interval needs")
+    assert intervals[7] == (None, f"interval: 1 of {n} values are not finite")
+    assert ps[7] == (None, f"randomization: 1 of {n} values are not finite")
