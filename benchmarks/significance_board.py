@@ -3,10 +3,9 @@ of every measure on one draw (``pairwise_significance``), side by side, and whet
 
 Reads ``ROOT/N<m>/data/mama.duckdb`` (read only) and ``ROOT/N<m>/config.yaml`` of ``benchmarks/paper_multiple.py``'s
 work folders: the evaluation's significance measures, resamples, seed and confidence (the settings' defaults where
-the file says nothing). "Alone" calls
-``paired_bootstrap_ci`` and ``paired_randomization_p`` once a pair and measure, as ``pairwise_significance`` did
-before it drew once for all of them: the draws of one size are kept between calls only up to KEPT_DRAWS values
-(n x resamples), beyond it each figure draws its own. Wall seconds, best of ``--repeats``; state the load average
+the file says nothing). "Alone" calls ``paired_bootstrap_ci`` and ``paired_randomization_p`` once a pair and
+measure, as ``pairwise_significance`` did before it drew once for all of them: the draws of one size are kept
+between calls only up to KEPT_DRAWS values (n x resamples), beyond it each figure draws its own. Wall seconds, best of ``--repeats``; state the load average
 (printed first and last).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/significance_board.py --root /tmp/pm63 --multiple 1 10

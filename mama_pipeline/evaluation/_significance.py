@@ -142,12 +142,13 @@ def _one(figures: list[tuple]):
     return figure
 
 
-def _by_size(prepared: list[tuple], size: Callable) -> dict[int, list[int]]:
-    """The positions of the prepared (not refused) series, by their number of values."""
+def _by_size(prepared: list[tuple]) -> dict[int, list[int]]:
+    """The positions of the prepared (not refused) series, by their number of values (the size of the array
+    their preparation starts with)."""
     groups: dict[int, list[int]] = {}
     for i, (ready, _why) in enumerate(prepared):
         if ready is not None:
-            groups.setdefault(size(ready), []).append(i)
+            groups.setdefault(ready[0].size, []).append(i)
     return groups
 
 
@@ -197,7 +198,7 @@ def _bcas(
     the same rows exactly as it would be alone."""
     prepared = [_refusal(_bca_setup, values) for values in series]
     results: list[tuple] = [(None, why) for _ready, why in prepared]
-    for n, members in _by_size(prepared, lambda ready: ready[0].size).items():
+    for n, members in _by_size(prepared).items():
         theta_b = np.empty((len(members), n_resamples))
         k = 0
         for rows in draws(n):
@@ -261,9 +262,9 @@ def _two_sided_p(null: np.ndarray, observed: float, total: int, adjustment: int)
     return float(np.clip(min(less, greater) * 2, 0.0, 1.0))
 
 
-def _sign_flip_setup(d: np.ndarray, n_resamples: int) -> tuple[np.ndarray, float] | float:
-    """(differences compacted, their mean) for a sampled test, or the p where it needs no draws (all zero, or
-    every sign pattern enumerated), or the refusal."""
+def _sign_flip_setup(d: np.ndarray, n_resamples: int) -> tuple[np.ndarray, float, np.ndarray | None] | float:
+    """(differences compacted, their mean, the positions of the nonzero ones where they are whole numbers) for a
+    sampled test, or the p where it needs no draws (all zero, or every sign pattern enumerated), or the refusal."""
     d = compact(_checked(d, "randomization"))
     n = d.size
     if n < MIN_PAIRED_TEST_N:
@@ -279,13 +280,14 @@ def _sign_flip_setup(d: np.ndarray, n_resamples: int) -> tuple[np.ndarray, float
     if n_resamples >= 2**n:
         signs = np.array(list(itertools.product((1, -1), repeat=n)), dtype=np.int8)
         return _two_sided_p(np.mean(signs * d, axis=-1), observed, 2**n, 0)
-    return d, observed
+    # whole numbers: np.mean's float sum is exact in any order and a 0 adds nothing, so only the nonzero ones flip
+    return d, observed, np.flatnonzero(d) if d.dtype == np.int8 else None
 
 
-def _null_means(d: np.ndarray, swapped: np.ndarray) -> np.ndarray:
-    """mean(d) with the rows of ``swapped`` (True: the sign flipped) applied, one value per row."""
-    if d.dtype == np.int8:  # whole numbers: np.mean's float sum is exact in any order and a 0 adds nothing
-        moved = np.flatnonzero(d)
+def _null_means(d: np.ndarray, moved: np.ndarray | None, swapped: np.ndarray) -> np.ndarray:
+    """mean(d) with the rows of ``swapped`` (True: the sign flipped) applied, one value per row; ``moved``: the
+    only positions that can change the sum (None: all)."""
+    if moved is not None:
         return np.where(swapped[:, moved], -d[moved], d[moved]).sum(axis=-1, dtype=float) / d.size
     return np.mean(np.where(swapped, -d, d), axis=-1)
 
@@ -299,11 +301,12 @@ def _sign_flip_ps(
     prepared = [_refusal(_sign_flip_setup, d, n_resamples) for d in series]
     results: list[tuple] = [(ready, None) if isinstance(ready, float) else (None, why) for ready, why in prepared]
     sampled = [(ready if isinstance(ready, tuple) else None, why) for ready, why in prepared]
-    for n, members in _by_size(sampled, lambda ready: ready[0].size).items():
+    for n, members in _by_size(sampled).items():
         nulls: list[list[np.ndarray]] = [[] for _ in members]
         for swapped in draws(n):
             for j, i in enumerate(members):
-                nulls[j].append(_null_means(sampled[i][0][0], swapped))
+                d, _observed, moved = sampled[i][0]
+                nulls[j].append(_null_means(d, moved, swapped))
         for j, i in enumerate(members):
             results[i] = (_two_sided_p(np.concatenate(nulls[j]), sampled[i][0][1], n_resamples, 1), None)
     return results
@@ -392,7 +395,7 @@ def pairwise_significance(
             raise ValueError(f"{measure!r} is named 0/1 but holds other values")
         blocks.append((measure, [(ra, rb, values[ra], values[rb]) for ra, rb in itertools.combinations(retrievers, 2)]))
     # every pair of every measure is resampled on the same rows and flipped by the same signs (one seed, one
-    # size): drawn once for all of them, not once a figure (x12 the draws at ten times the paper's queries)
+    # size): drawn once for all of them, not once a figure where the draws outgrow those kept (KEPT_DRAWS)
     pairs = [(a, b) for _measure, block in blocks for _ra, _rb, a, b in block]
     intervals = iter(paired_bootstrap_cis(pairs, n_resamples, seed, confidence))
     ps = iter(paired_randomization_ps(pairs, n_resamples, seed))
